@@ -1,0 +1,340 @@
+// Spawning and supervising the child of `rlock run`, in the manner of tini:
+// fork, own process group (the terminal's foreground group when rlock has the
+// terminal), exec with a PATH search of our own, exec failures reported back
+// through a close-on-exec pipe, and the wait status mapped to an exit status.
+//
+// Everything the child needs is built before fork(); between fork() and exec
+// the child only makes async-signal-safe calls on memory prepared in advance.
+#include "child.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <string_view>
+
+#ifdef __linux__
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#endif
+
+#include "error.h"
+#include "signals.h"
+
+extern char** environ;
+
+namespace rlock {
+
+namespace {
+
+constexpr const char* kDefaultPath = "/usr/local/bin:/usr/bin:/bin";
+constexpr long kMaxDescriptorsToClose = 65536;
+
+std::string_view name_of(std::string_view entry) {
+  return entry.substr(0, entry.find('='));
+}
+
+/// The inherited environment with `extra` added, each extra entry replacing
+/// any inherited one of the same name.
+std::vector<std::string> merged_environment(const std::vector<std::string>& extra) {
+  std::vector<std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string_view name = name_of(*e);
+    bool replaced = std::any_of(extra.begin(), extra.end(),
+                                [&](const std::string& x) { return name_of(x) == name; });
+    if (!replaced) env.emplace_back(*e);
+  }
+  env.insert(env.end(), extra.begin(), extra.end());
+  return env;
+}
+
+/// The files execvp would try for `file`: itself when it contains a '/',
+/// otherwise `file` in each PATH directory (an empty one is the current one).
+std::vector<std::string> exec_candidates(const std::string& file,
+                                         const std::vector<std::string>& env) {
+  if (file.empty()) return {};
+  if (file.find('/') != std::string::npos) return {file};
+  std::string_view path = kDefaultPath;
+  for (const auto& entry : env) {
+    if (entry.starts_with("PATH=")) path = std::string_view(entry).substr(5);
+  }
+  std::vector<std::string> out;
+  for (size_t start = 0;;) {
+    size_t end = path.find(':', start);
+    std::string_view dir = path.substr(start, end - start);
+    out.push_back(dir.empty() ? file : std::string(dir) + "/" + file);
+    if (end == std::string_view::npos) break;
+    start = end + 1;
+  }
+  return out;
+}
+
+std::vector<char*> pointers_to(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  for (auto& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+/// The argv, envp and candidate paths of one exec, as owned strings plus the
+/// NULL-terminated pointer arrays execve() wants. Built in place and never
+/// moved, so the pointers stay valid.
+struct ExecPlan {
+  explicit ExecPlan(const SpawnSpec& spec)
+      : args(spec.argv),
+        env(merged_environment(spec.env)),
+        candidates(exec_candidates(spec.argv[0], env)),
+        argv(pointers_to(args)),
+        envp(pointers_to(env)) {
+    sh_argv = {shell.data(), nullptr};
+    sh_argv.insert(sh_argv.end(), argv.begin() + 1, argv.end());
+  }
+  ExecPlan(const ExecPlan&) = delete;
+  ExecPlan& operator=(const ExecPlan&) = delete;
+
+  std::vector<std::string> args;
+  std::vector<std::string> env;
+  std::vector<std::string> candidates;
+  std::vector<char*> argv;
+  std::vector<char*> envp;
+  std::string shell = "/bin/sh";
+  /// {"/bin/sh", <candidate>, args[1..], NULL} for a file without a #! line,
+  /// as execvp does; slot 1 is filled in by the child.
+  std::vector<char*> sh_argv;
+};
+
+/// A pipe whose ends close on exec (and on scope exit).
+struct CloexecPipe {
+  int read_end = -1;
+  int write_end = -1;
+  CloexecPipe() {
+    int fds[2];
+#ifdef __linux__
+    int rc = pipe2(fds, O_CLOEXEC);
+#else
+    int rc = pipe(fds);
+    if (rc == 0) {
+      fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+      fcntl(fds[1], F_SETFD, FD_CLOEXEC);
+    }
+#endif
+    if (rc == 0) read_end = fds[0], write_end = fds[1];
+  }
+  ~CloexecPipe() {
+    close_read();
+    close_write();
+  }
+  CloexecPipe(const CloexecPipe&) = delete;
+  CloexecPipe& operator=(const CloexecPipe&) = delete;
+  void close_read() {
+    if (read_end >= 0) close(read_end);
+    read_end = -1;
+  }
+  void close_write() {
+    if (write_end >= 0) close(write_end);
+    write_end = -1;
+  }
+};
+
+/// Blocks SIGTTOU around tcsetpgrp(), which a process outside the terminal's
+/// foreground group may then call without being stopped.
+void set_terminal_group(pid_t pgid) {
+  sigset_t ttou, old;
+  sigemptyset(&ttou);
+  sigaddset(&ttou, SIGTTOU);
+  sigprocmask(SIG_BLOCK, &ttou, &old);
+  tcsetpgrp(STDIN_FILENO, pgid);
+  sigprocmask(SIG_SETMASK, &old, nullptr);
+}
+
+/// Closes fds [lo, hi] (hi clamped to `open_max` for the fallback loop).
+void close_range_of(unsigned lo, unsigned hi, long open_max) {
+  if (lo > hi) return;
+#if defined(__linux__) && defined(SYS_close_range)
+  if (syscall(SYS_close_range, lo, hi, 0) == 0) return;
+#endif
+  for (long fd = lo; fd <= static_cast<long>(hi) && fd < open_max; ++fd)
+    close(static_cast<int>(fd));
+}
+
+/// Closes every descriptor from 3 up except `keep`: rlock opens its own with
+/// O_CLOEXEC, this is the belt to those braces.
+void close_descriptors_except(int keep, long open_max) {
+  unsigned first = 3;
+  if (keep >= 3) {
+    close_range_of(first, static_cast<unsigned>(keep) - 1, open_max);
+    first = static_cast<unsigned>(keep) + 1;
+  }
+  close_range_of(first, ~0U, open_max);
+}
+
+bool search_goes_on(int err) {
+  return err == ENOENT || err == ENOTDIR || err == ESTALE || err == ENODEV || err == ETIMEDOUT;
+}
+
+/// Tries each candidate like execvp and returns the errno to report: EACCES if
+/// any candidate was not executable, else the last "not there" error, or the
+/// first error that stops the search.
+int exec_candidates_in_child(ExecPlan& plan) {
+  int last = ENOENT;
+  bool denied = false;
+  for (auto& candidate : plan.candidates) {
+    execve(candidate.c_str(), plan.argv.data(), plan.envp.data());
+    int err = errno;
+    if (err == ENOEXEC) {
+      plan.sh_argv[1] = candidate.data();
+      execve(plan.sh_argv[0], plan.sh_argv.data(), plan.envp.data());
+      return err;
+    }
+    if (err == EACCES) {
+      denied = true;
+    } else if (!search_goes_on(err)) {
+      return err;
+    }
+    last = err;
+  }
+  return denied ? EACCES : last;
+}
+
+/// What the child decides with the parent's help, captured before fork().
+struct ChildSetup {
+  pid_t parent;
+  bool take_terminal;
+  long open_max;
+  int error_fd;
+};
+
+/// Runs in the forked child, with every signal blocked by the parent.
+[[noreturn]] void become_command(ExecPlan& plan, const ChildSetup& setup) {
+  setpgid(0, 0);
+  // Both sides hand over the terminal, so the command never reads it from
+  // the background however the two processes are scheduled. SIGTTOU is
+  // blocked here (all signals are), so tcsetpgrp() cannot stop us.
+  if (setup.take_terminal) tcsetpgrp(STDIN_FILENO, getpid());
+#ifdef __linux__
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  // rlock may have died before the line above: then nobody holds the lease.
+  if (getppid() != setup.parent) _exit(1);
+#endif
+  restore_inherited_signals_in_child();
+  close_descriptors_except(setup.error_fd, setup.open_max);
+  int err = exec_candidates_in_child(plan);
+  while (write(setup.error_fd, &err, sizeof err) < 0 && errno == EINTR) {
+  }
+  _exit(exitcode::kNotFound);
+}
+
+/// The errno the child sent before dying, or 0 on EOF (exec succeeded).
+int read_exec_errno(int fd) {
+  int err = 0;
+  ssize_t n;
+  do {
+    n = read(fd, &err, sizeof err);
+  } while (n < 0 && errno == EINTR);
+  return n == static_cast<ssize_t>(sizeof err) ? err : 0;
+}
+
+[[noreturn]] void throw_cannot_run(const std::string& command, int err) {
+  int status = (err == ENOENT || err == ENOTDIR) ? exitcode::kNotFound : exitcode::kCannotExec;
+  throw Error(ErrorKind::Exec, "cannot run '" + command + "': " + std::strerror(err), status);
+}
+
+long open_max() {
+  long n = sysconf(_SC_OPEN_MAX);
+  return (n <= 0 || n > kMaxDescriptorsToClose) ? kMaxDescriptorsToClose : n;
+}
+
+}  // namespace
+
+int exit_status_of(int wait_status) {
+  if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
+  if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
+  return 1;
+}
+
+Child Child::spawn(const SpawnSpec& spec) {
+  if (spec.argv.empty()) throw Error(ErrorKind::Exec, "no command to run", exitcode::kNotFound);
+  ExecPlan plan(spec);
+  const bool take_terminal =
+      spec.foreground && isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
+  const ChildSetup setup{getpid(), take_terminal, open_max(), -1};
+
+  CloexecPipe errors;
+  if (errors.read_end < 0) throw_cannot_run(spec.argv[0], errno);
+  // With every signal blocked across fork(), rlock's handlers never run in the
+  // child (they would write to rlock's self-pipe) before it resets them.
+  sigset_t all, old;
+  sigfillset(&all);
+  sigprocmask(SIG_SETMASK, &all, &old);
+  pid_t pid = fork();
+  if (pid == 0) {
+    ChildSetup in_child = setup;
+    in_child.error_fd = errors.write_end;
+    become_command(plan, in_child);
+  }
+  int fork_errno = errno;
+  sigprocmask(SIG_SETMASK, &old, nullptr);
+  if (pid < 0) throw_cannot_run(spec.argv[0], fork_errno);
+
+  errors.close_write();
+  // Also here, so the group exists before spawn() returns (the child may not
+  // have run yet); EACCES once the child has exec'd is harmless.
+  setpgid(pid, pid);
+  // Only while the terminal is still rlock's: the command may already have
+  // moved it on to a group of its own.
+  if (take_terminal && tcgetpgrp(STDIN_FILENO) == getpgrp()) set_terminal_group(pid);
+  Child child(pid, take_terminal);
+
+  if (int err = read_exec_errno(errors.read_end); err != 0) {
+    int st;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    child.status_ = exit_status_of(st);
+    if (take_terminal) set_terminal_group(getpgrp());
+    throw_cannot_run(spec.argv[0], err);
+  }
+  return child;
+}
+
+Child::Child(Child&& other) noexcept
+    : pid_(other.pid_), took_terminal_(other.took_terminal_), status_(other.status_) {
+  other.pid_ = -1;
+  other.took_terminal_ = false;
+}
+
+Child::~Child() {
+  if (!running()) return;
+  signal_group(SIGKILL);
+  int st;
+  pid_t r;
+  do {
+    r = waitpid(pid_, &st, 0);
+  } while (r < 0 && errno == EINTR);
+  if (took_terminal_) set_terminal_group(getpgrp());
+}
+
+void Child::signal_group(int sig) {
+  if (!running()) return;
+  if (kill(-pid_, sig) < 0 && errno == ESRCH) kill(pid_, sig);
+}
+
+std::optional<int> Child::try_reap() {
+  if (!running()) return status_;
+  int st;
+  pid_t r;
+  do {
+    r = waitpid(pid_, &st, WNOHANG);
+  } while (r < 0 && errno == EINTR);
+  if (r == 0) return std::nullopt;
+  // ECHILD: someone else reaped it (SIGCHLD ignored); its status is lost.
+  status_ = r == pid_ ? exit_status_of(st) : 1;
+  if (took_terminal_) set_terminal_group(getpgrp());
+  return status_;
+}
+
+}  // namespace rlock

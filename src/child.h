@@ -1,0 +1,60 @@
+// The child of `rlock run`: spawned in a process group of its own (in the
+// terminal's foreground when rlock has one), signalled as a group, reaped
+// without blocking, its wait status mapped to an exit status.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace rlock {
+
+struct SpawnSpec {
+  /// argv[0] is looked up in PATH like execvp. Never empty.
+  std::vector<std::string> argv;
+  /// "NAME=value" entries added to (or replacing in) the inherited environment.
+  std::vector<std::string> env;
+  /// Make the child's group the terminal's foreground group when stdin is
+  /// rlock's controlling terminal and rlock is in the foreground.
+  bool foreground = true;
+};
+
+class Child {
+ public:
+  /// Forks and execs. In the child, before exec: own process group, signal
+  /// dispositions and mask restored (restore_inherited_signals_in_child),
+  /// on Linux PR_SET_PDEATHSIG=SIGKILL (and exit if rlock already died).
+  /// Throws Error(ErrorKind::Exec, msg, 127) when the command is not found and
+  /// Error(ErrorKind::Exec, msg, 126) when it cannot be executed; the child has
+  /// then already been reaped.
+  static Child spawn(const SpawnSpec& spec);
+
+  Child(Child&& other) noexcept;
+  Child& operator=(Child&&) = delete;
+  Child(const Child&) = delete;
+  /// A child still running is sent SIGKILL (its group) and reaped.
+  ~Child();
+
+  pid_t pid() const { return pid_; }
+  /// Sends `sig` to the child's whole process group (kill(-pgid)); falls back
+  /// to the pid alone if the group is gone. No-op once reaped.
+  void signal_group(int sig);
+  /// waitpid(WNOHANG). Returns the exit status once the child has ended:
+  /// its code, or 128+N when killed by signal N. Gives the terminal back to
+  /// rlock's own group if it had been handed to the child.
+  std::optional<int> try_reap();
+  bool running() const { return pid_ > 0 && !status_; }
+
+ private:
+  explicit Child(pid_t pid, bool took_terminal) : pid_(pid), took_terminal_(took_terminal) {}
+  pid_t pid_ = -1;
+  bool took_terminal_ = false;
+  std::optional<int> status_;
+};
+
+/// The exit status for a wait status: WEXITSTATUS, or 128+WTERMSIG.
+int exit_status_of(int wait_status);
+
+}  // namespace rlock

@@ -1,0 +1,255 @@
+#include "cli.h"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "commands/commands.h"
+#include "error.h"
+#include "output.h"
+#include "run.h"
+
+namespace rlock {
+
+namespace {
+
+constexpr const char* kExitTable = R"(Exit status:
+  0        success; for run, the child exited 0
+  1-125    run: the child's own exit status, passed through
+  1        status: KEY is free; break: KEY was not held
+  64       usage error: bad flag, duration, URL, key, token
+  69       Redis unavailable: connect, TLS, or a command timed out or failed
+  70       internal or protocol error: a reply rlock did not expect
+  75       lock not acquired: taken, --no-wait, or --wait ran out (-E changes it)
+  76       lock lost or not held: lease lost during run, or a token that no longer holds
+  77       permission: authentication or ACL refused
+  126/127  the command could not be executed / was not found
+  128+N    the child was killed by signal N
+
+Environment: RLOCK_URL, REDIS_URL, RLOCK_PASSWORD, REDISCLI_AUTH.
+The child of run sees RLOCK_KEY, RLOCK_TOKEN and RLOCK_FENCE.
+See rlock(1) for details.)";
+
+// Duration flags are read as text and parsed by parse_duration, so their
+// errors name the flag.
+struct RawDurations {
+  std::string connect_timeout, timeout, ttl, wait, min_hold, kill_after;
+};
+
+void add_global_options(CLI::App& app, GlobalOptions& g, RawDurations& d) {
+  app.add_option("-u,--url", g.url,
+                 "Redis URL: redis://[user[:pass]@]host[:port][/db], rediss://…, unix:///path[?db=N]; "
+                 "default $RLOCK_URL, $REDIS_URL, redis://127.0.0.1:6379/0")
+      ->group("Connection");
+  app.add_option("--user", g.user, "ACL user name (overrides the URL's)")->group("Connection");
+  app.add_option("--password-file", g.password_file,
+                 "read the password from FILE (else $RLOCK_PASSWORD, then $REDISCLI_AUTH)")
+      ->group("Connection");
+  app.add_option("--tls-ca-cert", g.tls.ca_cert, "CA certificate file to verify the server")
+      ->group("Connection");
+  app.add_option("--tls-ca-dir", g.tls.ca_dir, "directory of CA certificates")->group("Connection");
+  app.add_option("--tls-cert", g.tls.cert, "client certificate file")->group("Connection");
+  app.add_option("--tls-key", g.tls.key, "client private key file")->group("Connection");
+  app.add_option("--tls-server-name", g.tls.server_name, "name for SNI and certificate verification")
+      ->group("Connection");
+  app.add_flag("--tls-insecure", g.tls.insecure, "do not verify the server's certificate")
+      ->group("Connection");
+  app.add_option("--connect-timeout", d.connect_timeout, "connect and handshake limit (default 5s)")
+      ->group("Connection");
+  app.add_option("--timeout", d.timeout, "limit for one Redis command (default 5s)")
+      ->group("Connection");
+  app.add_option("--prefix", g.prefix, "prefix of every Redis key (default lock:)")
+      ->group("Connection");
+  app.add_flag("-v,--verbose", g.verbose, "log each Redis round trip with timestamps to stderr")
+      ->group("Output");
+  app.add_flag("-q,--quiet", g.quiet, "no informational messages (errors are still printed)")
+      ->group("Output");
+  app.add_flag("--json", g.json, "machine-readable output (acquire, extend, status, list)")
+      ->group("Output");
+}
+
+void add_lock_options(CLI::App* sub, LockOptions& o, RawDurations& d, bool run) {
+  sub->add_option("--ttl", d.ttl, "lease length (default 30s); run renews every TTL/3");
+  sub->add_option("--wait", d.wait, "wait at most this long when taken (default: forever)");
+  sub->add_flag("-n,--no-wait", o.no_wait, "fail at once when taken");
+  sub->add_option("-E,--conflict-exit-code", o.conflict_exit,
+                  "exit status when the lock was not acquired (default 75)");
+  sub->add_option("--limit", o.limit, "counting semaphore: at most N holders at once");
+  if (!run) return;
+  sub->add_option("--min-hold", d.min_hold,
+                  "keep the lock at least this long after acquisition, even if CMD ends sooner");
+  sub->add_option("--on-lost", o.on_lost, "when the lease is lost: term (default), kill, warn")
+      ->transform(CLI::CheckedTransformer(
+          std::map<std::string, OnLost>{{"term", OnLost::Term}, {"kill", OnLost::Kill},
+                                        {"warn", OnLost::Warn}},
+          CLI::ignore_case));
+  sub->add_option("--kill-after", d.kill_after,
+                  "after --on-lost term, SIGKILL the child this long later (default 10s)");
+}
+
+void apply_durations(const RawDurations& d, GlobalOptions& g, LockOptions& o) {
+  if (!d.connect_timeout.empty()) g.connect_timeout = parse_duration(d.connect_timeout, "--connect-timeout");
+  if (!d.timeout.empty()) g.timeout = parse_duration(d.timeout, "--timeout");
+  if (!d.ttl.empty()) o.ttl = parse_duration(d.ttl, "--ttl");
+  if (!d.wait.empty()) o.wait = parse_duration(d.wait, "--wait");
+  if (!d.min_hold.empty()) o.min_hold = parse_duration(d.min_hold, "--min-hold");
+  if (!d.kill_after.empty()) o.kill_after = parse_duration(d.kill_after, "--kill-after");
+}
+
+// True when `arg` names an option of `sub` or its parent that takes a value
+// as the next word ("--ttl 5s", "-E 3"); false for flags and "--ttl=5s".
+bool takes_separate_value(CLI::App* sub, const std::string& arg) {
+  if (arg.size() < 2 || arg[0] != '-' || arg.find('=') != std::string::npos) return false;
+  for (CLI::App* a = sub; a; a = a->get_parent()) {
+    if (const CLI::Option* o = a->get_option_no_throw(arg)) return o->get_expected_max() != 0;
+  }
+  return false;
+}
+
+// `rlock run KEY CMD ARGS…` without "--": CMD starts at the first word after
+// KEY that is not an option or an option's value. Returns that index, or
+// args.size() when there is none.
+size_t implicit_command_start(const std::vector<std::string>& args, CLI::App& app, CLI::App* run) {
+  size_t i = 0;
+  CLI::App* scope = &app;
+  int positionals = 0;
+  for (; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a.size() > 1 && a[0] == '-') {
+      if (takes_separate_value(scope, a)) ++i;
+      continue;
+    }
+    if (scope == &app) {
+      if (a != "run") return args.size();
+      scope = run;
+      continue;
+    }
+    if (++positionals == 2) return i;
+  }
+  return args.size();
+}
+
+}  // namespace
+
+int run_cli(int argc, char** argv) {
+  CLI::App app{"rlock: a distributed lock on Redis for shell users", "rlock"};
+  app.footer(kExitTable);
+  app.set_version_flag("--version", std::string("rlock ") + RLOCK_VERSION);
+  app.require_subcommand(1);
+  GlobalOptions g;
+  LockOptions o;
+  RawDurations d;
+  add_global_options(app, g, d);
+
+  std::string key, token, pattern = "*";
+  bool yes = false;
+  RunCommand rc;
+
+  auto* run = app.add_subcommand("run", "hold KEY while CMD runs, renewing the lease; exit with CMD's status");
+  run->add_option("key", o.key, "lock name")->required();
+  run->add_option("-c,--command", rc.shell, "run this shell string with /bin/sh -c");
+  run->footer("Usage: rlock run KEY [OPTIONS] -- CMD [ARGS...]\n       rlock run KEY [OPTIONS] -c 'shell string'");
+  add_lock_options(run, o, d, true);
+
+  auto* acq = app.add_subcommand("acquire", "take KEY for --ttl and print the token; no process stays behind");
+  acq->add_option("key", o.key, "lock name")->required();
+  add_lock_options(acq, o, d, false);
+
+  auto* ext = app.add_subcommand("extend", "renew a lease that --token still holds");
+  ext->add_option("key", key, "lock name")->required();
+  ext->add_option("--token", token, "the token printed by acquire (default $RLOCK_TOKEN)")
+      ->envname("RLOCK_TOKEN")
+      ->required();
+  ext->add_option("--ttl", d.ttl, "new lease length (default: the TTL it was acquired with)");
+
+  auto* rel = app.add_subcommand("release", "release KEY if --token still holds it; wake the next waiter");
+  rel->add_option("key", key, "lock name")->required();
+  rel->add_option("--token", token, "the token printed by acquire (default $RLOCK_TOKEN)")
+      ->envname("RLOCK_TOKEN")
+      ->required();
+
+  auto* st = app.add_subcommand("status", "show holders and waiters; exit 0 when held, 1 when free");
+  st->add_option("key", key, "lock name")->required();
+
+  auto* ls = app.add_subcommand("list", "list held locks whose KEY matches PATTERN (a glob; default *)");
+  ls->add_option("pattern", pattern, "glob over KEY");
+
+  auto* brk = app.add_subcommand("break", "delete a stuck lock and wake its waiters (asks first)");
+  brk->add_option("key", key, "lock name")->required();
+  brk->add_flag("-y,--yes", yes, "do not ask for confirmation");
+
+  for (auto* sub : app.get_subcommands({})) sub->fallthrough();
+
+  // Everything after the first "--" belongs to run's command, untouched (even
+  // words that look like rlock flags): split it off before CLI11 sees it.
+  std::vector<std::string> args(argv + 1, argv + argc), command;
+  bool dashdash = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--") {
+      command.assign(args.begin() + static_cast<long>(i) + 1, args.end());
+      args.resize(i);
+      dashdash = true;
+      break;
+    }
+  }
+  if (!dashdash) {
+    size_t at = implicit_command_start(args, app, run);
+    if (at < args.size()) {
+      command.assign(args.begin() + static_cast<long>(at), args.end());
+      args.resize(at);
+      dashdash = true;
+    }
+  }
+  std::reverse(args.begin(), args.end());  // CLI11 takes them reversed
+  app.allow_extras();
+  try {
+    app.parse(args);
+  } catch (const CLI::CallForHelp& e) {
+    app.exit(e);
+    return exitcode::kOk;
+  } catch (const CLI::CallForAllHelp& e) {
+    app.exit(e);
+    return exitcode::kOk;
+  } catch (const CLI::CallForVersion& e) {
+    app.exit(e);
+    return exitcode::kOk;
+  } catch (const CLI::ParseError& e) {
+    log_error(fmt::format("{} (see rlock --help)", e.what()));
+    return exitcode::kUsage;
+  }
+
+  set_output_mode({g.quiet, g.verbose});
+  try {
+    apply_durations(d, g, o);
+    if (run->parsed()) {
+      rc.argv = dashdash ? command : app.remaining();
+      if (dashdash && !app.remaining().empty())
+        throw_usage(fmt::format("unexpected '{}' before '--'", app.remaining().front()));
+      if (rc.shell.empty() == rc.argv.empty())
+        throw_usage(rc.shell.empty() ? "run needs a command: rlock run KEY -- CMD [ARGS...]"
+                                     : "give either -c 'shell string' or -- CMD, not both");
+      return cmd_run(g, o, rc);
+    }
+    if (dashdash || !app.remaining().empty())
+      throw_usage(fmt::format("unexpected argument '{}'",
+                              dashdash ? "--" : app.remaining().front()));
+    if (acq->parsed()) return cmd_acquire(g, o);
+    if (ext->parsed()) {
+      std::optional<Millis> ttl;
+      if (!d.ttl.empty()) ttl = o.ttl;
+      return cmd_extend(g, key, token, ttl);
+    }
+    if (rel->parsed()) return cmd_release(g, key, token);
+    if (st->parsed()) return cmd_status(g, key);
+    if (ls->parsed()) return cmd_list(g, pattern);
+    if (brk->parsed()) return cmd_break(g, key, yes);
+  } catch (const Error& e) {
+    log_error(e.what());
+    return e.exit_status();
+  } catch (const std::exception& e) {
+    log_error(fmt::format("internal error: {}", e.what()));
+    return exitcode::kProtocol;
+  }
+  return exitcode::kUsage;
+}
+
+}  // namespace rlock

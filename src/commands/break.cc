@@ -1,0 +1,42 @@
+// `rlock break KEY`: the operator's override for a stuck lock.
+#include <unistd.h>
+
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "commands/commands.h"
+#include "output.h"
+
+namespace rlock {
+
+int cmd_break(const GlobalOptions& g, const std::string& key, bool yes) {
+  Session s(g);
+  Lock lock = s.lock(key, g.prefix);
+  if (!yes) {
+    if (!isatty(STDIN_FILENO))
+      throw_usage("refusing to break a lock without a terminal to confirm on: add --yes");
+    auto st = wait_for<LockStatus>(s.loop, [&](Done<LockStatus> d) { lock.status(std::move(d)); });
+    if (st.holders.empty()) {
+      log_info(fmt::format("'{}' is not held; nothing to break", key));
+      return exitcode::kFree;
+    }
+    fmt::print(stderr, "{}", status_text(key, st));
+    fmt::print(stderr, "Break '{}' and wake its waiters? [y/N] ", key);
+    fflush(stderr);
+    std::string answer;
+    if (!std::getline(std::cin, answer) || (answer != "y" && answer != "Y" && answer != "yes")) {
+      log_info("not broken");
+      return exitcode::kFree;
+    }
+  }
+  long n = wait_for<long>(s.loop, [&](Done<long> d) { lock.break_lock(std::move(d)); });
+  if (n == 0) {
+    log_info(fmt::format("'{}' is not held; nothing to break", key));
+    return exitcode::kFree;
+  }
+  log_info(fmt::format("broke '{}' ({} holder{} removed, waiters woken)", key, n, n == 1 ? "" : "s"));
+  return exitcode::kOk;
+}
+
+}  // namespace rlock

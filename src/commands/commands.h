@@ -1,0 +1,39 @@
+// One function per subcommand. Each returns the exit status or throws an
+// Error; main() maps errors to the exit table.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "lock.h"
+#include "options.h"
+
+namespace rlock {
+
+/// A loop, a client and the lock of KEY, built from the global options.
+struct Session {
+  explicit Session(const GlobalOptions& g) : client(make_client(loop, connection_config(g))) {}
+  Lock lock(const std::string& key, const std::string& prefix, int limit = 0) {
+    validate_key(key);
+    validate_prefix(prefix);
+    return Lock(*client, LockNames(key, prefix), limit);
+  }
+  Loop loop;
+  std::unique_ptr<Client> client;
+};
+
+int cmd_acquire(const GlobalOptions& g, const LockOptions& o);
+int cmd_extend(const GlobalOptions& g, const std::string& key, const std::string& token,
+               std::optional<Millis> ttl);
+int cmd_release(const GlobalOptions& g, const std::string& key, const std::string& token);
+int cmd_status(const GlobalOptions& g, const std::string& key);
+int cmd_list(const GlobalOptions& g, const std::string& pattern);
+int cmd_break(const GlobalOptions& g, const std::string& key, bool yes);
+
+/// Formats one lock's status for people (used by status and list).
+std::string status_text(const std::string& key, const LockStatus& s);
+/// One JSON object for a lock's status (used by status --json and list --json).
+std::string status_json(const std::string& key, const LockStatus& s);
+
+}  // namespace rlock

@@ -1,0 +1,28 @@
+// `rlock extend KEY --token T [--ttl D]`: renew a lease T still holds.
+#include <fmt/format.h>
+
+#include "commands/commands.h"
+#include "output.h"
+
+namespace rlock {
+
+int cmd_extend(const GlobalOptions& g, const std::string& key, const std::string& token,
+               std::optional<Millis> ttl) {
+  validate_token(token);
+  if (ttl && *ttl < Millis(100)) throw_usage("--ttl must be at least 100ms");
+  Session s(g);
+  Lock lock = s.lock(key, g.prefix);
+  auto r = wait_for<ExtendReply>(s.loop, [&](Done<ExtendReply> d) {
+    lock.extend(token, ttl.value_or(Millis(0)), std::move(d));
+  });
+  if (!r.held)
+    throw Error(ErrorKind::Lost, fmt::format("'{}' is not held by this token (expired, released "
+                                             "or broken); acquire it again",
+                                             key));
+  if (g.json)
+    fmt::print("{{\"key\":{},\"token\":{},\"fence\":{},\"ttl_ms\":{}}}\n", json_string(key),
+               json_string(token), r.fence, r.ttl.count());
+  return exitcode::kOk;
+}
+
+}  // namespace rlock

@@ -1,0 +1,68 @@
+// `rlock list [PATTERN]`: held locks under the prefix, found with SCAN.
+#include <set>
+
+#include <fmt/format.h>
+
+#include "commands/commands.h"
+#include "output.h"
+
+namespace rlock {
+
+namespace {
+
+// SCAN MATCH treats * ? [ ] \ specially; the prefix is literal.
+std::string glob_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+int cmd_list(const GlobalOptions& g, const std::string& pattern) {
+  if (pattern.empty() || pattern.find_first_of("{}") != std::string::npos)
+    throw_usage("invalid pattern: it is a glob over KEY, without '{' or '}'");
+  validate_prefix(g.prefix);
+  Session s(g);
+  std::string head = g.prefix + "{";
+  std::string match = glob_escape(head) + pattern + "}*";
+  std::set<std::string> keys;  // sorted, de-duplicated (SCAN may repeat)
+  std::string cursor = "0";
+  do {
+    Reply r = call(*s.client, {"SCAN", cursor, "MATCH", match, "COUNT", "500"}, "SCAN");
+    auto& e = r.as_array("a SCAN reply", 2);
+    cursor = e[0].as_string("a SCAN cursor");
+    for (auto& k : e[1].as_array("SCAN keys")) {
+      const std::string& name = k.as_string("a key name");
+      auto close = name.find('}', head.size());
+      if (name.compare(0, head.size(), head) != 0 || close == std::string::npos) continue;
+      std::string rest = name.substr(close + 1);
+      if (rest.empty() || rest == ":holders") keys.insert(name.substr(head.size(), close - head.size()));
+    }
+  } while (cursor != "0");
+  std::string json;
+  int held = 0;
+  for (auto& key : keys) {
+    Lock lock(*s.client, LockNames(key, g.prefix));
+    auto st = wait_for<LockStatus>(s.loop, [&](Done<LockStatus> d) { lock.status(std::move(d)); });
+    if (st.holders.empty()) continue;
+    ++held;
+    if (g.json) {
+      json += (json.empty() ? "" : ",") + status_json(key, st);
+    } else {
+      const Holder& h = st.holders.front();
+      std::string who = h.info.host.empty() ? "?" : fmt::format("{}:{}", h.info.host, h.info.pid);
+      fmt::print("{}\t{}\t{}\tfence {}\t{} waiting\t{}\n", key,
+                 st.limit ? fmt::format("{}/{} holders", st.holders.size(), st.limit) : who,
+                 fmt::format("{}ms left", h.ttl_left.count()), h.fence, st.waiters.size(),
+                 h.info.cmd);
+    }
+  }
+  if (g.json) fmt::print("[{}]\n", json);
+  return exitcode::kOk;
+}
+
+}  // namespace rlock

@@ -1,0 +1,86 @@
+// `rlock status KEY`: who holds it, since when, TTL, fence; who waits.
+#include <fmt/format.h>
+
+#include "commands/commands.h"
+#include "duration.h"
+#include "output.h"
+
+namespace rlock {
+
+namespace {
+
+std::string age(int64_t now_ms, int64_t since_ms) {
+  return format_duration(Millis(std::max<int64_t>(0, (now_ms - since_ms) / 1000 * 1000)));
+}
+
+std::string who(const HolderInfo& i) {
+  if (i.host.empty()) return "unknown client (no holder details)";
+  return fmt::format("{} pid {} user {}: {}", i.host, i.pid, i.user.empty() ? "?" : i.user,
+                     i.cmd.empty() ? "?" : i.cmd);
+}
+
+}  // namespace
+
+std::string status_text(const std::string& key, const LockStatus& s) {
+  std::string out;
+  if (s.holders.empty()) {
+    out += fmt::format("{}: free (last fence {})\n", key, s.fence);
+  } else if (s.limit > 0) {
+    out += fmt::format("{}: held by {} of {} (last fence {})\n", key, s.holders.size(), s.limit, s.fence);
+  } else {
+    out += fmt::format("{}: held (fence {})\n", key, s.holders.front().fence);
+  }
+  for (auto& h : s.holders) {
+    out += fmt::format("  holder  {}\n", who(h.info));
+    if (h.since_ms > 0)
+      out += fmt::format("          since {} ({} ago), {} left, fence {}, token {}\n",
+                         utc_iso(h.since_ms), age(s.now_ms, h.since_ms), format_duration(h.ttl_left),
+                         h.fence, h.token);
+    else
+      out += fmt::format("          {} left, token {}\n", format_duration(h.ttl_left), h.token);
+  }
+  long n = 0;
+  for (auto& w : s.waiters)
+    out += fmt::format("  waiter {}. {}, waiting {}\n", ++n, who(w.info), age(s.now_ms, w.since_ms));
+  return out;
+}
+
+std::string status_json(const std::string& key, const LockStatus& s) {
+  std::string holders, waiters;
+  for (auto& h : s.holders) {
+    if (!holders.empty()) holders += ",";
+    holders += fmt::format(
+        "{{\"token\":{},\"host\":{},\"pid\":{},\"user\":{},\"command\":{},\"since\":{},"
+        "\"since_ms\":{},\"age_ms\":{},\"ttl_left_ms\":{},\"ttl_ms\":{},\"fence\":{}}}",
+        json_string(h.token), json_string(h.info.host), h.info.pid, json_string(h.info.user),
+        json_string(h.info.cmd), h.since_ms ? json_string(utc_iso(h.since_ms)) : "null", h.since_ms,
+        h.since_ms ? s.now_ms - h.since_ms : 0, h.ttl_left.count(), h.ttl.count(), h.fence);
+  }
+  long n = 0;
+  for (auto& w : s.waiters) {
+    if (!waiters.empty()) waiters += ",";
+    waiters += fmt::format(
+        "{{\"position\":{},\"token\":{},\"host\":{},\"pid\":{},\"user\":{},\"command\":{},"
+        "\"since\":{},\"waited_ms\":{}}}",
+        ++n, json_string(w.token), json_string(w.info.host), w.info.pid, json_string(w.info.user),
+        json_string(w.info.cmd), json_string(utc_iso(w.since_ms)), s.now_ms - w.since_ms);
+  }
+  return fmt::format(
+      "{{\"key\":{},\"held\":{},\"limit\":{},\"fence\":{},\"server_time\":{},\"holders\":[{}],"
+      "\"waiters\":[{}]}}",
+      json_string(key), s.holders.empty() ? "false" : "true", s.limit, s.fence,
+      json_string(utc_iso(s.now_ms)), holders, waiters);
+}
+
+int cmd_status(const GlobalOptions& g, const std::string& key) {
+  Session s(g);
+  Lock lock = s.lock(key, g.prefix);
+  auto st = wait_for<LockStatus>(s.loop, [&](Done<LockStatus> d) { lock.status(std::move(d)); });
+  if (g.json)
+    fmt::print("{}\n", status_json(key, st));
+  else
+    fmt::print("{}", status_text(key, st));
+  return st.holders.empty() ? exitcode::kFree : exitcode::kOk;
+}
+
+}  // namespace rlock

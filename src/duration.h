@@ -1,0 +1,20 @@
+// Human durations: "250ms", "30s", "5m", "2h", "1h30m", "1.5s"; a bare number is seconds.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <string_view>
+
+namespace rlock {
+
+using Millis = std::chrono::milliseconds;
+
+/// Parses a duration. Throws a usage Error naming `what` on bad input, a
+/// negative value, or an overflow. Zero is allowed (callers reject it where it
+/// makes no sense).
+Millis parse_duration(std::string_view text, std::string_view what = "duration");
+
+/// Formats a duration compactly for people: "1h30m", "29.5s", "250ms".
+std::string format_duration(Millis d);
+
+}  // namespace rlock

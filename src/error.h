@@ -1,0 +1,46 @@
+// Typed errors: one kind per boundary, each carrying the exit status of the
+// spec's table. Lower layers throw these; only main() turns them into an exit.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace rlock {
+
+/// Exit statuses of the spec's table (sysexits-style where they overlap).
+namespace exitcode {
+inline constexpr int kOk = 0;
+inline constexpr int kFree = 1;         // `status`/`break`: KEY is not held
+inline constexpr int kUsage = 64;       // bad flag, duration, URL, key, token
+inline constexpr int kUnavailable = 69; // connect/TLS/timeout/IO failure
+inline constexpr int kProtocol = 70;    // internal error or unexpected reply
+inline constexpr int kNotAcquired = 75; // taken, --no-wait, --wait ran out
+inline constexpr int kLost = 76;        // lease lost, or token no longer holds
+inline constexpr int kPermission = 77;  // NOAUTH / WRONGPASS / NOPERM
+inline constexpr int kCannotExec = 126;
+inline constexpr int kNotFound = 127;
+}  // namespace exitcode
+
+enum class ErrorKind { Usage, Unavailable, Protocol, NotAcquired, Lost, Permission, Exec };
+
+/// An error meant for the user: one line of text and the exit status it maps to.
+class Error : public std::runtime_error {
+ public:
+  Error(ErrorKind kind, const std::string& message, int status = -1);
+  ErrorKind kind() const { return kind_; }
+  int exit_status() const { return status_; }
+
+ private:
+  ErrorKind kind_;
+  int status_;
+};
+
+[[noreturn]] void throw_usage(const std::string& message);
+[[noreturn]] void throw_unavailable(const std::string& message);
+[[noreturn]] void throw_protocol(const std::string& message);
+[[noreturn]] void throw_permission(const std::string& message);
+
+/// Default exit status of an error kind.
+int default_status(ErrorKind kind);
+
+}  // namespace rlock

@@ -1,0 +1,37 @@
+// Lock keys and the Redis names derived from them.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace rlock {
+
+/// Throws a usage Error unless `key` is 1–512 bytes of valid UTF-8 without
+/// control characters, '{' or '}' (they would break the Cluster hash tag).
+void validate_key(std::string_view key);
+
+/// Throws a usage Error unless `prefix` is printable and free of '{' and '}'.
+void validate_prefix(std::string_view prefix);
+
+/// Throws a usage Error unless `token` looks like a token rlock issued
+/// (1–128 printable characters without spaces).
+void validate_token(std::string_view token);
+
+/// All Redis names of one lock. Every key shares the hash tag {KEY}, so a
+/// lock lives in one Cluster slot; see docs/PROTOCOL.md.
+struct LockNames {
+  std::string key;      // the user's KEY
+  std::string prefix;   // "lock:" by default
+  std::string lock;     // PREFIX{KEY}: string holding the holder's token
+  std::string base;     // PREFIX{KEY}: — start of every further key
+  std::string channel;  // PREFIXrelease:{KEY}
+
+  LockNames(std::string key, std::string prefix);
+  std::string sub(std::string_view suffix) const { return base + std::string(suffix); }
+  /// The notification channel of one waiter: PREFIXrelease:{KEY}:TOKEN.
+  std::string waiter_channel(std::string_view token) const {
+    return channel + ":" + std::string(token);
+  }
+};
+
+}  // namespace rlock

@@ -1,0 +1,126 @@
+// The lock protocol in C++ terms. Every operation is asynchronous on the
+// event loop; `wait_for` turns one into a blocking call for the scriptable
+// commands. A Lock is a value: names, a client, and the --limit.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "key.h"
+#include "redis.h"
+
+namespace rlock {
+
+/// Who holds or waits: shown by `status`, stored with the lease.
+struct HolderInfo {
+  std::string host, user, cmd;
+  long pid = 0;
+};
+
+/// The current process's host, user and pid, with `cmd` as given.
+HolderInfo local_holder_info(std::string cmd, long pid);
+
+struct Holder {
+  std::string token;
+  Millis ttl_left{0};
+  HolderInfo info;
+  int64_t since_ms = 0;  // server time at acquisition (Unix ms); 0 = unknown (foreign holder)
+  int64_t fence = 0;
+  Millis ttl{0};
+};
+
+struct Waiter {
+  std::string token;
+  Millis lease_left{0};
+  HolderInfo info;
+  int64_t since_ms = 0;  // server time when it joined the queue
+};
+
+struct LockStatus {
+  int limit = 0;  // 0 = plain lock
+  int64_t fence = 0;  // the last fence issued
+  int64_t now_ms = 0;  // server time
+  std::vector<Holder> holders;
+  std::vector<Waiter> waiters;
+};
+
+struct AcquireReply {
+  enum class State { Acquired, Taken, Queued } state = State::Taken;
+  int64_t fence = 0;          // Acquired
+  Millis ttl{0};              // Acquired
+  long position = -1;         // Queued: 0 = head of the line
+  long free = 0;              // free slots right now
+  std::vector<Holder> holders;  // Taken / Queued
+};
+
+struct ExtendReply {
+  bool held = false;
+  Millis ttl{0};
+  int64_t fence = 0;
+};
+
+struct ReleaseReply {
+  enum class State { Released, NotHeld, KeptForMinHold } state = State::NotHeld;
+  Millis left{0};  // KeptForMinHold: until acquisition + --min-hold
+};
+
+/// Callbacks get either a value or an Error (never both).
+template <class T>
+struct Outcome {
+  std::optional<Error> error;
+  T value{};
+};
+template <class T>
+using Done = std::function<void(Outcome<T>)>;
+
+/// How long a waiter's place in the line lives without a refresh.
+inline constexpr Millis kQueueLease{6000};
+
+class Lock {
+ public:
+  Lock(Client& client, LockNames names, int limit = 0)
+      : client_(client), names_(std::move(names)), limit_(limit) {}
+
+  /// One attempt. With `queue`, a waiter that is not served joins (or keeps)
+  /// its place in the line; without, it is told the lock is taken. A
+  /// `--limit` mismatch yields a usage Error.
+  void acquire(const std::string& token, Millis ttl, bool queue, const HolderInfo& info,
+               Done<AcquireReply> done, Millis timeout = Millis(0));
+  /// Renews the lease of `token` by `ttl` (0 = the TTL it was acquired with).
+  void extend(const std::string& token, Millis ttl, Done<ExtendReply> done, Millis timeout = Millis(0));
+  /// Releases (or, with min_hold, shortens to acquisition + min_hold).
+  void release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
+               Millis timeout = Millis(0));
+  /// Leaves the line; true if the token had a place.
+  void leave(const std::string& token, Done<bool> done);
+  void status(Done<LockStatus> done);
+  /// Removes every holder and waiter; returns how many holders there were.
+  void break_lock(Done<long> done);
+
+  const LockNames& names() const { return names_; }
+  Client& client() { return client_; }
+  int limit() const { return limit_; }
+
+ private:
+  Client& client_;
+  LockNames names_;
+  int limit_;
+};
+
+/// A new token: 128 random bits from the OS, as 32 hex digits.
+std::string new_token();
+
+/// Runs an asynchronous operation to completion on `loop`; throws its Error.
+template <class T>
+T wait_for(Loop& loop, const std::function<void(Done<T>)>& op) {
+  std::optional<Outcome<T>> out;
+  op([&](Outcome<T> o) { out = std::move(o); });
+  loop.run_until([&] { return out.has_value(); });
+  if (out->error) throw *out->error;
+  return std::move(out->value);
+}
+
+}  // namespace rlock

@@ -1,0 +1,68 @@
+// The event loop: one poll() over file descriptors, timers on the monotonic
+// clock, and signals delivered through a self-pipe. Single-threaded; every
+// callback runs from run_once().
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <vector>
+
+namespace rlock {
+
+using Clock = std::chrono::steady_clock;
+using Millis = std::chrono::milliseconds;
+
+class Loop {
+ public:
+  using TimerId = uint64_t;
+
+  Loop();
+  ~Loop();
+  Loop(const Loop&) = delete;
+  Loop& operator=(const Loop&) = delete;
+
+  /// Calls `cb(revents)` whenever `fd` is ready for `events` (POLLIN/POLLOUT);
+  /// POLLERR/POLLHUP are always reported. Replaces an earlier watch of `fd`.
+  void watch(int fd, short events, std::function<void(short)> cb);
+  /// Changes the events of a watched fd without replacing its callback.
+  void set_events(int fd, short events);
+  void unwatch(int fd);
+
+  /// Runs `cb` once at `when` (or soon after). Returns an id for cancel().
+  TimerId at(Clock::time_point when, std::function<void()> cb);
+  TimerId after(Millis delay, std::function<void()> cb) { return at(Clock::now() + delay, std::move(cb)); }
+  /// Cancels a pending timer; harmless for 0, fired or cancelled ids.
+  void cancel(TimerId id);
+
+  /// Delivers `sig` through the self-pipe to `cb`. Installs the handler (with
+  /// SA_RESTART); `ignore_signal` or the destructor put back SIG_DFL.
+  void on_signal(int sig, std::function<void(int)> cb);
+
+  /// Waits for the next event (or `max_wait`) and runs the callbacks due.
+  void run_once(Millis max_wait = Millis(60'000));
+  /// Runs until `done()` is true. `done` is checked before every wait.
+  void run_until(const std::function<bool()>& done);
+
+ private:
+  struct Watch {
+    short events;
+    std::shared_ptr<std::function<void(short)>> cb;
+  };
+  struct Timer {
+    TimerId id;
+    std::function<void()> cb;
+  };
+  void drain_signals();
+
+  std::map<int, Watch> watches_;
+  std::multimap<Clock::time_point, Timer> timers_;
+  std::map<TimerId, std::multimap<Clock::time_point, Timer>::iterator> timer_index_;
+  TimerId next_timer_ = 1;
+  std::map<int, std::function<void(int)>> signal_handlers_;
+  int pipe_[2] = {-1, -1};
+};
+
+}  // namespace rlock

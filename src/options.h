@@ -1,0 +1,53 @@
+// The values the command line produces, and how they become a connection.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "duration.h"
+#include "redis.h"
+
+namespace rlock {
+
+/// Connection and output options: accepted before or after the subcommand.
+struct GlobalOptions {
+  std::string url;            // --url; empty = RLOCK_URL, REDIS_URL, default
+  std::string user;           // --user (ACL user), overrides the URL's
+  std::string password_file;  // --password-file
+  TlsOptions tls;
+  Millis connect_timeout{5000};
+  Millis timeout{5000};
+  std::string prefix = "lock:";
+  bool verbose = false;
+  bool quiet = false;
+  bool json = false;
+};
+
+enum class OnLost { Term, Kill, Warn };
+
+/// Locking options of `run` and `acquire`.
+struct LockOptions {
+  std::string key;
+  Millis ttl{30000};
+  std::optional<Millis> wait;  // nullopt = forever
+  bool no_wait = false;
+  int conflict_exit = 75;
+  int limit = 0;
+  Millis min_hold{0};
+  OnLost on_lost = OnLost::Term;
+  Millis kill_after{10000};
+};
+
+/// The URL to use: --url, then RLOCK_URL, then REDIS_URL, then the default.
+std::string effective_url(const GlobalOptions& g);
+
+/// Builds the connection settings: URL, then password precedence (URL,
+/// --password-file, RLOCK_PASSWORD, REDISCLI_AUTH), TLS flags (a --tls-* file
+/// flag with redis:// is a usage error naming rediss://), timeouts, and -v.
+ConnectionConfig connection_config(const GlobalOptions& g);
+
+/// Checks the locking options for contradictions (zero TTL, --limit < 0 …).
+void validate(const LockOptions& o);
+
+}  // namespace rlock

@@ -1,0 +1,111 @@
+// One connection to one Redis server, driven by the event loop, and the Client
+// interface that hides the topology (single server today; Sentinel, Cluster
+// and Redlock quorum later) from the lock protocol.
+#pragma once
+
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "loop.h"
+#include "reply.h"
+#include "transport.h"
+#include "url.h"
+
+struct redisReader;
+
+namespace rlock {
+
+using ReplyCallback = std::function<void(Result)>;
+using Args = std::vector<std::string>;
+
+/// Everything needed to reach one server.
+struct ConnectionConfig {
+  Endpoint endpoint;
+  TlsOptions tls;
+  Millis connect_timeout{5000};
+  Millis command_timeout{5000};
+  /// -v: receives one line per round trip ("EVALSHA acquire 0.4ms").
+  std::function<void(const std::string&)> trace;
+};
+
+/// A pipelined connection. Commands queue while it connects; AUTH and SELECT
+/// go first. A command that times out breaks the connection (RESP has no way
+/// to skip one reply): every pending command then fails with an unavailable
+/// Error, and the next command reconnects.
+class Connection {
+ public:
+  Connection(Loop& loop, const ConnectionConfig& cfg, std::shared_ptr<TlsContext> tls,
+             std::shared_ptr<std::vector<Address>> addrs);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  /// Sends `args`; `cb` runs exactly once, from the loop, with the reply or a
+  /// failure. `timeout` of zero means the configured command timeout.
+  void command(Args args, ReplyCallback cb, Millis timeout = Millis(0));
+  /// Pub/sub "message" pushes go here instead of to a command's callback.
+  void on_push(std::function<void(const Reply&)> cb) { push_ = std::move(cb); }
+  /// Called when an established connection breaks (subscriptions are gone).
+  void on_disconnect(std::function<void(const Error&)> cb) { disconnect_cb_ = std::move(cb); }
+  /// Closes the socket; pending commands fail with `why`.
+  void close(const Error& why);
+  bool connected() const { return stream_ != nullptr; }
+
+ private:
+  struct Pending {
+    ReplyCallback cb;
+    Loop::TimerId timer;
+    Clock::time_point sent;
+    std::string name;
+  };
+  std::optional<Error> start_connect();
+  void on_io(short revents);
+  void on_connected();
+  void flush();
+  void read_replies();
+  void deliver(Reply reply);
+  void fail_all(const Error& why);
+  void update_events();
+  void enqueue_raw(const Args& args, ReplyCallback cb, Millis timeout, std::string name);
+
+  Loop& loop_;
+  ConnectionConfig cfg_;
+  std::shared_ptr<TlsContext> tls_;
+  std::shared_ptr<std::vector<Address>> addrs_;
+  std::unique_ptr<Stream> stream_;
+  bool handshaking_ = false;
+  size_t addr_index_ = 0;
+  Loop::TimerId connect_timer_ = 0;
+  redisReader* reader_ = nullptr;
+  std::string out_;
+  std::deque<Pending> pending_;
+  std::function<void(const Reply&)> push_;
+  std::function<void(const Error&)> disconnect_cb_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+/// A Redis deployment as the lock protocol sees it.
+class Client {
+ public:
+  virtual ~Client() = default;
+  /// Runs one command on the server that owns the lock's slot.
+  virtual void command(Args args, ReplyCallback cb, Millis timeout = Millis(0)) = 0;
+  /// A new connection for pub/sub to the same server.
+  virtual std::unique_ptr<Connection> subscriber() = 0;
+  /// The command timeout callers should assume.
+  virtual Millis command_timeout() const = 0;
+  virtual Loop& loop() = 0;
+};
+
+/// A Client for one server. Resolves the address now (blocking DNS, once),
+/// so that later reconnects never block the loop.
+std::unique_ptr<Client> make_client(Loop& loop, const ConnectionConfig& cfg);
+
+/// Runs `args` and waits for the reply by running the loop. Throws on a
+/// failure or server error (mapped by server_error), naming `context`.
+Reply call(Client& client, Args args, const std::string& context);
+
+}  // namespace rlock

@@ -1,0 +1,301 @@
+#include "scripts.h"
+
+#include <openssl/sha.h>
+
+#include <fmt/format.h>
+
+namespace rlock {
+
+namespace {
+
+// Shared by every script. Times come from the server (TIME), never from a
+// client: a client with a wrong clock cannot reorder or stall anything.
+constexpr const char* kPrelude = R"lua(
+local LOCK, FENCE, HOLDERS, LIMIT, QUEUE, QSEQ = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local BASE = LOCK .. ':'
+local function hkey(t) return BASE .. 'h:' .. t end
+local function wkey(t) return BASE .. 'w:' .. t end
+local tm = redis.call('TIME')
+local NOW = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
+
+-- Semaphore holders whose lease ran out leave.
+local function purge_holders()
+  local dead = redis.call('ZRANGEBYSCORE', HOLDERS, '-inf', NOW)
+  for _, t in ipairs(dead) do redis.call('DEL', hkey(t)) end
+  if #dead > 0 then redis.call('ZREMRANGEBYSCORE', HOLDERS, '-inf', NOW) end
+end
+
+-- The first n live waiters in arrival order. A waiter is live while its
+-- w: hash exists (its queue lease, a server-side expiry); dead ones met on
+-- the way are dropped from the queue.
+local function live_head(n)
+  local out, dead, from = {}, {}, 0
+  while #out < n do
+    local batch = redis.call('ZRANGE', QUEUE, from, from + 31)
+    if #batch == 0 then break end
+    for _, t in ipairs(batch) do
+      if #out >= n then break end
+      if redis.call('EXISTS', wkey(t)) == 1 then out[#out + 1] = t else dead[#dead + 1] = t end
+    end
+    from = from + #batch
+  end
+  for _, t in ipairs(dead) do redis.call('ZREM', QUEUE, t) end
+  if redis.call('EXISTS', QUEUE) == 0 then redis.call('DEL', QSEQ) end
+  return out
+end
+
+-- Free slots right now: 0 or 1 for a plain lock, limit - holders otherwise.
+local function capacity(limit)
+  if limit == 0 then
+    if redis.call('EXISTS', LOCK) == 1 then return 0 end
+    return 1
+  end
+  return limit - redis.call('ZCARD', HOLDERS)
+end
+
+-- Wakes only the waiters whose turn it is (no thundering herd).
+local function notify(chan, n)
+  if n <= 0 then return end
+  for _, t in ipairs(live_head(n)) do redis.call('PUBLISH', chan .. ':' .. t, 'turn') end
+end
+
+-- The stored --limit, forgotten once nobody holds or waits.
+local function current_limit()
+  local cur = redis.call('GET', LIMIT)
+  if not cur then return 0 end
+  if redis.call('EXISTS', HOLDERS) == 0 and #live_head(1) == 0 then
+    redis.call('DEL', LIMIT)
+    return 0
+  end
+  return tonumber(cur)
+end
+
+local function holder_fields(t, pttl)
+  local h = redis.call('HMGET', hkey(t), 'host', 'pid', 'user', 'cmd', 'since', 'fence', 'ttl')
+  return {t, pttl, h[1] or '', h[2] or '', h[3] or '', h[4] or '', h[5] or '', h[6] or '', h[7] or ''}
+end
+
+-- Every holder: {token, pttl, host, pid, user, cmd, since, fence, ttl}.
+local function holders()
+  local out = {}
+  local t = redis.call('GET', LOCK)
+  if t then out[1] = holder_fields(t, redis.call('PTTL', LOCK)) end
+  local z = redis.call('ZRANGE', HOLDERS, 0, -1, 'WITHSCORES')
+  for i = 1, #z, 2 do out[#out + 1] = holder_fields(z[i], tonumber(z[i + 1]) - NOW) end
+  return out
+end
+
+-- 'plain', 'semaphore' or nil: how `t` holds the lock, if it does.
+local function held_by(t)
+  if redis.call('GET', LOCK) == t then return 'plain' end
+  if redis.call('ZSCORE', HOLDERS, t) then return 'semaphore' end
+  return nil
+end
+)lua";
+
+// ARGV: token, ttl_ms, limit (0 = plain), mode ('try'|'wait'), queue_lease_ms,
+//       channel, host, pid, user, cmd
+// Returns {'OK', fence, ttl, now} | {'TAKEN', position, free, holders}
+//       | {'QUEUED', position, free, holders} | {'MIXED', stored_limit}
+constexpr const char* kAcquire = R"lua(
+local tok, ttl, limit, mode = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
+local qlease, chan = tonumber(ARGV[5]), ARGV[6]
+purge_holders()
+local cur = current_limit()
+if limit == 0 and cur > 0 then return {'MIXED', cur} end
+if limit > 0 and ((cur > 0 and cur ~= limit) or redis.call('EXISTS', LOCK) == 1) then
+  if cur > 0 then return {'MIXED', cur} end
+  return {'MIXED', 0}
+end
+-- A retry whose first reply was lost finds the lock already its own.
+local how = held_by(tok)
+if how then
+  return {'OK', tonumber(redis.call('HGET', hkey(tok), 'fence') or '0'), ttl, NOW}
+end
+local free = capacity(limit)
+local heads = live_head(math.max(free, 1))
+local queued = redis.call('ZSCORE', QUEUE, tok)
+local eligible = false
+if free > 0 then
+  if queued then
+    for i = 1, math.min(free, #heads) do if heads[i] == tok then eligible = true end end
+  else
+    eligible = #heads < free or (free == 1 and #heads == 0)
+  end
+end
+if eligible then
+  if limit == 0 then
+    redis.call('SET', LOCK, tok, 'PX', ttl)
+  else
+    redis.call('ZADD', HOLDERS, NOW + ttl, tok)
+    redis.call('SET', LIMIT, limit)
+  end
+  local fence = redis.call('INCR', FENCE)
+  redis.call('HSET', hkey(tok), 'host', ARGV[7], 'pid', ARGV[8], 'user', ARGV[9], 'cmd', ARGV[10],
+             'since', NOW, 'fence', fence, 'ttl', ttl)
+  redis.call('PEXPIRE', hkey(tok), ttl)
+  if queued then
+    redis.call('ZREM', QUEUE, tok)
+    redis.call('DEL', wkey(tok))
+  end
+  if limit > 0 then notify(chan, free - 1) end
+  return {'OK', fence, ttl, NOW}
+end
+if mode ~= 'wait' then
+  return {'TAKEN', -1, free, holders()}
+end
+if not queued then
+  redis.call('ZADD', QUEUE, redis.call('INCR', QSEQ), tok)
+  redis.call('HSET', wkey(tok), 'host', ARGV[7], 'pid', ARGV[8], 'user', ARGV[9], 'cmd', ARGV[10],
+             'since', NOW)
+end
+redis.call('PEXPIRE', wkey(tok), qlease)
+return {'QUEUED', redis.call('ZRANK', QUEUE, tok), free, holders()}
+)lua";
+
+// ARGV: token, ttl_ms (0 = the TTL it was acquired with)
+// Returns {1, ttl, fence} when renewed, {0} when the token no longer holds.
+// Never re-creates a lock that has gone.
+constexpr const char* kExtend = R"lua(
+local tok = ARGV[1]
+purge_holders()
+local how = held_by(tok)
+if not how then return {0} end
+local ttl = tonumber(ARGV[2])
+if ttl == 0 then ttl = tonumber(redis.call('HGET', hkey(tok), 'ttl') or '0') end
+if ttl == 0 then ttl = math.max(redis.call('PTTL', LOCK), 1000) end
+if how == 'plain' then
+  redis.call('PEXPIRE', LOCK, ttl)
+else
+  redis.call('ZADD', HOLDERS, 'XX', NOW + ttl, tok)
+end
+redis.call('PEXPIRE', hkey(tok), ttl)
+return {1, ttl, tonumber(redis.call('HGET', hkey(tok), 'fence') or '0')}
+)lua";
+
+// ARGV: token, min_hold_ms, channel
+// Returns {1} released, {2, ms_left} kept until acquisition + min_hold, {0} not held.
+constexpr const char* kRelease = R"lua(
+local tok, minhold, chan = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+purge_holders()
+local how = held_by(tok)
+if not how then return {0} end
+if minhold > 0 then
+  local since = tonumber(redis.call('HGET', hkey(tok), 'since') or '0')
+  local left = since + minhold - NOW
+  if since > 0 and left > 0 then
+    if how == 'plain' then
+      redis.call('PEXPIRE', LOCK, left)
+    else
+      redis.call('ZADD', HOLDERS, 'XX', NOW + left, tok)
+    end
+    redis.call('PEXPIRE', hkey(tok), left)
+    return {2, left}
+  end
+end
+if how == 'plain' then redis.call('DEL', LOCK) else redis.call('ZREM', HOLDERS, tok) end
+redis.call('DEL', hkey(tok))
+redis.call('PUBLISH', chan, tok)
+notify(chan, capacity(current_limit()))
+return {1}
+)lua";
+
+// A waiter gives up its place. ARGV: token, channel. Returns 1 if it had one.
+constexpr const char* kLeave = R"lua(
+local tok, chan = ARGV[1], ARGV[2]
+purge_holders()
+local was = redis.call('ZREM', QUEUE, tok)
+redis.call('DEL', wkey(tok))
+if was == 1 then notify(chan, capacity(current_limit())) end
+if redis.call('EXISTS', QUEUE) == 0 then redis.call('DEL', QSEQ) end
+return was
+)lua";
+
+// Returns {limit, fence_counter, now, holders, waiters}; each waiter is
+// {token, pttl, host, pid, user, cmd, since}.
+constexpr const char* kStatus = R"lua(
+purge_holders()
+local limit = current_limit()
+local waiters = {}
+for _, t in ipairs(live_head(1000000)) do
+  local h = redis.call('HMGET', wkey(t), 'host', 'pid', 'user', 'cmd', 'since')
+  waiters[#waiters + 1] = {t, redis.call('PTTL', wkey(t)), h[1] or '', h[2] or '', h[3] or '', h[4] or '', h[5] or ''}
+end
+return {limit, tonumber(redis.call('GET', FENCE) or '0'), NOW, holders(), waiters}
+)lua";
+
+// Operator override. ARGV: channel. Removes every holder and the queue, wakes
+// every waiter; the fence counter stays. Returns the number of holders removed.
+constexpr const char* kBreak = R"lua(
+local chan = ARGV[1]
+purge_holders()
+local n = 0
+local t = redis.call('GET', LOCK)
+if t then
+  redis.call('DEL', LOCK, hkey(t))
+  n = n + 1
+end
+for _, h in ipairs(redis.call('ZRANGE', HOLDERS, 0, -1)) do
+  redis.call('DEL', hkey(h))
+  n = n + 1
+end
+if n == 0 then return 0 end
+redis.call('DEL', HOLDERS, LIMIT)
+for _, w in ipairs(redis.call('ZRANGE', QUEUE, 0, -1)) do
+  redis.call('DEL', wkey(w))
+  redis.call('PUBLISH', chan .. ':' .. w, 'break')
+end
+redis.call('DEL', QUEUE, QSEQ)
+redis.call('PUBLISH', chan, 'break')
+return n
+)lua";
+
+std::string sha1_hex(const std::string& s) {
+  unsigned char d[SHA_DIGEST_LENGTH];
+  SHA1(reinterpret_cast<const unsigned char*>(s.data()), s.size(), d);
+  std::string out;
+  for (unsigned char c : d) out += fmt::format("{:02x}", c);
+  return out;
+}
+
+Script make(const char* name, const char* body) {
+  std::string src = std::string(kPrelude) + body;
+  return Script{name, src, sha1_hex(src)};
+}
+
+}  // namespace
+
+const Script& acquire_script() { static const Script s = make("acquire", kAcquire); return s; }
+const Script& extend_script() { static const Script s = make("extend", kExtend); return s; }
+const Script& release_script() { static const Script s = make("release", kRelease); return s; }
+const Script& leave_script() { static const Script s = make("leave", kLeave); return s; }
+const Script& status_script() { static const Script s = make("status", kStatus); return s; }
+const Script& break_script() { static const Script s = make("break", kBreak); return s; }
+
+Args keys_of(const LockNames& n) {
+  return {n.lock, n.sub("fence"), n.sub("holders"), n.sub("limit"), n.sub("queue"), n.sub("qseq")};
+}
+
+void run_script(Client& client, const Script& script, const Args& keys, const Args& argv,
+                ReplyCallback cb, Millis timeout) {
+  auto build = [&](const char* verb, const std::string& body) {
+    Args a{verb, body, std::to_string(keys.size())};
+    a.insert(a.end(), keys.begin(), keys.end());
+    a.insert(a.end(), argv.begin(), argv.end());
+    return a;
+  };
+  Args eval = build("EVAL", script.source);
+  Client* c = &client;
+  client.command(
+      build("EVALSHA", script.sha1),
+      [c, eval = std::move(eval), cb = std::move(cb), timeout](Result r) mutable {
+        if (!r.failure && r.reply.is_error() && r.reply.str.rfind("NOSCRIPT", 0) == 0) {
+          c->command(std::move(eval), std::move(cb), timeout);
+          return;
+        }
+        cb(std::move(r));
+      },
+      timeout);
+}
+
+}  // namespace rlock

@@ -1,0 +1,35 @@
+// The Lua scripts of the lock protocol and how they are run: EVALSHA first,
+// EVAL on NOSCRIPT (after SCRIPT FLUSH or a failover). Nothing else in rlock
+// knows Lua. docs/PROTOCOL.md describes the same scripts in prose.
+#pragma once
+
+#include <string>
+
+#include "key.h"
+#include "redis.h"
+
+namespace rlock {
+
+struct Script {
+  const char* name;
+  std::string source;
+  std::string sha1;  // hex
+};
+
+/// The scripts; each takes the six keys of keys_of() and its own ARGV.
+const Script& acquire_script();
+const Script& extend_script();
+const Script& release_script();
+const Script& leave_script();
+const Script& status_script();
+const Script& break_script();
+
+/// KEYS of every script, in order: lock, fence, holders, limit, queue, qseq.
+Args keys_of(const LockNames& names);
+
+/// Runs `script` with EVALSHA, falling back to EVAL when the server answers
+/// NOSCRIPT. `cb` gets the final result.
+void run_script(Client& client, const Script& script, const Args& keys, const Args& argv,
+                ReplyCallback cb, Millis timeout = Millis(0));
+
+}  // namespace rlock

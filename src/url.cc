@@ -1,0 +1,136 @@
+#include "url.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+
+#include "error.h"
+
+namespace rlock {
+
+namespace {
+
+int parse_int(std::string_view s, int lo, int hi, std::string_view what, std::string_view url) {
+  int v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || p != s.data() + s.size() || v < lo || v > hi)
+    throw_usage(fmt::format("invalid {} '{}' in URL '{}'", what, s, url));
+  return v;
+}
+
+std::string percent_decode(std::string_view s, std::string_view url) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%') {
+      if (i + 2 >= s.size())
+        throw_usage(fmt::format("bad percent-escape in URL '{}'", url));
+      int v = 0;
+      auto [p, ec] = std::from_chars(s.data() + i + 1, s.data() + i + 3, v, 16);
+      if (ec != std::errc() || p != s.data() + i + 3)
+        throw_usage(fmt::format("bad percent-escape in URL '{}'", url));
+      out += static_cast<char>(v);
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+// Splits "?db=N&x=y" query parameters; only db is understood.
+void parse_query(std::string_view q, Endpoint& ep, std::string_view url) {
+  while (!q.empty()) {
+    auto amp = q.find('&');
+    auto item = q.substr(0, amp);
+    q = amp == std::string_view::npos ? std::string_view{} : q.substr(amp + 1);
+    auto eq = item.find('=');
+    auto name = item.substr(0, eq);
+    auto value = eq == std::string_view::npos ? std::string_view{} : item.substr(eq + 1);
+    if (name == "db")
+      ep.db = parse_int(value, 0, 1 << 20, "database number", url);
+    else
+      throw_usage(fmt::format("unknown URL parameter '{}' in '{}'", name, url));
+  }
+}
+
+}  // namespace
+
+std::string Endpoint::display() const {
+  if (kind == Kind::Unix) return fmt::format("unix://{}{}", path, db ? fmt::format("?db={}", db) : "");
+  std::string h = host.find(':') != std::string::npos ? fmt::format("[{}]", host) : host;
+  std::string u = user.empty() ? "" : user + "@";
+  return fmt::format("{}://{}{}:{}/{}", tls ? "rediss" : "redis", u, h, port, db);
+}
+
+Endpoint parse_url(std::string_view url) {
+  Endpoint ep;
+  auto sep = url.find("://");
+  if (sep == std::string_view::npos)
+    throw_usage(fmt::format("invalid URL '{}': expected redis://host:port/db, rediss://… or unix:///path", url));
+  auto scheme = url.substr(0, sep);
+  auto rest = url.substr(sep + 3);
+  if (scheme == "unix") {
+    ep.kind = Endpoint::Kind::Unix;
+    auto q = rest.find('?');
+    ep.path = percent_decode(rest.substr(0, q), url);
+    if (q != std::string_view::npos) parse_query(rest.substr(q + 1), ep, url);
+    if (ep.path.empty() || ep.path[0] != '/')
+      throw_usage(fmt::format("invalid URL '{}': a unix:// URL needs an absolute path, as in unix:///run/redis.sock", url));
+    return ep;
+  }
+  if (scheme == "rediss") {
+    ep.tls = true;
+  } else if (scheme == "redis-sentinel" || scheme == "redis+sentinel") {
+    throw_usage(fmt::format("Sentinel URLs are not supported yet: '{}'", url));
+  } else if (scheme != "redis") {
+    throw_usage(fmt::format("unsupported URL scheme '{}://': use redis://, rediss:// or unix://", scheme));
+  }
+  // authority [/db] [?query]
+  auto q = rest.find('?');
+  std::string_view query;
+  if (q != std::string_view::npos) {
+    query = rest.substr(q + 1);
+    rest = rest.substr(0, q);
+  }
+  auto slash = rest.find('/');
+  auto authority = rest.substr(0, slash);
+  if (slash != std::string_view::npos) {
+    auto dbs = rest.substr(slash + 1);
+    if (!dbs.empty()) ep.db = parse_int(dbs, 0, 1 << 20, "database number", url);
+  }
+  auto at = authority.rfind('@');
+  if (at != std::string_view::npos) {
+    auto userinfo = authority.substr(0, at);
+    authority = authority.substr(at + 1);
+    auto colon = userinfo.find(':');
+    ep.user = percent_decode(userinfo.substr(0, colon), url);
+    if (colon != std::string_view::npos) ep.password = percent_decode(userinfo.substr(colon + 1), url);
+  }
+  std::string_view port;
+  if (!authority.empty() && authority[0] == '[') {
+    auto close = authority.find(']');
+    if (close == std::string_view::npos)
+      throw_usage(fmt::format("invalid URL '{}': unclosed '[' in IPv6 address", url));
+    ep.host = std::string(authority.substr(1, close - 1));
+    auto after = authority.substr(close + 1);
+    if (!after.empty()) {
+      if (after[0] != ':') throw_usage(fmt::format("invalid URL '{}': junk after ']'", url));
+      port = after.substr(1);
+    }
+  } else {
+    auto colon = authority.rfind(':');
+    if (colon != std::string_view::npos) {
+      if (authority.find(':') != colon)
+        throw_usage(fmt::format("invalid URL '{}': write IPv6 addresses in brackets, as [::1]", url));
+      port = authority.substr(colon + 1);
+      authority = authority.substr(0, colon);
+    }
+    if (!authority.empty()) ep.host = std::string(authority);
+  }
+  if (ep.host.empty()) throw_usage(fmt::format("invalid URL '{}': empty host", url));
+  if (!port.empty()) ep.port = parse_int(port, 1, 65535, "port", url);
+  if (!query.empty()) parse_query(query, ep, url);
+  return ep;
+}
+
+}  // namespace rlock

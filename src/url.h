@@ -1,0 +1,34 @@
+// Redis connection URLs: redis://, rediss://, unix://.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace rlock {
+
+/// Where and how to reach one Redis server. Parsed from a URL; secrets may be
+/// filled in later from a file or the environment.
+struct Endpoint {
+  enum class Kind { Tcp, Unix };
+  Kind kind = Kind::Tcp;
+  std::string host = "127.0.0.1";  // without brackets for IPv6
+  int port = 6379;
+  std::string path;                // Unix socket path
+  bool tls = false;                // rediss://
+  std::string user;                // ACL user; empty = default user
+  std::optional<std::string> password;
+  int db = 0;
+
+  /// For messages: the URL without its password ("redis://user@host:6379/0").
+  std::string display() const;
+};
+
+/// Parses a URL of the spec's forms. Throws a usage Error on anything else,
+/// naming what is wrong (scheme, port, db, bracket…).
+Endpoint parse_url(std::string_view url);
+
+/// The default URL when neither --url nor the environment gives one.
+inline constexpr std::string_view kDefaultUrl = "redis://127.0.0.1:6379/0";
+
+}  // namespace rlock

@@ -1,0 +1,241 @@
+#include "waiter.h"
+
+#include <fmt/format.h>
+
+#include "duration.h"
+#include "output.h"
+
+namespace rlock {
+
+namespace {
+
+// The head of the line re-checks at least this often, so a release that
+// published nothing (a foreign client, an expiry) is noticed quickly.
+constexpr Millis kHeadRecheck{1000};
+
+std::string ordinal(long n) {
+  const char* suffix = "th";
+  if (n % 100 < 11 || n % 100 > 13) {
+    if (n % 10 == 1) suffix = "st";
+    else if (n % 10 == 2) suffix = "nd";
+    else if (n % 10 == 3) suffix = "rd";
+  }
+  return fmt::format("{}{}", n, suffix);
+}
+
+}  // namespace
+
+Acquirer::Acquirer(Lock& lock, std::string token, WaitSpec spec)
+    : lock_(lock), token_(std::move(token)), spec_(std::move(spec)) {
+  if (spec_.wait && spec_.wait->count() == 0) spec_.no_wait = true;
+}
+
+Acquirer::~Acquirer() {
+  *alive_ = false;
+  Loop& loop = lock_.client().loop();
+  loop.cancel(retry_timer_);
+  loop.cancel(deadline_timer_);
+  loop.cancel(status_timer_);
+}
+
+void Acquirer::start(Done<Acquired> done) {
+  done_ = std::move(done);
+  started_ = Clock::now();
+  if (spec_.no_wait) {
+    attempt();
+    return;
+  }
+  auto alive = alive_;
+  Loop& loop = lock_.client().loop();
+  if (spec_.wait) {
+    deadline_timer_ = loop.after(*spec_.wait, [this, alive] {
+      if (!*alive || finished_) return;
+      deadline_timer_ = 0;
+      std::string who = last_ ? " (" + holder_text(*last_) + ")" : "";
+      Error e(ErrorKind::NotAcquired,
+              fmt::format("gave up waiting for '{}' after {}{}", lock_.names().key,
+                          format_duration(*spec_.wait), who));
+      cancel([this, alive, e] {
+        if (*alive) done_(Outcome<Acquired>{e, {}});
+      });
+    });
+  }
+  subscribe();
+}
+
+void Acquirer::subscribe() {
+  auto alive = alive_;
+  sub_ = lock_.client().subscriber();
+  std::string channel = lock_.names().waiter_channel(token_);
+  sub_->on_push([this, alive, channel](const Reply& r) {
+    if (!*alive || finished_) return;
+    if (r.elements.size() >= 2 && r.elements[1].str == channel) {
+      log_verbose(fmt::format("woken on {}", channel));
+      attempt();
+    }
+  });
+  sub_->on_disconnect([this, alive](const Error& e) {
+    if (!*alive || finished_) return;
+    log_verbose(fmt::format("wake-up channel lost ({}); subscribing again", e.what()));
+    // Subscribe again, then re-check: nothing can be missed in between.
+    lock_.client().loop().after(Millis(100), [this, alive] {
+      if (*alive && !finished_) subscribe();
+    });
+  });
+  sub_->command({"SUBSCRIBE", channel}, [this, alive](Result r) {
+    if (!*alive || finished_) return;
+    if (r.failure) return fail_with_cleanup(*r.failure);
+    if (r.reply.is_error()) return fail_with_cleanup(server_error(r.reply.str, "SUBSCRIBE"));
+    attempt();
+  });
+}
+
+void Acquirer::attempt() {
+  if (finished_) return;
+  if (in_flight_) {
+    again_ = true;
+    return;
+  }
+  lock_.client().loop().cancel(retry_timer_);
+  retry_timer_ = 0;
+  in_flight_ = true;
+  sent_ = Clock::now();
+  auto alive = alive_;
+  lock_.acquire(token_, spec_.ttl, !spec_.no_wait, spec_.info,
+                [this, alive](Outcome<AcquireReply> o) {
+                  if (*alive) on_reply(std::move(o));
+                });
+}
+
+void Acquirer::on_reply(Outcome<AcquireReply> o) {
+  in_flight_ = false;
+  if (finished_) return;
+  if (o.error) {
+    // The attempt may have reached the server before the failure: clean up.
+    if (o.error->kind() == ErrorKind::Unavailable || o.error->kind() == ErrorKind::Protocol)
+      return fail_with_cleanup(*o.error);
+    return finish({o.error, {}});
+  }
+  const AcquireReply& a = o.value;
+  if (a.state == AcquireReply::State::Acquired) {
+    if (announced_)
+      log_info(fmt::format("acquired '{}' after {} (fence {})", lock_.names().key,
+                           format_duration(std::chrono::duration_cast<Millis>(Clock::now() - started_)),
+                           a.fence));
+    return finish({std::nullopt, Acquired{a.fence, a.ttl, sent_}});
+  }
+  if (a.state == AcquireReply::State::Taken) {
+    return finish({Error(ErrorKind::NotAcquired,
+                         fmt::format("'{}' is {}", lock_.names().key, holder_text(a))),
+                   {}});
+  }
+  last_ = a;
+  show_waiting(a);
+  if (again_) {
+    again_ = false;
+    return attempt();
+  }
+  bool turn_near = a.position >= 0 && a.position < std::max<long>(a.free, 1);
+  Millis delay = kQueueLease / 3;
+  if (turn_near) {
+    delay = kHeadRecheck;
+    for (auto& h : a.holders)
+      if (h.ttl_left.count() >= 0) delay = std::min(delay, h.ttl_left + Millis(5));
+    delay = std::max(delay, Millis(20));
+  }
+  schedule(delay);
+}
+
+void Acquirer::schedule(Millis delay) {
+  auto alive = alive_;
+  retry_timer_ = lock_.client().loop().after(delay, [this, alive] {
+    if (!*alive) return;
+    retry_timer_ = 0;
+    attempt();
+  });
+}
+
+void Acquirer::finish(Outcome<Acquired> o) {
+  if (finished_) return;
+  finished_ = true;
+  Loop& loop = lock_.client().loop();
+  loop.cancel(retry_timer_);
+  loop.cancel(deadline_timer_);
+  loop.cancel(status_timer_);
+  status_line("");
+  if (sub_) {
+    // Not destroyed here: this may run inside one of its own callbacks.
+    std::shared_ptr<Connection> sub(std::move(sub_));
+    loop.after(Millis(0), [sub] {});
+  }
+  done_(std::move(o));
+}
+
+void Acquirer::fail_with_cleanup(Error e) {
+  if (finished_) return;
+  auto alive = alive_;
+  cancel([this, alive, e] {
+    if (*alive) done_(Outcome<Acquired>{e, {}});
+  });
+}
+
+void Acquirer::cancel(std::function<void()> done) {
+  if (finished_) return;
+  finished_ = true;
+  Loop& loop = lock_.client().loop();
+  loop.cancel(retry_timer_);
+  loop.cancel(deadline_timer_);
+  loop.cancel(status_timer_);
+  status_line("");
+  if (sub_) {
+    std::shared_ptr<Connection> sub(std::move(sub_));
+    loop.after(Millis(0), [sub] {});
+  }
+  // Release too: an attempt in flight may have been granted after all. Both
+  // are no-ops for a token that holds and waits for nothing.
+  auto remaining = std::make_shared<int>(2);
+  auto step = [remaining, done = std::move(done)](auto&&) {
+    if (--*remaining == 0) done();
+  };
+  lock_.release(token_, Millis(0), [step](Outcome<ReleaseReply> o) mutable { step(o); });
+  lock_.leave(token_, [step](Outcome<bool> o) mutable { step(o); });
+}
+
+std::string Acquirer::holder_text(const AcquireReply& a) const {
+  if (a.holders.empty()) {
+    if (a.position > 0) return fmt::format("free, with {} waiting ahead", a.position);
+    return "taken";
+  }
+  if (a.holders.size() > 1 || lock_.limit() > 0)
+    return fmt::format("held by {} of {} holders", a.holders.size(), std::max(lock_.limit(), 1));
+  const Holder& h = a.holders.front();
+  if (h.info.host.empty())
+    return fmt::format("held by another client (token {}), {} left", h.token.substr(0, 12),
+                       format_duration(h.ttl_left));
+  std::string cmd = h.info.cmd.size() > 40 ? h.info.cmd.substr(0, 37) + "..." : h.info.cmd;
+  return fmt::format("held by {} pid {} ({}), {} left", h.info.host, h.info.pid, cmd,
+                     format_duration(h.ttl_left));
+}
+
+void Acquirer::show_waiting(const AcquireReply& a) {
+  auto waited = std::chrono::duration_cast<Millis>(Clock::now() - started_);
+  std::string place = a.position >= 0 ? fmt::format(", {} in line", ordinal(a.position + 1)) : "";
+  if (stderr_is_tty()) {
+    status_line(fmt::format("waiting for '{}' ({}) for {}{}", lock_.names().key, holder_text(a),
+                            format_duration(std::chrono::duration_cast<std::chrono::seconds>(waited)),
+                            place));
+    if (!status_timer_) {
+      auto alive = alive_;
+      status_timer_ = lock_.client().loop().after(Millis(1000), [this, alive] {
+        if (!*alive || finished_) return;
+        status_timer_ = 0;
+        if (last_) show_waiting(*last_);
+      });
+    }
+  } else if (!announced_) {
+    log_info(fmt::format("waiting for '{}' ({}){}", lock_.names().key, holder_text(a), place));
+  }
+  announced_ = true;
+}
+
+}  // namespace rlock

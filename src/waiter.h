@@ -1,0 +1,70 @@
+// Getting the lock, waiting for it if need be: subscribe to this waiter's own
+// wake-up channel first, then try; a release wakes only the waiter whose turn
+// it is. Re-checks on a timer cover lost messages and foreign releases: the
+// head of the line every second at most, the others at a third of their
+// place's lease (which the same call renews). Used by `run` and `acquire`.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+
+#include "lock.h"
+
+namespace rlock {
+
+struct WaitSpec {
+  Millis ttl{30000};
+  std::optional<Millis> wait;  // nullopt = forever
+  bool no_wait = false;
+  HolderInfo info;
+};
+
+struct Acquired {
+  int64_t fence = 0;
+  Millis ttl{0};
+  /// Monotonic time the successful attempt was sent: the lease runs out no
+  /// earlier than this + ttl, so deadlines derive from it.
+  Clock::time_point sent;
+};
+
+/// One attempt to get the lock, possibly waiting. Outcomes: Acquired, or an
+/// Error: NotAcquired (taken and not waiting, or --wait ran out), a usage
+/// Error (--limit mismatch), Unavailable/Permission/Protocol from Redis. A
+/// failed attempt leaves nothing behind in Redis (best-effort cleanup with
+/// the token).
+class Acquirer {
+ public:
+  Acquirer(Lock& lock, std::string token, WaitSpec spec);
+  ~Acquirer();
+  Acquirer(const Acquirer&) = delete;
+  Acquirer& operator=(const Acquirer&) = delete;
+
+  void start(Done<Acquired> done);
+  /// Stops waiting: leaves the line (best effort), then calls `done`. The
+  /// start() callback is not called afterwards.
+  void cancel(std::function<void()> done);
+
+ private:
+  void subscribe();
+  void attempt();
+  void on_reply(Outcome<AcquireReply> o);
+  void schedule(Millis delay);
+  void finish(Outcome<Acquired> o);
+  void fail_with_cleanup(Error e);
+  void show_waiting(const AcquireReply& a);
+  std::string holder_text(const AcquireReply& a) const;
+
+  Lock& lock_;
+  std::string token_;
+  WaitSpec spec_;
+  Done<Acquired> done_;
+  std::unique_ptr<Connection> sub_;
+  Loop::TimerId retry_timer_ = 0, deadline_timer_ = 0, status_timer_ = 0;
+  bool in_flight_ = false, again_ = false, finished_ = false, announced_ = false;
+  Clock::time_point started_, sent_;
+  std::optional<AcquireReply> last_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace rlock
