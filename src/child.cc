@@ -75,9 +75,9 @@ std::vector<std::string> exec_candidates(const std::string& file,
 }
 
 std::vector<char*> pointers_to(std::vector<std::string>& strings) {
-  std::vector<char*> out;
-  for (auto& s : strings) out.push_back(s.data());
-  out.push_back(nullptr);
+  std::vector<char*> out(strings.size() + 1, nullptr);
+  std::transform(strings.begin(), strings.end(), out.begin(),
+                 [](std::string& s) { return s.data(); });
   return out;
 }
 
@@ -115,15 +115,15 @@ struct CloexecPipe {
   CloexecPipe() {
     int fds[2];
 #ifdef __linux__
-    int rc = pipe2(fds, O_CLOEXEC);
+    if (pipe2(fds, O_CLOEXEC) < 0) return;
 #else
-    int rc = pipe(fds);
-    if (rc == 0) {
-      fcntl(fds[0], F_SETFD, FD_CLOEXEC);
-      fcntl(fds[1], F_SETFD, FD_CLOEXEC);
-    }
+    // rlock is single-threaded: no fork() can slip in between these calls.
+    if (pipe(fds) < 0) return;
+    fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+    fcntl(fds[1], F_SETFD, FD_CLOEXEC);
 #endif
-    if (rc == 0) read_end = fds[0], write_end = fds[1];
+    read_end = fds[0];
+    write_end = fds[1];
   }
   ~CloexecPipe() {
     close_read();
@@ -244,6 +244,14 @@ int read_exec_errno(int fd) {
   throw Error(ErrorKind::Exec, "cannot run '" + command + "': " + std::strerror(err), status);
 }
 
+/// Blocks until `pid` ends; its wait status.
+int wait_for(pid_t pid) {
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  return st;
+}
+
 long open_max() {
   long n = sysconf(_SC_OPEN_MAX);
   return (n <= 0 || n > kMaxDescriptorsToClose) ? kMaxDescriptorsToClose : n;
@@ -262,39 +270,32 @@ Child Child::spawn(const SpawnSpec& spec) {
   ExecPlan plan(spec);
   const bool take_terminal =
       spec.foreground && isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
-  const ChildSetup setup{getpid(), take_terminal, open_max(), -1};
-
   CloexecPipe errors;
   if (errors.read_end < 0) throw_cannot_run(spec.argv[0], errno);
+  const ChildSetup setup{getpid(), take_terminal, open_max(), errors.write_end};
+
   // With every signal blocked across fork(), rlock's handlers never run in the
   // child (they would write to rlock's self-pipe) before it resets them.
   sigset_t all, old;
   sigfillset(&all);
   sigprocmask(SIG_SETMASK, &all, &old);
-  pid_t pid = fork();
-  if (pid == 0) {
-    ChildSetup in_child = setup;
-    in_child.error_fd = errors.write_end;
-    become_command(plan, in_child);
-  }
-  int fork_errno = errno;
+  const pid_t forked = fork();
+  if (forked == 0) become_command(plan, setup);
+  const int fork_errno = errno;
   sigprocmask(SIG_SETMASK, &old, nullptr);
-  if (pid < 0) throw_cannot_run(spec.argv[0], fork_errno);
+  if (forked < 0) throw_cannot_run(spec.argv[0], fork_errno);
 
   errors.close_write();
   // Also here, so the group exists before spawn() returns (the child may not
   // have run yet); EACCES once the child has exec'd is harmless.
-  setpgid(pid, pid);
+  setpgid(forked, forked);
   // Only while the terminal is still rlock's: the command may already have
   // moved it on to a group of its own.
-  if (take_terminal && tcgetpgrp(STDIN_FILENO) == getpgrp()) set_terminal_group(pid);
-  Child child(pid, take_terminal);
+  if (take_terminal && tcgetpgrp(STDIN_FILENO) == getpgrp()) set_terminal_group(forked);
+  Child child(forked, take_terminal);
 
   if (int err = read_exec_errno(errors.read_end); err != 0) {
-    int st;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-    }
-    child.status_ = exit_status_of(st);
+    child.status_ = exit_status_of(wait_for(forked));
     if (take_terminal) set_terminal_group(getpgrp());
     throw_cannot_run(spec.argv[0], err);
   }
@@ -310,11 +311,7 @@ Child::Child(Child&& other) noexcept
 Child::~Child() {
   if (!running()) return;
   signal_group(SIGKILL);
-  int st;
-  pid_t r;
-  do {
-    r = waitpid(pid_, &st, 0);
-  } while (r < 0 && errno == EINTR);
+  wait_for(pid_);
   if (took_terminal_) set_terminal_group(getpgrp());
 }
 

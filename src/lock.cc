@@ -56,7 +56,8 @@ std::vector<Holder> parse_holders(const Reply& r) {
 // Runs a script and hands its reply to `parse`; parse errors become the outcome.
 template <class T>
 void run(Client& c, const Script& s, const LockNames& n, const Args& argv,
-         std::function<T(const Reply&)> parse, Done<T> done, Millis timeout = Millis(0)) {
+         std::function<T(const Reply&)> parse, Done<T> done, Millis timeout = Millis(0),
+         const std::vector<ScriptCall>& undo = {}) {
   run_script(
       c, s, keys_of(n), argv,
       [parse = std::move(parse), done = std::move(done), name = s.name](Result r) {
@@ -68,7 +69,7 @@ void run(Client& c, const Script& s, const LockNames& n, const Args& argv,
         }
         done(std::move(o));
       },
-      timeout);
+      timeout, undo);
 }
 
 }  // namespace
@@ -136,7 +137,11 @@ void Lock::acquire(const std::string& token, Millis ttl, bool queue, const Holde
         }
         return a;
       },
-      std::move(done), timeout);
+      std::move(done), timeout,
+      // A timed-out acquire may still run on the server: release and leave
+      // right behind it, on the same connection, so nothing is orphaned.
+      {ScriptCall{&release_script(), {token, "0", names_.channel}},
+       ScriptCall{&leave_script(), {token, names_.channel}}});
 }
 
 void Lock::extend(const std::string& token, Millis ttl, Done<ExtendReply> done, Millis timeout) {

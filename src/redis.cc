@@ -19,7 +19,7 @@ Connection::~Connection() {
   if (reader_) redisReaderFree(reader_);
 }
 
-void Connection::command(Args args, ReplyCallback cb, Millis timeout) {
+void Connection::command(Args args, ReplyCallback cb, Millis timeout, std::vector<Args> undo) {
   std::string name = args.empty() ? "" : args[0];
   if (!stream_) {
     if (auto err = start_connect()) {
@@ -31,10 +31,10 @@ void Connection::command(Args args, ReplyCallback cb, Millis timeout) {
       return;
     }
   }
-  enqueue_raw(args, std::move(cb), timeout, std::move(name));
+  enqueue_raw(args, std::move(cb), timeout, std::move(name), std::move(undo));
 }
 
-void Connection::enqueue_raw(const Args& args, ReplyCallback cb, Millis timeout, std::string name) {
+std::string Connection::format(const Args& args) {
   std::vector<const char*> argv;
   std::vector<size_t> lens;
   for (auto& a : args) {
@@ -44,12 +44,27 @@ void Connection::enqueue_raw(const Args& args, ReplyCallback cb, Millis timeout,
   char* cmd = nullptr;
   int len = redisFormatCommandArgv(&cmd, static_cast<int>(argv.size()), argv.data(), lens.data());
   if (len < 0) throw_protocol("cannot format Redis command");
-  out_.append(cmd, len);
+  std::string out(cmd, len);
   redisFreeCommand(cmd);
+  return out;
+}
+
+void Connection::enqueue_raw(const Args& args, ReplyCallback cb, Millis timeout, std::string name,
+                             std::vector<Args> undo) {
+  out_ += format(args);
   Millis t = timeout.count() > 0 ? timeout : cfg_.command_timeout;
   auto alive = alive_;
-  auto id = loop_.after(t, [this, alive, t, name] {
+  auto id = loop_.after(t, [this, alive, t, name, undo = std::move(undo)] {
     if (!*alive) return;
+    if (!undo.empty() && stream_ && !handshaking_) {
+      try {
+        for (auto& u : undo) out_ += format(u);
+        flush();
+        if (cfg_.trace) cfg_.trace(fmt::format("{} timed out: compensating on the same connection", name));
+      } catch (const Error&) {
+        // Best effort: the connection is being dropped anyway.
+      }
+    }
     close(Error(ErrorKind::Unavailable,
                 fmt::format("Redis at {} did not answer {} within {} (--timeout)",
                             cfg_.endpoint.display(), name, fmt::format("{}ms", t.count()))));
@@ -228,8 +243,8 @@ class SingleClient : public Client {
         tls_(cfg.endpoint.tls ? make_tls_context(cfg.tls) : nullptr),
         conn_(loop, cfg_, tls_, addrs_) {}
 
-  void command(Args args, ReplyCallback cb, Millis timeout) override {
-    conn_.command(std::move(args), std::move(cb), timeout);
+  void command(Args args, ReplyCallback cb, Millis timeout, std::vector<Args> undo) override {
+    conn_.command(std::move(args), std::move(cb), timeout, std::move(undo));
   }
   std::unique_ptr<Connection> subscriber() override {
     return std::make_unique<Connection>(loop_, cfg_, tls_, addrs_);

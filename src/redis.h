@@ -44,8 +44,11 @@ class Connection {
   Connection& operator=(const Connection&) = delete;
 
   /// Sends `args`; `cb` runs exactly once, from the loop, with the reply or a
-  /// failure. `timeout` of zero means the configured command timeout.
-  void command(Args args, ReplyCallback cb, Millis timeout = Millis(0));
+  /// failure. `timeout` of zero means the configured command timeout. If the
+  /// command times out after it was sent, `undo` commands are written on the
+  /// same connection before it closes: the server runs them after `args`
+  /// (TCP keeps the order), so a late-running command is compensated.
+  void command(Args args, ReplyCallback cb, Millis timeout = Millis(0), std::vector<Args> undo = {});
   /// Pub/sub "message" pushes go here instead of to a command's callback.
   void on_push(std::function<void(const Reply&)> cb) { push_ = std::move(cb); }
   /// Called when an established connection breaks (subscriptions are gone).
@@ -69,7 +72,9 @@ class Connection {
   void deliver(Reply reply);
   void fail_all(const Error& why);
   void update_events();
-  void enqueue_raw(const Args& args, ReplyCallback cb, Millis timeout, std::string name);
+  void enqueue_raw(const Args& args, ReplyCallback cb, Millis timeout, std::string name,
+                   std::vector<Args> undo = {});
+  static std::string format(const Args& args);
 
   Loop& loop_;
   ConnectionConfig cfg_;
@@ -92,7 +97,9 @@ class Client {
  public:
   virtual ~Client() = default;
   /// Runs one command on the server that owns the lock's slot.
-  virtual void command(Args args, ReplyCallback cb, Millis timeout = Millis(0)) = 0;
+  /// `undo`: see Connection::command.
+  virtual void command(Args args, ReplyCallback cb, Millis timeout = Millis(0),
+                       std::vector<Args> undo = {}) = 0;
   /// A new connection for pub/sub to the same server.
   virtual std::unique_ptr<Connection> subscriber() = 0;
   /// The command timeout callers should assume.

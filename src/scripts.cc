@@ -277,25 +277,28 @@ Args keys_of(const LockNames& n) {
 }
 
 void run_script(Client& client, const Script& script, const Args& keys, const Args& argv,
-                ReplyCallback cb, Millis timeout) {
-  auto build = [&](const char* verb, const std::string& body) {
+                ReplyCallback cb, Millis timeout, const std::vector<ScriptCall>& undo) {
+  auto build_with = [&](const char* verb, const std::string& body, const Args& av) {
     Args a{verb, body, std::to_string(keys.size())};
     a.insert(a.end(), keys.begin(), keys.end());
-    a.insert(a.end(), argv.begin(), argv.end());
+    a.insert(a.end(), av.begin(), av.end());
     return a;
   };
+  auto build = [&](const char* verb, const std::string& body) { return build_with(verb, body, argv); };
+  std::vector<Args> undo_cmds;
+  for (auto& u : undo) undo_cmds.push_back(build_with("EVAL", u.script->source, u.argv));
   Args eval = build("EVAL", script.source);
   Client* c = &client;
   client.command(
       build("EVALSHA", script.sha1),
-      [c, eval = std::move(eval), cb = std::move(cb), timeout](Result r) mutable {
+      [c, eval = std::move(eval), cb = std::move(cb), timeout, undo_cmds](Result r) mutable {
         if (!r.failure && r.reply.is_error() && r.reply.str.rfind("NOSCRIPT", 0) == 0) {
-          c->command(std::move(eval), std::move(cb), timeout);
+          c->command(std::move(eval), std::move(cb), timeout, std::move(undo_cmds));
           return;
         }
         cb(std::move(r));
       },
-      timeout);
+      timeout, undo_cmds);
 }
 
 }  // namespace rlock

@@ -29,7 +29,13 @@ Args keys_of(const LockNames& names);
 
 /// Runs `script` with EVALSHA, falling back to EVAL when the server answers
 /// NOSCRIPT. `cb` gets the final result.
+/// `undo` scripts (with their ARGV) are sent as EVAL on the same connection
+/// if this one times out (see Connection::command).
+struct ScriptCall {
+  const Script* script;
+  Args argv;
+};
 void run_script(Client& client, const Script& script, const Args& keys, const Args& argv,
-                ReplyCallback cb, Millis timeout = Millis(0));
+                ReplyCallback cb, Millis timeout = Millis(0), const std::vector<ScriptCall>& undo = {});
 
 }  // namespace rlock

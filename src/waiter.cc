@@ -41,10 +41,14 @@ Acquirer::~Acquirer() {
 void Acquirer::start(Done<Acquired> done) {
   done_ = std::move(done);
   started_ = Clock::now();
-  if (spec_.no_wait) {
-    attempt();
-    return;
-  }
+  // First one plain try: a free lock costs one round trip and no second
+  // connection. Only if it is taken do we subscribe, then try again (so no
+  // release can slip between the two unnoticed) and join the line.
+  attempt();
+}
+
+void Acquirer::start_waiting() {
+  probing_ = false;
   auto alive = alive_;
   Loop& loop = lock_.client().loop();
   if (spec_.wait) {
@@ -101,7 +105,7 @@ void Acquirer::attempt() {
   in_flight_ = true;
   sent_ = Clock::now();
   auto alive = alive_;
-  lock_.acquire(token_, spec_.ttl, !spec_.no_wait, spec_.info,
+  lock_.acquire(token_, spec_.ttl, !spec_.no_wait && !probing_, spec_.info,
                 [this, alive](Outcome<AcquireReply> o) {
                   if (*alive) on_reply(std::move(o));
                 });
@@ -123,6 +127,10 @@ void Acquirer::on_reply(Outcome<AcquireReply> o) {
                            format_duration(std::chrono::duration_cast<Millis>(Clock::now() - started_)),
                            a.fence));
     return finish({std::nullopt, Acquired{a.fence, a.ttl, sent_}});
+  }
+  if (a.state == AcquireReply::State::Taken && !spec_.no_wait) {
+    last_ = a;
+    return start_waiting();
   }
   if (a.state == AcquireReply::State::Taken) {
     return finish({Error(ErrorKind::NotAcquired,
@@ -213,7 +221,7 @@ std::string Acquirer::holder_text(const AcquireReply& a) const {
     return fmt::format("held by another client (token {}), {} left", h.token.substr(0, 12),
                        format_duration(h.ttl_left));
   std::string cmd = h.info.cmd.size() > 40 ? h.info.cmd.substr(0, 37) + "..." : h.info.cmd;
-  return fmt::format("held by {} pid {} ({}), {} left", h.info.host, h.info.pid, cmd,
+  return fmt::format("held by {} pid {} [{}], {} left", h.info.host, h.info.pid, cmd,
                      format_duration(h.ttl_left));
 }
 
@@ -221,7 +229,7 @@ void Acquirer::show_waiting(const AcquireReply& a) {
   auto waited = std::chrono::duration_cast<Millis>(Clock::now() - started_);
   std::string place = a.position >= 0 ? fmt::format(", {} in line", ordinal(a.position + 1)) : "";
   if (stderr_is_tty()) {
-    status_line(fmt::format("waiting for '{}' ({}) for {}{}", lock_.names().key, holder_text(a),
+    status_line(fmt::format("waiting for '{}', {}, for {}{}", lock_.names().key, holder_text(a),
                             format_duration(std::chrono::duration_cast<std::chrono::seconds>(waited)),
                             place));
     if (!status_timer_) {
@@ -233,7 +241,7 @@ void Acquirer::show_waiting(const AcquireReply& a) {
       });
     }
   } else if (!announced_) {
-    log_info(fmt::format("waiting for '{}' ({}){}", lock_.names().key, holder_text(a), place));
+    log_info(fmt::format("waiting for '{}', {}{}", lock_.names().key, holder_text(a), place));
   }
   announced_ = true;
 }

@@ -46,6 +46,7 @@ class Acquirer {
   void cancel(std::function<void()> done);
 
  private:
+  void start_waiting();
   void subscribe();
   void attempt();
   void on_reply(Outcome<AcquireReply> o);
@@ -61,6 +62,7 @@ class Acquirer {
   Done<Acquired> done_;
   std::unique_ptr<Connection> sub_;
   Loop::TimerId retry_timer_ = 0, deadline_timer_ = 0, status_timer_ = 0;
+  bool probing_ = true;
   bool in_flight_ = false, again_ = false, finished_ = false, announced_ = false;
   Clock::time_point started_, sent_;
   std::optional<AcquireReply> last_;

@@ -1,0 +1,45 @@
+#include "duration.h"
+
+#include <gtest/gtest.h>
+
+#include "error.h"
+
+namespace rlock {
+namespace {
+
+TEST(Duration, ParsesEveryUnitOfTheSpec) {
+  EXPECT_EQ(parse_duration("250ms"), Millis(250));
+  EXPECT_EQ(parse_duration("30s"), Millis(30'000));
+  EXPECT_EQ(parse_duration("5m"), Millis(300'000));
+  EXPECT_EQ(parse_duration("2h"), Millis(7'200'000));
+  EXPECT_EQ(parse_duration("1h30m"), Millis(5'400'000));
+  EXPECT_EQ(parse_duration("1m30s500ms"), Millis(90'500));
+}
+
+TEST(Duration, BareNumberIsSecondsAndFractionsWork) {
+  EXPECT_EQ(parse_duration("10"), Millis(10'000));
+  EXPECT_EQ(parse_duration("1.5s"), Millis(1'500));
+  EXPECT_EQ(parse_duration("0"), Millis(0));
+}
+
+TEST(Duration, RejectsGarbageWithUsageError) {
+  for (const char* bad : {"", "abc", "5x", "-1s", "1h30", "s", ".s", "1..2s", "1e9999h", " 5s"}) {
+    try {
+      parse_duration(bad, "--ttl");
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.exit_status(), 64) << bad;
+      EXPECT_NE(std::string(e.what()).find("--ttl"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(Duration, FormatsForPeople) {
+  EXPECT_EQ(format_duration(Millis(250)), "250ms");
+  EXPECT_EQ(format_duration(Millis(1500)), "1.5s");
+  EXPECT_EQ(format_duration(Millis(30'000)), "30s");
+  EXPECT_EQ(format_duration(Millis(5'400'000)), "1h30m");
+}
+
+}  // namespace
+}  // namespace rlock

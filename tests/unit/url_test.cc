@@ -1,0 +1,86 @@
+#include "url.h"
+
+#include <gtest/gtest.h>
+
+#include "error.h"
+
+namespace rlock {
+namespace {
+
+int usage_status(const char* url) {
+  try {
+    parse_url(url);
+  } catch (const Error& e) {
+    return e.exit_status();
+  }
+  return 0;
+}
+
+TEST(Url, PlainHostPortDb) {
+  Endpoint e = parse_url("redis://example.org:6380/3");
+  EXPECT_EQ(e.kind, Endpoint::Kind::Tcp);
+  EXPECT_EQ(e.host, "example.org");
+  EXPECT_EQ(e.port, 6380);
+  EXPECT_EQ(e.db, 3);
+  EXPECT_FALSE(e.tls);
+  EXPECT_FALSE(e.password.has_value());
+}
+
+TEST(Url, DefaultsPortAndDb) {
+  Endpoint e = parse_url("redis://localhost");
+  EXPECT_EQ(e.port, 6379);
+  EXPECT_EQ(e.db, 0);
+}
+
+TEST(Url, UserAndPasswordArePercentDecoded) {
+  Endpoint e = parse_url("redis://alice:p%40ss%3Aword@h:1/0");
+  EXPECT_EQ(e.user, "alice");
+  EXPECT_EQ(*e.password, "p@ss:word");
+  Endpoint p = parse_url("redis://:secret@h");
+  EXPECT_EQ(p.user, "");
+  EXPECT_EQ(*p.password, "secret");
+}
+
+TEST(Url, TlsScheme) { EXPECT_TRUE(parse_url("rediss://h:6380").tls); }
+
+TEST(Url, Ipv6InBrackets) {
+  Endpoint e = parse_url("redis://[::1]:7000/2");
+  EXPECT_EQ(e.host, "::1");
+  EXPECT_EQ(e.port, 7000);
+  EXPECT_EQ(e.db, 2);
+  EXPECT_EQ(parse_url("redis://[::1]").port, 6379);
+}
+
+TEST(Url, UnixSocketWithDb) {
+  Endpoint e = parse_url("unix:///run/redis/redis.sock?db=4");
+  EXPECT_EQ(e.kind, Endpoint::Kind::Unix);
+  EXPECT_EQ(e.path, "/run/redis/redis.sock");
+  EXPECT_EQ(e.db, 4);
+}
+
+TEST(Url, DisplayHidesPassword) {
+  std::string d = parse_url("redis://u:topsecret@h:1/0").display();
+  EXPECT_EQ(d.find("topsecret"), std::string::npos);
+}
+
+TEST(Url, BadInputIsUsageError) {
+  for (const char* bad : {"", "localhost:6379", "http://h", "redis://h:0", "redis://h:70000",
+                          "redis://h:abc", "redis://h/x", "redis://::1:6379", "redis://[::1",
+                          "unix://relative.sock", "redis://h?bogus=1", "redis://h/1?db=x",
+                          "redis://u:%zz@h"}) {
+    EXPECT_EQ(usage_status(bad), 64) << bad;
+  }
+}
+
+TEST(Url, SentinelIsNotYetSupportedButSaysSo) {
+  try {
+    parse_url("redis-sentinel://h:26379/mymaster");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.exit_status(), 64);
+    EXPECT_NE(std::string(e.what()).find("Sentinel"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace rlock
