@@ -33,7 +33,6 @@ namespace rlock {
 namespace {
 
 constexpr const char* kDefaultPath = "/usr/local/bin:/usr/bin:/bin";
-constexpr long kMaxDescriptorsToClose = 65536;
 
 std::string_view name_of(std::string_view entry) {
   return entry.substr(0, entry.find('='));
@@ -152,27 +151,6 @@ void set_terminal_group(pid_t pgid) {
   sigprocmask(SIG_SETMASK, &old, nullptr);
 }
 
-/// Closes fds [lo, hi] (hi clamped to `open_max` for the fallback loop).
-void close_range_of(unsigned lo, unsigned hi, long open_max) {
-  if (lo > hi) return;
-#if defined(__linux__) && defined(SYS_close_range)
-  if (syscall(SYS_close_range, lo, hi, 0) == 0) return;
-#endif
-  for (long fd = lo; fd <= static_cast<long>(hi) && fd < open_max; ++fd)
-    close(static_cast<int>(fd));
-}
-
-/// Closes every descriptor from 3 up except `keep`: rlock opens its own with
-/// O_CLOEXEC, this is the belt to those braces.
-void close_descriptors_except(int keep, long open_max) {
-  unsigned first = 3;
-  if (keep >= 3) {
-    close_range_of(first, static_cast<unsigned>(keep) - 1, open_max);
-    first = static_cast<unsigned>(keep) + 1;
-  }
-  close_range_of(first, ~0U, open_max);
-}
-
 bool search_goes_on(int err) {
   return err == ENOENT || err == ENOTDIR || err == ESTALE || err == ENODEV || err == ETIMEDOUT;
 }
@@ -205,7 +183,6 @@ int exec_candidates_in_child(ExecPlan& plan) {
 struct ChildSetup {
   pid_t parent;
   bool take_terminal;
-  long open_max;
   int error_fd;
 };
 
@@ -222,7 +199,9 @@ struct ChildSetup {
   if (getppid() != setup.parent) _exit(1);
 #endif
   restore_inherited_signals_in_child();
-  close_descriptors_except(setup.error_fd, setup.open_max);
+  // Descriptors are not closed here: rlock's own are all O_CLOEXEC, and the
+  // ones the caller passed on purpose (make's jobserver, `3>log`, systemd's
+  // LISTEN_FDS) belong to the command, as with flock(1) and tini.
   int err = exec_candidates_in_child(plan);
   while (write(setup.error_fd, &err, sizeof err) < 0 && errno == EINTR) {
   }
@@ -252,11 +231,6 @@ int wait_for(pid_t pid) {
   return st;
 }
 
-long open_max() {
-  long n = sysconf(_SC_OPEN_MAX);
-  return (n <= 0 || n > kMaxDescriptorsToClose) ? kMaxDescriptorsToClose : n;
-}
-
 }  // namespace
 
 int exit_status_of(int wait_status) {
@@ -272,7 +246,7 @@ Child Child::spawn(const SpawnSpec& spec) {
       spec.foreground && isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
   CloexecPipe errors;
   if (errors.read_end < 0) throw_cannot_run(spec.argv[0], errno);
-  const ChildSetup setup{getpid(), take_terminal, open_max(), errors.write_end};
+  const ChildSetup setup{getpid(), take_terminal, errors.write_end};
 
   // With every signal blocked across fork(), rlock's handlers never run in the
   // child (they would write to rlock's self-pipe) before it resets them.
