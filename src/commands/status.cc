@@ -10,7 +10,7 @@ namespace rlock {
 namespace {
 
 std::string age(int64_t now_ms, int64_t since_ms) {
-  return format_duration(Millis(std::max<int64_t>(0, (now_ms - since_ms) / 1000 * 1000)));
+  return format_duration(Millis(std::max<int64_t>(0, now_ms - since_ms)));
 }
 
 std::string who(const HolderInfo& i) {
