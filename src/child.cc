@@ -308,4 +308,66 @@ std::optional<int> Child::try_reap() {
   return status_;
 }
 
+GroupGuard GroupGuard::watch(pid_t pgid) {
+  int fds[2];
+  if (pipe(fds) != 0) return {};
+  fcntl(fds[1], F_SETFD, FD_CLOEXEC);
+  sigset_t all, old;
+  sigfillset(&all);
+  sigprocmask(SIG_BLOCK, &all, &old);  // no rlock handler may run in the guard
+  pid_t pid = fork();
+  if (pid == 0) {
+    // The guard: only async-signal-safe calls from here on.
+    close(fds[1]);
+    for (int sig = 1; sig < NSIG; ++sig) signal(sig, SIG_IGN);  // keeps SIGKILL's default
+    char byte;
+    ssize_t n;
+    do {
+      n = read(fds[0], &byte, 1);
+    } while (n < 0 && errno == EINTR);
+    if (n == 0) kill(-pgid, SIGKILL);  // EOF: rlock died without standing us down
+    _exit(0);
+  }
+  sigprocmask(SIG_SETMASK, &old, nullptr);
+  close(fds[0]);
+  if (pid < 0) {
+    close(fds[1]);
+    return {};
+  }
+  GroupGuard g;
+  g.pid_ = pid;
+  g.pipe_ = fds[1];
+  return g;
+}
+
+GroupGuard::GroupGuard(GroupGuard&& o) noexcept : pid_(o.pid_), pipe_(o.pipe_) {
+  o.pid_ = -1;
+  o.pipe_ = -1;
+}
+
+GroupGuard& GroupGuard::operator=(GroupGuard&& o) noexcept {
+  if (this != &o) {
+    GroupGuard old(std::move(*this));
+    pid_ = o.pid_;
+    pipe_ = o.pipe_;
+    o.pid_ = -1;
+    o.pipe_ = -1;
+  }
+  return *this;
+}
+
+GroupGuard::~GroupGuard() {
+  if (pipe_ >= 0) {
+    char stand_down = 'x';
+    while (write(pipe_, &stand_down, 1) < 0 && errno == EINTR) {
+    }
+    close(pipe_);
+  }
+  if (pid_ > 0) {
+    int st;
+    while (waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
+    }
+  }
+}
+
 }  // namespace rlock

@@ -54,6 +54,27 @@ class Child {
   std::optional<int> status_;
 };
 
+/// Kills a process group if rlock dies first. PR_SET_PDEATHSIG reaches only
+/// the direct child; a `sh -c` wrapper's children would run on without a
+/// lease. So a small guard process waits on a pipe that only rlock can write
+/// to: EOF (rlock is gone, even by SIGKILL) means SIGKILL to the group; a
+/// byte means stand down. Portable: no Linux-only call.
+class GroupGuard {
+ public:
+  /// Forks the guard for process group `pgid`. Returns an inactive guard if
+  /// the fork fails (the child's own PDEATHSIG still applies on Linux).
+  static GroupGuard watch(pid_t pgid);
+  GroupGuard() = default;
+  GroupGuard(GroupGuard&& other) noexcept;
+  GroupGuard& operator=(GroupGuard&& other) noexcept;
+  /// Tells the guard to stand down and reaps it.
+  ~GroupGuard();
+
+ private:
+  pid_t pid_ = -1;
+  int pipe_ = -1;
+};
+
 /// The exit status for a wait status: WEXITSTATUS, or 128+WTERMSIG.
 int exit_status_of(int wait_status);
 

@@ -1,7 +1,8 @@
 #include "cli.h"
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
 
 #include "commands/commands.h"
 #include "error.h"
@@ -32,13 +33,15 @@ See rlock(1) for details.)";
 // Duration flags are read as text and parsed by parse_duration, so their
 // errors name the flag.
 struct RawDurations {
-  std::string connect_timeout, timeout, ttl, wait, min_hold, kill_after;
+  std::string connect_timeout, timeout, ttl, wait, min_hold, kill_after, on_lost;
+  std::vector<std::string> urls;
 };
 
 void add_global_options(CLI::App& app, GlobalOptions& g, RawDurations& d) {
-  app.add_option("-u,--url", g.url,
-                 "Redis URL: redis://[user[:pass]@]host[:port][/db], rediss://…, unix:///path[?db=N]; "
-                 "default $RLOCK_URL, $REDIS_URL, redis://127.0.0.1:6379/0")
+  app.add_option(
+         "-u,--url", d.urls,
+         "Redis URL: redis://[user[:pass]@]host[:port][/db], rediss://…, unix:///path[?db=N]; "
+         "default $RLOCK_URL, $REDIS_URL, redis://127.0.0.1:6379/0")
       ->group("Connection");
   app.add_option("--user", g.user, "ACL user name (overrides the URL's)")->group("Connection");
   app.add_option("--password-file", g.password_file,
@@ -49,7 +52,8 @@ void add_global_options(CLI::App& app, GlobalOptions& g, RawDurations& d) {
   app.add_option("--tls-ca-dir", g.tls.ca_dir, "directory of CA certificates")->group("Connection");
   app.add_option("--tls-cert", g.tls.cert, "client certificate file")->group("Connection");
   app.add_option("--tls-key", g.tls.key, "client private key file")->group("Connection");
-  app.add_option("--tls-server-name", g.tls.server_name, "name for SNI and certificate verification")
+  app.add_option("--tls-server-name", g.tls.server_name,
+                 "name for SNI and certificate verification")
       ->group("Connection");
   app.add_flag("--tls-insecure", g.tls.insecure, "do not verify the server's certificate")
       ->group("Connection");
@@ -77,22 +81,32 @@ void add_lock_options(CLI::App* sub, LockOptions& o, RawDurations& d, bool run) 
   if (!run) return;
   sub->add_option("--min-hold", d.min_hold,
                   "keep the lock at least this long after acquisition, even if CMD ends sooner");
-  sub->add_option("--on-lost", o.on_lost, "when the lease is lost: term (default), kill, warn")
-      ->transform(CLI::CheckedTransformer(
-          std::map<std::string, OnLost>{{"term", OnLost::Term}, {"kill", OnLost::Kill},
-                                        {"warn", OnLost::Warn}},
-          CLI::ignore_case));
+  sub->add_option("--on-lost", d.on_lost,
+                  "when the lease is lost: term (SIGTERM, SIGKILL after --kill-after; the "
+                  "default), kill, or warn (let CMD finish)");
   sub->add_option("--kill-after", d.kill_after,
                   "after --on-lost term, SIGKILL the child this long later (default 10s)");
 }
 
 void apply_durations(const RawDurations& d, GlobalOptions& g, LockOptions& o) {
-  if (!d.connect_timeout.empty()) g.connect_timeout = parse_duration(d.connect_timeout, "--connect-timeout");
+  if (!d.connect_timeout.empty())
+    g.connect_timeout = parse_duration(d.connect_timeout, "--connect-timeout");
   if (!d.timeout.empty()) g.timeout = parse_duration(d.timeout, "--timeout");
   if (!d.ttl.empty()) o.ttl = parse_duration(d.ttl, "--ttl");
   if (!d.wait.empty()) o.wait = parse_duration(d.wait, "--wait");
   if (!d.min_hold.empty()) o.min_hold = parse_duration(d.min_hold, "--min-hold");
   if (!d.kill_after.empty()) o.kill_after = parse_duration(d.kill_after, "--kill-after");
+  if (d.on_lost == "term" || d.on_lost.empty())
+    o.on_lost = OnLost::Term;
+  else if (d.on_lost == "kill")
+    o.on_lost = OnLost::Kill;
+  else if (d.on_lost == "warn")
+    o.on_lost = OnLost::Warn;
+  else
+    throw_usage(fmt::format("invalid --on-lost '{}': use term, kill or warn", d.on_lost));
+  if (d.urls.size() > 1)
+    throw_usage("several --url (Redlock quorum mode) are not supported yet: give one");
+  if (!d.urls.empty()) g.url = d.urls.front();
 }
 
 // True when `arg` names an option of `sub` or its parent that takes a value
@@ -114,6 +128,7 @@ size_t implicit_command_start(const std::vector<std::string>& args, CLI::App& ap
   int positionals = 0;
   for (; i < args.size(); ++i) {
     const std::string& a = args[i];
+    if (a == "--") return i;  // an explicit separator comes first
     if (a.size() > 1 && a[0] == '-') {
       if (takes_separate_value(scope, a)) ++i;
       continue;
@@ -132,7 +147,8 @@ size_t implicit_command_start(const std::vector<std::string>& args, CLI::App& ap
 
 int run_cli(int argc, char** argv) {
   CLI::App app{"rlock: a distributed lock on Redis for shell users", "rlock"};
-  app.footer(kExitTable);
+  app.footer(std::string("Connection and output options may also follow the subcommand.\n\n") +
+             kExitTable);
   app.set_version_flag("--version", std::string("rlock ") + RLOCK_VERSION);
   app.require_subcommand(1);
   GlobalOptions g;
@@ -144,13 +160,17 @@ int run_cli(int argc, char** argv) {
   bool yes = false;
   RunCommand rc;
 
-  auto* run = app.add_subcommand("run", "hold KEY while CMD runs, renewing the lease; exit with CMD's status");
+  auto* run =
+      app.add_subcommand("run",
+                         "hold KEY while CMD runs, renewing the lease; exit with CMD's status.\n"
+                         "  rlock run KEY [OPTIONS] -- CMD [ARGS...]    or    rlock run KEY "
+                         "[OPTIONS] -c 'shell string'");
   run->add_option("key", o.key, "lock name")->required();
   run->add_option("-c,--command", rc.shell, "run this shell string with /bin/sh -c");
-  run->footer("Usage: rlock run KEY [OPTIONS] -- CMD [ARGS...]\n       rlock run KEY [OPTIONS] -c 'shell string'");
   add_lock_options(run, o, d, true);
 
-  auto* acq = app.add_subcommand("acquire", "take KEY for --ttl and print the token; no process stays behind");
+  auto* acq = app.add_subcommand("acquire",
+                                 "take KEY for --ttl and print the token; no process stays behind");
   acq->add_option("key", o.key, "lock name")->required();
   add_lock_options(acq, o, d, false);
 
@@ -161,16 +181,19 @@ int run_cli(int argc, char** argv) {
       ->required();
   ext->add_option("--ttl", d.ttl, "new lease length (default: the TTL it was acquired with)");
 
-  auto* rel = app.add_subcommand("release", "release KEY if --token still holds it; wake the next waiter");
+  auto* rel =
+      app.add_subcommand("release", "release KEY if --token still holds it; wake the next waiter");
   rel->add_option("key", key, "lock name")->required();
   rel->add_option("--token", token, "the token printed by acquire (default $RLOCK_TOKEN)")
       ->envname("RLOCK_TOKEN")
       ->required();
 
-  auto* st = app.add_subcommand("status", "show holders and waiters; exit 0 when held, 1 when free");
+  auto* st =
+      app.add_subcommand("status", "show holders and waiters; exit 0 when held, 1 when free");
   st->add_option("key", key, "lock name")->required();
 
-  auto* ls = app.add_subcommand("list", "list held locks whose KEY matches PATTERN (a glob; default *)");
+  auto* ls =
+      app.add_subcommand("list", "list held locks whose KEY matches PATTERN (a glob; default *)");
   ls->add_option("pattern", pattern, "glob over KEY");
 
   auto* brk = app.add_subcommand("break", "delete a stuck lock and wake its waiters (asks first)");
@@ -181,25 +204,19 @@ int run_cli(int argc, char** argv) {
 
   // Everything after the first "--" belongs to run's command, untouched (even
   // words that look like rlock flags): split it off before CLI11 sees it.
+  // Without "--", CMD starts at the first word after KEY that is not an
+  // option; a "--" inside CMD's own arguments then stays CMD's.
   std::vector<std::string> args(argv + 1, argv + argc), command;
   bool dashdash = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--") {
-      command.assign(args.begin() + static_cast<long>(i) + 1, args.end());
-      args.resize(i);
-      dashdash = true;
-      break;
-    }
+  size_t at = implicit_command_start(args, app, run);
+  if (at < args.size()) {
+    size_t from = args[at] == "--" ? at + 1 : at;
+    command.assign(args.begin() + static_cast<long>(from), args.end());
+    args.resize(at);
+    dashdash = true;
   }
-  if (!dashdash) {
-    size_t at = implicit_command_start(args, app, run);
-    if (at < args.size()) {
-      command.assign(args.begin() + static_cast<long>(at), args.end());
-      args.resize(at);
-      dashdash = true;
-    }
-  }
-  std::reverse(args.begin(), args.end());  // CLI11 takes them reversed
+  const std::vector<std::string> words = args;  // parse() consumes args
+  std::reverse(args.begin(), args.end());       // CLI11 takes them reversed
   app.allow_extras();
   try {
     app.parse(args);
@@ -213,6 +230,19 @@ int run_cli(int argc, char** argv) {
     app.exit(e);
     return exitcode::kOk;
   } catch (const CLI::ParseError& e) {
+    bool no_sub = app.get_subcommands().empty();
+    if (no_sub) {
+      // The first word that is neither an option nor an option's value names
+      // the unknown command.
+      for (size_t i = 0; i < words.size(); ++i) {
+        if (takes_separate_value(&app, words[i])) {
+          ++i;
+        } else if (!words[i].empty() && words[i][0] != '-') {
+          log_error(fmt::format("unknown command '{}' (see rlock --help)", words[i]));
+          return exitcode::kUsage;
+        }
+      }
+    }
     log_error(fmt::format("{} (see rlock --help)", e.what()));
     return exitcode::kUsage;
   }
@@ -230,8 +260,8 @@ int run_cli(int argc, char** argv) {
       return cmd_run(g, o, rc);
     }
     if (dashdash || !app.remaining().empty())
-      throw_usage(fmt::format("unexpected argument '{}'",
-                              dashdash ? "--" : app.remaining().front()));
+      throw_usage(
+          fmt::format("unexpected argument '{}'", dashdash ? "--" : app.remaining().front()));
     if (acq->parsed()) return cmd_acquire(g, o);
     if (ext->parsed()) {
       std::optional<Millis> ttl;
@@ -243,7 +273,11 @@ int run_cli(int argc, char** argv) {
     if (ls->parsed()) return cmd_list(g, pattern);
     if (brk->parsed()) return cmd_break(g, key, yes);
   } catch (const Error& e) {
-    log_error(e.what());
+    // "Not acquired" is an expected outcome (cron on many hosts): -q hides it.
+    if (e.kind() == ErrorKind::NotAcquired)
+      log_info(e.what());
+    else
+      log_error(e.what());
     return e.exit_status();
   } catch (const std::exception& e) {
     log_error(fmt::format("internal error: {}", e.what()));

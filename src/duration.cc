@@ -34,8 +34,8 @@ Millis parse_duration(std::string_view text, std::string_view what) {
   while (i < text.size()) {
     size_t start = i;
     bool dot = false;
-    while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) ||
-                               (text[i] == '.' && !dot))) {
+    while (i < text.size() &&
+           (std::isdigit(static_cast<unsigned char>(text[i])) || (text[i] == '.' && !dot))) {
       if (text[i] == '.') dot = true;
       ++i;
     }

@@ -10,13 +10,13 @@ namespace rlock {
 /// Exit statuses of the spec's table (sysexits-style where they overlap).
 namespace exitcode {
 inline constexpr int kOk = 0;
-inline constexpr int kFree = 1;         // `status`/`break`: KEY is not held
-inline constexpr int kUsage = 64;       // bad flag, duration, URL, key, token
-inline constexpr int kUnavailable = 69; // connect/TLS/timeout/IO failure
-inline constexpr int kProtocol = 70;    // internal error or unexpected reply
-inline constexpr int kNotAcquired = 75; // taken, --no-wait, --wait ran out
-inline constexpr int kLost = 76;        // lease lost, or token no longer holds
-inline constexpr int kPermission = 77;  // NOAUTH / WRONGPASS / NOPERM
+inline constexpr int kFree = 1;          // `status`/`break`: KEY is not held
+inline constexpr int kUsage = 64;        // bad flag, duration, URL, key, token
+inline constexpr int kUnavailable = 69;  // connect/TLS/timeout/IO failure
+inline constexpr int kProtocol = 70;     // internal error or unexpected reply
+inline constexpr int kNotAcquired = 75;  // taken, --no-wait, --wait ran out
+inline constexpr int kLost = 76;         // lease lost, or token no longer holds
+inline constexpr int kPermission = 77;   // NOAUTH / WRONGPASS / NOPERM
 inline constexpr int kCannotExec = 126;
 inline constexpr int kNotFound = 127;
 }  // namespace exitcode

@@ -38,7 +38,8 @@ bool valid_utf8_no_controls(std::string_view s) {
 
 void validate_key(std::string_view key) {
   if (key.empty()) throw_usage("invalid key: it is empty");
-  if (key.size() > 512) throw_usage(fmt::format("invalid key: {} bytes, the limit is 512", key.size()));
+  if (key.size() > 512)
+    throw_usage(fmt::format("invalid key: {} bytes, the limit is 512", key.size()));
   if (key.find_first_of("{}") != std::string_view::npos)
     throw_usage("invalid key: '{' and '}' are not allowed (they would break the Cluster hash tag)");
   if (!valid_utf8_no_controls(key))

@@ -6,10 +6,10 @@
 #include <sys/random.h>
 #endif
 
+#include <fmt/format.h>
+
 #include <cerrno>
 #include <cstring>
-
-#include <fmt/format.h>
 
 #include "scripts.h"
 
@@ -79,8 +79,10 @@ HolderInfo local_holder_info(std::string cmd, long pid) {
   char host[256] = "";
   gethostname(host, sizeof host - 1);
   i.host = host;
-  if (passwd* pw = getpwuid(geteuid())) i.user = pw->pw_name;
-  else i.user = std::to_string(geteuid());
+  if (passwd* pw = getpwuid(geteuid()))
+    i.user = pw->pw_name;
+  else
+    i.user = std::to_string(geteuid());
   i.cmd = std::move(cmd);
   i.pid = pid;
   return i;
@@ -128,10 +130,15 @@ void Lock::acquire(const std::string& token, Millis ttl, bool queue, const Holde
         } else if (tag == "MIXED") {
           long stored = static_cast<long>(num(e[1]));
           if (stored == 0)
-            throw_usage(fmt::format("'{}' is held as a plain lock; --limit {} cannot share it", key, limit));
+            throw_usage(
+                fmt::format("'{}' is held as a plain lock (without --limit); --limit {} "
+                            "cannot share it",
+                            key, limit));
           if (limit == 0)
-            throw_usage(fmt::format("'{}' is a semaphore with --limit {}; use the same --limit", key, stored));
-          throw_usage(fmt::format("'{}' is a semaphore with --limit {}, not {}", key, stored, limit));
+            throw_usage(fmt::format("'{}' is a semaphore with --limit {}; use the same --limit",
+                                    key, stored));
+          throw_usage(
+              fmt::format("'{}' is a semaphore with --limit {}, not {}", key, stored, limit));
         } else {
           throw_protocol(fmt::format("unexpected acquire status '{}'", tag));
         }
@@ -168,12 +175,15 @@ void Lock::release(const std::string& token, Millis min_hold, Done<ReleaseReply>
         auto& e = r.as_array("a release reply", 1);
         ReleaseReply x;
         switch (num(e[0])) {
-          case 1: x.state = ReleaseReply::State::Released; break;
+          case 1:
+            x.state = ReleaseReply::State::Released;
+            break;
           case 2:
             x.state = ReleaseReply::State::KeptForMinHold;
             x.left = Millis(e.size() > 1 ? num(e[1]) : 0);
             break;
-          default: x.state = ReleaseReply::State::NotHeld;
+          default:
+            x.state = ReleaseReply::State::NotHeld;
         }
         return x;
       },

@@ -40,8 +40,8 @@ struct Waiter {
 };
 
 struct LockStatus {
-  int limit = 0;  // 0 = plain lock
-  int64_t fence = 0;  // the last fence issued
+  int limit = 0;       // 0 = plain lock
+  int64_t fence = 0;   // the last fence issued
   int64_t now_ms = 0;  // server time
   std::vector<Holder> holders;
   std::vector<Waiter> waiters;
@@ -49,10 +49,10 @@ struct LockStatus {
 
 struct AcquireReply {
   enum class State { Acquired, Taken, Queued } state = State::Taken;
-  int64_t fence = 0;          // Acquired
-  Millis ttl{0};              // Acquired
-  long position = -1;         // Queued: 0 = head of the line
-  long free = 0;              // free slots right now
+  int64_t fence = 0;            // Acquired
+  Millis ttl{0};                // Acquired
+  long position = -1;           // Queued: 0 = head of the line
+  long free = 0;                // free slots right now
   std::vector<Holder> holders;  // Taken / Queued
 };
 
@@ -90,7 +90,8 @@ class Lock {
   void acquire(const std::string& token, Millis ttl, bool queue, const HolderInfo& info,
                Done<AcquireReply> done, Millis timeout = Millis(0));
   /// Renews the lease of `token` by `ttl` (0 = the TTL it was acquired with).
-  void extend(const std::string& token, Millis ttl, Done<ExtendReply> done, Millis timeout = Millis(0));
+  void extend(const std::string& token, Millis ttl, Done<ExtendReply> done,
+              Millis timeout = Millis(0));
   /// Releases (or, with min_hold, shortens to acquisition + min_hold).
   void release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
                Millis timeout = Millis(0));

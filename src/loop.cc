@@ -55,7 +55,9 @@ void Loop::set_events(int fd, short events) {
   if (it != watches_.end()) it->second.events = events;
 }
 
-void Loop::unwatch(int fd) { watches_.erase(fd); }
+void Loop::unwatch(int fd) {
+  watches_.erase(fd);
+}
 
 Loop::TimerId Loop::at(Clock::time_point when, std::function<void()> cb) {
   TimerId id = next_timer_++;

@@ -33,7 +33,9 @@ class Loop {
 
   /// Runs `cb` once at `when` (or soon after). Returns an id for cancel().
   TimerId at(Clock::time_point when, std::function<void()> cb);
-  TimerId after(Millis delay, std::function<void()> cb) { return at(Clock::now() + delay, std::move(cb)); }
+  TimerId after(Millis delay, std::function<void()> cb) {
+    return at(Clock::now() + delay, std::move(cb));
+  }
   /// Cancels a pending timer; harmless for 0, fired or cancelled ids.
   void cancel(TimerId id);
 

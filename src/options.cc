@@ -1,10 +1,10 @@
 #include "options.h"
 
+#include <fmt/format.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "error.h"
 #include "output.h"

@@ -1,12 +1,11 @@
 #include "output.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <ctime>
-
-#include <fmt/format.h>
 
 namespace rlock {
 
@@ -15,10 +14,16 @@ OutputMode g_mode;
 bool g_status_shown = false;
 }  // namespace
 
-void set_output_mode(OutputMode m) { g_mode = m; }
-const OutputMode& output_mode() { return g_mode; }
+void set_output_mode(OutputMode m) {
+  g_mode = m;
+}
+const OutputMode& output_mode() {
+  return g_mode;
+}
 
-bool stderr_is_tty() { return isatty(STDERR_FILENO) == 1; }
+bool stderr_is_tty() {
+  return isatty(STDERR_FILENO) == 1;
+}
 
 static void clear_status() {
   if (g_status_shown) {
@@ -66,11 +71,21 @@ std::string json_string(std::string_view s) {
   std::string out = "\"";
   for (unsigned char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (c < 0x20)
           out += fmt::format("\\u{:04x}", c);

@@ -1,9 +1,8 @@
 #include "redis.h"
 
+#include <fmt/format.h>
 #include <hiredis/hiredis.h>
 #include <poll.h>
-
-#include <fmt/format.h>
 
 namespace rlock {
 
@@ -60,7 +59,8 @@ void Connection::enqueue_raw(const Args& args, ReplyCallback cb, Millis timeout,
       try {
         for (auto& u : undo) out_ += format(u);
         flush();
-        if (cfg_.trace) cfg_.trace(fmt::format("{} timed out: compensating on the same connection", name));
+        if (cfg_.trace)
+          cfg_.trace(fmt::format("{} timed out: compensating on the same connection", name));
       } catch (const Error&) {
         // Best effort: the connection is being dropped anyway.
       }
@@ -90,9 +90,10 @@ std::optional<Error> Connection::start_connect() {
     if (!*alive) return;
     connect_timer_ = 0;
     if (addrs_->size() > 1) addr_index_++;
-    close(Error(ErrorKind::Unavailable,
-                fmt::format("cannot connect to Redis at {}: timed out after {}ms (--connect-timeout)",
-                            cfg_.endpoint.display(), cfg_.connect_timeout.count())));
+    close(
+        Error(ErrorKind::Unavailable,
+              fmt::format("cannot connect to Redis at {}: timed out after {}ms (--connect-timeout)",
+                          cfg_.endpoint.display(), cfg_.connect_timeout.count())));
   });
   // AUTH and SELECT go first; their replies are checked here, not by callers.
   Args auth;
@@ -104,8 +105,8 @@ std::optional<Error> Connection::start_connect() {
   auto check = [this, alive](const char* what) {
     return [this, alive, what](Result r) {
       if (!*alive || r.failure || !r.reply.is_error()) return;
-      close(server_error(r.reply.str, fmt::format("Redis refused {} at {}", what,
-                                                  cfg_.endpoint.display())));
+      close(server_error(r.reply.str,
+                         fmt::format("Redis refused {} at {}", what, cfg_.endpoint.display())));
     };
   };
   if (!auth.empty()) enqueue_raw(auth, check("authentication"), Millis(0), "AUTH");
@@ -132,6 +133,7 @@ void Connection::on_io(short revents) {
     if (!*alive || !stream_) return;
     update_events();
   } catch (const Error& e) {
+    if (handshaking_ && addrs_->size() > 1) addr_index_++;  // next time, the next address
     if (*alive) close(e);
   }
 }
@@ -168,9 +170,8 @@ void Connection::read_replies() {
     for (;;) {
       void* raw = nullptr;
       if (redisReaderGetReply(reader_, &raw) != REDIS_OK) {
-        throw Error(ErrorKind::Protocol,
-                    fmt::format("{} does not speak the Redis protocol: {}",
-                                cfg_.endpoint.display(), reader_->errstr));
+        throw Error(ErrorKind::Protocol, fmt::format("{} does not speak the Redis protocol: {}",
+                                                     cfg_.endpoint.display(), reader_->errstr));
       }
       if (!raw) break;
       Reply reply = convert_reply(static_cast<redisReply*>(raw));
@@ -189,7 +190,8 @@ void Connection::deliver(Reply reply) {
     push_(reply);
     return;
   }
-  if (pending_.empty()) throw_protocol(fmt::format("unexpected reply from {}", cfg_.endpoint.display()));
+  if (pending_.empty())
+    throw_protocol(fmt::format("unexpected reply from {}", cfg_.endpoint.display()));
   Pending p = std::move(pending_.front());
   pending_.pop_front();
   loop_.cancel(p.timer);

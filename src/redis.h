@@ -48,7 +48,8 @@ class Connection {
   /// command times out after it was sent, `undo` commands are written on the
   /// same connection before it closes: the server runs them after `args`
   /// (TCP keeps the order), so a late-running command is compensated.
-  void command(Args args, ReplyCallback cb, Millis timeout = Millis(0), std::vector<Args> undo = {});
+  void command(Args args, ReplyCallback cb, Millis timeout = Millis(0),
+               std::vector<Args> undo = {});
   /// Pub/sub "message" pushes go here instead of to a command's callback.
   void on_push(std::function<void(const Reply&)> cb) { push_ = std::move(cb); }
   /// Called when an established connection breaks (subscriptions are gone).

@@ -1,8 +1,7 @@
 #include "reply.h"
 
-#include <hiredis/hiredis.h>
-
 #include <fmt/format.h>
+#include <hiredis/hiredis.h>
 
 namespace rlock {
 
@@ -10,12 +9,18 @@ namespace {
 
 const char* type_name(Reply::Type t) {
   switch (t) {
-    case Reply::Type::String: return "string";
-    case Reply::Type::Array: return "array";
-    case Reply::Type::Integer: return "integer";
-    case Reply::Type::Nil: return "nil";
-    case Reply::Type::Status: return "status";
-    case Reply::Type::Error: return "error";
+    case Reply::Type::String:
+      return "string";
+    case Reply::Type::Array:
+      return "array";
+    case Reply::Type::Integer:
+      return "integer";
+    case Reply::Type::Nil:
+      return "nil";
+    case Reply::Type::Status:
+      return "status";
+    case Reply::Type::Error:
+      return "error";
   }
   return "?";
 }
@@ -25,7 +30,9 @@ const char* type_name(Reply::Type t) {
                              type_name(r.type), r.is_error() ? " '" + r.str + "'" : ""));
 }
 
-bool starts_with(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
+bool starts_with(const std::string& s, const char* p) {
+  return s.rfind(p, 0) == 0;
+}
 
 }  // namespace
 
@@ -52,12 +59,24 @@ std::string Reply::text() const {
 Reply convert_reply(const redisReply* r) {
   Reply out;
   switch (r->type) {
-    case REDIS_REPLY_STRING: out.type = Reply::Type::String; break;
-    case REDIS_REPLY_STATUS: out.type = Reply::Type::Status; break;
-    case REDIS_REPLY_ERROR: out.type = Reply::Type::Error; break;
-    case REDIS_REPLY_INTEGER: out.type = Reply::Type::Integer; break;
-    case REDIS_REPLY_ARRAY: out.type = Reply::Type::Array; break;
-    default: out.type = Reply::Type::Nil; break;
+    case REDIS_REPLY_STRING:
+      out.type = Reply::Type::String;
+      break;
+    case REDIS_REPLY_STATUS:
+      out.type = Reply::Type::Status;
+      break;
+    case REDIS_REPLY_ERROR:
+      out.type = Reply::Type::Error;
+      break;
+    case REDIS_REPLY_INTEGER:
+      out.type = Reply::Type::Integer;
+      break;
+    case REDIS_REPLY_ARRAY:
+      out.type = Reply::Type::Array;
+      break;
+    default:
+      out.type = Reply::Type::Nil;
+      break;
   }
   if (r->str) out.str.assign(r->str, r->len);
   out.integer = r->integer;
@@ -71,7 +90,8 @@ Reply convert_reply(const redisReply* r) {
 Error server_error(const std::string& m, const std::string& context) {
   std::string msg = context.empty() ? m : fmt::format("{}: {}", context, m);
   if (starts_with(m, "NOAUTH") || starts_with(m, "WRONGPASS") || starts_with(m, "NOPERM") ||
-      m.find("invalid password") != std::string::npos || m.find("invalid username-password") != std::string::npos)
+      m.find("invalid password") != std::string::npos ||
+      m.find("invalid username-password") != std::string::npos)
     return Error(ErrorKind::Permission, msg);
   if (starts_with(m, "LOADING") || starts_with(m, "BUSY") || starts_with(m, "MASTERDOWN") ||
       starts_with(m, "READONLY") || starts_with(m, "TRYAGAIN") || starts_with(m, "CLUSTERDOWN") ||

@@ -7,9 +7,8 @@
 //   leave the line, exit 128+N                                   per --on-lost)
 #include "run.h"
 
-#include <unistd.h>
-
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include "child.h"
 #include "commands/commands.h"
@@ -36,7 +35,9 @@ std::string join_command(const RunCommand& c) {
 // Time kept between "the lease might run out" and "it does": the renewal
 // deadline is expiry minus this, so the child hears about a lost lease before
 // anyone else can take the lock (covers clock drift and the signal's delivery).
-Millis safety_margin(Millis ttl) { return std::clamp(ttl / 5, Millis(50), Millis(2000)); }
+Millis safety_margin(Millis ttl) {
+  return std::clamp(ttl / 5, Millis(50), Millis(2000));
+}
 
 class Runner {
  public:
@@ -96,11 +97,13 @@ class Runner {
     log_verbose(fmt::format("acquired '{}' (fence {}, ttl {})", lock_.names().key, acquired_.fence,
                             format_duration(acquired_.ttl)));
     SpawnSpec spec;
-    spec.argv = cmd_.shell.empty() ? cmd_.argv : std::vector<std::string>{"/bin/sh", "-c", cmd_.shell};
+    spec.argv =
+        cmd_.shell.empty() ? cmd_.argv : std::vector<std::string>{"/bin/sh", "-c", cmd_.shell};
     spec.env = {"RLOCK_KEY=" + lock_.names().key, "RLOCK_TOKEN=" + token_,
                 fmt::format("RLOCK_FENCE={}", acquired_.fence)};
     try {
       child_.emplace(Child::spawn(spec));
+      guard_ = GroupGuard::watch(child_->pid());
     } catch (const Error& e) {
       log_error(e.what());
       release_and_exit(e.exit_status());
@@ -166,15 +169,17 @@ class Runner {
     loop().cancel(lost_timer_);
     switch (opts_.on_lost) {
       case OnLost::Term:
-        log_error(fmt::format("lost the lock '{}': {}; sending SIGTERM to the command (SIGKILL in {})",
-                              lock_.names().key, why, format_duration(opts_.kill_after)));
+        log_error(
+            fmt::format("lost the lock '{}': {}; sending SIGTERM to the command (SIGKILL in {})",
+                        lock_.names().key, why, format_duration(opts_.kill_after)));
         child_->signal_group(SIGTERM);
         kill_timer_ = loop().after(opts_.kill_after, [this] {
           if (child_ && child_->running()) child_->signal_group(SIGKILL);
         });
         break;
       case OnLost::Kill:
-        log_error(fmt::format("lost the lock '{}': {}; killing the command", lock_.names().key, why));
+        log_error(
+            fmt::format("lost the lock '{}': {}; killing the command", lock_.names().key, why));
         child_->signal_group(SIGKILL);
         break;
       case OnLost::Warn:
@@ -193,6 +198,7 @@ class Runner {
     loop().cancel(renew_timer_);
     loop().cancel(lost_timer_);
     loop().cancel(kill_timer_);
+    guard_ = GroupGuard();  // the group is gone: stand the guard down
     int code = *status;
     if (lost_ && opts_.on_lost != OnLost::Warn) code = exitcode::kLost;
     if (lost_) {
@@ -224,6 +230,7 @@ class Runner {
   std::string token_;
   std::unique_ptr<Acquirer> acquirer_;
   std::optional<Child> child_;
+  GroupGuard guard_;
   Acquired acquired_;
   Clock::time_point deadline_;
   Loop::TimerId renew_timer_ = 0, lost_timer_ = 0, kill_timer_ = 0;

@@ -1,8 +1,7 @@
 #include "scripts.h"
 
-#include <openssl/sha.h>
-
 #include <fmt/format.h>
+#include <openssl/sha.h>
 
 namespace rlock {
 
@@ -103,10 +102,8 @@ local qlease, chan = tonumber(ARGV[5]), ARGV[6]
 purge_holders()
 local cur = current_limit()
 if limit == 0 and cur > 0 then return {'MIXED', cur} end
-if limit > 0 and ((cur > 0 and cur ~= limit) or redis.call('EXISTS', LOCK) == 1) then
-  if cur > 0 then return {'MIXED', cur} end
-  return {'MIXED', 0}
-end
+if limit > 0 and redis.call('EXISTS', LOCK) == 1 then return {'MIXED', 0} end
+if limit > 0 and cur > 0 and cur ~= limit then return {'MIXED', cur} end
 -- A retry whose first reply was lost finds the lock already its own.
 local how = held_by(tok)
 if how then
@@ -265,12 +262,30 @@ Script make(const char* name, const char* body) {
 
 }  // namespace
 
-const Script& acquire_script() { static const Script s = make("acquire", kAcquire); return s; }
-const Script& extend_script() { static const Script s = make("extend", kExtend); return s; }
-const Script& release_script() { static const Script s = make("release", kRelease); return s; }
-const Script& leave_script() { static const Script s = make("leave", kLeave); return s; }
-const Script& status_script() { static const Script s = make("status", kStatus); return s; }
-const Script& break_script() { static const Script s = make("break", kBreak); return s; }
+const Script& acquire_script() {
+  static const Script s = make("acquire", kAcquire);
+  return s;
+}
+const Script& extend_script() {
+  static const Script s = make("extend", kExtend);
+  return s;
+}
+const Script& release_script() {
+  static const Script s = make("release", kRelease);
+  return s;
+}
+const Script& leave_script() {
+  static const Script s = make("leave", kLeave);
+  return s;
+}
+const Script& status_script() {
+  static const Script s = make("status", kStatus);
+  return s;
+}
+const Script& break_script() {
+  static const Script s = make("break", kBreak);
+  return s;
+}
 
 Args keys_of(const LockNames& n) {
   return {n.lock, n.sub("fence"), n.sub("holders"), n.sub("limit"), n.sub("queue"), n.sub("qseq")};
@@ -284,7 +299,9 @@ void run_script(Client& client, const Script& script, const Args& keys, const Ar
     a.insert(a.end(), av.begin(), av.end());
     return a;
   };
-  auto build = [&](const char* verb, const std::string& body) { return build_with(verb, body, argv); };
+  auto build = [&](const char* verb, const std::string& body) {
+    return build_with(verb, body, argv);
+  };
   std::vector<Args> undo_cmds;
   for (auto& u : undo) undo_cmds.push_back(build_with("EVAL", u.script->source, u.argv));
   Args eval = build("EVAL", script.source);

@@ -36,6 +36,7 @@ struct ScriptCall {
   Args argv;
 };
 void run_script(Client& client, const Script& script, const Args& keys, const Args& argv,
-                ReplyCallback cb, Millis timeout = Millis(0), const std::vector<ScriptCall>& undo = {});
+                ReplyCallback cb, Millis timeout = Millis(0),
+                const std::vector<ScriptCall>& undo = {});
 
 }  // namespace rlock

@@ -21,9 +21,13 @@ void capture_inherited_signals() {
   }
 }
 
-bool ignored_at_start(int sig) { return sig > 0 && sig < kMaxSig && g_ignored[sig]; }
+bool ignored_at_start(int sig) {
+  return sig > 0 && sig < kMaxSig && g_ignored[sig];
+}
 
-void ignore_sigpipe() { signal(SIGPIPE, SIG_IGN); }
+void ignore_sigpipe() {
+  signal(SIGPIPE, SIG_IGN);
+}
 
 void restore_inherited_signals_in_child() {
   for (int sig = 1; sig < kMaxSig; ++sig) {

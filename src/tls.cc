@@ -1,11 +1,10 @@
 // TLS client streams through OpenSSL (hiredis 0.14 has none of its own).
 #include <arpa/inet.h>
+#include <fmt/format.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <unistd.h>
-
-#include <fmt/format.h>
 
 #include "error.h"
 #include "transport.h"
@@ -56,8 +55,7 @@ class TlsContext {
         throw_usage(fmt::format("cannot load --tls-cert '{}': {}", o.cert, ssl_error_text()));
       if (SSL_CTX_use_PrivateKey_file(ctx, o.key.c_str(), SSL_FILETYPE_PEM) != 1)
         throw_usage(fmt::format("cannot load --tls-key '{}': {}", o.key, ssl_error_text()));
-      if (SSL_CTX_check_private_key(ctx) != 1)
-        throw_usage("--tls-key does not match --tls-cert");
+      if (SSL_CTX_check_private_key(ctx) != 1) throw_usage("--tls-key does not match --tls-cert");
     }
   }
   ~TlsContext() { SSL_CTX_free(ctx); }
@@ -110,9 +108,10 @@ class TlsStream : public Stream {
     if (err == SSL_ERROR_WANT_WRITE) return Want::Write;
     long verify = SSL_get_verify_result(ssl_);
     if (verify != X509_V_OK)
-      throw_unavailable(fmt::format("TLS handshake with {} failed: certificate verification: {} "
-                                    "(give --tls-ca-cert, or --tls-insecure to skip)",
-                                    peer_, X509_verify_cert_error_string(verify)));
+      throw_unavailable(
+          fmt::format("TLS handshake with {} failed: certificate verification: {} "
+                      "(give --tls-ca-cert, or --tls-insecure to skip)",
+                      peer_, X509_verify_cert_error_string(verify)));
     throw_unavailable(fmt::format("TLS handshake with {} failed: {}", peer_, ssl_error_text()));
   }
 

@@ -1,6 +1,7 @@
 #include "transport.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -9,8 +10,6 @@
 
 #include <cerrno>
 #include <cstring>
-
-#include <fmt/format.h>
 
 #include "error.h"
 
@@ -119,8 +118,7 @@ std::vector<Address> resolve(const Endpoint& ep) {
   addrinfo* res = nullptr;
   std::string port = std::to_string(ep.port);
   int rc = getaddrinfo(ep.host.c_str(), port.c_str(), &hints, &res);
-  if (rc != 0)
-    throw_unavailable(fmt::format("cannot resolve '{}': {}", ep.host, gai_strerror(rc)));
+  if (rc != 0) throw_unavailable(fmt::format("cannot resolve '{}': {}", ep.host, gai_strerror(rc)));
   for (auto* ai = res; ai; ai = ai->ai_next) {
     Address a;
     std::memcpy(&a.addr, ai->ai_addr, ai->ai_addrlen);

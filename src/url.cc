@@ -22,8 +22,7 @@ std::string percent_decode(std::string_view s, std::string_view url) {
   std::string out;
   for (size_t i = 0; i < s.size(); ++i) {
     if (s[i] == '%') {
-      if (i + 2 >= s.size())
-        throw_usage(fmt::format("bad percent-escape in URL '{}'", url));
+      if (i + 2 >= s.size()) throw_usage(fmt::format("bad percent-escape in URL '{}'", url));
       int v = 0;
       auto [p, ec] = std::from_chars(s.data() + i + 1, s.data() + i + 3, v, 16);
       if (ec != std::errc() || p != s.data() + i + 3)
@@ -56,7 +55,8 @@ void parse_query(std::string_view q, Endpoint& ep, std::string_view url) {
 }  // namespace
 
 std::string Endpoint::display() const {
-  if (kind == Kind::Unix) return fmt::format("unix://{}{}", path, db ? fmt::format("?db={}", db) : "");
+  if (kind == Kind::Unix)
+    return fmt::format("unix://{}{}", path, db ? fmt::format("?db={}", db) : "");
   std::string h = host.find(':') != std::string::npos ? fmt::format("[{}]", host) : host;
   std::string u = user.empty() ? "" : user + "@";
   return fmt::format("{}://{}{}:{}/{}", tls ? "rediss" : "redis", u, h, port, db);
@@ -66,7 +66,8 @@ Endpoint parse_url(std::string_view url) {
   Endpoint ep;
   auto sep = url.find("://");
   if (sep == std::string_view::npos)
-    throw_usage(fmt::format("invalid URL '{}': expected redis://host:port/db, rediss://… or unix:///path", url));
+    throw_usage(fmt::format(
+        "invalid URL '{}': expected redis://host:port/db, rediss://… or unix:///path", url));
   auto scheme = url.substr(0, sep);
   auto rest = url.substr(sep + 3);
   if (scheme == "unix") {
@@ -75,7 +76,9 @@ Endpoint parse_url(std::string_view url) {
     ep.path = percent_decode(rest.substr(0, q), url);
     if (q != std::string_view::npos) parse_query(rest.substr(q + 1), ep, url);
     if (ep.path.empty() || ep.path[0] != '/')
-      throw_usage(fmt::format("invalid URL '{}': a unix:// URL needs an absolute path, as in unix:///run/redis.sock", url));
+      throw_usage(fmt::format(
+          "invalid URL '{}': a unix:// URL needs an absolute path, as in unix:///run/redis.sock",
+          url));
     return ep;
   }
   if (scheme == "rediss") {
@@ -83,7 +86,8 @@ Endpoint parse_url(std::string_view url) {
   } else if (scheme == "redis-sentinel" || scheme == "redis+sentinel") {
     throw_usage(fmt::format("Sentinel URLs are not supported yet: '{}'", url));
   } else if (scheme != "redis") {
-    throw_usage(fmt::format("unsupported URL scheme '{}://': use redis://, rediss:// or unix://", scheme));
+    throw_usage(
+        fmt::format("unsupported URL scheme '{}://': use redis://, rediss:// or unix://", scheme));
   }
   // authority [/db] [?query]
   auto q = rest.find('?');
@@ -104,7 +108,8 @@ Endpoint parse_url(std::string_view url) {
     authority = authority.substr(at + 1);
     auto colon = userinfo.find(':');
     ep.user = percent_decode(userinfo.substr(0, colon), url);
-    if (colon != std::string_view::npos) ep.password = percent_decode(userinfo.substr(colon + 1), url);
+    if (colon != std::string_view::npos)
+      ep.password = percent_decode(userinfo.substr(colon + 1), url);
   }
   std::string_view port;
   if (!authority.empty() && authority[0] == '[') {
@@ -121,7 +126,8 @@ Endpoint parse_url(std::string_view url) {
     auto colon = authority.rfind(':');
     if (colon != std::string_view::npos) {
       if (authority.find(':') != colon)
-        throw_usage(fmt::format("invalid URL '{}': write IPv6 addresses in brackets, as [::1]", url));
+        throw_usage(
+            fmt::format("invalid URL '{}': write IPv6 addresses in brackets, as [::1]", url));
       port = authority.substr(colon + 1);
       authority = authority.substr(0, colon);
     }

@@ -14,9 +14,9 @@ struct Endpoint {
   Kind kind = Kind::Tcp;
   std::string host = "127.0.0.1";  // without brackets for IPv6
   int port = 6379;
-  std::string path;                // Unix socket path
-  bool tls = false;                // rediss://
-  std::string user;                // ACL user; empty = default user
+  std::string path;  // Unix socket path
+  bool tls = false;  // rediss://
+  std::string user;  // ACL user; empty = default user
   std::optional<std::string> password;
   int db = 0;
 

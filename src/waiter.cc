@@ -16,9 +16,12 @@ constexpr Millis kHeadRecheck{1000};
 std::string ordinal(long n) {
   const char* suffix = "th";
   if (n % 100 < 11 || n % 100 > 13) {
-    if (n % 10 == 1) suffix = "st";
-    else if (n % 10 == 2) suffix = "nd";
-    else if (n % 10 == 3) suffix = "rd";
+    if (n % 10 == 1)
+      suffix = "st";
+    else if (n % 10 == 2)
+      suffix = "nd";
+    else if (n % 10 == 3)
+      suffix = "rd";
   }
   return fmt::format("{}{}", n, suffix);
 }
@@ -123,9 +126,9 @@ void Acquirer::on_reply(Outcome<AcquireReply> o) {
   const AcquireReply& a = o.value;
   if (a.state == AcquireReply::State::Acquired) {
     if (announced_)
-      log_info(fmt::format("acquired '{}' after {} (fence {})", lock_.names().key,
-                           format_duration(std::chrono::duration_cast<Millis>(Clock::now() - started_)),
-                           a.fence));
+      log_info(fmt::format(
+          "acquired '{}' after {} (fence {})", lock_.names().key,
+          format_duration(std::chrono::duration_cast<Millis>(Clock::now() - started_)), a.fence));
     return finish({std::nullopt, Acquired{a.fence, a.ttl, sent_}});
   }
   if (a.state == AcquireReply::State::Taken && !spec_.no_wait) {
@@ -221,7 +224,8 @@ std::string Acquirer::holder_text(const AcquireReply& a) const {
     return fmt::format("held by another client (token {}), {} left", h.token.substr(0, 12),
                        format_duration(h.ttl_left));
   std::string cmd = h.info.cmd.size() > 40 ? h.info.cmd.substr(0, 37) + "..." : h.info.cmd;
-  return fmt::format("held by {} pid {} [{}], {} left", h.info.host, h.info.pid, cmd,
+  std::string since = h.since_ms > 0 ? " since " + utc_iso(h.since_ms).substr(11, 8) + "Z" : "";
+  return fmt::format("held by {} pid {} [{}]{}, {} left", h.info.host, h.info.pid, cmd, since,
                      format_duration(h.ttl_left));
 }
 
@@ -229,9 +233,9 @@ void Acquirer::show_waiting(const AcquireReply& a) {
   auto waited = std::chrono::duration_cast<Millis>(Clock::now() - started_);
   std::string place = a.position >= 0 ? fmt::format(", {} in line", ordinal(a.position + 1)) : "";
   if (stderr_is_tty()) {
-    status_line(fmt::format("waiting for '{}', {}, for {}{}", lock_.names().key, holder_text(a),
-                            format_duration(std::chrono::duration_cast<std::chrono::seconds>(waited)),
-                            place));
+    status_line(fmt::format(
+        "waiting for '{}', {}, for {}{}", lock_.names().key, holder_text(a),
+        format_duration(std::chrono::duration_cast<std::chrono::seconds>(waited)), place));
     if (!status_timer_) {
       auto alive = alive_;
       status_timer_ = lock_.client().loop().after(Millis(1000), [this, alive] {

@@ -1,7 +1,6 @@
 // `rlock acquire KEY`: take a lease for --ttl and print its token.
-#include <unistd.h>
-
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include "commands/commands.h"
 #include "output.h"
@@ -20,7 +19,8 @@ int cmd_acquire(const GlobalOptions& g, const LockOptions& o) {
   try {
     a = wait_for<Acquired>(s.loop, [&](Done<Acquired> d) { acquirer.start(std::move(d)); });
   } catch (const Error& e) {
-    if (e.kind() == ErrorKind::NotAcquired) throw Error(ErrorKind::NotAcquired, e.what(), o.conflict_exit);
+    if (e.kind() == ErrorKind::NotAcquired)
+      throw Error(ErrorKind::NotAcquired, e.what(), o.conflict_exit);
     throw;
   }
   if (g.json)

@@ -1,9 +1,8 @@
 // `rlock break KEY`: the operator's override for a stuck lock.
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <iostream>
-
-#include <fmt/format.h>
 
 #include "commands/commands.h"
 #include "output.h"
@@ -35,7 +34,8 @@ int cmd_break(const GlobalOptions& g, const std::string& key, bool yes) {
     log_info(fmt::format("'{}' is not held; nothing to break", key));
     return exitcode::kFree;
   }
-  log_info(fmt::format("broke '{}' ({} holder{} removed, waiters woken)", key, n, n == 1 ? "" : "s"));
+  log_info(
+      fmt::format("broke '{}' ({} holder{} removed, waiters woken)", key, n, n == 1 ? "" : "s"));
   return exitcode::kOk;
 }
 

@@ -1,9 +1,10 @@
 // `rlock list [PATTERN]`: held locks under the prefix, found with SCAN.
-#include <set>
-
 #include <fmt/format.h>
 
+#include <set>
+
 #include "commands/commands.h"
+#include "duration.h"
 #include "output.h"
 
 namespace rlock {
@@ -40,7 +41,8 @@ int cmd_list(const GlobalOptions& g, const std::string& pattern) {
       auto close = name.find('}', head.size());
       if (name.compare(0, head.size(), head) != 0 || close == std::string::npos) continue;
       std::string rest = name.substr(close + 1);
-      if (rest.empty() || rest == ":holders") keys.insert(name.substr(head.size(), close - head.size()));
+      if (rest.empty() || rest == ":holders")
+        keys.insert(name.substr(head.size(), close - head.size()));
     }
   } while (cursor != "0");
   std::string json;
@@ -57,8 +59,7 @@ int cmd_list(const GlobalOptions& g, const std::string& pattern) {
       std::string who = h.info.host.empty() ? "?" : fmt::format("{}:{}", h.info.host, h.info.pid);
       fmt::print("{}\t{}\t{}\tfence {}\t{} waiting\t{}\n", key,
                  st.limit ? fmt::format("{}/{} holders", st.holders.size(), st.limit) : who,
-                 fmt::format("{}ms left", h.ttl_left.count()), h.fence, st.waiters.size(),
-                 h.info.cmd);
+                 format_duration(h.ttl_left) + " left", h.fence, st.waiters.size(), h.info.cmd);
     }
   }
   if (g.json) fmt::print("[{}]\n", json);

@@ -26,7 +26,11 @@ std::string status_text(const std::string& key, const LockStatus& s) {
   if (s.holders.empty()) {
     out += fmt::format("{}: free (last fence {})\n", key, s.fence);
   } else if (s.limit > 0) {
-    out += fmt::format("{}: held by {} of {} (last fence {})\n", key, s.holders.size(), s.limit, s.fence);
+    out += fmt::format("{}: held by {} of {} (last fence {})\n", key, s.holders.size(), s.limit,
+                       s.fence);
+  } else if (s.holders.front().since_ms == 0) {
+    out +=
+        fmt::format("{}: held by a client that is not rlock (last rlock fence {})\n", key, s.fence);
   } else {
     out += fmt::format("{}: held (fence {})\n", key, s.holders.front().fence);
   }
@@ -34,14 +38,15 @@ std::string status_text(const std::string& key, const LockStatus& s) {
     out += fmt::format("  holder  {}\n", who(h.info));
     if (h.since_ms > 0)
       out += fmt::format("          since {} ({} ago), {} left, fence {}, token {}\n",
-                         utc_iso(h.since_ms), age(s.now_ms, h.since_ms), format_duration(h.ttl_left),
-                         h.fence, h.token);
+                         utc_iso(h.since_ms), age(s.now_ms, h.since_ms),
+                         format_duration(h.ttl_left), h.fence, h.token);
     else
       out += fmt::format("          {} left, token {}\n", format_duration(h.ttl_left), h.token);
   }
   long n = 0;
   for (auto& w : s.waiters)
-    out += fmt::format("  waiter {}. {}, waiting {}\n", ++n, who(w.info), age(s.now_ms, w.since_ms));
+    out +=
+        fmt::format("  waiter {}. {}, waiting {}\n", ++n, who(w.info), age(s.now_ms, w.since_ms));
   return out;
 }
 
