@@ -289,6 +289,13 @@ Child::~Child() {
   if (took_terminal_) set_terminal_group(getpgrp());
 }
 
+void Child::resume() {
+  if (!running()) return;
+  if (took_terminal_) set_terminal_group(pid_);
+  stopped_ = false;
+  signal_group(SIGCONT);
+}
+
 void Child::signal_group(int sig) {
   if (!running()) return;
   if (kill(-pid_, sig) < 0 && errno == ESRCH) kill(pid_, sig);
@@ -298,10 +305,18 @@ std::optional<int> Child::try_reap() {
   if (!running()) return status_;
   int st;
   pid_t r;
+  // On a terminal, a stopped child (Ctrl-Z) is reported too, so rlock can
+  // stop with it and give the shell its job control back.
+  int flags = WNOHANG | (took_terminal_ ? WUNTRACED : 0);
   do {
-    r = waitpid(pid_, &st, WNOHANG);
+    r = waitpid(pid_, &st, flags);
   } while (r < 0 && errno == EINTR);
   if (r == 0) return std::nullopt;
+  if (r == pid_ && WIFSTOPPED(st)) {
+    stopped_ = true;
+    set_terminal_group(getpgrp());
+    return std::nullopt;
+  }
   // ECHILD: someone else reaped it (SIGCHLD ignored); its status is lost.
   status_ = r == pid_ ? exit_status_of(st) : 1;
   if (took_terminal_) set_terminal_group(getpgrp());

@@ -46,12 +46,19 @@ class Child {
   /// rlock's own group if it had been handed to the child.
   std::optional<int> try_reap();
   bool running() const { return pid_ > 0 && !status_; }
+  /// True after try_reap() saw the child stop on a terminal (Ctrl-Z); the
+  /// terminal is then rlock's again.
+  bool stopped() const { return stopped_; }
+  /// Gives the terminal back to the child's group (if it had it) and sends
+  /// the group SIGCONT.
+  void resume();
 
  private:
   explicit Child(pid_t pid, bool took_terminal) : pid_(pid), took_terminal_(took_terminal) {}
   pid_t pid_ = -1;
   bool took_terminal_ = false;
   std::optional<int> status_;
+  bool stopped_ = false;
 };
 
 /// Kills a process group if rlock dies first. PR_SET_PDEATHSIG reaches only

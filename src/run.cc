@@ -8,6 +8,7 @@
 #include "run.h"
 
 #include <fmt/format.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include "child.h"
@@ -70,6 +71,11 @@ class Runner {
   }
 
   void on_signal(int sig) {
+    if (sig == SIGCONT && child_ && child_->stopped()) {
+      log_verbose("continued: giving the terminal back to the command");
+      child_->resume();
+      return;
+    }
     if (child_ && child_->running()) {
       log_verbose(fmt::format("forwarding signal {} to the child's process group", sig));
       child_->signal_group(sig);
@@ -194,7 +200,16 @@ class Runner {
   void reap() {
     if (!child_) return;
     auto status = child_->try_reap();
-    if (!status) return;
+    if (!status) {
+      if (child_->stopped()) {
+        // Ctrl-Z: the command stopped, so stop too and let the shell take
+        // over; fg/bg sends us SIGCONT, which resumes the command. The lease
+        // is not renewed meanwhile: a stop longer than the TTL loses it.
+        log_verbose("the command stopped: stopping too");
+        kill(getpid(), SIGSTOP);
+      }
+      return;
+    }
     loop().cancel(renew_timer_);
     loop().cancel(lost_timer_);
     loop().cancel(kill_timer_);
