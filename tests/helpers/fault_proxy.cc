@@ -1,0 +1,282 @@
+// fault_proxy: a TCP proxy between rlock and redis-server that the tests can break on
+// command, to simulate dropped connections and network partitions.
+//
+//   fault_proxy LISTEN_PORT TARGET_HOST TARGET_PORT CONTROL_DIR
+//
+// Listens on 127.0.0.1:LISTEN_PORT (0 = the kernel picks) and prints the bound port on
+// stdout (one line, flushed) once listening. Each accepted connection gets its own
+// connection to TARGET_HOST:TARGET_PORT and bytes are forwarded both ways, half-closes
+// included. Driven by signals, so a shell can steer it without a protocol:
+//   SIGUSR1   cut: close every current connection (both sides) at once; new
+//             connections are accepted and forwarded as before
+//   SIGUSR2   toggle blackhole: connections are still accepted and kept open, but every
+//             byte read from either side is dropped (buffered bytes too), like a
+//             partition; toggling back forwards new data again
+//   SIGTERM, SIGINT, SIGHUP   exit 0
+// After every change it rewrites CONTROL_DIR/state atomically, lines KEY=VALUE:
+//   pid port mode(forward|blackhole) seq(signals handled) cuts accepted active
+// so a test sends a signal and then waits for `seq` to grow instead of sleeping.
+// Single-threaded, one poll loop; signals arrive through a self-pipe.
+#include <netdb.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "helper_net.h"
+
+namespace {
+
+constexpr const char* kProg = "fault_proxy";
+constexpr size_t kMaxBuffered = 256 * 1024;
+
+int g_signal_pipe[2] = {-1, -1};
+
+void on_signal(int sig) {
+  int saved = errno;
+  unsigned char b = static_cast<unsigned char>(sig);
+  ssize_t ignored = write(g_signal_pipe[1], &b, 1);
+  (void)ignored;
+  errno = saved;
+}
+
+// Bytes flowing one way: read from one socket, buffered, written to the other.
+struct Flow {
+  std::string buf;
+  bool eof = false;   // the reading side reached end of stream
+  bool shut = false;  // the writing side was shut down after the EOF was passed on
+
+  bool wants_read() const { return !eof && buf.size() < kMaxBuffered; }
+};
+
+struct Session {
+  int client = -1;
+  int upstream = -1;
+  bool connecting = false;
+  bool dead = false;
+  Flow up;    // client -> upstream
+  Flow down;  // upstream -> client
+};
+
+struct Target {
+  sockaddr_storage addr{};
+  socklen_t len = 0;
+  int family = AF_INET;
+};
+
+struct Proxy {
+  int listen_fd = -1;
+  int port = 0;
+  Target target;
+  std::string control_dir;
+  bool blackhole = false;
+  unsigned long seq = 0, cuts = 0, accepted = 0;
+  std::vector<Session> sessions;
+  std::string last_state;
+};
+
+Target resolve(const char* host, const char* port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  int rc = getaddrinfo(host, port, &hints, &res);
+  if (rc != 0 || res == nullptr) {
+    std::fprintf(stderr, "%s: cannot resolve %s:%s: %s\n", kProg, host, port, gai_strerror(rc));
+    std::exit(1);
+  }
+  Target t;
+  std::memcpy(&t.addr, res->ai_addr, res->ai_addrlen);
+  t.len = res->ai_addrlen;
+  t.family = res->ai_family;
+  freeaddrinfo(res);
+  return t;
+}
+
+void close_session(Session& s) {
+  if (s.client >= 0) close(s.client);
+  if (s.upstream >= 0) close(s.upstream);
+  s.client = s.upstream = -1;
+  s.dead = true;
+}
+
+// Reads once from FD into FLOW (or drops the bytes in blackhole mode).
+void pump_read(const Proxy& p, Session& s, int fd, Flow& flow) {
+  char buf[65536];
+  size_t room = kMaxBuffered - flow.buf.size();
+  ssize_t n = read(fd, buf, room < sizeof buf ? room : sizeof buf);
+  if (n > 0) {
+    if (!p.blackhole) flow.buf.append(buf, static_cast<size_t>(n));
+  } else if (n == 0) {
+    flow.eof = true;
+  } else if (errno != EAGAIN && errno != EINTR) {
+    close_session(s);
+  }
+}
+
+// Writes what FLOW holds to FD; passes an EOF on as a half-close once drained.
+void flush(Session& s, Flow& flow, int fd) {
+  while (!s.dead && !flow.buf.empty()) {
+    ssize_t n = send(fd, flow.buf.data(), flow.buf.size(), MSG_NOSIGNAL);
+    if (n > 0) {
+      flow.buf.erase(0, static_cast<size_t>(n));
+    } else if (errno == EAGAIN || errno == EINTR) {
+      return;
+    } else {
+      close_session(s);
+    }
+  }
+  if (!s.dead && flow.eof && flow.buf.empty() && !flow.shut) {
+    shutdown(fd, SHUT_WR);
+    flow.shut = true;
+  }
+}
+
+void handle_session(const Proxy& p, Session& s, short client_ev, short upstream_ev) {
+  if (s.connecting && upstream_ev != 0) {
+    int err = 0;
+    socklen_t len = sizeof err;
+    getsockopt(s.upstream, SOL_SOCKET, SO_ERROR, &err, &len);
+    if (err != 0) return close_session(s);
+    s.connecting = false;
+    upstream_ev = 0;
+  }
+  if (client_ev & (POLLIN | POLLHUP | POLLERR)) pump_read(p, s, s.client, s.up);
+  if (!s.dead && !s.connecting && (upstream_ev & (POLLIN | POLLHUP | POLLERR))) {
+    pump_read(p, s, s.upstream, s.down);
+  }
+  if (!s.dead && !s.connecting) flush(s, s.up, s.upstream);
+  if (!s.dead) flush(s, s.down, s.client);
+  if (!s.dead && s.up.shut && s.down.shut) close_session(s);
+}
+
+void accept_all(Proxy& p) {
+  int fd;
+  while ((fd = helper::accept_nonblocking(p.listen_fd)) >= 0) {
+    ++p.accepted;
+    Session s;
+    s.client = fd;
+    s.upstream = socket(p.target.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (s.upstream < 0) {
+      close_session(s);
+      continue;
+    }
+    if (connect(s.upstream, reinterpret_cast<const sockaddr*>(&p.target.addr), p.target.len) == 0) {
+      s.connecting = false;
+    } else if (errno == EINPROGRESS) {
+      s.connecting = true;
+    } else {
+      close_session(s);  // target down: the client sees its connection closed at once
+      continue;
+    }
+    p.sessions.push_back(std::move(s));
+  }
+}
+
+void write_state(Proxy& p) {
+  std::string state = "pid=" + std::to_string(getpid()) + "\nport=" + std::to_string(p.port) +
+                      "\nmode=" + (p.blackhole ? "blackhole" : "forward") +
+                      "\nseq=" + std::to_string(p.seq) + "\ncuts=" + std::to_string(p.cuts) +
+                      "\naccepted=" + std::to_string(p.accepted) +
+                      "\nactive=" + std::to_string(p.sessions.size()) + "\n";
+  if (state == p.last_state) return;
+  if (!helper::write_file_atomic(p.control_dir + "/state", state)) {
+    helper::die(kProg, "writing the state file");
+  }
+  p.last_state = state;
+}
+
+// Handles the signals queued in the self-pipe; returns false when the proxy should exit.
+bool handle_signals(Proxy& p) {
+  unsigned char sigs[64];
+  ssize_t n;
+  while ((n = read(g_signal_pipe[0], sigs, sizeof sigs)) > 0) {
+    for (ssize_t i = 0; i < n; ++i) {
+      if (sigs[i] == SIGUSR1) {
+        for (Session& s : p.sessions) close_session(s);
+        p.sessions.clear();
+        ++p.cuts;
+      } else if (sigs[i] == SIGUSR2) {
+        p.blackhole = !p.blackhole;
+        for (Session& s : p.sessions) {
+          s.up.buf.clear();
+          s.down.buf.clear();
+        }
+      } else {
+        return false;
+      }
+      ++p.seq;
+    }
+  }
+  return true;
+}
+
+void run(Proxy& p) {
+  std::vector<pollfd> pfds;
+  for (;;) {
+    write_state(p);
+    pfds.clear();
+    pfds.push_back(pollfd{g_signal_pipe[0], POLLIN, 0});
+    pfds.push_back(pollfd{p.listen_fd, POLLIN, 0});
+    for (const Session& s : p.sessions) {
+      short cev = (s.up.wants_read() ? POLLIN : 0) | (!s.down.buf.empty() ? POLLOUT : 0);
+      short uev = s.connecting
+                      ? POLLOUT
+                      : (s.down.wants_read() ? POLLIN : 0) | (!s.up.buf.empty() ? POLLOUT : 0);
+      // An fd we wait nothing from stays out of the set, or its POLLHUP would spin us.
+      pfds.push_back(pollfd{cev ? s.client : -1, cev, 0});
+      pfds.push_back(pollfd{uev ? s.upstream : -1, uev, 0});
+    }
+    if (poll(pfds.data(), pfds.size(), -1) < 0) {
+      if (errno == EINTR) continue;
+      helper::die(kProg, "poll");
+    }
+    if (pfds[0].revents != 0) {
+      if (!handle_signals(p)) return;
+      continue;  // sessions may have changed; the others' events are still pending
+    }
+    for (size_t i = 0; i < p.sessions.size(); ++i) {
+      handle_session(p, p.sessions[i], pfds[2 + 2 * i].revents, pfds[3 + 2 * i].revents);
+    }
+    std::erase_if(p.sessions, [](const Session& s) { return s.dead; });
+    if (pfds[1].revents & POLLIN) accept_all(p);
+  }
+}
+
+void install_signals() {
+  if (pipe2(g_signal_pipe, O_NONBLOCK | O_CLOEXEC) != 0) helper::die(kProg, "pipe2");
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGUSR1, SIGUSR2, SIGTERM, SIGINT, SIGHUP}) sigaction(sig, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int port = argc == 5 ? helper::parse_port(argv[1]) : -1;
+  if (port < 0 || helper::parse_port(argv[3]) <= 0) {
+    std::fprintf(stderr, "usage: %s LISTEN_PORT TARGET_HOST TARGET_PORT CONTROL_DIR\n", kProg);
+    return 64;
+  }
+  install_signals();
+  Proxy p;
+  p.target = resolve(argv[2], argv[3]);
+  p.control_dir = argv[4];
+  if (mkdir(p.control_dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    helper::die(kProg, "creating the control directory");
+  }
+  p.listen_fd = helper::listen_loopback(kProg, port, &p.port);
+  helper::write_file_atomic(p.control_dir + "/pid", std::to_string(getpid()) + "\n");
+  helper::write_file_atomic(p.control_dir + "/port", std::to_string(p.port) + "\n");
+  write_state(p);
+  helper::announce_port(p.port);
+  run(p);
+  for (Session& s : p.sessions) close_session(s);
+  close(p.listen_fd);
+  return 0;
+}

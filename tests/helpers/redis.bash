@@ -1,0 +1,817 @@
+# shellcheck shell=bash
+# Test helpers for rlock's bats suites. Every .bats file starts with
+#
+#   load helpers/redis
+#
+# and typically
+#
+#   setup_file() { redis_start; }          # exports REDIS_PORT, REDIS_PID, RLOCK_URL...
+#
+# A default teardown_file (redis_stop_all) is defined below; a file that defines its own
+# teardown_file must call redis_stop_all itself.
+#
+# What the helpers promise:
+# - Every server and helper process they start is theirs: ports are picked at random
+#   below the kernel's ephemeral range, reserved across parallel suites, and a redis
+#   that cannot bind is retried on another port; `INFO server` process_id is checked
+#   against the pid that was started.
+# - Background processes never inherit bats's descriptors (fd 3 and its copies), so a
+#   run never hangs at the end.
+# - State lives in $BATS_FILE_TMPDIR/.rlock-registry, one file per named process, so a
+#   server restarted in one test has its new pid in the next test and in teardown_file
+#   (each test is a separate process; plain variables would not carry over).
+# - Waiting is polling with a bound (50ms steps) and fails the test with a message;
+#   nothing sleeps and hopes.
+#
+# Names: NAME is an upper-case shell identifier (REDIS, TLS, SECOND, PROXY...). It
+# prefixes the exported variables, and is the last, optional argument of the helpers
+# that act on a started process.
+
+# --- bats libraries ---------------------------------------------------------------------
+
+_rlock_load_bats_libs() {
+  if declare -F bats_load_library >/dev/null; then
+    case ":${BATS_LIB_PATH:-}:" in
+      *:/usr/lib/bats:*) ;;
+      *) export BATS_LIB_PATH="${BATS_LIB_PATH:+$BATS_LIB_PATH:}/usr/lib/bats" ;;
+    esac
+    bats_load_library bats-support && bats_load_library bats-assert && return 0
+  fi
+  # shellcheck source=/dev/null
+  source /usr/lib/bats/bats-support/load.bash
+  # shellcheck source=/dev/null
+  source /usr/lib/bats/bats-assert/load.bash
+}
+_rlock_load_bats_libs
+
+# --- paths ------------------------------------------------------------------------------
+
+RLOCK="${RLOCK_BIN:-$BATS_TEST_DIRNAME/../build/rlock}"
+HELPERS="${RLOCK_HELPERS:-$BATS_TEST_DIRNAME/../build/tests/helpers}"
+export RLOCK HELPERS
+: "${BATS_FILE_TMPDIR:?helpers/redis.bash must be loaded from a bats test file}"
+_RLOCK_REG="$BATS_FILE_TMPDIR/.rlock-registry"
+_RLOCK_PORT_DIR="${TMPDIR:-/tmp}/rlock-test-ports"
+
+# --- time and polling -------------------------------------------------------------------
+
+# Sets _RLOCK_NOW to the current time in milliseconds (no fork).
+_rlock_now() {
+  local us=${EPOCHREALTIME//[!0-9]/}
+  _RLOCK_NOW=$((10#$us / 1000))
+}
+
+# Prints seconds ("10", "0.5", "2.25") as milliseconds.
+_rlock_ms() {
+  local s=$1 int frac=""
+  [[ $s =~ ^[0-9]*(\.[0-9]*)?$ && $s == *[0-9]* ]] || {
+    echo "not a number of seconds: '$s'" >&2
+    return 1
+  }
+  int=${s%%.*}
+  [[ $s == *.* ]] && frac=${s#*.}
+  frac="${frac}000"
+  echo $((10#${int:-0} * 1000 + 10#${frac:0:3}))
+}
+
+# _rlock_poll DESCRIPTION TIMEOUT_S COMMAND [ARGS...]
+# Runs COMMAND every 50ms until it succeeds; fails the test when TIMEOUT_S passes first.
+_rlock_poll() {
+  local what=$1 timeout=$2 limit deadline
+  shift 2
+  limit=$(_rlock_ms "$timeout") || return 1
+  _rlock_now
+  deadline=$((_RLOCK_NOW + limit))
+  until "$@"; do
+    _rlock_now
+    if ((_RLOCK_NOW >= deadline)); then
+      fail "timed out after ${timeout}s waiting for $what"
+      return 1
+    fi
+    sleep 0.05
+  done
+}
+
+# wait_until 'SHELL CONDITION' [TIMEOUT_S=10]
+# Evaluates the condition every 50ms until it is true; fails the test on timeout with
+# a message that quotes the condition.
+wait_until() {
+  _rlock_poll "condition: $1" "${2:-10}" eval "$1"
+}
+
+# wait_for_file PATH [TIMEOUT_S=10]
+# Waits until PATH exists (any type); fails the test on timeout.
+wait_for_file() {
+  _rlock_poll "file $1 to appear" "${2:-10}" test -e "$1"
+}
+
+# --- processes --------------------------------------------------------------------------
+
+# Prints the state letter of PID from /proc (R S D T Z...), or nothing when it is gone.
+_rlock_pstate() {
+  local stat
+  { read -r stat <"/proc/$1/stat"; } 2>/dev/null || return 0
+  stat=${stat##*) }
+  echo "${stat:0:1}"
+}
+
+# True while PID exists and is not a zombie (a process reparented to a PID 1 that does
+# not reap stays a zombie forever, so kill -0 alone is not enough).
+_rlock_alive() {
+  local stat
+  { read -r stat <"/proc/$1/stat"; } 2>/dev/null || return 1
+  stat=${stat##*) }
+  [[ ${stat:0:1} != [ZX] ]]
+}
+
+_rlock_dead() { ! _rlock_alive "$1"; }
+_rlock_stopped() { [[ $(_rlock_pstate "$1") == [Tt] ]]; }
+_rlock_not_stopped() { ! _rlock_stopped "$1"; }
+
+# _rlock_spawn STDOUT STDERR COMMAND [ARGS...]
+# Starts COMMAND in the background with stdin from /dev/null, output to the given files
+# and every descriptor above 2 closed (bats's fd 3 and its copies), so the process never
+# holds a bats pipe open. Sets _RLOCK_SPAWNED to its pid.
+_rlock_spawn() {
+  local out=$1 err=$2
+  shift 2
+  (
+    for fd in /proc/self/fd/*; do
+      fd=${fd##*/}
+      if ((fd > 2)); then eval "exec $fd>&-" 2>/dev/null || true; fi
+    done
+    exec "$@" </dev/null >>"$out" 2>>"$err"
+  ) &
+  _RLOCK_SPAWNED=$!
+  # Out of the job table: no "Killed" notice from bats when a test kill -9s it. The
+  # shell still reaps it if it is its child.
+  disown "$_RLOCK_SPAWNED" 2>/dev/null || true
+}
+
+# _rlock_terminate PID: SIGCONT + SIGTERM, then SIGKILL if it is still there after 5s.
+_rlock_terminate() {
+  local pid=$1
+  _rlock_alive "$pid" || return 0
+  kill -CONT "$pid" 2>/dev/null || true
+  kill -TERM "$pid" 2>/dev/null || true
+  if ! _rlock_poll "pid $pid to exit after SIGTERM" 5 _rlock_dead "$pid" 2>/dev/null; then
+    kill -KILL "$pid" 2>/dev/null || true
+    _rlock_poll "pid $pid to exit after SIGKILL" 5 _rlock_dead "$pid"
+  fi
+}
+
+# --- ports ------------------------------------------------------------------------------
+
+# Claims PORT for this suite with an atomic mkdir in a directory shared by all suites on
+# the machine. A claim older than 300s (the ctest timeout of a file) is stale and taken
+# over; the rename makes the take-over atomic too.
+_rlock_port_claim() {
+  local d="$_RLOCK_PORT_DIR/$1" mtime
+  mkdir "$d" 2>/dev/null && return 0
+  mtime=$(stat -c %Y "$d" 2>/dev/null) || return 1
+  ((EPOCHSECONDS - mtime > 300)) || return 1
+  mv "$d" "$d.stale.$BASHPID" 2>/dev/null || return 1
+  rm -rf "$d.stale.$BASHPID"
+  mkdir "$d" 2>/dev/null
+}
+
+# Refreshes the claim on PORT (before a kill -9 and restart on the same port).
+_rlock_port_touch() {
+  if mkdir -p "$_RLOCK_PORT_DIR/$1" 2>/dev/null; then touch "$_RLOCK_PORT_DIR/$1"; fi
+}
+
+_rlock_port_release() { rmdir "$_RLOCK_PORT_DIR/$1" 2>/dev/null || true; }
+
+# free_port: prints a loopback TCP port that nothing listens on and that no other suite
+# on this machine has claimed in the last 300s. Ports come from 20000 up to the start of
+# the kernel's ephemeral range (so outgoing connections never sit on them). Whoever
+# binds it may still lose a race with a foreign program; redis_start retries then.
+free_port() {
+  local lo=32768 base span p i
+  { read -r lo _ </proc/sys/net/ipv4/ip_local_port_range; } 2>/dev/null || true
+  if ((lo > 21000)); then
+    base=20000 span=$((lo - 20000))
+  else
+    base=20000 span=40000
+  fi
+  mkdir -p "$_RLOCK_PORT_DIR"
+  for ((i = 0; i < 500; i++)); do
+    p=$((base + (RANDOM * 32768 + RANDOM) % span))
+    _rlock_port_claim "$p" || continue
+    if { true <>"/dev/tcp/127.0.0.1/$p"; } 2>/dev/null; then
+      continue # a foreign listener; leave the claim, it ages out
+    fi
+    echo "$p"
+    return 0
+  done
+  fail "free_port: no free port found in 500 tries"
+}
+
+# --- registry ---------------------------------------------------------------------------
+
+_rlock_check_name() {
+  [[ $1 =~ ^[A-Z][A-Z0-9_]*$ ]] || {
+    fail "not a valid NAME (upper-case identifier): '$1'"
+    return 1
+  }
+}
+
+# _rlock_reg_write NAME KEY=VALUE... [-- ARGS...]: (re)writes NAME's registry entry.
+_rlock_reg_write() {
+  local name=$1 kv
+  shift
+  mkdir -p "$_RLOCK_REG"
+  {
+    while (($#)) && [[ $1 != -- ]]; do
+      kv=$1
+      printf '%s=%q\n' "${kv%%=*}" "${kv#*=}"
+      shift
+    done
+    if [[ ${1:-} == -- ]]; then
+      shift
+      printf 'args=('
+      (($#)) && printf '%q ' "$@"
+      printf ')\n'
+    fi
+  } >"$_RLOCK_REG/$name.tmp"
+  mv "$_RLOCK_REG/$name.tmp" "$_RLOCK_REG/$name"
+}
+
+_rlock_reg_has() { [[ -f $_RLOCK_REG/$1 ]]; }
+
+# `eval "$_RLOCK_ENTRY_LOCALS"` declares, in the calling function, the locals that a
+# registry entry sets, so sourcing one never leaks globals.
+_RLOCK_ENTRY_LOCALS='local kind="" pid="" port="" tcp_port="" tls_port="" dir="" sock=""
+  local sockdir="" password="" claim=""; local -a args=()'
+
+# Exports NAME_* for one registry entry: NAME_PID, NAME_PORT, NAME_DIR and, for redis,
+# NAME_SOCK, NAME_URL, NAME_TLS_PORT/NAME_TLS_URL (TLS on), NAME_PASSWORD (requirepass).
+# shellcheck disable=SC2154 # the entry's fields are the eval-declared locals
+_rlock_export() {
+  local name=$1 url=""
+  eval "$_RLOCK_ENTRY_LOCALS"
+  # shellcheck source=/dev/null
+  source "$_RLOCK_REG/$name" || return 1
+  export "${name}_PID=$pid" "${name}_PORT=$port" "${name}_DIR=$dir"
+  [[ $kind == redis ]] || return 0
+  if [[ $tcp_port != 0 ]]; then
+    url="redis://127.0.0.1:$tcp_port/0"
+  else
+    url="rediss://127.0.0.1:$tls_port/0"
+  fi
+  export "${name}_SOCK=$sock" "${name}_URL=$url"
+  if [[ -n $tls_port && $tls_port != 0 ]]; then
+    export "${name}_TLS_PORT=$tls_port" "${name}_TLS_URL=rediss://127.0.0.1:$tls_port/0"
+  fi
+  if [[ -n $password ]]; then export "${name}_PASSWORD=$password"; fi
+  if [[ $name == REDIS ]]; then export RLOCK_URL="$url"; fi
+}
+
+_rlock_unexport() {
+  local v
+  for v in PID PORT DIR SOCK URL TLS_PORT TLS_URL PASSWORD; do unset "${1}_$v"; done
+  if [[ $1 == REDIS ]]; then unset RLOCK_URL; fi
+}
+
+# Runs at load time in every bats process (the file's and each test's): no setting of
+# the caller's shell may point rlock or redis-cli at a server the suite did not start,
+# and every registered process's current variables are exported again.
+_rlock_refresh() {
+  local f
+  unset RLOCK_URL REDIS_URL RLOCK_PASSWORD REDISCLI_AUTH
+  for f in "$_RLOCK_REG"/*; do
+    [[ -f $f && $f != *.tmp ]] && _rlock_export "${f##*/}"
+  done
+  if [[ -d $BATS_FILE_TMPDIR/tls ]]; then export TLS_DIR="$BATS_FILE_TMPDIR/tls"; fi
+  return 0
+}
+
+# --- redis-server -----------------------------------------------------------------------
+
+# Prints the value after the last occurrence of option $1 among the remaining arguments.
+_rlock_last_opt() {
+  local opt=$1 val=""
+  shift
+  while (($#)); do
+    if [[ $1 == "$opt" && $# -ge 2 ]]; then val=$2; fi
+    shift
+  done
+  echo "$val"
+}
+
+# Prints process_id from INFO server through CLI ARGS, or nothing if it can't be read
+# (e.g. the server wants a client certificate or ACL credentials we do not know).
+_rlock_info_pid() {
+  timeout 5 redis-cli --no-auth-warning "$@" info server 2>/dev/null |
+    tr -d '\r' | sed -n 's/^process_id://p'
+}
+
+# _rlock_redis_ready PID SOCK: true once the server answers on its unix socket (any
+# reply counts: a server with requirepass answers NOAUTH).
+_rlock_redis_ready() {
+  _rlock_alive "$1" || return 0 # stop polling; the caller sees the death
+  [[ -n $(timeout 2 redis-cli -s "$2" ping 2>/dev/null) ]]
+}
+
+# _rlock_redis_launch PID_VAR DIR SOCK ARGS...: starts redis-server and waits for it.
+# Returns 0 when ready, 2 when it died because its port was taken, 1 otherwise.
+_rlock_redis_launch() {
+  local -n _pid_out=$1
+  local dir=$2 sock=$3
+  shift 3
+  _rlock_spawn "$dir/redis.log" "$dir/redis.log" redis-server "$@"
+  _pid_out=$_RLOCK_SPAWNED
+  _rlock_poll "redis-server (pid $_pid_out, $dir) to answer PING" 10 \
+    _rlock_redis_ready "$_pid_out" "$sock" || {
+    _rlock_terminate "$_pid_out"
+    return 1
+  }
+  _rlock_alive "$_pid_out" && return 0
+  grep -q -i 'address already in use' "$dir/redis.log" && return 2
+  fail "redis-server exited at start; its log ($dir/redis.log):
+$(tail -n 20 "$dir/redis.log")"
+  return 1
+}
+
+# _rlock_redis_verify PID TCP_PORT TLS_PORT PASSWORD ARGS...: checks that the servers
+# on the TCP and TLS ports report PID. Returns 1 on a mismatch (someone else's server).
+_rlock_redis_verify() {
+  local pid=$1 tcp=$2 tls=$3 pw=$4 got
+  shift 4
+  local -a auth=()
+  if [[ -n $pw ]]; then auth=(-a "$pw"); fi
+  if [[ -n $tcp && $tcp != 0 ]]; then
+    got=$(_rlock_info_pid -h 127.0.0.1 -p "$tcp" "${auth[@]}")
+    [[ -z $got || $got == "$pid" ]] || return 1
+  fi
+  if [[ -n $tls && $tls != 0 ]]; then
+    local cert key
+    cert=$(_rlock_last_opt --tls-cert-file "$@")
+    key=$(_rlock_last_opt --tls-key-file "$@")
+    local -a tlsargs=(--tls --insecure)
+    if [[ -n $cert && -n $key ]]; then tlsargs+=(--cert "$cert" --key "$key"); fi
+    got=$(_rlock_info_pid "${tlsargs[@]}" -h 127.0.0.1 -p "$tls" "${auth[@]}")
+    [[ -z $got || $got == "$pid" ]] || return 1
+  fi
+  return 0
+}
+
+# redis_start_named NAME [REDIS-SERVER ARGS...]
+# Starts a private redis-server on a free loopback port:
+#   redis-server --port P --bind 127.0.0.1 --save '' --appendonly no --daemonize no
+#     --dir $BATS_FILE_TMPDIR/redis-P --unixsocket $BATS_FILE_TMPDIR/redis-P/redis.sock
+#     --unixsocketperm 700 ARGS...
+# ARGS come last so they override (e.g. --port 0 to turn plain TCP off); the word
+# @PORT@ in ARGS is replaced by P (e.g. --tls-port @PORT@). Waits up to 10s for PING on
+# the unix socket, checks that INFO server on the TCP/TLS port reports the started pid,
+# and retries with another port if the port was taken. Exports:
+#   NAME_PORT  the TCP port, or the TLS port when TCP is off (--port 0)
+#   NAME_PID NAME_DIR NAME_SOCK
+#   NAME_URL   redis://127.0.0.1:PORT/0 (rediss://… when TCP is off)
+#   NAME_TLS_PORT NAME_TLS_URL  when --tls-port is set
+#   NAME_PASSWORD               when --requirepass is set (rcli/rcli_to use it)
+redis_start_named() {
+  local name=$1
+  shift
+  _rlock_check_name "$name" || return 1
+  if _rlock_reg_has "$name"; then
+    fail "redis_start_named: $name is already started"
+    return 1
+  fi
+  local attempt port dir sock sockdir pid rc tcp tls pw
+  local -a args
+  for ((attempt = 1; attempt <= 8; attempt++)); do
+    port=$(free_port) || return 1
+    dir="$BATS_FILE_TMPDIR/redis-$port"
+    rm -rf "$dir" && mkdir -p "$dir"
+    sock="$dir/redis.sock" sockdir=""
+    if ((${#sock} > 100)); then # sun_path holds 108 bytes
+      sockdir=$(mktemp -d /tmp/rlk.XXXXXX) && sock="$sockdir/redis.sock"
+    fi
+    args=(--port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemonize no
+      --dir "$dir" --unixsocket "$sock" --unixsocketperm 700 "${@//@PORT@/$port}")
+    rc=0
+    _rlock_redis_launch pid "$dir" "$sock" "${args[@]}" || rc=$?
+    tcp=$(_rlock_last_opt --port "${args[@]}")
+    tls=$(_rlock_last_opt --tls-port "${args[@]}")
+    pw=$(_rlock_last_opt --requirepass "${args[@]}")
+    if ((rc == 0)) && ! _rlock_redis_verify "$pid" "$tcp" "$tls" "$pw" "${args[@]}"; then
+      _rlock_terminate "$pid"
+      rc=2
+    fi
+    if ((rc == 0)); then
+      local primary=$tcp
+      if [[ $tcp == 0 ]]; then primary=$tls; fi
+      _rlock_reg_write "$name" kind=redis pid="$pid" port="$primary" \
+        tcp_port="$tcp" tls_port="$tls" dir="$dir" sock="$sock" sockdir="$sockdir" \
+        password="$pw" claim="$port" -- "${args[@]}"
+      _rlock_export "$name"
+      return 0
+    fi
+    [[ -n $sockdir ]] && rm -rf "$sockdir"
+    ((rc == 2)) || return 1
+  done
+  fail "redis_start_named $name: no usable port after 8 attempts"
+}
+
+# redis_start [REDIS-SERVER ARGS...]: redis_start_named REDIS; also exports
+# RLOCK_URL=redis://127.0.0.1:$REDIS_PORT/0, so plain `"$RLOCK" …` talks to it.
+redis_start() { redis_start_named REDIS "$@"; }
+
+# _rlock_entry NAME: loads NAME's registry entry into the caller's locals
+# (kind pid port tcp_port tls_port dir sock sockdir password claim args).
+_rlock_entry() {
+  _rlock_reg_has "$1" || {
+    fail "nothing named $1 was started"
+    return 1
+  }
+  # shellcheck source=/dev/null
+  source "$_RLOCK_REG/$1"
+}
+
+# redis_stop [NAME=REDIS]: stops the server (SIGCONT, SIGTERM, SIGKILL after 5s),
+# frees its port claim and unsets NAME_*.
+redis_stop() {
+  local name=${1:-REDIS}
+  eval "$_RLOCK_ENTRY_LOCALS"
+  _rlock_reg_has "$name" || return 0
+  _rlock_entry "$name" || return 1
+  _rlock_terminate "$pid"
+  [[ -n $sockdir ]] && rm -rf "$sockdir"
+  [[ -n $claim ]] && _rlock_port_release "$claim"
+  rm -f "$_RLOCK_REG/$name"
+  _rlock_unexport "$name"
+}
+
+# redis_stop_all: stops every redis-server, garbage_server and fault_proxy this file
+# started (for teardown_file; it is the default teardown_file).
+redis_stop_all() {
+  local f
+  for f in "$_RLOCK_REG"/*; do
+    [[ -f $f && $f != *.tmp ]] && redis_stop "${f##*/}"
+  done
+  return 0
+}
+
+teardown_file() { redis_stop_all; }
+
+# redis_recover_all: redis_recover for every server, proxy_heal for every proxy.
+redis_recover_all() {
+  local f name kind
+  for f in "$_RLOCK_REG"/*; do
+    [[ -f $f && $f != *.tmp ]] || continue
+    name=${f##*/}
+    kind=$(sed -n 's/^kind=//p' "$f")
+    case $kind in
+      redis) redis_recover "$name" ;;
+      proxy) proxy_heal "$name" ;;
+    esac
+  done
+  return 0
+}
+
+# Default per-test teardown: ends what bg_start/rlock_bg started in the test, then undoes fault
+# injection (a paused or killed server, a partitioned proxy), so one failing fault test
+# does not make every later test time out. A file that defines its own teardown should
+# call bg_cleanup and redis_recover_all itself.
+teardown() {
+  bg_cleanup
+  redis_recover_all
+}
+
+# redis_kill [NAME=REDIS]: kill -9, like a crash; the port stays claimed for a restart.
+redis_kill() {
+  local name=${1:-REDIS}
+  eval "$_RLOCK_ENTRY_LOCALS"
+  _rlock_entry "$name" || return 1
+  [[ -n $claim ]] && _rlock_port_touch "$claim"
+  kill -KILL "$pid" 2>/dev/null || true
+  _rlock_poll "redis-server $name (pid $pid) to die" 5 _rlock_dead "$pid"
+}
+
+# redis_restart [NAME=REDIS]: kill -9 (if still running) and start again with the same
+# arguments: same port(s), same dir, no data (nothing is saved). Updates NAME_PID.
+redis_restart() {
+  local name=${1:-REDIS} newpid rc=0
+  eval "$_RLOCK_ENTRY_LOCALS"
+  _rlock_entry "$name" || return 1
+  redis_kill "$name" || return 1
+  _rlock_redis_launch newpid "$dir" "$sock" "${args[@]}" || rc=$?
+  if ((rc == 2)); then
+    fail "redis_restart $name: port $port was taken while the server was down"
+    return 1
+  fi
+  ((rc == 0)) || return 1
+  if ! _rlock_redis_verify "$newpid" "$tcp_port" "$tls_port" "$password" "${args[@]}"; then
+    _rlock_terminate "$newpid"
+    fail "redis_restart $name: another server answers on port $port"
+    return 1
+  fi
+  _rlock_reg_write "$name" kind=redis pid="$newpid" port="$port" tcp_port="$tcp_port" \
+    tls_port="$tls_port" dir="$dir" sock="$sock" sockdir="$sockdir" password="$password" \
+    claim="$claim" -- "${args[@]}"
+  _rlock_export "$name"
+}
+
+# redis_pause [NAME=REDIS]: SIGSTOP; returns once the kernel shows it stopped. The
+# server then accepts TCP connections (kernel backlog) but answers nothing.
+redis_pause() {
+  local name=${1:-REDIS}
+  eval "$_RLOCK_ENTRY_LOCALS"
+  _rlock_entry "$name" || return 1
+  kill -STOP "$pid"
+  _rlock_poll "redis-server $name (pid $pid) to stop" 5 _rlock_stopped "$pid"
+}
+
+# redis_resume [NAME=REDIS]: SIGCONT; returns once it runs again.
+redis_resume() {
+  local name=${1:-REDIS}
+  eval "$_RLOCK_ENTRY_LOCALS"
+  _rlock_entry "$name" || return 1
+  kill -CONT "$pid"
+  _rlock_poll "redis-server $name (pid $pid) to continue" 5 _rlock_not_stopped "$pid"
+}
+
+# redis_recover [NAME=REDIS]: for a test's teardown after fault injection: resumes a
+# paused server, restarts a dead one, does nothing to a healthy one.
+redis_recover() {
+  local name=${1:-REDIS}
+  eval "$_RLOCK_ENTRY_LOCALS"
+  _rlock_entry "$name" || return 1
+  if ! _rlock_alive "$pid"; then
+    redis_restart "$name"
+  elif _rlock_stopped "$pid"; then
+    redis_resume "$name"
+  fi
+}
+
+# rcli ARGS...: redis-cli against the REDIS server (TCP port, no auth warning).
+rcli() {
+  local -a auth=()
+  if [[ -n ${REDIS_PASSWORD:-} ]]; then auth=(-a "$REDIS_PASSWORD"); fi
+  redis-cli -h 127.0.0.1 -p "$REDIS_PORT" --no-auth-warning "${auth[@]}" "$@"
+}
+
+# rcli_to NAME ARGS...: redis-cli against server NAME through its unix socket (works for
+# TLS-only servers too).
+rcli_to() {
+  local sock_var="${1}_SOCK" pw_var="${1}_PASSWORD"
+  shift
+  local -a auth=()
+  if [[ -n ${!pw_var:-} ]]; then auth=(-a "${!pw_var}"); fi
+  redis-cli -s "${!sock_var}" --no-auth-warning "${auth[@]}" "$@"
+}
+
+# --- TLS --------------------------------------------------------------------------------
+
+_rlock_openssl_cnf() {
+  cat >"$TLS_DIR/openssl.cnf" <<'EOF'
+[req]
+distinguished_name = dn
+prompt = no
+[dn]
+CN = placeholder
+[ca]
+basicConstraints = critical,CA:TRUE
+keyUsage = critical,keyCertSign,cRLSign
+subjectKeyIdentifier = hash
+EOF
+}
+
+# _rlock_gen_ca NAME CN: NAME.crt / NAME.key, a self-signed CA.
+_rlock_gen_ca() {
+  openssl req -x509 -new -nodes -newkey rsa:2048 -sha256 -days 3650 \
+    -config "$TLS_DIR/openssl.cnf" -extensions ca -subj "/CN=$2" \
+    -keyout "$TLS_DIR/$1.key" -out "$TLS_DIR/$1.crt" 2>>"$TLS_DIR/openssl.log"
+}
+
+# _rlock_gen_cert NAME CA CN EXTENDED_KEY_USAGE [SUBJECT_ALT_NAME]
+_rlock_gen_cert() {
+  local name=$1 ca=$2 cn=$3 eku=$4 san=${5:-}
+  {
+    echo "[leaf]"
+    echo "basicConstraints = CA:FALSE"
+    echo "keyUsage = critical,digitalSignature,keyEncipherment"
+    echo "extendedKeyUsage = $eku"
+    echo "subjectKeyIdentifier = hash"
+    echo "authorityKeyIdentifier = keyid"
+    if [[ -n $san ]]; then echo "subjectAltName = $san"; fi
+  } >"$TLS_DIR/$name.ext"
+  openssl req -new -nodes -newkey rsa:2048 -config "$TLS_DIR/openssl.cnf" -subj "/CN=$cn" \
+    -keyout "$TLS_DIR/$name.key" -out "$TLS_DIR/$name.csr" 2>>"$TLS_DIR/openssl.log" &&
+    openssl x509 -req -sha256 -days 3650 -in "$TLS_DIR/$name.csr" \
+      -CA "$TLS_DIR/$ca.crt" -CAkey "$TLS_DIR/$ca.key" -CAcreateserial \
+      -CAserial "$TLS_DIR/$ca.srl" -extfile "$TLS_DIR/$name.ext" -extensions leaf \
+      -out "$TLS_DIR/$name.crt" 2>>"$TLS_DIR/openssl.log"
+}
+
+# tls_setup [REDIS-SERVER ARGS...]
+# Writes test certificates to TLS_DIR=$BATS_FILE_TMPDIR/tls (RSA 2048, 10 years):
+#   ca.crt/.key                  the test CA
+#   server.crt/.key              CN=localhost, SAN DNS:localhost + IP:127.0.0.1, by ca
+#                                (EKU serverAuth+clientAuth)
+#   client.crt/.key              CN=rlock-client, by ca (clientAuth)
+#   wrong-ca.crt/.key            an unrelated CA
+#   wrong-server.crt/.key        same names as server.crt, signed by wrong-ca
+#   wrong-client.crt/.key        a client certificate signed by wrong-ca
+# then starts redis_start_named TLS --port 0 --tls-port P --tls-cert-file server.crt
+#   --tls-key-file server.key --tls-ca-cert-file ca.crt --tls-auth-clients optional ARGS
+# Exports TLS_DIR, TLS_PORT (the TLS port), TLS_URL=rediss://127.0.0.1:P/0, TLS_SOCK,
+# TLS_PID.
+tls_setup() {
+  export TLS_DIR="$BATS_FILE_TMPDIR/tls"
+  mkdir -p "$TLS_DIR"
+  _rlock_openssl_cnf
+  if ! {
+    _rlock_gen_ca ca "rlock test CA" &&
+      _rlock_gen_ca wrong-ca "rlock wrong CA" &&
+      _rlock_gen_cert server ca localhost serverAuth,clientAuth "DNS:localhost,IP:127.0.0.1" &&
+      _rlock_gen_cert client ca rlock-client clientAuth &&
+      _rlock_gen_cert wrong-server wrong-ca localhost serverAuth "DNS:localhost,IP:127.0.0.1" &&
+      _rlock_gen_cert wrong-client wrong-ca rlock-client clientAuth
+  }; then
+    fail "tls_setup: openssl failed: $(tail -n 20 "$TLS_DIR/openssl.log")"
+    return 1
+  fi
+  redis_start_named TLS --port 0 --tls-port @PORT@ \
+    --tls-cert-file "$TLS_DIR/server.crt" --tls-key-file "$TLS_DIR/server.key" \
+    --tls-ca-cert-file "$TLS_DIR/ca.crt" --tls-auth-clients optional "$@"
+}
+
+# tls_cli ARGS...: redis-cli over TLS to the TLS server, verifying it with the test CA.
+tls_cli() {
+  # shellcheck disable=SC2153 # exported by tls_setup
+  redis-cli --tls --cacert "$TLS_DIR/ca.crt" -h 127.0.0.1 -p "$TLS_PORT" --no-auth-warning "$@"
+}
+
+# --- garbage_server and fault_proxy -----------------------------------------------------
+
+_rlock_helper_bin() {
+  [[ -x $HELPERS/$1 ]] || {
+    fail "$HELPERS/$1 is missing: build the test helpers first (cmake --build build)"
+    return 1
+  }
+}
+
+_rlock_has_port_line() {
+  _rlock_alive "$2" || return 0 # stop polling; the caller sees the death
+  grep -q -x '[0-9]\+' "$1" 2>/dev/null
+}
+
+# _rlock_helper_start NAME KIND DIR COMMAND...: starts a helper that prints its port,
+# waits for the port (10s), registers and exports NAME_PORT, NAME_PID, NAME_DIR.
+_rlock_helper_start() {
+  local name=$1 kind=$2 dir=$3 pid port
+  shift 3
+  _rlock_check_name "$name" || return 1
+  if _rlock_reg_has "$name"; then
+    fail "$name is already started"
+    return 1
+  fi
+  mkdir -p "$dir"
+  : >"$dir/stdout"
+  _rlock_spawn "$dir/stdout" "$dir/stderr" "$@"
+  pid=$_RLOCK_SPAWNED
+  _rlock_poll "$kind $name to print its port" 10 _rlock_has_port_line "$dir/stdout" "$pid" || {
+    _rlock_terminate "$pid"
+    return 1
+  }
+  if ! _rlock_alive "$pid"; then
+    fail "$kind $name exited at start: $(cat "$dir/stderr")"
+    return 1
+  fi
+  read -r port <"$dir/stdout"
+  _rlock_reg_write "$name" kind="$kind" pid="$pid" port="$port" dir="$dir"
+  _rlock_export "$name"
+}
+
+# garbage_start_named NAME MODE: starts garbage_server on a kernel-picked port.
+# MODE: garbage | close | silent | badtype | reply=TEXT (see garbage_server.cc).
+# Exports NAME_PORT, NAME_PID, NAME_DIR. Stop with redis_stop NAME (or redis_stop_all).
+garbage_start_named() {
+  local name=$1 mode=$2 dir="$BATS_FILE_TMPDIR/helper-$1"
+  _rlock_helper_bin garbage_server || return 1
+  _rlock_helper_start "$name" garbage "$dir" "$HELPERS/garbage_server" 0 "$mode" "$dir/pid"
+}
+
+# garbage_start MODE: garbage_start_named GARBAGE MODE (GARBAGE_PORT, GARBAGE_PID).
+garbage_start() { garbage_start_named GARBAGE "$1"; }
+
+# proxy_start_named NAME TARGET_PORT [TARGET_HOST=127.0.0.1]: starts fault_proxy on a
+# kernel-picked port in front of TARGET. Exports NAME_PORT, NAME_PID, NAME_DIR (its
+# control directory, with the `state` file) and NAME_URL=redis://127.0.0.1:NAME_PORT/0.
+proxy_start_named() {
+  local name=$1 target_port=$2 target_host=${3:-127.0.0.1} dir="$BATS_FILE_TMPDIR/helper-$1"
+  _rlock_helper_bin fault_proxy || return 1
+  _rlock_helper_start "$name" proxy "$dir" \
+    "$HELPERS/fault_proxy" 0 "$target_host" "$target_port" "$dir" || return 1
+  local port_var="${name}_PORT"
+  export "${name}_URL=redis://127.0.0.1:${!port_var}/0"
+}
+
+# proxy_start TARGET_PORT [TARGET_HOST]: proxy_start_named PROXY … (PROXY_PORT, PROXY_URL…).
+proxy_start() { proxy_start_named PROXY "$@"; }
+
+# proxy_state KEY [NAME=PROXY]: prints KEY (mode, seq, cuts, accepted, active, port, pid)
+# from the proxy's state file.
+proxy_state() {
+  local dir_var="${2:-PROXY}_DIR"
+  sed -n "s/^$1=//p" "${!dir_var}/state"
+}
+
+_rlock_proxy_seq_above() { (($(proxy_state seq "$1") > $2)); }
+
+# _rlock_proxy_signal SIGNAL NAME: sends SIGNAL and returns once the proxy handled it.
+_rlock_proxy_signal() {
+  local name=$2 seq
+  eval "$_RLOCK_ENTRY_LOCALS"
+  _rlock_entry "$name" || return 1
+  seq=$(proxy_state seq "$name")
+  kill "-$1" "$pid"
+  _rlock_poll "fault_proxy $name to handle SIG$1" 5 _rlock_proxy_seq_above "$name" "$seq"
+}
+
+# proxy_cut [NAME=PROXY]: closes every connection through the proxy (both sides) and
+# returns once done. New connections are forwarded as before.
+proxy_cut() { _rlock_proxy_signal USR1 "${1:-PROXY}"; }
+
+# proxy_blackhole [NAME=PROXY]: toggles blackhole mode and returns once it took effect.
+proxy_blackhole() { _rlock_proxy_signal USR2 "${1:-PROXY}"; }
+
+# proxy_partition [NAME=PROXY]: blackhole on (no-op if already on). Connections stay
+# open, every byte either way is dropped.
+proxy_partition() {
+  [[ $(proxy_state mode "${1:-PROXY}") == blackhole ]] || proxy_blackhole "${1:-PROXY}"
+}
+
+# proxy_heal [NAME=PROXY]: blackhole off (no-op if already off); new data flows again.
+proxy_heal() {
+  [[ $(proxy_state mode "${1:-PROXY}") == forward ]] || proxy_blackhole "${1:-PROXY}"
+}
+
+_rlock_proxy_active_at_least() { (($(proxy_state active "$2") >= $1)); }
+
+# proxy_wait_active N [NAME=PROXY] [TIMEOUT_S=10]: waits until at least N connections
+# are open through the proxy (e.g. until rlock has connected, before cutting).
+proxy_wait_active() {
+  local name=${2:-PROXY}
+  _rlock_poll "$1 connections through fault_proxy $name" "${3:-10}" \
+    _rlock_proxy_active_at_least "$1" "$name"
+}
+
+# --- background commands ----------------------------------------------------------------
+
+# bg_start NAME CMD...
+# Starts CMD in the background with stdin from /dev/null, stdout in
+# $BATS_TEST_TMPDIR/NAME.out, stderr in NAME.err and every descriptor above 2 closed (so
+# bats never waits for it). Sets BG_PID and appends it to BG_PIDS; the default teardown
+# (bg_cleanup) ends it if it is still running after the test.
+bg_start() {
+  local name=$1
+  shift
+  (
+    for fd in /proc/self/fd/*; do
+      fd=${fd##*/}
+      if ((fd > 2)); then eval "exec $fd>&-" 2>/dev/null || true; fi
+    done
+    exec "$@" </dev/null >"$BATS_TEST_TMPDIR/$name.out" 2>"$BATS_TEST_TMPDIR/$name.err"
+  ) &
+  BG_PID=$!
+  BG_PIDS+=("$BG_PID")
+  echo "$BG_PID" >>"$BATS_TEST_TMPDIR/.rlock-bg-pids"
+}
+
+# rlock_bg NAME [RLOCK ARGS...]: bg_start NAME env --default-signal "$RLOCK" ARGS...
+# Every signal starts at its default disposition: a script's background job would
+# otherwise start with SIGINT and SIGQUIT ignored, and rlock (like a shell) keeps them
+# ignored, so a test's SIGINT would never arrive.
+rlock_bg() {
+  local name=$1
+  shift
+  bg_start "$name" env --default-signal "$RLOCK" "$@"
+}
+
+# bg_wait PID [TIMEOUT_S=20]: waits, bounded, for a bg_start process to end and sets
+# BG_STATUS to its exit status (128+N when killed by signal N). Fails the test if it is
+# still running after TIMEOUT_S.
+# shellcheck disable=SC2034 # BG_STATUS is for the caller
+bg_wait() {
+  _rlock_poll "pid $1 to exit" "${2:-20}" _rlock_dead "$1" || return 1
+  BG_STATUS=0
+  wait "$1" || BG_STATUS=$?
+}
+
+# bg_cleanup: SIGTERM (then SIGKILL after 5s) to every bg_start process of this test
+# that is still running.
+bg_cleanup() {
+  local pid
+  [[ -f $BATS_TEST_TMPDIR/.rlock-bg-pids ]] || return 0
+  while read -r pid; do
+    _rlock_terminate "$pid" || true
+  done <"$BATS_TEST_TMPDIR/.rlock-bg-pids"
+  rm -f "$BATS_TEST_TMPDIR/.rlock-bg-pids"
+}
+
+BG_PIDS=()
+
+_rlock_refresh
