@@ -262,6 +262,11 @@ Script make(const char* name, const char* body) {
 
 }  // namespace
 
+const std::string& script_prelude() {
+  static const std::string p = kPrelude;
+  return p;
+}
+
 const Script& acquire_script() {
   static const Script s = make("acquire", kAcquire);
   return s;

@@ -24,6 +24,10 @@ const Script& leave_script();
 const Script& status_script();
 const Script& break_script();
 
+/// The Lua every script starts with (shared helpers); a script's own part is
+/// its source after this prefix. Exposed so tests can check docs/PROTOCOL.md.
+const std::string& script_prelude();
+
 /// KEYS of every script, in order: lock, fence, holders, limit, queue, qseq.
 Args keys_of(const LockNames& names);
 

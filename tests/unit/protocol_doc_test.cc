@@ -1,0 +1,43 @@
+// docs/PROTOCOL.md quotes the Lua scripts so other languages can take the
+// same locks; this keeps the quotes and the code from drifting apart.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "scripts.h"
+
+namespace rlock {
+namespace {
+
+std::string read_doc() {
+  std::ifstream in(std::string(RLOCK_SOURCE_DIR) + "/docs/PROTOCOL.md");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.front() == '\n' || s.front() == ' ')) s.erase(s.begin());
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+TEST(ProtocolDoc, QuotesThePreludeVerbatim) {
+  std::string doc = read_doc();
+  ASSERT_FALSE(doc.empty()) << "docs/PROTOCOL.md not found";
+  EXPECT_NE(doc.find(trim(script_prelude())), std::string::npos);
+}
+
+TEST(ProtocolDoc, QuotesEveryScriptVerbatim) {
+  std::string doc = read_doc();
+  for (const Script* s : {&acquire_script(), &extend_script(), &release_script(), &leave_script(),
+                          &status_script(), &break_script()}) {
+    std::string body = trim(s->source.substr(script_prelude().size()));
+    EXPECT_NE(doc.find(body), std::string::npos)
+        << "docs/PROTOCOL.md does not quote the " << s->name << " script as in src/scripts.cc";
+  }
+}
+
+}  // namespace
+}  // namespace rlock
