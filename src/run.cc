@@ -81,11 +81,14 @@ class Runner {
       child_->signal_group(sig);
       return;
     }
-    if (!child_ && acquirer_ && sig != SIGWINCH && sig != SIGCONT) {
+    if (!child_ && sig != SIGWINCH && sig != SIGCONT) {
+      if (!acquirer_) {
+        exit_status_ = 128 + sig;
+        return;
+      }
       // A signal while waiting cancels the wait and leaves the line.
       log_verbose(fmt::format("signal {} while waiting: leaving the line", sig));
-      auto* a = acquirer_.get();
-      a->cancel([this, sig] { exit_status_ = 128 + sig; });
+      acquirer_->cancel([this, sig] { exit_status_ = 128 + sig; });
     }
   }
 

@@ -4,6 +4,7 @@
 
 #include "commands/commands.h"
 #include "output.h"
+#include "signals.h"
 #include "waiter.h"
 
 namespace rlock {
@@ -15,14 +16,22 @@ int cmd_acquire(const GlobalOptions& g, const LockOptions& o) {
   WaitSpec spec{o.ttl, o.wait, o.no_wait, local_holder_info("rlock acquire", getppid())};
   std::string token = new_token();
   Acquirer acquirer(lock, token, spec);
-  Acquired a;
-  try {
-    a = wait_for<Acquired>(s.loop, [&](Done<Acquired> d) { acquirer.start(std::move(d)); });
-  } catch (const Error& e) {
-    if (e.kind() == ErrorKind::NotAcquired)
-      throw Error(ErrorKind::NotAcquired, e.what(), o.conflict_exit);
-    throw;
+  // A signal while waiting leaves the line at once (as `run` does) instead
+  // of leaving a dead place behind until its lease runs out.
+  std::optional<int> cancelled;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT})
+    if (!ignored_at_start(sig))
+      s.loop.on_signal(sig, [&](int n) { acquirer.cancel([&, n] { cancelled = 128 + n; }); });
+  std::optional<Outcome<Acquired>> out;
+  acquirer.start([&](Outcome<Acquired> r) { out = std::move(r); });
+  s.loop.run_until([&] { return out.has_value() || cancelled.has_value(); });
+  if (cancelled) return *cancelled;
+  if (out->error) {
+    if (out->error->kind() == ErrorKind::NotAcquired)
+      throw Error(ErrorKind::NotAcquired, out->error->what(), o.conflict_exit);
+    throw *out->error;
   }
+  const Acquired& a = out->value;
   if (g.json)
     fmt::print("{{\"key\":{},\"token\":{},\"fence\":{},\"ttl_ms\":{}}}\n", json_string(o.key),
                json_string(token), a.fence, a.ttl.count());
