@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <charconv>
 
 #include "commands/commands.h"
 #include "error.h"
@@ -34,6 +35,7 @@ See rlock(1) for details.)";
 // errors name the flag.
 struct RawDurations {
   std::string connect_timeout, timeout, ttl, wait, min_hold, kill_after, on_lost;
+  std::optional<std::string> limit;
   std::vector<std::string> urls;
 };
 
@@ -77,7 +79,7 @@ void add_lock_options(CLI::App* sub, LockOptions& o, RawDurations& d, bool run) 
   sub->add_flag("-n,--no-wait", o.no_wait, "fail at once when taken");
   sub->add_option("-E,--conflict-exit-code", o.conflict_exit,
                   "exit status when the lock was not acquired (default 75)");
-  sub->add_option("--limit", o.limit, "counting semaphore: at most N holders at once");
+  sub->add_option("--limit", d.limit, "counting semaphore: at most N holders at once");
   if (!run) return;
   sub->add_option("--min-hold", d.min_hold,
                   "keep the lock at least this long after acquisition, even if CMD ends sooner");
@@ -104,6 +106,15 @@ void apply_durations(const RawDurations& d, GlobalOptions& g, LockOptions& o) {
     o.on_lost = OnLost::Warn;
   else
     throw_usage(fmt::format("invalid --on-lost '{}': use term, kill or warn", d.on_lost));
+  if (d.limit) {
+    int n = 0;
+    auto [p, ec] = std::from_chars(d.limit->data(), d.limit->data() + d.limit->size(), n);
+    if (d.limit->empty() || ec != std::errc() || p != d.limit->data() + d.limit->size() || n < 1 ||
+        n > 1'000'000)
+      throw_usage(
+          fmt::format("invalid --limit '{}': use a whole number from 1 to 1000000", *d.limit));
+    o.limit = n;
+  }
   if (d.urls.size() > 1)
     throw_usage("several --url (Redlock quorum mode) are not supported yet: give one");
   if (!d.urls.empty()) g.url = d.urls.front();

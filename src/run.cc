@@ -201,7 +201,8 @@ class Runner {
   // ---- the end ----
 
   void reap() {
-    if (!child_) return;
+    // Also reached by the guard's SIGCHLD after the child is gone: once only.
+    if (!child_ || !child_->running()) return;
     auto status = child_->try_reap();
     if (!status) {
       if (child_->stopped()) {
