@@ -73,7 +73,9 @@ _rlock() {
 
     # `rlock run KEY CMD` without "--": a word after KEY that is not an option
     # is the command.
-    if [[ $sub == run && -n $key_seen && -z $cmd_at && $cur != -* ]]; then
+    # (Not when the word is the value of an option: `run KEY --on-lost <TAB>`.)
+    if [[ $sub == run && -n $key_seen && -z $cmd_at && $cur != -* ]] &&
+        ! _rlock_takes_value "$prev"; then
         cmd_at=$cword
     fi
 

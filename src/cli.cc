@@ -34,8 +34,9 @@ See rlock(1) for details.)";
 // Duration flags are read as text and parsed by parse_duration, so their
 // errors name the flag.
 struct RawDurations {
-  std::string connect_timeout, timeout, ttl, wait, min_hold, kill_after, on_lost;
-  std::optional<std::string> limit;
+  // Optional, so an empty value ("--ttl ''") is an error, not "not given".
+  std::optional<std::string> connect_timeout, timeout, ttl, wait, min_hold, kill_after, on_lost,
+      limit;
   std::vector<std::string> urls;
 };
 
@@ -91,21 +92,22 @@ void add_lock_options(CLI::App* sub, LockOptions& o, RawDurations& d, bool run) 
 }
 
 void apply_durations(const RawDurations& d, GlobalOptions& g, LockOptions& o) {
-  if (!d.connect_timeout.empty())
-    g.connect_timeout = parse_duration(d.connect_timeout, "--connect-timeout");
-  if (!d.timeout.empty()) g.timeout = parse_duration(d.timeout, "--timeout");
-  if (!d.ttl.empty()) o.ttl = parse_duration(d.ttl, "--ttl");
-  if (!d.wait.empty()) o.wait = parse_duration(d.wait, "--wait");
-  if (!d.min_hold.empty()) o.min_hold = parse_duration(d.min_hold, "--min-hold");
-  if (!d.kill_after.empty()) o.kill_after = parse_duration(d.kill_after, "--kill-after");
-  if (d.on_lost == "term" || d.on_lost.empty())
+  if (d.connect_timeout)
+    g.connect_timeout = parse_duration(*d.connect_timeout, "--connect-timeout");
+  if (d.timeout) g.timeout = parse_duration(*d.timeout, "--timeout");
+  if (d.ttl) o.ttl = parse_duration(*d.ttl, "--ttl");
+  if (d.wait) o.wait = parse_duration(*d.wait, "--wait");
+  if (d.min_hold) o.min_hold = parse_duration(*d.min_hold, "--min-hold");
+  if (d.kill_after) o.kill_after = parse_duration(*d.kill_after, "--kill-after");
+  std::string on_lost = d.on_lost.value_or("term");
+  if (on_lost == "term")
     o.on_lost = OnLost::Term;
-  else if (d.on_lost == "kill")
+  else if (on_lost == "kill")
     o.on_lost = OnLost::Kill;
-  else if (d.on_lost == "warn")
+  else if (on_lost == "warn")
     o.on_lost = OnLost::Warn;
   else
-    throw_usage(fmt::format("invalid --on-lost '{}': use term, kill or warn", d.on_lost));
+    throw_usage(fmt::format("invalid --on-lost '{}': use term, kill or warn", on_lost));
   if (d.limit) {
     int n = 0;
     auto [p, ec] = std::from_chars(d.limit->data(), d.limit->data() + d.limit->size(), n);
@@ -276,7 +278,7 @@ int run_cli(int argc, char** argv) {
     if (acq->parsed()) return cmd_acquire(g, o);
     if (ext->parsed()) {
       std::optional<Millis> ttl;
-      if (!d.ttl.empty()) ttl = o.ttl;
+      if (d.ttl) ttl = o.ttl;
       return cmd_extend(g, key, token, ttl);
     }
     if (rel->parsed()) return cmd_release(g, key, token);

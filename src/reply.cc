@@ -89,9 +89,14 @@ Reply convert_reply(const redisReply* r) {
 
 Error server_error(const std::string& m, const std::string& context) {
   std::string msg = context.empty() ? m : fmt::format("{}: {}", context, m);
+  auto has = [&](const char* s) { return m.find(s) != std::string::npos; };
+  // Redis 7 also says "permission" without a NOPERM prefix: inside scripts
+  // ("The user executing the script can't …") and when it drops an
+  // unauthenticated client's large command ("Protocol error: unauthenticated").
   if (starts_with(m, "NOAUTH") || starts_with(m, "WRONGPASS") || starts_with(m, "NOPERM") ||
-      m.find("invalid password") != std::string::npos ||
-      m.find("invalid username-password") != std::string::npos)
+      has("invalid password") || has("invalid username-password") ||
+      has("user executing the script can't") || has("No permissions to access") ||
+      has("Protocol error: unauthenticated"))
     return Error(ErrorKind::Permission, msg);
   if (starts_with(m, "LOADING") || starts_with(m, "BUSY") || starts_with(m, "MASTERDOWN") ||
       starts_with(m, "READONLY") || starts_with(m, "TRYAGAIN") || starts_with(m, "CLUSTERDOWN") ||

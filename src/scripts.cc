@@ -190,9 +190,11 @@ if minhold > 0 then
     return {2, left}
   end
 end
+-- Publish first: a script's writes are not rolled back, so a PUBLISH the ACL
+-- refuses must fail before anything is deleted.
+redis.call('PUBLISH', chan, tok)
 if how == 'plain' then redis.call('DEL', LOCK) else redis.call('ZREM', HOLDERS, tok) end
 redis.call('DEL', hkey(tok))
-redis.call('PUBLISH', chan, tok)
 notify(chan, capacity(current_limit()))
 return {1}
 )lua";
@@ -226,6 +228,8 @@ return {limit, tonumber(redis.call('GET', FENCE) or '0'), NOW, holders(), waiter
 constexpr const char* kBreak = R"lua(
 local chan = ARGV[1]
 purge_holders()
+if redis.call('EXISTS', LOCK) == 0 and redis.call('EXISTS', HOLDERS) == 0 then return 0 end
+redis.call('PUBLISH', chan, 'break')  -- first, for the same reason as in release
 local n = 0
 local t = redis.call('GET', LOCK)
 if t then
@@ -243,7 +247,6 @@ for _, w in ipairs(redis.call('ZRANGE', QUEUE, 0, -1)) do
   redis.call('PUBLISH', chan .. ':' .. w, 'break')
 end
 redis.call('DEL', QUEUE, QSEQ)
-redis.call('PUBLISH', chan, 'break')
 return n
 )lua";
 

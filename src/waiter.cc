@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "duration.h"
 #include "output.h"
 
@@ -91,8 +93,12 @@ void Acquirer::subscribe() {
   });
   sub_->command({"SUBSCRIBE", channel}, [this, alive](Result r) {
     if (!*alive || finished_) return;
-    if (r.failure) return fail_with_cleanup(*r.failure);
+    if (r.failure) {
+      if (ride_out(*r.failure, [this] { subscribe(); })) return;
+      return fail_with_cleanup(*r.failure);
+    }
     if (r.reply.is_error()) return fail_with_cleanup(server_error(r.reply.str, "SUBSCRIBE"));
+    outage_since_.reset();
     attempt();
   });
 }
@@ -119,10 +125,12 @@ void Acquirer::on_reply(Outcome<AcquireReply> o) {
   if (finished_) return;
   if (o.error) {
     // The attempt may have reached the server before the failure: clean up.
+    if (ride_out(*o.error, [this] { attempt(); })) return;
     if (o.error->kind() == ErrorKind::Unavailable || o.error->kind() == ErrorKind::Protocol)
       return fail_with_cleanup(*o.error);
     return finish({o.error, {}});
   }
+  outage_since_.reset();
   const AcquireReply& a = o.value;
   if (a.state == AcquireReply::State::Acquired) {
     if (announced_)
@@ -180,6 +188,26 @@ void Acquirer::finish(Outcome<Acquired> o) {
     loop.after(Millis(0), [sub] {});
   }
   done_(std::move(o));
+}
+
+bool Acquirer::ride_out(const Error& e, std::function<void()> retry) {
+  // Only once waiting: a first contact that fails is reported at once (69).
+  if (probing_ || spec_.no_wait || e.kind() != ErrorKind::Unavailable) return false;
+  auto now = Clock::now();
+  if (!outage_since_) outage_since_ = now;
+  auto down = std::chrono::duration_cast<Millis>(now - *outage_since_);
+  if (down >= kOutageBudget) return false;
+  Millis backoff = std::clamp(down / 4, Millis(250), Millis(2000));
+  log_verbose(fmt::format("Redis unavailable while waiting ({}); retrying in {}", e.what(),
+                          format_duration(backoff)));
+  auto alive = alive_;
+  lock_.client().loop().cancel(retry_timer_);
+  retry_timer_ = lock_.client().loop().after(backoff, [this, alive, retry = std::move(retry)] {
+    if (!*alive || finished_) return;
+    retry_timer_ = 0;
+    retry();
+  });
+  return true;
 }
 
 void Acquirer::fail_with_cleanup(Error e) {

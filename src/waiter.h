@@ -13,6 +13,10 @@
 
 namespace rlock {
 
+/// How long a waiter rides out an unavailable Redis (restart, failover)
+/// before it gives up with 69. The first contact is never retried.
+inline constexpr Millis kOutageBudget{30000};
+
 struct WaitSpec {
   Millis ttl{30000};
   std::optional<Millis> wait;  // nullopt = forever
@@ -53,6 +57,9 @@ class Acquirer {
   void schedule(Millis delay);
   void finish(Outcome<Acquired> o);
   void fail_with_cleanup(Error e);
+  /// While waiting, an unavailable Redis is retried (with backoff) for up to
+  /// kOutageBudget of continuous failure; true if a retry was scheduled.
+  bool ride_out(const Error& e, std::function<void()> retry);
   void show_waiting(const AcquireReply& a);
   std::string holder_text(const AcquireReply& a) const;
 
@@ -66,6 +73,7 @@ class Acquirer {
   bool in_flight_ = false, again_ = false, finished_ = false, announced_ = false;
   Clock::time_point started_, sent_;
   std::optional<AcquireReply> last_;
+  std::optional<Clock::time_point> outage_since_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

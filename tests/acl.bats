@@ -1,0 +1,156 @@
+#!/usr/bin/env bats
+# ACL users: a user restricted to ~lock:* and &lock:* can use every subcommand; wrong
+# credentials and anything outside its patterns are refused with 77.
+# shellcheck disable=SC2154 # $stderr and $stderr_lines come from `run --separate-stderr`
+# shellcheck disable=SC2016 # wait_until conditions are expanded when evaluated
+
+bats_require_minimum_version 1.5.0
+
+load helpers/redis
+
+setup_file() {
+  redis_start
+  rcli acl setuser app on '>apppw' resetkeys '~lock:*' resetchannels '&lock:*' '+@all' >/dev/null
+  # Keys and channels allowed, but no scripts at all.
+  rcli acl setuser noscript on '>pw2' '~lock:*' '&lock:*' '+@all' -eval -evalsha >/dev/null
+  # Keys allowed, the release channels not.
+  rcli acl setuser nochan on '>pw3' '~lock:*' resetchannels '&other:*' '+@all' >/dev/null
+  export APP_URL="redis://app:apppw@127.0.0.1:$REDIS_PORT/0"
+}
+
+# rl ARGS...: runs rlock with stdout and stderr kept apart ($output / $stderr).
+rl() {
+  run --separate-stderr "$RLOCK" "$@"
+}
+
+# An error: exit $1, nothing on stdout, exactly one stderr line "rlock: …".
+assert_error() {
+  assert_equal "$status" "$1"
+  assert_equal "$output" ""
+  assert_equal "${#stderr_lines[@]}" 1
+  [[ ${stderr_lines[0]} == "rlock: "* ]] || fail "stderr does not start with 'rlock: ': $stderr"
+}
+
+@test "the ACL user is what the tests think it is" {
+  run rcli acl getuser app
+  assert_output --partial '~lock:*'
+  assert_output --partial '&lock:*'
+}
+
+@test "an ACL user restricted to ~lock:* &lock:* can acquire, extend, status, list and release" {
+  rl --url "$APP_URL" acquire acl-all --ttl 10s
+  assert_success
+  tok=$output
+  run rcli get 'lock:{acl-all}'
+  assert_output "$tok"
+  rl --url "$APP_URL" extend acl-all --token "$tok" --ttl 20s
+  assert_success
+  rl --url "$APP_URL" status acl-all --json
+  assert_success
+  assert_output --partial "\"token\":\"$tok\""
+  rl --url "$APP_URL" list 'acl-*'
+  assert_success
+  assert_output --partial acl-all
+  rl --url "$APP_URL" release acl-all --token "$tok"
+  assert_success
+  rl --url "$APP_URL" status acl-all
+  assert_equal "$status" 1
+}
+
+@test "an ACL user can wait for a lock and be woken by a release" {
+  tok=$("$RLOCK" --url "$APP_URL" acquire acl-wait --ttl 30s)
+  d=$BATS_TEST_TMPDIR
+  (
+    for fd in /proc/self/fd/*; do
+      fd=${fd##*/}
+      if ((fd > 2)); then eval "exec $fd>&-" 2>/dev/null || true; fi
+    done
+    rc=0
+    "$RLOCK" --url "$APP_URL" acquire acl-wait --wait 20s >"$d/out" 2>"$d/err" </dev/null || rc=$?
+    echo "$rc" >"$d/rc.tmp"
+    mv "$d/rc.tmp" "$d/rc"
+  ) &
+  disown $! 2>/dev/null || true
+  wait_until '"$RLOCK" status acl-wait --json | grep -q "\"position\":"'
+  rl --url "$APP_URL" release acl-wait --token "$tok"
+  assert_success
+  wait_for_file "$d/rc" 15
+  assert_equal "$(<"$d/rc")" 0
+}
+
+@test "an ACL user can break a lock" {
+  "$RLOCK" --url "$APP_URL" acquire acl-break --ttl 30s >/dev/null
+  rl --url "$APP_URL" break acl-break --yes
+  assert_success
+  run rcli exists 'lock:{acl-break}'
+  assert_output 0
+}
+
+@test "the ACL user's wrong password exits 77" {
+  rl --url "redis://app:wrong@127.0.0.1:$REDIS_PORT/0" acquire acl-wrongpw
+  assert_error 77
+  rl --url "redis://app:wrong@127.0.0.1:$REDIS_PORT/0" status acl-wrongpw
+  assert_error 77
+}
+
+@test "an unknown ACL user exits 77" {
+  rl --url "redis://nobody:apppw@127.0.0.1:$REDIS_PORT/0" status acl-nobody
+  assert_error 77
+}
+
+@test "a --prefix outside the user's key patterns exits 77" {
+  rl --url "$APP_URL" --prefix other: acquire acl-prefix --ttl 10s
+  assert_error 77
+  run rcli exists 'other:{acl-prefix}'
+  assert_output 0
+  rl --url "$APP_URL" --prefix other: status acl-prefix
+  assert_error 77
+}
+
+@test "release and extend under a --prefix outside the ACL exit 77, not 76" {
+  rl --url "$APP_URL" --prefix other: release acl-prefix2 --token 0123456789abcdef0123456789abcdef
+  assert_error 77
+  rl --url "$APP_URL" --prefix other: extend acl-prefix2 --token 0123456789abcdef0123456789abcdef
+  assert_error 77
+  rl --url "$APP_URL" --prefix other: break acl-prefix2 --yes
+  assert_error 77
+}
+
+@test "--user app with RLOCK_PASSWORD works" {
+  RLOCK_PASSWORD=apppw run --separate-stderr "$RLOCK" \
+    --url "redis://127.0.0.1:$REDIS_PORT/0" --user app acquire acl-user --ttl 10s
+  assert_success
+  run rcli exists 'lock:{acl-user}'
+  assert_output 1
+}
+
+@test "--user app with --password-file works" {
+  echo apppw >"$BATS_TEST_TMPDIR/pw"
+  rl status acl-user-file --user app --password-file "$BATS_TEST_TMPDIR/pw" \
+    --url "redis://127.0.0.1:$REDIS_PORT/0"
+  assert_equal "$status" 1
+}
+
+@test "--user overrides the URL's user name" {
+  rl --url "redis://nobody:apppw@127.0.0.1:$REDIS_PORT/0" --user app status acl-user-over
+  assert_equal "$status" 1
+}
+
+@test "the connection really is the ACL user's" {
+  # With the default user a foreign prefix works; as app it must not.
+  rl --prefix other: status acl-who
+  assert_equal "$status" 1
+  RLOCK_PASSWORD=apppw run --separate-stderr "$RLOCK" --user app --prefix other: status acl-who
+  assert_error 77
+}
+
+@test "a user without EVAL/EVALSHA permission exits 77" {
+  rl --url "redis://noscript:pw2@127.0.0.1:$REDIS_PORT/0" acquire acl-noscript --ttl 10s
+  assert_error 77
+}
+
+@test "a user who may not publish on the release channel: release exits 77" {
+  tok=$("$RLOCK" acquire acl-nochan --ttl 30s)
+  rl --url "redis://nochan:pw3@127.0.0.1:$REDIS_PORT/0" release acl-nochan --token "$tok"
+  assert_error 77
+}

@@ -1,0 +1,324 @@
+#!/usr/bin/env bats
+# The command line itself: --help, --version, usage errors (64, never CLI11's own codes),
+# durations, keys, tokens, and global options before or after the subcommand.
+# shellcheck disable=SC2154 # $stderr and $stderr_lines come from `run --separate-stderr`
+
+bats_require_minimum_version 1.5.0
+
+load helpers/redis
+
+setup_file() {
+  # One test reads server-wide counters (INFO commandstats): one test at a time.
+  export BATS_NO_PARALLELIZE_WITHIN_FILE=true
+  redis_start
+}
+
+# rl ARGS...: runs rlock with stdout and stderr kept apart ($output / $stderr).
+rl() {
+  run --separate-stderr "$RLOCK" "$@"
+}
+
+# A usage error: exit 64, nothing on stdout, exactly one stderr line "rlock: …".
+assert_usage_error() {
+  assert_equal "$status" 64
+  assert_equal "$output" ""
+  assert_equal "${#stderr_lines[@]}" 1
+  [[ ${stderr_lines[0]} == "rlock: "* ]] || fail "stderr does not start with 'rlock: ': $stderr"
+}
+
+# A URL where nothing listens.
+dead_url() {
+  echo "redis://127.0.0.1:$(free_port)/0"
+}
+
+@test "--help exits 0 and lists every subcommand" {
+  rl --help
+  assert_success
+  assert_equal "$stderr" ""
+  for sub in run acquire extend release status list break; do
+    assert_line --regexp "^  $sub  "
+  done
+}
+
+@test "--help shows the exit-status table" {
+  rl --help
+  assert_success
+  assert_output --partial "Exit status"
+  for code in 0 64 69 70 75 76 77 126/127 '128\+N'; do
+    assert_line --regexp "^  $code "
+  done
+}
+
+@test "-h is --help, and each subcommand has --help" {
+  rl -h
+  assert_success
+  assert_output --partial "Subcommands:"
+  for sub in run acquire extend release status list break; do
+    rl "$sub" --help
+    assert_success
+    assert_output --partial "rlock $sub"
+  done
+}
+
+@test "--version prints the version and exits 0" {
+  rl --version
+  assert_success
+  assert_output --regexp '^rlock [0-9]+\.[0-9]+\.[0-9]+'
+  assert_equal "$stderr" ""
+}
+
+@test "an unknown flag is a usage error (64, not CLI11's 109)" {
+  rl acquire k --bogus
+  assert_usage_error
+  assert_equal "${stderr_lines[0]}" "rlock: unexpected argument '--bogus'"
+  rl --bogus status k
+  assert_usage_error
+}
+
+@test "an unknown subcommand is a usage error (64)" {
+  rl frobnicate k
+  assert_usage_error
+}
+
+@test "no subcommand at all is a usage error (64)" {
+  rl
+  assert_usage_error
+}
+
+@test "a missing KEY is a usage error (64, not CLI11's 106)" {
+  for sub in acquire extend release status break; do
+    rl "$sub"
+    assert_usage_error
+  done
+}
+
+@test "an extra positional argument is a usage error (64)" {
+  rl status a b
+  assert_usage_error
+}
+
+@test "a malformed -E value is a usage error (64, not CLI11's 105)" {
+  rl acquire k -E abc
+  assert_usage_error
+}
+
+@test "-E outside 0-255 is a usage error (64)" {
+  rl acquire k -E 256
+  assert_usage_error
+  rl acquire k -E -1
+  assert_usage_error
+}
+
+@test "--connect-timeout 0 and --timeout 0 are usage errors (64)" {
+  rl --connect-timeout 0 status k
+  assert_usage_error
+  rl status k --timeout 0
+  assert_usage_error
+}
+
+@test "--ttl with an unknown unit is a usage error (64)" {
+  rl acquire k --ttl 5x
+  assert_usage_error
+  assert_output ""
+  [[ $stderr == *"--ttl"* ]] || fail "the message does not name --ttl: $stderr"
+}
+
+@test "--ttl 0 is a usage error (64)" {
+  rl acquire k --ttl 0
+  assert_usage_error
+}
+
+@test "a negative --wait is a usage error (64)" {
+  rl acquire k --wait -1s
+  assert_usage_error
+  [[ $stderr == *"--wait"* ]] || fail "the message does not name --wait: $stderr"
+}
+
+@test "malformed durations are usage errors (64)" {
+  for d in abc 1h30 ms 1.5.s 5S ' 5s'; do
+    rl acquire k --ttl "$d"
+    assert_usage_error
+  done
+  rl --timeout nope status k
+  assert_usage_error
+  rl --connect-timeout 3q status k
+  assert_usage_error
+}
+
+@test "an empty duration is a usage error (64)" {
+  rl acquire k --ttl ''
+  assert_usage_error
+  rl acquire k --wait ''
+  assert_usage_error
+}
+
+@test "a bare number is seconds and fractions work" {
+  rl acquire dur-bare --ttl 7 -q
+  assert_success
+  run rcli pttl 'lock:{dur-bare}'
+  assert [ "$output" -gt 6000 ] && assert [ "$output" -le 7000 ]
+  rl acquire dur-frac --ttl 1.5s -q
+  assert_success
+  run rcli pttl 'lock:{dur-frac}'
+  assert [ "$output" -gt 1000 ] && assert [ "$output" -le 1500 ]
+}
+
+@test "durations like 250ms, 30s, 5m, 2h and 1h30m are accepted" {
+  for d in 250ms 30s 5m 2h 1h30m; do
+    rl acquire "dur-$d" --ttl "$d" --json
+    assert_success
+  done
+  run rcli pttl 'lock:{dur-1h30m}'
+  assert [ "$output" -gt 5300000 ] && assert [ "$output" -le 5400000 ]
+  run rcli pttl 'lock:{dur-250ms}'
+  assert [ "$output" -le 250 ]
+}
+
+@test "an empty KEY is a usage error (64)" {
+  rl acquire ''
+  assert_usage_error
+}
+
+@test "a KEY with '{' is a usage error (64)" {
+  rl acquire 'a{b'
+  assert_usage_error
+}
+
+@test "a KEY with '}' is a usage error (64)" {
+  rl status 'a}b'
+  assert_usage_error
+}
+
+@test "a KEY with control characters is a usage error (64)" {
+  rl acquire $'a\tb'
+  assert_usage_error
+  rl acquire $'a\nb'
+  assert_usage_error
+  rl acquire $'a\x7fb'
+  assert_usage_error
+}
+
+@test "a KEY that is not UTF-8 is a usage error (64)" {
+  rl acquire $'\xff\xfe'
+  assert_usage_error
+}
+
+@test "a KEY of 512 bytes is accepted, 513 bytes is a usage error (64)" {
+  k512=$(printf 'k%.0s' {1..512})
+  rl acquire "$k512" --ttl 5s
+  assert_success
+  assert_output --regexp '^[0-9a-f]{32}$'
+  run rcli exists "lock:{$k512}"
+  assert_output 1
+  rl acquire "${k512}x" --ttl 5s
+  assert_usage_error
+}
+
+@test "a UTF-8 KEY is accepted" {
+  key='ключ/ü✓ 🔒'
+  rl acquire "$key" --ttl 5s
+  assert_success
+  tok=$output
+  rl status "$key"
+  assert_success
+  run rcli get "lock:{$key}"
+  assert_output "$tok"
+}
+
+@test "a bad token is a usage error (64)" {
+  rl release k --token ''
+  assert_usage_error
+  rl release k --token 'a b'
+  assert_usage_error
+  rl extend k --token $'a\tb'
+  assert_usage_error
+  rl release k --token "$(printf 'a%.0s' {1..129})"
+  assert_usage_error
+}
+
+@test "release and extend without any token are usage errors (64)" {
+  rl release k
+  assert_usage_error
+  rl extend k
+  assert_usage_error
+}
+
+@test "a bad URL is a usage error (64)" {
+  rl --url 'foo://x' status k
+  assert_usage_error
+  rl --url 'redis://127.0.0.1:notaport/0' status k
+  assert_usage_error
+  rl --url 'redis://127.0.0.1:6379/notadb' status k
+  assert_usage_error
+}
+
+@test "a bad --prefix is a usage error (64)" {
+  rl --prefix 'a{' status k
+  assert_usage_error
+}
+
+@test "global options after the subcommand work" {
+  dead=$(dead_url) good=$RLOCK_URL
+  RLOCK_URL=$dead run --separate-stderr "$RLOCK" acquire gopt --ttl 5s --url "$good" --prefix gp: -q
+  assert_success
+  run rcli exists 'gp:{gopt}'
+  assert_output 1
+  RLOCK_URL=$dead run --separate-stderr "$RLOCK" status gopt --prefix gp: --url "$good" --json
+  assert_success
+  assert_output --partial '"held":true'
+}
+
+@test "global options before the subcommand work" {
+  dead=$(dead_url) good=$RLOCK_URL
+  RLOCK_URL=$dead run --separate-stderr "$RLOCK" --url "$good" --prefix gq: -q acquire gopt2 --ttl 5s
+  assert_success
+  run rcli exists 'gq:{gopt2}'
+  assert_output 1
+}
+
+@test "--wait with --no-wait is a usage error (64)" {
+  rl acquire k --wait 1s --no-wait
+  assert_usage_error
+  rl acquire k -n --wait 1s
+  assert_usage_error
+}
+
+@test "break without a terminal and without --yes refuses (64)" {
+  tok=$("$RLOCK" acquire brk --ttl 10s)
+  run --separate-stderr "$RLOCK" break brk </dev/null
+  assert_usage_error
+  [[ $stderr == *--yes* ]] || fail "the message does not mention --yes: $stderr"
+  run rcli get 'lock:{brk}'
+  assert_output "$tok"
+}
+
+@test "run --on-lost bogus is a usage error (64)" {
+  rl run k --on-lost bogus -- true
+  assert_usage_error
+}
+
+@test "--limit 0 is a usage error (64)" {
+  rl acquire lim0 --limit 0
+  assert_usage_error
+}
+
+@test "--limit with a negative number is a usage error (64)" {
+  rl acquire limneg --limit -1
+  assert_usage_error
+}
+
+@test "a --tls-* flag with a redis:// URL is a usage error (64) that names rediss://" {
+  rl status k --tls-ca-cert /dev/null
+  assert_usage_error
+  assert_equal "$status" 64
+  [[ $stderr == *rediss://* ]] || fail "the message does not name rediss://: $stderr"
+}
+
+@test "usage errors do not touch Redis" {
+  rcli config resetstat >/dev/null
+  rl acquire 'a{b'
+  rl acquire k --ttl 5x
+  rl acquire k --bogus
+  run bash -c "redis-cli -p $REDIS_PORT info commandstats | tr -d '\r'"
+  refute_output --partial cmdstat_eval
+}

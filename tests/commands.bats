@@ -1,0 +1,682 @@
+#!/usr/bin/env bats
+# The scriptable subcommands against a real redis-server: acquire, extend, release,
+# status, list, break; waiting, fencing, --limit, --prefix, foreign holders, -q and -v.
+# shellcheck disable=SC2154 # $stderr and $stderr_lines come from `run --separate-stderr`
+# shellcheck disable=SC2016 # wait_until conditions are expanded when evaluated
+
+bats_require_minimum_version 1.5.0
+
+load helpers/redis
+
+setup_file() {
+  # Some tests read server-wide counters (INFO commandstats): one test at a time.
+  export BATS_NO_PARALLELIZE_WITHIN_FILE=true
+  # The interpreter itself, not a wrapper such as a pyenv shim (which can take a second).
+  PYTHON=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null) || PYTHON=""
+  export PYTHON
+  redis_start
+}
+
+teardown() {
+  stop_bg
+}
+
+# rl ARGS...: runs rlock with stdout and stderr kept apart ($output / $stderr).
+rl() {
+  run --separate-stderr "$RLOCK" "$@"
+}
+
+# --- background rlock processes ------------------------------------------------------------
+
+# start_bg NAME ARGS...: runs `rlock ARGS` in the background, with stdin from /dev/null and
+# no bats descriptor inherited. Its stdout goes to $BATS_TEST_TMPDIR/NAME.out, stderr to
+# NAME.err, its pid to NAME.pid; NAME.rc appears (atomically) with its exit status.
+start_bg() {
+  local name=$1 d=$BATS_TEST_TMPDIR
+  shift
+  (
+    for fd in /proc/self/fd/*; do
+      fd=${fd##*/}
+      if ((fd > 2)); then eval "exec $fd>&-" 2>/dev/null || true; fi
+    done
+    "$RLOCK" "$@" </dev/null >"$d/$name.out" 2>"$d/$name.err" &
+    echo $! >"$d/$name.pid"
+    echo "$!" >>"$d/.bg-pids"
+    rc=0
+    wait $! || rc=$?
+    echo "$rc" >"$d/$name.rc.tmp"
+    mv "$d/$name.rc.tmp" "$d/$name.rc"
+  ) &
+  disown $! 2>/dev/null || true
+  wait_for_file "$d/$name.pid" 5
+}
+
+# wait_bg NAME [TIMEOUT_S=15]: waits for NAME to end; sets BG_RC, BG_OUT, BG_ERR.
+wait_bg() {
+  local d=$BATS_TEST_TMPDIR
+  wait_for_file "$d/$1.rc" "${2:-15}" || return 1
+  BG_RC=$(<"$d/$1.rc")
+  BG_OUT=$(<"$d/$1.out")
+  BG_ERR=$(<"$d/$1.err")
+}
+
+# stop_bg: ends every background rlock this test started (teardown).
+stop_bg() {
+  local f=$BATS_TEST_TMPDIR/.bg-pids pid
+  [[ -f $f ]] || return 0
+  while read -r pid; do
+    kill -TERM "$pid" 2>/dev/null || true
+  done <"$f"
+  rm -f "$f"
+}
+
+# --- lock state --------------------------------------------------------------------------
+
+# acquire_tok KEY ARGS...: acquires KEY (from this shell, so the holder pid is $BASHPID)
+# and sets TOK; fails the test on any error.
+acquire_tok() {
+  local key=$1 f=$BATS_TEST_TMPDIR/tok.$RANDOM
+  shift
+  "$RLOCK" acquire "$key" "$@" >"$f" || fail "rlock acquire $key $* failed with $?"
+  TOK=$(<"$f")
+  [[ $TOK =~ ^[0-9a-f]{32}$ ]] || fail "acquire printed '$TOK', not a 32-hex token"
+}
+
+# has_waiter KEY [N=1]: true when `status --json` lists at least N waiters.
+has_waiter() {
+  local n=${2:-1} json
+  json=$("$RLOCK" status "$1" --json 2>/dev/null) || true
+  (($(grep -o '"position":' <<<"$json" | wc -l) >= n))
+}
+
+# json_assert JSON EXPR...: each Python expression EXPR, evaluated with d = the parsed
+# JSON and E = the environment, must be true; fails the test naming those that are not.
+# (One python process per call: it can take a second to start.)
+json_assert() {
+  local j=$1
+  shift
+  "$PYTHON" -c 'import json, os, sys
+d = json.loads(sys.argv[1])
+E = os.environ
+bad = []
+for e in sys.argv[2:]:
+    try:
+        ok = eval(e)
+    except Exception as x:
+        ok = False
+        e += "  (" + repr(x) + ")"
+    if not ok:
+        bad.append(e)
+if bad:
+    print("JSON: " + sys.argv[1])
+    for e in bad:
+        print("not true: " + e)
+    sys.exit(1)' "$j" "$@" || fail "JSON assertions failed (above)"
+}
+
+# json_field JSON NAME: prints the first scalar value of "NAME" in JSON (numbers and
+# strings without escapes; enough for acquire's flat object).
+json_field() {
+  local re="\"$2\":(\"([^\"]*)\"|(-?[0-9]+))"
+  [[ $1 =~ $re ]] || {
+    fail "no \"$2\" in: $1"
+    return 1
+  }
+  echo "${BASH_REMATCH[2]}${BASH_REMATCH[3]}"
+}
+
+need_python() {
+  [[ -n ${PYTHON:-} && -x $PYTHON ]] || skip "python3 is needed to parse JSON"
+}
+
+# ms_since START_MS: prints milliseconds elapsed since START_MS (EPOCHREALTIME based).
+now_ms() {
+  local us=${EPOCHREALTIME//[!0-9]/}
+  echo $((10#$us / 1000))
+}
+
+# --- acquire / status ------------------------------------------------------------------
+
+@test "acquire prints a token and status shows the holder with host, pid, user and command" {
+  acquire_tok holder-info --ttl 30s
+  rl status holder-info
+  assert_success
+  assert_output --partial "holder-info: held"
+  assert_output --partial "$(hostname)"
+  assert_output --partial "pid $BASHPID"
+  assert_output --partial "user $(id -un)"
+  assert_output --partial "rlock acquire"
+  assert_output --partial "$TOK"
+}
+
+@test "status --json gives the holder's host, pid, user, command, token and times" {
+  need_python
+  acquire_tok holder-json --ttl 30s
+  rl status holder-json --json
+  assert_success
+  HOST=$(hostname) USER_NAME=$(id -un) PID=$BASHPID TOK=$TOK json_assert "$output" \
+    'd["key"] == "holder-json"' 'd["held"] is True' 'd["limit"] == 0' \
+    'd["waiters"] == []' 'len(d["holders"]) == 1' \
+    'sorted(d["holders"][0]) == ["age_ms", "command", "fence", "host", "pid", "since", "since_ms", "token", "ttl_left_ms", "ttl_ms", "user"]' \
+    'd["holders"][0]["token"] == E["TOK"]' \
+    'd["holders"][0]["host"] == E["HOST"]' \
+    'd["holders"][0]["pid"] == int(E["PID"])' \
+    'd["holders"][0]["user"] == E["USER_NAME"]' \
+    'd["holders"][0]["command"] == "rlock acquire"' \
+    'd["holders"][0]["ttl_ms"] == 30000' \
+    'd["holders"][0]["fence"] == d["fence"] >= 1' \
+    '0 < d["holders"][0]["ttl_left_ms"] <= 30000' \
+    '0 <= d["holders"][0]["age_ms"] < 10000' \
+    'd["holders"][0]["since"].endswith("Z") and d["server_time"].endswith("Z")' \
+    'isinstance(d["holders"][0]["since_ms"], int)'
+}
+
+@test "acquire stores the token in PREFIX{KEY} with a PX expiry of --ttl (default 30s)" {
+  acquire_tok layout --ttl 10s
+  run rcli get 'lock:{layout}'
+  assert_output "$TOK"
+  run rcli pttl 'lock:{layout}'
+  assert [ "$output" -gt 5000 ] && assert [ "$output" -le 10000 ]
+  acquire_tok layout-default
+  run rcli pttl 'lock:{layout-default}'
+  assert [ "$output" -gt 25000 ] && assert [ "$output" -le 30000 ]
+}
+
+@test "acquire --json prints key, token, fence and ttl_ms" {
+  need_python
+  rl acquire acq-json --ttl 12s --json
+  assert_success
+  json_assert "$output" 'sorted(d) == ["fence", "key", "token", "ttl_ms"]' \
+    'd["key"] == "acq-json"' 'd["fence"] == 1' 'd["ttl_ms"] == 12000' \
+    'len(d["token"]) == 32 and int(d["token"], 16) >= 0'
+  tok=$(json_field "$output" token)
+  run rcli get 'lock:{acq-json}'
+  assert_output "$tok"
+}
+
+@test "tokens are 128 random bits, different at every acquisition" {
+  acquire_tok tokens-a --ttl 5s
+  a=$TOK
+  acquire_tok tokens-b --ttl 5s
+  assert [ "$a" != "$TOK" ]
+}
+
+@test "the fence strictly increases across acquisitions" {
+  prev=0
+  for _ in 1 2 3 4; do
+    rl acquire fence-up --ttl 5s --json
+    assert_success
+    fence=$(json_field "$output" fence)
+    tok=$(json_field "$output" token)
+    assert [ "$fence" -gt "$prev" ]
+    prev=$fence
+    rl release fence-up --token "$tok"
+    assert_success
+  done
+  run rcli get 'lock:{fence-up}:fence'
+  assert_output "$prev"
+}
+
+@test "acquire -n on a held key exits 75 with one stderr line" {
+  acquire_tok held-n --ttl 30s
+  rl acquire held-n -n
+  assert_equal "$status" 75
+  assert_equal "$output" ""
+  assert_equal "${#stderr_lines[@]}" 1
+  assert_regex "${stderr_lines[0]}" "^rlock: .*held-n"
+  run rcli get 'lock:{held-n}'
+  assert_output "$TOK"
+}
+
+@test "-E 3 makes a conflict exit 3" {
+  acquire_tok held-e --ttl 30s
+  rl acquire held-e -n -E 3
+  assert_equal "$status" 3
+}
+
+@test "-E also applies when --wait runs out" {
+  acquire_tok held-ew --ttl 30s
+  rl acquire held-ew --wait 200ms -E 9
+  assert_equal "$status" 9
+}
+
+@test "acquire --wait 300ms on a held key exits 75 after roughly that time" {
+  acquire_tok held-w --ttl 30s
+  t0=$(now_ms)
+  rl acquire held-w --wait 300ms
+  elapsed=$(($(now_ms) - t0))
+  assert_equal "$status" 75
+  assert_equal "$output" ""
+  assert [ "$elapsed" -ge 250 ]
+  assert [ "$elapsed" -lt 5000 ]
+}
+
+@test "a waiter gave up leaves the queue (status shows no waiters)" {
+  acquire_tok held-gone --ttl 30s
+  rl acquire held-gone --wait 200ms
+  assert_equal "$status" 75
+  rl status held-gone --json
+  assert_output --partial '"waiters":[]'
+}
+
+@test "acquire --wait succeeds once the holder releases" {
+  acquire_tok wait-rel --ttl 30s
+  holder=$TOK
+  start_bg waiter acquire wait-rel --wait 20s --ttl 10s
+  wait_until 'has_waiter wait-rel'
+  rl release wait-rel --token "$holder"
+  assert_success
+  wait_bg waiter
+  assert_equal "$BG_RC" 0 "waiter's stderr: $BG_ERR"
+  assert_regex "$BG_OUT" '^[0-9a-f]{32}$'
+  run rcli get 'lock:{wait-rel}'
+  assert_output "$BG_OUT"
+}
+
+@test "release wakes a waiter at once, long before the holder's TTL" {
+  acquire_tok wake --ttl 60s
+  holder=$TOK
+  start_bg waiter acquire wake --wait 50s
+  wait_until 'has_waiter wake'
+  t0=$(now_ms)
+  rl release wake --token "$holder"
+  assert_success
+  wait_bg waiter 20
+  elapsed=$(($(now_ms) - t0))
+  assert_equal "$BG_RC" 0
+  assert [ "$elapsed" -lt 5000 ]
+}
+
+@test "waiters are served first come, first served" {
+  acquire_tok fifo --ttl 30s
+  holder=$TOK
+  start_bg first acquire fifo --wait 30s --ttl 30s
+  wait_until 'has_waiter fifo 1'
+  start_bg second acquire fifo --wait 30s --ttl 30s
+  wait_until 'has_waiter fifo 2'
+  rl release fifo --token "$holder"
+  assert_success
+  wait_bg first 15
+  assert_equal "$BG_RC" 0
+  first=$BG_OUT
+  run rcli get 'lock:{fifo}'
+  assert_output "$first"
+  assert [ ! -e "$BATS_TEST_TMPDIR/second.rc" ]
+  rl release fifo --token "$first"
+  assert_success
+  wait_bg second 15
+  assert_equal "$BG_RC" 0
+  run rcli get 'lock:{fifo}'
+  assert_output "$BG_OUT"
+}
+
+@test "status --json lists a waiter with position, token, host, pid, user, command, since, waited_ms" {
+  need_python
+  acquire_tok waiter-json --ttl 30s
+  start_bg waiter acquire waiter-json --wait 20s
+  wait_until 'has_waiter waiter-json'
+  rl status waiter-json --json
+  assert_success
+  # acquire records its parent as the pid: here the background subshell that started it.
+  HOST=$(hostname) USER_NAME=$(id -un) json_assert "$output" \
+    'len(d["waiters"]) == 1' \
+    'sorted(d["waiters"][0]) == ["command", "host", "pid", "position", "since", "token", "user", "waited_ms"]' \
+    'd["waiters"][0]["position"] == 1' \
+    'd["waiters"][0]["host"] == E["HOST"]' \
+    'd["waiters"][0]["user"] == E["USER_NAME"]' \
+    'd["waiters"][0]["command"] == "rlock acquire"' \
+    'isinstance(d["waiters"][0]["pid"], int) and d["waiters"][0]["pid"] > 0' \
+    'len(d["waiters"][0]["token"]) == 32' \
+    'd["waiters"][0]["token"] != d["holders"][0]["token"]' \
+    'd["waiters"][0]["waited_ms"] >= 0' \
+    'd["waiters"][0]["since"].endswith("Z")'
+  rl status waiter-json
+  assert_output --partial "waiting"
+}
+
+@test "extend keeps the lease alive past its original TTL" {
+  t0=$(now_ms)
+  acquire_tok ext-alive --ttl 1500ms
+  rl extend ext-alive --token "$TOK" --ttl 10s
+  assert_success
+  assert_output ""
+  run rcli pttl 'lock:{ext-alive}'
+  assert [ "$output" -gt 5000 ]
+  # Let the original 1.5s lease pass (with margin), then it must still be held.
+  wait_until '(( $(now_ms) - t0 > 2000 ))' 5
+  rl status ext-alive
+  assert_success
+  run rcli get 'lock:{ext-alive}'
+  assert_output "$TOK"
+}
+
+@test "extend without --ttl renews by the TTL it was acquired with" {
+  acquire_tok ext-default --ttl 8s
+  rcli pexpire 'lock:{ext-default}' 2000 >/dev/null
+  rl extend ext-default --token "$TOK" --json
+  assert_success
+  json=$output
+  run rcli pttl 'lock:{ext-default}'
+  assert [ "$output" -gt 6000 ] && assert [ "$output" -le 8000 ]
+  assert_equal "$(json_field "$json" ttl_ms)" 8000
+  assert_equal "$(json_field "$json" token)" "$TOK"
+}
+
+@test "extend with a token that no longer holds exits 76" {
+  acquire_tok ext-wrong --ttl 30s
+  rl extend ext-wrong --token 0123456789abcdef0123456789abcdef
+  assert_equal "$status" 76
+  assert_equal "${#stderr_lines[@]}" 1
+  assert_regex "${stderr_lines[0]}" '^rlock: '
+  run rcli get 'lock:{ext-wrong}'
+  assert_output "$TOK"
+}
+
+@test "extend after the lease expired exits 76 and does not re-create the lock" {
+  acquire_tok ext-expired --ttl 5s
+  rcli pexpire 'lock:{ext-expired}' 1 >/dev/null
+  wait_until '[ "$(rcli exists "lock:{ext-expired}")" = 0 ]' 5
+  rl extend ext-expired --token "$TOK" --ttl 10s
+  assert_equal "$status" 76
+  run rcli exists 'lock:{ext-expired}'
+  assert_output 0
+}
+
+@test "release with a token that no longer holds exits 76" {
+  acquire_tok rel-wrong --ttl 30s
+  rl release rel-wrong --token 0123456789abcdef0123456789abcdef
+  assert_equal "$status" 76
+  assert_equal "${#stderr_lines[@]}" 1
+  run rcli get 'lock:{rel-wrong}'
+  assert_output "$TOK"
+  rl release rel-wrong --token "$TOK"
+  assert_success
+  rl release rel-wrong --token "$TOK"
+  assert_equal "$status" 76
+}
+
+@test "release then status: free (exit 1), the fence is kept" {
+  acquire_tok rel-free --ttl 30s
+  rl release rel-free --token "$TOK"
+  assert_success
+  assert_output ""
+  rl status rel-free
+  assert_equal "$status" 1
+  assert_output --partial "free"
+  run rcli exists 'lock:{rel-free}' "lock:{rel-free}:h:$TOK"
+  assert_output 0
+  run rcli get 'lock:{rel-free}:fence'
+  assert_output 1
+}
+
+@test "status of a key never used: free (exit 1)" {
+  rl status never-used
+  assert_equal "$status" 1
+  rl status never-used --json
+  assert_equal "$status" 1
+  assert_output --partial '"held":false'
+}
+
+@test "RLOCK_TOKEN is the default --token of release and extend" {
+  acquire_tok env-tok --ttl 30s
+  RLOCK_TOKEN=$TOK run --separate-stderr "$RLOCK" extend env-tok --ttl 20s
+  assert_success
+  RLOCK_TOKEN=0123456789abcdef0123456789abcdef run --separate-stderr "$RLOCK" release env-tok
+  assert_equal "$status" 76
+  RLOCK_TOKEN=$TOK run --separate-stderr "$RLOCK" release env-tok
+  assert_success
+  rl status env-tok
+  assert_equal "$status" 1
+}
+
+@test "--token overrides RLOCK_TOKEN" {
+  acquire_tok env-over --ttl 30s
+  RLOCK_TOKEN=0123456789abcdef0123456789abcdef run --separate-stderr \
+    "$RLOCK" release env-over --token "$TOK"
+  assert_success
+}
+
+# --- list ------------------------------------------------------------------------------
+
+@test "list PATTERN prints one tab-separated line per matching lock" {
+  acquire_tok list-a1 --ttl 30s
+  acquire_tok list-a2 --ttl 30s
+  acquire_tok list-b1 --ttl 30s
+  rl list 'list-a*'
+  assert_success
+  assert_equal "${#lines[@]}" 2
+  for l in "${lines[@]}"; do
+    IFS=$'\t' read -r -a f <<<"$l"
+    assert [ "${#f[@]}" -ge 5 ]
+    [[ ${f[0]} == list-a1 || ${f[0]} == list-a2 ]] || fail "unexpected key in: $l"
+    [[ ${f[1]} == "$(hostname):$BASHPID" ]] || fail "holder is not host:pid in: $l"
+  done
+  refute_output --partial list-b1
+  rl list 'list-?1'
+  assert_equal "${#lines[@]}" 2
+  assert_output --partial list-b1
+}
+
+@test "list --json prints an array of status objects" {
+  need_python
+  acquire_tok listj-1 --ttl 30s
+  acquire_tok listj-2 --ttl 30s
+  rl list 'listj-*' --json
+  assert_success
+  json_assert "$output" 'isinstance(d, list)' \
+    'sorted(x["key"] for x in d) == ["listj-1", "listj-2"]' \
+    'all(x["held"] and len(x["holders"]) == 1 for x in d)' \
+    'all("waiters" in x and "fence" in x for x in d)'
+}
+
+@test "list with no match prints nothing (or []) and exits 0" {
+  rl list 'nothing-here-*'
+  assert_success
+  assert_output ""
+  rl list 'nothing-here-*' --json
+  assert_success
+  assert_output "[]"
+}
+
+@test "list does not show released locks or foreign keys outside the prefix" {
+  acquire_tok listgone --ttl 30s
+  rl release listgone --token "$TOK"
+  rcli set 'other:{listgone2}' x >/dev/null
+  rl list 'listgone*'
+  assert_success
+  assert_output ""
+}
+
+@test "list uses SCAN, never KEYS" {
+  acquire_tok scan-me --ttl 30s
+  rcli config resetstat >/dev/null
+  rl list
+  assert_success
+  assert_output --partial scan-me
+  run bash -c "redis-cli -h 127.0.0.1 -p $REDIS_PORT info commandstats | tr -d '\r'"
+  assert_output --partial cmdstat_scan
+  refute_output --partial cmdstat_keys
+}
+
+@test "list follows the SCAN cursor to the end (300 locks)" {
+  for i in $(seq 1 300); do
+    printf 'SET "lock:{many-%s}" t%s PX 60000\n' "$i" "$i"
+  done | rcli >/dev/null
+  rl list 'many-*'
+  assert_success
+  assert_equal "${#lines[@]}" 300
+}
+
+@test "a list pattern with '{' is a usage error (64)" {
+  rl list 'a{*'
+  assert_equal "$status" 64
+}
+
+# --- prefix ----------------------------------------------------------------------------
+
+@test "--prefix isolates locks" {
+  rl --prefix pa: acquire iso --ttl 30s
+  assert_success
+  rl acquire iso --prefix pb: --ttl 30s -n
+  assert_success
+  rl acquire iso --ttl 30s -n
+  assert_success
+  run rcli exists 'pa:{iso}' 'pb:{iso}' 'lock:{iso}'
+  assert_output 3
+  rl list 'iso' --prefix pa:
+  assert_equal "${#lines[@]}" 1
+}
+
+# --- break -----------------------------------------------------------------------------
+
+@test "break --yes frees a held lock" {
+  acquire_tok brk-held --ttl 30s
+  rl break brk-held --yes
+  assert_success
+  rl status brk-held
+  assert_equal "$status" 1
+  run rcli exists 'lock:{brk-held}' "lock:{brk-held}:h:$TOK"
+  assert_output 0
+  rl release brk-held --token "$TOK"
+  assert_equal "$status" 76
+}
+
+@test "break --yes wakes a waiting acquire --wait; the fence is not reset" {
+  rl acquire brk-wait --ttl 60s --json
+  fence1=$(json_field "$output" fence)
+  start_bg waiter acquire brk-wait --wait 50s --json
+  wait_until 'has_waiter brk-wait'
+  t0=$(now_ms)
+  rl break brk-wait -y
+  assert_success
+  wait_bg waiter 20
+  assert_equal "$BG_RC" 0
+  assert [ $(($(now_ms) - t0)) -lt 5000 ]
+  fence2=$(json_field "$BG_OUT" fence)
+  assert [ "$fence2" -gt "$fence1" ]
+}
+
+@test "break on a free key exits 1 and changes nothing" {
+  rl break brk-free --yes
+  assert_equal "$status" 1
+  run rcli exists 'lock:{brk-free}'
+  assert_output 0
+}
+
+# --- foreign holders, SCRIPT FLUSH ----------------------------------------------------------
+
+@test "a foreign SET NX PX holder is respected and shown by status" {
+  rcli set 'lock:{foreign}' tok NX PX 5000 >/dev/null
+  rl acquire foreign -n
+  assert_equal "$status" 75
+  run rcli get 'lock:{foreign}'
+  assert_output tok
+  rl status foreign
+  assert_success
+  assert_output --partial "unknown client"
+  rl status foreign --json
+  assert_output --partial '"token":"tok"'
+}
+
+@test "a foreign SET NX client is kept out while rlock holds the lock" {
+  acquire_tok foreign-out --ttl 30s
+  run rcli set 'lock:{foreign-out}' other NX PX 5000
+  assert_output ""
+  run rcli get 'lock:{foreign-out}'
+  assert_output "$TOK"
+}
+
+@test "a foreign holder's token can release it" {
+  rcli set 'lock:{foreign-rel}' tok NX PX 30000 >/dev/null
+  rl release foreign-rel --token tok
+  assert_success
+  run rcli exists 'lock:{foreign-rel}'
+  assert_output 0
+}
+
+@test "SCRIPT FLUSH between acquire and release still works" {
+  acquire_tok flush --ttl 30s
+  rcli script flush >/dev/null
+  rl extend flush --token "$TOK" --ttl 20s
+  assert_success
+  rcli script flush >/dev/null
+  rl status flush
+  assert_success
+  rcli script flush >/dev/null
+  rl release flush --token "$TOK"
+  assert_success
+  run rcli exists 'lock:{flush}'
+  assert_output 0
+}
+
+# --- --limit ---------------------------------------------------------------------------
+
+@test "--limit 2: two holders at once, the third is refused (75)" {
+  rl acquire sem --limit 2 --ttl 30s
+  assert_success
+  t1=$output
+  rl acquire sem --limit 2 --ttl 30s
+  assert_success
+  assert [ "$output" != "$t1" ]
+  rl acquire sem --limit 2 --ttl 30s -n
+  assert_equal "$status" 75
+  rl status sem --json
+  assert_success
+  assert_output --partial '"limit":2'
+  assert_equal "$(grep -o '"token":' <<<"$output" | wc -l)" 2
+  rl release sem --token "$t1"
+  assert_success
+  rl acquire sem --limit 2 --ttl 30s -n
+  assert_success
+}
+
+@test "plain acquire on a --limit key is a usage error (64), never a double grant" {
+  rl acquire mixed --limit 2 --ttl 30s
+  assert_success
+  rl acquire mixed --ttl 30s -n
+  assert_equal "$status" 64
+  assert_equal "${#stderr_lines[@]}" 1
+  run rcli exists 'lock:{mixed}'
+  assert_output 0
+}
+
+@test "--limit acquire on a plainly held key is a usage error (64)" {
+  acquire_tok mixed2 --ttl 30s
+  rl acquire mixed2 --limit 2 --ttl 30s -n
+  assert_equal "$status" 64
+}
+
+# --- output ----------------------------------------------------------------------------
+
+@test "a waiting acquire says so on stderr; -q silences it" {
+  acquire_tok quiet --ttl 1s
+  rl acquire quiet --wait 10s --ttl 1s
+  assert_success
+  assert_regex "$output" '^[0-9a-f]{32}$'
+  assert_regex "$stderr" 'waiting for .quiet.'
+  rl -q acquire quiet --wait 10s --ttl 5s
+  assert_success
+  assert_regex "$output" '^[0-9a-f]{32}$'
+  assert_equal "$stderr" ""
+}
+
+@test "-v shows each round trip with a timestamp and latency on stderr" {
+  acquire_tok verbose --ttl 30s
+  rl -v status verbose
+  assert_success
+  assert_output --partial "verbose: held"
+  refute_output --partial EVALSHA
+  assert_regex "$stderr" $'(^|\n)rlock: \\[[0-9:.]+\\] EVALSHA [0-9.]+ms(\n|$)'
+  rl acquire verbose2 --ttl 5s -v
+  assert_success
+  assert_regex "$output" '^[0-9a-f]{32}$'
+  assert_regex "$stderr" 'EVALSHA [0-9.]+ms'
+}
+
+@test "-v after SCRIPT FLUSH shows the EVAL fallback" {
+  rcli script flush >/dev/null
+  rl -v status verbose-flush
+  assert_equal "$status" 1
+  assert_regex "$stderr" 'EVALSHA [0-9.]+ms'
+  assert_regex "$stderr" '(^|[^A-Z])EVAL [0-9.]+ms'
+}

@@ -1,0 +1,392 @@
+#!/usr/bin/env bats
+# Connecting: URL sources and forms (unix sockets, db numbers, IPv6), timeouts,
+# servers that misbehave, passwords and their precedence, a restarted server.
+# shellcheck disable=SC2154 # $stderr and $stderr_lines come from `run --separate-stderr`
+# shellcheck disable=SC2016 # wait_until conditions are expanded when evaluated
+
+bats_require_minimum_version 1.5.0
+
+load helpers/redis
+
+setup_file() {
+  # Tests restart, pause and stop servers of the file: one test at a time.
+  export BATS_NO_PARALLELIZE_WITHIN_FILE=true
+  redis_start
+  redis_start_named AUTH --requirepass 's3cret'
+}
+
+teardown() {
+  redis_recover
+  redis_stop GARBAGE
+  redis_stop PROXY
+  redis_stop V6
+}
+
+# rl ARGS...: runs rlock with stdout and stderr kept apart ($output / $stderr).
+rl() {
+  run --separate-stderr "$RLOCK" "$@"
+}
+
+# An error: exit $1, nothing on stdout, exactly one stderr line "rlock: …".
+assert_error() {
+  assert_equal "$status" "$1"
+  assert_equal "$output" ""
+  assert_equal "${#stderr_lines[@]}" 1
+  [[ ${stderr_lines[0]} == "rlock: "* ]] || fail "stderr does not start with 'rlock: ': $stderr"
+}
+
+# "69 or 70", no signal death, one "rlock: " line.
+assert_unavailable_or_protocol() {
+  [[ $status == 69 || $status == 70 ]] || fail "exit $status, expected 69 or 70; stderr: $stderr"
+  assert_equal "${#stderr_lines[@]}" 1
+  [[ ${stderr_lines[0]} == "rlock: "* ]] || fail "stderr does not start with 'rlock: ': $stderr"
+}
+
+now_ms() {
+  local us=${EPOCHREALTIME//[!0-9]/}
+  echo $((10#$us / 1000))
+}
+
+# A URL where nothing listens.
+dead_url() {
+  echo "redis://127.0.0.1:$(free_port)/0"
+}
+
+# --- where the URL comes from ----------------------------------------------------------
+
+@test "--url wins over RLOCK_URL and REDIS_URL" {
+  good=$RLOCK_URL
+  RLOCK_URL=$(dead_url) REDIS_URL=$(dead_url) run --separate-stderr \
+    "$RLOCK" --url "$good" acquire url-flag --ttl 5s
+  assert_success
+  run rcli exists 'lock:{url-flag}'
+  assert_output 1
+}
+
+@test "RLOCK_URL wins over REDIS_URL" {
+  good=$RLOCK_URL
+  RLOCK_URL=$good REDIS_URL=$(dead_url) run --separate-stderr "$RLOCK" acquire url-rlock --ttl 5s
+  assert_success
+  RLOCK_URL=$(dead_url) REDIS_URL=$good run --separate-stderr "$RLOCK" status url-rlock
+  assert_error 69
+}
+
+@test "REDIS_URL is used when RLOCK_URL is not set" {
+  good=$RLOCK_URL
+  unset RLOCK_URL
+  REDIS_URL=$good run --separate-stderr "$RLOCK" acquire url-redis --ttl 5s
+  assert_success
+  run rcli exists 'lock:{url-redis}'
+  assert_output 1
+}
+
+@test "without any URL the default is redis://127.0.0.1:6379/0" {
+  unset RLOCK_URL REDIS_URL
+  rl -v --connect-timeout 1s status url-default
+  assert_regex "$stderr" '127\.0\.0\.1:6379'
+}
+
+@test "an empty RLOCK_URL counts as unset" {
+  good=$RLOCK_URL
+  RLOCK_URL='' REDIS_URL=$good run --separate-stderr "$RLOCK" status url-empty
+  assert_equal "$status" 1
+}
+
+# --- URL forms -------------------------------------------------------------------------
+
+@test "a unix:// socket URL with ?db=N uses that database" {
+  rl --url "unix://$REDIS_SOCK?db=3" acquire unix-db --ttl 10s
+  assert_success
+  tok=$output
+  run rcli -n 3 get 'lock:{unix-db}'
+  assert_output "$tok"
+  run rcli -n 0 exists 'lock:{unix-db}'
+  assert_output 0
+  rl --url "unix://$REDIS_SOCK?db=3" status unix-db
+  assert_success
+}
+
+@test "a unix:// socket URL without db uses database 0" {
+  rl --url "unix://$REDIS_SOCK" acquire unix-0 --ttl 10s
+  assert_success
+  run rcli -n 0 exists 'lock:{unix-0}'
+  assert_output 1
+}
+
+@test "the db number in a redis:// URL selects the database" {
+  rl --url "redis://127.0.0.1:$REDIS_PORT/5" acquire db-url --ttl 10s
+  assert_success
+  run rcli -n 5 exists 'lock:{db-url}'
+  assert_output 1
+  run rcli -n 0 exists 'lock:{db-url}'
+  assert_output 0
+  rl --url "redis://127.0.0.1:$REDIS_PORT/0" status db-url
+  assert_equal "$status" 1
+}
+
+@test "a redis:// URL without port and db means 6379 and 0" {
+  rl -v --connect-timeout 1s --url "redis://127.0.0.1" status url-short
+  assert_regex "$stderr" '127\.0\.0\.1:6379'
+}
+
+@test "an IPv6 literal [::1] in the URL connects over IPv6" {
+  grep -qi '^0\{31\}1 .* lo$' /proc/net/if_inet6 2>/dev/null ||
+    skip "no IPv6 ::1 on the loopback interface"
+  redis_start_named V6 --bind ::1
+  # The server listens on ::1 only: reaching it proves IPv6.
+  rl --url "redis://[::1]:$V6_PORT/0" acquire v6 --ttl 10s
+  assert_success
+  run rcli_to V6 exists 'lock:{v6}'
+  assert_output 1
+  rl --url "redis://[::1]:$V6_PORT/0" status v6
+  assert_success
+  redis_stop V6
+}
+
+# --- unreachable and slow servers ------------------------------------------------------
+
+@test "an unreachable port exits 69 within --connect-timeout" {
+  t0=$(now_ms)
+  rl --url "$(dead_url)" --connect-timeout 1s acquire unreach
+  elapsed=$(($(now_ms) - t0))
+  assert_error 69
+  assert [ "$elapsed" -lt 3000 ]
+}
+
+@test "an address that does not answer exits 69 within --connect-timeout" {
+  # TEST-NET-1: either unroutable at once or silent until the connect timeout.
+  t0=$(now_ms)
+  rl --url "redis://192.0.2.1:6379/0" --connect-timeout 500ms status unreach2
+  elapsed=$(($(now_ms) - t0))
+  assert_error 69
+  assert [ "$elapsed" -lt 3000 ]
+}
+
+@test "a blackholed connection exits 69 after --timeout" {
+  proxy_start "$REDIS_PORT"
+  proxy_partition
+  t0=$(now_ms)
+  rl --url "$PROXY_URL" --connect-timeout 20s --timeout 500ms status blackhole
+  elapsed=$(($(now_ms) - t0))
+  assert_error 69
+  assert [ "$elapsed" -ge 400 ]
+  assert [ "$elapsed" -lt 5000 ]
+  redis_stop PROXY
+}
+
+@test "a stopped server (SIGSTOP) exits 69 after --timeout" {
+  redis_pause
+  t0=$(now_ms)
+  rl --timeout 500ms --connect-timeout 500ms acquire paused
+  elapsed=$(($(now_ms) - t0))
+  redis_resume
+  assert_error 69
+  assert [ "$elapsed" -lt 5000 ]
+}
+
+@test "the server restarted between two commands: the next command works" {
+  rl acquire restart --ttl 30s
+  assert_success
+  redis_restart
+  # The restarted server has no data and no scripts cached (NOSCRIPT, then EVAL).
+  rl status restart
+  assert_equal "$status" 1
+  rl acquire restart --ttl 10s
+  assert_success
+  rl release restart --token "$output"
+  assert_success
+}
+
+# --- servers that speak nonsense -------------------------------------------------------
+
+@test "garbage_server garbage: 69 or 70 for every subcommand, no crash, no hang" {
+  garbage_start garbage
+  url="redis://127.0.0.1:$GARBAGE_PORT/0"
+  for args in "acquire g" "acquire g -n" "status g" "list" "release g --token abc" \
+    "extend g --token abc" "break g --yes" "status g --json"; do
+    # shellcheck disable=SC2086 # word splitting wanted
+    run --separate-stderr timeout 20 "$RLOCK" --url "$url" --timeout 2s $args
+    assert_unavailable_or_protocol
+  done
+}
+
+@test "garbage_server badtype: an unexpected reply type exits 70" {
+  garbage_start badtype
+  url="redis://127.0.0.1:$GARBAGE_PORT/0"
+  for args in "acquire g" "status g" "list" "release g --token abc"; do
+    # shellcheck disable=SC2086
+    run --separate-stderr timeout 20 "$RLOCK" --url "$url" --timeout 2s $args
+    assert_error 70
+  done
+}
+
+@test "garbage_server reply with a wrong array shape exits 70" {
+  garbage_start 'reply=*1\r\n$2\r\nhi\r\n'
+  rl --url "redis://127.0.0.1:$GARBAGE_PORT/0" --timeout 2s status g
+  assert_error 70
+  rl --url "redis://127.0.0.1:$GARBAGE_PORT/0" --timeout 2s acquire g
+  assert_error 70
+}
+
+@test "garbage_server close: a server that hangs up exits 69" {
+  garbage_start close
+  rl --url "redis://127.0.0.1:$GARBAGE_PORT/0" --timeout 2s status g
+  assert_error 69
+}
+
+@test "a server that closes the connection gives 69, never death by SIGPIPE" {
+  garbage_start close
+  for i in 1 2 3 4 5 6 7 8; do
+    run --separate-stderr "$RLOCK" --url "redis://127.0.0.1:$GARBAGE_PORT/0" \
+      --timeout 2s acquire "pipe-$i" --ttl 5s
+    assert_error 69
+  done
+}
+
+@test "a connection cut by a proxy while waiting: 69 or a reconnect, never SIGPIPE" {
+  proxy_start "$REDIS_PORT"
+  tok=$("$RLOCK" acquire cut --ttl 30s)
+  d=$BATS_TEST_TMPDIR
+  (
+    for fd in /proc/self/fd/*; do
+      fd=${fd##*/}
+      if ((fd > 2)); then eval "exec $fd>&-" 2>/dev/null || true; fi
+    done
+    rc=0
+    "$RLOCK" --url "$PROXY_URL" --timeout 2s acquire cut --wait 20s \
+      >"$d/out" 2>"$d/err" </dev/null || rc=$?
+    echo "$rc" >"$d/rc.tmp"
+    mv "$d/rc.tmp" "$d/rc"
+  ) &
+  disown $! 2>/dev/null || true
+  wait_until '"$RLOCK" status cut --json | grep -q "\"position\":"'
+  proxy_wait_active 1
+  proxy_cut
+  # Either it gave up (69) or it reconnected and gets the lock once it is released.
+  "$RLOCK" release cut --token "$tok"
+  wait_for_file "$d/rc" 25
+  rc=$(<"$d/rc")
+  [[ $rc == 0 || $rc == 69 ]] || fail "exit $rc (a signal if > 128); stderr: $(<"$d/err")"
+  redis_stop PROXY
+}
+
+@test "garbage_server silent: exits 69 after --timeout" {
+  garbage_start silent
+  t0=$(now_ms)
+  rl --url "redis://127.0.0.1:$GARBAGE_PORT/0" --timeout 500ms --connect-timeout 20s status g
+  elapsed=$(($(now_ms) - t0))
+  assert_error 69
+  assert [ "$elapsed" -ge 400 ]
+  assert [ "$elapsed" -lt 5000 ]
+}
+
+# --- passwords -------------------------------------------------------------------------
+
+@test "a password in the URL authenticates" {
+  rl --url "redis://:s3cret@127.0.0.1:$AUTH_PORT/0" acquire pw-url --ttl 10s
+  assert_success
+  run rcli_to AUTH exists 'lock:{pw-url}'
+  assert_output 1
+  rl --url "redis://default:s3cret@127.0.0.1:$AUTH_PORT/0" status pw-url
+  assert_success
+}
+
+@test "--password-file authenticates (trailing newline dropped)" {
+  printf 's3cret\n' >"$BATS_TEST_TMPDIR/pw"
+  rl --url "$AUTH_URL" --password-file "$BATS_TEST_TMPDIR/pw" acquire pw-file --ttl 10s
+  assert_success
+  printf 's3cret\r\n' >"$BATS_TEST_TMPDIR/pw-crlf"
+  rl status pw-file --url "$AUTH_URL" --password-file "$BATS_TEST_TMPDIR/pw-crlf"
+  assert_success
+}
+
+@test "an unreadable --password-file is a usage error (64)" {
+  rl --url "$AUTH_URL" --password-file "$BATS_TEST_TMPDIR/does-not-exist" status pw-none
+  assert_error 64
+}
+
+@test "RLOCK_PASSWORD authenticates" {
+  RLOCK_PASSWORD=s3cret run --separate-stderr "$RLOCK" --url "$AUTH_URL" acquire pw-env --ttl 10s
+  assert_success
+  run rcli_to AUTH exists 'lock:{pw-env}'
+  assert_output 1
+}
+
+@test "REDISCLI_AUTH authenticates" {
+  REDISCLI_AUTH=s3cret run --separate-stderr "$RLOCK" --url "$AUTH_URL" acquire pw-cli --ttl 10s
+  assert_success
+}
+
+@test "the URL's password wins over --password-file, RLOCK_PASSWORD and REDISCLI_AUTH" {
+  echo wrong >"$BATS_TEST_TMPDIR/pw"
+  RLOCK_PASSWORD=wrong REDISCLI_AUTH=wrong run --separate-stderr "$RLOCK" \
+    --url "redis://:s3cret@127.0.0.1:$AUTH_PORT/0" --password-file "$BATS_TEST_TMPDIR/pw" \
+    status pw-prec1
+  assert_equal "$status" 1
+  RLOCK_PASSWORD=s3cret REDISCLI_AUTH=s3cret run --separate-stderr "$RLOCK" \
+    --url "redis://:wrong@127.0.0.1:$AUTH_PORT/0" status pw-prec1
+  assert_error 77
+}
+
+@test "--password-file wins over RLOCK_PASSWORD and REDISCLI_AUTH" {
+  echo s3cret >"$BATS_TEST_TMPDIR/pw"
+  echo wrong >"$BATS_TEST_TMPDIR/pw-wrong"
+  RLOCK_PASSWORD=wrong REDISCLI_AUTH=wrong run --separate-stderr "$RLOCK" \
+    --url "$AUTH_URL" --password-file "$BATS_TEST_TMPDIR/pw" status pw-prec2
+  assert_equal "$status" 1
+  RLOCK_PASSWORD=s3cret REDISCLI_AUTH=s3cret run --separate-stderr "$RLOCK" \
+    --url "$AUTH_URL" --password-file "$BATS_TEST_TMPDIR/pw-wrong" status pw-prec2
+  assert_error 77
+}
+
+@test "RLOCK_PASSWORD wins over REDISCLI_AUTH" {
+  RLOCK_PASSWORD=s3cret REDISCLI_AUTH=wrong run --separate-stderr "$RLOCK" \
+    --url "$AUTH_URL" status pw-prec3
+  assert_equal "$status" 1
+  RLOCK_PASSWORD=wrong REDISCLI_AUTH=s3cret run --separate-stderr "$RLOCK" \
+    --url "$AUTH_URL" status pw-prec3
+  assert_error 77
+}
+
+@test "a wrong password exits 77" {
+  rl --url "redis://:nope@127.0.0.1:$AUTH_PORT/0" acquire pw-wrong
+  assert_error 77
+  RLOCK_PASSWORD=nope run --separate-stderr "$RLOCK" --url "$AUTH_URL" status pw-wrong
+  assert_error 77
+}
+
+@test "no password for a server that requires one exits 77" {
+  rl --url "$AUTH_URL" status pw-missing
+  assert_error 77
+  rl --url "$AUTH_URL" list
+  assert_error 77
+  rl --url "$AUTH_URL" break pw-missing --yes
+  assert_error 77
+}
+
+@test "no password: acquire, extend and release exit 77 too (the server hangs up on them)" {
+  # Redis refuses long commands from unauthenticated clients with a protocol error and
+  # closes the connection ("an unauthenticated connection closed by the server": 77).
+  rl --url "$AUTH_URL" acquire pw-missing2
+  assert_error 77
+  rl --url "$AUTH_URL" extend pw-missing2 --token 0123456789abcdef0123456789abcdef
+  assert_error 77
+  rl --url "$AUTH_URL" release pw-missing2 --token 0123456789abcdef0123456789abcdef
+  assert_error 77
+}
+
+@test "-v never shows the URL's password" {
+  rl -v --url "redis://:s3cret@127.0.0.1:$AUTH_PORT/0" status pw-verbose
+  assert_equal "$status" 1
+  assert_regex "$stderr" 'EVALSHA'
+  [[ $stderr != *s3cret* ]] || fail "the password leaked: $stderr"
+}
+
+@test "an error message never shows the URL's password" {
+  rl --url "redis://:topsecret@127.0.0.1:$AUTH_PORT/0" status pw-hidden
+  assert_error 77
+  [[ $stderr != *topsecret* ]] || fail "the password leaked: $stderr"
+  rl -v --url "redis://:topsecret@127.0.0.1:$(free_port)/0" status pw-hidden
+  assert_equal "$status" 69
+  [[ $stderr != *topsecret* ]] || fail "the password leaked: $stderr"
+}

@@ -1,0 +1,252 @@
+#!/usr/bin/env bats
+# rlock run and signals: the child runs in a process group of its own, signals sent to
+# rlock reach that whole group, a signal ignored at start stays ignored, SIGKILL of rlock
+# takes the child along, and on a terminal Ctrl-C reaches the child once.
+#
+# Background jobs of a script start with SIGINT and SIGQUIT ignored (and rlock keeps
+# them ignored, like a shell), so rlock is started here with `env --default-signal`.
+
+# shellcheck disable=SC2016 # single-quoted scripts are expanded by the child's shell
+load helpers/redis
+
+bats_require_minimum_version 1.5.0
+
+setup_file() { redis_start; }
+
+setup() {
+  T=$BATS_TEST_TMPDIR
+  TMUX_SOCK=""
+  # trap-child.sh DIR SIG: records SIG in DIR/got when it arrives, then exits 0.
+  cat >"$T/trap-child.sh" <<'EOF'
+dir=$1 sig=$2
+trap "echo $sig >> '$dir/got'; exit 0" "$sig"
+touch "$dir/ready"
+while :; do sleep 0.1; done
+EOF
+}
+
+teardown() {
+  local pid
+  for pid in "${BG_PIDS[@]}"; do _rlock_terminate "$pid" || true; done
+  if [[ -n $TMUX_SOCK ]]; then tmux -L "$TMUX_SOCK" kill-server 2>/dev/null || true; fi
+}
+
+# --- local helpers ----------------------------------------------------------------------
+
+BG_PIDS=()
+
+now_ms() {
+  local us=${EPOCHREALTIME/[.,]/}
+  echo $((10#$us / 1000))
+}
+
+# bg_start NAME CMD...: CMD in the background, stdin /dev/null, stdout/stderr to
+# $T/NAME.out and $T/NAME.err, descriptors above 2 closed. Sets BG_PID.
+bg_start() {
+  local name=$1
+  shift
+  (
+    for fd in /proc/self/fd/*; do
+      fd=${fd##*/}
+      if ((fd > 2)); then eval "exec $fd>&-" 2>/dev/null || true; fi
+    done
+    exec "$@" </dev/null >"$T/$name.out" 2>"$T/$name.err"
+  ) &
+  BG_PID=$!
+  BG_PIDS+=("$BG_PID")
+}
+
+# bg_wait PID [TIMEOUT_S=20]: waits (bounded) for PID to end; sets BG_STATUS.
+bg_wait() {
+  wait_until "_rlock_dead $1" "${2:-20}"
+  BG_STATUS=0
+  wait "$1" || BG_STATUS=$?
+}
+
+# ignores PID SIGNUM: true when PID's SigIgn mask has signal SIGNUM.
+ignores() {
+  local mask
+  mask=$(sed -n 's/^SigIgn:[[:space:]]*//p' "/proc/$1/status")
+  (((16#$mask >> ($2 - 1)) & 1))
+}
+
+# signal_reaches_child SIG: rlock forwards SIG to its child, which records it and exits 0.
+signal_reaches_child() {
+  local sig=$1 key="sig:$1"
+  bg_start rlock env --default-signal=INT,QUIT "$RLOCK" run --ttl 30s "$key" -- \
+    sh "$T/trap-child.sh" "$T" "$sig"
+  local pid=$BG_PID
+  wait_for_file "$T/ready"
+  kill "-$sig" "$pid"
+  bg_wait "$pid"
+  assert_equal "$(cat "$T/got" 2>/dev/null)" "$sig"
+  assert_equal "$BG_STATUS" 0
+  run -1 "$RLOCK" status "$key"
+}
+
+# --- process group and forwarding -------------------------------------------------------
+
+@test "the child runs in a process group of its own" {
+  run -0 "$RLOCK" run pg -- sh -c '
+    read -r me < /proc/$$/stat; read -r parent < /proc/$PPID/stat
+    set -- ${me##*) }; echo "child $$ pgid $3"
+    set -- ${parent##*) }; echo "rlock pgid $3"'
+  child=$(sed -n 's/^child \([0-9]*\) .*/\1/p' <<<"$output")
+  child_pgid=$(sed -n 's/^child [0-9]* pgid //p' <<<"$output")
+  rlock_pgid=$(sed -n 's/^rlock pgid //p' <<<"$output")
+  assert_equal "$child_pgid" "$child"
+  assert [ "$rlock_pgid" != "$child_pgid" ]
+}
+
+@test "SIGINT sent to rlock reaches the child" { signal_reaches_child INT; }
+@test "SIGTERM sent to rlock reaches the child" { signal_reaches_child TERM; }
+@test "SIGHUP sent to rlock reaches the child" { signal_reaches_child HUP; }
+@test "SIGQUIT sent to rlock reaches the child" { signal_reaches_child QUIT; }
+@test "SIGUSR1 sent to rlock reaches the child" { signal_reaches_child USR1; }
+@test "SIGUSR2 sent to rlock reaches the child" { signal_reaches_child USR2; }
+@test "SIGWINCH sent to rlock reaches the child" { signal_reaches_child WINCH; }
+@test "SIGCONT sent to rlock reaches the child" { signal_reaches_child CONT; }
+
+@test "SIGTERM reaches the whole group: a sh -c wrapper and its children" {
+  f=$T/heard
+  bg_start rlock "$RLOCK" run --ttl 30s grp -- sh -c '
+    f=$1
+    sh -c "trap \"echo grandchild >> $f; exit 0\" TERM; touch $f.ready2; while :; do sleep 0.1; done" &
+    trap "echo child >> $f; exit 0" TERM
+    touch "$f.ready1"
+    wait' x "$f"
+  pid=$BG_PID
+  wait_for_file "$f.ready1"
+  wait_for_file "$f.ready2"
+  kill -TERM "$pid"
+  wait_until "[ \$(wc -l < '$f') -ge 2 ]"
+  bg_wait "$pid"
+  assert_equal "$BG_STATUS" 0
+  assert_equal "$(sort "$f")" "child
+grandchild"
+  run -1 "$RLOCK" status grp
+}
+
+@test "a child killed by the forwarded signal gives 128+N and frees the lock at once" {
+  for sig in TERM INT HUP USR2; do
+    rm -f "$T/ready"
+    bg_start "rlock-$sig" env --default-signal=INT,QUIT "$RLOCK" run --ttl 30s "die:$sig" -- \
+      sh -c 'touch "$1/ready"; exec sleep 300' x "$T"
+    pid=$BG_PID
+    wait_for_file "$T/ready"
+    kill "-$sig" "$pid"
+    bg_wait "$pid"
+    assert_equal "$sig:$BG_STATUS" "$sig:$((128 + $(kill -l "$sig")))"
+    run -1 "$RLOCK" status "die:$sig"
+  done
+}
+
+@test "a signal ignored when rlock starts stays ignored for rlock and its child" {
+  [[ -r /proc/self/status ]] || skip "needs /proc (Linux)"
+  # ign-child.sh DIR: saves its SigIgn, starts a sleeper that would die of SIGHUP (and
+  # ignores SIGUSR1), records SIGUSR1, runs as long as the sleeper lives.
+  cat >"$T/ign-child.sh" <<'EOF'
+dir=$1
+echo $$ > "$dir/childpid"
+trap 'echo USR1 >> "$dir/got"' USR1
+env --default-signal=HUP --ignore-signal=USR1 sleep 300 &
+sleeper=$!
+echo "$sleeper" > "$dir/sleeper"
+touch "$dir/ready"
+while kill -0 "$sleeper" 2>/dev/null; do sleep 0.1; done
+EOF
+  # like nohup: SIGHUP is ignored when rlock starts
+  bg_start rlock sh -c 'trap "" HUP; exec "$0" run --ttl 30s ign -- sh "$1" "$2"' \
+    "$RLOCK" "$T/ign-child.sh" "$T"
+  pid=$BG_PID
+  wait_for_file "$T/ready"
+  child=$(cat "$T/childpid")
+  sleeper=$(cat "$T/sleeper")
+  # env has set the sleeper's signals up and exec'd sleep
+  wait_until "[ \"\$(cat /proc/$sleeper/comm 2>/dev/null)\" = sleep ]" 5
+  ignores "$pid" 1   # rlock keeps SIGHUP ignored
+  ignores "$child" 1 # and the child inherits that
+  kill -HUP "$pid"
+  # a forwarded signal sent after the HUP: once the child has it, a forwarded HUP
+  # would have been delivered too
+  kill -USR1 "$pid"
+  wait_until "grep -q USR1 '$T/got'"
+  _rlock_alive "$pid"
+  _rlock_alive "$child"
+  _rlock_alive "$sleeper"
+  run -0 "$RLOCK" status ign
+  kill -TERM "$pid"
+  bg_wait "$pid"
+  assert_equal "$BG_STATUS" 143
+  wait_until "_rlock_dead $sleeper" 5
+  run -1 "$RLOCK" status ign
+}
+
+@test "SIGKILL of rlock kills its child; the lock frees after its TTL" {
+  [[ $(uname -s) == Linux ]] || skip "the parent-death signal is Linux only"
+  bg_start rlock "$RLOCK" run --ttl 2s kk -- \
+    sh -c 'echo $$ > "$1/childpid"; touch "$1/ready"; exec sleep 300' x "$T"
+  pid=$BG_PID
+  wait_for_file "$T/ready"
+  child=$(cat "$T/childpid")
+  pttl=$(rcli pttl 'lock:{kk}')
+  expiry=$(($(now_ms) + pttl))
+  kill -KILL "$pid"
+  wait_until "_rlock_dead $child" 5
+  # rlock had no chance to release: the lease runs out by itself
+  run -0 "$RLOCK" status kk
+  wait_until "! \"\$RLOCK\" status kk >/dev/null" 5
+  assert [ "$(now_ms)" -ge $((expiry - 50)) ]
+  run -0 "$RLOCK" run -n kk -- true
+}
+
+# --- on a terminal ----------------------------------------------------------------------
+
+# tty_child.sh DIR: writes "pid pgid tpgid" of itself, counts SIGINTs, runs until DIR/done.
+make_tty_child() {
+  cat >"$T/tty-child.sh" <<'EOF'
+dir=$1
+read -r stat < /proc/$$/stat
+set -- ${stat##*) }
+echo "$$ $3 $6" > "$dir/stat"
+trap 'echo INT >> "$dir/ints"' INT
+touch "$dir/ready"
+while [ ! -e "$dir/done" ]; do sleep 0.1; done
+exit 0
+EOF
+}
+
+# tmux_run: starts rlock with tty-child.sh in a detached tmux session on its own server.
+tmux_run() {
+  command -v tmux >/dev/null || skip "tmux is not installed (apt-get install tmux)"
+  make_tty_child
+  TMUX_SOCK="rlock-sig-$$-$BATS_TEST_NUMBER"
+  local cmd
+  cmd=$(printf 'env RLOCK_URL=%q %q run --ttl 30s tty -- sh %q %q; echo $? > %q' \
+    "$RLOCK_URL" "$RLOCK" "$T/tty-child.sh" "$T" "$T/exit")
+  unset TMUX
+  tmux -L "$TMUX_SOCK" -f /dev/null new-session -d -s rl -x 120 -y 30 "$cmd" \
+    </dev/null >/dev/null 2>&1 3>&-
+  wait_for_file "$T/ready"
+}
+
+@test "on a terminal, Ctrl-C reaches the child exactly once" {
+  tmux_run
+  tmux -L "$TMUX_SOCK" send-keys -t rl C-c
+  wait_for_file "$T/ints"
+  touch "$T/done"
+  wait_for_file "$T/exit"
+  assert_equal "$(cat "$T/exit")" 0
+  assert_equal "$(cat "$T/ints")" INT
+  run -1 "$RLOCK" status tty
+}
+
+@test "on a terminal, the child's process group is the foreground one" {
+  tmux_run
+  read -r cpid pgid tpgid <"$T/stat"
+  touch "$T/done"
+  wait_for_file "$T/exit"
+  assert_equal "$pgid" "$cpid"
+  assert_equal "$tpgid" "$pgid"
+  assert_equal "$(cat "$T/exit")" 0
+}

@@ -1,0 +1,304 @@
+#!/usr/bin/env bats
+# Waiting for a taken lock: event-driven handoff on the waiter's release channel,
+# --wait / -n / -E, cancelling with SIGTERM or SIGINT (nothing left behind in Redis), the
+# "waiting for" and "acquired" lines off a terminal, first come first served.
+
+# shellcheck disable=SC2016 # single-quoted scripts are expanded by the child's shell
+load helpers/redis
+
+bats_require_minimum_version 1.5.0
+
+setup_file() { redis_start; }
+
+setup() {
+  T=$BATS_TEST_TMPDIR
+  # holder.sh DIR: runs until DIR/done exists.
+  cat >"$T/holder.sh" <<'EOF'
+touch "$1/ready"
+while [ ! -e "$1/done" ]; do sleep 0.05; done
+EOF
+}
+
+teardown() {
+  local pid
+  for pid in "${BG_PIDS[@]}"; do _rlock_terminate "$pid" || true; done
+  redis_recover
+}
+
+# --- local helpers ----------------------------------------------------------------------
+
+BG_PIDS=()
+
+now_ms() {
+  local us=${EPOCHREALTIME/[.,]/}
+  echo $((10#$us / 1000))
+}
+
+# bg_start NAME CMD...: CMD in the background, stdin /dev/null, stdout/stderr to
+# $T/NAME.out and $T/NAME.err, descriptors above 2 closed. Sets BG_PID.
+bg_start() {
+  local name=$1
+  shift
+  (
+    for fd in /proc/self/fd/*; do
+      fd=${fd##*/}
+      if ((fd > 2)); then eval "exec $fd>&-" 2>/dev/null || true; fi
+    done
+    exec "$@" </dev/null >"$T/$name.out" 2>"$T/$name.err"
+  ) &
+  BG_PID=$!
+  BG_PIDS+=("$BG_PID")
+}
+
+# bg_wait PID [TIMEOUT_S=20]: waits (bounded) for PID to end; sets BG_STATUS.
+bg_wait() {
+  wait_until "_rlock_dead $1" "${2:-20}"
+  BG_STATUS=0
+  wait "$1" || BG_STATUS=$?
+}
+
+# waiters KEY: how many waiters status --json lists.
+waiters() {
+  "$RLOCK" status "$1" --json | sed 's/.*"waiters":\[//' | grep -o '"token"' | wc -l
+}
+has_waiters() { (($(waiters "$1") >= ${2:-1})); }
+
+# waiter_tokens KEY: the waiters' tokens, in queue order.
+waiter_tokens() {
+  "$RLOCK" status "$1" --json | sed 's/.*"waiters":\[//' | grep -o '"token":"[0-9a-f]*"' |
+    cut -d'"' -f4
+}
+
+token_of() { rcli get "lock:{$1}"; }
+
+# nothing_left KEY: Redis has no key of KEY but the fence counter, and no release channel.
+nothing_left() {
+  run -0 rcli --raw keys "lock:{$1}*"
+  assert_output "lock:{$1}:fence"
+  run -0 rcli --raw pubsub channels "lock:release:{$1}*"
+  assert_output ""
+}
+
+# --- handoff ----------------------------------------------------------------------------
+
+@test "a waiter acquires right after the holder exits, long before the holder's TTL" {
+  bg_start holder "$RLOCK" run --ttl 30s hand -- sh "$T/holder.sh" "$T"
+  holder=$BG_PID
+  wait_for_file "$T/ready"
+  bg_start waiter "$RLOCK" run --ttl 30s hand -- sh -c 'date +%s%3N > "$1/acquired"' x "$T"
+  waiter=$BG_PID
+  wait_until "has_waiters hand"
+  t0=$(now_ms)
+  touch "$T/done"
+  bg_wait "$holder"
+  bg_wait "$waiter"
+  assert_equal "$BG_STATUS" 0
+  acquired=$(cat "$T/acquired")
+  assert [ $((acquired - t0)) -lt 2500 ]
+  run -1 "$RLOCK" status hand
+  nothing_left hand
+}
+
+@test "a waiter listens on its own release channel and status lists it" {
+  tok=$("$RLOCK" acquire --ttl 30s chan)
+  bg_start waiter "$RLOCK" run --ttl 30s chan -- true
+  waiter=$BG_PID
+  wait_until "has_waiters chan"
+  wtok=$(waiter_tokens chan)
+  assert_equal "$(rcli --raw pubsub channels 'lock:release:{chan}*')" "lock:release:{chan}:$wtok"
+  run -0 "$RLOCK" status chan
+  assert_output --partial "waiter 1."
+  run -0 "$RLOCK" release chan --token "$tok"
+  bg_wait "$waiter"
+  assert_equal "$BG_STATUS" 0
+  nothing_left chan
+}
+
+@test "waiting is first come, first served" {
+  tok=$("$RLOCK" acquire --ttl 30s fifo)
+  for w in 1 2 3; do
+    bg_start "w$w" "$RLOCK" run --ttl 30s fifo -- sh -c 'echo "$2" >> "$1/order"' x "$T" "$w"
+    pids[w]=$BG_PID
+    wait_until "has_waiters fifo $w"
+  done
+  run -0 "$RLOCK" release fifo --token "$tok"
+  for w in 1 2 3; do
+    bg_wait "${pids[w]}"
+    assert_equal "$BG_STATUS" 0
+  done
+  assert_equal "$(cat "$T/order")" "1
+2
+3"
+  nothing_left fifo
+}
+
+@test "acquire --wait is event-driven too: it wakes when the lock is released" {
+  tok=$("$RLOCK" acquire --ttl 30s acq)
+  bg_start waiter "$RLOCK" acquire --ttl 30s --wait 10s acq
+  waiter=$BG_PID
+  wait_until "has_waiters acq"
+  wtok=$(waiter_tokens acq)
+  assert_equal "$(rcli --raw pubsub channels 'lock:release:{acq}*')" "lock:release:{acq}:$wtok"
+  t0=$(now_ms)
+  run -0 "$RLOCK" release acq --token "$tok"
+  bg_wait "$waiter"
+  t1=$(now_ms)
+  assert_equal "$BG_STATUS" 0
+  assert [ $((t1 - t0)) -lt 1500 ]
+  newtok=$(cat "$T/waiter.out")
+  assert_equal "$(token_of acq)" "$newtok"
+  run -0 "$RLOCK" release acq --token "$newtok"
+  nothing_left acq
+}
+
+# --- not acquired -----------------------------------------------------------------------
+
+@test "--wait 500ms on a held key exits 75 after about that long" {
+  tok=$("$RLOCK" acquire --ttl 30s tw)
+  t0=$(now_ms)
+  run -75 "$RLOCK" run --wait 500ms tw -- touch "$T/ran"
+  t1=$(now_ms)
+  assert [ $((t1 - t0)) -ge 450 ]
+  assert [ $((t1 - t0)) -lt 3000 ]
+  assert [ ! -e "$T/ran" ]
+  assert_equal "$(token_of tw)" "$tok"
+  assert_equal "$(waiters tw)" 0
+  run -0 "$RLOCK" release tw --token "$tok"
+  nothing_left tw
+}
+
+@test "-n on a held key exits 75 at once" {
+  tok=$("$RLOCK" acquire --ttl 30s nw)
+  t0=$(now_ms)
+  run -75 "$RLOCK" run -n nw -- touch "$T/ran"
+  t1=$(now_ms)
+  assert [ $((t1 - t0)) -lt 1500 ]
+  assert [ ! -e "$T/ran" ]
+  run -75 "$RLOCK" acquire -n nw
+  run -0 "$RLOCK" release nw --token "$tok"
+}
+
+@test "-E 9 with --wait exits 9 when the wait runs out" {
+  tok=$("$RLOCK" acquire --ttl 30s ew)
+  run -9 "$RLOCK" run -E 9 --wait 300ms ew -- touch "$T/ran"
+  run -9 "$RLOCK" acquire -E 9 --wait 300ms ew
+  assert [ ! -e "$T/ran" ]
+  run -0 "$RLOCK" release ew --token "$tok"
+}
+
+# --- cancelled --------------------------------------------------------------------------
+
+# cancel_wait SIGNAL STATUS: a waiter that gets SIGNAL exits STATUS, leaves the queue and
+# takes nothing.
+cancel_wait() {
+  local sig=$1 want=$2 key="cancel$1" tok
+  tok=$("$RLOCK" acquire --ttl 30s "$key")
+  bg_start waiter env --default-signal=INT,QUIT "$RLOCK" run --ttl 30s "$key" -- touch "$T/ran"
+  local waiter=$BG_PID
+  wait_until "has_waiters $key"
+  kill "-$sig" "$waiter"
+  bg_wait "$waiter"
+  assert_equal "$BG_STATUS" "$want"
+  assert [ ! -e "$T/ran" ]
+  assert_equal "$(waiters "$key")" 0
+  assert_equal "$(token_of "$key")" "$tok"
+  run -0 "$RLOCK" release "$key" --token "$tok"
+  run -1 "$RLOCK" status "$key"
+  nothing_left "$key"
+}
+
+@test "SIGTERM while waiting exits 143, leaves the queue and takes nothing" {
+  cancel_wait TERM 143
+}
+
+@test "SIGINT while waiting exits 130, leaves the queue and takes nothing" {
+  cancel_wait INT 130
+}
+
+@test "a waiter killed with SIGKILL leaves the queue when its short queue lease runs out" {
+  tok=$("$RLOCK" acquire --ttl 60s dead)
+  bg_start waiter "$RLOCK" run --ttl 30s dead -- touch "$T/ran"
+  waiter=$BG_PID
+  wait_until "has_waiters dead"
+  kill -KILL "$waiter"
+  wait_until "! has_waiters dead" 15
+  # and the next waiter gets the lock at the release, not stuck behind the dead one
+  bg_start next "$RLOCK" run --ttl 30s dead -- true
+  next=$BG_PID
+  wait_until "has_waiters dead"
+  run -0 "$RLOCK" release dead --token "$tok"
+  bg_wait "$next" 5
+  assert_equal "$BG_STATUS" 0
+  assert [ ! -e "$T/ran" ]
+}
+
+# --- what the waiter says ---------------------------------------------------------------
+
+@test "off a terminal: one 'waiting for' line, then one 'acquired' line on stderr" {
+  bg_start holder "$RLOCK" run --ttl 30s say -- sh "$T/holder.sh" "$T"
+  holder=$BG_PID
+  wait_for_file "$T/ready"
+  bg_start waiter "$RLOCK" run --ttl 30s say -- echo child-output
+  waiter=$BG_PID
+  wait_until "has_waiters say"
+  wait_until "grep -q 'waiting for' '$T/waiter.err'" 5
+  touch "$T/done"
+  bg_wait "$holder"
+  bg_wait "$waiter"
+  assert_equal "$BG_STATUS" 0
+  assert_equal "$(cat "$T/waiter.out")" child-output
+  run cat "$T/waiter.err"
+  assert_equal "${#lines[@]}" 2
+  assert_line --index 0 --regexp "^rlock: waiting for 'say', held by .*pid $holder"
+  assert_line --index 1 --regexp "^rlock: acquired 'say' after "
+}
+
+@test "-q silences the waiting and acquired lines" {
+  tok=$("$RLOCK" acquire --ttl 30s quiet)
+  bg_start waiter "$RLOCK" -q run --ttl 30s quiet -- echo child-output
+  waiter=$BG_PID
+  wait_until "has_waiters quiet"
+  run -0 "$RLOCK" release quiet --token "$tok"
+  bg_wait "$waiter"
+  assert_equal "$BG_STATUS" 0
+  assert_equal "$(cat "$T/waiter.out")" child-output
+  assert_equal "$(cat "$T/waiter.err")" ""
+}
+
+# --- faults while waiting ---------------------------------------------------------------
+
+@test "a waiter rides out a Redis restart and acquires the lock the restart freed" {
+  tok=$("$RLOCK" acquire --ttl 30s rs)
+  assert [ -n "$tok" ]
+  bg_start waiter "$RLOCK" run --ttl 30s --wait 30s rs -- true
+  waiter=$BG_PID
+  wait_until "has_waiters rs"
+  redis_kill
+  # Redis stays down for 1s; the waiter (30s left to wait) keeps waiting meanwhile
+  t0=$(now_ms)
+  while (($(now_ms) - t0 < 1000)); do
+    _rlock_alive "$waiter" ||
+      fail "the waiter gave up while Redis was down: $(cat "$T/waiter.err")"
+    sleep 0.05
+  done
+  redis_restart # no persistence: the lock is gone with the data
+  bg_wait "$waiter" 15
+  [[ $BG_STATUS == 0 ]] || fail "the waiter exited $BG_STATUS: $(cat "$T/waiter.err")"
+  run -1 "$RLOCK" status rs
+}
+
+@test "a waiter whose connections are cut reconnects and still gets the lock" {
+  proxy_start "$REDIS_PORT"
+  tok=$("$RLOCK" acquire --ttl 30s cut)
+  bg_start waiter "$RLOCK" --url "$PROXY_URL" run --ttl 30s --wait 30s cut -- true
+  waiter=$BG_PID
+  wait_until "has_waiters cut"
+  proxy_wait_active 1
+  proxy_cut
+  _rlock_alive "$waiter"
+  wait_until "has_waiters cut" 5
+  run -0 "$RLOCK" release cut --token "$tok"
+  bg_wait "$waiter" 10
+  [[ $BG_STATUS == 0 ]] || fail "the waiter exited $BG_STATUS: $(cat "$T/waiter.err")"
+  nothing_left cut
+}
