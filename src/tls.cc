@@ -6,6 +6,8 @@
 #include <openssl/x509v3.h>
 #include <unistd.h>
 
+#include <memory>
+
 #include "error.h"
 #include "transport.h"
 
@@ -32,7 +34,11 @@ bool is_ip_literal(const std::string& host) {
 class TlsContext {
  public:
   explicit TlsContext(const TlsOptions& o) : opts(o) {
-    ctx = SSL_CTX_new(TLS_client_method());
+    // Owned by a unique_ptr until the constructor succeeds: a usage error
+    // thrown below must not leak it.
+    std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)> owned(SSL_CTX_new(TLS_client_method()),
+                                                            &SSL_CTX_free);
+    ctx = owned.get();
     if (!ctx) throw_unavailable("cannot create TLS context: " + ssl_error_text());
     SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
     if (!o.insecure) {
@@ -57,6 +63,7 @@ class TlsContext {
         throw_usage(fmt::format("cannot load --tls-key '{}': {}", o.key, ssl_error_text()));
       if (SSL_CTX_check_private_key(ctx) != 1) throw_usage("--tls-key does not match --tls-cert");
     }
+    owned.release();
   }
   ~TlsContext() { SSL_CTX_free(ctx); }
   TlsContext(const TlsContext&) = delete;
