@@ -176,17 +176,7 @@ void Acquirer::schedule(Millis delay) {
 
 void Acquirer::finish(Outcome<Acquired> o) {
   if (finished_) return;
-  finished_ = true;
-  Loop& loop = lock_.client().loop();
-  loop.cancel(retry_timer_);
-  loop.cancel(deadline_timer_);
-  loop.cancel(status_timer_);
-  status_line("");
-  if (sub_) {
-    // Not destroyed here: this may run inside one of its own callbacks.
-    std::shared_ptr<Connection> sub(std::move(sub_));
-    loop.after(Millis(0), [sub] {});
-  }
+  stop();
   done_(std::move(o));
 }
 
@@ -210,6 +200,20 @@ bool Acquirer::ride_out(const Error& e, std::function<void()> retry) {
   return true;
 }
 
+void Acquirer::stop() {
+  finished_ = true;
+  Loop& loop = lock_.client().loop();
+  loop.cancel(retry_timer_);
+  loop.cancel(deadline_timer_);
+  loop.cancel(status_timer_);
+  status_line("");
+  if (sub_) {
+    // Not destroyed here: this may run inside one of its own callbacks.
+    std::shared_ptr<Connection> sub(std::move(sub_));
+    loop.after(Millis(0), [sub] {});
+  }
+}
+
 void Acquirer::fail_with_cleanup(Error e) {
   if (finished_) return;
   auto alive = alive_;
@@ -220,16 +224,7 @@ void Acquirer::fail_with_cleanup(Error e) {
 
 void Acquirer::cancel(std::function<void()> done) {
   if (finished_) return;
-  finished_ = true;
-  Loop& loop = lock_.client().loop();
-  loop.cancel(retry_timer_);
-  loop.cancel(deadline_timer_);
-  loop.cancel(status_timer_);
-  status_line("");
-  if (sub_) {
-    std::shared_ptr<Connection> sub(std::move(sub_));
-    loop.after(Millis(0), [sub] {});
-  }
+  stop();
   // Release too: an attempt in flight may have been granted after all. Both
   // are no-ops for a token that holds and waits for nothing.
   auto remaining = std::make_shared<int>(2);

@@ -56,6 +56,8 @@ class Acquirer {
   void on_reply(Outcome<AcquireReply> o);
   void schedule(Millis delay);
   void finish(Outcome<Acquired> o);
+  /// No more attempts, timers or wake-ups; clears the status line.
+  void stop();
   void fail_with_cleanup(Error e);
   /// While waiting, an unavailable Redis is retried (with backoff) for up to
   /// kOutageBudget of continuous failure; true if a retry was scheduled.
