@@ -129,12 +129,6 @@ need_python() {
   [[ -n ${PYTHON:-} && -x $PYTHON ]] || skip "python3 is needed to parse JSON"
 }
 
-# ms_since START_MS: prints milliseconds elapsed since START_MS (EPOCHREALTIME based).
-now_ms() {
-  local us=${EPOCHREALTIME//[!0-9]/}
-  echo $((10#$us / 1000))
-}
-
 # --- acquire / status ------------------------------------------------------------------
 
 @test "acquire prints a token and status shows the holder with host, pid, user and command" {

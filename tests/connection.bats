@@ -42,11 +42,6 @@ assert_unavailable_or_protocol() {
   [[ ${stderr_lines[0]} == "rlock: "* ]] || fail "stderr does not start with 'rlock: ': $stderr"
 }
 
-now_ms() {
-  local us=${EPOCHREALTIME//[!0-9]/}
-  echo $((10#$us / 1000))
-}
-
 # A URL where nothing listens.
 dead_url() {
   echo "redis://127.0.0.1:$(free_port)/0"

@@ -33,11 +33,6 @@ EOF
 
 # --- local helpers ----------------------------------------------------------------------
 
-now_ms() {
-  local us=${EPOCHREALTIME/[.,]/}
-  echo $((10#$us / 1000))
-}
-
 # status_json KEY: `rlock status KEY --json`; "free" (exit 1) is not an error here.
 status_json() {
   local rc=0

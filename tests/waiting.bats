@@ -29,34 +29,6 @@ teardown() {
 
 BG_PIDS=()
 
-now_ms() {
-  local us=${EPOCHREALTIME/[.,]/}
-  echo $((10#$us / 1000))
-}
-
-# bg_start NAME CMD...: CMD in the background, stdin /dev/null, stdout/stderr to
-# $T/NAME.out and $T/NAME.err, descriptors above 2 closed. Sets BG_PID.
-bg_start() {
-  local name=$1
-  shift
-  (
-    for fd in /proc/self/fd/*; do
-      fd=${fd##*/}
-      if ((fd > 2)); then eval "exec $fd>&-" 2>/dev/null || true; fi
-    done
-    exec "$@" </dev/null >"$T/$name.out" 2>"$T/$name.err"
-  ) &
-  BG_PID=$!
-  BG_PIDS+=("$BG_PID")
-}
-
-# bg_wait PID [TIMEOUT_S=20]: waits (bounded) for PID to end; sets BG_STATUS.
-bg_wait() {
-  wait_until "_rlock_dead $1" "${2:-20}"
-  BG_STATUS=0
-  wait "$1" || BG_STATUS=$?
-}
-
 # waiters KEY: how many waiters status --json lists.
 waiters() {
   "$RLOCK" status "$1" --json | sed 's/.*"waiters":\[//' | grep -o '"token"' | wc -l

@@ -61,6 +61,12 @@ _rlock_now() {
   _RLOCK_NOW=$((10#$us / 1000))
 }
 
+# now_ms: the wall clock in milliseconds (for measuring elapsed time in tests).
+now_ms() {
+  _rlock_now
+  echo "$_RLOCK_NOW"
+}
+
 # Prints seconds ("10", "0.5", "2.25") as milliseconds.
 _rlock_ms() {
   local s=$1 int frac=""
