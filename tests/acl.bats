@@ -18,19 +18,6 @@ setup_file() {
   export APP_URL="redis://app:apppw@127.0.0.1:$REDIS_PORT/0"
 }
 
-# rl ARGS...: runs rlock with stdout and stderr kept apart ($output / $stderr).
-rl() {
-  run --separate-stderr "$RLOCK" "$@"
-}
-
-# An error: exit $1, nothing on stdout, exactly one stderr line "rlock: …".
-assert_error() {
-  assert_equal "$status" "$1"
-  assert_equal "$output" ""
-  assert_equal "${#stderr_lines[@]}" 1
-  [[ ${stderr_lines[0]} == "rlock: "* ]] || fail "stderr does not start with 'rlock: ': $stderr"
-}
-
 @test "the ACL user is what the tests think it is" {
   run rcli acl getuser app
   assert_output --partial '~lock:*'

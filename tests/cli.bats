@@ -13,11 +13,6 @@ setup_file() {
   redis_start
 }
 
-# rl ARGS...: runs rlock with stdout and stderr kept apart ($output / $stderr).
-rl() {
-  run --separate-stderr "$RLOCK" "$@"
-}
-
 # A usage error: exit 64, nothing on stdout, exactly one stderr line "rlock: …".
 assert_usage_error() {
   assert_equal "$status" 64

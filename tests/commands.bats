@@ -21,11 +21,6 @@ teardown() {
   stop_bg
 }
 
-# rl ARGS...: runs rlock with stdout and stderr kept apart ($output / $stderr).
-rl() {
-  run --separate-stderr "$RLOCK" "$@"
-}
-
 # --- background rlock processes ------------------------------------------------------------
 
 # start_bg NAME ARGS...: runs `rlock ARGS` in the background, with stdin from /dev/null and

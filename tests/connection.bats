@@ -22,19 +22,6 @@ teardown() {
   redis_stop V6
 }
 
-# rl ARGS...: runs rlock with stdout and stderr kept apart ($output / $stderr).
-rl() {
-  run --separate-stderr "$RLOCK" "$@"
-}
-
-# An error: exit $1, nothing on stdout, exactly one stderr line "rlock: …".
-assert_error() {
-  assert_equal "$status" "$1"
-  assert_equal "$output" ""
-  assert_equal "${#stderr_lines[@]}" 1
-  [[ ${stderr_lines[0]} == "rlock: "* ]] || fail "stderr does not start with 'rlock: ': $stderr"
-}
-
 # "69 or 70", no signal death, one "rlock: " line.
 assert_unavailable_or_protocol() {
   [[ $status == 69 || $status == 70 ]] || fail "exit $status, expected 69 or 70; stderr: $stderr"

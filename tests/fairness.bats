@@ -44,13 +44,6 @@ EOF
 
 # --- local helpers ----------------------------------------------------------------------
 
-# status_json KEY: `rlock status KEY --json`; "free" (exit 1) is not an error here.
-status_json() {
-  local rc=0
-  "$RLOCK" status "$1" --json || rc=$?
-  ((rc <= 1))
-}
-
 # waiters_json KEY: the JSON from the waiters array on (holders come before it).
 waiters_json() {
   local j

@@ -29,19 +29,6 @@ setup_file() {
   redis_start_named PLAIN
 }
 
-# rl ARGS...: runs rlock with stdout and stderr kept apart ($output / $stderr).
-rl() {
-  run --separate-stderr "$RLOCK" "$@"
-}
-
-# An error: exit $1, nothing on stdout, exactly one stderr line "rlock: …".
-assert_error() {
-  assert_equal "$status" "$1"
-  assert_equal "$output" ""
-  assert_equal "${#stderr_lines[@]}" 1
-  [[ ${stderr_lines[0]} == "rlock: "* ]] || fail "stderr does not start with 'rlock: ': $stderr"
-}
-
 @test "rediss:// with --tls-ca-cert works" {
   rl --url "$TLS_URL" --tls-ca-cert "$TLS_DIR/ca.crt" acquire tls-ok --ttl 10s
   assert_success

@@ -821,3 +821,27 @@ bg_cleanup() {
 BG_PIDS=()
 
 _rlock_refresh
+
+# --- assertions shared by the suites -------------------------------------------------------
+
+# rl ARGS...: runs rlock with stdout and stderr kept apart ($output / $stderr).
+rl() {
+  run --separate-stderr "$RLOCK" "$@"
+}
+
+# An error: exit $1, nothing on stdout, exactly one stderr line "rlock: …".
+# (status, output, stderr and stderr_lines are set by bats's `run`.)
+# shellcheck disable=SC2154
+assert_error() {
+  assert_equal "$status" "$1"
+  assert_equal "$output" ""
+  assert_equal "${#stderr_lines[@]}" 1
+  [[ ${stderr_lines[0]} == "rlock: "* ]] || fail "stderr does not start with 'rlock: ': $stderr"
+}
+
+# status_json KEY: `rlock status KEY --json`; "free" (exit 1) is not an error here.
+status_json() {
+  local rc=0
+  "$RLOCK" status "$1" --json || rc=$?
+  ((rc <= 1))
+}
