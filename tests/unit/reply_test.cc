@@ -1,8 +1,7 @@
 #include "reply.h"
 
-#include <hiredis/hiredis.h>
-
 #include <gtest/gtest.h>
+#include <hiredis/hiredis.h>
 
 #include "scripts.h"
 
@@ -44,7 +43,8 @@ TEST(Reply, ServerErrorsMapToTheExitTable) {
   EXPECT_EQ(server_error("WRONGPASS invalid username-password pair", "").exit_status(), 77);
   EXPECT_EQ(server_error("NOPERM this user has no permissions", "").exit_status(), 77);
   EXPECT_EQ(server_error("LOADING Redis is loading", "").exit_status(), 69);
-  EXPECT_EQ(server_error("READONLY You can't write against a read only replica.", "").exit_status(), 69);
+  EXPECT_EQ(server_error("READONLY You can't write against a read only replica.", "").exit_status(),
+            69);
   EXPECT_EQ(server_error("ERR something odd", "").exit_status(), 70);
 }
 

@@ -41,7 +41,9 @@ TEST(Url, UserAndPasswordArePercentDecoded) {
   EXPECT_EQ(*p.password, "secret");
 }
 
-TEST(Url, TlsScheme) { EXPECT_TRUE(parse_url("rediss://h:6380").tls); }
+TEST(Url, TlsScheme) {
+  EXPECT_TRUE(parse_url("rediss://h:6380").tls);
+}
 
 TEST(Url, Ipv6InBrackets) {
   Endpoint e = parse_url("redis://[::1]:7000/2");
@@ -64,10 +66,10 @@ TEST(Url, DisplayHidesPassword) {
 }
 
 TEST(Url, BadInputIsUsageError) {
-  for (const char* bad : {"", "localhost:6379", "http://h", "redis://h:0", "redis://h:70000",
-                          "redis://h:abc", "redis://h/x", "redis://::1:6379", "redis://[::1",
-                          "unix://relative.sock", "redis://h?bogus=1", "redis://h/1?db=x",
-                          "redis://u:%zz@h"}) {
+  for (const char* bad :
+       {"", "localhost:6379", "http://h", "redis://h:0", "redis://h:70000", "redis://h:abc",
+        "redis://h/x", "redis://::1:6379", "redis://[::1", "unix://relative.sock",
+        "redis://h?bogus=1", "redis://h/1?db=x", "redis://u:%zz@h"}) {
     EXPECT_EQ(usage_status(bad), 64) << bad;
   }
 }
