@@ -36,8 +36,5 @@ void throw_unavailable(const std::string& m) {
 void throw_protocol(const std::string& m) {
   throw Error(ErrorKind::Protocol, m);
 }
-void throw_permission(const std::string& m) {
-  throw Error(ErrorKind::Permission, m);
-}
 
 }  // namespace rlock

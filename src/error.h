@@ -38,7 +38,6 @@ class Error : public std::runtime_error {
 [[noreturn]] void throw_usage(const std::string& message);
 [[noreturn]] void throw_unavailable(const std::string& message);
 [[noreturn]] void throw_protocol(const std::string& message);
-[[noreturn]] void throw_permission(const std::string& message);
 
 /// Default exit status of an error kind.
 int default_status(ErrorKind kind);

@@ -17,9 +17,6 @@ bool g_status_shown = false;
 void set_output_mode(OutputMode m) {
   g_mode = m;
 }
-const OutputMode& output_mode() {
-  return g_mode;
-}
 
 bool stderr_is_tty() {
   return isatty(STDERR_FILENO) == 1;

@@ -15,7 +15,6 @@ struct OutputMode {
   bool verbose = false;
 };
 void set_output_mode(OutputMode m);
-const OutputMode& output_mode();
 
 /// "rlock: <message>" on stderr (always, even with -q: errors matter).
 void log_error(std::string_view message);

@@ -56,7 +56,6 @@ class Connection {
   void on_disconnect(std::function<void(const Error&)> cb) { disconnect_cb_ = std::move(cb); }
   /// Closes the socket; pending commands fail with `why`.
   void close(const Error& why);
-  bool connected() const { return stream_ != nullptr; }
 
  private:
   struct Pending {

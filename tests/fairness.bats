@@ -18,15 +18,7 @@ setup_file() { redis_start; }
 
 setup() {
   T=$BATS_TEST_TMPDIR
-  # gate.sh DIR NAME [WORD]: a child that appends WORD (if given) to DIR/order, creates
-  # DIR/NAME.started and then holds on until the test creates DIR/NAME.go (bounded: 120s).
-  cat >"$T/gate.sh" <<'EOF'
-d=$1 n=$2
-if [ -n "${3:-}" ]; then echo "$3" >>"$d/order"; fi
-touch "$d/$n.started"
-i=0
-while [ ! -e "$d/$n.go" ] && [ "$i" -lt 2400 ]; do sleep 0.05; i=$((i + 1)); done
-EOF
+  write_gate "$T/gate.sh"
   # statgate.sh DIR NAME: gate.sh for measuring a handoff. Saves the server's command
   # statistics in DIR/NAME.stats as soon as it runs, and resets them as its last act.
   cat >"$T/statgate.sh" <<'EOF'

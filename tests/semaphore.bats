@@ -17,15 +17,7 @@ setup_file() { redis_start; }
 
 setup() {
   T=$BATS_TEST_TMPDIR
-  # gate.sh DIR NAME [WORD]: a child that appends WORD (if given) to DIR/order, creates
-  # DIR/NAME.started and then holds on until the test creates DIR/NAME.go (bounded: 120s).
-  cat >"$T/gate.sh" <<'EOF'
-d=$1 n=$2
-if [ -n "${3:-}" ]; then echo "$3" >>"$d/order"; fi
-touch "$d/$n.started"
-i=0
-while [ ! -e "$d/$n.go" ] && [ "$i" -lt 2400 ]; do sleep 0.05; i=$((i + 1)); done
-EOF
+  write_gate "$T/gate.sh"
 }
 
 # The default teardown of helpers/redis (bg_cleanup, redis_recover_all) ends every

@@ -845,3 +845,16 @@ status_json() {
   "$RLOCK" status "$1" --json || rc=$?
   ((rc <= 1))
 }
+
+# write_gate FILE: writes a child script, run as `sh FILE DIR NAME [WORD]`, that appends
+# WORD (if given) to DIR/order, creates DIR/NAME.started and then holds on until the test
+# creates DIR/NAME.go (bounded: 120s). Tests use it to decide when a holder lets go.
+write_gate() {
+  cat >"$1" <<'EOF'
+d=$1 n=$2
+if [ -n "${3:-}" ]; then echo "$3" >>"$d/order"; fi
+touch "$d/$n.started"
+i=0
+while [ ! -e "$d/$n.go" ] && [ "$i" -lt 2400 ]; do sleep 0.05; i=$((i + 1)); done
+EOF
+}
