@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "scripts.h"
+#include "text.h"
 
 namespace rlock {
 
@@ -140,7 +141,7 @@ void Lock::acquire(const std::string& token, Millis ttl, bool queue, const Holde
           throw_usage(
               fmt::format("'{}' is a semaphore with --limit {}, not {}", key, stored, limit));
         } else {
-          throw_protocol(fmt::format("unexpected acquire status '{}'", tag));
+          throw_protocol(fmt::format("unexpected acquire status '{}'", escape_text(tag)));
         }
         return a;
       },

@@ -6,7 +6,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <limits>
 #include <system_error>
+
+#include "stderr_writer.h"
 
 namespace rlock {
 
@@ -32,6 +35,25 @@ void set_flags(int fd) {
 
 }  // namespace
 
+Clock::time_point later(Clock::time_point t, Millis d) {
+  using Rep = Clock::duration::rep;
+  constexpr Rep kMax = std::numeric_limits<Rep>::max();
+  constexpr Rep kMin = std::numeric_limits<Rep>::min();
+  constexpr Rep kPerMs = std::chrono::duration_cast<Clock::duration>(Millis(1)).count();
+  Rep ms = d.count();
+  Rep now = t.time_since_epoch().count();
+  Rep add;
+  if (ms > kMax / kPerMs)
+    add = kMax;
+  else if (ms < kMin / kPerMs)
+    add = kMin;
+  else
+    add = ms * kPerMs;
+  Rep sum;
+  if (__builtin_add_overflow(now, add, &sum)) sum = add > 0 ? kMax : kMin;
+  return Clock::time_point(Clock::duration(sum));
+}
+
 Loop::Loop() {
   if (pipe(pipe_) != 0) throw std::system_error(errno, std::generic_category(), "pipe");
   set_flags(pipe_[0]);
@@ -40,6 +62,16 @@ Loop::Loop() {
 }
 
 Loop::~Loop() {
+  // Callbacks may own objects whose destructors call back into the loop
+  // (cancel, unwatch): take them out first, so those calls see an empty but
+  // whole loop, then destroy them.
+  auto timers = std::move(timers_);
+  timers_.clear();
+  timer_index_.clear();
+  auto watches = std::move(watches_);
+  watches_.clear();
+  timers.clear();
+  watches.clear();
   for (auto& [sig, cb] : signal_handlers_) signal(sig, SIG_DFL);
   g_pipe_write = -1;
   close(pipe_[0]);
@@ -101,18 +133,22 @@ void Loop::run_once(Millis max_wait) {
   auto now = Clock::now();
   Millis wait = max_wait;
   if (!timers_.empty()) {
-    auto until = std::chrono::ceil<Millis>(timers_.begin()->first - now);
+    auto first = timers_.begin()->first;
+    auto until = first <= now ? Millis(0) : std::chrono::ceil<Millis>(first - now);
     wait = std::max(Millis(0), std::min(wait, until));
   }
   std::vector<pollfd> fds;
-  fds.reserve(watches_.size() + 1);
+  fds.reserve(watches_.size() + 2);
   fds.push_back({pipe_[0], POLLIN, 0});
+  // Queued stderr text goes out when descriptor 2 can take it, never blocking.
+  fds.push_back({stderr_pending() ? STDERR_FILENO : -1, POLLOUT, 0});
   for (auto& [fd, w] : watches_) fds.push_back({fd, w.events, 0});
   int n = poll(fds.data(), fds.size(), static_cast<int>(wait.count()));
   if (n < 0 && errno != EINTR) throw std::system_error(errno, std::generic_category(), "poll");
   if (n > 0) {
     if (fds[0].revents) drain_signals();
-    for (size_t i = 1; i < fds.size(); ++i) {
+    if (fds[1].revents) stderr_pump();
+    for (size_t i = 2; i < fds.size(); ++i) {
       if (!fds[i].revents) continue;
       auto it = watches_.find(fds[i].fd);
       if (it == watches_.end()) continue;  // unwatched by an earlier callback

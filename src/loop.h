@@ -15,6 +15,10 @@ namespace rlock {
 using Clock = std::chrono::steady_clock;
 using Millis = std::chrono::milliseconds;
 
+/// `t + d`, saturating at the clock's limits instead of overflowing (a user's
+/// duration times 10^6 nanoseconds can exceed 64 bits).
+Clock::time_point later(Clock::time_point t, Millis d);
+
 class Loop {
  public:
   using TimerId = uint64_t;
@@ -33,14 +37,15 @@ class Loop {
 
   /// Runs `cb` once at `when` (or soon after). Returns an id for cancel().
   TimerId at(Clock::time_point when, std::function<void()> cb);
+  /// at(now + delay); the sum saturates instead of overflowing.
   TimerId after(Millis delay, std::function<void()> cb) {
-    return at(Clock::now() + delay, std::move(cb));
+    return at(later(Clock::now(), delay), std::move(cb));
   }
   /// Cancels a pending timer; harmless for 0, fired or cancelled ids.
   void cancel(TimerId id);
 
   /// Delivers `sig` through the self-pipe to `cb`. Installs the handler (with
-  /// SA_RESTART); `ignore_signal` or the destructor put back SIG_DFL.
+  /// SA_RESTART); the destructor puts back SIG_DFL.
   void on_signal(int sig, std::function<void(int)> cb);
 
   /// Waits for the next event (or `max_wait`) and runs the callbacks due.

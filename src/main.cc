@@ -1,9 +1,31 @@
 // rlock: a distributed lock on Redis for shell users. See man/rlock.1.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include "cli.h"
 #include "signals.h"
+#include "stderr_writer.h"
+
+namespace {
+
+// A descriptor 0, 1 or 2 that is closed at start would be handed out to the
+// first socket rlock opens, and messages for stderr would then go to Redis.
+void open_standard_descriptors() {
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (fcntl(fd, F_GETFD) >= 0) continue;
+    int null = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+    if (null >= 0 && null != fd) close(null);  // lowest free number: fd itself
+  }
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
+  open_standard_descriptors();
   rlock::capture_inherited_signals();
   rlock::ignore_sigpipe();
-  return rlock::run_cli(argc, argv);
+  int status = rlock::run_cli(argc, argv);
+  // Last messages get a bounded chance to reach a slow stderr; never a hang.
+  rlock::stderr_drain(std::chrono::milliseconds(500));
+  return status;
 }

@@ -3,15 +3,37 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
-#include <cstdio>
+#include <cstring>
 #include <ctime>
+
+#include "error.h"
+#include "stderr_writer.h"
 
 namespace rlock {
 
 namespace {
 OutputMode g_mode;
 bool g_status_shown = false;
+
+void clear_status() {
+  if (g_status_shown) {
+    stderr_write("\r\033[K");
+    g_status_shown = false;
+  }
+}
+
+void line(std::string_view head, std::string_view message) {
+  clear_status();
+  std::string out;
+  out.reserve(head.size() + message.size() + 1);
+  out.append(head);
+  out += escape_controls(message);
+  out += '\n';
+  stderr_write(out);
+}
+
 }  // namespace
 
 void set_output_mode(OutputMode m) {
@@ -22,17 +44,8 @@ bool stderr_is_tty() {
   return isatty(STDERR_FILENO) == 1;
 }
 
-static void clear_status() {
-  if (g_status_shown) {
-    fputs("\r\033[K", stderr);
-    g_status_shown = false;
-  }
-}
-
 void log_error(std::string_view message) {
-  clear_status();
-  fmt::print(stderr, "rlock: {}\n", message);
-  fflush(stderr);
+  line("rlock: ", message);
 }
 
 void log_info(std::string_view message) {
@@ -47,50 +60,35 @@ void log_verbose(std::string_view message) {
   time_t secs = static_cast<time_t>(ms / 1000);
   struct tm tm {};
   localtime_r(&secs, &tm);
+  line(
+      fmt::format("rlock: [{:02}:{:02}:{:02}.{:03}] ", tm.tm_hour, tm.tm_min, tm.tm_sec, ms % 1000),
+      message);
+}
+
+void print_err(std::string_view text) {
   clear_status();
-  fmt::print(stderr, "rlock: [{:02}:{:02}:{:02}.{:03}] {}\n", tm.tm_hour, tm.tm_min, tm.tm_sec,
-             ms % 1000, message);
-  fflush(stderr);
+  stderr_write(text);
 }
 
 void status_line(std::string_view message) {
   if (g_mode.quiet || !stderr_is_tty()) return;
   if (message.empty()) {
     clear_status();
-  } else {
-    fmt::print(stderr, "\r\033[Krlock: {}", message);
-    g_status_shown = true;
+    return;
   }
-  fflush(stderr);
+  stderr_write("\r\033[Krlock: " + escape_controls(message));
+  g_status_shown = true;
 }
 
-std::string json_string(std::string_view s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20)
-          out += fmt::format("\\u{:04x}", c);
-        else
-          out += static_cast<char>(c);
-    }
+void print_out(std::string_view text) {
+  while (!text.empty()) {
+    ssize_t n = write(STDOUT_FILENO, text.data(), text.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0)
+      throw Error(ErrorKind::Protocol, fmt::format("cannot write to standard output: {}",
+                                                   n < 0 ? strerror(errno) : "nothing written"));
+    text.remove_prefix(static_cast<size_t>(n));
   }
-  return out + "\"";
 }
 
 std::string utc_iso(int64_t unix_ms) {

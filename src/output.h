@@ -1,15 +1,21 @@
 // Everything rlock writes for people: stderr messages, -v traces, the waiting
-// status line, JSON escaping, time formatting. Only main() and the command
+// status line, standard output, time formatting. Only run_cli and the command
 // functions call these; lower layers return values or throw.
+//
+// Nothing here throws on a failed or stalled stderr (see stderr_writer.h), and
+// every message passes through escape_controls(), so no text can forge a line
+// or send a terminal escape.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 
+#include "text.h"
+
 namespace rlock {
 
-/// Global output settings, set once by main() from -q/-v.
+/// Global output settings, set once by run_cli from -q/-v.
 struct OutputMode {
   bool quiet = false;
   bool verbose = false;
@@ -22,14 +28,19 @@ void log_error(std::string_view message);
 void log_info(std::string_view message);
 /// With -v: "rlock: [HH:MM:SS.mmm] <message>" on stderr.
 void log_verbose(std::string_view message);
+/// Text on stderr as is (the break prompt), without "rlock: ".
+void print_err(std::string_view text);
 
 /// A status line on a terminal, rewritten in place ("\r\033[K…"); clear it
 /// with an empty message. No-op unless stderr is a terminal and not -q.
 void status_line(std::string_view message);
 bool stderr_is_tty();
 
-/// JSON string literal of `s` (quotes included).
-std::string json_string(std::string_view s);
+/// Writes `text` to standard output (blocking: stdout is the caller's to
+/// read). Throws a protocol Error (70) naming the cause when it fails
+/// (closed pipe, full disk), so the output is never lost silently.
+void print_out(std::string_view text);
+
 /// Unix milliseconds as "2026-11-23T10:00:00.123Z".
 std::string utc_iso(int64_t unix_ms);
 

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <hiredis/hiredis.h>
 
+#include "text.h"
+
 namespace rlock {
 
 namespace {
@@ -27,7 +29,8 @@ const char* type_name(Reply::Type t) {
 
 [[noreturn]] void mismatch(const Reply& r, const char* what) {
   throw_protocol(fmt::format("unexpected reply from Redis: wanted {}, got {}{}", what,
-                             type_name(r.type), r.is_error() ? " '" + r.str + "'" : ""));
+                             type_name(r.type),
+                             r.is_error() ? " '" + escape_text(r.str) + "'" : ""));
 }
 
 bool starts_with(const std::string& s, const char* p) {
@@ -88,7 +91,9 @@ Reply convert_reply(const redisReply* r) {
 }
 
 Error server_error(const std::string& m, const std::string& context) {
-  std::string msg = context.empty() ? m : fmt::format("{}: {}", context, m);
+  // The server's text is escaped: it may hold anything, newlines included.
+  std::string msg =
+      context.empty() ? escape_text(m) : fmt::format("{}: {}", context, escape_text(m));
   auto has = [&](const char* s) { return m.find(s) != std::string::npos; };
   // Redis 7 also says "permission" without a NOPERM prefix: inside scripts
   // ("The user executing the script can't …") and when it drops an

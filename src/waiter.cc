@@ -242,14 +242,20 @@ std::string Acquirer::holder_text(const AcquireReply& a) const {
   }
   if (a.holders.size() > 1 || lock_.limit() > 0)
     return fmt::format("held by {} of {} holders", a.holders.size(), std::max(lock_.limit(), 1));
+  // Holder details come from Redis: escaped before they reach a terminal.
   const Holder& h = a.holders.front();
   if (h.info.host.empty())
-    return fmt::format("held by another client (token {}), {} left", h.token.substr(0, 12),
-                       format_duration(h.ttl_left));
-  std::string cmd = h.info.cmd.size() > 40 ? h.info.cmd.substr(0, 37) + "..." : h.info.cmd;
+    return fmt::format("held by another client (token {}), {} left",
+                       escape_text(h.token.substr(0, 12)), format_duration(h.ttl_left));
+  std::string cmd = escape_text(h.info.cmd);
+  if (cmd.size() > 40) {
+    size_t cut = 37;  // on a character boundary
+    while (cut > 0 && (static_cast<unsigned char>(cmd[cut]) & 0xc0) == 0x80) --cut;
+    cmd = cmd.substr(0, cut) + "...";
+  }
   std::string since = h.since_ms > 0 ? " since " + utc_iso(h.since_ms).substr(11, 8) + "Z" : "";
-  return fmt::format("held by {} pid {} [{}]{}, {} left", h.info.host, h.info.pid, cmd, since,
-                     format_duration(h.ttl_left));
+  return fmt::format("held by {} pid {} [{}]{}, {} left", escape_text(h.info.host), h.info.pid, cmd,
+                     since, format_duration(h.ttl_left));
 }
 
 void Acquirer::show_waiting(const AcquireReply& a) {

@@ -32,11 +32,18 @@ int cmd_acquire(const GlobalOptions& g, const LockOptions& o) {
     throw *out->error;
   }
   const Acquired& a = out->value;
-  if (g.json)
-    fmt::print("{{\"key\":{},\"token\":{},\"fence\":{},\"ttl_ms\":{}}}\n", json_string(o.key),
-               json_string(token), a.fence, a.ttl.count());
-  else
-    fmt::print("{}\n", token);
+  try {
+    if (g.json)
+      print_out(fmt::format("{{\"key\":{},\"token\":{},\"fence\":{},\"ttl_ms\":{}}}\n",
+                            json_string(o.key), json_string(token), a.fence, a.ttl.count()));
+    else
+      print_out(token + "\n");
+  } catch (const Error&) {
+    // Nobody could ever release a lease whose token was not printed.
+    wait_for<ReleaseReply>(
+        s.loop, [&](Done<ReleaseReply> d) { lock.release(token, Millis(0), std::move(d)); });
+    throw;
+  }
   return exitcode::kOk;
 }
 

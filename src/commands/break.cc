@@ -20,9 +20,8 @@ int cmd_break(const GlobalOptions& g, const std::string& key, bool yes) {
       log_info(fmt::format("'{}' is not held; nothing to break", key));
       return exitcode::kFree;
     }
-    fmt::print(stderr, "{}", status_text(key, st));
-    fmt::print(stderr, "Break '{}' and wake its waiters? [y/N] ", key);
-    fflush(stderr);
+    print_err(status_text(key, st));
+    print_err(fmt::format("Break '{}' and wake its waiters? [y/N] ", key));
     std::string answer;
     if (!std::getline(std::cin, answer) || (answer != "y" && answer != "Y" && answer != "yes")) {
       log_info("not broken");

@@ -20,8 +20,8 @@ int cmd_extend(const GlobalOptions& g, const std::string& key, const std::string
                                              "or broken); acquire it again",
                                              key));
   if (g.json)
-    fmt::print("{{\"key\":{},\"token\":{},\"fence\":{},\"ttl_ms\":{}}}\n", json_string(key),
-               json_string(token), r.fence, r.ttl.count());
+    print_out(fmt::format("{{\"key\":{},\"token\":{},\"fence\":{},\"ttl_ms\":{}}}\n",
+                          json_string(key), json_string(token), r.fence, r.ttl.count()));
   return exitcode::kOk;
 }
 

@@ -45,24 +45,25 @@ int cmd_list(const GlobalOptions& g, const std::string& pattern) {
         keys.insert(name.substr(head.size(), close - head.size()));
     }
   } while (cursor != "0");
-  std::string json;
-  int held = 0;
+  std::string out;
   for (auto& key : keys) {
     Lock lock(*s.client, LockNames(key, g.prefix));
     auto st = wait_for<LockStatus>(s.loop, [&](Done<LockStatus> d) { lock.status(std::move(d)); });
     if (st.holders.empty()) continue;
-    ++held;
     if (g.json) {
-      json += (json.empty() ? "" : ",") + status_json(key, st);
+      out += (out.empty() ? "" : ",") + status_json(key, st);
     } else {
+      // Tab-separated: every field is escaped, so none can hold a tab or newline.
       const Holder& h = st.holders.front();
-      std::string who = h.info.host.empty() ? "?" : fmt::format("{}:{}", h.info.host, h.info.pid);
-      fmt::print("{}\t{}\t{}\tfence {}\t{} waiting\t{}\n", key,
-                 st.limit ? fmt::format("{}/{} holders", st.holders.size(), st.limit) : who,
-                 format_duration(h.ttl_left) + " left", h.fence, st.waiters.size(), h.info.cmd);
+      std::string who =
+          h.info.host.empty() ? "?" : fmt::format("{}:{}", escape_text(h.info.host), h.info.pid);
+      out += fmt::format("{}\t{}\t{}\tfence {}\t{} waiting\t{}\n", escape_text(key),
+                         st.limit ? fmt::format("{}/{} holders", st.holders.size(), st.limit) : who,
+                         format_duration(h.ttl_left) + " left", h.fence, st.waiters.size(),
+                         escape_text(h.info.cmd));
     }
   }
-  if (g.json) fmt::print("[{}]\n", json);
+  print_out(g.json ? "[" + out + "]\n" : out);
   return exitcode::kOk;
 }
 

@@ -13,10 +13,12 @@ std::string age(int64_t now_ms, int64_t since_ms) {
   return format_duration(Millis(std::max<int64_t>(0, now_ms - since_ms)));
 }
 
+// Holder details come from Redis: escaped, they cannot forge a line.
 std::string who(const HolderInfo& i) {
   if (i.host.empty()) return "unknown client (no holder details)";
-  return fmt::format("{} pid {} user {}: {}", i.host, i.pid, i.user.empty() ? "?" : i.user,
-                     i.cmd.empty() ? "?" : i.cmd);
+  return fmt::format("{} pid {} user {}: {}", escape_text(i.host), i.pid,
+                     i.user.empty() ? "?" : escape_text(i.user),
+                     i.cmd.empty() ? "?" : escape_text(i.cmd));
 }
 
 }  // namespace
@@ -39,9 +41,10 @@ std::string status_text(const std::string& key, const LockStatus& s) {
     if (h.since_ms > 0)
       out += fmt::format("          since {} ({} ago), {} left, fence {}, token {}\n",
                          utc_iso(h.since_ms), age(s.now_ms, h.since_ms),
-                         format_duration(h.ttl_left), h.fence, h.token);
+                         format_duration(h.ttl_left), h.fence, escape_text(h.token));
     else
-      out += fmt::format("          {} left, token {}\n", format_duration(h.ttl_left), h.token);
+      out += fmt::format("          {} left, token {}\n", format_duration(h.ttl_left),
+                         escape_text(h.token));
   }
   long n = 0;
   for (auto& w : s.waiters)
@@ -82,9 +85,9 @@ int cmd_status(const GlobalOptions& g, const std::string& key) {
   Lock lock = s.lock(key, g.prefix);
   auto st = wait_for<LockStatus>(s.loop, [&](Done<LockStatus> d) { lock.status(std::move(d)); });
   if (g.json)
-    fmt::print("{}\n", status_json(key, st));
+    print_out(status_json(key, st) + "\n");
   else
-    fmt::print("{}", status_text(key, st));
+    print_out(status_text(key, st));
   return st.holders.empty() ? exitcode::kFree : exitcode::kOk;
 }
 

@@ -1,0 +1,31 @@
+// Text that crosses a trust boundary: anything that came from Redis (holder
+// host, user and command, key names, tokens, server error strings) or from
+// the user's command line (a URL) is escaped before people or tools see it,
+// so it can neither forge a line of rlock's output nor send terminal escapes.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace rlock {
+
+/// For human output: valid, printable UTF-8 passes unchanged; C0 and C1
+/// control characters, DEL, tab and bytes that are not valid UTF-8 become
+/// `\xHH` (one per byte), and a backslash becomes `\\`. The result is one
+/// line of printable text, whatever the input.
+std::string escape_text(std::string_view s);
+
+/// escape_text without doubling backslashes: a last line of defence applied
+/// to every message rlock prints, harmless on text that is already escaped.
+std::string escape_controls(std::string_view s);
+
+/// A JSON string literal (quotes included) that is valid JSON whatever the
+/// bytes: `"` `\` and control characters (C0, DEL, C1) are escaped, and a
+/// byte that is not valid UTF-8 becomes U+FFFD.
+std::string json_string(std::string_view s);
+
+/// The length of the valid UTF-8 sequence at the start of `s` (1–4), or 0
+/// when it is not one (truncated, overlong, surrogate, beyond U+10FFFF).
+size_t utf8_sequence_length(std::string_view s);
+
+}  // namespace rlock

@@ -1,0 +1,149 @@
+#!/usr/bin/env bats
+# What rlock writes can neither kill it nor be forged: a stderr that fails (full disk,
+# closed pipe) or stalls (a reader that stopped reading) never stops the command, the
+# renewals or the release; text that comes from Redis (holder details, key names, server
+# errors) is escaped in human output and stays valid JSON with --json.
+
+# shellcheck disable=SC2016 # single-quoted scripts are expanded by the child's shell
+load helpers/redis
+
+bats_require_minimum_version 1.5.0
+
+setup_file() { redis_start; }
+
+setup() { T=$BATS_TEST_TMPDIR; }
+
+# fake_holder KEY TOKEN HOST CMD: a lock held by TOKEN with holder details of our choice,
+# as a hostile or broken client could write them.
+fake_holder() {
+  rcli set "lock:{$1}" "$2" px 60000 >/dev/null
+  rcli hset "lock:{$1}:h:$2" host "$3" pid 42 user "$3" cmd "$4" since 1700000000000 \
+    fence 7 ttl 60000 >/dev/null
+  rcli pexpire "lock:{$1}:h:$2" 60000 >/dev/null
+}
+
+# no_raw_controls FILE [tab]: fails if FILE holds an ESC, a CR, a C1 CSI or any C0 byte
+# but newline (and tab, with "tab": list's field separator).
+no_raw_controls() {
+  local c0=$'[\x01-\x09\x0b-\x1f\x7f]'
+  if [[ ${2:-} == tab ]]; then c0=$'[\x01-\x08\x0b-\x1f\x7f]'; fi
+  if LC_ALL=C grep -q "$c0" "$1" || LC_ALL=C grep -q $'\xc2\x9b' "$1"; then
+    fail "raw control characters in $1: $(od -c "$1" | head -20)"
+  fi
+}
+
+# --- a stderr that fails or stalls ---------------------------------------------------------
+
+@test "stderr on a full disk: the command runs, the lease is renewed and released, its status passes" {
+  # (inside bash -c: bats's `run` would capture a redirection of its own stderr)
+  run bash -c '"$1" -v run --ttl 600ms full -- sh -c "sleep 1.5; touch \"\$0/done\"; exit 3" "$2" \
+    2>/dev/full' x "$RLOCK" "$T"
+  assert_equal "$status" 3
+  assert [ -e "$T/done" ]
+  assert_equal "$(rcli exists 'lock:{full}')" 0
+}
+
+@test "stderr to a pipe that closes (2>&1 | head -1): the command finishes and the lock is released" {
+  run bash -c '"$1" -v run --ttl 600ms closed -- sh -c "sleep 1.5; touch \"\$0/done\"" "$2" 2>&1 |
+    head -1 >/dev/null; exit "${PIPESTATUS[0]}"' x "$RLOCK" "$T"
+  assert_equal "$status" 0
+  assert [ -e "$T/done" ]
+  assert_equal "$(rcli exists 'lock:{closed}')" 0
+}
+
+@test "a waiting job whose stderr pipe closes still acquires, runs its command and releases" {
+  rlock_bg holder run held -- sh -c 'touch "$1/held"; while [ ! -e "$1/go" ]; do sleep 0.05; done' x "$T"
+  wait_for_file "$T/held"
+  # The waiter's first line ("waiting for …") is read, then the reader is gone.
+  bg_start waiter bash -c '"$1" -v run --wait 20s held -- touch "$2/ran" 2>&1 | head -1 >/dev/null
+    exit "${PIPESTATUS[0]}"' x "$RLOCK" "$T"
+  waiter=$BG_PID
+  wait_until "[[ \$(rcli zcard 'lock:{held}:queue') == 1 ]]"
+  touch "$T/go"
+  bg_wait "$waiter"
+  assert_equal "$BG_STATUS" 0
+  assert [ -e "$T/ran" ]
+  assert_equal "$(rcli exists 'lock:{held}')" 0
+}
+
+@test "a stalled stderr (a pipe nobody reads, filled by the command) never delays renewal" {
+  mkfifo "$T/err"
+  # A reader that opens the pipe and never reads from it.
+  bg_start reader sh -c 'exec 3<"$1"; sleep 30' x "$T/err"
+  start=$(now_ms)
+  run bash -c '"$1" -v run --ttl 600ms stalled -- sh -c "
+    head -c 200000 /dev/zero >&2 &
+    sleep 2.5
+    exit 4" 2>"$2/err"' x "$RLOCK" "$T"
+  elapsed=$(($(now_ms) - start))
+  assert_equal "$status" 4
+  assert_equal "$(rcli exists 'lock:{stalled}')" 0
+  # 2.5s of command, renewed every 200ms: it was never declared lost (exit 76), and the
+  # exit did not wait for stderr beyond its short bound.
+  assert [ "$elapsed" -lt 6000 ]
+}
+
+# --- text from Redis -----------------------------------------------------------------------
+
+@test "status escapes a holder's host and command: no forged line, no terminal escape" {
+  fake_holder esc tok1 $'evil\nrlock: acquired' $'\e[2J\e]0;pwned\arm -rf \xc2\x9b31m\\'
+  run --separate-stderr "$RLOCK" status esc
+  assert_success
+  printf '%s\n' "$output" >"$T/out"
+  no_raw_controls "$T/out"
+  assert_output --partial 'evil\x0arlock: acquired'
+  assert_output --partial '\x1b[2J\x1b]0;pwned\x07rm -rf \xc2\x9b31m\\'
+  refute_line --regexp '^rlock: acquired'
+}
+
+@test "status --json stays valid JSON whatever the bytes, invalid UTF-8 included" {
+  fake_holder escj $'tok\x01' $'h\xff\xfe\n' $'c\e[0m\xc3'
+  run --separate-stderr "$RLOCK" status escj --json
+  assert_success
+  printf '%s\n' "$output" >"$T/out"
+  no_raw_controls "$T/out"
+  iconv -f UTF-8 -t UTF-8 "$T/out" >/dev/null || fail "not valid UTF-8: $output"
+  run jq -r '.holders[0].host, .holders[0].command' "$T/out"
+  assert_success
+  assert_line --index 0 $'h\ufffd\ufffd'
+  assert_line --index 1 $'c\e[0m\ufffd'
+}
+
+@test "a waiter's 'held by' line escapes the holder's details" {
+  fake_holder escw tok2 $'host\nrlock: forged' $'cmd\e[31m'
+  run --separate-stderr "$RLOCK" acquire escw --wait 300ms
+  assert_equal "$status" 75
+  printf '%s\n' "$stderr" >"$T/err"
+  no_raw_controls "$T/err"
+  assert_equal "${#stderr_lines[@]}" 2 # "waiting for …" and "gave up …"
+  [[ $stderr == *'host\x0arlock: forged'* ]] || fail "not escaped: $stderr"
+}
+
+@test "list escapes foreign key names, so every lock is one tab-separated line" {
+  rcli set $'lock:{tab\tkey}' t1 px 60000 >/dev/null
+  rcli set $'lock:{new\nline}' t2 px 60000 >/dev/null
+  run --separate-stderr "$RLOCK" list
+  assert_success
+  printf '%s\n' "$output" >"$T/out"
+  no_raw_controls "$T/out" tab
+  assert_line --partial 'tab\x09key'
+  assert_line --partial 'new\x0aline'
+  for line in "${lines[@]}"; do
+    n=$(awk -F'\t' '{print NF}' <<<"$line")
+    assert_equal "$n" 6
+  done
+  run "$RLOCK" list --json
+  assert_success
+  run jq -r '.[].key' <<<"$output"
+  assert_line $'tab\tkey'
+}
+
+@test "a server error with control characters is printed on one escaped line" {
+  garbage_start $'reply=-ERR boom\x1b[31m\x9b red\\r\\n'
+  run --separate-stderr "$RLOCK" --url "redis://127.0.0.1:$GARBAGE_PORT/0" status k
+  assert_equal "$status" 70
+  assert_equal "${#stderr_lines[@]}" 1
+  printf '%s\n' "$stderr" >"$T/err"
+  no_raw_controls "$T/err"
+  [[ $stderr == *'boom\x1b[31m\x9b red'* ]] || fail "not escaped: $stderr"
+}
