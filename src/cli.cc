@@ -36,7 +36,7 @@ See rlock(1) for details.)";
 struct RawDurations {
   // Optional, so an empty value ("--ttl ''") is an error, not "not given".
   std::optional<std::string> connect_timeout, timeout, ttl, wait, min_hold, kill_after, on_lost,
-      limit;
+      limit, conflict_exit;
   std::vector<std::string> urls;
 };
 
@@ -78,7 +78,7 @@ void add_lock_options(CLI::App* sub, LockOptions& o, RawDurations& d, bool run) 
   sub->add_option("--ttl", d.ttl, "lease length (default 30s); run renews every TTL/3");
   sub->add_option("--wait", d.wait, "wait at most this long when taken (default: forever)");
   sub->add_flag("-n,--no-wait", o.no_wait, "fail at once when taken");
-  sub->add_option("-E,--conflict-exit-code", o.conflict_exit,
+  sub->add_option("-E,--conflict-exit-code", d.conflict_exit,
                   "exit status when the lock was not acquired (default 75)");
   sub->add_option("--limit", d.limit, "counting semaphore: at most N holders at once");
   if (!run) return;
@@ -89,6 +89,16 @@ void add_lock_options(CLI::App* sub, LockOptions& o, RawDurations& d, bool run) 
                   "default), kill, or warn (let CMD finish)");
   sub->add_option("--kill-after", d.kill_after,
                   "after --on-lost term, SIGKILL the child this long later (default 10s)");
+}
+
+// A whole number in [lo, hi] written in decimal digits only ("", "+3", "3x" and
+// " 3" are errors), or a usage Error naming the flag.
+int whole_number(const std::string& s, int lo, int hi, const char* flag, const char* want) {
+  int n = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+  if (s.empty() || s[0] == '-' || ec != std::errc() || p != s.data() + s.size() || n < lo || n > hi)
+    throw_usage(fmt::format("invalid {} '{}': use {}", flag, escape_text(s), want));
+  return n;
 }
 
 void apply_durations(const RawDurations& d, GlobalOptions& g, LockOptions& o) {
@@ -107,16 +117,13 @@ void apply_durations(const RawDurations& d, GlobalOptions& g, LockOptions& o) {
   else if (on_lost == "warn")
     o.on_lost = OnLost::Warn;
   else
-    throw_usage(fmt::format("invalid --on-lost '{}': use term, kill or warn", on_lost));
-  if (d.limit) {
-    int n = 0;
-    auto [p, ec] = std::from_chars(d.limit->data(), d.limit->data() + d.limit->size(), n);
-    if (d.limit->empty() || ec != std::errc() || p != d.limit->data() + d.limit->size() || n < 1 ||
-        n > 1'000'000)
-      throw_usage(
-          fmt::format("invalid --limit '{}': use a whole number from 1 to 1000000", *d.limit));
-    o.limit = n;
-  }
+    throw_usage(
+        fmt::format("invalid --on-lost '{}': use term, kill or warn", escape_text(on_lost)));
+  if (d.limit)
+    o.limit = whole_number(*d.limit, 1, 1'000'000, "--limit", "a whole number from 1 to 1000000");
+  if (d.conflict_exit)
+    o.conflict_exit = whole_number(*d.conflict_exit, 0, 255, "--conflict-exit-code",
+                                   "an exit status from 0 to 255");
   if (d.urls.size() > 1)
     throw_usage("several --url (Redlock quorum mode) are not supported yet: give one");
   if (!d.urls.empty()) g.url = d.urls.front();

@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
+#include <charconv>
 #include <cmath>
-#include <limits>
 
 #include "error.h"
+#include "text.h"
 
 namespace rlock {
 
@@ -20,27 +22,39 @@ double unit_ms(std::string_view unit) {
   return -1;
 }
 
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+
 }  // namespace
 
 Millis parse_duration(std::string_view text, std::string_view what) {
+  // The text is the user's: escaped in the message (it may hold anything).
   auto bad = [&]() {
     throw_usage(fmt::format("invalid {} '{}': use a number with a unit, like 250ms, 30s, 5m, 1h30m",
-                            what, text));
+                            what, escape_text(text)));
   };
-  if (text.empty()) bad();
+  auto too_long = [&]() {
+    throw_usage(fmt::format("invalid {} '{}': durations are at most {} days", what,
+                            escape_text(text), kMaxDuration.count() / 86'400'000));
+  };
+  if (text.empty() || text.size() > 1024) bad();
   double total = 0;
   size_t i = 0;
   bool any = false;
   while (i < text.size()) {
     size_t start = i;
     bool dot = false;
-    while (i < text.size() &&
-           (std::isdigit(static_cast<unsigned char>(text[i])) || (text[i] == '.' && !dot))) {
+    while (i < text.size() && (is_digit(text[i]) || (text[i] == '.' && !dot))) {
       if (text[i] == '.') dot = true;
       ++i;
     }
     if (i == start || (i - start == 1 && dot)) bad();
-    double value = std::stod(std::string(text.substr(start, i - start)));
+    double value = 0;
+    // from_chars never throws: a number too large for a double is an error code.
+    auto [p, ec] = std::from_chars(text.data() + start, text.data() + i, value);
+    if (ec == std::errc::result_out_of_range) too_long();
+    if (ec != std::errc() || p != text.data() + i) bad();
     size_t ustart = i;
     while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]))) ++i;
     std::string_view unit = text.substr(ustart, i - ustart);
@@ -49,9 +63,8 @@ Millis parse_duration(std::string_view text, std::string_view what) {
     if (mult < 0) bad();
     total += value * mult;
     any = true;
+    if (!std::isfinite(total) || total > static_cast<double>(kMaxDuration.count())) too_long();
   }
-  if (!std::isfinite(total) || total > static_cast<double>(std::numeric_limits<int64_t>::max() / 2))
-    bad();
   return Millis(static_cast<int64_t>(std::llround(total)));
 }
 
@@ -60,7 +73,8 @@ std::string format_duration(Millis d) {
   std::string sign;
   if (ms < 0) {
     sign = "-";
-    ms = -ms;
+    // The most negative value has no positive counterpart.
+    ms = ms == INT64_MIN ? INT64_MAX : -ms;
   }
   if (ms < 1000) return fmt::format("{}{}ms", sign, ms);
   if (ms < 60'000) {

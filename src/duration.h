@@ -9,9 +9,12 @@ namespace rlock {
 
 using Millis = std::chrono::milliseconds;
 
+/// The longest duration any option accepts (SPEC: 366 days).
+inline constexpr Millis kMaxDuration{366LL * 24 * 3600 * 1000};
+
 /// Parses a duration. Throws a usage Error naming `what` on bad input, a
-/// negative value, or an overflow. Zero is allowed (callers reject it where it
-/// makes no sense).
+/// negative value, or one longer than kMaxDuration. Zero is allowed (callers
+/// reject it where it makes no sense).
 Millis parse_duration(std::string_view text, std::string_view what = "duration");
 
 /// Formats a duration compactly for people: "1h30m", "29.5s", "250ms".

@@ -121,7 +121,8 @@ void Lock::acquire(const std::string& token, Millis ttl, bool queue, const Holde
         if (tag == "OK") {
           a.state = AcquireReply::State::Acquired;
           a.fence = num(e[1]);
-          a.ttl = Millis(num(e.at(2)));
+          if (e.size() < 3) throw_protocol("short acquire reply");
+          a.ttl = Millis(num(e[2]));
         } else if (tag == "TAKEN" || tag == "QUEUED") {
           a.state = tag == "TAKEN" ? AcquireReply::State::Taken : AcquireReply::State::Queued;
           if (e.size() < 4) throw_protocol("short acquire reply");

@@ -1,13 +1,18 @@
 #include "options.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
+#include <cstring>
 
 #include "error.h"
 #include "output.h"
+#include "text.h"
 
 namespace rlock {
 
@@ -18,16 +23,91 @@ const char* env(const char* name) {
   return v && *v ? v : nullptr;
 }
 
-std::string read_password_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw_usage(fmt::format("cannot read --password-file '{}'", path));
-  std::string line;
-  std::getline(in, line);
-  while (!line.empty() && (line.back() == '\r' || line.back() == '\n')) line.pop_back();
-  return line;
+bool valid_user_name(std::string_view u) {
+  for (unsigned char c : u)
+    if (c < 0x20 || c == 0x7f) return false;
+  return u.size() <= 512;
 }
 
+// Closes a descriptor on scope exit.
+struct Fd {
+  int fd;
+  ~Fd() {
+    if (fd >= 0) close(fd);
+  }
+};
+
 }  // namespace
+
+std::string read_password_file(const std::string& path, Millis limit) {
+  std::string shown = escape_text(path);
+  auto fail = [&](const std::string& why) {
+    throw_usage(fmt::format("--password-file '{}': {}", shown, why));
+  };
+  // Non-blocking, so a FIFO without a writer cannot hang the open.
+  Fd f{open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)};
+  if (f.fd < 0) fail(strerror(errno));
+  struct stat st {};
+  if (fstat(f.fd, &st) != 0) fail(strerror(errno));
+  if (S_ISDIR(st.st_mode)) fail("is a directory");
+  // Regular files and pipes (`--password-file <(pass show redis)`); a device
+  // such as /dev/zero, /dev/null or a terminal is refused.
+  if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode)) fail("is not a regular file or a pipe");
+  std::string data;
+  auto until = later(Clock::now(), limit);
+  const bool pipe = S_ISFIFO(st.st_mode);
+  for (;;) {
+    auto nl = data.find('\n');
+    if (nl != std::string::npos) {
+      data.resize(nl);
+      break;
+    }
+    if (data.size() > kMaxPasswordFile) fail("the first line is longer than 4 KiB");
+    if (pipe) {
+      // A named FIFO reads as end-of-file until a writer opens it; poll()
+      // only reports it once one has: wait for that, within the limit.
+      auto left = std::chrono::ceil<Millis>(until - Clock::now());
+      pollfd p{f.fd, POLLIN, 0};
+      int r = left.count() <= 0
+                  ? 0
+                  : poll(&p, 1, static_cast<int>(std::min<Millis::rep>(left.count(), 60'000)));
+      if (r < 0 && errno == EINTR) continue;
+      if (r == 0 && left.count() <= 60'000)
+        fail(fmt::format("nothing to read within {} (--connect-timeout)", format_duration(limit)));
+      if (r <= 0) continue;
+    }
+    char buf[1024];
+    ssize_t n = read(f.fd, buf, sizeof buf);
+    if (n > 0) {
+      data.append(buf, static_cast<size_t>(n));
+      continue;
+    }
+    if (n == 0) break;  // end of file (a pipe's writer closed it)
+    if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
+    fail(strerror(errno));
+  }
+  if (data.size() > kMaxPasswordFile) fail("the first line is longer than 4 KiB");
+  if (!data.empty() && data.back() == '\r') data.pop_back();
+  if (data.empty()) fail("the first line is empty: write the password on it");
+  if (data.find('\0') != std::string::npos) fail("the password holds a NUL byte");
+  return data;
+}
+
+const char* describe(PasswordSource s) {
+  switch (s) {
+    case PasswordSource::Url:
+      return "from the URL";
+    case PasswordSource::File:
+      return "from --password-file";
+    case PasswordSource::RlockEnv:
+      return "from RLOCK_PASSWORD";
+    case PasswordSource::RediscliEnv:
+      return "from REDISCLI_AUTH";
+    case PasswordSource::None:
+      break;
+  }
+  return "none";
+}
 
 std::string effective_url(const GlobalOptions& g) {
   if (!g.url.empty()) return g.url;
@@ -39,23 +119,40 @@ std::string effective_url(const GlobalOptions& g) {
 ConnectionConfig connection_config(const GlobalOptions& g) {
   ConnectionConfig c;
   c.endpoint = parse_url(effective_url(g));
-  if (!g.user.empty()) c.endpoint.user = g.user;
-  if (!c.endpoint.password) {
-    if (!g.password_file.empty())
-      c.endpoint.password = read_password_file(g.password_file);
-    else if (const char* p = env("RLOCK_PASSWORD"))
-      c.endpoint.password = p;
-    else if (const char* p = env("REDISCLI_AUTH"))
-      c.endpoint.password = p;
+  if (g.connect_timeout.count() <= 0 || g.timeout.count() <= 0)
+    throw_usage("--connect-timeout and --timeout must be greater than zero");
+  if (!g.user.empty()) {
+    if (!valid_user_name(g.user)) throw_usage("invalid --user: it must be printable text");
+    c.endpoint.user = g.user;
   }
+  if (c.endpoint.password) {
+    c.password_source = PasswordSource::Url;
+  } else if (!g.password_file.empty()) {
+    c.endpoint.password = read_password_file(g.password_file, g.connect_timeout);
+    c.password_source = PasswordSource::File;
+  } else if (const char* p = env("RLOCK_PASSWORD")) {
+    c.endpoint.password = p;
+    c.password_source = PasswordSource::RlockEnv;
+  } else if (const char* p = env("REDISCLI_AUTH")) {
+    c.endpoint.password = p;
+    c.password_source = PasswordSource::RediscliEnv;
+  }
+  if (!c.endpoint.user.empty() && !c.endpoint.password)
+    throw_usage(
+        fmt::format("user '{}' needs a password: give it in the URL, --password-file, "
+                    "RLOCK_PASSWORD or REDISCLI_AUTH",
+                    escape_text(c.endpoint.user)));
   const TlsOptions& t = g.tls;
   bool tls_flags = !t.ca_cert.empty() || !t.ca_dir.empty() || !t.cert.empty() || !t.key.empty() ||
                    !t.server_name.empty() || t.insecure;
   if (tls_flags && !c.endpoint.tls)
     throw_usage("--tls-* options need a TLS URL: use rediss://host:port instead of redis://");
+  if (!t.ca_dir.empty()) {
+    struct stat st {};
+    if (stat(t.ca_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+      throw_usage(fmt::format("--tls-ca-dir '{}' is not a directory", escape_text(t.ca_dir)));
+  }
   c.tls = t;
-  if (g.connect_timeout.count() <= 0 || g.timeout.count() <= 0)
-    throw_usage("--connect-timeout and --timeout must be greater than zero");
   c.connect_timeout = g.connect_timeout;
   c.command_timeout = g.timeout;
   if (g.verbose) c.trace = [](const std::string& line) { log_verbose(line); };

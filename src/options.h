@@ -39,6 +39,15 @@ struct LockOptions {
   Millis kill_after{10000};
 };
 
+/// At most this many bytes of a --password-file's first line.
+inline constexpr size_t kMaxPasswordFile = 4096;
+
+/// The first line of a --password-file, read within `limit` and at most
+/// kMaxPasswordFile bytes. Regular files and pipes only (process substitution
+/// works); a directory, a device, a FIFO nobody writes to, an empty first
+/// line or a longer one is a usage Error (64) naming the file.
+std::string read_password_file(const std::string& path, Millis limit);
+
 /// The URL to use: --url, then RLOCK_URL, then REDIS_URL, then the default.
 std::string effective_url(const GlobalOptions& g);
 

@@ -109,7 +109,25 @@ std::optional<Error> Connection::start_connect() {
                          fmt::format("Redis refused {} at {}", what, cfg_.endpoint.display())));
     };
   };
-  if (!auth.empty()) enqueue_raw(auth, check("authentication"), Millis(0), "AUTH");
+  auto check_auth = [this, alive](Result r) {
+    if (!*alive || r.failure || !r.reply.is_error()) return;
+    const std::string& m = r.reply.str;
+    bool no_password = m.find("without any password configured") != std::string::npos ||
+                       m.find("no password is set") != std::string::npos;
+    if (!no_password) {
+      close(server_error(
+          m, fmt::format("Redis refused authentication at {}", cfg_.endpoint.display())));
+    } else if (cfg_.password_source == PasswordSource::RediscliEnv) {
+      // As redis-cli does: an exported REDISCLI_AUTH meant for another server.
+      if (cfg_.trace) cfg_.trace("the server has no password: ignoring REDISCLI_AUTH");
+    } else {
+      close(Error(ErrorKind::Permission,
+                  fmt::format("Redis at {} has no password set, but rlock was given one ({}): "
+                              "remove it or set a password on the server",
+                              cfg_.endpoint.display(), describe(cfg_.password_source))));
+    }
+  };
+  if (!auth.empty()) enqueue_raw(auth, check_auth, Millis(0), "AUTH");
   if (cfg_.endpoint.db != 0)
     enqueue_raw({"SELECT", std::to_string(cfg_.endpoint.db)}, check("SELECT"), Millis(0), "SELECT");
   return std::nullopt;

@@ -21,9 +21,16 @@ namespace rlock {
 using ReplyCallback = std::function<void(Result)>;
 using Args = std::vector<std::string>;
 
+/// Where the password came from (SPEC precedence), for messages and for
+/// redis-cli's rule: REDISCLI_AUTH against a server without a password is
+/// ignored, any other password there is a permission error (77).
+enum class PasswordSource { None, Url, File, RlockEnv, RediscliEnv };
+const char* describe(PasswordSource s);
+
 /// Everything needed to reach one server.
 struct ConnectionConfig {
   Endpoint endpoint;
+  PasswordSource password_source = PasswordSource::None;
   TlsOptions tls;
   Millis connect_timeout{5000};
   Millis command_timeout{5000};

@@ -5,6 +5,7 @@
 #include <charconv>
 
 #include "error.h"
+#include "text.h"
 
 namespace rlock {
 
@@ -14,7 +15,7 @@ int parse_int(std::string_view s, int lo, int hi, std::string_view what, std::st
   int v = 0;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (s.empty() || ec != std::errc() || p != s.data() + s.size() || v < lo || v > hi)
-    throw_usage(fmt::format("invalid {} '{}' in URL '{}'", what, s, url));
+    throw_usage(fmt::format("invalid {} '{}' in URL '{}'", what, escape_text(s), redact_url(url)));
   return v;
 }
 
@@ -22,11 +23,13 @@ std::string percent_decode(std::string_view s, std::string_view url) {
   std::string out;
   for (size_t i = 0; i < s.size(); ++i) {
     if (s[i] == '%') {
-      if (i + 2 >= s.size()) throw_usage(fmt::format("bad percent-escape in URL '{}'", url));
+      if (i + 3 > s.size())
+        throw_usage(fmt::format("bad percent-escape in URL '{}'", redact_url(url)));
       int v = 0;
       auto [p, ec] = std::from_chars(s.data() + i + 1, s.data() + i + 3, v, 16);
       if (ec != std::errc() || p != s.data() + i + 3)
-        throw_usage(fmt::format("bad percent-escape in URL '{}'", url));
+        throw_usage(fmt::format("bad percent-escape in URL '{}'", redact_url(url)));
+      if (v == 0) throw_usage(fmt::format("a %00 (NUL byte) in URL '{}'", redact_url(url)));
       out += static_cast<char>(v);
       i += 2;
     } else {
@@ -34,6 +37,12 @@ std::string percent_decode(std::string_view s, std::string_view url) {
     }
   }
   return out;
+}
+
+bool has_control(std::string_view s) {
+  for (unsigned char c : s)
+    if (c < 0x20 || c == 0x7f) return true;
+  return false;
 }
 
 // Splits "?db=N&x=y" query parameters; only db is understood.
@@ -48,26 +57,52 @@ void parse_query(std::string_view q, Endpoint& ep, std::string_view url) {
     if (name == "db")
       ep.db = parse_int(value, 0, 1 << 20, "database number", url);
     else
-      throw_usage(fmt::format("unknown URL parameter '{}' in '{}'", name, url));
+      throw_usage(
+          fmt::format("unknown URL parameter '{}' in '{}'", escape_text(name), redact_url(url)));
   }
 }
 
 }  // namespace
 
+std::string redact_url(std::string_view url) {
+  auto sep = url.find("://");
+  if (sep != std::string_view::npos) {
+    // Everything between "user:" and the last '@' is the password (a password
+    // may itself hold '@' and ':', percent-encoded or not).
+    auto rest = url.substr(sep + 3);
+    auto at = rest.rfind('@');
+    if (at != std::string_view::npos) {
+      auto userinfo = rest.substr(0, at);
+      auto colon = userinfo.find(':');
+      std::string out(url.substr(0, sep + 3));
+      if (colon == std::string_view::npos) {
+        out.append(userinfo);
+      } else {
+        out.append(userinfo.substr(0, colon));
+        out += ":***";
+      }
+      out.append(rest.substr(at));
+      return escape_text(out);
+    }
+  }
+  return escape_text(url);
+}
+
 std::string Endpoint::display() const {
   if (kind == Kind::Unix)
-    return fmt::format("unix://{}{}", path, db ? fmt::format("?db={}", db) : "");
+    return fmt::format("unix://{}{}", escape_text(path), db ? fmt::format("?db={}", db) : "");
   std::string h = host.find(':') != std::string::npos ? fmt::format("[{}]", host) : host;
-  std::string u = user.empty() ? "" : user + "@";
-  return fmt::format("{}://{}{}:{}/{}", tls ? "rediss" : "redis", u, h, port, db);
+  std::string u = user.empty() ? "" : escape_text(user) + "@";
+  return fmt::format("{}://{}{}:{}/{}", tls ? "rediss" : "redis", u, escape_text(h), port, db);
 }
 
 Endpoint parse_url(std::string_view url) {
   Endpoint ep;
   auto sep = url.find("://");
   if (sep == std::string_view::npos)
-    throw_usage(fmt::format(
-        "invalid URL '{}': expected redis://host:port/db, rediss://… or unix:///path", url));
+    throw_usage(
+        fmt::format("invalid URL '{}': expected redis://host:port/db, rediss://… or unix:///path",
+                    redact_url(url)));
   auto scheme = url.substr(0, sep);
   auto rest = url.substr(sep + 3);
   if (scheme == "unix") {
@@ -78,16 +113,16 @@ Endpoint parse_url(std::string_view url) {
     if (ep.path.empty() || ep.path[0] != '/')
       throw_usage(fmt::format(
           "invalid URL '{}': a unix:// URL needs an absolute path, as in unix:///run/redis.sock",
-          url));
+          redact_url(url)));
     return ep;
   }
   if (scheme == "rediss") {
     ep.tls = true;
   } else if (scheme == "redis-sentinel" || scheme == "redis+sentinel") {
-    throw_usage(fmt::format("Sentinel URLs are not supported yet: '{}'", url));
+    throw_usage(fmt::format("Sentinel URLs are not supported yet: '{}'", redact_url(url)));
   } else if (scheme != "redis") {
-    throw_usage(
-        fmt::format("unsupported URL scheme '{}://': use redis://, rediss:// or unix://", scheme));
+    throw_usage(fmt::format("unsupported URL scheme '{}://': use redis://, rediss:// or unix://",
+                            escape_text(scheme)));
   }
   // authority [/db] [?query]
   auto q = rest.find('?');
@@ -108,32 +143,49 @@ Endpoint parse_url(std::string_view url) {
     authority = authority.substr(at + 1);
     auto colon = userinfo.find(':');
     ep.user = percent_decode(userinfo.substr(0, colon), url);
-    if (colon != std::string_view::npos)
+    if (has_control(ep.user))
+      throw_usage(
+          fmt::format("invalid URL '{}': control characters in the user name", redact_url(url)));
+    if (colon != std::string_view::npos) {
       ep.password = percent_decode(userinfo.substr(colon + 1), url);
+      if (ep.password->empty())
+        throw_usage(fmt::format(
+            "invalid URL '{}': the password after ':' is empty (leave out the ':' to give "
+            "none)",
+            redact_url(url)));
+    }
   }
   std::string_view port;
   if (!authority.empty() && authority[0] == '[') {
     auto close = authority.find(']');
     if (close == std::string_view::npos)
-      throw_usage(fmt::format("invalid URL '{}': unclosed '[' in IPv6 address", url));
+      throw_usage(fmt::format("invalid URL '{}': unclosed '[' in IPv6 address", redact_url(url)));
     ep.host = std::string(authority.substr(1, close - 1));
     auto after = authority.substr(close + 1);
     if (!after.empty()) {
-      if (after[0] != ':') throw_usage(fmt::format("invalid URL '{}': junk after ']'", url));
+      if (after[0] != ':')
+        throw_usage(fmt::format("invalid URL '{}': junk after ']'", redact_url(url)));
       port = after.substr(1);
     }
   } else {
     auto colon = authority.rfind(':');
     if (colon != std::string_view::npos) {
       if (authority.find(':') != colon)
-        throw_usage(
-            fmt::format("invalid URL '{}': write IPv6 addresses in brackets, as [::1]", url));
+        throw_usage(fmt::format("invalid URL '{}': write IPv6 addresses in brackets, as [::1]",
+                                redact_url(url)));
       port = authority.substr(colon + 1);
       authority = authority.substr(0, colon);
     }
-    if (!authority.empty()) ep.host = std::string(authority);
+    ep.host = std::string(authority);
   }
-  if (ep.host.empty()) throw_usage(fmt::format("invalid URL '{}': empty host", url));
+  if (ep.host.empty())
+    throw_usage(
+        fmt::format("invalid URL '{}': no host (write redis://127.0.0.1:6379 for the "
+                    "local server)",
+                    redact_url(url)));
+  for (unsigned char c : ep.host)
+    if (c <= 0x20 || c == 0x7f || c == '/' || c == '@' || c == '%')
+      throw_usage(fmt::format("invalid URL '{}': bad character in the host", redact_url(url)));
   if (!port.empty()) ep.port = parse_int(port, 1, 65535, "port", url);
   if (!query.empty()) parse_query(query, ep, url);
   return ep;

@@ -25,8 +25,16 @@ struct Endpoint {
 };
 
 /// Parses a URL of the spec's forms. Throws a usage Error on anything else,
-/// naming what is wrong (scheme, port, db, bracket…).
+/// naming what is wrong (scheme, port, db, bracket…); the message shows the
+/// URL through redact_url(), never with its password. An empty host, an
+/// empty password after ':', a %00 anywhere and control characters in the
+/// user name or host are errors too.
 Endpoint parse_url(std::string_view url);
+
+/// `url` for messages: the password (between "user:" and the last '@') is
+/// shown as "***" and control characters are escaped. Works on malformed
+/// URLs too.
+std::string redact_url(std::string_view url);
 
 /// The default URL when neither --url nor the environment gives one.
 inline constexpr std::string_view kDefaultUrl = "redis://127.0.0.1:6379/0";

@@ -34,11 +34,38 @@ TEST(Duration, RejectsGarbageWithUsageError) {
   }
 }
 
+TEST(Duration, AtMost366Days) {
+  EXPECT_EQ(parse_duration("366d"), Millis(31'622'400'000));
+  EXPECT_EQ(parse_duration("8784h"), Millis(31'622'400'000));
+  std::string four_hundred_digits(400, '9');
+  for (std::string bad :
+       {std::string("366d1ms"), std::string("3000000h"), std::string("4000000000000000000ms"),
+        four_hundred_digits, four_hundred_digits + ".5s", std::string("1e400"),
+        std::string("9") + std::string(300, '0') + "ms"}) {
+    try {
+      parse_duration(bad, "--wait");
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.exit_status(), 64) << bad;
+    }
+  }
+}
+
+TEST(Duration, TooLongSaysTheLimit) {
+  try {
+    parse_duration("3000000h", "--ttl");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("at most 366 days"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Duration, FormatsForPeople) {
   EXPECT_EQ(format_duration(Millis(250)), "250ms");
   EXPECT_EQ(format_duration(Millis(1500)), "1.5s");
   EXPECT_EQ(format_duration(Millis(30'000)), "30s");
   EXPECT_EQ(format_duration(Millis(5'400'000)), "1h30m");
+  EXPECT_EQ(format_duration(Millis(INT64_MIN)).front(), '-');
 }
 
 }  // namespace

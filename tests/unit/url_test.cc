@@ -74,6 +74,49 @@ TEST(Url, BadInputIsUsageError) {
   }
 }
 
+TEST(Url, EmptyHostEmptyPasswordNulAndControlsAreUsageErrors) {
+  for (const char* bad : {"redis://", "redis://:6379", "redis:///0", "redis://u:p@", "redis://:@h",
+                          "redis://u:@h", "redis://u%00:p@h", "redis://u:p%00@h", "redis://h%0a",
+                          "redis://u%0a:p@h", "rediss://", "unix://%00/x", "redis://h%"}) {
+    EXPECT_EQ(usage_status(bad), 64) << bad;
+  }
+  std::string nl = "redis://ho\nst";
+  nl[10] = '\n';
+  EXPECT_EQ(usage_status(nl.c_str()), 64);
+}
+
+std::string message_of(const std::string& url) {
+  try {
+    parse_url(url);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Url, ErrorsNeverShowThePassword) {
+  for (std::string url :
+       {"redis://:topsecret@h:99999/0", "redis://u:topsecret@h/x", "redis://u:topsecret@h?x=1",
+        "redis://u:topsecret%zz@h", "redis://u:topsecret@[::1", "redis://:topsecret@",
+        "redis-sentinel://u:topsecret@h/m", "redis://u:top@secret@h:0", "redis://u:top:secret@"}) {
+    std::string m = message_of(url);
+    ASSERT_FALSE(m.empty()) << url;
+    EXPECT_EQ(m.find("secret"), std::string::npos) << m;
+    EXPECT_NE(m.find("***"), std::string::npos) << m;
+  }
+}
+
+TEST(Url, RedactKeepsTheUserAndEscapesControls) {
+  EXPECT_EQ(redact_url("redis://alice:pw@h:1/0"), "redis://alice:***@h:1/0");
+  EXPECT_EQ(redact_url("redis://pw@h"), "redis://pw@h");  // a user name, not a secret
+  EXPECT_EQ(redact_url("redis://h:1"), "redis://h:1");
+  EXPECT_EQ(redact_url("no scheme:pw@h"), "no scheme:pw@h");
+  EXPECT_EQ(redact_url("redis://a\x1b:p@h"), "redis://a\\x1b:***@h");
+  std::string esc = "redis://h\x1b[2J";
+  esc[9] = '\x1b';
+  EXPECT_EQ(redact_url(esc), "redis://h\\x1b[2J");
+}
+
 TEST(Url, SentinelIsNotYetSupportedButSaysSo) {
   try {
     parse_url("redis-sentinel://h:26379/mymaster");
