@@ -54,6 +54,56 @@ std::vector<Holder> parse_holders(const Reply& r) {
   return out;
 }
 
+std::vector<Waiter> parse_waiters(const Reply& r) {
+  std::vector<Waiter> out;
+  for (auto& w : r.as_array("a list of waiters")) {
+    auto& f = w.as_array("a waiter record", 7);
+    Waiter x;
+    x.token = f[0].text();
+    x.lease_left = Millis(num(f[1]));
+    x.info = info_from(f, 2);
+    x.since_ms = num(f[6]);
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
+AcquireReply parse_acquire(const Reply& r, int limit, const std::string& key) {
+  auto& e = r.as_array("an acquire reply", 2);
+  const std::string& tag = e[0].as_string("an acquire status");
+  AcquireReply a;
+  if (tag == "OK") {
+    if (e.size() < 3) throw_protocol("short acquire reply");
+    a.state = AcquireReply::State::Acquired;
+    a.fence = num(e[1]);
+    a.ttl = Millis(num(e[2]));
+  } else if (tag == "TAKEN" || tag == "QUEUED") {
+    a.state = tag == "TAKEN" ? AcquireReply::State::Taken : AcquireReply::State::Queued;
+    if (e.size() < 4) throw_protocol("short acquire reply");
+    a.position = static_cast<long>(num(e[1]));
+    a.free = static_cast<long>(num(e[2]));
+    a.holders = parse_holders(e[3]);
+    a.holder_count =
+        e.size() > 4 ? static_cast<long>(num(e[4])) : static_cast<long>(a.holders.size());
+  } else if (tag == "MIXED") {
+    long stored = static_cast<long>(num(e[1]));
+    if (stored == 0)
+      throw_usage(
+          fmt::format("'{}' is held as a plain lock (without --limit); --limit {} cannot share it",
+                      key, limit));
+    if (limit == 0)
+      throw_usage(
+          fmt::format("'{}' is a semaphore with --limit {}; use the same --limit", key, stored));
+    throw_usage(fmt::format("'{}' is a semaphore with --limit {}, not {}", key, stored, limit));
+  } else if (tag == "STALE") {
+    // Only a late copy of an attempt whose connection is gone gets this.
+    throw_protocol("acquire reply for an attempt that is not the newest");
+  } else {
+    throw_protocol(fmt::format("unexpected acquire status '{}'", escape_text(tag)));
+  }
+  return a;
+}
+
 // Runs a script and hands its reply to `parse`; parse errors become the outcome.
 template <class T>
 void run(Client& c, const Script& s, const LockNames& n, const Args& argv,
@@ -99,7 +149,7 @@ std::string new_token() {
 }
 
 void Lock::acquire(const std::string& token, Millis ttl, bool queue, const HolderInfo& info,
-                   Done<AcquireReply> done, Millis timeout) {
+                   long attempt, Done<AcquireReply> done, Millis timeout) {
   Args argv{token,
             std::to_string(ttl.count()),
             std::to_string(limit_),
@@ -109,48 +159,17 @@ void Lock::acquire(const std::string& token, Millis ttl, bool queue, const Holde
             info.host,
             std::to_string(info.pid),
             info.user,
-            info.cmd};
+            info.cmd,
+            std::to_string(attempt)};
   int limit = limit_;
   std::string key = names_.key;
-  run<AcquireReply>(
-      client_, acquire_script(), names_, argv,
-      [limit, key](const Reply& r) {
-        auto& e = r.as_array("an acquire reply", 2);
-        const std::string& tag = e[0].as_string("an acquire status");
-        AcquireReply a;
-        if (tag == "OK") {
-          a.state = AcquireReply::State::Acquired;
-          a.fence = num(e[1]);
-          if (e.size() < 3) throw_protocol("short acquire reply");
-          a.ttl = Millis(num(e[2]));
-        } else if (tag == "TAKEN" || tag == "QUEUED") {
-          a.state = tag == "TAKEN" ? AcquireReply::State::Taken : AcquireReply::State::Queued;
-          if (e.size() < 4) throw_protocol("short acquire reply");
-          a.position = static_cast<long>(num(e[1]));
-          a.free = static_cast<long>(num(e[2]));
-          a.holders = parse_holders(e[3]);
-        } else if (tag == "MIXED") {
-          long stored = static_cast<long>(num(e[1]));
-          if (stored == 0)
-            throw_usage(
-                fmt::format("'{}' is held as a plain lock (without --limit); --limit {} "
-                            "cannot share it",
-                            key, limit));
-          if (limit == 0)
-            throw_usage(fmt::format("'{}' is a semaphore with --limit {}; use the same --limit",
-                                    key, stored));
-          throw_usage(
-              fmt::format("'{}' is a semaphore with --limit {}, not {}", key, stored, limit));
-        } else {
-          throw_protocol(fmt::format("unexpected acquire status '{}'", escape_text(tag)));
-        }
-        return a;
-      },
-      std::move(done), timeout,
-      // A timed-out acquire may still run on the server: release and leave
-      // right behind it, on the same connection, so nothing is orphaned.
-      {ScriptCall{&release_script(), {token, "0", names_.channel}},
-       ScriptCall{&leave_script(), {token, names_.channel}}});
+  run<AcquireReply>(client_, acquire_script(), names_, argv,
+                    [limit, key](const Reply& r) { return parse_acquire(r, limit, key); },
+                    std::move(done), timeout,
+                    // A timed-out attempt may still run on the server: its undo goes right
+                    // behind it on the same connection, and touches nothing a later attempt
+                    // of this token did.
+                    {ScriptCall{&undo_script(), {token, std::to_string(attempt), names_.channel}}});
 }
 
 void Lock::extend(const std::string& token, Millis ttl, Done<ExtendReply> done, Millis timeout) {
@@ -169,38 +188,69 @@ void Lock::extend(const std::string& token, Millis ttl, Done<ExtendReply> done, 
       std::move(done), timeout);
 }
 
-void Lock::release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
-                   Millis timeout) {
-  run<ReleaseReply>(
-      client_, release_script(), names_, {token, std::to_string(min_hold.count()), names_.channel},
-      [](const Reply& r) {
-        auto& e = r.as_array("a release reply", 1);
-        ReleaseReply x;
-        switch (num(e[0])) {
-          case 1:
-            x.state = ReleaseReply::State::Released;
-            break;
-          case 2:
-            x.state = ReleaseReply::State::KeptForMinHold;
-            x.left = Millis(e.size() > 1 ? num(e[1]) : 0);
-            break;
-          default:
-            x.state = ReleaseReply::State::NotHeld;
-        }
-        return x;
-      },
-      std::move(done), timeout);
+namespace {
+
+ReleaseReply parse_release(const Reply& r) {
+  auto& e = r.as_array("a release reply", 1);
+  ReleaseReply x;
+  switch (num(e[0])) {
+    case 1:
+      x.state = ReleaseReply::State::Released;
+      break;
+    case 2:
+      x.state = ReleaseReply::State::KeptForMinHold;
+      x.left = Millis(e.size() > 1 ? num(e[1]) : 0);
+      break;
+    case 3:
+      x.state = ReleaseReply::State::AlreadyReleased;
+      break;
+    default:
+      x.state = ReleaseReply::State::NotHeld;
+  }
+  return x;
 }
 
-void Lock::leave(const std::string& token, Done<bool> done) {
+// One release try; on a broken connection, another on a new one after a
+// short pause, until `until`.
+void release_until(Client& c, const LockNames& n, Args argv, Clock::time_point until, int tries,
+                   Done<ReleaseReply> done) {
+  Millis left = std::chrono::duration_cast<Millis>(until - Clock::now());
+  run<ReleaseReply>(
+      c, release_script(), n, argv, parse_release,
+      [&c, n, argv, until, tries, done = std::move(done)](Outcome<ReleaseReply> o) mutable {
+        Millis pause = std::min(Millis(50) * (1 << std::min(tries, 4)), Millis(500));
+        bool retry =
+            o.error && o.error->kind() == ErrorKind::Unavailable && Clock::now() + pause < until;
+        if (!retry) return done(std::move(o));
+        c.loop().after(pause, [&c, n, argv, until, tries, done = std::move(done)]() mutable {
+          release_until(c, n, std::move(argv), until, tries + 1, std::move(done));
+        });
+      },
+      std::max(left, Millis(1)));
+}
+
+}  // namespace
+
+void Lock::release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
+                   Millis timeout) {
+  Millis window = timeout.count() > 0 ? timeout : client_.command_timeout();
+  // The tombstone outlives every retry of this release.
+  Millis tomb = std::min(window + Millis(5000), Millis(86'400'000));
+  // The id tells a retry of this release from another release of the token.
+  Args argv{token, std::to_string(min_hold.count()), names_.channel, std::to_string(tomb.count()),
+            new_token()};
+  release_until(client_, names_, std::move(argv), later(Clock::now(), window), 0, std::move(done));
+}
+
+void Lock::leave(const std::string& token, Done<bool> done, Millis timeout) {
   run<bool>(
       client_, leave_script(), names_, {token, names_.channel},
-      [](const Reply& r) { return r.as_int("a leave reply") == 1; }, std::move(done));
+      [](const Reply& r) { return r.as_int("a leave reply") == 1; }, std::move(done), timeout);
 }
 
 void Lock::status(Done<LockStatus> done) {
   run<LockStatus>(
-      client_, status_script(), names_, {},
+      client_, status_script(), names_, {std::to_string(kStatusRecords)},
       [](const Reply& r) {
         auto& e = r.as_array("a status reply", 5);
         LockStatus s;
@@ -208,15 +258,9 @@ void Lock::status(Done<LockStatus> done) {
         s.fence = num(e[1]);
         s.now_ms = num(e[2]);
         s.holders = parse_holders(e[3]);
-        for (auto& w : e[4].as_array("a list of waiters")) {
-          auto& f = w.as_array("a waiter record", 7);
-          Waiter x;
-          x.token = f[0].text();
-          x.lease_left = Millis(num(f[1]));
-          x.info = info_from(f, 2);
-          x.since_ms = num(f[6]);
-          s.waiters.push_back(std::move(x));
-        }
+        s.waiters = parse_waiters(e[4]);
+        s.holder_count = e.size() > 6 ? static_cast<long>(num(e[5])) : s.holders.size();
+        s.waiter_count = e.size() > 6 ? static_cast<long>(num(e[6])) : s.waiters.size();
         return s;
       },
       std::move(done));

@@ -40,12 +40,18 @@ struct Waiter {
 };
 
 struct LockStatus {
-  int limit = 0;       // 0 = plain lock
-  int64_t fence = 0;   // the last fence issued
-  int64_t now_ms = 0;  // server time
-  std::vector<Holder> holders;
-  std::vector<Waiter> waiters;
+  int limit = 0;                // 0 = plain lock
+  int64_t fence = 0;            // the last fence issued
+  int64_t now_ms = 0;           // server time
+  std::vector<Holder> holders;  // the first kStatusRecords of them
+  std::vector<Waiter> waiters;  // in line order, the first kStatusRecords
+  long holder_count = 0;        // all of them
+  long waiter_count = 0;
 };
+
+/// At most this many holders and waiters are listed by status (the counts
+/// are complete), so a reply stays small whatever the line's length.
+inline constexpr long kStatusRecords = 1000;
 
 struct AcquireReply {
   enum class State { Acquired, Taken, Queued } state = State::Taken;
@@ -53,7 +59,8 @@ struct AcquireReply {
   Millis ttl{0};                // Acquired
   long position = -1;           // Queued: 0 = head of the line
   long free = 0;                // free slots right now
-  std::vector<Holder> holders;  // Taken / Queued
+  std::vector<Holder> holders;  // Taken / Queued: the first few
+  long holder_count = 0;        // Taken / Queued: all of them
 };
 
 struct ExtendReply {
@@ -63,7 +70,8 @@ struct ExtendReply {
 };
 
 struct ReleaseReply {
-  enum class State { Released, NotHeld, KeptForMinHold } state = State::NotHeld;
+  /// AlreadyReleased: a retried release whose first try had released it.
+  enum class State { Released, NotHeld, KeptForMinHold, AlreadyReleased } state = State::NotHeld;
   Millis left{0};  // KeptForMinHold: until acquisition + --min-hold
 };
 
@@ -86,17 +94,24 @@ class Lock {
 
   /// One attempt. With `queue`, a waiter that is not served joins (or keeps)
   /// its place in the line; without, it is told the lock is taken. A
-  /// `--limit` mismatch yields a usage Error.
+  /// `--limit` mismatch yields a usage Error. `attempt` numbers the attempts
+  /// of one token (1, 2, …): if this one times out, an undo of exactly this
+  /// attempt follows it on the same connection, and a later attempt's grant
+  /// is out of its reach. A token that already holds gets its lease renewed.
   void acquire(const std::string& token, Millis ttl, bool queue, const HolderInfo& info,
-               Done<AcquireReply> done, Millis timeout = Millis(0));
+               long attempt, Done<AcquireReply> done, Millis timeout = Millis(0));
   /// Renews the lease of `token` by `ttl` (0 = the TTL it was acquired with).
   void extend(const std::string& token, Millis ttl, Done<ExtendReply> done,
               Millis timeout = Millis(0));
-  /// Releases (or, with min_hold, shortens to acquisition + min_hold).
+  /// Releases (or, with min_hold, shortens to acquisition + min_hold). A
+  /// release that fails because the connection broke is retried on a new one
+  /// until `timeout` (0: the command timeout) has passed since the first try;
+  /// the release leaves a tombstone so that a retry whose first try did
+  /// release reports AlreadyReleased, not NotHeld.
   void release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
                Millis timeout = Millis(0));
   /// Leaves the line; true if the token had a place.
-  void leave(const std::string& token, Done<bool> done);
+  void leave(const std::string& token, Done<bool> done, Millis timeout = Millis(0));
   void status(Done<LockStatus> done);
   /// Removes every holder and waiter; returns how many holders there were.
   void break_lock(Done<long> done);

@@ -99,10 +99,16 @@ class Connection {
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
+/// What rlock learnt about the server while talking to it.
+struct ServerTraits {
+  bool no_eval_ro = false;  // EVAL_RO/EVALSHA_RO unknown or not allowed
+};
+
 /// A Redis deployment as the lock protocol sees it.
 class Client {
  public:
   virtual ~Client() = default;
+  ServerTraits& server() { return traits_; }
   /// Runs one command on the server that owns the lock's slot.
   /// `undo`: see Connection::command.
   virtual void command(Args args, ReplyCallback cb, Millis timeout = Millis(0),
@@ -112,6 +118,9 @@ class Client {
   /// The command timeout callers should assume.
   virtual Millis command_timeout() const = 0;
   virtual Loop& loop() = 0;
+
+ private:
+  ServerTraits traits_;
 };
 
 /// A Client for one server. Resolves the address now (blocking DNS, once),

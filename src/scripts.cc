@@ -10,10 +10,12 @@ namespace {
 // Shared by every script. Times come from the server (TIME), never from a
 // client: a client with a wrong clock cannot reorder or stall anything.
 constexpr const char* kPrelude = R"lua(
+-- rlock lock protocol 2 (docs/PROTOCOL.md)
 local LOCK, FENCE, HOLDERS, LIMIT, QUEUE, QSEQ = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local BASE = LOCK .. ':'
 local function hkey(t) return BASE .. 'h:' .. t end
 local function wkey(t) return BASE .. 'w:' .. t end
+local function rkey(t) return BASE .. 'r:' .. t end
 local tm = redis.call('TIME')
 local NOW = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
 
@@ -74,14 +76,23 @@ local function holder_fields(t, pttl)
   return {t, pttl, h[1] or '', h[2] or '', h[3] or '', h[4] or '', h[5] or '', h[6] or '', h[7] or ''}
 end
 
--- Every holder: {token, pttl, host, pid, user, cmd, since, fence, ttl}.
-local function holders()
-  local out = {}
+-- Up to `max` live holders, {token, pttl, host, pid, user, cmd, since, fence,
+-- ttl} each, and how many there are. Reads only.
+local function holders(max)
+  local out, n = {}, 0
   local t = redis.call('GET', LOCK)
-  if t then out[1] = holder_fields(t, redis.call('PTTL', LOCK)) end
-  local z = redis.call('ZRANGE', HOLDERS, 0, -1, 'WITHSCORES')
-  for i = 1, #z, 2 do out[#out + 1] = holder_fields(z[i], tonumber(z[i + 1]) - NOW) end
-  return out
+  if t then
+    out[1] = holder_fields(t, redis.call('PTTL', LOCK))
+    n = 1
+  end
+  local live = '(' .. NOW
+  n = n + redis.call('ZCOUNT', HOLDERS, live, '+inf')
+  local z = redis.call('ZRANGEBYSCORE', HOLDERS, live, '+inf', 'WITHSCORES', 'LIMIT', 0, max)
+  for i = 1, #z, 2 do
+    if #out >= max then break end
+    out[#out + 1] = holder_fields(z[i], tonumber(z[i + 1]) - NOW)
+  end
+  return out, n
 end
 
 -- 'plain', 'semaphore' or nil: how `t` holds the lock, if it does.
@@ -90,28 +101,78 @@ local function held_by(t)
   if redis.call('ZSCORE', HOLDERS, t) then return 'semaphore' end
   return nil
 end
+
+-- The attempt number last stamped on a holder's or waiter's hash (0: none).
+local function stamp_of(key)
+  return tonumber(redis.call('HGET', key, 'att') or '0') or 0
+end
+
+-- The lease of `t` (held as `how`) ends `ttl` ms from now.
+local function set_lease(t, how, ttl)
+  if how == 'plain' then
+    redis.call('PEXPIRE', LOCK, ttl)
+  else
+    redis.call('ZADD', HOLDERS, 'XX', NOW + ttl, t)
+  end
+  redis.call('PEXPIRE', hkey(t), ttl)
+end
+
+-- `t` (held as `how`) lets go: say so on the release channel, then wake
+-- whoever's turn it is. A tombstone holding release id `rid` for `tomb` ms
+-- (0: none) lets a retry of the same release tell "done" from "lost".
+local function drop_holder(t, how, chan, tomb, rid)
+  -- Publish first: a script's writes are not rolled back, so a PUBLISH the
+  -- ACL refuses must fail before anything is deleted.
+  redis.call('PUBLISH', chan, t)
+  if how == 'plain' then redis.call('DEL', LOCK) else redis.call('ZREM', HOLDERS, t) end
+  redis.call('DEL', hkey(t))
+  if tomb > 0 then redis.call('SET', rkey(t), rid, 'PX', tomb) end
+  notify(chan, capacity(current_limit()))
+end
+
+-- `t` leaves the line; the waiters whose turn it now is are woken.
+local function drop_waiter(t, chan)
+  local was = redis.call('ZREM', QUEUE, t)
+  redis.call('DEL', wkey(t))
+  if was == 1 then notify(chan, capacity(current_limit())) end
+  if redis.call('EXISTS', QUEUE) == 0 then redis.call('DEL', QSEQ) end
+  return was
+end
 )lua";
 
 // ARGV: token, ttl_ms, limit (0 = plain), mode ('try'|'wait'), queue_lease_ms,
-//       channel, host, pid, user, cmd
-// Returns {'OK', fence, ttl, now} | {'TAKEN', position, free, holders}
-//       | {'QUEUED', position, free, holders} | {'MIXED', stored_limit}
+//       channel, host, pid, user, cmd, attempt (optional: >= 1, grows with
+//       every attempt of one token; 0 or absent = not tracked)
+// Returns {'OK', fence, ttl, now} | {'TAKEN', position, free, holders, count}
+//       | {'QUEUED', position, free, holders, count} | {'MIXED', stored_limit}
+//       | {'STALE', newest_attempt}
 constexpr const char* kAcquire = R"lua(
 local tok, ttl, limit, mode = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
 local qlease, chan = tonumber(ARGV[5]), ARGV[6]
+local att = tonumber(ARGV[11] or '0') or 0
 purge_holders()
 local cur = current_limit()
 if limit == 0 and cur > 0 then return {'MIXED', cur} end
 if limit > 0 and redis.call('EXISTS', LOCK) == 1 then return {'MIXED', 0} end
 if limit > 0 and cur > 0 and cur ~= limit then return {'MIXED', cur} end
--- A retry whose first reply was lost finds the lock already its own.
+-- The token already holds: a retry whose first reply was lost, or a late copy
+-- of an earlier attempt. A retry renews the lease, so that it ends ttl after
+-- this reply was asked for; an older attempt than the newest seen changes
+-- nothing (its undo, right behind it, then finds it not the newest either).
 local how = held_by(tok)
 if how then
+  local seen = stamp_of(hkey(tok))
+  if att > 0 and att <= seen then return {'STALE', seen} end
+  set_lease(tok, how, ttl)
+  if att > 0 then redis.call('HSET', hkey(tok), 'att', att) end
   return {'OK', tonumber(redis.call('HGET', hkey(tok), 'fence') or '0'), ttl, NOW}
+end
+local queued = redis.call('ZSCORE', QUEUE, tok)
+if queued and att > 0 and att < stamp_of(wkey(tok)) then
+  return {'STALE', stamp_of(wkey(tok))}
 end
 local free = capacity(limit)
 local heads = live_head(math.max(free, 1))
-local queued = redis.call('ZSCORE', QUEUE, tok)
 local eligible = false
 if free > 0 then
   if queued then
@@ -128,8 +189,9 @@ if eligible then
     redis.call('SET', LIMIT, limit)
   end
   local fence = redis.call('INCR', FENCE)
+  redis.call('DEL', hkey(tok), rkey(tok))
   redis.call('HSET', hkey(tok), 'host', ARGV[7], 'pid', ARGV[8], 'user', ARGV[9], 'cmd', ARGV[10],
-             'since', NOW, 'fence', fence, 'ttl', ttl)
+             'since', NOW, 'fence', fence, 'ttl', ttl, 'att', att)
   redis.call('PEXPIRE', hkey(tok), ttl)
   if queued then
     redis.call('ZREM', QUEUE, tok)
@@ -139,15 +201,18 @@ if eligible then
   return {'OK', fence, ttl, NOW}
 end
 if mode ~= 'wait' then
-  return {'TAKEN', -1, free, holders()}
+  local hs, n = holders(10)
+  return {'TAKEN', -1, free, hs, n}
 end
 if not queued then
   redis.call('ZADD', QUEUE, redis.call('INCR', QSEQ), tok)
   redis.call('HSET', wkey(tok), 'host', ARGV[7], 'pid', ARGV[8], 'user', ARGV[9], 'cmd', ARGV[10],
              'since', NOW)
 end
+if att > 0 then redis.call('HSET', wkey(tok), 'att', att) end
 redis.call('PEXPIRE', wkey(tok), qlease)
-return {'QUEUED', redis.call('ZRANK', QUEUE, tok), free, holders()}
+local hs, n = holders(10)
+return {'QUEUED', redis.call('ZRANK', QUEUE, tok), free, hs, n}
 )lua";
 
 // ARGV: token, ttl_ms (0 = the TTL it was acquired with)
@@ -161,66 +226,88 @@ if not how then return {0} end
 local ttl = tonumber(ARGV[2])
 if ttl == 0 then ttl = tonumber(redis.call('HGET', hkey(tok), 'ttl') or '0') end
 if ttl == 0 then ttl = math.max(redis.call('PTTL', LOCK), 1000) end
-if how == 'plain' then
-  redis.call('PEXPIRE', LOCK, ttl)
-else
-  redis.call('ZADD', HOLDERS, 'XX', NOW + ttl, tok)
-end
-redis.call('PEXPIRE', hkey(tok), ttl)
+set_lease(tok, how, ttl)
 return {1, ttl, tonumber(redis.call('HGET', hkey(tok), 'fence') or '0')}
 )lua";
 
-// ARGV: token, min_hold_ms, channel
-// Returns {1} released, {2, ms_left} kept until acquisition + min_hold, {0} not held.
+// ARGV: token, min_hold_ms, channel, tombstone_ms and release id (optional:
+// a retry of one release sends the same id)
+// Returns {1} released, {2, ms_left} kept until acquisition + min_hold,
+// {3} released by an earlier try of this same release, {0} not held.
 constexpr const char* kRelease = R"lua(
 local tok, minhold, chan = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+local tomb, rid = tonumber(ARGV[4] or '0') or 0, ARGV[5] or ''
 purge_holders()
 local how = held_by(tok)
-if not how then return {0} end
+if not how then
+  if rid ~= '' and redis.call('GET', rkey(tok)) == rid then return {3} end
+  return {0}
+end
 if minhold > 0 then
   local since = tonumber(redis.call('HGET', hkey(tok), 'since') or '0')
   local left = since + minhold - NOW
   if since > 0 and left > 0 then
-    if how == 'plain' then
-      redis.call('PEXPIRE', LOCK, left)
-    else
-      redis.call('ZADD', HOLDERS, 'XX', NOW + left, tok)
-    end
-    redis.call('PEXPIRE', hkey(tok), left)
+    set_lease(tok, how, left)
     return {2, left}
   end
 end
--- Publish first: a script's writes are not rolled back, so a PUBLISH the ACL
--- refuses must fail before anything is deleted.
-redis.call('PUBLISH', chan, tok)
-if how == 'plain' then redis.call('DEL', LOCK) else redis.call('ZREM', HOLDERS, tok) end
-redis.call('DEL', hkey(tok))
-notify(chan, capacity(current_limit()))
+if rid == '' then tomb = 0 end
+drop_holder(tok, how, chan, tomb, rid)
 return {1}
 )lua";
 
 // A waiter gives up its place. ARGV: token, channel. Returns 1 if it had one.
 constexpr const char* kLeave = R"lua(
-local tok, chan = ARGV[1], ARGV[2]
 purge_holders()
-local was = redis.call('ZREM', QUEUE, tok)
-redis.call('DEL', wkey(tok))
-if was == 1 then notify(chan, capacity(current_limit())) end
-if redis.call('EXISTS', QUEUE) == 0 then redis.call('DEL', QSEQ) end
-return was
+return drop_waiter(ARGV[1], ARGV[2])
 )lua";
 
-// Returns {limit, fence_counter, now, holders, waiters}; each waiter is
-// {token, pttl, host, pid, user, cmd, since}.
-constexpr const char* kStatus = R"lua(
+// Undoes one acquire attempt that timed out, and only that one: sent right
+// behind it on the same connection. ARGV: token, attempt, channel.
+// Returns 1 (released what it granted), 2 (left the place it took) or 0
+// (a newer attempt of the token, or nothing, is there: left alone).
+constexpr const char* kUndo = R"lua(
+local tok, att, chan = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 purge_holders()
-local limit = current_limit()
-local waiters = {}
-for _, t in ipairs(live_head(1000000)) do
-  local h = redis.call('HMGET', wkey(t), 'host', 'pid', 'user', 'cmd', 'since')
-  waiters[#waiters + 1] = {t, redis.call('PTTL', wkey(t)), h[1] or '', h[2] or '', h[3] or '', h[4] or '', h[5] or ''}
+local how = held_by(tok)
+if how then
+  if stamp_of(hkey(tok)) ~= att then return 0 end
+  drop_holder(tok, how, chan, 0, '')
+  return 1
 end
-return {limit, tonumber(redis.call('GET', FENCE) or '0'), NOW, holders(), waiters}
+if redis.call('ZSCORE', QUEUE, tok) and stamp_of(wkey(tok)) == att then
+  drop_waiter(tok, chan)
+  return 2
+end
+return 0
+)lua";
+
+// Read-only, so that it runs for read-only users and on replicas: dead
+// holders and waiters are skipped, never removed. ARGV: max records (default
+// 1000). Returns {limit, fence_counter, now, holders, waiters, holder_count,
+// waiter_count}; each waiter is {token, pttl, host, pid, user, cmd, since}.
+constexpr const char* kStatus = R"lua(
+local max = tonumber(ARGV[1] or '1000') or 1000
+local hs, nh = holders(max)
+local waiters, nw, from = {}, 0, 0
+while true do
+  local batch = redis.call('ZRANGE', QUEUE, from, from + 255)
+  if #batch == 0 then break end
+  for _, t in ipairs(batch) do
+    local pttl = redis.call('PTTL', wkey(t))
+    if pttl > 0 or pttl == -1 then
+      nw = nw + 1
+      if #waiters < max then
+        local h = redis.call('HMGET', wkey(t), 'host', 'pid', 'user', 'cmd', 'since')
+        waiters[#waiters + 1] = {t, pttl, h[1] or '', h[2] or '', h[3] or '', h[4] or '', h[5] or ''}
+      end
+    end
+  end
+  from = from + #batch
+end
+local limit = 0
+if nh > 0 or nw > 0 then limit = tonumber(redis.call('GET', LIMIT) or '0') or 0 end
+return {limit, tonumber(redis.call('GET', FENCE) or '0'), NOW, hs, waiters, nh, nw}
 )lua";
 
 // Operator override. ARGV: channel. Removes every holder and the queue, wakes
@@ -258,9 +345,9 @@ std::string sha1_hex(const std::string& s) {
   return out;
 }
 
-Script make(const char* name, const char* body) {
+Script make(const char* name, const char* body, bool read_only = false) {
   std::string src = std::string(kPrelude) + body;
-  return Script{name, src, sha1_hex(src)};
+  return Script{name, src, sha1_hex(src), read_only};
 }
 
 }  // namespace
@@ -286,8 +373,12 @@ const Script& leave_script() {
   static const Script s = make("leave", kLeave);
   return s;
 }
+const Script& undo_script() {
+  static const Script s = make("undo", kUndo);
+  return s;
+}
 const Script& status_script() {
-  static const Script s = make("status", kStatus);
+  static const Script s = make("status", kStatus, true);
   return s;
 }
 const Script& break_script() {
@@ -299,25 +390,50 @@ Args keys_of(const LockNames& n) {
   return {n.lock, n.sub("fence"), n.sub("holders"), n.sub("limit"), n.sub("queue"), n.sub("qseq")};
 }
 
+namespace {
+
+bool starts_with(const std::string& s, const char* p) {
+  return s.rfind(p, 0) == 0;
+}
+
+// A server without EVAL_RO/EVALSHA_RO (Redis < 7), or an ACL that allows only
+// the plain commands: read-only scripts then go by EVALSHA/EVAL (they write
+// nothing either way).
+bool no_read_only_variant(const Result& r) {
+  if (r.failure || !r.reply.is_error()) return false;
+  const std::string& m = r.reply.str;
+  bool ro = m.find("_ro") != std::string::npos || m.find("_RO") != std::string::npos;
+  return starts_with(m, "ERR unknown command") || (starts_with(m, "NOPERM") && ro);
+}
+
+}  // namespace
+
 void run_script(Client& client, const Script& script, const Args& keys, const Args& argv,
                 ReplyCallback cb, Millis timeout, const std::vector<ScriptCall>& undo) {
-  auto build_with = [&](const char* verb, const std::string& body, const Args& av) {
+  auto build = [&](const char* verb, const std::string& body, const Args& av) {
     Args a{verb, body, std::to_string(keys.size())};
     a.insert(a.end(), keys.begin(), keys.end());
     a.insert(a.end(), av.begin(), av.end());
     return a;
   };
-  auto build = [&](const char* verb, const std::string& body) {
-    return build_with(verb, body, argv);
-  };
   std::vector<Args> undo_cmds;
-  for (auto& u : undo) undo_cmds.push_back(build_with("EVAL", u.script->source, u.argv));
-  Args eval = build("EVAL", script.source);
+  for (auto& u : undo) undo_cmds.push_back(build("EVAL", u.script->source, u.argv));
+  bool ro = script.read_only && !client.server().no_eval_ro;
+  Args evalsha = build(ro ? "EVALSHA_RO" : "EVALSHA", script.sha1, argv);
+  Args eval = build(ro ? "EVAL_RO" : "EVAL", script.source, argv);
   Client* c = &client;
+  const Script* sc = &script;
+  Args keys_copy = keys, argv_copy = argv;
   client.command(
-      build("EVALSHA", script.sha1),
-      [c, eval = std::move(eval), cb = std::move(cb), timeout, undo_cmds](Result r) mutable {
-        if (!r.failure && r.reply.is_error() && r.reply.str.rfind("NOSCRIPT", 0) == 0) {
+      std::move(evalsha),
+      [c, sc, ro, keys_copy, argv_copy, eval = std::move(eval), cb = std::move(cb), timeout,
+       undo_cmds, undo](Result r) mutable {
+        if (ro && no_read_only_variant(r)) {
+          c->server().no_eval_ro = true;
+          run_script(*c, *sc, keys_copy, argv_copy, std::move(cb), timeout, undo);
+          return;
+        }
+        if (!r.failure && r.reply.is_error() && starts_with(r.reply.str, "NOSCRIPT")) {
           c->command(std::move(eval), std::move(cb), timeout, std::move(undo_cmds));
           return;
         }

@@ -10,10 +10,17 @@
 
 namespace rlock {
 
+/// The version of the protocol these scripts speak (docs/PROTOCOL.md). They
+/// accept the state that version - 1 wrote.
+inline constexpr int kProtocolVersion = 2;
+
 struct Script {
   const char* name;
   std::string source;
   std::string sha1;  // hex
+  /// Writes nothing: sent as EVALSHA_RO/EVAL_RO where the server has them,
+  /// so it runs for read-only users and on replicas.
+  bool read_only = false;
 };
 
 /// The scripts; each takes the six keys of keys_of() and its own ARGV.
@@ -21,6 +28,7 @@ const Script& acquire_script();
 const Script& extend_script();
 const Script& release_script();
 const Script& leave_script();
+const Script& undo_script();
 const Script& status_script();
 const Script& break_script();
 
@@ -32,7 +40,8 @@ const std::string& script_prelude();
 Args keys_of(const LockNames& names);
 
 /// Runs `script` with EVALSHA, falling back to EVAL when the server answers
-/// NOSCRIPT. `cb` gets the final result.
+/// NOSCRIPT (a read-only script: EVALSHA_RO and EVAL_RO, or the plain ones on
+/// a server without them). `cb` gets the final result.
 /// `undo` scripts (with their ARGV) are sent as EVAL on the same connection
 /// if this one times out (see Connection::command).
 struct ScriptCall {

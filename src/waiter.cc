@@ -114,7 +114,7 @@ void Acquirer::attempt() {
   in_flight_ = true;
   sent_ = Clock::now();
   auto alive = alive_;
-  lock_.acquire(token_, spec_.ttl, !spec_.no_wait && !probing_, spec_.info,
+  lock_.acquire(token_, spec_.ttl, !spec_.no_wait && !probing_, spec_.info, ++attempts_,
                 [this, alive](Outcome<AcquireReply> o) {
                   if (*alive) on_reply(std::move(o));
                 });
@@ -226,13 +226,19 @@ void Acquirer::cancel(std::function<void()> done) {
   if (finished_) return;
   stop();
   // Release too: an attempt in flight may have been granted after all. Both
-  // are no-ops for a token that holds and waits for nothing.
+  // are no-ops for a token that holds and waits for nothing. They are sent,
+  // but waited for only briefly: giving up on a server that does not answer
+  // must not take a second --timeout (a timed-out attempt's own undo already
+  // follows it on its connection; anything left expires with its lease).
+  Millis bound = std::min(lock_.client().command_timeout(), kCleanupBound);
   auto remaining = std::make_shared<int>(2);
   auto step = [remaining, done = std::move(done)](auto&&) {
     if (--*remaining == 0) done();
   };
-  lock_.release(token_, Millis(0), [step](Outcome<ReleaseReply> o) mutable { step(o); });
-  lock_.leave(token_, [step](Outcome<bool> o) mutable { step(o); });
+  lock_.release(
+      token_, Millis(0), [step](Outcome<ReleaseReply> o) mutable { step(o); }, bound);
+  lock_.leave(
+      token_, [step](Outcome<bool> o) mutable { step(o); }, bound);
 }
 
 std::string Acquirer::holder_text(const AcquireReply& a) const {
@@ -240,8 +246,8 @@ std::string Acquirer::holder_text(const AcquireReply& a) const {
     if (a.position > 0) return fmt::format("free, with {} waiting ahead", a.position);
     return "taken";
   }
-  if (a.holders.size() > 1 || lock_.limit() > 0)
-    return fmt::format("held by {} of {} holders", a.holders.size(), std::max(lock_.limit(), 1));
+  if (a.holder_count > 1 || lock_.limit() > 0)
+    return fmt::format("held by {} of {} holders", a.holder_count, std::max(lock_.limit(), 1));
   // Holder details come from Redis: escaped before they reach a terminal.
   const Holder& h = a.holders.front();
   if (h.info.host.empty())

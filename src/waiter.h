@@ -17,6 +17,10 @@ namespace rlock {
 /// before it gives up with 69. The first contact is never retried.
 inline constexpr Millis kOutageBudget{30000};
 
+/// The longest a waiter that gives up waits for its clean-up (release and
+/// leave) to be answered; the commands are sent either way.
+inline constexpr Millis kCleanupBound{1000};
+
 struct WaitSpec {
   Millis ttl{30000};
   std::optional<Millis> wait;  // nullopt = forever
@@ -72,6 +76,7 @@ class Acquirer {
   std::unique_ptr<Connection> sub_;
   Loop::TimerId retry_timer_ = 0, deadline_timer_ = 0, status_timer_ = 0;
   bool probing_ = true;
+  long attempts_ = 0;  // numbers each acquire attempt of token_
   bool in_flight_ = false, again_ = false, finished_ = false, announced_ = false;
   Clock::time_point started_, sent_;
   std::optional<AcquireReply> last_;

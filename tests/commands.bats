@@ -655,7 +655,7 @@ need_python() {
   assert_success
   assert_output --partial "verbose: held"
   refute_output --partial EVALSHA
-  assert_regex "$stderr" $'(^|\n)rlock: \\[[0-9:.]+\\] EVALSHA [0-9.]+ms(\n|$)'
+  assert_regex "$stderr" $'(^|\n)rlock: \\[[0-9:.]+\\] EVALSHA(_RO)? [0-9.]+ms(\n|$)'
   rl acquire verbose2 --ttl 5s -v
   assert_success
   assert_regex "$output" '^[0-9a-f]{32}$'
@@ -666,6 +666,6 @@ need_python() {
   rcli script flush >/dev/null
   rl -v status verbose-flush
   assert_equal "$status" 1
-  assert_regex "$stderr" 'EVALSHA [0-9.]+ms'
-  assert_regex "$stderr" '(^|[^A-Z])EVAL [0-9.]+ms'
+  assert_regex "$stderr" 'EVALSHA(_RO)? [0-9.]+ms'
+  assert_regex "$stderr" '(^|[^A-Z])EVAL(_RO)? [0-9.]+ms'
 }

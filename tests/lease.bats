@@ -262,8 +262,7 @@ start_holder() {
   run -0 rcli ping
   run -1 "$RLOCK" status lk
   assert_equal "$(rcli exists 'lock:{lk}')" 0
-  run -0 rcli --raw keys 'lock:{lk}*'
-  assert_output 'lock:{lk}:fence'
+  assert_only_fence_left lk
   run -0 "$RLOCK" run -n lk -- sh -c 'echo "$RLOCK_FENCE" >> "$FENCES"'
 }
 

@@ -45,8 +45,7 @@ token_of() { rcli get "lock:{$1}"; }
 
 # nothing_left KEY: Redis has no key of KEY but the fence counter, and no release channel.
 nothing_left() {
-  run -0 rcli --raw keys "lock:{$1}*"
-  assert_output "lock:{$1}:fence"
+  assert_only_fence_left "$1"
   run -0 rcli --raw pubsub channels "lock:release:{$1}*"
   assert_output ""
 }

@@ -58,8 +58,8 @@ int cmd_list(const GlobalOptions& g, const std::string& pattern) {
       std::string who =
           h.info.host.empty() ? "?" : fmt::format("{}:{}", escape_text(h.info.host), h.info.pid);
       out += fmt::format("{}\t{}\t{}\tfence {}\t{} waiting\t{}\n", escape_text(key),
-                         st.limit ? fmt::format("{}/{} holders", st.holders.size(), st.limit) : who,
-                         format_duration(h.ttl_left) + " left", h.fence, st.waiters.size(),
+                         st.limit ? fmt::format("{}/{} holders", st.holder_count, st.limit) : who,
+                         format_duration(h.ttl_left) + " left", h.fence, st.waiter_count,
                          escape_text(h.info.cmd));
     }
   }

@@ -11,6 +11,8 @@ int cmd_release(const GlobalOptions& g, const std::string& key, const std::strin
   Lock lock = s.lock(key, g.prefix);
   auto r = wait_for<ReleaseReply>(
       s.loop, [&](Done<ReleaseReply> d) { lock.release(token, Millis(0), std::move(d)); });
+  // AlreadyReleased: a retry after a broken connection found that the first
+  // try had released it.
   if (r.state == ReleaseReply::State::NotHeld)
     throw Error(ErrorKind::Lost,
                 fmt::format("'{}' is not held by this token (expired, released or broken)", key));

@@ -28,7 +28,7 @@ std::string status_text(const std::string& key, const LockStatus& s) {
   if (s.holders.empty()) {
     out += fmt::format("{}: free (last fence {})\n", key, s.fence);
   } else if (s.limit > 0) {
-    out += fmt::format("{}: held by {} of {} (last fence {})\n", key, s.holders.size(), s.limit,
+    out += fmt::format("{}: held by {} of {} (last fence {})\n", key, s.holder_count, s.limit,
                        s.fence);
   } else if (s.holders.front().since_ms == 0) {
     out +=
@@ -46,10 +46,13 @@ std::string status_text(const std::string& key, const LockStatus& s) {
       out += fmt::format("          {} left, token {}\n", format_duration(h.ttl_left),
                          escape_text(h.token));
   }
+  if (s.holder_count > static_cast<long>(s.holders.size()))
+    out += fmt::format("  … and {} more holders\n", s.holder_count - s.holders.size());
   long n = 0;
   for (auto& w : s.waiters)
     out +=
         fmt::format("  waiter {}. {}, waiting {}\n", ++n, who(w.info), age(s.now_ms, w.since_ms));
+  if (s.waiter_count > n) out += fmt::format("  … and {} more waiters\n", s.waiter_count - n);
   return out;
 }
 
@@ -75,9 +78,9 @@ std::string status_json(const std::string& key, const LockStatus& s) {
   }
   return fmt::format(
       "{{\"key\":{},\"held\":{},\"limit\":{},\"fence\":{},\"server_time\":{},\"holders\":[{}],"
-      "\"waiters\":[{}]}}",
+      "\"waiters\":[{}],\"holder_count\":{},\"waiter_count\":{}}}",
       json_string(key), s.holders.empty() ? "false" : "true", s.limit, s.fence,
-      json_string(utc_iso(s.now_ms)), holders, waiters);
+      json_string(utc_iso(s.now_ms)), holders, waiters, s.holder_count, s.waiter_count);
 }
 
 int cmd_status(const GlobalOptions& g, const std::string& key) {

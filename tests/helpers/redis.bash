@@ -858,3 +858,22 @@ i=0
 while [ ! -e "$d/$n.go" ] && [ "$i" -lt 2400 ]; do sleep 0.05; i=$((i + 1)); done
 EOF
 }
+
+# assert_only_fence_left KEY: of KEY's Redis keys only the fence counter is left, apart
+# from release tombstones (lock:{KEY}:r:TOKEN, kept a few seconds so that a retried
+# release can tell "done" from "lost"), which must be on their way out.
+assert_only_fence_left() {
+  local k pttl found=0
+  run -0 rcli --raw keys "lock:{$1}*"
+  for k in "${lines[@]}"; do
+    if [[ $k == "lock:{$1}:fence" ]]; then
+      found=1
+    elif [[ $k == "lock:{$1}:r:"* ]]; then
+      pttl=$(rcli pttl "$k")
+      ((pttl > 0 && pttl <= 15000)) || fail "release tombstone $k has PTTL $pttl"
+    else
+      fail "left behind in Redis: $k (all: ${lines[*]})"
+    fi
+  done
+  ((found)) || fail "no fence counter lock:{$1}:fence (keys: ${lines[*]})"
+}

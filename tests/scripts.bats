@@ -1,0 +1,299 @@
+#!/usr/bin/env bats
+# The lock protocol at the level of its Lua scripts, run directly with redis-cli EVAL
+# against a real server (no rlock process in between), so that races between attempts
+# and connections can be laid out exactly:
+# - a retry of an acquire that already holds renews the lease; a late copy of an older
+#   attempt changes nothing, and its undo cannot release a later attempt's grant;
+# - a retried release recognises its own earlier success, any other release of the token
+#   does not;
+# - status writes nothing and lists a bounded number of records;
+# - protocol 2 (these scripts) and protocol 1 (rlock 0.1.0's, tests/fixtures/protocol-v1)
+#   on one server: they exclude each other both ways and wake each other's waiters.
+
+bats_require_minimum_version 1.5.0
+
+load helpers/redis
+
+setup_file() {
+  redis_start
+  export SCRIPTS=$BATS_FILE_TMPDIR/scripts
+  "$HELPERS/dump_scripts" "$SCRIPTS" || fail "dump_scripts failed"
+  export V1=$BATS_TEST_DIRNAME/fixtures/protocol-v1
+}
+
+setup() { T=$BATS_TEST_TMPDIR; }
+
+# --- running scripts ------------------------------------------------------------------------
+
+# _eval FILE KEY ARGS...: EVAL the script in FILE with the six KEYS of lock KEY; prints
+# the reply with --raw (nested arrays flattened, one element per line).
+_eval() {
+  local file=$1 k=$2
+  shift 2
+  rcli --raw eval "$(<"$file")" 6 "lock:{$k}" "lock:{$k}:fence" "lock:{$k}:holders" \
+    "lock:{$k}:limit" "lock:{$k}:queue" "lock:{$k}:qseq" "$@"
+}
+v2() { _eval "$SCRIPTS/$1.lua" "${@:2}"; }
+v1() { _eval "$V1/$1.lua" "${@:2}"; }
+
+# acq VERSION KEY TOKEN TTL_MS [ATTEMPT=0] [MODE=try] [LIMIT=0]: the acquire script.
+acq() {
+  local ver=$1 k=$2 tok=$3 ttl=$4 att=${5:-0} mode=${6:-try} limit=${7:-0}
+  "$ver" acquire "$k" "$tok" "$ttl" "$limit" "$mode" 6000 "lock:release:{$k}" host 42 user cmd "$att"
+}
+
+# first_line CMD...: the first line of CMD's output.
+first_line() {
+  local out
+  out=$("$@") || return 1
+  echo "${out%%$'\n'*}"
+}
+
+pttl() { rcli pttl "lock:{$1}"; }
+
+# listen CHANNEL: subscribes in the background; the messages go to $T/CHANNEL-ish file
+# (LISTEN_FILE). Returns once the subscription is active.
+listen() {
+  LISTEN_FILE=$T/listen.$RANDOM
+  bg_start listen timeout 20 redis-cli -h 127.0.0.1 -p "$REDIS_PORT" --raw subscribe "$1"
+  LISTEN_FILE=$BATS_TEST_TMPDIR/listen.out
+  wait_until "[[ \$(rcli pubsub numsub '$1' | sed -n 2p) == 1 ]]" 5
+}
+
+# messages CHANNEL: how many messages the listener got so far.
+messages() { grep -c -x message "$BATS_TEST_TMPDIR/listen.out" || true; }
+
+# --- retries and late attempts ----------------------------------------------------------------
+
+@test "a retry of an acquire that already holds renews the lease to the full TTL" {
+  run -0 first_line acq v2 retry tok 5000 1
+  assert_output OK
+  rcli pexpire 'lock:{retry}' 1986 >/dev/null # three seconds later, say
+  run -0 acq v2 retry tok 5000 2
+  assert_line --index 0 OK
+  assert_line --index 2 5000
+  assert [ "$(pttl retry)" -gt 4500 ]
+  assert [ "$(rcli pttl 'lock:{retry}:h:tok')" -gt 4500 ]
+}
+
+@test "protocol 1 did not: its retry reports 5000 while 1986 are left (the bug this fixes)" {
+  run -0 first_line acq v1 retry1 tok 5000
+  rcli pexpire 'lock:{retry1}' 1986 >/dev/null
+  run -0 acq v1 retry1 tok 5000
+  assert_line --index 2 5000
+  assert [ "$(pttl retry1)" -le 1986 ]
+}
+
+@test "a semaphore holder's retry renews its place's expiry too" {
+  run -0 first_line acq v2 semretry tok 5000 1 try 2
+  assert_output OK
+  now=$(rcli --raw time | head -1)
+  rcli zadd 'lock:{semretry}:holders' XX "$((now * 1000 + 1986))" tok >/dev/null
+  run -0 first_line acq v2 semretry tok 5000 2 try 2
+  assert_output OK
+  score=$(rcli zscore 'lock:{semretry}:holders' tok)
+  assert [ "${score%.*}" -gt $((now * 1000 + 4500)) ]
+}
+
+@test "a late copy of an older attempt changes nothing: STALE, the lease untouched" {
+  run -0 first_line acq v2 late tok 5000 2
+  assert_output OK
+  rcli pexpire 'lock:{late}' 3000 >/dev/null
+  run -0 first_line acq v2 late tok 5000 1
+  assert_output STALE
+  assert [ "$(pttl late)" -le 3000 ]
+  run -0 first_line acq v2 late tok 5000 2 # the same attempt twice: also not newer
+  assert_output STALE
+}
+
+@test "the undo of a timed-out attempt cannot release a later attempt's grant (either order)" {
+  # Attempt 1 went out on a connection that then timed out; attempt 2, on a new
+  # connection, was granted first. Then attempt 1 and its undo arrive.
+  run -0 first_line acq v2 undo1 tok 30000 2
+  assert_output OK
+  run -0 first_line acq v2 undo1 tok 30000 1
+  assert_output STALE
+  run -0 v2 undo undo1 tok 1 'lock:release:{undo1}'
+  assert_output 0
+  assert_equal "$(rcli get 'lock:{undo1}')" tok
+  # Attempt 1 granted, attempt 2 renewed it (a retry), then attempt 1's undo arrives.
+  run -0 first_line acq v2 undo2 tok 30000 1
+  run -0 first_line acq v2 undo2 tok 30000 2
+  assert_output OK
+  run -0 v2 undo undo2 tok 1 'lock:release:{undo2}'
+  assert_output 0
+  assert_equal "$(rcli get 'lock:{undo2}')" tok
+}
+
+@test "the undo of the attempt that was granted releases it and wakes the next waiter" {
+  run -0 first_line acq v2 undo3 tok 30000 1
+  run -0 first_line acq v2 undo3 waiter 30000 1 wait
+  assert_output QUEUED
+  listen 'lock:release:{undo3}:waiter'
+  run -0 v2 undo undo3 tok 1 'lock:release:{undo3}'
+  assert_output 1
+  assert_equal "$(rcli exists 'lock:{undo3}' 'lock:{undo3}:h:tok')" 0
+  wait_until '(( $(messages) == 1 ))' 5
+  run -0 first_line acq v2 undo3 waiter 30000 2 wait
+  assert_output OK
+}
+
+@test "the undo of a queued attempt leaves the line only if no later attempt refreshed it" {
+  run -0 first_line acq v2 undo4 holder 30000 1
+  run -0 first_line acq v2 undo4 w 30000 1 wait
+  assert_output QUEUED
+  run -0 first_line acq v2 undo4 w 30000 2 wait
+  assert_output QUEUED
+  run -0 v2 undo undo4 w 1 'lock:release:{undo4}'
+  assert_output 0
+  assert_equal "$(rcli zcard 'lock:{undo4}:queue')" 1
+  run -0 v2 undo undo4 w 2 'lock:release:{undo4}'
+  assert_output 2
+  assert_equal "$(rcli zcard 'lock:{undo4}:queue')" 0
+}
+
+# --- release --------------------------------------------------------------------------------
+
+@test "a retried release recognises its own success; any other release of the token is 'not held'" {
+  run -0 first_line acq v2 rel tok 30000 1
+  run -0 v2 release rel tok 0 'lock:release:{rel}' 10000 rid-1
+  assert_output 1
+  run -0 v2 release rel tok 0 'lock:release:{rel}' 10000 rid-1
+  assert_output 3
+  run -0 v2 release rel tok 0 'lock:release:{rel}' 10000 rid-2
+  assert_output 0
+  run -0 v2 release rel tok 0 'lock:release:{rel}'
+  assert_output 0
+  t=$(rcli pttl 'lock:{rel}:r:tok')
+  assert [ "$t" -gt 0 ]
+  assert [ "$t" -le 10000 ]
+}
+
+@test "a release without a release id leaves no tombstone" {
+  run -0 first_line acq v2 rel2 tok 30000 1
+  run -0 v2 release rel2 tok 0 'lock:release:{rel2}'
+  assert_output 1
+  assert_equal "$(rcli exists 'lock:{rel2}:r:tok')" 0
+}
+
+# --- status ---------------------------------------------------------------------------------
+
+@test "status writes nothing (EVAL_RO accepts it) and skips dead holders and waiters" {
+  run -0 first_line acq v2 ro a 30000 1 try 1
+  run -0 first_line acq v2 ro live-waiter 30000 1 wait 1
+  assert_output QUEUED
+  now=$(rcli --raw time | head -1)
+  rcli zadd 'lock:{ro}:holders' "$((now * 1000 - 5000))" dead-holder >/dev/null
+  rcli zadd 'lock:{ro}:queue' 0 dead-waiter >/dev/null
+  run -0 rcli --raw eval_ro "$(<"$SCRIPTS/status.lua")" 6 'lock:{ro}' 'lock:{ro}:fence' \
+    'lock:{ro}:holders' 'lock:{ro}:limit' 'lock:{ro}:queue' 'lock:{ro}:qseq' 1000
+  refute_output --partial dead-holder
+  refute_output --partial dead-waiter
+  assert_output --partial live-waiter
+  # nothing was purged: that is for the scripts that write
+  assert_equal "$(rcli zscore 'lock:{ro}:holders' dead-holder)" "$((now * 1000 - 5000))"
+  assert_equal "$(rcli zscore 'lock:{ro}:queue' dead-waiter)" 0
+}
+
+@test "status lists at most 1000 waiters but counts them all" {
+  rcli eval "for i = 1, 1500 do
+      redis.call('ZADD', KEYS[1], i, 'w' .. i)
+      redis.call('HSET', KEYS[2] .. i, 'host', 'h', 'since', 1)
+      redis.call('PEXPIRE', KEYS[2] .. i, 60000)
+    end" 2 'lock:{many}:queue' 'lock:{many}:w:w' >/dev/null
+  run -0 first_line acq v2 many holder 30000 1
+  assert_output TAKEN # 1500 are in line before it
+  run -1 "$RLOCK" status many --json
+  run -0 jq -r '.waiter_count, (.waiters | length), .waiters[0].token, .waiters[999].token' \
+    <<<"$output"
+  assert_equal "${lines[*]}" "1500 1000 w1 w1000"
+  run -1 "$RLOCK" status many
+  assert_output --partial "and 500 more waiters"
+}
+
+# --- protocol 1 and protocol 2 on one server ------------------------------------------------------
+
+@test "mixed versions: a v1 holder excludes v2 and a v2 holder excludes v1" {
+  run -0 first_line acq v1 mix1 old 30000
+  assert_output OK
+  run -0 first_line acq v2 mix1 new 30000 1
+  assert_output TAKEN
+  run -0 first_line acq v2 mix2 new 30000 1
+  assert_output OK
+  run -0 first_line acq v1 mix2 old 30000
+  assert_output TAKEN
+}
+
+@test "mixed versions: semaphore holders of both count against one --limit" {
+  run -0 first_line acq v1 mixsem a 30000 0 try 2
+  assert_output OK
+  run -0 first_line acq v2 mixsem b 30000 1 try 2
+  assert_output OK
+  run -0 first_line acq v1 mixsem c 30000 0 try 2
+  assert_output TAKEN
+  run -0 first_line acq v2 mixsem d 30000 1 try 2
+  assert_output TAKEN
+  run -0 first_line acq v2 mixsem e 30000 1 try 3
+  assert_output MIXED
+}
+
+@test "mixed versions: a v2 release wakes a v1 waiter, which then acquires" {
+  run -0 first_line acq v2 mixw h 30000 1
+  run -0 first_line acq v1 mixw oldw 30000 0 wait
+  assert_output QUEUED
+  listen 'lock:release:{mixw}:oldw'
+  run -0 v2 release mixw h 0 'lock:release:{mixw}' 10000 rid
+  assert_output 1
+  wait_until '(( $(messages) == 1 ))' 5
+  run -0 first_line acq v1 mixw oldw 30000 0 wait
+  assert_output OK
+}
+
+@test "mixed versions: a v1 release wakes a v2 waiter, which then acquires" {
+  run -0 first_line acq v1 mixw2 h 30000
+  run -0 first_line acq v2 mixw2 neww 30000 1 wait
+  assert_output QUEUED
+  listen 'lock:release:{mixw2}:neww'
+  run -0 v1 release mixw2 h 0 'lock:release:{mixw2}'
+  assert_output 1
+  wait_until '(( $(messages) == 1 ))' 5
+  run -0 first_line acq v2 mixw2 neww 30000 2 wait
+  assert_output OK
+}
+
+@test "mixed versions: a v2 retry renews a lease granted by v1 (no attempt stamp)" {
+  run -0 first_line acq v1 mixr tok 5000
+  rcli pexpire 'lock:{mixr}' 1500 >/dev/null
+  run -0 first_line acq v2 mixr tok 5000 1
+  assert_output OK
+  assert [ "$(pttl mixr)" -gt 4500 ]
+}
+
+@test "mixed versions: extend, release and status of one version work on the other's lock" {
+  run -0 first_line acq v1 mixx a 30000
+  run -0 first_line v2 extend mixx a 8000
+  assert_output 1
+  run -0 v2 status mixx
+  assert_line a
+  run -0 first_line acq v2 mixy b 30000 1
+  run -0 first_line v1 extend mixy b 9000
+  assert_output 1
+  assert [ "$(pttl mixy)" -gt 8000 ]
+  run -0 v1 status mixy
+  assert_line b
+  run -0 v1 release mixy b 0 'lock:release:{mixy}'
+  assert_output 1
+  run -0 v2 release mixx a 0 'lock:release:{mixx}' 10000 rid
+  assert_output 1
+  run -0 v1 status mixx # a tombstone left by v2 does not trouble v1
+  assert_line --index 0 0
+}
+
+@test "mixed versions: rlock's own commands see a v1 holder with its details" {
+  run -0 first_line acq v1 mixcli oldtok 30000
+  run -0 "$RLOCK" status mixcli --json
+  run -0 jq -r '.holders[0].token, .holders[0].host, .holders[0].fence' <<<"$output"
+  assert_equal "${lines[*]}" "oldtok host 1"
+  run -75 "$RLOCK" acquire mixcli -n
+  run -0 "$RLOCK" release mixcli --token oldtok
+}
