@@ -16,7 +16,7 @@ packages=(
   libhiredis-dev libcli11-dev libfmt-dev libssl-dev libgtest-dev
   redis-server redis-tools
   bats bats-assert bats-support
-  openssl tmux faketime jq
+  openssl tmux faketime jq time
 )
 
 usage() {

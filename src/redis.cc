@@ -4,6 +4,8 @@
 #include <hiredis/hiredis.h>
 #include <poll.h>
 
+#include "text.h"
+
 namespace rlock {
 
 Connection::Connection(Loop& loop, const ConnectionConfig& cfg, std::shared_ptr<TlsContext> tls,
@@ -13,9 +15,9 @@ Connection::Connection(Loop& loop, const ConnectionConfig& cfg, std::shared_ptr<
 Connection::~Connection() {
   *alive_ = false;
   loop_.cancel(connect_timer_);
+  loop_.cancel(more_timer_);
   for (auto& p : pending_) loop_.cancel(p.timer);
   if (stream_) loop_.unwatch(stream_->fd());
-  if (reader_) redisReaderFree(reader_);
 }
 
 void Connection::command(Args args, ReplyCallback cb, Millis timeout, std::vector<Args> undo) {
@@ -75,39 +77,22 @@ void Connection::enqueue_raw(const Args& args, ReplyCallback cb, Millis timeout,
 }
 
 std::optional<Error> Connection::start_connect() {
-  reader_ = reader_ ? reader_ : redisReaderCreate();
+  parser_ = std::make_unique<ReplyParser>();
   out_.clear();
-  try {
-    stream_ = open_stream(cfg_.endpoint, (*addrs_)[addr_index_ % addrs_->size()], tls_);
-  } catch (const Error& e) {
-    if (addrs_->size() > 1) addr_index_++;
-    return e;
-  }
-  handshaking_ = true;
-  loop_.watch(stream_->fd(), POLLOUT, [this](short ev) { on_io(ev); });
-  auto alive = alive_;
-  connect_timer_ = loop_.after(cfg_.connect_timeout, [this, alive] {
-    if (!*alive) return;
-    connect_timer_ = 0;
-    if (addrs_->size() > 1) addr_index_++;
-    close(
-        Error(ErrorKind::Unavailable,
-              fmt::format("cannot connect to Redis at {}: timed out after {}ms (--connect-timeout)",
-                          cfg_.endpoint.display(), cfg_.connect_timeout.count())));
-  });
+  untried_ = addrs_->size();
+  if (auto err = open_next_address()) return err;
   // AUTH and SELECT go first; their replies are checked here, not by callers.
+  auto alive = alive_;
   Args auth;
   if (cfg_.endpoint.password) {
     auth = {"AUTH"};
     if (!cfg_.endpoint.user.empty()) auth.push_back(cfg_.endpoint.user);
     auth.push_back(*cfg_.endpoint.password);
   }
-  auto check = [this, alive](const char* what) {
-    return [this, alive, what](Result r) {
-      if (!*alive || r.failure || !r.reply.is_error()) return;
-      close(server_error(r.reply.str,
-                         fmt::format("Redis refused {} at {}", what, cfg_.endpoint.display())));
-    };
+  auto check_select = [this, alive](Result r) {
+    if (!*alive || r.failure || !r.reply.is_error()) return;
+    close(server_error(r.reply.str,
+                       fmt::format("Redis refused SELECT at {}", cfg_.endpoint.display())));
   };
   auto check_auth = [this, alive](Result r) {
     if (!*alive || r.failure || !r.reply.is_error()) return;
@@ -129,31 +114,91 @@ std::optional<Error> Connection::start_connect() {
   };
   if (!auth.empty()) enqueue_raw(auth, check_auth, Millis(0), "AUTH");
   if (cfg_.endpoint.db != 0)
-    enqueue_raw({"SELECT", std::to_string(cfg_.endpoint.db)}, check("SELECT"), Millis(0), "SELECT");
+    enqueue_raw({"SELECT", std::to_string(cfg_.endpoint.db)}, check_select, Millis(0), "SELECT");
   return std::nullopt;
+}
+
+std::optional<Error> Connection::open_next_address() {
+  // Each address of the name gets its turn (localhost: ::1, then 127.0.0.1),
+  // each with the whole --connect-timeout, until one connects.
+  std::optional<Error> last;
+  while (untried_ > 0) {
+    --untried_;
+    const Address& a = (*addrs_)[addr_index_ % addrs_->size()];
+    try {
+      stream_ = open_stream(cfg_.endpoint, a, tls_);
+    } catch (const Error& e) {
+      last = e;
+      ++addr_index_;
+      continue;
+    }
+    handshaking_ = true;
+    loop_.watch(stream_->fd(), POLLOUT, [this](short ev) { on_io(ev); });
+    auto alive = alive_;
+    connect_timer_ = loop_.after(cfg_.connect_timeout, [this, alive] {
+      if (!*alive) return;
+      connect_timer_ = 0;
+      connect_failed(Error(
+          ErrorKind::Unavailable,
+          fmt::format("cannot connect to Redis at {}: timed out after {}ms (--connect-timeout)",
+                      cfg_.endpoint.display(), cfg_.connect_timeout.count())));
+    });
+    return std::nullopt;
+  }
+  return last;
+}
+
+void Connection::connect_failed(const Error& why) {
+  // Not connected yet: nothing was sent, so the queued commands can go to the
+  // next address as they are.
+  if (stream_) loop_.unwatch(stream_->fd());
+  stream_.reset();
+  loop_.cancel(connect_timer_);
+  connect_timer_ = 0;
+  ++addr_index_;
+  if (untried_ > 0) {
+    if (cfg_.trace) cfg_.trace(fmt::format("{}; trying the next address", why.what()));
+    if (!open_next_address()) return;
+  }
+  handshaking_ = false;
+  close(why);
 }
 
 void Connection::on_io(short revents) {
   auto alive = alive_;
+  std::vector<Reply> replies;
+  std::optional<Error> failure;
+  // Only the socket and the parser are guarded here: an exception from a
+  // command's callback (below) is not a connection failure and goes up.
   try {
     if (handshaking_) {
-      Want w = stream_->handshake();
+      Want w;
+      try {
+        w = stream_->handshake();
+      } catch (const Error& e) {
+        return connect_failed(e);
+      }
       if (w != Want::Nothing) {
         loop_.set_events(stream_->fd(), w == Want::Read ? POLLIN : POLLOUT);
         return;
       }
       on_connected();
-      if (!*alive || !stream_) return;
     }
-    if (revents & (POLLIN | POLLHUP | POLLERR)) read_replies();
-    if (!*alive || !stream_) return;
-    flush();
-    if (!*alive || !stream_) return;
-    update_events();
+    if (revents & (POLLIN | POLLHUP | POLLERR)) read_some(replies);
   } catch (const Error& e) {
-    if (handshaking_ && addrs_->size() > 1) addr_index_++;  // next time, the next address
-    if (*alive) close(e);
+    failure = e;
   }
+  for (auto& r : replies) {
+    deliver(std::move(r));
+    if (!*alive || !stream_) return;
+  }
+  if (failure) return close(*failure);
+  try {
+    flush();
+  } catch (const Error& e) {
+    return close(e);
+  }
+  update_events();
 }
 
 void Connection::on_connected() {
@@ -178,26 +223,25 @@ void Connection::update_events() {
   loop_.set_events(stream_->fd(), ev);
 }
 
-void Connection::read_replies() {
+void Connection::read_some(std::vector<Reply>& replies) {
+  // A bounded amount per wake-up: a server that streams without pause must
+  // not starve the timers (renewal, --timeout) of the loop.
   char buf[16384];
-  auto alive = alive_;
-  for (;;) {
+  for (int i = 0; i < kReadsPerWakeup; ++i) {
     IoResult r = stream_->read(buf, sizeof buf);
-    if (r.bytes == 0) break;
-    if (redisReaderFeed(reader_, buf, r.bytes) != REDIS_OK) throw_protocol("Redis reader failed");
-    for (;;) {
-      void* raw = nullptr;
-      if (redisReaderGetReply(reader_, &raw) != REDIS_OK) {
-        throw Error(ErrorKind::Protocol, fmt::format("{} does not speak the Redis protocol: {}",
-                                                     cfg_.endpoint.display(), reader_->errstr));
-      }
-      if (!raw) break;
-      Reply reply = convert_reply(static_cast<redisReply*>(raw));
-      freeReplyObject(raw);
-      deliver(std::move(reply));
-      if (!*alive || !stream_) return;
-    }
-    if (r.bytes < sizeof buf) break;
+    if (r.bytes == 0) return;
+    parser_->feed(buf, r.bytes);
+    while (auto reply = parser_->next()) replies.push_back(std::move(*reply));
+    if (r.bytes < sizeof buf && !stream_->pending()) return;
+  }
+  // More may wait where poll() cannot see it (inside TLS): come back soon.
+  if (stream_->pending() && !more_timer_) {
+    auto alive = alive_;
+    more_timer_ = loop_.after(Millis(0), [this, alive] {
+      if (!*alive) return;
+      more_timer_ = 0;
+      if (stream_ && !handshaking_) on_io(POLLIN);
+    });
   }
 }
 
@@ -209,14 +253,15 @@ void Connection::deliver(Reply reply) {
     return;
   }
   if (pending_.empty())
-    throw_protocol(fmt::format("unexpected reply from {}", cfg_.endpoint.display()));
+    return close(Error(ErrorKind::Protocol,
+                       fmt::format("unexpected reply from {}", cfg_.endpoint.display())));
   Pending p = std::move(pending_.front());
   pending_.pop_front();
   loop_.cancel(p.timer);
   if (cfg_.trace) {
     auto us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - p.sent).count();
     cfg_.trace(fmt::format("{} {:.1f}ms{}", p.name, us / 1000.0,
-                           reply.is_error() ? " error: " + reply.str : ""));
+                           reply.is_error() ? " error: " + escape_text(reply.str) : ""));
   }
   p.cb(Result{std::nullopt, std::move(reply)});
 }
@@ -242,11 +287,10 @@ void Connection::close(const Error& why) {
   handshaking_ = false;
   loop_.cancel(connect_timer_);
   connect_timer_ = 0;
+  loop_.cancel(more_timer_);
+  more_timer_ = 0;
   out_.clear();
-  if (reader_) {
-    redisReaderFree(reader_);
-    reader_ = nullptr;
-  }
+  parser_.reset();
   auto alive = alive_;
   fail_all(why);
   if (*alive && was_connected && disconnect_cb_) disconnect_cb_(why);

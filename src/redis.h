@@ -14,11 +14,12 @@
 #include "transport.h"
 #include "url.h"
 
-struct redisReader;
-
 namespace rlock {
 
 using ReplyCallback = std::function<void(Result)>;
+
+/// Reads of up to 16 KiB each per wake-up of a connection.
+inline constexpr int kReadsPerWakeup = 4;
 using Args = std::vector<std::string>;
 
 /// Where the password came from (SPEC precedence), for messages and for
@@ -39,9 +40,13 @@ struct ConnectionConfig {
 };
 
 /// A pipelined connection. Commands queue while it connects; AUTH and SELECT
-/// go first. A command that times out breaks the connection (RESP has no way
-/// to skip one reply): every pending command then fails with an unavailable
-/// Error, and the next command reconnects.
+/// go first. When a name has several addresses, each is tried in turn (with
+/// the whole --connect-timeout) until one connects. A command that times out
+/// breaks the connection (RESP has no way to skip one reply): every pending
+/// command then fails with an unavailable Error, and the next command
+/// reconnects. Replies are read a bounded amount per wake-up and parsed by a
+/// ReplyParser, so no server can starve the loop's timers or make rlock
+/// allocate without bound.
 class Connection {
  public:
   Connection(Loop& loop, const ConnectionConfig& cfg, std::shared_ptr<TlsContext> tls,
@@ -72,10 +77,12 @@ class Connection {
     std::string name;
   };
   std::optional<Error> start_connect();
+  std::optional<Error> open_next_address();
+  void connect_failed(const Error& why);
   void on_io(short revents);
   void on_connected();
   void flush();
-  void read_replies();
+  void read_some(std::vector<Reply>& replies);
   void deliver(Reply reply);
   void fail_all(const Error& why);
   void update_events();
@@ -89,9 +96,10 @@ class Connection {
   std::shared_ptr<std::vector<Address>> addrs_;
   std::unique_ptr<Stream> stream_;
   bool handshaking_ = false;
-  size_t addr_index_ = 0;
-  Loop::TimerId connect_timer_ = 0;
-  redisReader* reader_ = nullptr;
+  size_t addr_index_ = 0;  // the address to try next (kept across reconnects)
+  size_t untried_ = 0;     // addresses not yet tried in this connect
+  Loop::TimerId connect_timer_ = 0, more_timer_ = 0;
+  std::unique_ptr<ReplyParser> parser_;
   std::string out_;
   std::deque<Pending> pending_;
   std::function<void(const Reply&)> push_;

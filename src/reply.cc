@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <hiredis/hiredis.h>
 
+#include <cstring>
+#include <memory>
+
 #include "text.h"
 
 namespace rlock {
@@ -114,6 +117,121 @@ const Reply& expect_ok(const Result& r, const std::string& context) {
   if (r.failure) throw *r.failure;
   if (r.reply.is_error()) throw server_error(r.reply.str, context);
   return r.reply;
+}
+
+namespace {
+
+[[noreturn]] void bad_reply(const std::string& why) {
+  throw_protocol("the server's reply is not acceptable: " + why);
+}
+
+// A RESP integer: an optional '-' and 1-18 digits (no overflow possible).
+long long resp_number(const std::string& s) {
+  size_t i = s.size() > 1 && s[1] == '-' ? 2 : 1;
+  if (i >= s.size() || s.size() - i > 18) bad_reply("bad length in a header");
+  long long v = 0;
+  for (; i < s.size(); ++i) {
+    if (s[i] < '0' || s[i] > '9') bad_reply("bad length in a header");
+    v = v * 10 + (s[i] - '0');
+  }
+  return s[1] == '-' ? -v : v;
+}
+
+}  // namespace
+
+ReplyParser::ReplyParser(size_t max_bytes, size_t max_elements)
+    : max_bytes_(max_bytes), max_elements_(max_elements), reader_(redisReaderCreate()) {
+  if (!reader_) throw std::bad_alloc();
+}
+
+ReplyParser::~ReplyParser() {
+  redisReaderFree(reader_);
+}
+
+void ReplyParser::feed(const char* data, size_t len) {
+  scan(data, len);
+  if (redisReaderFeed(reader_, data, len) != REDIS_OK) bad_reply("reader failed");
+}
+
+std::optional<Reply> ReplyParser::next() {
+  void* raw = nullptr;
+  if (redisReaderGetReply(reader_, &raw) != REDIS_OK)
+    bad_reply(escape_text(reader_->errstr[0] ? reader_->errstr : "malformed"));
+  if (!raw) return std::nullopt;
+  std::unique_ptr<redisReply, void (*)(void*)> owned(static_cast<redisReply*>(raw),
+                                                     freeReplyObject);
+  return convert_reply(owned.get());
+}
+
+void ReplyParser::scan(const char* data, size_t len) {
+  size_t i = 0;
+  while (i < len) {
+    if (bulk_left_ > 0) {
+      size_t n = std::min(bulk_left_, len - i);
+      bulk_left_ -= n;
+      i += n;
+      reply_bytes_ += n;
+      if (bulk_left_ == 0) element_done();
+      continue;
+    }
+    const char* nl = static_cast<const char*>(memchr(data + i, '\n', len - i));
+    size_t n = nl ? static_cast<size_t>(nl - (data + i)) + 1 : len - i;
+    reply_bytes_ += n;
+    if (reply_bytes_ > max_bytes_)
+      bad_reply(fmt::format("larger than {} MiB", max_bytes_ / (1024 * 1024)));
+    line_.append(data + i, n);
+    i += n;
+    if (!nl) continue;
+    std::string line = std::move(line_);
+    line_.clear();
+    if (line.size() < 3 || line[line.size() - 2] != '\r') bad_reply("a header without CRLF");
+    line.resize(line.size() - 2);
+    header(line);
+  }
+  if (reply_bytes_ > max_bytes_)
+    bad_reply(fmt::format("larger than {} MiB", max_bytes_ / (1024 * 1024)));
+}
+
+void ReplyParser::header(const std::string& line) {
+  size_t left = max_bytes_ > reply_bytes_ ? max_bytes_ - reply_bytes_ : 0;
+  switch (line[0]) {
+    case '+':
+    case '-':
+    case ':':
+      return element_done();
+    case '$': {
+      long long n = resp_number(line);
+      if (n < 0) return element_done();  // nil
+      if (static_cast<unsigned long long>(n) + 2 > left)
+        bad_reply(fmt::format("larger than {} MiB", max_bytes_ / (1024 * 1024)));
+      bulk_left_ = static_cast<size_t>(n) + 2;
+      return;
+    }
+    case '*': {
+      long long n = resp_number(line);
+      if (n <= 0) return element_done();  // empty or nil
+      // Every element takes at least 3 bytes ("+\r\n"): an announced count
+      // that cannot fit is refused before anyone allocates for it.
+      if (static_cast<unsigned long long>(n) > left / 3 ||
+          static_cast<unsigned long long>(n) > max_elements_ - reply_elements_)
+        bad_reply(fmt::format("an array of {} elements", n));
+      reply_elements_ += static_cast<size_t>(n);
+      if (open_.size() >= 7) bad_reply("arrays nested too deep");
+      open_.push_back(n);
+      return;
+    }
+    default:
+      bad_reply("unknown type byte " + escape_text(line.substr(0, 1)));
+  }
+}
+
+void ReplyParser::element_done() {
+  while (!open_.empty()) {
+    if (--open_.back() > 0) return;
+    open_.pop_back();
+  }
+  reply_bytes_ = 0;  // a whole reply: the next one starts afresh
+  reply_elements_ = 0;
 }
 
 }  // namespace rlock

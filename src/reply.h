@@ -8,6 +8,7 @@
 #include "error.h"
 
 struct redisReply;
+struct redisReader;
 
 namespace rlock {
 
@@ -46,5 +47,49 @@ Error server_error(const std::string& message, const std::string& context);
 
 /// Throws the failure, or the server error, of `r`; returns its reply otherwise.
 const Reply& expect_ok(const Result& r, const std::string& context);
+
+}  // namespace rlock
+
+namespace rlock {
+
+/// The largest reply rlock accepts (a lock's replies are a few KiB; status
+/// and list stay far below this: they list at most kStatusRecords records).
+inline constexpr size_t kMaxReplyBytes = 8 * 1024 * 1024;
+/// The most elements (at every level of nesting) one reply may have.
+inline constexpr size_t kMaxReplyElements = 64 * 1024;
+
+/// Turns the bytes a server sends into Replies: hiredis's reader does the
+/// parsing, but every byte is first checked by a small scanner of the RESP
+/// structure that refuses, before hiredis allocates anything for it, a reply
+/// larger than `max_bytes`, with more than `max_elements` elements (an array
+/// header announcing more than are left counts as such), nested deeper than
+/// 7, or with a malformed header. So no server can make rlock allocate
+/// without bound.
+class ReplyParser {
+ public:
+  explicit ReplyParser(size_t max_bytes = kMaxReplyBytes, size_t max_elements = kMaxReplyElements);
+  ~ReplyParser();
+  ReplyParser(const ReplyParser&) = delete;
+  ReplyParser& operator=(const ReplyParser&) = delete;
+
+  /// Adds bytes. Throws a protocol Error (70) on a reply that is too large or
+  /// malformed; the parser is unusable afterwards.
+  void feed(const char* data, size_t len);
+  /// The next complete reply, if any. Throws like feed().
+  std::optional<Reply> next();
+
+ private:
+  void scan(const char* data, size_t len);
+  void header(const std::string& line);
+  void element_done();
+
+  size_t max_bytes_, max_elements_;
+  ::redisReader* reader_;
+  std::string line_;             // a header line being read
+  size_t bulk_left_ = 0;         // payload bytes (and CRLF) still to pass
+  std::vector<long long> open_;  // elements still expected by each open array
+  size_t reply_bytes_ = 0;       // bytes of the reply being read so far
+  size_t reply_elements_ = 0;    // elements announced in it so far
+};
 
 }  // namespace rlock

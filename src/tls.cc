@@ -129,6 +129,8 @@ class TlsStream : public Stream {
     return fail(n, "read from");
   }
 
+  bool pending() const override { return done_ && SSL_pending(ssl_) > 0; }
+
   IoResult write(const char* buf, size_t len) override {
     ERR_clear_error();
     int n = SSL_write(ssl_, buf, static_cast<int>(len));

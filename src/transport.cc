@@ -168,6 +168,7 @@ std::unique_ptr<Stream> open_stream(const Endpoint& ep, const Address& addr,
         return tls_->handshake();
       }
       IoResult read(char* b, size_t n) override { return tls_->read(b, n); }
+      bool pending() const override { return tls_ && tls_->pending(); }
       IoResult write(const char* b, size_t n) override { return tls_->write(b, n); }
 
      private:

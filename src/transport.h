@@ -31,6 +31,9 @@ class Stream {
   /// Reads up to `len` bytes. EOF throws.
   virtual IoResult read(char* buf, size_t len) = 0;
   virtual IoResult write(const char* buf, size_t len) = 0;
+  /// True when bytes were received but not yet returned by read() (TLS
+  /// buffers records), so poll() would not report them.
+  virtual bool pending() const { return false; }
 };
 
 /// TLS settings from the command line (see --tls-* in the man page).

@@ -18,8 +18,9 @@ namespace rlock {
 inline constexpr Millis kOutageBudget{30000};
 
 /// The longest a waiter that gives up waits for its clean-up (release and
-/// leave) to be answered; the commands are sent either way.
-inline constexpr Millis kCleanupBound{1000};
+/// leave) to be answered; the commands are sent either way (usually on the
+/// connection already open, where this is ample).
+inline constexpr Millis kCleanupBound{250};
 
 struct WaitSpec {
   Millis ttl{30000};

@@ -12,6 +12,9 @@
 //   SIGUSR2   toggle blackhole: connections are still accepted and kept open, but every
 //             byte read from either side is dropped (buffered bytes too), like a
 //             partition; toggling back forwards new data again
+//   SIGWINCH  arm: the next bytes a client sends on any connection are not forwarded;
+//             that connection is cut instead (both sides), once; `armed` in the state
+//             file says whether that is still to come
 //   SIGTERM, SIGINT, SIGHUP   exit 0
 // After every change it rewrites CONTROL_DIR/state atomically, lines KEY=VALUE:
 //   pid port mode(forward|blackhole) seq(signals handled) cuts accepted active
@@ -73,6 +76,7 @@ struct Proxy {
   Target target;
   std::string control_dir;
   bool blackhole = false;
+  bool armed = false;  // cut the next connection whose client sends something
   unsigned long seq = 0, cuts = 0, accepted = 0;
   std::vector<Session> sessions;
   std::string last_state;
@@ -104,11 +108,16 @@ void close_session(Session& s) {
 }
 
 // Reads once from FD into FLOW (or drops the bytes in blackhole mode).
-void pump_read(const Proxy& p, Session& s, int fd, Flow& flow) {
+void pump_read(Proxy& p, Session& s, int fd, Flow& flow) {
   char buf[65536];
   size_t room = kMaxBuffered - flow.buf.size();
   ssize_t n = read(fd, buf, room < sizeof buf ? room : sizeof buf);
-  if (n > 0) {
+  if (n > 0 && p.armed && fd == s.client) {
+    // The armed cut: these bytes never reach the target.
+    p.armed = false;
+    ++p.cuts;
+    close_session(s);
+  } else if (n > 0) {
     if (!p.blackhole) flow.buf.append(buf, static_cast<size_t>(n));
   } else if (n == 0) {
     flow.eof = true;
@@ -135,7 +144,7 @@ void flush(Session& s, Flow& flow, int fd) {
   }
 }
 
-void handle_session(const Proxy& p, Session& s, short client_ev, short upstream_ev) {
+void handle_session(Proxy& p, Session& s, short client_ev, short upstream_ev) {
   if (s.connecting && upstream_ev != 0) {
     int err = 0;
     socklen_t len = sizeof err;
@@ -179,7 +188,8 @@ void accept_all(Proxy& p) {
 void write_state(Proxy& p) {
   std::string state = "pid=" + std::to_string(getpid()) + "\nport=" + std::to_string(p.port) +
                       "\nmode=" + (p.blackhole ? "blackhole" : "forward") +
-                      "\nseq=" + std::to_string(p.seq) + "\ncuts=" + std::to_string(p.cuts) +
+                      "\narmed=" + (p.armed ? "1" : "0") + "\nseq=" + std::to_string(p.seq) +
+                      "\ncuts=" + std::to_string(p.cuts) +
                       "\naccepted=" + std::to_string(p.accepted) +
                       "\nactive=" + std::to_string(p.sessions.size()) + "\n";
   if (state == p.last_state) return;
@@ -199,6 +209,8 @@ bool handle_signals(Proxy& p) {
         for (Session& s : p.sessions) close_session(s);
         p.sessions.clear();
         ++p.cuts;
+      } else if (sigs[i] == SIGWINCH) {
+        p.armed = true;
       } else if (sigs[i] == SIGUSR2) {
         p.blackhole = !p.blackhole;
         for (Session& s : p.sessions) {
@@ -251,7 +263,8 @@ void install_signals() {
   struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
-  for (int sig : {SIGUSR1, SIGUSR2, SIGTERM, SIGINT, SIGHUP}) sigaction(sig, &sa, nullptr);
+  for (int sig : {SIGUSR1, SIGUSR2, SIGWINCH, SIGTERM, SIGINT, SIGHUP})
+    sigaction(sig, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
 }
 

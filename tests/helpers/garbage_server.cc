@@ -13,6 +13,9 @@
 //                  something else)
 //   reply=TEXT     answer every command with TEXT, where \r \n \\ and \xNN are decoded
 //                  (e.g. 'reply=*1\r\n$2\r\nhi\r\n')
+//   flood=TEXT     answer the first command with TEXT (decoded as above), then send
+//                  ":1\r\n" without end, as fast as the client reads
+//                  (e.g. 'flood=*100000000\r\n': an endless array)
 // Many connections at once (poll); runs until killed.
 #include <poll.h>
 #include <signal.h>
@@ -28,7 +31,7 @@ namespace {
 
 constexpr const char* kProg = "garbage_server";
 
-enum class Mode { kGarbage, kClose, kSilent, kReply };
+enum class Mode { kGarbage, kClose, kSilent, kReply, kFlood };
 
 struct Config {
   Mode mode = Mode::kGarbage;
@@ -84,6 +87,9 @@ bool parse_mode(std::string_view arg, Config* cfg) {
   } else if (arg.substr(0, 6) == "reply=") {
     cfg->mode = Mode::kReply;
     cfg->reply = unescape(arg.substr(6));
+  } else if (arg.substr(0, 6) == "flood=") {
+    cfg->mode = Mode::kFlood;
+    cfg->reply = unescape(arg.substr(6));
   } else {
     return false;
   }
@@ -130,8 +136,20 @@ size_t request_length(std::string_view b) {
 
 struct Conn {
   int fd;
-  std::string in;  // unanswered request bytes (kReply only)
+  std::string in;         // unanswered request bytes (kReply only)
+  bool flooding = false;  // kFlood: the first command came, the flood runs
 };
+
+// kFlood: one chunk of the endless stream; false when the client is gone.
+bool flood_some(Conn& c) {
+  static const std::string kChunk = [] {
+    std::string s;
+    for (int i = 0; i < 16384; ++i) s += ":1\r\n";
+    return s;
+  }();
+  ssize_t n = send(c.fd, kChunk.data(), kChunk.size(), MSG_NOSIGNAL);
+  return n >= 0 || errno == EAGAIN || errno == EINTR;
+}
 
 // Reacts to bytes read from C; returns false when the connection should be closed.
 bool on_data(const Config& cfg, Conn& c, const char* data, size_t n) {
@@ -144,6 +162,11 @@ bool on_data(const Config& cfg, Conn& c, const char* data, size_t n) {
     case Mode::kSilent:
     case Mode::kClose:
       return true;
+    case Mode::kFlood:
+      if (c.flooding) return true;
+      c.flooding = true;
+      out = cfg.reply;
+      break;
     case Mode::kReply:
       c.in.append(data, n);
       while (size_t len = request_length(c.in)) {
@@ -162,7 +185,8 @@ void serve(const Config& cfg, int listen_fd) {
   char buf[16384];
   for (;;) {
     pfds.assign(1, pollfd{listen_fd, POLLIN, 0});
-    for (const Conn& c : conns) pfds.push_back(pollfd{c.fd, POLLIN, 0});
+    for (const Conn& c : conns)
+      pfds.push_back(pollfd{c.fd, static_cast<short>(POLLIN | (c.flooding ? POLLOUT : 0)), 0});
     if (poll(pfds.data(), pfds.size(), -1) < 0) {
       if (errno == EINTR) continue;
       helper::die(kProg, "poll");
@@ -171,7 +195,8 @@ void serve(const Config& cfg, int listen_fd) {
     for (size_t i = 0; i < conns.size(); ++i) {
       Conn& c = conns[i];
       bool keep = true;
-      if (pfds[i + 1].revents != 0) {
+      short rev = pfds[i + 1].revents;
+      if (rev & (POLLIN | POLLHUP | POLLERR)) {
         ssize_t n = read(c.fd, buf, sizeof buf);
         if (n > 0) {
           keep = on_data(cfg, c, buf, static_cast<size_t>(n));
@@ -179,6 +204,7 @@ void serve(const Config& cfg, int listen_fd) {
           keep = false;
         }
       }
+      if (keep && c.flooding && (rev & POLLOUT)) keep = flood_some(c);
       if (keep) {
         next.push_back(std::move(c));
       } else {
@@ -205,7 +231,8 @@ int main(int argc, char** argv) {
   Config cfg;
   int port = argc >= 3 ? helper::parse_port(argv[1]) : -1;
   if (port < 0 || argc > 4 || !parse_mode(argv[2], &cfg)) {
-    std::fprintf(stderr, "usage: %s PORT garbage|close|silent|badtype|reply=TEXT [PIDFILE]\n",
+    std::fprintf(stderr,
+                 "usage: %s PORT garbage|close|silent|badtype|reply=TEXT|flood=TEXT [PIDFILE]\n",
                  kProg);
     return 64;
   }

@@ -718,7 +718,7 @@ proxy_start_named() {
 # proxy_start TARGET_PORT [TARGET_HOST]: proxy_start_named PROXY … (PROXY_PORT, PROXY_URL…).
 proxy_start() { proxy_start_named PROXY "$@"; }
 
-# proxy_state KEY [NAME=PROXY]: prints KEY (mode, seq, cuts, accepted, active, port, pid)
+# proxy_state KEY [NAME=PROXY]: prints KEY (mode, armed, seq, cuts, accepted, active, port, pid)
 # from the proxy's state file.
 proxy_state() {
   local dir_var="${2:-PROXY}_DIR"
@@ -740,6 +740,11 @@ _rlock_proxy_signal() {
 # proxy_cut [NAME=PROXY]: closes every connection through the proxy (both sides) and
 # returns once done. New connections are forwarded as before.
 proxy_cut() { _rlock_proxy_signal USR1 "${1:-PROXY}"; }
+
+# proxy_arm_cut [NAME=PROXY]: the next bytes a client sends through the proxy are not
+# forwarded: that connection is cut instead (once). Returns once armed; `proxy_state armed`
+# goes back to 0 when the cut happened.
+proxy_arm_cut() { _rlock_proxy_signal WINCH "${1:-PROXY}"; }
 
 # proxy_blackhole [NAME=PROXY]: toggles blackhole mode and returns once it took effect.
 proxy_blackhole() { _rlock_proxy_signal USR2 "${1:-PROXY}"; }

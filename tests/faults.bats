@@ -1,0 +1,121 @@
+#!/usr/bin/env bats
+# Servers that misbehave and connections that break at the worst moment: a reply that
+# never ends cannot make rlock allocate without bound or outlive --timeout; a silent
+# server costs about one --timeout, not two; a release whose connection is cut is
+# retried on a new one instead of leaving the lock to its TTL.
+# shellcheck disable=SC2154 # $stderr and $stderr_lines come from `run --separate-stderr`
+# shellcheck disable=SC2016 # single-quoted scripts are expanded by the child's shell
+
+bats_require_minimum_version 1.5.0
+
+load helpers/redis
+
+setup_file() {
+  export BATS_NO_PARALLELIZE_WITHIN_FILE=true
+  redis_start
+  proxy_start "$REDIS_PORT"
+}
+
+setup() { T=$BATS_TEST_TMPDIR; }
+
+teardown() {
+  bg_cleanup
+  redis_recover_all
+  redis_stop GARBAGE
+}
+
+# max_rss_kb FILE: the peak RSS that /usr/bin/time -f %M wrote on FILE's last line.
+max_rss_kb() { tail -n 1 "$1"; }
+
+# --- replies without end -------------------------------------------------------------------------
+
+@test "an endless array reply (*100000000 then :1 forever) exits 70 at once with bounded memory" {
+  garbage_start 'flood=*100000000\r\n'
+  start=$(now_ms)
+  run --separate-stderr /usr/bin/time -o "$T/rss" -f %M "$RLOCK" \
+    --url "redis://127.0.0.1:$GARBAGE_PORT/0" --timeout 3s acquire k
+  elapsed=$(($(now_ms) - start))
+  assert_equal "$status" 70
+  assert [ "$elapsed" -lt 3000 ]
+  assert [ "$(max_rss_kb "$T/rss")" -lt 65536 ]
+  [[ $stderr == *"not acceptable"* ]] || fail "$stderr"
+}
+
+@test "an array just within the size limit that then floods still ends within --timeout" {
+  # 60000 elements are accepted; what follows is a reply nobody asked for.
+  garbage_start 'flood=*60000\r\n'
+  start=$(now_ms)
+  run --separate-stderr /usr/bin/time -o "$T/rss" -f %M "$RLOCK" \
+    --url "redis://127.0.0.1:$GARBAGE_PORT/0" --timeout 3s status k
+  elapsed=$(($(now_ms) - start))
+  [[ $status == 69 || $status == 70 ]] || fail "exit $status: $stderr"
+  assert [ "$elapsed" -lt 4000 ]
+  assert [ "$(max_rss_kb "$T/rss")" -lt 131072 ]
+}
+
+@test "an endless bulk string (\$1000000000) exits 70 at once" {
+  garbage_start 'flood=$1000000000\r\n'
+  run --separate-stderr "$RLOCK" --url "redis://127.0.0.1:$GARBAGE_PORT/0" --timeout 3s status k
+  assert_equal "$status" 70
+}
+
+# --- a silent server -------------------------------------------------------------------------------
+
+@test "a silent server: acquire and run give up after about --timeout, not twice it" {
+  garbage_start silent
+  for cmd in "acquire k" "run k -- true"; do
+    start=$(now_ms)
+    # shellcheck disable=SC2086 # word splitting of $cmd is the point
+    run --separate-stderr "$RLOCK" --url "redis://127.0.0.1:$GARBAGE_PORT/0" --timeout 1s $cmd
+    elapsed=$(($(now_ms) - start))
+    assert_equal "$status" 69
+    assert [ "$elapsed" -ge 900 ]
+    assert [ "$elapsed" -lt 1800 ]
+  done
+}
+
+# --- a release on a cut connection ---------------------------------------------------------------
+
+@test "run: a release whose connection is cut is retried on a new one; the lock is free at once" {
+  rlock_bg holder --url "$PROXY_URL" run --ttl 30s cut -- \
+    sh -c 'touch "$1/held"; while [ ! -e "$1/go" ]; do sleep 0.05; done' x "$T"
+  holder=$BG_PID
+  wait_for_file "$T/held"
+  cuts=$(proxy_state cuts)
+  proxy_arm_cut
+  touch "$T/go"
+  bg_wait "$holder"
+  assert_equal "$BG_STATUS" 0
+  assert_equal "$(proxy_state cuts)" $((cuts + 1)) # the release really was cut once
+  assert_equal "$(rcli exists 'lock:{cut}')" 0
+  run cat "$T/holder.err"
+  refute_output --partial "expires by itself"
+}
+
+@test "release: a cut connection is retried and the token's release succeeds (exit 0)" {
+  tok=$("$RLOCK" acquire cut2 --ttl 30s)
+  proxy_arm_cut
+  rl --url "$PROXY_URL" release cut2 --token "$tok"
+  assert_success
+  assert_equal "$(rcli exists 'lock:{cut2}')" 0
+  # and a second, separate release of the same token is told it no longer holds
+  rl --url "$PROXY_URL" release cut2 --token "$tok"
+  assert_error 76
+}
+
+@test "a release the server never answers falls back to expiry after --timeout" {
+  rlock_bg holder --url "$PROXY_URL" --timeout 1s run --ttl 30s cut3 -- \
+    sh -c 'touch "$1/held"; while [ ! -e "$1/go" ]; do sleep 0.05; done' x "$T"
+  holder=$BG_PID
+  wait_for_file "$T/held"
+  proxy_partition
+  start=$(now_ms)
+  touch "$T/go"
+  bg_wait "$holder"
+  elapsed=$(($(now_ms) - start))
+  proxy_heal
+  assert_equal "$BG_STATUS" 0
+  assert [ "$elapsed" -lt 4000 ]
+  run cat "$T/holder.err"
+  assert_output --partial "expires by itself"
+}

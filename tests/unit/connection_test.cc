@@ -1,0 +1,158 @@
+// Connection against small in-test servers: a name with several addresses is tried address
+// by address within one command; a server that floods a connection never starves the
+// loop's timers.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "redis.h"
+
+namespace rlock {
+namespace {
+
+// A TCP listener on 127.0.0.1 whose port is free to use.
+int listen_tcp(int* port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  EXPECT_EQ(listen(fd, 8), 0);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  *port = ntohs(a.sin_port);
+  return fd;
+}
+
+Address tcp_address(int port) {
+  Endpoint ep;
+  ep.host = "127.0.0.1";
+  ep.port = port;
+  return resolve(ep).front();
+}
+
+// Answers every read on every accepted connection with +PONG, from `loop`.
+struct PongServer {
+  explicit PongServer(Loop& l) : loop(l) {
+    fd = listen_tcp(&port);
+    loop.watch(fd, POLLIN, [this](short) {
+      int c = accept(fd, nullptr, nullptr);
+      if (c < 0) return;
+      conns.push_back(c);
+      loop.watch(c, POLLIN, [this, c](short) {
+        char buf[4096];
+        if (read(c, buf, sizeof buf) > 0) (void)!write(c, "+PONG\r\n", 7);
+      });
+    });
+  }
+  ~PongServer() {
+    for (int c : conns) {
+      loop.unwatch(c);
+      close(c);
+    }
+    loop.unwatch(fd);
+    close(fd);
+  }
+  Loop& loop;
+  int fd = -1, port = 0;
+  std::vector<int> conns;
+};
+
+ConnectionConfig config() {
+  ConnectionConfig cfg;
+  cfg.connect_timeout = Millis(2000);
+  cfg.command_timeout = Millis(2000);
+  return cfg;
+}
+
+std::optional<Result> ping(Loop& loop, Connection& c) {
+  std::optional<Result> out;
+  c.command({"PING"}, [&](Result r) { out = std::move(r); });
+  loop.run_until([&] { return out.has_value(); });
+  return out;
+}
+
+TEST(Connection, TriesTheNextAddressWhenOneRefusesWithinOneCommand) {
+  Loop loop;
+  PongServer server(loop);
+  int closed_port = 0;
+  close(listen_tcp(&closed_port));  // nothing listens there now: connect is refused
+  auto addrs = std::make_shared<std::vector<Address>>(
+      std::vector<Address>{tcp_address(closed_port), tcp_address(server.port)});
+  Connection c(loop, config(), nullptr, addrs);
+  auto r = ping(loop, c);
+  ASSERT_FALSE(r->failure) << r->failure->what();
+  EXPECT_EQ(r->reply.str, "PONG");
+  // The next command stays on the address that worked.
+  r = ping(loop, c);
+  ASSERT_FALSE(r->failure);
+}
+
+TEST(Connection, FailsOnlyWhenEveryAddressRefused) {
+  Loop loop;
+  int p1 = 0, p2 = 0;
+  close(listen_tcp(&p1));
+  close(listen_tcp(&p2));
+  auto addrs = std::make_shared<std::vector<Address>>(
+      std::vector<Address>{tcp_address(p1), tcp_address(p2)});
+  Connection c(loop, config(), nullptr, addrs);
+  auto r = ping(loop, c);
+  ASSERT_TRUE(r->failure);
+  EXPECT_EQ(r->failure->exit_status(), 69);
+}
+
+TEST(Connection, AFloodOfRepliesNeverStarvesTheTimers) {
+  // A server (a child process) that sends pub/sub messages without end.
+  char dir[] = "/tmp/rlock-flood-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  std::string path = std::string(dir) + "/s.sock";
+  int lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
+  ASSERT_EQ(bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(listen(lfd, 1), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int c = accept(lfd, nullptr, nullptr);
+    std::string msg;
+    for (int i = 0; i < 2000; ++i) msg += "*3\r\n$7\r\nmessage\r\n$1\r\nc\r\n$1\r\nx\r\n";
+    while (write(c, msg.data(), msg.size()) > 0) {
+    }
+    _exit(0);
+  }
+  close(lfd);
+  alarm(30);  // a starved loop would never return: fail rather than hang
+
+  Loop loop;
+  ConnectionConfig cfg = config();
+  cfg.endpoint.kind = Endpoint::Kind::Unix;
+  cfg.endpoint.path = path;
+  auto addrs = std::make_shared<std::vector<Address>>(resolve(cfg.endpoint));
+  Connection c(loop, cfg, nullptr, addrs);
+  long pushes = 0;
+  c.on_push([&](const Reply&) { ++pushes; });
+  c.command(
+      {"SUBSCRIBE", "c"}, [](Result) {}, Millis(60000));
+  bool fired = false;
+  auto start = Clock::now();
+  loop.after(Millis(300), [&] { fired = true; });
+  loop.run_until([&] { return fired; });
+  auto took = std::chrono::duration_cast<Millis>(Clock::now() - start);
+  alarm(0);
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  unlink(path.c_str());
+  rmdir(dir);
+  EXPECT_GT(pushes, 1000);
+  EXPECT_LT(took.count(), 2000) << "the 300ms timer fired after " << took.count() << "ms";
+}
+
+}  // namespace
+}  // namespace rlock
