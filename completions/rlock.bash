@@ -13,7 +13,7 @@ _rlock_global_opts="-u --url --user --password-file --tls-ca-cert --tls-ca-dir -
 _rlock_sub_opts() {
     case $1 in
         run) echo "-c --command --ttl --wait -n --no-wait -E --conflict-exit-code --limit
-                   --min-hold --on-lost --kill-after" ;;
+                   --min-hold --on-lost --kill-after --kill-leftovers" ;;
         acquire) echo "--ttl --wait -n --no-wait -E --conflict-exit-code --limit" ;;
         extend) echo "--token --ttl" ;;
         release) echo "--token" ;;

@@ -84,7 +84,8 @@ set -l rn "__fish_seen_subcommand_from run; and not __rlock_in_run_command"
 complete -c rlock -n $rn -s c -l command -x -d 'run this shell string with /bin/sh -c'
 complete -c rlock -n $rn -l min-hold -x -d 'keep the lock at least this long'
 complete -c rlock -n $rn -l on-lost -x -a 'term\t"SIGTERM then SIGKILL, the default" kill\t"SIGKILL at once" warn\t"warn and let CMD finish"' -d 'when the lease is lost'
-complete -c rlock -n $rn -l kill-after -x -d 'SIGKILL this long after --on-lost term (default 10s)'
+complete -c rlock -n $rn -l kill-after -x -d 'SIGKILL this long after SIGTERM (--on-lost term, --kill-leftovers; default 10s)'
+complete -c rlock -n $rn -l kill-leftovers -d 'when CMD exits, end what it left in its group instead of waiting for it'
 complete -c rlock -n __rlock_in_run_command -x -a '(__rlock_run_command)'
 
 # extend, release, break.

@@ -283,6 +283,7 @@ Child::Child(Child&& other) noexcept
 }
 
 Child::~Child() {
+  if (pid_ > 0 && status_ && group_alive()) signal_group(SIGKILL);  // leftovers
   if (!running()) return;
   signal_group(SIGKILL);
   wait_for(pid_);
@@ -297,8 +298,19 @@ void Child::resume() {
 }
 
 void Child::signal_group(int sig) {
+  if (pid_ <= 0) return;
+  if (kill(-pid_, sig) < 0 && errno == ESRCH && running()) kill(pid_, sig);
+}
+
+bool Child::group_alive() const {
+  if (pid_ <= 0) return false;
+  return kill(-pid_, 0) == 0 || errno == EPERM;
+}
+
+void Child::collected(int wait_status) {
   if (!running()) return;
-  if (kill(-pid_, sig) < 0 && errno == ESRCH) kill(pid_, sig);
+  status_ = exit_status_of(wait_status);
+  if (took_terminal_) set_terminal_group(getpgrp());
 }
 
 std::optional<int> Child::try_reap() {
@@ -323,6 +335,36 @@ std::optional<int> Child::try_reap() {
   return status_;
 }
 
+void become_subreaper() {
+#if defined(__linux__) && defined(PR_SET_CHILD_SUBREAPER)
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+#endif
+}
+
+void reap_others(pid_t keep, const std::function<void(int)>& on_keep) {
+  for (;;) {
+    int st = 0;
+    pid_t r = waitpid(-1, &st, WNOHANG);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return;
+    if (r == keep) on_keep(st);
+  }
+}
+
+void close_all_but(int keep) {
+#if defined(__linux__) && defined(SYS_close_range)
+  // One call each side of `keep`; a kernel without close_range (< 5.9) falls
+  // through to the loop.
+  bool ok = (keep == 0 || syscall(SYS_close_range, 0u, static_cast<unsigned>(keep - 1), 0u) == 0) &&
+            syscall(SYS_close_range, static_cast<unsigned>(keep + 1), ~0u, 0u) == 0;
+  if (ok) return;
+#endif
+  long max = sysconf(_SC_OPEN_MAX);
+  if (max < 0 || max > 65536) max = 65536;
+  for (int fd = 0; fd < max; ++fd)
+    if (fd != keep) close(fd);
+}
+
 GroupGuard GroupGuard::watch(pid_t pgid) {
   int fds[2];
   if (pipe(fds) != 0) return {};
@@ -332,8 +374,9 @@ GroupGuard GroupGuard::watch(pid_t pgid) {
   sigprocmask(SIG_BLOCK, &all, &old);  // no rlock handler may run in the guard
   pid_t pid = fork();
   if (pid == 0) {
-    // The guard: only async-signal-safe calls from here on.
-    close(fds[1]);
+    // The guard: only async-signal-safe calls from here on. It holds nothing
+    // but its pipe: no Redis connection, no terminal, no caller's descriptor.
+    close_all_but(fds[0]);
     for (int sig = 1; sig < NSIG; ++sig) signal(sig, SIG_IGN);  // keeps SIGKILL's default
     char byte;
     ssize_t n;

@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,14 +39,22 @@ class Child {
   ~Child();
 
   pid_t pid() const { return pid_; }
-  /// Sends `sig` to the child's whole process group (kill(-pgid)); falls back
-  /// to the pid alone if the group is gone. No-op once reaped.
+  /// Sends `sig` to the child's whole process group (kill(-pgid)), also after
+  /// the child itself has been reaped (its leftovers are still the group);
+  /// falls back to the pid alone while the child runs and the group is gone.
   void signal_group(int sig);
+  /// True while any process is left in the child's process group (the child
+  /// itself, or what it started and left behind; not what left the group
+  /// with setsid).
+  bool group_alive() const;
   /// waitpid(WNOHANG). Returns the exit status once the child has ended:
   /// its code, or 128+N when killed by signal N. Gives the terminal back to
   /// rlock's own group if it had been handed to the child.
   std::optional<int> try_reap();
   bool running() const { return pid_ > 0 && !status_; }
+  /// Hands over the wait status of the child when another waitpid() (rlock's
+  /// reaping of orphans it adopted) collected it first.
+  void collected(int wait_status);
   /// True after try_reap() saw the child stop on a terminal (Ctrl-Z); the
   /// terminal is then rlock's again.
   bool stopped() const { return stopped_; }
@@ -65,7 +74,9 @@ class Child {
 /// the direct child; a `sh -c` wrapper's children would run on without a
 /// lease. So a small guard process waits on a pipe that only rlock can write
 /// to: EOF (rlock is gone, even by SIGKILL) means SIGKILL to the group; a
-/// byte means stand down. Portable: no Linux-only call.
+/// byte means stand down. Portable: no Linux-only call. The guard closes every
+/// descriptor but its pipe (fork without exec keeps them all, Redis
+/// connections included).
 class GroupGuard {
  public:
   /// Forks the guard for process group `pgid`. Returns an inactive guard if
@@ -84,5 +95,20 @@ class GroupGuard {
 
 /// The exit status for a wait status: WEXITSTATUS, or 128+WTERMSIG.
 int exit_status_of(int wait_status);
+
+/// Makes rlock the reaper of orphans among its descendants (Linux:
+/// PR_SET_CHILD_SUBREAPER; elsewhere nothing), so that what the command
+/// leaves behind is reaped, and never lingers as a zombie that would keep its
+/// process group alive, when the host's PID 1 does not reap.
+void become_subreaper();
+
+/// Reaps every exited child of rlock but `keep` (the command, reaped by
+/// Child::try_reap with its own flags); calls `on_keep` with the wait status
+/// if `keep` is collected here after all. Never blocks.
+void reap_others(pid_t keep, const std::function<void(int)>& on_keep);
+
+/// In a forked process that will not exec: closes every descriptor but
+/// `keep`. Async-signal-safe.
+void close_all_but(int keep);
 
 }  // namespace rlock

@@ -88,7 +88,11 @@ void add_lock_options(CLI::App* sub, LockOptions& o, RawDurations& d, bool run) 
                   "when the lease is lost: term (SIGTERM, SIGKILL after --kill-after; the "
                   "default), kill, or warn (let CMD finish)");
   sub->add_option("--kill-after", d.kill_after,
-                  "after --on-lost term, SIGKILL the child this long later (default 10s)");
+                  "after SIGTERM (--on-lost term, --kill-leftovers), SIGKILL this long later "
+                  "(default 10s)");
+  sub->add_flag("--kill-leftovers", o.kill_leftovers,
+                "when CMD exits, end the processes it left in its process group (SIGTERM, then "
+                "SIGKILL after --kill-after) instead of holding the lock until they exit");
 }
 
 // A whole number in [lo, hi] written in decimal digits only ("", "+3", "3x" and

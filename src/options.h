@@ -37,6 +37,7 @@ struct LockOptions {
   Millis min_hold{0};
   OnLost on_lost = OnLost::Term;
   Millis kill_after{10000};
+  bool kill_leftovers = false;  // run: end what the command left in its group
 };
 
 /// At most this many bytes of a --password-file's first line.

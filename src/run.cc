@@ -1,10 +1,10 @@
 // `rlock run`: one event loop waits on the child, signals, timers and Redis.
 //
-//   waiting ──acquired──▶ running ──child exits──▶ releasing ──▶ exit
-//      │                     │
-//   SIGTERM…              renewal fails past the deadline ──▶ lost
-//      ▼                                                        (signal the child
-//   leave the line, exit 128+N                                   per --on-lost)
+//   waiting ──acquired──▶ running ──command exits──▶ draining ──group empty──▶ releasing ──▶ exit
+//      │                  │      (leftovers in its group)          │
+//   SIGTERM…              └── renewal fails past the deadline, ────┘
+//      ▼                      or a break is heard ──▶ lost (signal the group per --on-lost)
+//   leave the line, exit 128+N
 #include "run.h"
 
 #include <fmt/format.h>
@@ -40,6 +40,10 @@ Millis safety_margin(Millis ttl) {
   return std::clamp(ttl / 5, Millis(50), Millis(2000));
 }
 
+// How often the command's process group is looked at after the command has
+// exited, while processes it left behind keep the lock.
+constexpr Millis kGroupPoll{100};
+
 class Runner {
  public:
   Runner(const GlobalOptions& g, const LockOptions& o, const RunCommand& c)
@@ -63,21 +67,22 @@ class Runner {
  private:
   Loop& loop() { return session_.loop; }
 
+  /// The lock protects the command's process group: from the start of the
+  /// command until the last process it left in its group has exited.
+  bool holding() const { return child_ && (child_->running() || draining_); }
+
   void install_signals() {
     for (int sig : kForwardedSignals)
       if (!ignored_at_start(sig)) loop().on_signal(sig, [this](int s) { on_signal(s); });
+    if (!ignored_at_start(SIGTSTP)) loop().on_signal(SIGTSTP, [this](int) { on_tstp(); });
     // Always ours, even if inherited as ignored: we must reap the child.
     loop().on_signal(SIGCHLD, [this](int) { reap(); });
   }
 
   void on_signal(int sig) {
-    if (sig == SIGCONT && child_ && child_->stopped()) {
-      log_verbose("continued: giving the terminal back to the command");
-      child_->resume();
-      return;
-    }
-    if (child_ && child_->running()) {
-      log_verbose(fmt::format("forwarding signal {} to the child's process group", sig));
+    if (sig == SIGCONT && stopped_) return resume();
+    if (holding()) {
+      log_verbose(fmt::format("forwarding signal {} to the command's process group", sig));
       child_->signal_group(sig);
       return;
     }
@@ -90,6 +95,36 @@ class Runner {
       log_verbose(fmt::format("signal {} while waiting: leaving the line", sig));
       acquirer_->cancel([this, sig] { exit_status_ = 128 + sig; });
     }
+  }
+
+  // SIGTSTP sent to rlock itself (a terminal's Ctrl-Z goes to the command's
+  // group, not to rlock). rlock stops, and renews nothing while stopped, so
+  // the command must not run on meanwhile: its group is stopped first
+  // (SIGSTOP, which it cannot ignore). SIGCONT resumes both (resume()).
+  void on_tstp() {
+    if (holding()) child_->signal_group(SIGSTOP);
+    stop_self();
+  }
+
+  void stop_self() {
+    stopped_ = true;
+    kill(getpid(), SIGSTOP);
+  }
+
+  void resume() {
+    stopped_ = false;
+    // Stopped past the renewal deadline, the lease may be gone and someone
+    // else may hold the lock: --on-lost applies before the command runs again.
+    if (holding() && !lost_ && Clock::now() >= lost_at())
+      lease_lost("rlock was stopped past the lease's renewal deadline");
+    if (!child_) return;
+    if (child_->stopped()) {
+      log_verbose("continued: giving the terminal back to the command");
+      child_->resume();
+    } else if (holding()) {
+      child_->signal_group(SIGCONT);
+    }
+    if (holding() && !lost_) renew();
   }
 
   void on_acquired(Outcome<Acquired> o) {
@@ -110,6 +145,8 @@ class Runner {
         cmd_.shell.empty() ? cmd_.argv : std::vector<std::string>{"/bin/sh", "-c", cmd_.shell};
     spec.env = {"RLOCK_KEY=" + lock_.names().key, "RLOCK_TOKEN=" + token_,
                 fmt::format("RLOCK_FENCE={}", acquired_.fence)};
+    // What the command leaves behind is reparented to rlock, which reaps it.
+    become_subreaper();
     try {
       child_.emplace(Child::spawn(spec));
       guard_ = GroupGuard::watch(child_->pid());
@@ -120,6 +157,7 @@ class Runner {
     }
     arm_lost_timer();
     schedule_renewal(acquired_.sent + acquired_.ttl / 3);
+    watch_for_break();
     reap();  // the child may already have ended
   }
 
@@ -145,14 +183,20 @@ class Runner {
   }
 
   void renew() {
-    if (lost_ || !child_ || !child_->running()) return;
+    if (lost_ || !holding()) return;
+    if (renewing_) {
+      recheck_ = true;  // the renewal in flight may predate what we heard
+      return;
+    }
+    renewing_ = true;
     auto sent = Clock::now();
     auto left = std::chrono::duration_cast<Millis>(lost_at() - sent);
     Millis timeout = std::max(Millis(10), std::min(session_.client->command_timeout(), left));
     lock_.extend(
         token_, acquired_.ttl,
         [this, sent](Outcome<ExtendReply> o) {
-          if (lost_ || !child_ || !child_->running()) return;
+          renewing_ = false;
+          if (lost_ || !holding()) return;
           if (o.error) {
             last_renew_error_ = o.error->what();
             log_verbose(fmt::format("renewal failed: {}; retrying", last_renew_error_));
@@ -161,18 +205,75 @@ class Runner {
             return;
           }
           if (!o.value.held) {
-            lease_lost("it was deleted or taken over (renewal found another token or none)");
+            lease_lost(heard_.empty()
+                           ? "it was deleted or taken over (renewal found another token or none)"
+                           : heard_);
             return;
           }
           deadline_ = sent + o.value.ttl;
           arm_lost_timer();
           schedule_renewal(sent + acquired_.ttl / 3);
+          if (recheck_) {
+            recheck_ = false;
+            renew();
+          }
         },
         timeout);
   }
 
+  // A holder hears about a `break` (or a release of its token by someone
+  // else) on the lock's release channel and checks its lease at once, instead
+  // of running on until its next renewal. Set up only once the command runs,
+  // so it costs the acquisition nothing; a lost subscription is taken up again
+  // (the renewals stay the safety net either way).
+  void watch_for_break() {
+    if (!holding() || lost_) return;
+    drop_subscription();
+    holder_sub_ = lock_.client().subscriber();
+    const std::string channel = lock_.names().channel;
+    holder_sub_->on_push([this, channel](const Reply& r) {
+      if (r.elements.size() < 3 || r.elements[1].str != channel) return;
+      const std::string& what = r.elements[2].str;
+      if (what != "break" && what != token_) return;
+      heard_ = what == "break" ? "it was broken (rlock break)"
+                               : "it was released with its token by another process";
+      log_verbose(fmt::format("heard on {}: {}; checking the lease", channel, escape_text(what)));
+      renew();
+    });
+    holder_sub_->on_disconnect([this](const Error& e) {
+      log_verbose(fmt::format("release channel lost ({}); subscribing again", e.what()));
+      resubscribe_later();
+    });
+    holder_sub_->command({"SUBSCRIBE", channel}, [this](Result r) {
+      if (r.failure) {
+        log_verbose(fmt::format("cannot subscribe to the release channel: {}", r.failure->what()));
+        return resubscribe_later();
+      }
+      if (r.reply.is_error())  // an ACL without the channel: rely on the renewals
+        log_verbose(
+            fmt::format("cannot subscribe to the release channel: {}", escape_text(r.reply.str)));
+    });
+  }
+
+  void resubscribe_later() {
+    loop().cancel(resubscribe_timer_);
+    resubscribe_timer_ = loop().after(Millis(1000), [this] {
+      resubscribe_timer_ = 0;
+      watch_for_break();
+    });
+  }
+
+  void drop_subscription() {
+    loop().cancel(resubscribe_timer_);
+    resubscribe_timer_ = 0;
+    if (!holder_sub_) return;
+    // Not destroyed here: this may run inside one of its own callbacks.
+    std::shared_ptr<Connection> sub(std::move(holder_sub_));
+    loop().after(Millis(0), [sub] {});
+  }
+
   void lease_lost(const std::string& why) {
-    if (lost_ || !child_ || !child_->running()) return;
+    if (lost_ || !holding()) return;
     lost_ = true;
     loop().cancel(renew_timer_);
     loop().cancel(lost_timer_);
@@ -182,9 +283,8 @@ class Runner {
             fmt::format("lost the lock '{}': {}; sending SIGTERM to the command (SIGKILL in {})",
                         lock_.names().key, why, format_duration(opts_.kill_after)));
         child_->signal_group(SIGTERM);
-        kill_timer_ = loop().after(opts_.kill_after, [this] {
-          if (child_ && child_->running()) child_->signal_group(SIGKILL);
-        });
+        if (stopped_ || (child_->stopped())) child_->signal_group(SIGCONT);
+        arm_kill_timer();
         break;
       case OnLost::Kill:
         log_error(
@@ -198,47 +298,113 @@ class Runner {
     }
   }
 
+  void arm_kill_timer() {
+    loop().cancel(kill_timer_);
+    kill_timer_ = loop().after(opts_.kill_after, [this] {
+      kill_timer_ = 0;
+      if (child_ && child_->group_alive()) child_->signal_group(SIGKILL);
+    });
+  }
+
   // ---- the end ----
 
   void reap() {
-    // Also reached by the guard's SIGCHLD after the child is gone: once only.
-    if (!child_ || !child_->running()) return;
-    auto status = child_->try_reap();
-    if (!status) {
-      if (child_->stopped()) {
+    if (!child_) return;
+    if (child_->running()) {
+      child_->try_reap();
+      if (child_->running() && child_->stopped()) {
         // Ctrl-Z: the command stopped, so stop too and let the shell take
         // over; fg/bg sends us SIGCONT, which resumes the command. The lease
         // is not renewed meanwhile: a stop longer than the TTL loses it.
         log_verbose("the command stopped: stopping too");
-        kill(getpid(), SIGSTOP);
+        stop_self();
+        return;
       }
+    }
+    // Orphans the command left behind, reparented to rlock (subreaper).
+    reap_others(child_->pid(), [this](int st) { child_->collected(st); });
+    if (child_->running()) return;
+    if (!command_status_) return command_exited(*child_->try_reap());
+    check_leftovers();
+  }
+
+  // The command has exited. As with flock(1), whose lock lives as long as any
+  // process holds its descriptor, the lock stays held while processes it
+  // started are left in its group (`-c 'job &'`); --kill-leftovers ends them.
+  void command_exited(int status) {
+    command_status_ = status;
+    if (child_->group_alive()) {
+      draining_ = true;
+      if (opts_.kill_leftovers) {
+        log_verbose("the command exited: ending what it left in its process group");
+        child_->signal_group(SIGTERM);
+        child_->signal_group(SIGCONT);
+        arm_kill_timer();
+      } else {
+        log_verbose(
+            "the command exited: holding the lock until the processes it left in its "
+            "group exit");
+      }
+      return check_leftovers();
+    }
+    finish();
+  }
+
+  void check_leftovers() {
+    if (!draining_) return;
+    loop().cancel(group_timer_);
+    group_timer_ = 0;
+    if (child_->group_alive()) {
+      // Not all of them are rlock's children (no SIGCHLD then): look again soon.
+      group_timer_ = loop().after(kGroupPoll, [this] {
+        group_timer_ = 0;
+        reap();
+      });
       return;
     }
+    draining_ = false;
+    finish();
+  }
+
+  void finish() {
     loop().cancel(renew_timer_);
     loop().cancel(lost_timer_);
     loop().cancel(kill_timer_);
+    loop().cancel(group_timer_);
+    drop_subscription();
     guard_ = GroupGuard();  // the group is gone: stand the guard down
-    int code = *status;
+    int code = *command_status_;
     if (lost_ && opts_.on_lost != OnLost::Warn) code = exitcode::kLost;
-    if (lost_) {
-      exit_status_ = code;
-      return;
-    }
     release_and_exit(code);
   }
 
+  // Always released, even after a loss: renewals that timed out may have left
+  // the key ours, and the release is token-checked. A release that finds the
+  // token no longer holding reports the loss (SPEC: a loss is never hidden).
   void release_and_exit(int code) {
     lock_.release(token_, opts_.min_hold, [this, code](Outcome<ReleaseReply> o) {
+      int status = code;
+      const std::string& key = lock_.names().key;
       if (o.error) {
-        log_error(fmt::format("could not release '{}': {}; it expires by itself", lock_.names().key,
-                              o.error->what()));
+        log_error(fmt::format("could not release '{}': {}; it expires by itself within {}", key,
+                              o.error->what(), format_duration(acquired_.ttl)));
       } else if (o.value.state == ReleaseReply::State::KeptForMinHold) {
-        log_verbose(fmt::format("'{}' stays held for {} more (--min-hold)", lock_.names().key,
+        log_verbose(fmt::format("'{}' stays held for {} more (--min-hold)", key,
                                 format_duration(o.value.left)));
-      } else if (o.value.state == ReleaseReply::State::NotHeld) {
-        log_verbose(fmt::format("'{}' was no longer held at release", lock_.names().key));
+      } else if (o.value.state == ReleaseReply::State::NotHeld && !lost_ && child_) {
+        std::string why =
+            "it was no longer held when the command ended (it expired, was deleted or broken, "
+            "or the server lost it)";
+        if (opts_.on_lost == OnLost::Warn) {
+          log_error(fmt::format("warning: lost the lock '{}': {}", key, why));
+        } else {
+          log_error(fmt::format("lost the lock '{}': {}", key, why));
+          status = exitcode::kLost;
+        }
+      } else if (lost_ && o.value.state != ReleaseReply::State::NotHeld) {
+        log_verbose(fmt::format("released '{}' after all: it was still held", key));
       }
-      exit_status_ = code;
+      exit_status_ = status;
     });
   }
 
@@ -250,11 +416,14 @@ class Runner {
   std::unique_ptr<Acquirer> acquirer_;
   std::optional<Child> child_;
   GroupGuard guard_;
+  std::unique_ptr<Connection> holder_sub_;
   Acquired acquired_;
   Clock::time_point deadline_;
-  Loop::TimerId renew_timer_ = 0, lost_timer_ = 0, kill_timer_ = 0;
-  bool lost_ = false;
-  std::string last_renew_error_;
+  Loop::TimerId renew_timer_ = 0, lost_timer_ = 0, kill_timer_ = 0, group_timer_ = 0,
+                resubscribe_timer_ = 0;
+  bool lost_ = false, stopped_ = false, draining_ = false, renewing_ = false, recheck_ = false;
+  std::optional<int> command_status_;
+  std::string last_renew_error_, heard_;
   std::optional<int> exit_status_;
   std::optional<Error> error_;
 };

@@ -71,7 +71,8 @@ no_raw_controls() {
   # A reader that opens the pipe and never reads from it.
   bg_start reader sh -c 'exec 3<"$1"; sleep 30' x "$T/err"
   start=$(now_ms)
-  run bash -c '"$1" -v run --ttl 600ms stalled -- sh -c "
+  # (--kill-leftovers: the writer blocked on the pipe would otherwise keep the lock)
+  run bash -c '"$1" -v run --ttl 600ms --kill-leftovers stalled -- sh -c "
     head -c 200000 /dev/zero >&2 &
     sleep 2.5
     exit 4" 2>"$2/err"' x "$RLOCK" "$T"

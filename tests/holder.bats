@@ -1,0 +1,274 @@
+#!/usr/bin/env bats
+# What a holder does between acquiring and exiting, when things go wrong around it:
+# - a loss is never hidden: a lock deleted, broken or lost in a server restart between
+#   renewals is reported at release (76; --on-lost warn: the command's status);
+# - a lease declared lost while Redis did not answer is still released once it does;
+# - `break` (or a release of its token elsewhere) reaches the holder within about a second;
+# - the lock is held until the command's process group is empty (`-c 'job &'`), unless
+#   --kill-leftovers; what leaves the group with setsid is not waited for;
+# - the group guard holds no descriptor but its pipe (no leaked Redis connection);
+# - SIGTSTP sent to rlock stops the command too, and SIGCONT after a stop longer than the
+#   lease applies --on-lost before the command runs again.
+# shellcheck disable=SC2016 # single-quoted scripts are expanded by the child's shell
+
+bats_require_minimum_version 1.5.0
+
+load helpers/redis
+
+setup_file() {
+  export BATS_NO_PARALLELIZE_WITHIN_FILE=true
+  redis_start
+}
+
+setup() {
+  export T=$BATS_TEST_TMPDIR # -c strings read it from the environment
+  # gate.sh DIR: records its pid and RLOCK_TOKEN, traps TERM (DIR/term), then holds until
+  # DIR/go exists (at most 60s) and exits with ${CODE:-0}.
+  cat >"$T/gate.sh" <<'EOF2'
+d=$1
+echo $$ >"$d/pid"
+echo "$RLOCK_TOKEN" >"$d/token"
+trap 'date +%s%3N >"$d/term"; exit 143' TERM
+touch "$d/ready"
+i=0
+while [ ! -e "$d/go" ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i + 1)); done
+exit "${CODE:-0}"
+EOF2
+}
+
+teardown() {
+  bg_cleanup
+  redis_recover_all
+  if [[ -f $T/leftover ]]; then kill -KILL "$(cat "$T/leftover")" 2>/dev/null || true; fi
+  "$RLOCK" break --yes hk >/dev/null 2>&1 || true
+}
+
+# hold ARGS...: rlock run ARGS hk -- sh gate.sh $T in the background; waits for the
+# command. Sets HOLDER.
+hold() {
+  rlock_bg holder run "$@" hk -- sh "$T/gate.sh" "$T"
+  HOLDER=$BG_PID
+  wait_for_file "$T/ready"
+}
+
+# --- a loss is never hidden ------------------------------------------------------------------
+
+@test "a lock deleted between renewals is reported when the command ends: exit 76" {
+  hold --ttl 30s
+  rcli del 'lock:{hk}' >/dev/null
+  touch "$T/go"
+  bg_wait "$HOLDER"
+  assert_equal "$BG_STATUS" 76
+  run cat "$T/holder.err"
+  assert_output --partial "lost the lock 'hk'"
+  assert_output --partial "no longer held"
+  refute [ -e "$T/term" ] # found at release, the command had already ended
+}
+
+@test "--on-lost warn: a loss found at release is a warning and the command's status passes" {
+  CODE=3 hold --ttl 30s --on-lost warn
+  rcli del 'lock:{hk}' >/dev/null
+  touch "$T/go"
+  bg_wait "$HOLDER"
+  assert_equal "$BG_STATUS" 3
+  run cat "$T/holder.err"
+  assert_output --partial "warning: lost the lock 'hk'"
+}
+
+@test "a server restart (without persistence) between renewals is reported: exit 76" {
+  hold --ttl 30s
+  redis_restart
+  touch "$T/go"
+  bg_wait "$HOLDER"
+  assert_equal "$BG_STATUS" 76
+}
+
+@test "a lease lost while Redis did not answer is still released once it does" {
+  # --ttl 5s: renewals every 1.7s, declared lost 1s before the key would expire.
+  hold --ttl 5s --timeout 1s
+  redis_pause
+  wait_for_file "$T/term" 10 # lost: the command is told
+  redis_resume
+  bg_wait "$HOLDER"
+  assert_equal "$BG_STATUS" 76
+  # released at once rather than left to expire (its expiry was still ~1s away)
+  assert_equal "$(rcli exists 'lock:{hk}')" 0
+}
+
+# --- break reaches the holder --------------------------------------------------------------------
+
+@test "break reaches the holder within about a second: SIGTERM to the command, exit 76" {
+  hold --ttl 60s
+  wait_until "[[ \$(rcli pubsub numsub 'lock:release:{hk}' | tail -n 1) == 1 ]]" 5
+  t0=$(now_ms)
+  run -0 "$RLOCK" break hk --yes
+  wait_for_file "$T/term" 5
+  assert [ $(($(cat "$T/term") - t0)) -lt 1500 ] # not at the next renewal, 20s away
+  bg_wait "$HOLDER"
+  assert_equal "$BG_STATUS" 76
+  run cat "$T/holder.err"
+  assert_output --partial "broken"
+}
+
+@test "a release of the holder's token by another process reaches it at once too" {
+  hold --ttl 60s
+  wait_until "[[ \$(rcli pubsub numsub 'lock:release:{hk}' | tail -n 1) == 1 ]]" 5
+  t0=$(now_ms)
+  run -0 "$RLOCK" release hk --token "$(cat "$T/token")"
+  wait_for_file "$T/term" 5
+  assert [ $(($(cat "$T/term") - t0)) -lt 1500 ]
+  bg_wait "$HOLDER"
+  assert_equal "$BG_STATUS" 76
+}
+
+@test "other holders' releases on the channel leave a holder alone" {
+  hold --ttl 60s --limit 2
+  tok=$("$RLOCK" acquire hk --limit 2 --ttl 60s)
+  run -0 "$RLOCK" release hk --token "$tok"
+  sleep 0.5 # nothing to wait for: the holder must simply not react
+  _rlock_alive "$HOLDER"
+  refute [ -e "$T/term" ]
+  touch "$T/go"
+  bg_wait "$HOLDER"
+  assert_equal "$BG_STATUS" 0
+}
+
+# --- the command's leftovers ------------------------------------------------------------------
+
+@test "-c 'job &': the lock is held until the job exits, then released with the command's status" {
+  rlock_bg holder run hk -c '
+    (touch "$T/job"; i=0; while [ ! -e "$T/go" ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done) &
+    echo $$ >"$T/shell"; exit 3'
+  holder=$BG_PID
+  wait_for_file "$T/job"
+  wait_for_file "$T/shell"
+  wait_until "_rlock_dead $(cat "$T/shell")" # the command itself has exited...
+  run -75 "$RLOCK" acquire hk -n           # ...and the lock is still held
+  _rlock_alive "$holder"
+  touch "$T/go"
+  bg_wait "$holder"
+  assert_equal "$BG_STATUS" 3
+  assert_equal "$(rcli exists 'lock:{hk}')" 0
+}
+
+@test "the lease of a lock held for leftovers is renewed" {
+  rlock_bg holder run --ttl 1s hk -c '
+    (i=0; while [ ! -e "$T/go" ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done) &
+    touch "$T/job"'
+  holder=$BG_PID
+  wait_for_file "$T/job"
+  tok=$(rcli get 'lock:{hk}')
+  [[ -n $tok ]] || fail "not held once the command has exited"
+  sleep 2.5 # more than two leases
+  assert_equal "$(rcli get 'lock:{hk}')" "$tok"
+  touch "$T/go"
+  bg_wait "$holder"
+  assert_equal "$BG_STATUS" 0
+}
+
+@test "--kill-leftovers: what the command left in its group gets SIGTERM, and the lock is freed" {
+  rlock_bg holder run --kill-leftovers hk -c '
+    (trap "touch \"$T/job-term\"; exit 0" TERM; touch "$T/job"
+     i=0; while [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done) &
+    exit 0'
+  holder=$BG_PID
+  wait_for_file "$T/job"
+  bg_wait "$holder" 10
+  assert_equal "$BG_STATUS" 0
+  wait_for_file "$T/job-term" 5
+  assert_equal "$(rcli exists 'lock:{hk}')" 0
+}
+
+@test "a process that leaves the group with setsid is not waited for" {
+  start=$(now_ms)
+  # (its output away from bats's pipe, which `run` would wait on)
+  run -0 "$RLOCK" run hk -c 'setsid sh -c "echo \$\$ >\"$T/leftover\"; exec sleep 30" \
+    </dev/null >/dev/null 2>&1 & exit 0'
+  assert [ $(($(now_ms) - start)) -lt 3000 ]
+  wait_for_file "$T/leftover"
+  assert_equal "$(rcli exists 'lock:{hk}')" 0
+}
+
+@test "rlock killed with SIGKILL while leftovers run: the guard kills them" {
+  rlock_bg holder run hk -c '
+    sh -c "echo \$\$ >\"$T/leftover\"; exec sleep 300" &
+    exit 0'
+  holder=$BG_PID
+  wait_for_file "$T/leftover"
+  job=$(cat "$T/leftover")
+  wait_until "[[ \$(ps -o pid= --ppid $holder | wc -l) -ge 1 ]]"
+  kill -KILL "$holder"
+  wait_until "_rlock_dead $job" 5
+}
+
+# --- the guard -------------------------------------------------------------------------------
+
+@test "the guard holds only its pipe: a run that waited keeps no waiter subscription open" {
+  hold --ttl 60s
+  first=$HOLDER
+  rlock_bg waiter run --wait 30s --ttl 60s hk -- sh -c 'touch "$1/second"; sleep 30' x "$T"
+  waiter=$BG_PID
+  wait_until "[[ \$(rcli pubsub channels 'lock:release:{hk}:*' | grep -c .) == 1 ]]"
+  touch "$T/go"
+  bg_wait "$first"
+  wait_for_file "$T/second"
+  # the waiter's own channel is closed with its connection, in every process
+  wait_until "[[ \$(rcli pubsub channels 'lock:release:{hk}:*' | grep -c .) == 0 ]]" 5
+  # rlock's children: the command (its own process group) and the guard (rlock's)
+  pgid=$(ps -o pgid= -p "$waiter" | tr -d ' ')
+  guard=$(ps -o pid=,pgid= --ppid "$waiter" | awk -v g="$pgid" '$2 == g {print $1}')
+  [[ -n $guard ]] || fail "no guard among the children of $waiter: $(ps -o pid=,pgid=,args= --ppid "$waiter")"
+  run ls "/proc/$guard/fd"
+  assert_equal "${#lines[@]}" 1
+  # and the server sees rlock's two connections (commands, release channel), no more
+  run -0 rcli client list
+  conns=$(grep -vc 'cmd=client' <<<"$output")
+  assert_equal "$conns" 2
+}
+
+# --- SIGTSTP and SIGCONT -----------------------------------------------------------------------
+
+# counter.sh DIR: increments DIR/n every 50ms until DIR/go (at most 60s); TERM → DIR/term.
+write_counter() {
+  cat >"$T/counter.sh" <<'EOF2'
+d=$1
+trap 'cp "$d/n" "$d/n-at-term"; exit 143' TERM
+n=0
+touch "$d/ready"
+while [ ! -e "$d/go" ] && [ $n -lt 1200 ]; do n=$((n + 1)); echo $n >"$d/n"; sleep 0.05; done
+EOF2
+}
+
+@test "SIGTSTP to rlock (no terminal) stops the command too; SIGCONT resumes both" {
+  write_counter
+  rlock_bg holder run --ttl 30s hk -- sh "$T/counter.sh" "$T"
+  holder=$BG_PID
+  wait_for_file "$T/ready"
+  kill -TSTP "$holder"
+  wait_until "_rlock_stopped $holder" 5
+  n1=$(cat "$T/n")
+  sleep 0.5 # the point: nothing may run for a while
+  assert_equal "$(cat "$T/n")" "$n1"
+  kill -CONT "$holder"
+  wait_until "(( \$(cat $T/n) > $n1 ))" 5
+  touch "$T/go"
+  bg_wait "$holder"
+  assert_equal "$BG_STATUS" 0
+}
+
+@test "SIGCONT after a stop longer than the lease: --on-lost applies before the command runs on" {
+  write_counter
+  rlock_bg holder run --ttl 1s hk -- sh "$T/counter.sh" "$T"
+  holder=$BG_PID
+  wait_for_file "$T/ready"
+  kill -TSTP "$holder"
+  wait_until "_rlock_stopped $holder" 5
+  n1=$(cat "$T/n")
+  wait_until "[[ \$(rcli exists 'lock:{hk}') == 0 ]]" 5 # the lease ran out meanwhile
+  kill -CONT "$holder"
+  bg_wait "$holder"
+  assert_equal "$BG_STATUS" 76
+  wait_for_file "$T/n-at-term" 5
+  # at most the iteration that was under way when it was stopped
+  assert [ "$(cat "$T/n-at-term")" -le $((n1 + 1)) ]
+}
