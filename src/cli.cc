@@ -27,6 +27,8 @@ constexpr const char* kExitTable = R"(Exit status:
   126/127  the command could not be executed / was not found
   128+N    the child was killed by signal N
 
+Durations: 250ms, 30s, 5m, 2h, 1h30m, 1.5s, 7d (a bare number is seconds), at most 366d.
+Text from Redis is shown with control characters escaped as \xHH.
 Environment: RLOCK_URL, REDIS_URL, RLOCK_PASSWORD, REDISCLI_AUTH.
 The child of run sees RLOCK_KEY, RLOCK_TOKEN and RLOCK_FENCE.
 See rlock(1) for details.)";
@@ -186,7 +188,8 @@ int run_cli(int argc, char** argv) {
 
   auto* run =
       app.add_subcommand("run",
-                         "hold KEY while CMD runs, renewing the lease; exit with CMD's status.\n"
+                         "hold KEY while CMD (and what it leaves in its process group) runs,\n"
+                         "  renewing the lease; exit with CMD's status (76 if the lock was lost).\n"
                          "  rlock run KEY [OPTIONS] -- CMD [ARGS...]    or    rlock run KEY "
                          "[OPTIONS] -c 'shell string'");
   run->add_option("key", o.key, "lock name")->required();
@@ -219,6 +222,7 @@ int run_cli(int argc, char** argv) {
   auto* ls =
       app.add_subcommand("list", "list held locks whose KEY matches PATTERN (a glob; default *)");
   ls->add_option("pattern", pattern, "glob over KEY");
+  st->footer("Reads only: works for a read-only ACL user and on a replica.");
 
   auto* brk = app.add_subcommand("break", "delete a stuck lock and wake its waiters (asks first)");
   brk->add_option("key", key, "lock name")->required();
