@@ -170,6 +170,7 @@ hold() {
   rlock_bg holder run --kill-leftovers hk -c '
     (trap "touch \"$T/job-term\"; exit 0" TERM; touch "$T/job"
      i=0; while [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done) &
+    while [ ! -e "$T/job" ]; do sleep 0.01; done # the job is ready for its SIGTERM
     exit 0'
   holder=$BG_PID
   wait_for_file "$T/job"
