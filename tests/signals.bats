@@ -177,6 +177,25 @@ EOF
   run -0 "$RLOCK" run -n kk -- true
 }
 
+@test "SIGKILL of rlock kills its command's whole process group: a background grandchild dies too" {
+  # The parent-death signal reaches the command only (sh here); the rest of its group is
+  # the guard's job. `sleep 300 & wait` stands for any job that forks.
+  bg_start rlock "$RLOCK" run --ttl 30s kg -- \
+    sh -c 'sleep 300 & echo $! > "$1/grandchild"; echo $$ > "$1/childpid"; touch "$1/ready"; wait' \
+    x "$T"
+  pid=$BG_PID
+  wait_for_file "$T/ready"
+  child=$(cat "$T/childpid")
+  grandchild=$(cat "$T/grandchild")
+  _rlock_alive "$grandchild"
+  kill -KILL "$pid"
+  wait_until "_rlock_dead $child" 5
+  wait_until "_rlock_dead $grandchild" 5
+  # rlock could not release: the lock is still held, by nothing that runs
+  run -0 "$RLOCK" status kg
+  run -0 "$RLOCK" break --yes kg
+}
+
 # --- on a terminal ----------------------------------------------------------------------
 
 # tty_child.sh DIR: writes "pid pgid tpgid" of itself, counts SIGINTs, runs until DIR/done
