@@ -108,6 +108,29 @@ start_holder() {
   run -1 "$RLOCK" status lk
 }
 
+@test "the watchdog renews at a third of the TTL: a 2s lease never runs below two thirds of it" {
+  start_holder --ttl 2s
+  # PTTL every 50ms for 3s, from one redis-cli so that the samples are evenly spaced.
+  # Renewing every TTL/3 (667ms) puts the lease back to 2000ms each time: PTTL stays above
+  # 1333ms less a renewal's round trip. Renewing at 2/3 of the TTL would let it fall to
+  # about 667ms twice in 3s. The threshold halfway, 1000ms, leaves a third of a second
+  # for a slow (ASan) build on a busy machine.
+  mapfile -t pttls < <(rcli -r 60 -i 0.05 pttl 'lock:{lk}')
+  touch "$T/done"
+  bg_wait "$HOLDER"
+  assert_equal "$BG_STATUS" 0
+  assert_equal "${#pttls[@]}" 60
+  min=${pttls[0]} max=${pttls[0]}
+  for p in "${pttls[@]}"; do
+    [[ $p =~ ^-?[0-9]+$ ]] || fail "not a PTTL: '$p' (all: ${pttls[*]})"
+    if ((p < min)); then min=$p; fi
+    if ((p > max)); then max=$p; fi
+  done
+  echo "# PTTL of the 2s lease over 3s: from ${min}ms to ${max}ms" >&3
+  [[ $min -ge 1000 ]] || fail "PTTL fell to ${min}ms (samples: ${pttls[*]})"
+  assert [ "$max" -le 2000 ] # renewed by the TTL, never by more
+}
+
 @test "SCRIPT FLUSH during a run: renewals go on, the lease is kept, exit 0" {
   start_holder --ttl 1s
   tok=$(token_of lk)
