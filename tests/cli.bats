@@ -151,11 +151,13 @@ dead_url() {
   rl acquire dur-bare --ttl 7 -q
   assert_success
   run rcli pttl 'lock:{dur-bare}'
-  assert [ "$output" -gt 6000 ] && assert [ "$output" -le 7000 ]
+  assert [ "$output" -gt 6000 ]
+  assert [ "$output" -le 7000 ]
   rl acquire dur-frac --ttl 1.5s -q
   assert_success
   run rcli pttl 'lock:{dur-frac}'
-  assert [ "$output" -gt 1000 ] && assert [ "$output" -le 1500 ]
+  assert [ "$output" -gt 1000 ]
+  assert [ "$output" -le 1500 ]
 }
 
 @test "durations like 250ms, 30s, 5m, 2h and 1h30m are accepted" {
@@ -164,7 +166,8 @@ dead_url() {
     assert_success
   done
   run rcli pttl 'lock:{dur-1h30m}'
-  assert [ "$output" -gt 5300000 ] && assert [ "$output" -le 5400000 ]
+  assert [ "$output" -gt 5300000 ]
+  assert [ "$output" -le 5400000 ]
   run rcli pttl 'lock:{dur-250ms}'
   assert [ "$output" -le 250 ]
 }

@@ -165,10 +165,12 @@ need_python() {
   run rcli get 'lock:{layout}'
   assert_output "$TOK"
   run rcli pttl 'lock:{layout}'
-  assert [ "$output" -gt 5000 ] && assert [ "$output" -le 10000 ]
+  assert [ "$output" -gt 5000 ]
+  assert [ "$output" -le 10000 ]
   acquire_tok layout-default
   run rcli pttl 'lock:{layout-default}'
-  assert [ "$output" -gt 25000 ] && assert [ "$output" -le 30000 ]
+  assert [ "$output" -gt 25000 ]
+  assert [ "$output" -le 30000 ]
 }
 
 @test "acquire --json prints key, token, fence and ttl_ms" {
@@ -346,7 +348,8 @@ need_python() {
   assert_success
   json=$output
   run rcli pttl 'lock:{ext-default}'
-  assert [ "$output" -gt 6000 ] && assert [ "$output" -le 8000 ]
+  assert [ "$output" -gt 6000 ]
+  assert [ "$output" -le 8000 ]
   assert_equal "$(json_field "$json" ttl_ms)" 8000
   assert_equal "$(json_field "$json" token)" "$TOK"
 }
@@ -650,16 +653,23 @@ need_python() {
 }
 
 @test "-v shows each round trip with a timestamp and latency on stderr" {
+  # Whatever earlier tests left in the script cache: none, then the acquire and status
+  # scripts loaded by plain runs (through the EVAL fallback), so that each -v run below is
+  # one EVALSHA round trip.
+  rcli script flush >/dev/null
   acquire_tok verbose --ttl 30s
+  run -0 "$RLOCK" status verbose
   rl -v status verbose
   assert_success
   assert_output --partial "verbose: held"
   refute_output --partial EVALSHA
   assert_regex "$stderr" $'(^|\n)rlock: \\[[0-9:.]+\\] EVALSHA(_RO)? [0-9.]+ms(\n|$)'
+  refute_regex "$stderr" '(^|[^A-Z])EVAL(_RO)? [0-9.]+ms'
   rl acquire verbose2 --ttl 5s -v
   assert_success
   assert_regex "$output" '^[0-9a-f]{32}$'
-  assert_regex "$stderr" 'EVALSHA [0-9.]+ms'
+  assert_regex "$stderr" $'(^|\n)rlock: \\[[0-9:.]+\\] EVALSHA [0-9.]+ms(\n|$)'
+  refute_regex "$stderr" '(^|[^A-Z])EVAL [0-9.]+ms'
 }
 
 @test "-v after SCRIPT FLUSH shows the EVAL fallback" {

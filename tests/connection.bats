@@ -34,6 +34,52 @@ dead_url() {
   echo "redis://127.0.0.1:$(free_port)/0"
 }
 
+# on_own_6379 KEY [RLOCK ARGS...]: runs `rlock -v ARGS` with no URL in its environment
+# where 127.0.0.1:6379 can only be a redis-server of this test: in a network namespace of
+# its own (unshare -rn: a user namespace, so no privilege is needed), where the machine's
+# servers are out of reach. Sets P_RC, P_OUT, P_ERR (rlock's), P_LOCK (GET lock:{KEY} in
+# database 0 of that server afterwards) and P_DBS (its databases that hold keys, e.g.
+# "db0"). Returns 1 where no such namespace can be made (a container may forbid it).
+on_own_6379() {
+  local key=$1 d=$BATS_TEST_TMPDIR/own6379 rc=0
+  shift
+  mkdir -p "$d"
+  cat >"$d/run.sh" <<'EOF'
+d=$1 key=$2 rlock=$3
+shift 3
+ip link set lo up || exit 90
+redis-server --port 6379 --bind 127.0.0.1 --save '' --appendonly no --dir "$d" \
+  >"$d/redis.log" 2>&1 &
+srv=$!
+trap 'kill -9 "$srv" 2>/dev/null' EXIT
+trap 'exit 1' HUP INT TERM
+i=0
+until redis-cli ping >/dev/null 2>&1; do
+  i=$((i + 1))
+  [ "$i" -le 200 ] || exit 91
+  sleep 0.05
+done
+pid=$(redis-cli info server | tr -d '\r' | sed -n 's/^process_id://p')
+[ "$pid" = "$srv" ] || exit 92
+rc=0
+env -u RLOCK_URL -u REDIS_URL "$rlock" -v "$@" >"$d/out" 2>"$d/err" || rc=$?
+echo "$rc" >"$d/rc"
+redis-cli -n 0 get "lock:{$key}" >"$d/lock"
+redis-cli info keyspace | tr -d '\r' | sed -n 's/^\(db[0-9]*\):.*/\1/p' >"$d/dbs"
+EOF
+  unshare -rn true 2>/dev/null || return 1
+  timeout 30 unshare -rn sh "$d/run.sh" "$d" "$key" "$RLOCK" "$@" || rc=$?
+  if ((rc == 90)); then return 1; fi # no loopback to bring up (no `ip` here)
+  ((rc == 0)) || fail "the private redis-server on 6379 failed (exit $rc): $(cat "$d/redis.log")"
+  P_RC=$(<"$d/rc") P_OUT=$(<"$d/out") P_ERR=$(<"$d/err") P_LOCK=$(<"$d/lock")
+  P_DBS=$(<"$d/dbs")
+}
+
+# port_6379_free: nothing listens on 127.0.0.1:6379 of this machine.
+port_6379_free() {
+  ! { true <>/dev/tcp/127.0.0.1/6379; } 2>/dev/null
+}
+
 # --- where the URL comes from ----------------------------------------------------------
 
 @test "--url wins over RLOCK_URL and REDIS_URL" {
@@ -64,8 +110,21 @@ dead_url() {
 
 @test "without any URL the default is redis://127.0.0.1:6379/0" {
   unset RLOCK_URL REDIS_URL
-  rl -v --connect-timeout 1s status url-default
-  assert_regex "$stderr" '127\.0\.0\.1:6379'
+  if on_own_6379 url-default acquire --ttl 30s url-default; then
+    assert_equal "$P_RC" 0
+    assert_regex "$P_ERR" 'connected to redis://127\.0\.0\.1:6379/0'
+    # the lock is in database 0 of the server on 127.0.0.1:6379, and nothing elsewhere
+    assert_regex "$P_OUT" '^[0-9a-f]{32}$'
+    assert_equal "$P_LOCK" "$P_OUT"
+    assert_equal "$P_DBS" db0
+  else
+    # Without a namespace, only where 127.0.0.1:6379 is free (no server of the machine
+    # is ever touched): rlock tries that address, and finds nobody.
+    port_6379_free || skip "127.0.0.1:6379 is in use here, and no network namespace of its own can be made"
+    rl --connect-timeout 1s status url-default
+    assert_error 69
+    assert_regex "$stderr" '127\.0\.0\.1:6379'
+  fi
 }
 
 @test "an empty RLOCK_URL counts as unset" {
@@ -107,8 +166,18 @@ dead_url() {
 }
 
 @test "a redis:// URL without port and db means 6379 and 0" {
-  rl -v --connect-timeout 1s --url "redis://127.0.0.1" status url-short
-  assert_regex "$stderr" '127\.0\.0\.1:6379'
+  if on_own_6379 url-short --url redis://127.0.0.1 acquire --ttl 30s url-short; then
+    assert_equal "$P_RC" 0
+    assert_regex "$P_ERR" 'connected to redis://127\.0\.0\.1:6379/0'
+    assert_regex "$P_OUT" '^[0-9a-f]{32}$'
+    assert_equal "$P_LOCK" "$P_OUT"
+    assert_equal "$P_DBS" db0
+  else
+    port_6379_free || skip "127.0.0.1:6379 is in use here, and no network namespace of its own can be made"
+    rl --connect-timeout 1s --url "redis://127.0.0.1" status url-short
+    assert_error 69
+    assert_regex "$stderr" '127\.0\.0\.1:6379'
+  fi
 }
 
 @test "an IPv6 literal [::1] in the URL connects over IPv6" {

@@ -4,6 +4,10 @@
 # (signalling the child per --on-lost, exit 76) when the key is gone or cannot be renewed
 # before it expires. Every test uses the key "lk" and appends the child's RLOCK_FENCE to
 # one file; the last test checks that the fences strictly increase across all of them.
+#
+# Every child loop has a cap (about a minute), and teardown kills whatever a test
+# started, grandchildren included (bg_cleanup, tests/helpers/redis.bash): a test that
+# fails midway leaves nothing running.
 
 # shellcheck disable=SC2016 # single-quoted scripts are expanded by the child's shell
 load helpers/redis
@@ -17,7 +21,8 @@ setup() {
   export FENCES=$BATS_FILE_TMPDIR/fences
   # child.sh DIR [MODE=exit] [CODE=0]: records its fence and pid, and on SIGTERM the time
   # in ms (DIR/term); MODE exit: exits 0 on SIGTERM, MODE ignore: runs on. Ends with CODE
-  # once DIR/done exists. DIR/exited is written on any exit but death by SIGKILL.
+  # once DIR/done exists (or with 124 after about a minute). DIR/exited is written on any
+  # exit but death by SIGKILL.
   cat >"$T/child.sh" <<'EOF'
 dir=$1 mode=${2:-exit} code=${3:-0}
 echo "$RLOCK_FENCE" >> "$FENCES"
@@ -25,21 +30,23 @@ echo $$ > "$dir/childpid"
 trap 'echo exit >> "$dir/exited"' EXIT
 trap 'date +%s%3N >> "$dir/term"; [ "$mode" = ignore ] || exit 0' TERM
 touch "$dir/ready"
-while [ ! -e "$dir/done" ]; do sleep 0.1; done
+i=0
+while [ ! -e "$dir/done" ]; do
+  i=$((i + 1))
+  [ "$i" -le 600 ] || exit 124
+  sleep 0.1
+done
 exit "$code"
 EOF
 }
 
 teardown() {
-  local pid
-  for pid in "${BG_PIDS[@]}"; do _rlock_terminate "$pid" || true; done
+  bg_cleanup # rlock, its child and everything they started
   redis_recover
   "$RLOCK" break --yes lk >/dev/null 2>&1 || true
 }
 
 # --- local helpers ----------------------------------------------------------------------
-
-BG_PIDS=()
 
 has_waiter() { "$RLOCK" status "$1" --json | grep -q '"waiters":\[{'; }
 
@@ -99,6 +106,29 @@ start_holder() {
   assert_equal "$BG_STATUS" 0
   assert [ "$n" -ge 4 ]
   run -1 "$RLOCK" status lk
+}
+
+@test "the watchdog renews at a third of the TTL: a 2s lease never runs below two thirds of it" {
+  start_holder --ttl 2s
+  # PTTL every 50ms for 3s, from one redis-cli so that the samples are evenly spaced.
+  # Renewing every TTL/3 (667ms) puts the lease back to 2000ms each time: PTTL stays above
+  # 1333ms less a renewal's round trip. Renewing at 2/3 of the TTL would let it fall to
+  # about 667ms twice in 3s. The threshold halfway, 1000ms, leaves a third of a second
+  # for a slow (ASan) build on a busy machine.
+  mapfile -t pttls < <(rcli -r 60 -i 0.05 pttl 'lock:{lk}')
+  touch "$T/done"
+  bg_wait "$HOLDER"
+  assert_equal "$BG_STATUS" 0
+  assert_equal "${#pttls[@]}" 60
+  min=${pttls[0]} max=${pttls[0]}
+  for p in "${pttls[@]}"; do
+    [[ $p =~ ^-?[0-9]+$ ]] || fail "not a PTTL: '$p' (all: ${pttls[*]})"
+    if ((p < min)); then min=$p; fi
+    if ((p > max)); then max=$p; fi
+  done
+  echo "# PTTL of the 2s lease over 3s: from ${min}ms to ${max}ms" >&3
+  [[ $min -ge 1000 ]] || fail "PTTL fell to ${min}ms (samples: ${pttls[*]})"
+  assert [ "$max" -le 2000 ] # renewed by the TTL, never by more
 }
 
 @test "SCRIPT FLUSH during a run: renewals go on, the lease is kept, exit 0" {
@@ -173,7 +203,8 @@ start_holder() {
     trap "echo exit >> $1/exited" EXIT
     sleep 300 & echo $! > "$1/sleeper"
     touch "$1/ready"
-    while :; do sleep 0.1; done' x "$T"
+    i=0
+    while [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done' x "$T"
   pid=$BG_PID
   wait_for_file "$T/ready"
   sleeper=$(cat "$T/sleeper")

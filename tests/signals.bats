@@ -5,6 +5,10 @@
 #
 # Background jobs of a script start with SIGINT and SIGQUIT ignored (and rlock keeps
 # them ignored, like a shell), so rlock is started here with `env --default-signal`.
+#
+# Every child loop has a cap (about a minute), and teardown kills whatever a test
+# started, grandchildren included (bg_cleanup, tests/helpers/redis.bash): a test that
+# fails midway leaves nothing running.
 
 # shellcheck disable=SC2016 # single-quoted scripts are expanded by the child's shell
 load helpers/redis
@@ -16,24 +20,24 @@ setup_file() { redis_start; }
 setup() {
   T=$BATS_TEST_TMPDIR
   TMUX_SOCK=""
-  # trap-child.sh DIR SIG: records SIG in DIR/got when it arrives, then exits 0.
+  # trap-child.sh DIR SIG: records SIG in DIR/got when it arrives, then exits 0; gives
+  # up after about a minute (exit 124).
   cat >"$T/trap-child.sh" <<'EOF'
 dir=$1 sig=$2
 trap "echo $sig >> '$dir/got'; exit 0" "$sig"
 touch "$dir/ready"
-while :; do sleep 0.1; done
+i=0
+while [ "$i" -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+exit 124
 EOF
 }
 
 teardown() {
-  local pid
-  for pid in "${BG_PIDS[@]}"; do _rlock_terminate "$pid" || true; done
   if [[ -n $TMUX_SOCK ]]; then tmux -L "$TMUX_SOCK" kill-server 2>/dev/null || true; fi
+  bg_cleanup # rlock, its child and everything they started (tmux_run's too)
 }
 
 # --- local helpers ----------------------------------------------------------------------
-
-BG_PIDS=()
 
 # ignores PID SIGNUM: true when PID's SigIgn mask has signal SIGNUM.
 ignores() {
@@ -83,7 +87,8 @@ signal_reaches_child() {
   f=$T/heard
   bg_start rlock "$RLOCK" run --ttl 30s grp -- sh -c '
     f=$1
-    sh -c "trap \"echo grandchild >> $f; exit 0\" TERM; touch $f.ready2; while :; do sleep 0.1; done" &
+    sh -c "trap \"echo grandchild >> $f; exit 0\" TERM; touch $f.ready2; i=0
+      while [ \$i -lt 600 ]; do sleep 0.1; i=\$((i + 1)); done" &
     trap "echo child >> $f; exit 0" TERM
     touch "$f.ready1"
     wait' x "$f"
@@ -172,9 +177,29 @@ EOF
   run -0 "$RLOCK" run -n kk -- true
 }
 
+@test "SIGKILL of rlock kills its command's whole process group: a background grandchild dies too" {
+  # The parent-death signal reaches the command only (sh here); the rest of its group is
+  # the guard's job. `sleep 300 & wait` stands for any job that forks.
+  bg_start rlock "$RLOCK" run --ttl 30s kg -- \
+    sh -c 'sleep 300 & echo $! > "$1/grandchild"; echo $$ > "$1/childpid"; touch "$1/ready"; wait' \
+    x "$T"
+  pid=$BG_PID
+  wait_for_file "$T/ready"
+  child=$(cat "$T/childpid")
+  grandchild=$(cat "$T/grandchild")
+  _rlock_alive "$grandchild"
+  kill -KILL "$pid"
+  wait_until "_rlock_dead $child" 5
+  wait_until "_rlock_dead $grandchild" 5
+  # rlock could not release: the lock is still held, by nothing that runs
+  run -0 "$RLOCK" status kg
+  run -0 "$RLOCK" break --yes kg
+}
+
 # --- on a terminal ----------------------------------------------------------------------
 
-# tty_child.sh DIR: writes "pid pgid tpgid" of itself, counts SIGINTs, runs until DIR/done.
+# tty_child.sh DIR: writes "pid pgid tpgid" of itself, counts SIGINTs, runs until DIR/done
+# (or about a minute: exit 124).
 make_tty_child() {
   cat >"$T/tty-child.sh" <<'EOF'
 dir=$1
@@ -183,7 +208,12 @@ set -- ${stat##*) }
 echo "$$ $3 $6" > "$dir/stat"
 trap 'echo INT >> "$dir/ints"' INT
 touch "$dir/ready"
-while [ ! -e "$dir/done" ]; do sleep 0.1; done
+i=0
+while [ ! -e "$dir/done" ]; do
+  i=$((i + 1))
+  [ "$i" -le 600 ] || exit 124
+  sleep 0.1
+done
 exit 0
 EOF
 }
@@ -194,8 +224,9 @@ tmux_run() {
   make_tty_child
   TMUX_SOCK="rlock-sig-$$-$BATS_TEST_NUMBER"
   local cmd
-  cmd=$(printf 'env RLOCK_URL=%q %q run --ttl 30s tty -- sh %q %q; echo $? > %q' \
-    "$RLOCK_URL" "$RLOCK" "$T/tty-child.sh" "$T" "$T/exit")
+  # marked like a bg_start command, so that teardown finds it however the test ends
+  cmd=$(printf 'env RLOCK_URL=%q RLOCK_TEST_MARK=%q %q run --ttl 30s tty -- sh %q %q; echo $? > %q' \
+    "$RLOCK_URL" "$BATS_TEST_TMPDIR" "$RLOCK" "$T/tty-child.sh" "$T" "$T/exit")
   unset TMUX
   tmux -L "$TMUX_SOCK" -f /dev/null new-session -d -s rl -x 120 -y 30 "$cmd" \
     </dev/null >/dev/null 2>&1 3>&-

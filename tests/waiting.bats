@@ -85,6 +85,39 @@ nothing_left() {
   nothing_left chan
 }
 
+@test "a release wakes the next waiter with exactly one 'turn' on its own channel, well within its 1s re-check" {
+  tok=$("$RLOCK" acquire --ttl 30s wake)
+  bg_start waiter "$RLOCK" run --ttl 30s --wait 30s wake -- sh -c 'date +%s%3N > "$1/acquired"' x "$T"
+  waiter=$BG_PID
+  wait_until "has_waiters wake"
+  wtok=$(waiter_tokens wake)
+  # everything published for the lock: its own channel and every waiter's
+  bg_start sub redis-cli -h 127.0.0.1 -p "$REDIS_PORT" psubscribe 'lock:release:{wake}*'
+  wait_until "grep -q psubscribe '$T/sub.out'" 10
+  # The head of the line also re-checks once a second, which would hide a release that
+  # wakes nobody. Release within 150ms of one of those re-checks (each renews the waiter's
+  # 6s place lease, so its PTTL is then >= 5850): without the wake-up the waiter would
+  # start only at the next re-check, 850ms or more after the release.
+  wait_until "[ \"\$(rcli pttl 'lock:{wake}:w:$wtok')\" -ge 5850 ]" 5
+  t0=$(now_ms)
+  run -0 "$RLOCK" release wake --token "$tok"
+  bg_wait "$waiter"
+  assert_equal "$BG_STATUS" 0
+  elapsed=$(($(cat "$T/acquired") - t0))
+  echo "# the waiter's command started ${elapsed}ms after the release began" >&3
+  assert [ "$elapsed" -lt 600 ]
+  # Messages reach a subscriber in the order they are published: once this marker is in,
+  # so is everything the release (and the waiter's own release) published before it.
+  rcli publish 'lock:release:{wake}:end' end >/dev/null
+  wait_until "grep -qx end '$T/sub.out'" 10
+  turns=$(grep -cx turn "$T/sub.out" || true)
+  assert_equal "$turns" 1
+  # and that one 'turn' went to the waiter's own channel, the only waiter channel used
+  run -0 grep -x 'lock:release:{wake}:[0-9a-f]*' "$T/sub.out"
+  assert_output "lock:release:{wake}:$wtok"
+  nothing_left wake
+}
+
 @test "waiting is first come, first served" {
   tok=$("$RLOCK" acquire --ttl 30s fifo)
   for w in 1 2 3; do

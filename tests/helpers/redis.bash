@@ -776,7 +776,9 @@ proxy_wait_active() {
 # Starts CMD in the background with stdin from /dev/null, stdout in
 # $BATS_TEST_TMPDIR/NAME.out, stderr in NAME.err and every descriptor above 2 closed (so
 # bats never waits for it). Sets BG_PID and appends it to BG_PIDS; the default teardown
-# (bg_cleanup) ends it if it is still running after the test.
+# (bg_cleanup) ends it if it is still running after the test, and everything it started.
+# CMD and all its descendants carry RLOCK_TEST_MARK=$BATS_TEST_TMPDIR in their
+# environment (the mark bg_kill_leftovers looks for).
 bg_start() {
   local name=$1
   shift
@@ -785,6 +787,7 @@ bg_start() {
       fd=${fd##*/}
       if ((fd > 2)); then eval "exec $fd>&-" 2>/dev/null || true; fi
     done
+    export RLOCK_TEST_MARK=$BATS_TEST_TMPDIR
     exec "$@" </dev/null >"$BATS_TEST_TMPDIR/$name.out" 2>"$BATS_TEST_TMPDIR/$name.err"
   ) &
   BG_PID=$!
@@ -813,14 +816,51 @@ bg_wait() {
 }
 
 # bg_cleanup: SIGTERM (then SIGKILL after 5s) to every bg_start process of this test
-# that is still running.
+# that is still running, so that an rlock among them can release its lock; then
+# bg_kill_leftovers for whatever they left behind.
 bg_cleanup() {
   local pid
-  [[ -f $BATS_TEST_TMPDIR/.rlock-bg-pids ]] || return 0
-  while read -r pid; do
-    _rlock_terminate "$pid" || true
-  done <"$BATS_TEST_TMPDIR/.rlock-bg-pids"
-  rm -f "$BATS_TEST_TMPDIR/.rlock-bg-pids"
+  if [[ -f $BATS_TEST_TMPDIR/.rlock-bg-pids ]]; then
+    while read -r pid; do
+      _rlock_terminate "$pid" || true
+    done <"$BATS_TEST_TMPDIR/.rlock-bg-pids"
+    rm -f "$BATS_TEST_TMPDIR/.rlock-bg-pids"
+  fi
+  bg_kill_leftovers
+}
+
+# _rlock_marked: the pids of the live processes whose environment has this test's mark.
+# (/proc/PID/environ is the environment a process was exec'd with: a subshell of bats
+# never has it, and a zombie shows an empty one.)
+_rlock_marked() {
+  local f
+  # -s: processes that end meanwhile, or of other users, are no error
+  grep -lsxzF -- "RLOCK_TEST_MARK=$BATS_TEST_TMPDIR" /proc/[0-9]*/environ |
+    while read -r f; do
+      f=${f#/proc/}
+      echo "${f%/environ}"
+    done
+}
+
+# bg_kill_leftovers: SIGKILLs every process that descends from a bg_start command of this
+# test (or was started with RLOCK_TEST_MARK=$BATS_TEST_TMPDIR), wherever it went: a
+# grandchild reparented after its parent died, a process group or session of its own.
+# Repeats until none is left (bounded: 5s), so one that forks meanwhile is caught too.
+# For teardown: a test that fails midway leaves nothing running.
+bg_kill_leftovers() {
+  local -a pids
+  _rlock_now
+  local deadline=$((_RLOCK_NOW + 5000))
+  while mapfile -t pids < <(_rlock_marked) && ((${#pids[@]})); do
+    kill -KILL "${pids[@]}" 2>/dev/null || true
+    _rlock_now
+    if ((_RLOCK_NOW >= deadline)); then
+      fail "bg_kill_leftovers: still running after SIGKILL: ${pids[*]}"
+      return 1
+    fi
+    sleep 0.05
+  done
+  return 0
 }
 
 BG_PIDS=()

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
+#include <openssl/evp.h>
+
+#include <set>
+#include <string>
 
 #include "scripts.h"
 
@@ -60,9 +64,60 @@ TEST(Reply, ExpectOkThrowsTheFailure) {
   }
 }
 
+// Every script rlock runs. A new script is one more line here.
+struct NamedScript {
+  const char* name;
+  const Script& (*get)();
+};
+constexpr NamedScript kAllScripts[] = {
+    {"acquire", acquire_script}, {"extend", extend_script}, {"release", release_script},
+    {"leave", leave_script},     {"undo", undo_script},     {"status", status_script},
+    {"break", break_script},
+};
+
+// SHA1 as lower-case hex, computed here through OpenSSL's EVP interface, not
+// through scripts.cc, so the test does not take the code's word for it.
+std::string sha1_hex_of(const std::string& s) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  EXPECT_EQ(EVP_Digest(s.data(), s.size(), md, &n, EVP_sha1(), nullptr), 1);
+  EXPECT_EQ(n, 20u);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < n; ++i) {
+    out += kHex[md[i] >> 4];
+    out += kHex[md[i] & 0xf];
+  }
+  return out;
+}
+
+TEST(Scripts, TheTestsSha1IsSha1) {
+  // FIPS 180-2 test vectors: the helper above is right before it judges the code.
+  EXPECT_EQ(sha1_hex_of("abc"), "a9993e364706816aba3e25717850c26c9cd0d89d");
+  EXPECT_EQ(sha1_hex_of(""), "da39a3ee5e6b4b0d3255bfef95601890afd80709");
+}
+
 TEST(Scripts, ShaIsOfTheSourceAndStable) {
-  EXPECT_EQ(acquire_script().sha1.size(), 40u);
-  EXPECT_NE(acquire_script().sha1, release_script().sha1);
+  // EVALSHA finds a script by the SHA1 of exactly the text EVAL sent (SCRIPT LOAD
+  // answers the same), so .sha1 must be the SHA1 of the whole .source, prelude and all.
+  for (const NamedScript& n : kAllScripts) {
+    SCOPED_TRACE(n.name);
+    const Script& s = n.get();
+    EXPECT_STREQ(s.name, n.name);
+    EXPECT_EQ(s.source.rfind(script_prelude(), 0), 0u) << "does not start with the prelude";
+    EXPECT_GT(s.source.size(), script_prelude().size());
+    EXPECT_EQ(s.sha1, sha1_hex_of(s.source));
+    // stable: the same object, the same SHA1, on every call
+    EXPECT_EQ(&n.get(), &s);
+    EXPECT_EQ(n.get().sha1, s.sha1);
+  }
+}
+
+TEST(Scripts, EveryScriptHasItsOwnSource) {
+  std::set<std::string> shas;
+  for (const NamedScript& n : kAllScripts) {
+    EXPECT_TRUE(shas.insert(n.get().sha1).second) << n.name << " has the SHA1 of another script";
+  }
 }
 
 }  // namespace
