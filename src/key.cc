@@ -53,11 +53,9 @@ void validate_prefix(std::string_view prefix) {
 }
 
 void validate_token(std::string_view token) {
-  if (token.empty() || token.size() > 128)
+  if (token.empty() || token.size() > 128 || token.find(' ') != std::string_view::npos ||
+      !valid_utf8_no_controls(token))
     throw_usage("invalid token: expected the token printed by 'rlock acquire'");
-  for (char c : token)
-    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f)
-      throw_usage("invalid token: expected the token printed by 'rlock acquire'");
 }
 
 LockNames::LockNames(std::string k, std::string p)

@@ -14,7 +14,7 @@ void validate_key(std::string_view key);
 void validate_prefix(std::string_view prefix);
 
 /// Throws a usage Error unless `token` looks like a token rlock issued
-/// (1–128 printable characters without spaces).
+/// (1–128 bytes of UTF-8 without control characters or spaces).
 void validate_token(std::string_view token);
 
 /// All Redis names of one lock. Every key shares the hash tag {KEY}, so a

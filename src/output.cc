@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -92,6 +93,8 @@ void print_out(std::string_view text) {
 }
 
 std::string utc_iso(int64_t unix_ms) {
+  // Server times may be anything: shown within years 1970–9999.
+  unix_ms = std::clamp<int64_t>(unix_ms, 0, 253'402'300'799'999);
   time_t secs = static_cast<time_t>(unix_ms / 1000);
   struct tm tm {};
   gmtime_r(&secs, &tm);

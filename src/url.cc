@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <charconv>
 
 #include "error.h"
@@ -27,7 +28,8 @@ std::string percent_decode(std::string_view s, std::string_view url) {
         throw_usage(fmt::format("bad percent-escape in URL '{}'", redact_url(url)));
       int v = 0;
       auto [p, ec] = std::from_chars(s.data() + i + 1, s.data() + i + 3, v, 16);
-      if (ec != std::errc() || p != s.data() + i + 3)
+      // Two hex digits: from_chars would also take a sign ("%-1").
+      if (ec != std::errc() || p != s.data() + i + 3 || !std::isxdigit(static_cast<unsigned char>(s[i + 1])))
         throw_usage(fmt::format("bad percent-escape in URL '{}'", redact_url(url)));
       if (v == 0) throw_usage(fmt::format("a %00 (NUL byte) in URL '{}'", redact_url(url)));
       out += static_cast<char>(v);

@@ -9,8 +9,15 @@ namespace rlock {
 
 namespace {
 
+// now - since, both from the server (so anything): saturating, never below 0.
+int64_t elapsed_ms(int64_t now_ms, int64_t since_ms) {
+  int64_t d = 0;
+  if (__builtin_sub_overflow(now_ms, since_ms, &d)) d = since_ms < 0 ? INT64_MAX : 0;
+  return std::max<int64_t>(0, d);
+}
+
 std::string age(int64_t now_ms, int64_t since_ms) {
-  return format_duration(Millis(std::max<int64_t>(0, now_ms - since_ms)));
+  return format_duration(Millis(elapsed_ms(now_ms, since_ms)));
 }
 
 // Holder details come from Redis: escaped, they cannot forge a line.
@@ -65,7 +72,8 @@ std::string status_json(const std::string& key, const LockStatus& s) {
         "\"since_ms\":{},\"age_ms\":{},\"ttl_left_ms\":{},\"ttl_ms\":{},\"fence\":{}}}",
         json_string(h.token), json_string(h.info.host), h.info.pid, json_string(h.info.user),
         json_string(h.info.cmd), h.since_ms ? json_string(utc_iso(h.since_ms)) : "null", h.since_ms,
-        h.since_ms ? s.now_ms - h.since_ms : 0, h.ttl_left.count(), h.ttl.count(), h.fence);
+        h.since_ms ? elapsed_ms(s.now_ms, h.since_ms) : 0, h.ttl_left.count(), h.ttl.count(),
+        h.fence);
   }
   long n = 0;
   for (auto& w : s.waiters) {
@@ -74,7 +82,8 @@ std::string status_json(const std::string& key, const LockStatus& s) {
         "{{\"position\":{},\"token\":{},\"host\":{},\"pid\":{},\"user\":{},\"command\":{},"
         "\"since\":{},\"waited_ms\":{}}}",
         ++n, json_string(w.token), json_string(w.info.host), w.info.pid, json_string(w.info.user),
-        json_string(w.info.cmd), json_string(utc_iso(w.since_ms)), s.now_ms - w.since_ms);
+        json_string(w.info.cmd), json_string(utc_iso(w.since_ms)),
+        elapsed_ms(s.now_ms, w.since_ms));
   }
   return fmt::format(
       "{{\"key\":{},\"held\":{},\"limit\":{},\"fence\":{},\"server_time\":{},\"holders\":[{}],"

@@ -77,7 +77,8 @@ TEST(Url, BadInputIsUsageError) {
 TEST(Url, EmptyHostEmptyPasswordNulAndControlsAreUsageErrors) {
   for (const char* bad : {"redis://", "redis://:6379", "redis:///0", "redis://u:p@", "redis://:@h",
                           "redis://u:@h", "redis://u%00:p@h", "redis://u:p%00@h", "redis://h%0a",
-                          "redis://u%0a:p@h", "rediss://", "unix://%00/x", "redis://h%"}) {
+                          "redis://u%0a:p@h", "rediss://", "unix://%00/x", "redis://h%",
+                          "redis://u:%-0@h", "redis://u:%-1@h", "unix:///tmp/%-f", "redis://u:%+1@h"}) {
     EXPECT_EQ(usage_status(bad), 64) << bad;
   }
   std::string nl = "redis://ho\nst";
