@@ -12,14 +12,14 @@
 
 /// A broken promise: print it and abort(), which libFuzzer reports as a deadly signal and
 /// saves the input.
-#define FUZZ_CHECK(cond, ...)                                                                  \
-  do {                                                                                         \
-    if (!(cond)) {                                                                             \
-      std::fprintf(stderr, "\nFUZZ_CHECK failed at %s:%d: %s\n  ", __FILE__, __LINE__, #cond); \
-      std::fprintf(stderr, __VA_ARGS__);                                                       \
-      std::fprintf(stderr, "\n");                                                              \
-      std::abort();                                                                            \
-    }                                                                                          \
+#define FUZZ_CHECK(cond, ...)                                                    \
+  do {                                                                           \
+    if (!(cond)) {                                                               \
+      std::fprintf(stderr, "\nFUZZ_CHECK failed (%s:%d): ", __FILE__, __LINE__); \
+      std::fprintf(stderr, __VA_ARGS__);                                         \
+      std::fprintf(stderr, "\n  check: %s\n", #cond);                            \
+      std::abort();                                                              \
+    }                                                                            \
   } while (0)
 
 namespace fuzz {
