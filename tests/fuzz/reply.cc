@@ -125,7 +125,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (in.size() < 1 + n) return 0;
   std::string_view sizes = in.substr(1, n), wire = in.substr(1 + n);
 
-  HiredisParser parser;
+  HiredisParser parser;  // soon: rlock::ReplyParser parser{max_bytes}; see HiredisParser
   try {
     for (size_t i = 0; !wire.empty(); ++i) {
       size_t chunk = sizes.empty() ? 0 : static_cast<unsigned char>(sizes[i % sizes.size()]);
