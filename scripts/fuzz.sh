@@ -11,7 +11,7 @@
 # grown corpus and any crash input; replay one with build-fuzz/tests/fuzz/fuzz_<target> FILE.
 #
 # Environment:
-#   RLOCK_FUZZ_TARGETS="url reply"   run only these (default: url duration key reply)
+#   RLOCK_FUZZ_TARGETS="url reply"   run only these (default: every tests/fuzz/corpus/<target>)
 #   RLOCK_FUZZ_CXX=clang++-15        the compiler (default clang++-14, else clang++)
 #   RLOCK_JOBS=N                     build parallelism (default 2)
 # One line per target, then "N passed, N failed" (a failed build counts as one failure);
@@ -26,7 +26,9 @@ if ! [[ $seconds =~ ^[1-9][0-9]*$ ]]; then
   echo "usage: scripts/fuzz.sh [SECONDS_PER_TARGET]" >&2
   exit 64
 fi
-read -r -a targets <<<"${RLOCK_FUZZ_TARGETS:-url duration key reply}"
+# Every target has a seed corpus: tests/fuzz/corpus/<target>/ names them all.
+default_targets=$(cd tests/fuzz/corpus && printf '%s ' */ | tr -d /)
+read -r -a targets <<<"${RLOCK_FUZZ_TARGETS:-$default_targets}"
 jobs=${RLOCK_JOBS:-2}
 dir=build-fuzz
 memory_mb=512
