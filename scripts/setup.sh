@@ -17,6 +17,7 @@ packages=(
   redis-server redis-tools
   bats bats-assert bats-support
   openssl tmux faketime jq time
+  clang-14 libclang-rt-14-dev llvm-14 # scripts/fuzz.sh: libFuzzer + sanitizer runtimes, symbolizer
 )
 
 usage() {

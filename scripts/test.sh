@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # The one test command. Builds and runs every test (GoogleTest units and the bats
-# suites against private redis-servers) twice:
+# suites against private redis-servers) twice, then fuzzes the parsers once:
 #   1. build/       RelWithDebInfo
 #   2. build-asan/  -DRLOCK_SANITIZE=ON (AddressSanitizer + UndefinedBehaviorSanitizer)
+#   3. build-fuzz/  scripts/fuzz.sh: each libFuzzer target of tests/fuzz for a bounded time
 # Environment:
-#   RLOCK_SKIP_SANITIZERS=1   run the first pass only
+#   RLOCK_SKIP_SANITIZERS=1   skip the second pass
+#   RLOCK_SKIP_FUZZ=1         skip the fuzzing step
+#   RLOCK_FUZZ_SECONDS=N      seconds per fuzz target (default 20)
 #   RLOCK_JOBS=N              build and ctest parallelism (default 2)
-# The last line is "N passed, N failed" over both passes (a failed build counts as one
-# failure); the exit status is non-zero if anything failed. Needs no stdin or terminal.
+# The last line is "N passed, N failed" over the passes (each fuzz target counts as one
+# test; a failed build counts as one failure); the exit status is non-zero if anything
+# failed. Needs no stdin or terminal.
 set -uo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
@@ -53,6 +57,31 @@ else
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   run_pass asan build-asan -DCMAKE_BUILD_TYPE=Debug -DRLOCK_SANITIZE=ON
+fi
+
+# run_fuzz: scripts/fuzz.sh once per run, not per pass (it builds its own clang tree); its
+# last line, "N passed, N failed", adds to the totals.
+run_fuzz() {
+  local rc summary passed failed
+  mkdir -p build-fuzz
+  bash scripts/fuzz.sh "${RLOCK_FUZZ_SECONDS:-20}" 2>&1 | tee build-fuzz/fuzz.log
+  rc=${PIPESTATUS[0]}
+  summary=$(tail -n 1 build-fuzz/fuzz.log)
+  if [[ $summary =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+    passed=${BASH_REMATCH[1]} failed=${BASH_REMATCH[2]}
+  else
+    passed=0 failed=1 # fuzz.sh died before it could summarise
+  fi
+  if ((rc != 0 && failed == 0)); then failed=1; fi
+  echo "==> [fuzz] $passed passed, $failed failed"
+  total_passed=$((total_passed + passed))
+  total_failed=$((total_failed + failed))
+}
+
+if [[ ${RLOCK_SKIP_FUZZ:-0} == 1 ]]; then
+  echo "==> [fuzz] skipped (RLOCK_SKIP_FUZZ=1)"
+else
+  run_fuzz
 fi
 
 echo "$total_passed passed, $total_failed failed"
