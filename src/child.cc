@@ -142,6 +142,16 @@ struct CloexecPipe {
 
 /// Blocks SIGTTOU around tcsetpgrp(), which a process outside the terminal's
 /// foreground group may then call without being stopped.
+void set_terminal_group(pid_t pgid);
+
+/// Moves the terminal from process group `from` to `to`, but only if `from`
+/// has it now: rlock must never take the terminal away from the shell (after
+/// `bg`, or a `kill %1` of a stopped job, the shell's group has it).
+void move_terminal(pid_t from, pid_t to) {
+  if (tcgetpgrp(STDIN_FILENO) != from) return;
+  set_terminal_group(to);
+}
+
 void set_terminal_group(pid_t pgid) {
   sigset_t ttou, old;
   sigemptyset(&ttou);
@@ -287,12 +297,14 @@ Child::~Child() {
   if (!running()) return;
   signal_group(SIGKILL);
   wait_for(pid_);
-  if (took_terminal_) set_terminal_group(getpgrp());
+  if (took_terminal_) move_terminal(pid_, getpgrp());
 }
 
 void Child::resume() {
-  if (!running()) return;
-  if (took_terminal_) set_terminal_group(pid_);
+  if (pid_ <= 0) return;
+  // Continued by `fg` (rlock's group has the terminal): the command gets it
+  // back. Continued by `bg` or `kill %1`: the shell keeps it.
+  if (took_terminal_ && running()) move_terminal(getpgrp(), pid_);
   stopped_ = false;
   signal_group(SIGCONT);
 }
@@ -310,7 +322,7 @@ bool Child::group_alive() const {
 void Child::collected(int wait_status) {
   if (!running()) return;
   status_ = exit_status_of(wait_status);
-  if (took_terminal_) set_terminal_group(getpgrp());
+  if (took_terminal_) move_terminal(pid_, getpgrp());
 }
 
 std::optional<int> Child::try_reap() {
@@ -326,12 +338,12 @@ std::optional<int> Child::try_reap() {
   if (r == 0) return std::nullopt;
   if (r == pid_ && WIFSTOPPED(st)) {
     stopped_ = true;
-    set_terminal_group(getpgrp());
+    move_terminal(pid_, getpgrp());
     return std::nullopt;
   }
   // ECHILD: someone else reaped it (SIGCHLD ignored); its status is lost.
   status_ = r == pid_ ? exit_status_of(st) : 1;
-  if (took_terminal_) set_terminal_group(getpgrp());
+  if (took_terminal_) move_terminal(pid_, getpgrp());
   return status_;
 }
 
@@ -376,6 +388,9 @@ GroupGuard GroupGuard::watch(pid_t pgid) {
   if (pid == 0) {
     // The guard: only async-signal-safe calls from here on. It holds nothing
     // but its pipe: no Redis connection, no terminal, no caller's descriptor.
+    // A session of its own: a SIGKILL to rlock's process group (`kill -9 %1`,
+    // a CI runner ending the job) must not take the guard along with rlock.
+    setsid();
     close_all_but(fds[0]);
     for (int sig = 1; sig < NSIG; ++sig) signal(sig, SIG_IGN);  // keeps SIGKILL's default
     char byte;

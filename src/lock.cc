@@ -131,10 +131,12 @@ HolderInfo local_holder_info(std::string cmd, long pid) {
   gethostname(host, sizeof host - 1);
   i.host = host;
   if (passwd* pw = getpwuid(geteuid()))
-    i.user = pw->pw_name;
+    i.user = truncate_text(pw->pw_name, kMaxHolderField);
   else
     i.user = std::to_string(geteuid());
-  i.cmd = std::move(cmd);
+  // Shown to people, and sent back to every waiter: a long command line must
+  // not make the lock's replies large.
+  i.cmd = truncate_text(cmd, kMaxHolderField);
   i.pid = pid;
   return i;
 }

@@ -20,7 +20,11 @@ struct HolderInfo {
   long pid = 0;
 };
 
-/// The current process's host, user and pid, with `cmd` as given.
+/// The longest host, user or command stored with a lease (bytes).
+inline constexpr size_t kMaxHolderField = 1024;
+
+/// The current process's host, user and pid, with `cmd` as given (each cut
+/// to kMaxHolderField bytes).
 HolderInfo local_holder_info(std::string cmd, long pid);
 
 struct Holder {

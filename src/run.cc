@@ -80,7 +80,7 @@ class Runner {
   }
 
   void on_signal(int sig) {
-    if (sig == SIGCONT && stopped_) return resume();
+    if (sig == SIGCONT && stopped_) return;  // stop_self() resumes once it returns
     if (holding()) {
       log_verbose(fmt::format("forwarding signal {} to the command's process group", sig));
       child_->signal_group(sig);
@@ -106,25 +106,25 @@ class Runner {
     stop_self();
   }
 
+  // A signal to itself stops the process before kill() returns (POSIX), so
+  // when it returns rlock has been continued: resume from here, whether or not
+  // a SIGCONT handler is installed (SIGCONT may have been ignored at start).
   void stop_self() {
     stopped_ = true;
     kill(getpid(), SIGSTOP);
+    resume();
   }
 
   void resume() {
     stopped_ = false;
+    if (!holding()) return;
     // Stopped past the renewal deadline, the lease may be gone and someone
     // else may hold the lock: --on-lost applies before the command runs again.
-    if (holding() && !lost_ && Clock::now() >= lost_at())
+    if (!lost_ && Clock::now() >= lost_at())
       lease_lost("rlock was stopped past the lease's renewal deadline");
-    if (!child_) return;
-    if (child_->stopped()) {
-      log_verbose("continued: giving the terminal back to the command");
-      child_->resume();
-    } else if (holding()) {
-      child_->signal_group(SIGCONT);
-    }
-    if (holding() && !lost_) renew();
+    log_verbose("continued: continuing the command");
+    child_->resume();  // and the terminal, if rlock was continued in the foreground
+    if (!lost_) renew();
   }
 
   void on_acquired(Outcome<Acquired> o) {
@@ -137,7 +137,9 @@ class Runner {
       return;
     }
     acquired_ = o.value;
-    deadline_ = acquired_.sent + acquired_.ttl;
+    // The TTL in the reply is the server's word: kept within what rlock asked.
+    acquired_.ttl = std::clamp(acquired_.ttl, Millis(0), opts_.ttl);
+    deadline_ = later(acquired_.sent, acquired_.ttl);
     log_verbose(fmt::format("acquired '{}' (fence {}, ttl {})", lock_.names().key, acquired_.fence,
                             format_duration(acquired_.ttl)));
     SpawnSpec spec;
@@ -156,14 +158,14 @@ class Runner {
       return;
     }
     arm_lost_timer();
-    schedule_renewal(acquired_.sent + acquired_.ttl / 3);
+    schedule_renewal(later(acquired_.sent, acquired_.ttl / 3));
     watch_for_break();
     reap();  // the child may already have ended
   }
 
   // ---- watchdog ----
 
-  Clock::time_point lost_at() const { return deadline_ - safety_margin(acquired_.ttl); }
+  Clock::time_point lost_at() const { return later(deadline_, -safety_margin(acquired_.ttl)); }
 
   void arm_lost_timer() {
     loop().cancel(lost_timer_);
@@ -210,9 +212,10 @@ class Runner {
                            : heard_);
             return;
           }
-          deadline_ = sent + o.value.ttl;
+          heard_.clear();  // what was heard did not cost the lease
+          deadline_ = later(sent, std::clamp(o.value.ttl, Millis(0), acquired_.ttl));
           arm_lost_timer();
-          schedule_renewal(sent + acquired_.ttl / 3);
+          schedule_renewal(later(sent, acquired_.ttl / 3));
           if (recheck_) {
             recheck_ = false;
             renew();
@@ -244,14 +247,24 @@ class Runner {
       log_verbose(fmt::format("release channel lost ({}); subscribing again", e.what()));
       resubscribe_later();
     });
-    holder_sub_->command({"SUBSCRIBE", channel}, [this](Result r) {
+    holder_sub_->command({"SUBSCRIBE", channel}, [this, channel](Result r) {
       if (r.failure) {
         log_verbose(fmt::format("cannot subscribe to the release channel: {}", r.failure->what()));
         return resubscribe_later();
       }
-      if (r.reply.is_error())  // an ACL without the channel: rely on the renewals
-        log_verbose(
-            fmt::format("cannot subscribe to the release channel: {}", escape_text(r.reply.str)));
+      if (r.reply.is_error()) {
+        // An ACL without the channel: the release, which publishes there, will
+        // be refused too. Say so now, while the command runs.
+        log_error(fmt::format(
+            "warning: Redis refused SUBSCRIBE {} ({}): a break will only be noticed at the "
+            "next renewal, and the release will be refused too (the ACL user needs "
+            "'&{}*')",
+            escape_text(channel), escape_text(r.reply.str), escape_text(lock_.names().prefix)));
+        return;
+      }
+      // A break that came before this subscription (or while it was down) was
+      // not heard: check the lease once now.
+      renew();
     });
   }
 
@@ -313,10 +326,13 @@ class Runner {
     if (child_->running()) {
       child_->try_reap();
       if (child_->running() && child_->stopped()) {
-        // Ctrl-Z: the command stopped, so stop too and let the shell take
-        // over; fg/bg sends us SIGCONT, which resumes the command. The lease
-        // is not renewed meanwhile: a stop longer than the TTL loses it.
-        log_verbose("the command stopped: stopping too");
+        // Ctrl-Z: the command stopped, so stop its whole group (a member that
+        // ignores SIGTSTP must not run on unrenewed) and then rlock, and let
+        // the shell take over; fg/bg continues rlock, which continues the
+        // group. The lease is not renewed meanwhile: a stop longer than the
+        // TTL loses it, and --on-lost applies before anything runs again.
+        log_verbose("the command stopped: stopping its group and rlock");
+        child_->signal_group(SIGSTOP);
         stop_self();
         return;
       }
@@ -388,6 +404,9 @@ class Runner {
       if (o.error) {
         log_error(fmt::format("could not release '{}': {}; it expires by itself within {}", key,
                               o.error->what(), format_duration(acquired_.ttl)));
+        // Refused for permission: the lock stays held for a whole TTL because of
+        // the setup, which must not look like success.
+        if (o.error->kind() == ErrorKind::Permission) status = o.error->exit_status();
       } else if (o.value.state == ReleaseReply::State::KeptForMinHold) {
         log_verbose(fmt::format("'{}' stays held for {} more (--min-hold)", key,
                                 format_duration(o.value.left)));

@@ -71,9 +71,14 @@ local function current_limit()
   return tonumber(cur)
 end
 
+-- A stored field as a reply shows it: at most 1 KiB, so that no holder or
+-- waiter record (written by any client) can make a reply large.
+local function field(v) return string.sub(v or '', 1, 1024) end
+
 local function holder_fields(t, pttl)
   local h = redis.call('HMGET', hkey(t), 'host', 'pid', 'user', 'cmd', 'since', 'fence', 'ttl')
-  return {t, pttl, h[1] or '', h[2] or '', h[3] or '', h[4] or '', h[5] or '', h[6] or '', h[7] or ''}
+  return {field(t), pttl, field(h[1]), field(h[2]), field(h[3]), field(h[4]), field(h[5]),
+          field(h[6]), field(h[7])}
 end
 
 -- Up to `max` live holders, {token, pttl, host, pid, user, cmd, since, fence,
@@ -299,7 +304,8 @@ while true do
       nw = nw + 1
       if #waiters < max then
         local h = redis.call('HMGET', wkey(t), 'host', 'pid', 'user', 'cmd', 'since')
-        waiters[#waiters + 1] = {t, pttl, h[1] or '', h[2] or '', h[3] or '', h[4] or '', h[5] or ''}
+        waiters[#waiters + 1] = {field(t), pttl, field(h[1]), field(h[2]), field(h[3]), field(h[4]),
+                                 field(h[5])}
       end
     end
   end

@@ -77,6 +77,13 @@ std::string escape(std::string_view s, bool backslash) {
 
 }  // namespace
 
+std::string truncate_text(std::string_view s, size_t max) {
+  if (s.size() <= max) return std::string(s);
+  size_t cut = max >= 3 ? max - 3 : 0;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xc0) == 0x80) --cut;
+  return std::string(s.substr(0, cut)) + "\xe2\x80\xa6";
+}
+
 std::string escape_text(std::string_view s) {
   return escape(s, true);
 }

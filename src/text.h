@@ -24,6 +24,10 @@ std::string escape_controls(std::string_view s);
 /// byte that is not valid UTF-8 becomes U+FFFD.
 std::string json_string(std::string_view s);
 
+/// `s` cut to at most `max` bytes, never inside a UTF-8 sequence, with "…"
+/// (3 bytes, counted in `max`) when something was cut.
+std::string truncate_text(std::string_view s, size_t max);
+
 /// The length of the valid UTF-8 sequence at the start of `s` (1–4), or 0
 /// when it is not one (truncated, overlong, surrogate, beyond U+10FFFF).
 size_t utf8_sequence_length(std::string_view s);

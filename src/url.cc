@@ -29,9 +29,12 @@ std::string percent_decode(std::string_view s, std::string_view url) {
       int v = 0;
       auto [p, ec] = std::from_chars(s.data() + i + 1, s.data() + i + 3, v, 16);
       // Two hex digits: from_chars would also take a sign ("%-1").
-      if (ec != std::errc() || p != s.data() + i + 3 || !std::isxdigit(static_cast<unsigned char>(s[i + 1])))
+      if (ec != std::errc() || p != s.data() + i + 3 ||
+          !std::isxdigit(static_cast<unsigned char>(s[i + 1])))
         throw_usage(fmt::format("bad percent-escape in URL '{}'", redact_url(url)));
-      if (v == 0) throw_usage(fmt::format("a %00 (NUL byte) in URL '{}'", redact_url(url)));
+      if (v == 0)
+        throw_usage(fmt::format("invalid URL '{}': a percent-escape decodes to a NUL byte",
+                                redact_url(url)));
       out += static_cast<char>(v);
       i += 2;
     } else {
@@ -66,28 +69,50 @@ void parse_query(std::string_view q, Endpoint& ep, std::string_view url) {
 
 }  // namespace
 
+namespace {
+
+// The query of a URL for messages: values other than db= may be secrets
+// (redis-py's ?password=), shown as "***".
+std::string redact_query(std::string_view query) {
+  std::string out;
+  while (true) {
+    auto amp = query.find('&');
+    auto item = query.substr(0, amp);
+    auto eq = item.find('=');
+    if (eq == std::string_view::npos || item.substr(0, eq) == "db")
+      out += escape_text(item);
+    else
+      out += escape_text(item.substr(0, eq)) + "=***";
+    if (amp == std::string_view::npos) return out;
+    out += '&';
+    query = query.substr(amp + 1);
+  }
+}
+
+}  // namespace
+
 std::string redact_url(std::string_view url) {
   auto sep = url.find("://");
+  std::string out;
+  std::string_view rest = url;
   if (sep != std::string_view::npos) {
+    out = escape_text(url.substr(0, sep + 3));
+    rest = url.substr(sep + 3);
     // Everything between "user:" and the last '@' is the password (a password
-    // may itself hold '@' and ':', percent-encoded or not).
-    auto rest = url.substr(sep + 3);
+    // may itself hold '@', ':', '/' or '?', percent-encoded or not).
     auto at = rest.rfind('@');
     if (at != std::string_view::npos) {
       auto userinfo = rest.substr(0, at);
       auto colon = userinfo.find(':');
-      std::string out(url.substr(0, sep + 3));
-      if (colon == std::string_view::npos) {
-        out.append(userinfo);
-      } else {
-        out.append(userinfo.substr(0, colon));
-        out += ":***";
-      }
-      out.append(rest.substr(at));
-      return escape_text(out);
+      out += escape_text(userinfo.substr(0, colon));
+      if (colon != std::string_view::npos) out += ":***";
+      out += '@';
+      rest = rest.substr(at + 1);
     }
   }
-  return escape_text(url);
+  auto q = rest.find('?');
+  if (q == std::string_view::npos) return out + escape_text(rest);
+  return out + escape_text(rest.substr(0, q)) + "?" + redact_query(rest.substr(q + 1));
 }
 
 std::string Endpoint::display() const {
@@ -126,23 +151,13 @@ Endpoint parse_url(std::string_view url) {
     throw_usage(fmt::format("unsupported URL scheme '{}://': use redis://, rediss:// or unix://",
                             escape_text(scheme)));
   }
-  // authority [/db] [?query]
-  auto q = rest.find('?');
-  std::string_view query;
-  if (q != std::string_view::npos) {
-    query = rest.substr(q + 1);
-    rest = rest.substr(0, q);
-  }
-  auto slash = rest.find('/');
-  auto authority = rest.substr(0, slash);
-  if (slash != std::string_view::npos) {
-    auto dbs = rest.substr(slash + 1);
-    if (!dbs.empty()) ep.db = parse_int(dbs, 0, 1 << 20, "database number", url);
-  }
-  auto at = authority.rfind('@');
+  // [userinfo@] host[:port] [/db] [?query]. The userinfo ends at the last '@',
+  // so that a password with '/', '?' or ':' (which should be %-encoded) is
+  // still taken whole, and never shown as part of a host, port or db.
+  auto at = rest.rfind('@');
   if (at != std::string_view::npos) {
-    auto userinfo = authority.substr(0, at);
-    authority = authority.substr(at + 1);
+    auto userinfo = rest.substr(0, at);
+    rest = rest.substr(at + 1);
     auto colon = userinfo.find(':');
     ep.user = percent_decode(userinfo.substr(0, colon), url);
     if (has_control(ep.user))
@@ -156,6 +171,18 @@ Endpoint parse_url(std::string_view url) {
             "none)",
             redact_url(url)));
     }
+  }
+  auto q = rest.find('?');
+  std::string_view query;
+  if (q != std::string_view::npos) {
+    query = rest.substr(q + 1);
+    rest = rest.substr(0, q);
+  }
+  auto slash = rest.find('/');
+  auto authority = rest.substr(0, slash);
+  if (slash != std::string_view::npos) {
+    auto dbs = rest.substr(slash + 1);
+    if (!dbs.empty()) ep.db = parse_int(dbs, 0, 1 << 20, "database number", url);
   }
   std::string_view port;
   if (!authority.empty() && authority[0] == '[') {

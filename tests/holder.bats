@@ -39,6 +39,7 @@ EOF2
 teardown() {
   bg_cleanup
   redis_recover_all
+  redis_stop GARBAGE
   if [[ -f $T/leftover ]]; then kill -KILL "$(cat "$T/leftover")" 2>/dev/null || true; fi
   "$RLOCK" break --yes hk >/dev/null 2>&1 || true
 }
@@ -215,10 +216,10 @@ hold() {
   wait_for_file "$T/second"
   # the waiter's own channel is closed with its connection, in every process
   wait_until "[[ \$(rcli pubsub channels 'lock:release:{hk}:*' | grep -c .) == 0 ]]" 5
-  # rlock's children: the command (its own process group) and the guard (rlock's)
-  pgid=$(ps -o pgid= -p "$waiter" | tr -d ' ')
-  guard=$(ps -o pid=,pgid= --ppid "$waiter" | awk -v g="$pgid" '$2 == g {print $1}')
-  [[ -n $guard ]] || fail "no guard among the children of $waiter: $(ps -o pid=,pgid=,args= --ppid "$waiter")"
+  # rlock's children: the command (its own process group, rlock's session) and the guard
+  # (a session of its own, so that a SIGKILL to rlock's group spares it)
+  guard=$(ps -o pid=,sid= --ppid "$waiter" | awk '$1 == $2 {print $1}')
+  [[ -n $guard ]] || fail "no guard among the children of $waiter: $(ps -o pid=,sid=,args= --ppid "$waiter")"
   run ls "/proc/$guard/fd"
   assert_equal "${#lines[@]}" 1
   # and the server sees rlock's two connections (commands, release channel), no more
@@ -272,4 +273,92 @@ EOF2
   wait_for_file "$T/n-at-term" 5
   # at most the iteration that was under way when it was stopped
   assert [ "$(cat "$T/n-at-term")" -le $((n1 + 1)) ]
+}
+
+# --- found by attacking the above ----------------------------------------------------------
+
+@test "SIGKILL to rlock's whole process group: the guard survives it and kills the command's" {
+  bg_start holder setsid bash -c 'echo $$ >"$1/leader"; exec "$2" run hk -c "sleep 77 & exec sleep 78"' \
+    x "$T" "$RLOCK"
+  wait_for_file "$T/leader"
+  leader=$(cat "$T/leader")
+  wait_until "pgrep -f 'sleep 7[78]' >/dev/null"
+  mapfile -t sleepers < <(pgrep -f 'sleep 7[78]')
+  kill -KILL -- "-$leader" # rlock's group: rlock (the guard is in a session of its own)
+  for pid in "${sleepers[@]}"; do wait_until "_rlock_dead $pid" 5; done
+}
+
+@test "with SIGCONT ignored at start, SIGTSTP then SIGCONT still continues the command" {
+  write_counter
+  bg_start holder bash -c 'trap "" CONT; exec "$1" run --ttl 30s hk -- sh "$2/counter.sh" "$2"' \
+    x "$RLOCK" "$T"
+  holder=$BG_PID
+  wait_for_file "$T/ready"
+  kill -TSTP "$holder"
+  wait_until "_rlock_stopped $holder" 5
+  n1=$(cat "$T/n")
+  kill -CONT "$holder"
+  wait_until "(( \$(cat $T/n) > $n1 ))" 5
+  touch "$T/go"
+  bg_wait "$holder"
+  assert_equal "$BG_STATUS" 0
+}
+
+@test "an ACL user without the release channel: warned while the command runs, 77 at the end" {
+  rcli acl setuser nochan on '>pw' '~lock:*' resetchannels '+@all' >/dev/null
+  run --separate-stderr "$RLOCK" --url "redis://nochan:pw@127.0.0.1:$REDIS_PORT/0" \
+    run --ttl 5s hk -- true
+  assert_equal "$status" 77
+  [[ $stderr == *"refused SUBSCRIBE"* && $stderr == *"could not release"* ]] || fail "$stderr"
+}
+
+@test "a break while the holder's subscription was down is still noticed at once" {
+  hold --ttl 60s
+  wait_until "[[ \$(rcli pubsub numsub 'lock:release:{hk}' | tail -n 1) == 1 ]]" 5
+  rcli client kill type pubsub >/dev/null
+  run -0 "$RLOCK" break hk --yes
+  t0=$(now_ms)
+  wait_for_file "$T/term" 5
+  assert [ $(($(cat "$T/term") - t0)) -lt 3000 ] # the resubscription re-checks (after 1s)
+  bg_wait "$HOLDER"
+  assert_equal "$BG_STATUS" 76
+}
+
+@test "holders with very long command lines keep every reply small: others get 75, status works" {
+  # 5 holders of 1.7 MB command lines each: 8.5 MB of holder records if they were stored
+  big=$(head -c 100000 /dev/zero | tr '\0' x)
+  args=()
+  for _ in {1..17}; do args+=("$big"); done
+  for i in 1 2 3 4 5; do
+    rlock_bg "h$i" run --limit 5 --ttl 60s hk -- sh -c 'touch "$0.ready"; sleep 30' "$T/h$i" \
+      "${args[@]}"
+    wait_for_file "$T/h$i.ready"
+  done
+  run -75 "$RLOCK" run --limit 5 -n hk -- true
+  run -0 "$RLOCK" status hk --json
+  run -0 jq -r '.holders[0].command | length' <<<"$output"
+  assert [ "$output" -le 1024 ]
+}
+
+@test "a server that answers a huge TTL cannot overflow the lease arithmetic" {
+  garbage_start 'reply=*4\r\n$2\r\nOK\r\n:1\r\n:9000000000000000\r\n:0\r\n'
+  run --separate-stderr "$RLOCK" --url "redis://127.0.0.1:$GARBAGE_PORT/0" --timeout 1s \
+    run --ttl 2s hk -- true
+  # not a sanitizer abort, not a wrapped deadline: the release finds it "not held"
+  [[ $status == 76 || $status == 70 ]] || fail "exit $status: $stderr"
+}
+
+@test "a 'break' published on the channel while the lock is held is not blamed for a later loss" {
+  hold --ttl 3s
+  wait_until "[[ \$(rcli pubsub numsub 'lock:release:{hk}' | tail -n 1) == 1 ]]" 5
+  rcli publish 'lock:release:{hk}' break >/dev/null # a prank: the lock is still ours
+  sleep 0.5
+  refute [ -e "$T/term" ]
+  rcli set 'lock:{hk}' someone-else >/dev/null
+  wait_for_file "$T/term" 5
+  bg_wait "$HOLDER"
+  assert_equal "$BG_STATUS" 76
+  run cat "$T/holder.err"
+  refute_output --partial "broken"
+  assert_output --partial "taken over"
 }

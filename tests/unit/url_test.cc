@@ -75,10 +75,11 @@ TEST(Url, BadInputIsUsageError) {
 }
 
 TEST(Url, EmptyHostEmptyPasswordNulAndControlsAreUsageErrors) {
-  for (const char* bad : {"redis://", "redis://:6379", "redis:///0", "redis://u:p@", "redis://:@h",
-                          "redis://u:@h", "redis://u%00:p@h", "redis://u:p%00@h", "redis://h%0a",
-                          "redis://u%0a:p@h", "rediss://", "unix://%00/x", "redis://h%",
-                          "redis://u:%-0@h", "redis://u:%-1@h", "unix:///tmp/%-f", "redis://u:%+1@h"}) {
+  for (const char* bad :
+       {"redis://", "redis://:6379", "redis:///0", "redis://u:p@", "redis://:@h", "redis://u:@h",
+        "redis://u%00:p@h", "redis://u:p%00@h", "redis://h%0a", "redis://u%0a:p@h", "rediss://",
+        "unix://%00/x", "redis://h%", "redis://u:%-0@h", "redis://u:%-1@h", "unix:///tmp/%-f",
+        "redis://u:%+1@h"}) {
     EXPECT_EQ(usage_status(bad), 64) << bad;
   }
   std::string nl = "redis://ho\nst";
@@ -104,6 +105,19 @@ TEST(Url, ErrorsNeverShowThePassword) {
     ASSERT_FALSE(m.empty()) << url;
     EXPECT_EQ(m.find("secret"), std::string::npos) << m;
     EXPECT_NE(m.find("***"), std::string::npos) << m;
+  }
+}
+
+TEST(Url, RedactHidesQueryValuesButDb) {
+  EXPECT_EQ(redact_url("redis://h:1?db=2&password=s3cret&x"), "redis://h:1?db=2&password=***&x");
+  EXPECT_EQ(redact_url("redis://u:p?ss@h/0"), "redis://u:***@h/0");
+  EXPECT_EQ(redact_url("unix:///s.sock?db=1&pass=x"), "unix:///s.sock?db=1&pass=***");
+  EXPECT_EQ(*parse_url("redis://u:p?s3/cret@h").password, "p?s3/cret");
+  for (std::string url : {"redis://:pw@h:1?db=1&password=s3cret", "redis://u:p?s3cret@h:0",
+                          "redis://u:p/s3cret@h:99999"}) {
+    std::string m = message_of(url);
+    ASSERT_FALSE(m.empty()) << url;
+    EXPECT_EQ(m.find("s3cret"), std::string::npos) << m;
   }
 }
 

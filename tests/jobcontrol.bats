@@ -1,0 +1,132 @@
+#!/usr/bin/env bats
+# Job control in an interactive shell on a terminal (bash in tmux): Ctrl-Z stops rlock and
+# the command's whole process group (even a member that ignores SIGTSTP), `fg` continues
+# them with the terminal back to the command, `bg` and `kill %1` leave the terminal with
+# the shell.
+# shellcheck disable=SC2016 # single-quoted scripts are expanded by the child's shell
+
+bats_require_minimum_version 1.5.0
+
+load helpers/redis
+
+setup_file() {
+  export BATS_NO_PARALLELIZE_WITHIN_FILE=true
+  redis_start
+}
+
+setup() {
+  command -v tmux >/dev/null || skip "tmux is not installed (apt-get install tmux)"
+  T=$BATS_TEST_TMPDIR
+  TMUX_SOCK="rlock-jc-$$-$BATS_TEST_NUMBER"
+  # worker.sh DIR: ignores SIGTSTP (as some programs do) and counts in DIR/n.
+  cat >"$T/worker.sh" <<'EOF2'
+trap '' TSTP
+n=0
+while [ ! -e "$1/done" ] && [ $n -lt 1200 ]; do n=$((n + 1)); echo $n >"$1/n"; sleep 0.05; done
+EOF2
+  # tty.sh DIR: records its pid, then the terminal's foreground group every 50ms.
+  cat >"$T/tty.sh" <<'EOF2'
+echo $$ >"$1/cmd"
+n=0
+while [ ! -e "$1/done" ] && [ $n -lt 1200 ]; do
+  n=$((n + 1))
+  read -r stat </proc/$$/stat; set -- "$1" ${stat##*) }; echo "$7" >"$1/tpgid"
+  sleep 0.05
+done
+EOF2
+}
+
+teardown() {
+  touch "$T/done"
+  if [[ -n ${TMUX_SOCK:-} ]]; then tmux -L "$TMUX_SOCK" kill-server 2>/dev/null || true; fi
+  bg_cleanup
+  "$RLOCK" break --yes jc >/dev/null 2>&1 || true
+}
+
+# shell: an interactive bash in a detached tmux session, marked for teardown.
+shell() {
+  unset TMUX
+  tmux -L "$TMUX_SOCK" -f /dev/null new-session -d -s jc -x 150 -y 40 \
+    "env RLOCK_URL=$RLOCK_URL RLOCK_TEST_MARK=$BATS_TEST_TMPDIR PS1='$ ' bash --norc --noprofile -i" \
+    </dev/null >/dev/null 2>&1 3>&-
+  echo "echo \$\$ >$T/shell" | keys
+  wait_for_file "$T/shell"
+}
+
+# keys: sends its stdin as typed lines, Enter after each.
+keys() {
+  local line
+  while IFS= read -r line; do
+    tmux -L "$TMUX_SOCK" send-keys -t jc -l "$line"
+    tmux -L "$TMUX_SOCK" send-keys -t jc Enter
+  done
+}
+
+ctrl_z() { tmux -L "$TMUX_SOCK" send-keys -t jc C-z; }
+
+rlock_pid() { pgrep -f "$RLOCK run --ttl 30s jc" | head -n 1; }
+
+# the shell answers: types a command that creates FILE, waits for it.
+shell_alive() {
+  echo "touch $T/$1" | keys
+  wait_for_file "$T/$1" 5
+}
+
+@test "Ctrl-Z stops rlock and the command's whole group, a member ignoring SIGTSTP too; fg continues" {
+  shell
+  echo "$RLOCK run --ttl 30s jc -- sh -c 'sh $T/worker.sh $T & wait'" | keys
+  wait_for_file "$T/n"
+  ctrl_z
+  wait_until '[[ -n $(rlock_pid) ]] && _rlock_stopped $(rlock_pid)' 5
+  n1=$(cat "$T/n")
+  sleep 0.5 # the point: nothing of the command may run now
+  assert_equal "$(cat "$T/n")" "$n1"
+  shell_alive alive1
+  echo fg | keys
+  wait_until "(( \$(cat $T/n) > $n1 ))" 5
+  touch "$T/done"
+  echo "echo \$? >$T/exit" | keys
+  wait_for_file "$T/exit" 10
+  assert_equal "$(cat "$T/exit")" 0
+}
+
+@test "after Ctrl-Z, bg leaves the terminal with the shell" {
+  shell
+  echo "$RLOCK run --ttl 30s jc -- sh $T/tty.sh $T" | keys
+  wait_for_file "$T/cmd"
+  ctrl_z
+  wait_until '[[ -n $(rlock_pid) ]] && _rlock_stopped $(rlock_pid)' 5
+  echo bg | keys
+  wait_until '_rlock_not_stopped $(rlock_pid)' 5
+  sleep 0.3 # let the continued rlock do whatever it does with the terminal
+  shell_alive alive2
+  # the terminal's foreground group is the shell's, not the command's
+  wait_until "[[ \$(cat $T/tpgid) == \$(cat $T/shell) ]]" 5
+}
+
+@test "after Ctrl-Z, kill %1 ends the job and the shell keeps its terminal" {
+  shell
+  echo "$RLOCK run --ttl 30s jc -- sh $T/tty.sh $T" | keys
+  wait_for_file "$T/cmd"
+  cmd=$(cat "$T/cmd")
+  ctrl_z
+  wait_until '[[ -n $(rlock_pid) ]] && _rlock_stopped $(rlock_pid)' 5
+  echo 'kill %1' | keys
+  wait_until "_rlock_dead $cmd" 5
+  shell_alive alive3
+  run -1 "$RLOCK" status jc
+}
+
+@test "kill -TSTP to rlock on a terminal, then fg: the command has the terminal again" {
+  shell
+  echo "$RLOCK run --ttl 30s jc -- sh $T/tty.sh $T" | keys
+  wait_for_file "$T/cmd"
+  cmd=$(cat "$T/cmd")
+  wait_until "[[ \$(cat $T/tpgid) == $cmd ]]" 5
+  kill -TSTP "$(rlock_pid)"
+  wait_until '_rlock_stopped $(rlock_pid)' 5
+  shell_alive alive4
+  echo fg | keys
+  wait_until "[[ \$(cat $T/tpgid) == $cmd ]]" 5
+  touch "$T/done"
+}
