@@ -307,7 +307,7 @@ EOF2
 @test "an ACL user without the release channel: warned while the command runs, 77 at the end" {
   rcli acl setuser nochan on '>pw' '~lock:*' resetchannels '+@all' >/dev/null
   run --separate-stderr "$RLOCK" --url "redis://nochan:pw@127.0.0.1:$REDIS_PORT/0" \
-    run --ttl 5s hk -- true
+    run --ttl 5s hk -- sleep 1 # long enough for the subscription to be answered
   assert_equal "$status" 77
   [[ $stderr == *"refused SUBSCRIBE"* && $stderr == *"could not release"* ]] || fail "$stderr"
 }
