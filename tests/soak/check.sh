@@ -153,7 +153,7 @@ FILENAME == runsf {
   n++; RUN[n] = id; EN[n] = $2 + 0; LV[n] = $3; HOW[n] = $4; FE_[n] = $5 + 0; TOK[n] = $6
   ST[n] = $7; ND[n] = $8; STAT[n] = $9; TTL[n] = $10; IDX[id] = n; BYTOK[$6] = n
   PM[n] = (n > 1 && PM[n - 1] > FE_[n]) ? PM[n - 1] : FE_[n]
-  if ($5 in FENCEOWNER) viol("overlap", "fence " $5 " was granted twice: runs " FENCEOWNER[$5] " and " id, id)
+  if ($5 in FENCEOWNER) DUP[n] = FENCEOWNER[$5]
   else FENCEOWNER[$5] = id
   next
 }
@@ -161,53 +161,6 @@ END {
   if (!T0) T0 = M["t0"] + 0
   TEND = M["t_end"] + 0; TSTOP = M["t_stop"] + 0
   GRACE = M["grace_ms"] * 1000; BGRACE = M["break_grace_ms"] * 1000
-
-  # --- (b) superseded runs and overlaps ---
-  for (i = 1; i <= n; i++) {
-    lv = leave_of(i); sup = 0
-    j = bsearch_first_above(FE_[i])
-    if (j > 0 && j < i) sup = j
-    for (k = i + 1; k <= n && EN[k] < lv; k++) {
-      npairs++
-      if (FE_[k] > FE_[i]) { st_ = i; nw_ = k } else { st_ = k; nw_ = i }
-      if (explain(st_, nw_) != "") npairs_ok++
-      if (!sup && FE_[k] > FE_[i]) sup = k
-    }
-    if (!sup) continue
-    SUP[i] = sup; nsup++
-    why = explain(i, sup); SUPWHY[i] = why
-    if (why != "") { nsup_ok++; NSW[why]++ }
-    else viol("overlap", sprintf("run %s (fence %d) was inside %s-%s while run %s (fence %d, a later grant) entered at %s; no fault explains it (faults near: %s)", \
-      RUN[i], FE_[i], sec(EN[i]), sec(lv), RUN[sup], FE_[sup], sec(EN[sup]), near(EN[i], lv)), RUN[i])
-    SUPST[STAT[i]]++
-  }
-
-  # --- faults: stops, breaks, restarts ---
-  for (k = 1; k <= nf; k++) {
-    if (FK[k] == "stop") {
-      i = IDX[FKV[k, "run"]]
-      if (!i) continue
-      STOPPED[i] = k; nstopped++; STOPST[STAT[i]]++
-    } else if (FK[k] == "break" && FKV[k, "status"] == "0") {
-      nbroke++
-      i = BYTOK[FKV[k, "tok"]]
-      # certainly broken under it: it held at the snapshot and was still inside after the break
-      if (i && EN[i] <= FS0[k] && leave_of(i) >= FE[k]) {
-        BROKEN[i] = k; nbroken++; BRST[STAT[i]]++
-        react = leave_of(i) - FE[k]; if (react > maxreact) { maxreact = react; maxreact_run = RUN[i] }
-        if (react > BGRACE)
-          viol("break", sprintf("run %s was still inside %s after `rlock break` removed its lock at %s (a holder hears a break within about a second)", RUN[i], ms(react), sec(FS0[k])), RUN[i])
-      }
-    } else if (FK[k] == "restart") {
-      down = FKV[k, "at1"] - FKV[k, "at"]; sumdown += down; if (down > maxdown) maxdown = down
-      if (FKV[k, "fence1"] + 0 < FKV[k, "fence"] + 0)
-        viol("overlap", sprintf("restart at %s: the fence counter went back from %s to %s (no persistence?)", sec(FS0[k]), FKV[k, "fence"], FKV[k, "fence1"]), "")
-      t = FKV[k, "tok"]; i = BYTOK[t]
-      if (t != "-" && t != "" && FKV[k, "tok1"] != t && i && leave_of(i) > FKV[k, "at1"] && \
-          FKV[k, "pttl"] * 1000 > down + 100000)
-        viol("overlap", sprintf("restart at %s: the lock of run %s (PTTL %sms, still inside) was gone %s later (no persistence?)", sec(FS0[k]), RUN[i], FKV[k, "pttl"], ms(down)), RUN[i])
-    }
-  }
 
   # --- rlock's stderr: evidence, losses it saw, failed releases ---
   nerrf = split(errlist, ERRF, " ")
@@ -231,6 +184,75 @@ END {
     close(ERRF[q])
   }
 
+  # --- restarts: did the fence counter go back, did a lock vanish? ---
+  for (k = 1; k <= nf; k++) {
+    if (FK[k] != "restart") continue
+    down = FKV[k, "at1"] - FKV[k, "at"]; sumdown += down; if (down > maxdown) maxdown = down
+    if (FKV[k, "fence1"] + 0 < FKV[k, "fence"] + 0) { nreset++; RESET[nreset] = k }
+    t = FKV[k, "tok"]; i = BYTOK[t]
+    if (t != "-" && t != "" && FKV[k, "tok1"] != t && i && leave_of(i) > FKV[k, "at1"] && \
+        FKV[k, "pttl"] * 1000 > down + 100000)
+      viol("persistence", sprintf("restart at %s: the lock of run %s (PTTL %sms, still inside) was gone %s later", sec(FS0[k]), RUN[i], FKV[k, "pttl"], ms(down)), RUN[i])
+  }
+  # A run granted a fence the counter had already given out before a restart that reset it.
+  for (i = 1; i <= n; i++)
+    for (q = nreset; q >= 1; q--) {
+      k = RESET[q]
+      if (EN[i] > FS0[k] && FE_[i] <= FKV[k, "fence"] + 0) { AFTERRESET[i] = k; RESETN[k]++; break }
+    }
+  for (q = 1; q <= nreset; q++) {
+    k = RESET[q]
+    viol("persistence", sprintf("restart at %s: the fence counter went back from %s to %s; %d later runs were given fences already used", sec(FS0[k]), FKV[k, "fence"], FKV[k, "fence1"], RESETN[k]), "")
+  }
+  for (i in DUP) if (!(i in AFTERRESET))
+    viol("overlap", "fence " FE_[i] " was granted twice: runs " DUP[i] " and " RUN[i], RUN[i])
+
+  # --- (b) superseded runs and overlaps ---
+  for (i = 1; i <= n; i++) {
+    lv = leave_of(i); sup = 0
+    j = bsearch_first_above(FE_[i])
+    if (j > 0 && j < i) sup = j
+    for (k = i + 1; k <= n && EN[k] < lv; k++) {
+      npairs++
+      if (FE_[k] > FE_[i]) { st_ = i; nw_ = k } else { st_ = k; nw_ = i }
+      if (st_ in AFTERRESET) npairs_reset++
+      else if (explain(st_, nw_) != "") npairs_ok++
+      if (!sup && FE_[k] > FE_[i]) sup = k
+    }
+    if (!sup) continue
+    if (i in AFTERRESET) { nsup_reset++; continue }
+    SUP[i] = sup; nsup++
+    why = explain(i, sup); SUPWHY[i] = why
+    if (why != "") { nsup_ok++; NSW[why]++ }
+    else if (EN[sup] < EN[i])
+      viol("overlap", sprintf("run %s (fence %d) entered at %s, after run %s had entered with the later fence %d at %s: its grant was stale before it began; no fault explains it (faults near: %s)", \
+        RUN[i], FE_[i], sec(EN[i]), RUN[sup], FE_[sup], sec(EN[sup]), near(EN[sup], lv)), RUN[i])
+    else
+      viol("overlap", sprintf("run %s (fence %d) was inside %s-%s while run %s (fence %d, a later grant) entered at %s; no fault explains it (faults near: %s)", \
+        RUN[i], FE_[i], sec(EN[i]), sec(lv), RUN[sup], FE_[sup], sec(EN[sup]), near(EN[i], lv)), RUN[i])
+    SUPST[STAT[i]]++
+  }
+
+  # --- freezes and breaks ---
+  for (k = 1; k <= nf; k++) {
+    if (FK[k] == "stop") {
+      i = IDX[FKV[k, "run"]]
+      if (!i) continue
+      STOPPED[i] = k; nstopped++; STOPST[STAT[i]]++
+    } else if (FK[k] == "break" && FKV[k, "status"] == "0") {
+      nbroke++
+      i = BYTOK[FKV[k, "tok"]]
+      # certainly broken under it: it held at the snapshot and was still inside after the break
+      # (or rlock itself found its lock gone at release)
+      if (i && EN[i] <= FS0[k] && (leave_of(i) >= FE[k] || RUN[i] in NOTHELD)) {
+        BROKEN[i] = k; nbroken++; BRST[STAT[i]]++
+        react = leave_of(i) - FE[k]; if (react > maxreact) { maxreact = react; maxreact_run = RUN[i] }
+        if (react > BGRACE)
+          viol("break", sprintf("run %s was still inside %s after `rlock break` removed its lock at %s (a holder hears a break within about a second)", RUN[i], ms(react), sec(FS0[k])), RUN[i])
+      }
+    }
+  }
+
   # --- (c) statuses and hidden losses ---
   for (id in A_ST) {
     s = A_ST[id]; if (s != "-") s = s + 0
@@ -249,7 +271,7 @@ END {
       viol("status", sprintf("run %s exited %s but its command never ran", id, s), id)
     if (!ran || s != 0) continue
     why = ""
-    if (WRES[id] == "R") why = add(why, sprintf("its write with fence %s was rejected as stale (resource max %s)", WF[id], WMAX[id]))
+    if (WRES[id] == "R" && !(i in AFTERRESET)) why = add(why, sprintf("its write with fence %s was rejected as stale (resource max %s)", WF[id], WMAX[id]))
     if (i in SUP) why = add(why, sprintf("run %s (fence %d) was granted the lock at/before %s while it was inside", RUN[SUP[i]], FE_[SUP[i]], sec(EN[SUP[i]])))
     if (i in STOPPED) { k = STOPPED[i]; if (FKV[k, "stop_ms"] + 0 > TTL[i] + 0) why = add(why, sprintf("its job was frozen %sms (TTL %sms) at %s", FKV[k, "stop_ms"], TTL[i], sec(FS0[k]))) }
     if (i in BROKEN) why = add(why, sprintf("rlock break removed its lock at %s while it was inside", sec(FS0[BROKEN[i]])))
@@ -282,9 +304,10 @@ END {
   printf "  frozen holders    %d, their exits:%s\n", nstopped, out
   out = ""; for (s in BRST) out = out sprintf(" %s:%d", s, BRST[s])
   printf "  breaks            %d removed a holder; %d runs certainly broken while inside, their exits:%s; slowest out %s after the break (run %s)\n", nbroke, nbroken, out, ms(maxreact), maxreact_run
-  printf "  overlaps          %d pairs, %d explained\n", npairs, npairs_ok
+  printf "  overlaps          %d pairs, %d explained%s\n", npairs, npairs_ok, nreset ? sprintf(", %d after a fence reset", npairs_reset) : ""
   out = ""; for (s in SUPST) out = out sprintf(" %s:%d", s, SUPST[s])
   printf "  superseded runs   %d (explained: %d by a freeze, %d by a break; unexplained %d), their exits:%s\n", nsup, NSW["stop"], NSW["break"], nsup - nsup_ok, out
+  if (nreset) printf "  fence resets      %d restart(s) set the fence counter back; %d runs were given used fences, %d of them stale\n", nreset, length(AFTERRESET), nsup_reset
   printf "  writes            %d attempts, %d accepted, %d rejected (%d of them by runs that exited 0), %d flock timeouts\n", nw, nacc, nrej, nrej0, nto
   out = ""; for (s in NHST) out = out sprintf(" %s:%d", s, NHST[s])
   printf "  rlock messages    %d \"lost the lock\", %d \"could not release\", %d \"no longer held at release\" (their exits:%s)\n", nlostmsg, nrelfail, nnotheld, out
