@@ -76,7 +76,7 @@ expect() {
     return
   fi
   echo "FAIL $what: expected $want, exit $rc:"
-  sed 's/^/     /' <<<"$out"
+  printf '     %s\n' "${out//$'\n'/$'\n'     }"
   failed=$((failed + 1))
 }
 
@@ -154,7 +154,7 @@ expect status "exit 0 without running the command"
 
 new_case
 run 0.0 5 0 10 20 25 0
-fault restart 30 40 tok=- pttl=-2 fence=5 at=$(us 30) tok1=- pttl1=-2 fence1=0 at1=$(us 40)
+fault restart 30 40 tok=- pttl=-2 fence=5 "at=$(us 30)" tok1=- pttl1=-2 fence1=0 "at1=$(us 40)"
 run 1.0 1 45 50 60 65 0 R
 expect persistence "a restart set the fence counter back"
 

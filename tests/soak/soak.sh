@@ -368,9 +368,14 @@ cleanup() {
   if ((keep == 0)); then rm -rf "$W"; fi
 }
 trap cleanup EXIT
-trap 'keep=1; exit 130' INT
-trap 'keep=1; exit 143' TERM
-trap 'keep=1; exit 129' HUP
+interrupted() {
+  keep=1
+  echo "soak: interrupted; history (unchecked) kept in $W" >&2
+  exit "$1"
+}
+trap 'interrupted 130' INT
+trap 'interrupted 143' TERM
+trap 'interrupted 129' HUP
 
 # --- faults -------------------------------------------------------------------------------
 
