@@ -91,6 +91,18 @@ function sig(s) {
   if (s == 1) return " (not a documented rlock outcome here: the command always exits 0)"
   return ""
 }
+# " k:v" for every key of arr, keys in numeric (or the given) order
+function counts(arr, order,    keys, nk, i, j, t, out) {
+  nk = 0
+  if (order != "") nk = split(order, keys, " ")
+  else {
+    for (t in arr) keys[++nk] = t
+    for (i = 2; i <= nk; i++) { t = keys[i]; for (j = i - 1; j >= 1 && keys[j] + 0 > t + 0; j--) keys[j + 1] = keys[j]; keys[j + 1] = t }
+  }
+  out = ""
+  for (i = 1; i <= nk; i++) if (arr[keys[i]] + 0 > 0) out = out sprintf(" %s:%d", keys[i], arr[keys[i]])
+  return out
+}
 function leave_of(i) { return LV[i] != "-" ? LV[i] + 0 : (ND[i] != "-" ? ND[i] + 0 : TEND) }
 function add(list, s) { return list == "" ? s : list "; " s }
 # why X (index i, superseded first by index j) ran without the lock, or "" if unexplained
@@ -242,9 +254,10 @@ END {
     } else if (FK[k] == "break" && FKV[k, "status"] == "0") {
       nbroke++
       i = BYTOK[FKV[k, "tok"]]
-      # certainly broken under it: it held at the snapshot and was still inside after the break
-      # (or rlock itself found its lock gone at release)
-      if (i && EN[i] <= FS0[k] && (leave_of(i) >= FE[k] || RUN[i] in NOTHELD)) {
+      # Certainly broken under it: it held the lock at the snapshot just before the break
+      # and was still inside after the break (so it had not released), or rlock itself
+      # found its lock gone at release.
+      if (i && (leave_of(i) >= FE[k] || RUN[i] in NOTHELD)) {
         BROKEN[i] = k; nbroken++; BRST[STAT[i]]++
         react = leave_of(i) - FE[k]; if (react > maxreact) { maxreact = react; maxreact_run = RUN[i] }
         if (react > BGRACE)
@@ -295,21 +308,19 @@ END {
   printf "  rlock %s (%s), redis %s\n", M["rlock_version"], M["commit"], M["redis"]
   printf "  wall time         %.1fs\n", (TEND - T0) / 1e6
   printf "  acquisitions      %d (target %s)   runs %d   fences %d..%d\n", n, M["target"], nrun, (n ? FE_[1] : 0), PM[n]
-  out = ""; for (s in SC) out = out sprintf(" %s:%d", s, SC[s])
-  printf "  exit statuses    %s\n", out
-  out = ""; for (s in NK) out = out sprintf(" %s:%d", s, NK[s])
-  printf "  faults            %d:%s\n", nf - NK["stop_skipped"], out
+  printf "  exit statuses    %s\n", counts(SC)
+  printf "  faults            %d:%s\n", nf - NK["stop_skipped"], counts(NK, "cut client_kill restart stop script_flush break stop_skipped")
   if (NK["restart"]) printf "  restarts          down (kill -9 to answering again) avg %s, max %s\n", ms(sumdown / NK["restart"]), ms(maxdown)
-  out = ""; for (s in STOPST) out = out sprintf(" %s:%d", s, STOPST[s])
+  out = counts(STOPST)
   printf "  frozen holders    %d, their exits:%s\n", nstopped, out
-  out = ""; for (s in BRST) out = out sprintf(" %s:%d", s, BRST[s])
+  out = counts(BRST)
   printf "  breaks            %d removed a holder; %d runs certainly broken while inside, their exits:%s; slowest out %s after the break (run %s)\n", nbroke, nbroken, out, ms(maxreact), maxreact_run
   printf "  overlaps          %d pairs, %d explained%s\n", npairs, npairs_ok, nreset ? sprintf(", %d after a fence reset", npairs_reset) : ""
-  out = ""; for (s in SUPST) out = out sprintf(" %s:%d", s, SUPST[s])
+  out = counts(SUPST)
   printf "  superseded runs   %d (explained: %d by a freeze, %d by a break; unexplained %d), their exits:%s\n", nsup, NSW["stop"], NSW["break"], nsup - nsup_ok, out
   if (nreset) printf "  fence resets      %d restart(s) set the fence counter back; %d runs were given used fences, %d of them stale\n", nreset, length(AFTERRESET), nsup_reset
   printf "  writes            %d attempts, %d accepted, %d rejected (%d of them by runs that exited 0), %d flock timeouts\n", nw, nacc, nrej, nrej0, nto
-  out = ""; for (s in NHST) out = out sprintf(" %s:%d", s, NHST[s])
+  out = counts(NHST)
   printf "  rlock messages    %d \"lost the lock\", %d \"could not release\", %d \"no longer held at release\" (their exits:%s)\n", nlostmsg, nrelfail, nnotheld, out
   printf "  longest gap       %s between acquisitions (after %s)\n", ms(gap), sec(gap_at)
   printf "  after the soak    lock free: %s; processes left: %d; redis keys: %s\n", M["final_free"], M["leftovers"], M["redis_keys"]
