@@ -61,15 +61,15 @@ hist=("$W"/hist/*)
 errs=("$W"/err/[0-9]*)
 
 # Pass 1: one line per run, joined from its E, L and R lines:
-#   RUN ENTER LEAVE HOW FENCE TOKEN START END STATUS TTL WAIT VIA WORK   ("-": none)
+#   RUN ENTER LEAVE HOW FENCE TOKEN START END STATUS TTL WAIT VIA WORK STDERR   ("-": none)
 cat "${hist[@]}" | awk '
   $1 == "E" { seen[$2] = 1; en[$2] = $3; fe[$2] = $4; tok[$2] = $7 }
   $1 == "L" { seen[$2] = 1; lv[$2] = $3; how[$2] = $4 }
-  $1 == "R" { seen[$2] = 1; r[$2] = $3 " " $4 " " $5 " " $6 " " $7 " " $8 " " $9 }
+  $1 == "R" { seen[$2] = 1; r[$2] = $3 " " $4 " " $5 " " $6 " " $7 " " $8 " " $9 " " (NF >= 10 ? $10 : "file") }
   function d(a, k) { return (k in a) ? a[k] : "-" }
   END {
     for (k in seen)
-      print k, d(en, k), d(lv, k), d(how, k), d(fe, k), d(tok, k), ((k in r) ? r[k] : "- - - - - - -")
+      print k, d(en, k), d(lv, k), d(how, k), d(fe, k), d(tok, k), ((k in r) ? r[k] : "- - - - - - - -")
   }' | sort -k2,2n -k1,1 >"$tmp/runs"
 
 awk -v metaf="$W/meta" -v faultf="$W/faults.log" -v resf="$W/res/log" -v runsf="$tmp/runs" \
@@ -157,8 +157,9 @@ FILENAME == resf && $1 == "W" {
   next
 }
 FILENAME == runsf {
-  # RUN ENTER LEAVE HOW FENCE TOKEN START END STATUS TTL WAIT VIA WORK
-  nruns_all++; id = $1
+  # RUN ENTER LEAVE HOW FENCE TOKEN START END STATUS TTL WAIT VIA WORK STDERR
+  nruns_all++; id = $1; A_SE[id] = $14
+  if ($14 != "file" && $14 != "-") { SEN[$14]++; if ($9 != "-") SEST[$9]++ }
   A_ST[id] = $9; A_EN[id] = $2; A_NDT[id] = $8; A_START[id] = $7; A_TTL[id] = $10
   if ($9 != "-") { nrun++; SC[$9]++ }
   if ($2 == "-") next
@@ -322,6 +323,7 @@ END {
   printf "  writes            %d attempts, %d accepted, %d rejected (%d of them by runs that exited 0), %d flock timeouts\n", nw, nacc, nrej, nrej0, nto
   out = counts(NHST)
   printf "  rlock messages    %d \"lost the lock\", %d \"could not release\", %d \"no longer held at release\" (their exits:%s)\n", nlostmsg, nrelfail, nnotheld, out
+  if (length(SEN)) printf "  broken stderr     runs with stderr on%s; their exits:%s\n", counts(SEN, "full epipe stall"), counts(SEST)
   printf "  longest gap       %s between acquisitions (after %s)\n", ms(gap), sec(gap_at)
   printf "  after the soak    lock free: %s; processes left: %d; redis keys: %s\n", M["final_free"], M["leftovers"], M["redis_keys"]
   if (clockback) printf "  NOTE: the wall clock went back by more than 1ms %d time(s) (first at %s); intervals near it are unreliable\n", clockback, sec(clockback_at)
@@ -329,7 +331,9 @@ END {
   for (v = 1; v <= nv; v++) {
     if (++SHOWN[VR[v]] > 25) continue
     printf "VIOLATION [%s] %s\n", VR[v], VM[v]
-    if (VRUN[v] != "" && ET[VRUN[v]] != "") printf "    rlock stderr:%s\n", ET[VRUN[v]]
+    if (VRUN[v] != "" && A_SE[VRUN[v]] != "file" && A_SE[VRUN[v]] != "")
+      printf "    (run %s had its stderr on %s: rlock's own words are lost)\n", VRUN[v], A_SE[VRUN[v]]
+    else if (VRUN[v] != "" && ET[VRUN[v]] != "") printf "    rlock stderr:%s\n", ET[VRUN[v]]
   }
   for (r in NVR) if (NVR[r] > 25) printf "VIOLATION [%s] ... and %d more of this kind\n", r, NVR[r] - 25
   out = ""; for (r in NVR) out = out sprintf(" %s:%d", r, NVR[r])

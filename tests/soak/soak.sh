@@ -5,7 +5,8 @@
 #
 #   tests/soak/soak.sh [--acquisitions N] [--contenders C] [--seed S] [--short]
 #                      [--rlock PATH] [--proxy PATH] [--direct K] [--fault-every MS]
-#                      [--max-time S] [--no-persistence] [--dir DIR] [--keep] [--quiet]
+#                      [--max-time S] [--no-persistence] [--no-stderr-faults] [--dir DIR]
+#                      [--keep] [--quiet]
 #
 # What it starts, all its own and all stopped at exit (trap on EXIT, INT, TERM, HUP):
 # - redis-server on a free loopback port with persistence (--appendonly yes
@@ -14,7 +15,9 @@
 #   through the proxy, the last K directly;
 # - C contenders (tests/soak/contender.sh, each in a session of its own), each a loop of
 #   `rlock run --ttl T --wait W soak -- bash cs.sh …` (T = 1s, 1.5s, 2s by contender);
-#   the critical section (tests/soak/cs.sh) writes to a fenced resource.
+#   the critical section (tests/soak/cs.sh) writes to a fenced resource. Contender 0
+#   also gives each run a random stderr: a file, /dev/full, a pipe without a reader or
+#   a pipe nobody reads (unless --no-stderr-faults).
 # Until N critical sections have been entered (or --max-time runs out) it injects one
 # fault every ~MS ms (uniform in [MS/2, 3MS/2]), the kind drawn from a stream seeded by S
 # (the first six faults are the six kinds in a seeded order):
@@ -48,7 +51,7 @@ die_usage() {
 # --- options ------------------------------------------------------------------------------
 
 target="" contenders=8 seed="" short=0 rlock="" proxy_bin="" direct="" fault_every=""
-max_time="" persistence=1 dir="" keep=0 quiet=0
+max_time="" persistence=1 stderr_faults=1 dir="" keep=0 quiet=0
 while (($#)); do
   case $1 in
     --acquisitions) target=${2:-} && shift ;;
@@ -61,6 +64,7 @@ while (($#)); do
     --fault-every) fault_every=${2:-} && shift ;;
     --max-time) max_time=${2:-} && shift ;;
     --no-persistence) persistence=0 ;;
+    --no-stderr-faults) stderr_faults=0 ;;
     --dir) dir=${2:-} && shift ;;
     --keep) keep=1 ;;
     --quiet) quiet=1 ;;
@@ -296,7 +300,7 @@ start_contenders() {
     : >"$W/hist/$c"
     : >"$W/err/$c"
     setsid bash "$here/contender.sh" "$W" "$c" "$seed" "$rlock" "$url" "$KEY" \
-      "$(ttl_of "$c")" "$via" </dev/null >/dev/null 2>>"$W/err/contender.$c" &
+      "$(ttl_of "$c")" "$via" $((c == 0 ? stderr_faults : 0)) </dev/null >/dev/null 2>>"$W/err/contender.$c" &
     CONT_PIDS+=($!)
   done
 }
@@ -340,7 +344,7 @@ our_leftovers() {
     st=${st##*) }
     read -r _ ppid _ <<<"$st"
     [[ $ppid == "$$" ]] && continue # our own command substitutions
-    args=$(tr '\0' ' ' <"$f" 2>/dev/null) || continue
+    args=$(tr '\0' ' ' 2>/dev/null <"$f") || continue
     [[ $args == *"$W"* ]] && alive "$pid" && _left+=("$pid")
   done
   ((${#_left[@]} > 0))
@@ -448,7 +452,7 @@ find_holder() {
   read -r run cspid rpid ttl <<<"$line"
   [[ $cspid =~ ^[0-9]+$ && $rpid =~ ^[0-9]+$ && $ttl =~ ^[0-9]+$ ]] || return 1
   alive "$cspid" && alive "$rpid" || return 1
-  [[ $(tr '\0' ' ' <"/proc/$cspid/cmdline" 2>/dev/null) == *" $run "* ]] || return 1
+  [[ $(tr '\0' ' ' 2>/dev/null <"/proc/$cspid/cmdline") == *" $run "* ]] || return 1
   _hold="$run $cspid $rpid $ttl"
 }
 
@@ -551,6 +555,7 @@ T0=$_now
   echo "fault_every_ms=$fault_every"
   echo "max_time_s=$max_time"
   echo "persistence=$persistence"
+  echo "stderr_faults=$stderr_faults"
   echo "short=$short"
   echo "t0=$T0"
   echo "grace_ms=1000"
@@ -618,7 +623,7 @@ if our_leftovers; then
   leftovers=${#_left[@]}
   {
     echo "leftover processes:"
-    for p in "${_left[@]}"; do echo "  $p $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)"; done
+    for p in "${_left[@]}"; do echo "  $p $(tr '\0' ' ' 2>/dev/null <"/proc/$p/cmdline")"; done
   } >>"$W/meta.leftovers"
 fi
 {
