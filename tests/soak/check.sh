@@ -201,6 +201,7 @@ END {
   for (k = 1; k <= nf; k++) {
     if (FK[k] != "restart") continue
     down = FKV[k, "at1"] - FKV[k, "at"]; sumdown += down; if (down > maxdown) maxdown = down
+    if (FKV[k, "fence1"] !~ /^[0-9]+$/ || FKV[k, "fence"] !~ /^[0-9]+$/) { nblind++; continue }
     if (FKV[k, "fence1"] + 0 < FKV[k, "fence"] + 0) { nreset++; RESET[nreset] = k }
     t = FKV[k, "tok"]; i = BYTOK[t]
     if (t != "-" && t != "" && FKV[k, "tok1"] != t && i && leave_of(i) > FKV[k, "at1"] && \
@@ -251,7 +252,8 @@ END {
     if (FK[k] == "stop") {
       i = IDX[FKV[k, "run"]]
       if (!i) continue
-      STOPPED[i] = k; nstopped++; STOPST[STAT[i]]++
+      STOPPED[i] = k
+      if (FS0[k] < leave_of(i)) { nstopped++; STOPST[STAT[i]]++ } else nstopped_late++
     } else if (FK[k] == "break" && FKV[k, "status"] == "0") {
       nbroke++
       i = BYTOK[FKV[k, "tok"]]
@@ -287,7 +289,7 @@ END {
     why = ""
     if (WRES[id] == "R" && !(i in AFTERRESET)) why = add(why, sprintf("its write with fence %s was rejected as stale (resource max %s)", WF[id], WMAX[id]))
     if (i in SUP) why = add(why, sprintf("run %s (fence %d) was granted the lock at/before %s while it was inside", RUN[SUP[i]], FE_[SUP[i]], sec(EN[SUP[i]])))
-    if (i in STOPPED) { k = STOPPED[i]; if (FKV[k, "stop_ms"] + 0 > TTL[i] + 0) why = add(why, sprintf("its job was frozen %sms (TTL %sms) at %s", FKV[k, "stop_ms"], TTL[i], sec(FS0[k]))) }
+    if (i in STOPPED) { k = STOPPED[i]; if (FKV[k, "stop_ms"] + 0 > TTL[i] + 0 && FS0[k] < leave_of(i)) why = add(why, sprintf("its job was frozen %sms (TTL %sms) at %s", FKV[k, "stop_ms"], TTL[i], sec(FS0[k]))) }
     if (i in BROKEN) why = add(why, sprintf("rlock break removed its lock at %s while it was inside", sec(FS0[BROKEN[i]])))
     if (id in NOTHELD) why = add(why, "rlock logged that it was no longer held at release")
     if (HOW[i] != "ok") why = add(why, "its command was ended by SIG" toupper(HOW[i] == "-" ? "KILL" : HOW[i]))
@@ -311,9 +313,9 @@ END {
   printf "  acquisitions      %d (target %s)   runs %d   fences %d..%d\n", n, M["target"], nrun, (n ? FE_[1] : 0), PM[n]
   printf "  exit statuses    %s\n", counts(SC)
   printf "  faults            %d:%s\n", nf - NK["stop_skipped"], counts(NK, "cut client_kill restart stop script_flush break stop_skipped")
-  if (NK["restart"]) printf "  restarts          down (kill -9 to answering again) avg %s, max %s\n", ms(sumdown / NK["restart"]), ms(maxdown)
+  if (NK["restart"]) printf "  restarts          down (kill -9 to AOF loaded) avg %s, max %s%s\n", ms(sumdown / NK["restart"]), ms(maxdown), nblind ? sprintf("; %d without a readable state after the restart (not checked)", nblind) : ""
   out = counts(STOPST)
-  printf "  frozen holders    %d, their exits:%s\n", nstopped, out
+  printf "  frozen holders    %d, their exits:%s%s\n", nstopped, out, nstopped_late ? sprintf(" (and %d frozen only after their command ended)", nstopped_late) : ""
   out = counts(BRST)
   printf "  breaks            %d removed a holder; %d runs certainly broken while inside, their exits:%s; slowest out %s after the break (run %s)\n", nbroke, nbroken, out, ms(maxreact), maxreact_run
   printf "  overlaps          %d pairs, %d explained%s\n", npairs, npairs_ok, nreset ? sprintf(", %d after a fence reset", npairs_reset) : ""

@@ -111,6 +111,18 @@ fault stop 100 1800 run=0.0 ttl=1000 stop_ms=1700
 expect overlap "a frozen holder still inside 2.2s after SIGCONT is not explained by the freeze"
 
 new_case
+run 0.0 1 0 10 20 2100 0
+run 1.0 2 5 2110 2120 2125 0
+fault stop 22 2000 run=0.0 ttl=1000 stop_ms=1978
+expect PASS "a job frozen only after its command ended (while releasing) may exit 0"
+
+new_case
+run 0.0 5 0 10 20 25 0
+fault restart 30 40 tok=- pttl=-2 fence=5 "at=$(us 30)" "tok1=LOADING Redis" pttl1=- fence1=- "at1=$(us 40)"
+run 1.0 6 45 50 60 65 0
+expect PASS "a restart whose state could not be read afterwards is not judged"
+
+new_case
 run 0.0 1 0 10 500 505 76 none term
 run 1.0 2 5 300 310 315 0
 fault break 200 210 status=0 tok=tok0.0 fence=1 fence1=1

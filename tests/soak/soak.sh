@@ -211,9 +211,10 @@ redis_args() {
   printf '%s\0' "${a[@]}"
 }
 
+# Ready once it answers and has loaded its AOF (before that, most commands get LOADING).
 redis_answers() {
   alive "$REDIS_PID" || return 0
-  [[ -n $(rcli ping) ]]
+  [[ $(rcli info persistence) == *loading:0* ]]
 }
 
 # redis_launch: starts redis-server with redis_args, waits for PING and checks that the
