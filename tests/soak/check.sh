@@ -26,7 +26,8 @@
 #     break: an `rlock break` that removed a holder, started before Y entered, ended after
 #            X's rlock started, with X's fence between the fence counter just before the
 #            break and just after it, and X out within break_grace_ms (meta, 2s: "about a
-#            second" for the holder to hear it, plus grace) after the break.
+#            second" for the holder to hear it, plus grace) after the break, not counting
+#            the time a `stop` fault froze X's job meanwhile.
 #   Nothing else explains one: a cut, CLIENT KILL, SCRIPT FLUSH or a restart of a server
 #   with appendfsync always must not let two holders in.
 #
@@ -105,6 +106,16 @@ function counts(arr, order,    keys, nk, i, j, t, out) {
 }
 function leave_of(i) { return LV[i] != "-" ? LV[i] + 0 : (ND[i] != "-" ? ND[i] + 0 : TEND) }
 function add(list, s) { return list == "" ? s : list "; " s }
+# how long run i was frozen by `stop` faults within [a, b] (µs)
+function frozen_within(i, a, b,    k, f, lo, hi) {
+  f = 0
+  for (k = 1; k <= nf; k++) {
+    if (FK[k] != "stop" || FKV[k, "run"] != RUN[i]) continue
+    lo = FS0[k] > a ? FS0[k] : a; hi = FE[k] < b ? FE[k] : b
+    if (hi > lo) f += hi - lo
+  }
+  return f
+}
 # why X (index i, superseded first by index j) ran without the lock, or "" if unexplained
 function explain(i, j,    k, tY, lvX) {
   tY = EN[j]; lvX = leave_of(i)
@@ -112,7 +123,7 @@ function explain(i, j,    k, tY, lvX) {
     if (FK[k] == "stop" && FKV[k, "run"] == RUN[i] && FS0[k] < tY && lvX <= FE[k] + GRACE)
       return "stop"
     if (FK[k] == "break" && FKV[k, "status"] == "0" && FS0[k] < tY && ST[i] != "-" && \
-        ST[i] + 0 <= FE[k] && lvX <= FE[k] + BGRACE && \
+        ST[i] + 0 <= FE[k] && lvX - frozen_within(i, FE[k], lvX) <= FE[k] + BGRACE && \
         FE_[i] >= FKV[k, "fence"] + 0 && FE_[i] <= FKV[k, "fence1"] + 0)
       return "break"
   }
@@ -262,7 +273,9 @@ END {
       # found its lock gone at release.
       if (i && (leave_of(i) >= FE[k] || RUN[i] in NOTHELD)) {
         BROKEN[i] = k; nbroken++; BRST[STAT[i]]++
-        react = leave_of(i) - FE[k]; if (react > maxreact) { maxreact = react; maxreact_run = RUN[i] }
+        # time it had to hear the break: a freeze of its own job does not count
+        react = leave_of(i) - FE[k] - frozen_within(i, FE[k], leave_of(i))
+        if (react > maxreact) { maxreact = react; maxreact_run = RUN[i] }
         if (react > BGRACE)
           viol("break", sprintf("run %s was still inside %s after `rlock break` removed its lock at %s (a holder hears a break within about a second)", RUN[i], ms(react), sec(FS0[k])), RUN[i])
       }

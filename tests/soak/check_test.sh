@@ -129,6 +129,19 @@ fault break 200 210 status=0 tok=tok0.0 fence=1 fence1=1
 expect PASS "a broken holder overlaps the next one and exits 76"
 
 new_case
+run 0.0 1 0 10 4000 4005 76 none term
+run 1.0 2 5 300 310 315 0
+fault break 200 210 status=0 tok=tok0.0 fence=1 fence1=1
+fault stop 700 3800 run=0.0 ttl=1000 stop_ms=3100
+expect PASS "a broken holder frozen before it could hear the break: the freeze does not count"
+
+new_case
+run 0.0 1 0 10 2500 2505 76 none term
+run 1.0 2 5 300 310 315 0
+fault break 200 210 status=0 tok=tok0.0 fence=1 fence1=1
+expect break "a broken holder still inside 2.3s after the break"
+
+new_case
 run 0.0 1 0 10 500 505 0 none
 run 1.0 2 5 300 310 315 0
 fault break 200 210 status=0 tok=tok0.0 fence=1 fence1=1
