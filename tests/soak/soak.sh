@@ -214,7 +214,7 @@ redis_args() {
 # Ready once it answers and has loaded its AOF (before that, most commands get LOADING).
 redis_answers() {
   alive "$REDIS_PID" || return 0
-  [[ $(rcli info persistence) == *loading:0* ]]
+  rcli info persistence | tr -d '\r' | grep -q -x 'loading:0' # not async_loading:0
 }
 
 # redis_launch: starts redis-server with redis_args, waits for PING and checks that the
