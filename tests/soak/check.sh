@@ -215,7 +215,7 @@ END {
     if (FKV[k, "fence1"] !~ /^[0-9]+$/ || FKV[k, "fence"] !~ /^[0-9]+$/) { nblind++; continue }
     if (FKV[k, "fence1"] + 0 < FKV[k, "fence"] + 0) { nreset++; RESET[nreset] = k }
     t = FKV[k, "tok"]; i = BYTOK[t]
-    if (t != "-" && t != "" && FKV[k, "tok1"] != t && i && leave_of(i) > FKV[k, "at1"] && \
+    if (t != "-" && t != "" && FKV[k, "tok1"] != t && i && leave_of(i) > FKV[k, "at1"] + 0 && \
         FKV[k, "pttl"] * 1000 > down + 100000)
       viol("persistence", sprintf("restart at %s: the lock of run %s (PTTL %sms, still inside) was gone %s later", sec(FS0[k]), RUN[i], FKV[k, "pttl"], ms(down)), RUN[i])
   }

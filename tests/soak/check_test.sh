@@ -184,6 +184,11 @@ run 1.0 1 45 50 60 65 0 R
 expect persistence "a restart set the fence counter back"
 
 new_case
+run 0.0 5 0 10 2000 2005 76 none term
+fault restart 30 40 tok=tok0.0 pttl=1500 fence=5 "at=$(us 30)" tok1=- pttl1=-2 fence1=5 "at1=$(us 40)"
+expect persistence "a held lock (PTTL 1.5s, holder inside) gone after a 10ms restart"
+
+new_case
 run 0.0 1 0 10 20 25 0
 echo "rlock: could not release 'soak': connection reset; it expires by itself" >>"$D/err/0"
 expect release "a release that failed after a cut was not retried"
