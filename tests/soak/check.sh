@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks the history a soak run left in DIR (tests/soak/soak.sh) and prints a summary.
 #
-#   tests/soak/check.sh DIR
+#   tests/soak/check.sh DIR        (CHECK_SHOW=N: print up to N violations per rule, default 25)
 #
 # Exit 0 PASS, 1 FAIL (one "VIOLATION" line per finding), 2 DIR is not a soak history.
 # Needs only bash, coreutils and awk (mawk or gawk).
@@ -73,7 +73,7 @@ cat "${hist[@]}" | awk '
       print k, d(en, k), d(lv, k), d(how, k), d(fe, k), d(tok, k), ((k in r) ? r[k] : "- - - - - - - -")
   }' | sort -k2,2n -k1,1 >"$tmp/runs"
 
-awk -v metaf="$W/meta" -v faultf="$W/faults.log" -v resf="$W/res/log" -v runsf="$tmp/runs" \
+awk -v show="${CHECK_SHOW:-25}" -v metaf="$W/meta" -v faultf="$W/faults.log" -v resf="$W/res/log" -v runsf="$tmp/runs" \
   -v errlist="${errs[*]}" -f - "$W/meta" "$W/faults.log" "$W/res/log" "$tmp/runs" <<'AWK'
 BEGIN { max = 0 }
 function sec(t) { return sprintf("%.3fs", (t - T0) / 1e6) }
@@ -344,13 +344,13 @@ END {
   if (clockback) printf "  NOTE: the wall clock went back by more than 1ms %d time(s) (first at %s); intervals near it are unreliable\n", clockback, sec(clockback_at)
   shown = 0
   for (v = 1; v <= nv; v++) {
-    if (++SHOWN[VR[v]] > 25) continue
+    if (++SHOWN[VR[v]] > show) continue
     printf "VIOLATION [%s] %s\n", VR[v], VM[v]
     if (VRUN[v] != "" && A_SE[VRUN[v]] != "file" && A_SE[VRUN[v]] != "")
       printf "    (run %s had its stderr on %s: rlock's own words are lost)\n", VRUN[v], A_SE[VRUN[v]]
     else if (VRUN[v] != "" && ET[VRUN[v]] != "") printf "    rlock stderr:%s\n", ET[VRUN[v]]
   }
-  for (r in NVR) if (NVR[r] > 25) printf "VIOLATION [%s] ... and %d more of this kind\n", r, NVR[r] - 25
+  for (r in NVR) if (NVR[r] > show) printf "VIOLATION [%s] ... and %d more of this kind (CHECK_SHOW=N shows more)\n", r, NVR[r] - show
   out = ""; for (r in NVR) out = out sprintf(" %s:%d", r, NVR[r])
   if (nv) { printf "FAIL: %d violation(s):%s\n", nv, out; exit 1 }
   print "PASS"

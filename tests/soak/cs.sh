@@ -20,6 +20,9 @@
 # the fault injector can find a holder to freeze.
 set -u
 dir=$1 c=$2 run=$3 work=$4 ttl=$5
+# Our own stderr: contender 0 gives rlock a broken one on purpose (that fault is rlock's),
+# and bash would die of SIGPIPE reporting a killed `sleep`.
+exec 2>>"$dir/err/$c"
 hist=$dir/hist/$c
 fence=${RLOCK_FENCE:-none}
 pending=""
