@@ -1,0 +1,358 @@
+#!/usr/bin/env bash
+# Checks the history a soak run left in DIR (tests/soak/soak.sh) and prints a summary.
+#
+#   tests/soak/check.sh DIR        (CHECK_SHOW=N: print up to N violations per rule, default 25)
+#
+# Exit 0 PASS, 1 FAIL (one "VIOLATION" line per finding), 2 DIR is not a soak history.
+# Needs only bash, coreutils and awk (mawk or gawk).
+#
+# Inputs (see soak.sh, contender.sh, cs.sh): DIR/meta (key=value), DIR/hist/C (E, L and R
+# lines of contender C), DIR/res/log (W lines, in the resource's decision order),
+# DIR/faults.log (F lines), DIR/err/C (rlock's stderr, each run after "== RUN").
+#
+# Definitions (all times are the machine's wall clock in µs, one clock for every process):
+# - A run is inside from its E (enter) to its L (leave); without an L (killed), to the end
+#   of its rlock process.
+# - Two runs overlap when their inside intervals intersect.
+# - Run X is superseded when a run Y with a higher fence entered before X left: Y was
+#   granted the lock after X (fences grow with every grant), while X was (or was about to
+#   be) inside, so X ran on without the lock. Every overlap makes its lower-fence run
+#   superseded; a run that enters after a higher fence already did is superseded without
+#   overlapping.
+# - A superseded run X (first superseded by Y) is explained by
+#     stop:  a `stop` fault of X's job that started before Y entered, with X out within
+#            grace_ms (meta, 1s) after the SIGCONT: the freeze outlived the lease, which is
+#            exactly what fencing is for;
+#     break: an `rlock break` that removed a holder, started before Y entered, ended after
+#            X's rlock started, with X's fence between the fence counter just before the
+#            break and just after it, and X out within break_grace_ms (meta, 2s: "about a
+#            second" for the holder to hear it, plus grace) after the break, not counting
+#            the time a `stop` fault froze X's job meanwhile.
+#   Nothing else explains one: a cut, CLIENT KILL, SCRIPT FLUSH or a restart of a server
+#   with appendfsync always must not let two holders in.
+#
+# Rules; each broken one is a VIOLATION and makes the verdict FAIL:
+#   (a) resource: replaying DIR/res/log, each decision is "accept iff the fence is above
+#       every accepted one", so accepted fences strictly increase; no flock timeout.
+#   (b) overlap: every superseded run (and so every overlap) is explained; no fence is
+#       granted twice; across a restart the fence counter never goes back, and a lock whose
+#       holder was still inside and whose PTTL had not run out is still there.
+#   (c) status: every run ends 0, 69, 75 or 76, or 128+N (HUP, INT, QUIT, TERM) once the
+#       soak is stopping; a run that ran its command did not end 69 or 75, one that did
+#       not run it did not end 0 or 76. A run ending 0 must not have lost the lock: not
+#       superseded, not frozen past its TTL, not broken while inside, write not rejected,
+#       command not ended by a signal ("a loss is never hidden": such runs exit 76).
+#   break: a run whose lock `rlock break` removed while it was inside is out within
+#       break_grace_ms of the break (SPEC: "a holder hears a break within about a second").
+#   release: a failed release (rlock: "could not release") away from any restart: SPEC
+#       says it is retried on a new connection first.
+#   shutdown: the lock is free after the soak and no process is left behind.
+#   target: the soak reached its number of acquisitions before --max-time.
+set -uo pipefail
+
+W=${1:-}
+if [[ -z $W || ! -f $W/meta || ! -d $W/hist || ! -f $W/res/log || ! -f $W/faults.log ]]; then
+  echo "usage: check.sh DIR   (DIR: a history left by tests/soak/soak.sh)" >&2
+  exit 2
+fi
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/rlock-check.XXXXXX") || exit 2
+trap 'rm -rf "$tmp"' EXIT
+
+hist=("$W"/hist/*)
+errs=("$W"/err/[0-9]*)
+
+# Pass 1: one line per run, joined from its E, L and R lines:
+#   RUN ENTER LEAVE HOW FENCE TOKEN START END STATUS TTL WAIT VIA WORK STDERR   ("-": none)
+cat "${hist[@]}" | awk '
+  $1 == "E" { seen[$2] = 1; en[$2] = $3; fe[$2] = $4; tok[$2] = $7 }
+  $1 == "L" { seen[$2] = 1; lv[$2] = $3; how[$2] = $4 }
+  $1 == "R" { seen[$2] = 1; r[$2] = $3 " " $4 " " $5 " " $6 " " $7 " " $8 " " $9 " " (NF >= 10 ? $10 : "file") }
+  function d(a, k) { return (k in a) ? a[k] : "-" }
+  END {
+    for (k in seen)
+      print k, d(en, k), d(lv, k), d(how, k), d(fe, k), d(tok, k), ((k in r) ? r[k] : "- - - - - - - -")
+  }' | sort -k2,2n -k1,1 >"$tmp/runs"
+
+awk -v show="${CHECK_SHOW:-25}" -v metaf="$W/meta" -v faultf="$W/faults.log" -v resf="$W/res/log" -v runsf="$tmp/runs" \
+  -v errlist="${errs[*]}" -f - "$W/meta" "$W/faults.log" "$W/res/log" "$tmp/runs" <<'AWK'
+BEGIN { max = 0 }
+function sec(t) { return sprintf("%.3fs", (t - T0) / 1e6) }
+function ms(d) { return sprintf("%.0fms", d / 1000) }
+function viol(rule, msg, run) {
+  nv++; VR[nv] = rule; VM[nv] = msg; VRUN[nv] = run; NVR[rule]++
+}
+function sig(s) {
+  if (s == 134) return " (SIGABRT: rlock crashed)"
+  if (s == 139) return " (SIGSEGV: rlock crashed)"
+  if (s == 137) return " (SIGKILL)"
+  if (s > 128 && s < 160) return " (signal " (s - 128) ")"
+  if (s == 70) return " (internal or protocol error)"
+  if (s == 64) return " (usage error)"
+  if (s == 77) return " (permission)"
+  if (s == 1) return " (not a documented rlock outcome here: the command always exits 0)"
+  return ""
+}
+# " k:v" for every key of arr, keys in numeric (or the given) order
+function counts(arr, order,    keys, nk, i, j, t, out) {
+  nk = 0
+  if (order != "") nk = split(order, keys, " ")
+  else {
+    for (t in arr) keys[++nk] = t
+    for (i = 2; i <= nk; i++) { t = keys[i]; for (j = i - 1; j >= 1 && keys[j] + 0 > t + 0; j--) keys[j + 1] = keys[j]; keys[j + 1] = t }
+  }
+  out = ""
+  for (i = 1; i <= nk; i++) if (arr[keys[i]] + 0 > 0) out = out sprintf(" %s:%d", keys[i], arr[keys[i]])
+  return out
+}
+function leave_of(i) { return LV[i] != "-" ? LV[i] + 0 : (ND[i] != "-" ? ND[i] + 0 : TEND) }
+function add(list, s) { return list == "" ? s : list "; " s }
+# how long run i was frozen by `stop` faults within [a, b] (µs)
+function frozen_within(i, a, b,    k, f, lo, hi) {
+  f = 0
+  for (k = 1; k <= nf; k++) {
+    if (FK[k] != "stop" || FKV[k, "run"] != RUN[i]) continue
+    lo = FS0[k] > a ? FS0[k] : a; hi = FE[k] < b ? FE[k] : b
+    if (hi > lo) f += hi - lo
+  }
+  return f
+}
+# why X (index i, superseded first by index j) ran without the lock, or "" if unexplained
+function explain(i, j,    k, tY, lvX) {
+  tY = EN[j]; lvX = leave_of(i)
+  for (k = 1; k <= nf; k++) {
+    if (FK[k] == "stop" && FKV[k, "run"] == RUN[i] && FS0[k] < tY && lvX <= FE[k] + GRACE)
+      return "stop"
+    if (FK[k] == "break" && FKV[k, "status"] == "0" && FS0[k] < tY && ST[i] != "-" && \
+        ST[i] + 0 <= FE[k] && lvX - frozen_within(i, FE[k], lvX) <= FE[k] + BGRACE && \
+        FE_[i] >= FKV[k, "fence"] + 0 && FE_[i] <= FKV[k, "fence1"] + 0)
+      return "break"
+  }
+  return ""
+}
+# the faults near [a, b] (for an unexplained finding)
+function near(a, b,    k, out) {
+  out = ""
+  for (k = 1; k <= nf; k++)
+    if (FE[k] >= a - 3e6 && FS0[k] <= b + 1e6)
+      out = add(out, FK[k] " " sec(FS0[k]) "-" sec(FE[k]) (FKV[k, "run"] != "" ? " run " FKV[k, "run"] : ""))
+  return out == "" ? "none" : out
+}
+function bsearch_first_above(x,    lo, hi, mid) {  # first index in 1..n with PM > x, or 0
+  if (n == 0 || PM[n] <= x) return 0
+  lo = 1; hi = n
+  while (lo < hi) { mid = int((lo + hi) / 2); if (PM[mid] > x) hi = mid; else lo = mid + 1 }
+  return lo
+}
+
+FILENAME == metaf { p = index($0, "="); M[substr($0, 1, p - 1)] = substr($0, p + 1); next }
+FILENAME == faultf && $1 == "F" {
+  if (!T0) T0 = M["t0"] + 0
+  nf++; FK[nf] = $2; FS0[nf] = $3 + 0; FE[nf] = $4 + 0; NK[$2]++
+  for (q = 5; q <= NF; q++) { p = index($q, "="); if (p) FKV[nf, substr($q, 1, p - 1)] = substr($q, p + 1) }
+  next
+}
+FILENAME == resf && $1 == "W" {
+  nw++; r = $3; f = $4; res = $5
+  WRES[r] = res; WT[r] = $2 + 0; WMAX[r] = $6; WF[r] = f
+  if ($2 + 0 < lastwt - 1000) { clockback++; if (clockback == 1) clockback_at = $2 }
+  if ($2 + 0 > lastwt) lastwt = $2 + 0
+  if (res == "T") { nto++; viol("resource", "run " r ": the fenced resource's flock timed out (30s); its write was never decided", r); next }
+  if ($6 != max "") viol("resource", sprintf("write %d (run %s, fence %s): the resource logged max %s before it, the replay says %s", nw, r, f, $6, max), r)
+  expect = (f ~ /^[0-9]+$/ && f + 0 > max) ? "A" : "R"
+  if (res != expect) viol("resource", sprintf("write %d (run %s, fence %s, max %s): decided %s, the rule says %s", nw, r, f, max, res, expect), r)
+  if (res == "A") {
+    nacc++
+    if (nacc > 1 && f + 0 <= lastacc) viol("resource", sprintf("accepted fence %s after accepted fence %s: not strictly increasing", f, lastacc), r)
+    lastacc = f + 0; max = f + 0
+  } else nrej++
+  next
+}
+FILENAME == runsf {
+  # RUN ENTER LEAVE HOW FENCE TOKEN START END STATUS TTL WAIT VIA WORK STDERR
+  nruns_all++; id = $1; A_SE[id] = $14
+  if ($14 != "file" && $14 != "-") { SEN[$14]++; if ($9 != "-") SEST[$9]++ }
+  A_ST[id] = $9; A_EN[id] = $2; A_NDT[id] = $8; A_START[id] = $7; A_TTL[id] = $10
+  if ($9 != "-") { nrun++; SC[$9]++ }
+  if ($2 == "-") next
+  n++; RUN[n] = id; EN[n] = $2 + 0; LV[n] = $3; HOW[n] = $4; FE_[n] = $5 + 0; TOK[n] = $6
+  ST[n] = $7; ND[n] = $8; STAT[n] = $9; TTL[n] = $10; IDX[id] = n; BYTOK[$6] = n
+  PM[n] = (n > 1 && PM[n - 1] > FE_[n]) ? PM[n - 1] : FE_[n]
+  if ($5 in FENCEOWNER) DUP[n] = FENCEOWNER[$5]
+  else FENCEOWNER[$5] = id
+  next
+}
+END {
+  if (!T0) T0 = M["t0"] + 0
+  TEND = M["t_end"] + 0; TSTOP = M["t_stop"] + 0
+  GRACE = M["grace_ms"] * 1000; BGRACE = M["break_grace_ms"] * 1000
+
+  # --- rlock's stderr: evidence, losses it saw, failed releases ---
+  nerrf = split(errlist, ERRF, " ")
+  for (q = 1; q <= nerrf; q++) {
+    cur = ""
+    while ((getline line < ERRF[q]) > 0) {
+      if (substr(line, 1, 3) == "== ") { cur = substr(line, 4); continue }
+      if (cur == "") continue
+      # evidence: what rlock said beyond the routine (connect, round trips, waiting)
+      if (line !~ /(EVALSHA|\] EVAL |\] SUBSCRIBE |\] UNSUBSCRIBE |connected to|waiting for '|acquired '|woken on)/ && ETN[cur] < 4) {
+        ETN[cur]++; ET[cur] = ET[cur] "\n      " cur ": " substr(line, 1, 300)
+      }
+      if (line ~ /lost the lock/) nlostmsg++
+      if (line ~ /no longer held at release/) { NOTHELD[cur] = 1; nnotheld++ }
+      if (line ~ /could not release/) {
+        nrelfail++; e = A_NDT[cur] + 0; byrestart = 0
+        for (k = 1; k <= nf; k++) if (FK[k] == "restart" && FE[k] >= e - 6e6 && FS0[k] <= e) byrestart = 1
+        if (!byrestart) viol("release", sprintf("run %s: release failed and was not retried (no restart near its end at %s): %s", cur, sec(e), line), cur)
+      }
+    }
+    close(ERRF[q])
+  }
+
+  # --- restarts: did the fence counter go back, did a lock vanish? ---
+  for (k = 1; k <= nf; k++) {
+    if (FK[k] != "restart") continue
+    down = FKV[k, "at1"] - FKV[k, "at"]; sumdown += down; if (down > maxdown) maxdown = down
+    if (FKV[k, "fence1"] !~ /^[0-9]+$/ || FKV[k, "fence"] !~ /^[0-9]+$/) { nblind++; continue }
+    if (FKV[k, "fence1"] + 0 < FKV[k, "fence"] + 0) { nreset++; RESET[nreset] = k }
+    t = FKV[k, "tok"]; i = BYTOK[t]
+    if (t != "-" && t != "" && FKV[k, "tok1"] != t && i && leave_of(i) > FKV[k, "at1"] + 0 && \
+        FKV[k, "pttl"] * 1000 > down + 100000)
+      viol("persistence", sprintf("restart at %s: the lock of run %s (PTTL %sms, still inside) was gone %s later", sec(FS0[k]), RUN[i], FKV[k, "pttl"], ms(down)), RUN[i])
+  }
+  # A run granted a fence the counter had already given out before a restart that reset it.
+  for (i = 1; i <= n; i++)
+    for (q = nreset; q >= 1; q--) {
+      k = RESET[q]
+      if (EN[i] > FS0[k] && FE_[i] <= FKV[k, "fence"] + 0) { AFTERRESET[i] = k; RESETN[k]++; break }
+    }
+  for (q = 1; q <= nreset; q++) {
+    k = RESET[q]
+    viol("persistence", sprintf("restart at %s: the fence counter went back from %s to %s; %d later runs were given fences already used", sec(FS0[k]), FKV[k, "fence"], FKV[k, "fence1"], RESETN[k]), "")
+  }
+  for (i in DUP) if (!(i in AFTERRESET))
+    viol("overlap", "fence " FE_[i] " was granted twice: runs " DUP[i] " and " RUN[i], RUN[i])
+
+  # --- (b) superseded runs and overlaps ---
+  for (i = 1; i <= n; i++) {
+    lv = leave_of(i); sup = 0
+    j = bsearch_first_above(FE_[i])
+    if (j > 0 && j < i) sup = j
+    for (k = i + 1; k <= n && EN[k] < lv; k++) {
+      npairs++
+      if (FE_[k] > FE_[i]) { st_ = i; nw_ = k } else { st_ = k; nw_ = i }
+      if (st_ in AFTERRESET) npairs_reset++
+      else if (explain(st_, nw_) != "") npairs_ok++
+      if (!sup && FE_[k] > FE_[i]) sup = k
+    }
+    if (!sup) continue
+    if (i in AFTERRESET) { nsup_reset++; continue }
+    SUP[i] = sup; nsup++
+    why = explain(i, sup); SUPWHY[i] = why
+    if (why != "") { nsup_ok++; NSW[why]++ }
+    else if (EN[sup] < EN[i])
+      viol("overlap", sprintf("run %s (fence %d) entered at %s, after run %s had entered with the later fence %d at %s: its grant was stale before it began; no fault explains it (faults near: %s)", \
+        RUN[i], FE_[i], sec(EN[i]), RUN[sup], FE_[sup], sec(EN[sup]), near(EN[sup], lv)), RUN[i])
+    else
+      viol("overlap", sprintf("run %s (fence %d) was inside %s-%s while run %s (fence %d, a later grant) entered at %s; no fault explains it (faults near: %s)", \
+        RUN[i], FE_[i], sec(EN[i]), sec(lv), RUN[sup], FE_[sup], sec(EN[sup]), near(EN[i], lv)), RUN[i])
+    SUPST[STAT[i]]++
+  }
+
+  # --- freezes and breaks ---
+  for (k = 1; k <= nf; k++) {
+    if (FK[k] == "stop") {
+      i = IDX[FKV[k, "run"]]
+      if (!i) continue
+      STOPPED[i] = k
+      if (FS0[k] < leave_of(i)) { nstopped++; STOPST[STAT[i]]++ } else nstopped_late++
+    } else if (FK[k] == "break" && FKV[k, "status"] == "0") {
+      nbroke++
+      i = BYTOK[FKV[k, "tok"]]
+      # Certainly broken under it: it held the lock at the snapshot just before the break
+      # and was still inside after the break (so it had not released), or rlock itself
+      # found its lock gone at release.
+      if (i && (leave_of(i) >= FE[k] || RUN[i] in NOTHELD)) {
+        BROKEN[i] = k; nbroken++; BRST[STAT[i]]++
+        # time it had to hear the break: a freeze of its own job does not count
+        react = leave_of(i) - FE[k] - frozen_within(i, FE[k], leave_of(i))
+        if (react > maxreact) { maxreact = react; maxreact_run = RUN[i] }
+        if (react > BGRACE)
+          viol("break", sprintf("run %s was still inside %s after `rlock break` removed its lock at %s (a holder hears a break within about a second)", RUN[i], ms(react), sec(FS0[k])), RUN[i])
+      }
+    }
+  }
+
+  # --- (c) statuses and hidden losses ---
+  for (id in A_ST) {
+    s = A_ST[id]; if (s != "-") s = s + 0
+    if (s == "-") continue
+    ran = (A_EN[id] != "-"); i = ran ? IDX[id] : 0
+    if (s == 0 || s == 69 || s == 75 || s == 76) {
+    } else if ((s == 129 || s == 130 || s == 131 || s == 143) && A_NDT[id] + 0 >= TSTOP) {
+    } else if (s == 129 || s == 130 || s == 131 || s == 143) {
+      viol("status", sprintf("run %s exited %s%s at %s, before the soak was stopping: nobody signalled it", id, s, sig(s), sec(A_NDT[id])), id)
+    } else {
+      viol("status", sprintf("run %s exited %s%s at %s: not a documented outcome", id, s, sig(s), sec(A_NDT[id])), id)
+    }
+    if (ran && (s == 69 || s == 75))
+      viol("status", sprintf("run %s ran its command (fence %d) but exited %s", id, FE_[i], s), id)
+    if (!ran && (s == 0 || s == 76))
+      viol("status", sprintf("run %s exited %s but its command never ran", id, s), id)
+    if (!ran || s != 0) continue
+    why = ""
+    if (WRES[id] == "R" && !(i in AFTERRESET)) why = add(why, sprintf("its write with fence %s was rejected as stale (resource max %s)", WF[id], WMAX[id]))
+    if (i in SUP) why = add(why, sprintf("run %s (fence %d) was granted the lock at/before %s while it was inside", RUN[SUP[i]], FE_[SUP[i]], sec(EN[SUP[i]])))
+    if (i in STOPPED) { k = STOPPED[i]; if (FKV[k, "stop_ms"] + 0 > TTL[i] + 0 && FS0[k] < leave_of(i)) why = add(why, sprintf("its job was frozen %sms (TTL %sms) at %s", FKV[k, "stop_ms"], TTL[i], sec(FS0[k]))) }
+    if (i in BROKEN) why = add(why, sprintf("rlock break removed its lock at %s while it was inside", sec(FS0[BROKEN[i]])))
+    if (id in NOTHELD) why = add(why, "rlock logged that it was no longer held at release")
+    if (HOW[i] != "ok") why = add(why, "its command was ended by SIG" toupper(HOW[i] == "-" ? "KILL" : HOW[i]))
+    if (why != "") { nhidden++; viol("hidden-loss", sprintf("run %s (fence %d, inside %s-%s) exited 0 although it lost the lock: %s", id, FE_[i], sec(EN[i]), sec(leave_of(i)), why), id) }
+  }
+  for (id in WRES) if (WRES[id] == "R" && A_ST[id] == "0") nrej0++
+  for (id in NOTHELD) NHST[A_ST[id]]++
+
+  # --- shutdown, target ---
+  if (M["final_free"] != "yes") viol("shutdown", "the lock was still held 4s after every contender had ended", "")
+  if (M["leftovers"] + 0 > 0) viol("shutdown", M["leftovers"] " process(es) left behind (see meta.leftovers)", "")
+  if (M["reached"] != "1") viol("target", sprintf("only %d of %d acquisitions within --max-time %ss", n, M["target"], M["max_time_s"]), "")
+
+  # --- longest gap between acquisitions ---
+  for (i = 2; i <= n; i++) if (EN[i] - EN[i - 1] > gap) { gap = EN[i] - EN[i - 1]; gap_at = EN[i - 1] }
+
+  # --- summary ---
+  printf "rlock soak: seed %s, %s contenders (%s direct, the rest through fault_proxy), persistence %s\n", M["seed"], M["contenders"], M["direct"], M["persistence"] == "1" ? "AOF appendfsync always" : "OFF"
+  printf "  rlock %s (%s), redis %s\n", M["rlock_version"], M["commit"], M["redis"]
+  printf "  wall time         %.1fs\n", (TEND - T0) / 1e6
+  printf "  acquisitions      %d (target %s)   runs %d   fences %d..%d\n", n, M["target"], nrun, (n ? FE_[1] : 0), PM[n]
+  printf "  exit statuses    %s\n", counts(SC)
+  printf "  faults            %d:%s\n", nf - NK["stop_skipped"], counts(NK, "cut client_kill restart stop script_flush break stop_skipped")
+  if (NK["restart"]) printf "  restarts          down (kill -9 to AOF loaded) avg %s, max %s%s\n", ms(sumdown / NK["restart"]), ms(maxdown), nblind ? sprintf("; %d without a readable state after the restart (not checked)", nblind) : ""
+  out = counts(STOPST)
+  printf "  frozen holders    %d, their exits:%s%s\n", nstopped, out, nstopped_late ? sprintf(" (and %d frozen only after their command ended)", nstopped_late) : ""
+  out = counts(BRST)
+  printf "  breaks            %d removed a holder; %d runs certainly broken while inside, their exits:%s; slowest out %s after the break (run %s)\n", nbroke, nbroken, out, ms(maxreact), maxreact_run
+  printf "  overlaps          %d pairs, %d explained%s\n", npairs, npairs_ok, nreset ? sprintf(", %d after a fence reset", npairs_reset) : ""
+  out = counts(SUPST)
+  printf "  superseded runs   %d (explained: %d by a freeze, %d by a break; unexplained %d), their exits:%s\n", nsup, NSW["stop"], NSW["break"], nsup - nsup_ok, out
+  if (nreset) printf "  fence resets      %d restart(s) set the fence counter back; %d runs were given used fences, %d of them stale\n", nreset, length(AFTERRESET), nsup_reset
+  printf "  writes            %d attempts, %d accepted, %d rejected (%d of them by runs that exited 0), %d flock timeouts\n", nw, nacc, nrej, nrej0, nto
+  out = counts(NHST)
+  printf "  rlock messages    %d \"lost the lock\", %d \"could not release\", %d \"no longer held at release\" (their exits:%s)\n", nlostmsg, nrelfail, nnotheld, out
+  if (length(SEN)) printf "  broken stderr     runs with stderr on%s; their exits:%s\n", counts(SEN, "full epipe stall"), counts(SEST)
+  printf "  longest gap       %s between acquisitions (after %s)\n", ms(gap), sec(gap_at)
+  printf "  after the soak    lock free: %s; processes left: %d; redis keys: %s\n", M["final_free"], M["leftovers"], M["redis_keys"]
+  if (clockback) printf "  NOTE: the wall clock went back by more than 1ms %d time(s) (first at %s); intervals near it are unreliable\n", clockback, sec(clockback_at)
+  shown = 0
+  for (v = 1; v <= nv; v++) {
+    if (++SHOWN[VR[v]] > show) continue
+    printf "VIOLATION [%s] %s\n", VR[v], VM[v]
+    if (VRUN[v] != "" && A_SE[VRUN[v]] != "file" && A_SE[VRUN[v]] != "")
+      printf "    (run %s had its stderr on %s: rlock's own words are lost)\n", VRUN[v], A_SE[VRUN[v]]
+    else if (VRUN[v] != "" && ET[VRUN[v]] != "") printf "    rlock stderr:%s\n", ET[VRUN[v]]
+  }
+  for (r in NVR) if (NVR[r] > show) printf "VIOLATION [%s] ... and %d more of this kind (CHECK_SHOW=N shows more)\n", r, NVR[r] - show
+  out = ""; for (r in NVR) out = out sprintf(" %s:%d", r, NVR[r])
+  if (nv) { printf "FAIL: %d violation(s):%s\n", nv, out; exit 1 }
+  print "PASS"
+}
+AWK

@@ -1,0 +1,207 @@
+#!/usr/bin/env bash
+# Tests of the soak checker (tests/soak/check.sh) on small hand-written histories: each
+# case must get the verdict (PASS/FAIL) and, for a FAIL, the rule it names. A checker
+# that never fails proves nothing, so most cases are violations.
+#
+#   tests/soak/check_test.sh        prints one line per case, exits 1 if any is wrong
+set -uo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(mktemp -d "${TMPDIR:-/tmp}/rlock-check-test.XXXXXX") || exit 2
+trap '[[ -n ${KEEP_CASES:-} ]] || rm -rf "$root"' EXIT
+B=1700000000000000 # µs; every time below is in ms after it
+failed=0 n=0
+
+us() { echo $((B + $1 * 1000)); }
+
+# new_case: a fresh history directory D with a meta (stop at 100s, end at 101s).
+new_case() {
+  D=$root/case$((++n))
+  mkdir -p "$D"/{hist,err,res}
+  : >"$D/res/log"
+  : >"$D/faults.log"
+  cat >"$D/meta" <<EOF
+seed=1
+target=1
+contenders=2
+direct=0
+persistence=1
+t0=$(us 0)
+grace_ms=1000
+break_grace_ms=2000
+t_stop=$(us 100000)
+t_end=$(us 101000)
+reached=1
+final_free=yes
+leftovers=0
+EOF
+}
+
+# run C.I FENCE START ENTER LEAVE END STATUS [WRITE=A|R|none [HOW=ok]]: one run of
+# contender C with its E, L, R lines; WRITE appends its write to the resource log (the
+# caller lists runs in write order); LEAVE "-" means no L line.
+run() {
+  local id=$1 fence=$2 start=$3 enter=$4 leave=$5 end=$6 st=$7 write=${8:-A} how=${9:-ok}
+  local c=${id%%.*}
+  printf 'E %s %s %s 1 1 tok%s\n' "$id" "$(us "$enter")" "$fence" "$id" >>"$D/hist/$c"
+  [[ $leave == - ]] || printf 'L %s %s %s\n' "$id" "$(us "$leave")" "$how" >>"$D/hist/$c"
+  printf 'R %s %s %s %s 1000 3000 proxy 5\n' "$id" "$(us "$start")" "$(us "$end")" "$st" \
+    >>"$D/hist/$c"
+  printf '== %s\n' "$id" >>"$D/err/$c"
+  if [[ $write != none ]]; then
+    local max
+    max=$(awk '$5 == "A" { m = $4 } END { print m + 0 }' "$D/res/log")
+    printf 'W %s %s %s %s %s\n' "$(us "$leave")" "$id" "$fence" "$write" "$max" >>"$D/res/log"
+  fi
+}
+
+# norun C.I START END STATUS: a run that never got the lock.
+norun() {
+  printf 'R %s %s %s %s 1000 3000 proxy 5\n' "$1" "$(us "$2")" "$(us "$3")" "$4" \
+    >>"$D/hist/${1%%.*}"
+}
+
+fault() { echo "F $1 $(us "$2") $(us "$3") ${*:4}" >>"$D/faults.log"; }
+
+# expect PASS|RULE WHAT: runs the checker on D; RULE is the [rule] a FAIL must name.
+expect() {
+  local want=$1 what=$2 out rc=0
+  out=$(bash "$here/check.sh" "$D" 2>&1) || rc=$?
+  if [[ $want == PASS ]]; then
+    if ((rc == 0)) && grep -q '^PASS$' <<<"$out"; then
+      echo "ok   $what"
+      return
+    fi
+  elif ((rc == 1)) && grep -q "^VIOLATION \[$want\]" <<<"$out"; then
+    echo "ok   $what"
+    return
+  fi
+  echo "FAIL $what: expected $want, exit $rc:"
+  printf '     %s\n' "${out//$'\n'/$'\n'     }"
+  failed=$((failed + 1))
+}
+
+new_case
+run 0.0 1 0 10 20 25 0
+run 1.0 2 5 30 40 45 0
+norun 0.1 26 3026 75
+norun 1.1 50 60 69
+expect PASS "sequential holders, a wait that ran out, Redis unavailable"
+
+new_case
+run 0.0 1 0 10 50 55 0
+run 1.0 2 5 30 60 65 0
+expect overlap "two holders inside at once with no fault"
+
+new_case
+run 1.0 2 5 1500 1510 1515 0
+run 0.0 1 0 10 1900 1950 76 R term
+fault stop 100 1800 run=0.0 ttl=1000 stop_ms=1700
+expect PASS "a frozen holder overlaps the next one, its write is rejected, it exits 76"
+
+new_case
+run 1.0 2 5 1500 1510 1515 0
+run 0.0 1 0 10 1900 1950 0 R
+fault stop 100 1800 run=0.0 ttl=1000 stop_ms=1700
+expect hidden-loss "a frozen holder whose write was rejected exits 0"
+
+new_case
+run 1.0 2 5 1500 1510 1515 0
+run 0.0 1 0 10 4000 4050 76 R
+fault stop 100 1800 run=0.0 ttl=1000 stop_ms=1700
+expect overlap "a frozen holder still inside 2.2s after SIGCONT is not explained by the freeze"
+
+new_case
+run 0.0 1 0 10 20 2100 0
+run 1.0 2 5 2110 2120 2125 0
+fault stop 22 2000 run=0.0 ttl=1000 stop_ms=1978
+expect PASS "a job frozen only after its command ended (while releasing) may exit 0"
+
+new_case
+run 0.0 5 0 10 20 25 0
+fault restart 30 40 tok=- pttl=-2 fence=5 "at=$(us 30)" "tok1=LOADING Redis" pttl1=- fence1=- "at1=$(us 40)"
+run 1.0 6 45 50 60 65 0
+expect PASS "a restart whose state could not be read afterwards is not judged"
+
+new_case
+run 0.0 1 0 10 500 505 76 none term
+run 1.0 2 5 300 310 315 0
+fault break 200 210 status=0 tok=tok0.0 fence=1 fence1=1
+expect PASS "a broken holder overlaps the next one and exits 76"
+
+new_case
+run 0.0 1 0 10 4000 4005 76 none term
+run 1.0 2 5 300 310 315 0
+fault break 200 210 status=0 tok=tok0.0 fence=1 fence1=1
+fault stop 700 3800 run=0.0 ttl=1000 stop_ms=3100
+expect PASS "a broken holder frozen before it could hear the break: the freeze does not count"
+
+new_case
+run 0.0 1 0 10 2500 2505 76 none term
+run 1.0 2 5 300 310 315 0
+fault break 200 210 status=0 tok=tok0.0 fence=1 fence1=1
+expect break "a broken holder still inside 2.3s after the break"
+
+new_case
+run 0.0 1 0 10 500 505 0 none
+run 1.0 2 5 300 310 315 0
+fault break 200 210 status=0 tok=tok0.0 fence=1 fence1=1
+expect hidden-loss "a broken holder exits 0"
+
+new_case
+run 0.0 1 0 10 20 25 0
+run 1.0 1 30 40 50 55 0 R
+expect overlap "one fence granted twice"
+
+new_case
+run 0.0 2 0 10 20 25 0
+printf 'W %s 1.0 1 A 2\n' "$(us 40)" >>"$D/res/log"
+expect resource "the resource accepted a fence below its maximum"
+
+new_case
+run 0.0 1 0 10 20 25 134
+expect status "rlock crashed (134)"
+
+new_case
+run 0.0 1 0 10 20 25 143 A term
+expect status "128+15 before the soak was stopping"
+
+new_case
+run 0.0 1 0 10 20 100500 143 A term
+expect PASS "128+15 during the shutdown"
+
+new_case
+run 0.0 1 0 10 20 25 75
+expect status "the command ran yet rlock exited 75"
+
+new_case
+norun 0.0 0 25 0
+expect status "exit 0 without running the command"
+
+new_case
+run 0.0 5 0 10 20 25 0
+fault restart 30 40 tok=- pttl=-2 fence=5 "at=$(us 30)" tok1=- pttl1=-2 fence1=0 "at1=$(us 40)"
+run 1.0 1 45 50 60 65 0 R
+expect persistence "a restart set the fence counter back"
+
+new_case
+run 0.0 5 0 10 2000 2005 76 none term
+fault restart 30 40 tok=tok0.0 pttl=1500 fence=5 "at=$(us 30)" tok1=- pttl1=-2 fence1=5 "at1=$(us 40)"
+expect persistence "a held lock (PTTL 1.5s, holder inside) gone after a 10ms restart"
+
+new_case
+run 0.0 1 0 10 20 25 0
+echo "rlock: could not release 'soak': connection reset; it expires by itself" >>"$D/err/0"
+expect release "a release that failed after a cut was not retried"
+
+new_case
+run 0.0 1 0 10 20 25 0
+echo "rlock: [00:00:00.000] 'soak' was no longer held at release" >>"$D/err/0"
+expect hidden-loss "rlock found its lock gone at release and exited 0"
+
+new_case
+run 0.0 1 0 10 20 25 0
+sed -i 's/^final_free=yes/final_free=no/' "$D/meta"
+expect shutdown "the lock still held after the soak"
+
+echo "$((n - failed)) of $n checker cases ok"
+((failed == 0))

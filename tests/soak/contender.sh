@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# One soak contender; tests/soak/soak.sh starts it in a session of its own (setsid), so a
+# fault can freeze "the whole job" (this loop, rlock and rlock's guard) with one kill.
+#
+#   contender.sh DIR C SEED RLOCK URL KEY TTL_MS VIA STDERR_FAULTS
+#
+# Loops `rlock -v --url URL run --ttl TTL_MS --wait W KEY -- bash cs.sh …` until DIR/stop
+# exists. W and the critical section's work come from a random stream seeded by SEED and
+# C, so a seed always asks for the same runs. After each run it appends to DIR/hist/C
+#
+#   R RUN START_US END_US STATUS TTL_MS WAIT_MS VIA WORK_MS STDERR
+#
+# rlock's stderr (-v: every round trip, and "no longer held at release") goes to
+# DIR/err/C, each run's lines after a "== RUN" marker: STDERR is "file". With
+# STDERR_FAULTS=1, each run draws one of four: file; "full" (/dev/full: every write
+# fails with ENOSPC); "epipe" (a FIFO without a reader: EPIPE); "stall" (a FIFO whose
+# reader never reads: once its 64 KiB are full, a write would block). SPEC: a failed or
+# stalled stderr neither kills rlock nor delays renewal.
+set -u
+dir=$1 c=$2 seed=$3 rlock=$4 url=$5 key=$6 ttl=$7 via=$8 stderr_faults=${9:-0}
+cs="$(dirname "${BASH_SOURCE[0]}")/cs.sh"
+hist=$dir/hist/$c err=$dir/err/$c
+RANDOM=$((seed * 1009 + c * 7919))
+stopping=0
+# SIGTERM (the soak's shutdown) reaches rlock too; the loop records the run, then ends.
+trap 'stopping=1' TERM INT HUP
+
+# shellcheck disable=SC2094 # each FIFO is opened for reading and writing on purpose
+if ((stderr_faults)); then
+  mkfifo "$dir/epipe.$c" "$dir/stall.$c" || exit 2
+  exec {rd}<>"$dir/epipe.$c" {epipe}>"$dir/epipe.$c"
+  exec {rd}<&-                                       # no reader left: writes get EPIPE
+  exec {stall_rd}<>"$dir/stall.$c" {stall}>"$dir/stall.$c" # a reader that never reads
+  : "$stall_rd"
+fi
+
+# rnd LO HI: a number in [LO, HI] from the seeded stream (30 bits).
+rnd() { _r=$(($1 + (RANDOM * 32768 + RANDOM) % ($2 - $1 + 1))); }
+
+# The critical section's work: mostly a few ms; sometimes longer than TTL/3 (a renewal
+# happens), rarely longer than the TTL (several renewals).
+pick_work() {
+  rnd 0 99
+  if ((_r < 93)); then
+    rnd 2 20
+  elif ((_r < 99)); then
+    rnd $((ttl * 40 / 100)) $((ttl * 70 / 100))
+  else
+    rnd $((ttl * 120 / 100)) $((ttl * 180 / 100))
+  fi
+  work_ms=$_r
+}
+
+for ((i = 0; ; i++)); do
+  [[ -e $dir/stop ]] && break
+  ((stopping)) && break
+  run=$c.$i
+  pick_work
+  rnd 1500 6000
+  wait_ms=$_r
+  mode="file"
+  if ((stderr_faults)); then
+    rnd 0 3
+    modes=(file full epipe stall)
+    mode=${modes[$_r]}
+  fi
+  printf -v work_s '%d.%03d' $((work_ms / 1000)) $((work_ms % 1000))
+  printf '== %s\n' "$run" >>"$err"
+  [[ $mode == file ]] || printf 'stderr of this run: %s\n' "$mode" >>"$err"
+  set -- -v --url "$url" run --ttl "${ttl}ms" --wait "${wait_ms}ms" "$key" -- \
+    bash "$cs" "$dir" "$c" "$run" "$work_s" "$ttl"
+  t0=${EPOCHREALTIME/./}
+  case $mode in
+    file) "$rlock" "$@" </dev/null >/dev/null 2>>"$err" ;;
+    full) "$rlock" "$@" </dev/null >/dev/null 2>/dev/full ;;
+    epipe) "$rlock" "$@" </dev/null >/dev/null 2>&"$epipe" ;;
+    stall) "$rlock" "$@" </dev/null >/dev/null 2>&"$stall" ;;
+  esac
+  st=$?
+  t1=${EPOCHREALTIME/./}
+  printf 'R %s %s %s %s %s %s %s %s %s\n' "$run" "$t0" "$t1" "$st" "$ttl" "$wait_ms" "$via" \
+    "$work_ms" "$mode" >>"$hist"
+  # Redis is down (a restart): do not spin.
+  if ((st == 69)); then sleep 0.1; fi
+done

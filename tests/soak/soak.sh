@@ -1,0 +1,652 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2317,SC2016 # functions run through poll_until, "fault_$kind", eval
+# Soak test: many contended `rlock run` acquisitions under random faults, then a history
+# check (tests/soak/check.sh). Run by hand; `--short` is the CI-sized form.
+#
+#   tests/soak/soak.sh [--acquisitions N] [--contenders C] [--seed S] [--short]
+#                      [--rlock PATH] [--proxy PATH] [--direct K] [--fault-every MS]
+#                      [--max-time S] [--no-persistence] [--no-stderr-faults] [--dir DIR]
+#                      [--keep] [--quiet]
+#
+# What it starts, all its own and all stopped at exit (trap on EXIT, INT, TERM, HUP):
+# - redis-server on a free loopback port with persistence (--appendonly yes
+#   --appendfsync always, --maxmemory-policy noeviction) in DIR/redis;
+# - fault_proxy in front of it; every contender but the last K (default C/4) connects
+#   through the proxy, the last K directly;
+# - C contenders (tests/soak/contender.sh, each in a session of its own), each a loop of
+#   `rlock run --ttl T --wait W soak -- bash cs.sh …` (T = 1s, 1.5s, 2s by contender);
+#   the critical section (tests/soak/cs.sh) writes to a fenced resource. Contender 0
+#   also gives each run a random stderr: a file, /dev/full, a pipe without a reader or
+#   a pipe nobody reads (unless --no-stderr-faults).
+# Until N critical sections have been entered (or --max-time runs out) it injects one
+# fault every ~MS ms (uniform in [MS/2, 3MS/2]), the kind drawn from a stream seeded by S
+# (the first six faults are the six kinds in a seeded order):
+#   cut            fault_proxy SIGUSR1: every proxied connection closed at once
+#   client_kill    CLIENT KILL TYPE normal
+#   restart        kill -9 redis-server, 0-400ms down, start again (same port, dir, AOF)
+#   stop           SIGSTOP a holder's whole job (contender loop, rlock, its guard and the
+#                  critical section's process group) for its TTL + 0.2-1.2s, then SIGCONT
+#                  (which side first is drawn too), like a GC pause or a VM freeze
+#   script_flush   SCRIPT FLUSH
+#   break          rlock break soak --yes
+# Each fault is one line of DIR/faults.log: F KIND START_US END_US DETAILS…
+# Then it checks the history (tests/soak/check.sh DIR), prints the summary and exits with
+# its status: 0 PASS, 1 FAIL, 2 the soak itself could not run, 64 usage.
+# DIR (a new temporary directory unless --dir) is removed after a PASS unless --keep.
+set -uo pipefail
+exec </dev/null
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+
+usage() {
+  sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'
+}
+
+die_usage() {
+  echo "soak: $1 (see --help)" >&2
+  exit 64
+}
+
+# --- options ------------------------------------------------------------------------------
+
+target="" contenders=8 seed="" short=0 rlock="" proxy_bin="" direct="" fault_every=""
+max_time="" persistence=1 stderr_faults=1 dir="" keep=0 quiet=0
+while (($#)); do
+  case $1 in
+    --acquisitions) target=${2:-} && shift ;;
+    --contenders) contenders=${2:-} && shift ;;
+    --seed) seed=${2:-} && shift ;;
+    --short) short=1 ;;
+    --rlock) rlock=${2:-} && shift ;;
+    --proxy) proxy_bin=${2:-} && shift ;;
+    --direct) direct=${2:-} && shift ;;
+    --fault-every) fault_every=${2:-} && shift ;;
+    --max-time) max_time=${2:-} && shift ;;
+    --no-persistence) persistence=0 ;;
+    --no-stderr-faults) stderr_faults=0 ;;
+    --dir) dir=${2:-} && shift ;;
+    --keep) keep=1 ;;
+    --quiet) quiet=1 ;;
+    -h | --help)
+      usage
+      exit 0
+      ;;
+    *) die_usage "unknown argument '$1'" ;;
+  esac
+  shift
+done
+
+is_num() { [[ $1 =~ ^[0-9]+$ ]] && ((10#$1 <= 1000000000)); }
+if ((short)); then
+  : "${target:=300}" "${fault_every:=600}" "${max_time:=110}"
+else
+  : "${target:=10000}" "${fault_every:=1500}"
+  : "${max_time:=$((600 + target / 4))}"
+fi
+: "${seed:=$((EPOCHSECONDS % 1000000))}"
+: "${direct:=$((contenders / 4))}"
+for v in target contenders seed direct fault_every max_time; do
+  is_num "${!v}" || die_usage "--${v//_/-} needs a whole number, got '${!v}'"
+done
+((target >= 1)) || die_usage "--acquisitions must be at least 1"
+((contenders >= 2 && contenders <= 64)) || die_usage "--contenders must be 2..64"
+((direct <= contenders)) || die_usage "--direct must be at most --contenders"
+((fault_every >= 50)) || die_usage "--fault-every must be at least 50 (ms)"
+seed=$((10#$seed))
+
+: "${rlock:=$repo/build/rlock}"
+[[ -x $rlock ]] || die_usage "no rlock binary at $rlock (build it, or pass --rlock PATH)"
+rlock=$(cd "$(dirname "$rlock")" && pwd)/$(basename "$rlock")
+if [[ -z $proxy_bin ]]; then
+  proxy_bin=$(dirname "$rlock")/tests/helpers/fault_proxy
+  [[ -x $proxy_bin ]] || proxy_bin=$repo/build/tests/helpers/fault_proxy
+fi
+[[ -x $proxy_bin ]] || die_usage "no fault_proxy at $proxy_bin (build the tests, or pass --proxy)"
+for tool in redis-server redis-cli flock setsid timeout awk sort; do
+  command -v "$tool" >/dev/null || {
+    echo "soak: $tool is needed and not installed" >&2
+    exit 2
+  }
+done
+
+# --- state --------------------------------------------------------------------------------
+
+KEY=soak
+LOCK_KEY="lock:{$KEY}"
+FENCE_KEY="lock:{$KEY}:fence"
+if [[ -n $dir ]]; then
+  mkdir -p "$dir" || exit 2
+  [[ -z $(ls -A "$dir") ]] || die_usage "--dir $dir is not empty"
+  W=$(cd "$dir" && pwd)
+else
+  W=$(mktemp -d "${TMPDIR:-/tmp}/rlock-soak.XXXXXX") || exit 2
+fi
+mkdir -p "$W"/{hist,err,cur,res,redis,proxy} || exit 2
+echo 0 >"$W/res/max"
+: >"$W/res/log"
+: >"$W/faults.log"
+: >"$W/stopped"
+
+RANDOM=$seed
+REDIS_PID="" REDIS_PORT="" PROXY_PID="" PROXY_PORT="" PORT_CLAIM=""
+CONT_PIDS=()
+PORT_DIR="${TMPDIR:-/tmp}/rlock-test-ports"
+REDIS_SOCK=$W/redis/redis.sock
+if ((${#REDIS_SOCK} > 100)); then REDIS_SOCK=$(mktemp -u /tmp/rlock-soak-sock.XXXXXX); fi
+
+now_us() { _now=${EPOCHREALTIME/./}; }
+log() { ((quiet)) || echo "soak: $*" >&2; }
+harness_error() {
+  echo "soak: $*" >&2
+  echo "soak: history kept in $W" >&2
+  keep=1
+  exit 2
+}
+
+# rnd LO HI: _r = a number in [LO, HI] from the seeded stream.
+rnd() { _r=$(($1 + (RANDOM * 32768 + RANDOM) % ($2 - $1 + 1))); }
+
+alive() {
+  local st
+  { read -r st <"/proc/$1/stat"; } 2>/dev/null || return 1
+  st=${st##*) }
+  [[ ${st:0:1} != [ZX] ]]
+}
+
+# poll_until SECONDS CMD…: runs CMD every 50ms until it succeeds; 1 when time runs out.
+poll_until() {
+  local limit deadline
+  limit=$(($1 * 1000000))
+  shift
+  now_us
+  deadline=$((_now + limit))
+  until "$@"; do
+    now_us
+    ((_now < deadline)) || return 1
+    sleep 0.05
+  done
+}
+
+rcli() { timeout 5 redis-cli -s "$REDIS_SOCK" "$@" 2>/dev/null; }
+
+# --- ports (the same claim directory as tests/helpers/redis.bash) -------------------------
+
+claim_port() {
+  local d="$PORT_DIR/$1" mtime
+  mkdir "$d" 2>/dev/null && return 0
+  mtime=$(stat -c %Y "$d" 2>/dev/null) || return 1
+  ((EPOCHSECONDS - mtime > 300)) || return 1
+  mv "$d" "$d.stale.$BASHPID" 2>/dev/null || return 1
+  rm -rf "$d.stale.$BASHPID"
+  mkdir "$d" 2>/dev/null
+}
+
+free_port() {
+  local lo=32768 span p i
+  { read -r lo _ </proc/sys/net/ipv4/ip_local_port_range; } 2>/dev/null || true
+  if ((lo > 21000)); then span=$((lo - 20000)); else span=40000; fi
+  mkdir -p "$PORT_DIR"
+  for ((i = 0; i < 500; i++)); do
+    p=$((20000 + (SRANDOM % span)))
+    claim_port "$p" || continue
+    if { true <>"/dev/tcp/127.0.0.1/$p"; } 2>/dev/null; then continue; fi
+    _port=$p
+    return 0
+  done
+  return 1
+}
+
+# --- redis-server and fault_proxy ---------------------------------------------------------
+
+redis_args() {
+  local -a a=(--port "$REDIS_PORT" --bind 127.0.0.1 --daemonize no --dir "$W/redis"
+    --unixsocket "$REDIS_SOCK" --unixsocketperm 700 --save ''
+    --maxmemory-policy noeviction)
+  if ((persistence)); then
+    a+=(--appendonly yes --appendfsync always)
+  else
+    a+=(--appendonly no)
+  fi
+  printf '%s\0' "${a[@]}"
+}
+
+# Ready once it answers and has loaded its AOF (before that, most commands get LOADING).
+redis_answers() {
+  alive "$REDIS_PID" || return 0
+  rcli info persistence | tr -d '\r' | grep -q -x 'loading:0' # not async_loading:0
+}
+
+# redis_launch: starts redis-server with redis_args, waits for PING and checks that the
+# server on the TCP port is the one started. 0 ready, 2 port taken, 1 other failure.
+redis_launch() {
+  local -a args
+  mapfile -d '' args < <(redis_args)
+  (
+    for fd in /proc/self/fd/*; do
+      fd=${fd##*/}
+      if ((fd > 2)); then eval "exec $fd>&-" 2>/dev/null || true; fi
+    done
+    exec redis-server "${args[@]}" >>"$W/redis/redis.log" 2>&1
+  ) &
+  REDIS_PID=$!
+  if ! poll_until 20 redis_answers; then
+    kill -KILL "$REDIS_PID" 2>/dev/null
+    wait "$REDIS_PID" 2>/dev/null
+    return 1
+  fi
+  if ! alive "$REDIS_PID"; then
+    wait "$REDIS_PID" 2>/dev/null
+    tail -n 5 "$W/redis/redis.log" | grep -q -i 'address already in use' && return 2
+    return 1
+  fi
+  local got
+  got=$(timeout 5 redis-cli -h 127.0.0.1 -p "$REDIS_PORT" info server 2>/dev/null |
+    tr -d '\r' | sed -n 's/^process_id://p')
+  [[ $got == "$REDIS_PID" ]] || return 2
+}
+
+redis_start() {
+  local attempt rc
+  for ((attempt = 1; attempt <= 8; attempt++)); do
+    free_port || harness_error "no free port"
+    REDIS_PORT=$_port PORT_CLAIM=$_port
+    rc=0
+    redis_launch || rc=$?
+    ((rc == 0)) && return 0
+    rmdir "$PORT_DIR/$PORT_CLAIM" 2>/dev/null
+    ((rc == 2)) || harness_error "redis-server did not start: $(tail -n 5 "$W/redis/redis.log")"
+  done
+  harness_error "no usable port for redis-server after 8 attempts"
+}
+
+redis_kill9() {
+  touch "$PORT_DIR/$PORT_CLAIM" 2>/dev/null
+  kill -KILL "$REDIS_PID" 2>/dev/null
+  wait "$REDIS_PID" 2>/dev/null
+}
+
+proxy_start() {
+  (
+    for fd in /proc/self/fd/*; do
+      fd=${fd##*/}
+      if ((fd > 2)); then eval "exec $fd>&-" 2>/dev/null || true; fi
+    done
+    exec "$proxy_bin" 0 127.0.0.1 "$REDIS_PORT" "$W/proxy" >"$W/proxy/stdout" 2>"$W/proxy/stderr"
+  ) &
+  PROXY_PID=$!
+  poll_until 10 grep -q -x '[0-9]\+' "$W/proxy/stdout" ||
+    harness_error "fault_proxy did not start: $(cat "$W/proxy/stderr")"
+  read -r PROXY_PORT <"$W/proxy/stdout"
+}
+
+proxy_seq() { sed -n 's/^seq=//p' "$W/proxy/state"; }
+proxy_seq_above() { (($(proxy_seq) > $1)); }
+
+# --- contenders ---------------------------------------------------------------------------
+
+ttl_of() {
+  local t=(1000 1500 2000)
+  echo "${t[$(($1 % 3))]}"
+}
+
+start_contenders() {
+  local c url via
+  for ((c = 0; c < contenders; c++)); do
+    if ((c >= contenders - direct)); then
+      url="redis://127.0.0.1:$REDIS_PORT/0" via=direct
+    else
+      url="redis://127.0.0.1:$PROXY_PORT/0" via=proxy
+    fi
+    : >"$W/hist/$c"
+    : >"$W/err/$c"
+    setsid bash "$here/contender.sh" "$W" "$c" "$seed" "$rlock" "$url" "$KEY" \
+      "$(ttl_of "$c")" "$via" $((c == 0 ? stderr_faults : 0)) </dev/null >/dev/null 2>>"$W/err/contender.$c" &
+    CONT_PIDS+=($!)
+  done
+}
+
+contenders_alive() {
+  local p
+  for p in "${CONT_PIDS[@]}"; do alive "$p" && return 0; done
+  return 1
+}
+contenders_gone() { ! contenders_alive; }
+
+# Resumes every job a fault froze (a stopped process ignores SIGTERM until continued).
+resume_stopped() {
+  local g
+  [[ -s $W/stopped ]] || return 0
+  while read -r g; do kill -CONT -- "-$g" 2>/dev/null; done <"$W/stopped"
+}
+
+# Ends the contenders: SIGTERM to each one's session (rlock forwards it to its command),
+# SIGKILL after 10s.
+end_contenders() {
+  local p
+  resume_stopped
+  for p in "${CONT_PIDS[@]}"; do alive "$p" && kill -TERM -- "-$p" 2>/dev/null; done
+  if ! poll_until 10 contenders_gone; then
+    for p in "${CONT_PIDS[@]}"; do kill -KILL -- "-$p" 2>/dev/null; done
+    poll_until 5 contenders_gone
+  fi
+  for p in "${CONT_PIDS[@]}"; do wait "$p" 2>/dev/null; done
+}
+
+# Every process whose command line names our directory (rlock, its guard, cs.sh, sleep…).
+our_leftovers() {
+  local f pid args st ppid
+  _left=()
+  for f in /proc/[0-9]*/cmdline; do
+    pid=${f#/proc/}
+    pid=${pid%/cmdline}
+    [[ $pid == "$$" || $pid == "$REDIS_PID" || $pid == "$PROXY_PID" ]] && continue
+    { read -r st <"/proc/$pid/stat"; } 2>/dev/null || continue
+    st=${st##*) }
+    read -r _ ppid _ <<<"$st"
+    [[ $ppid == "$$" ]] && continue # our own command substitutions
+    args=$(tr '\0' ' ' 2>/dev/null <"$f") || continue
+    [[ $args == *"$W"* ]] && alive "$pid" && _left+=("$pid")
+  done
+  ((${#_left[@]} > 0))
+}
+
+cleaned=0
+cleanup() {
+  ((cleaned)) && return
+  cleaned=1
+  touch "$W/stop" 2>/dev/null
+  if ((${#CONT_PIDS[@]})); then end_contenders; fi
+  if our_leftovers; then kill -KILL "${_left[@]}" 2>/dev/null; fi
+  if [[ -n $PROXY_PID ]]; then
+    kill -TERM "$PROXY_PID" 2>/dev/null
+    poll_until 5 eval '! alive $PROXY_PID' || kill -KILL "$PROXY_PID" 2>/dev/null
+    wait "$PROXY_PID" 2>/dev/null
+  fi
+  if [[ -n $REDIS_PID ]] && alive "$REDIS_PID"; then
+    kill -TERM "$REDIS_PID" 2>/dev/null
+    poll_until 10 eval '! alive $REDIS_PID' || kill -KILL "$REDIS_PID" 2>/dev/null
+    wait "$REDIS_PID" 2>/dev/null
+  fi
+  [[ -n $PORT_CLAIM ]] && rmdir "$PORT_DIR/$PORT_CLAIM" 2>/dev/null
+  [[ $REDIS_SOCK == /tmp/rlock-soak-sock.* ]] && rm -f "$REDIS_SOCK"
+  if ((keep == 0)); then rm -rf "$W"; fi
+}
+trap cleanup EXIT
+interrupted() {
+  keep=1
+  echo "soak: interrupted; history (unchecked) kept in $W" >&2
+  exit "$1"
+}
+trap 'interrupted 130' INT
+trap 'interrupted 143' TERM
+trap 'interrupted 129' HUP
+
+# --- faults -------------------------------------------------------------------------------
+
+# Lua snapshot of the lock: its token (or empty), its PTTL and the fence counter, atomic.
+SNAP="return {redis.call('GET', KEYS[1]) or '', redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[2]) or '0'}"
+snapshot() {
+  local -a s
+  mapfile -t s < <(rcli eval "$SNAP" 2 "$LOCK_KEY" "$FENCE_KEY")
+  now_us
+  _snap="tok=${s[0]:--} pttl=${s[1]:--} fence=${s[2]:--} at=$_now"
+}
+
+fault_cut() {
+  local seq
+  seq=$(proxy_seq)
+  kill -USR1 "$PROXY_PID"
+  poll_until 5 proxy_seq_above "$seq" || _detail="unconfirmed=1"
+  _detail+=" cuts=$(sed -n 's/^cuts=//p' "$W/proxy/state")"
+}
+
+fault_client_kill() {
+  _detail="killed=$(rcli client kill type normal | tr -d '\r\n ')"
+}
+
+fault_script_flush() {
+  _detail="reply=$(rcli script flush | tr -d '\r\n ')"
+}
+
+fault_restart() {
+  local before after down rc=0
+  snapshot
+  before=$_snap
+  redis_kill9
+  rnd 0 400
+  down=$_r
+  sleep "$(printf '%d.%03d' 0 "$down")"
+  redis_launch || rc=$?
+  ((rc == 0)) || harness_error "redis-server did not come back after a restart (rc $rc)"
+  snapshot
+  after=${_snap//tok=/tok1=}
+  after=${after//pttl=/pttl1=}
+  after=${after//fence=/fence1=}
+  after=${after//at=/at1=}
+  _detail="pid=$REDIS_PID sleep_ms=$down $before $after"
+}
+
+fault_break() {
+  local st=0 fence1
+  snapshot
+  _detail="$_snap"
+  now_us
+  _t0=$_now
+  timeout 15 "$rlock" --url "redis://127.0.0.1:$REDIS_PORT/0" break "$KEY" --yes \
+    2>>"$W/faults.err" || st=$?
+  now_us
+  _t1=$_now
+  fence1=$(rcli get "$FENCE_KEY" | tr -d '\r\n')
+  _detail="status=$st $_detail fence1=${fence1:--}"
+}
+
+# Finds a holder (a live critical section) within 1s: sets _hold to "RUN CS_PID RLOCK_PID TTL".
+find_holder() {
+  local f line run cspid rpid ttl
+  local -a cur
+  cur=("$W"/cur/*)
+  [[ -e ${cur[0]} ]] || return 1
+  rnd 0 $((${#cur[@]} - 1))
+  f=${cur[$_r]}
+  { read -r line <"$f"; } 2>/dev/null || return 1
+  read -r run cspid rpid ttl <<<"$line"
+  [[ $cspid =~ ^[0-9]+$ && $rpid =~ ^[0-9]+$ && $ttl =~ ^[0-9]+$ ]] || return 1
+  alive "$cspid" && alive "$rpid" || return 1
+  [[ $(tr '\0' ' ' 2>/dev/null <"/proc/$cspid/cmdline") == *" $run "* ]] || return 1
+  _hold="$run $cspid $rpid $ttl"
+}
+
+pgid_of() {
+  local st
+  { read -r st <"/proc/$1/stat"; } 2>/dev/null || return 1
+  st=${st##*) }
+  read -r _ _ _pg _ <<<"$st"
+}
+
+fault_stop() {
+  local run cspid rpid ttl rpg cpg dur order
+  if ! poll_until 1 find_holder; then
+    _kind=stop_skipped _detail="no holder found within 1s"
+    return
+  fi
+  read -r run cspid rpid ttl <<<"$_hold"
+  if ! pgid_of "$rpid" || ! { rpg=$_pg; pgid_of "$cspid"; }; then
+    _kind=stop_skipped _detail="holder $run ended before it could be stopped"
+    return
+  fi
+  cpg=$_pg
+  rnd 200 1200
+  dur=$((ttl + _r))
+  rnd 0 1
+  if ((_r)); then order="cs-first"; else order="rlock-first"; fi
+  echo "$rpg" >>"$W/stopped"
+  echo "$cpg" >>"$W/stopped"
+  now_us
+  _t0=$_now
+  kill -STOP -- "-$rpg" "-$cpg" 2>/dev/null
+  sleep "$(printf '%d.%03d' $((dur / 1000)) $((dur % 1000)))"
+  if [[ $order == cs-first ]]; then
+    kill -CONT -- "-$cpg" "-$rpg" 2>/dev/null
+  else
+    kill -CONT -- "-$rpg" "-$cpg" 2>/dev/null
+  fi
+  now_us
+  _t1=$_now
+  _detail="run=$run ttl=$ttl stop_ms=$dur order=$order cs_pid=$cspid rlock_pid=$rpid"
+}
+
+KINDS=(cut client_kill restart stop script_flush break)
+WEIGHTS=(3 2 1 2 1 1)
+fault_no=0
+first_kinds=()
+
+pick_kind() {
+  local total=0 w i
+  if ((fault_no == 0)); then # the six kinds in a seeded order first
+    first_kinds=("${KINDS[@]}")
+    for ((i = ${#first_kinds[@]} - 1; i > 0; i--)); do
+      rnd 0 "$i"
+      w=${first_kinds[$i]}
+      first_kinds[i]=${first_kinds[$_r]}
+      first_kinds[_r]=$w
+    done
+  fi
+  if ((fault_no < ${#KINDS[@]})); then
+    _kind=${first_kinds[$fault_no]}
+    return
+  fi
+  for w in "${WEIGHTS[@]}"; do total=$((total + w)); done
+  rnd 0 $((total - 1))
+  for i in "${!KINDS[@]}"; do
+    if ((_r < WEIGHTS[i])); then
+      _kind=${KINDS[$i]}
+      return
+    fi
+    _r=$((_r - WEIGHTS[i]))
+  done
+}
+
+inject() {
+  pick_kind
+  _detail="" _t0="" _t1=""
+  now_us
+  local t0=$_now
+  "fault_$_kind"
+  now_us
+  printf 'F %s %s %s %s\n' "$_kind" "${_t0:-$t0}" "${_t1:-$_now}" "$_detail" >>"$W/faults.log"
+  fault_no=$((fault_no + 1))
+}
+
+acquisitions() {
+  _acq=$(cat "$W"/hist/* 2>/dev/null | grep -c '^E ')
+}
+
+# --- the run ------------------------------------------------------------------------------
+
+redis_start
+proxy_start
+now_us
+T0=$_now
+{
+  echo "seed=$seed"
+  echo "target=$target"
+  echo "contenders=$contenders"
+  echo "direct=$direct"
+  echo "fault_every_ms=$fault_every"
+  echo "max_time_s=$max_time"
+  echo "persistence=$persistence"
+  echo "stderr_faults=$stderr_faults"
+  echo "short=$short"
+  echo "t0=$T0"
+  echo "grace_ms=1000"
+  echo "break_grace_ms=2000"
+  echo "rlock=$rlock"
+  echo "rlock_version=$("$rlock" --version 2>&1 | head -n 1)"
+  echo "commit=$(git -C "$(dirname "$rlock")" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  echo "redis=$(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')"
+} >"$W/meta"
+
+log "seed $seed, $contenders contenders ($direct direct), target $target acquisitions," \
+  "a fault every ~${fault_every}ms, at most ${max_time}s; history in $W"
+start_contenders
+
+deadline=$((T0 + max_time * 1000000))
+rnd $((fault_every / 2)) $((fault_every * 3 / 2))
+next_fault=$((T0 + _r * 1000))
+next_report=$((T0 + 10000000))
+reached=0
+while :; do
+  acquisitions
+  if ((_acq >= target)); then
+    reached=1
+    break
+  fi
+  now_us
+  ((_now < deadline)) || break
+  contenders_alive || harness_error "every contender has exited"
+  if ((_now >= next_fault)); then
+    inject
+    now_us
+    rnd $((fault_every / 2)) $((fault_every * 3 / 2))
+    next_fault=$((_now + _r * 1000))
+  fi
+  if ((_now >= next_report)); then
+    log "$(((_now - T0) / 1000000))s: $_acq/$target acquisitions, $fault_no faults"
+    next_report=$((_now + 10000000))
+  fi
+  sleep 0.1
+done
+
+# Stop: every contender ends after its current run (bounded: --wait is at most 6s, a
+# critical section at most 1.8 TTL), then anything left is terminated.
+now_us
+t_stop=$_now
+touch "$W/stop"
+log "stopping after $_acq acquisitions and $fault_no faults"
+resume_stopped
+poll_until 30 contenders_gone || log "contenders still running after 30s: terminating them"
+end_contenders
+now_us
+t_end=$_now
+
+# The lock must be free once every holder is gone (at most one TTL, 2s, later).
+lock_free() {
+  local rc=0
+  timeout 10 "$rlock" --url "redis://127.0.0.1:$REDIS_PORT/0" status "$KEY" >/dev/null 2>&1 ||
+    rc=$?
+  ((rc == 1))
+}
+final_free=no
+poll_until 4 lock_free && final_free=yes
+leftovers=0
+if our_leftovers; then
+  leftovers=${#_left[@]}
+  {
+    echo "leftover processes:"
+    for p in "${_left[@]}"; do echo "  $p $(tr '\0' ' ' 2>/dev/null <"/proc/$p/cmdline")"; done
+  } >>"$W/meta.leftovers"
+fi
+{
+  echo "t_stop=$t_stop"
+  echo "t_end=$t_end"
+  echo "reached=$reached"
+  echo "final_free=$final_free"
+  echo "leftovers=$leftovers"
+  echo "redis_keys=$(rcli --scan --pattern "lock:*" | sort | tr '\n' ' ')"
+} >>"$W/meta"
+
+cleanup_keep=$keep
+keep=1
+cleanup
+keep=$cleanup_keep
+
+rc=0
+bash "$here/check.sh" "$W" | tee "$W/summary.txt"
+rc=${PIPESTATUS[0]}
+if ((rc == 0 && keep == 0)); then
+  rm -rf "$W"
+else
+  echo "history kept in $W"
+fi
+exit "$rc"
