@@ -4,9 +4,11 @@
 #   1. build/       RelWithDebInfo
 #   2. build-asan/  -DRLOCK_SANITIZE=ON (AddressSanitizer + UndefinedBehaviorSanitizer)
 #   3. build-fuzz/  scripts/fuzz.sh: each libFuzzer target of tests/fuzz for a bounded time
+# and, once, on the plain build: the soak's short form (tests/soak/soak.sh --short).
 # Environment:
 #   RLOCK_SKIP_SANITIZERS=1   skip the second pass
 #   RLOCK_SKIP_FUZZ=1         skip the fuzzing step
+#   RLOCK_SKIP_SOAK=1         skip the soak's short form
 #   RLOCK_FUZZ_SECONDS=N      seconds per fuzz target (default 20)
 #   RLOCK_JOBS=N              build and ctest parallelism (default 2)
 # The last line is "N passed, N failed" over the passes (each fuzz target counts as one
@@ -50,6 +52,34 @@ run_pass() {
 }
 
 run_pass plain build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
+# run_soak: the soak's short form (tests/soak/soak.sh --short: a few hundred contended
+# acquisitions under injected faults, then the history checker), once, on the plain build.
+# PASS counts as one test passed, anything else as one failed.
+run_soak() {
+  local rc
+  echo "==> [soak] tests/soak/soak.sh --short"
+  if [[ ! -x build/rlock ]]; then
+    echo "==> [soak] no build/rlock: FAILED"
+    total_failed=$((total_failed + 1))
+    return
+  fi
+  timeout 600 tests/soak/soak.sh --short --quiet --rlock build/rlock 2>&1 | tee build/soak.log
+  rc=${PIPESTATUS[0]}
+  if ((rc == 0)); then
+    echo "==> [soak] 1 passed, 0 failed"
+    total_passed=$((total_passed + 1))
+  else
+    echo "==> [soak] 0 passed, 1 failed (exit $rc; the history is kept, see above)"
+    total_failed=$((total_failed + 1))
+  fi
+}
+
+if [[ ${RLOCK_SKIP_SOAK:-0} == 1 ]]; then
+  echo "==> [soak] skipped (RLOCK_SKIP_SOAK=1)"
+else
+  run_soak
+fi
 
 if [[ ${RLOCK_SKIP_SANITIZERS:-0} == 1 ]]; then
   echo "==> [asan] skipped (RLOCK_SKIP_SANITIZERS=1)"

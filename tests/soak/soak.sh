@@ -633,7 +633,9 @@ fi
   echo "reached=$reached"
   echo "final_free=$final_free"
   echo "leftovers=$leftovers"
-  echo "redis_keys=$(rcli --scan --pattern "lock:*" | sort | tr '\n' ' ')"
+  # release tombstones (lock:{KEY}:r:TOKEN) expire by themselves within seconds: counted
+  echo "redis_keys=$(rcli --scan --pattern "lock:*" | grep -v ':r:' | sort | tr '\n' ' ')$(
+    rcli --scan --pattern "lock:*:r:*" | wc -l) release tombstones"
 } >>"$W/meta"
 
 cleanup_keep=$keep
