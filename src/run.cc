@@ -44,6 +44,10 @@ Millis safety_margin(Millis ttl) {
 // exited, while processes it left behind keep the lock.
 constexpr Millis kGroupPoll{100};
 
+// How long after the command starts the holder subscribes to the lock's
+// release channel (to hear a `break`): well within "about a second".
+constexpr Millis kListenAfter{200};
+
 class Runner {
  public:
   Runner(const GlobalOptions& g, const LockOptions& o, const RunCommand& c)
@@ -159,7 +163,12 @@ class Runner {
     }
     arm_lost_timer();
     schedule_renewal(later(acquired_.sent, acquired_.ttl / 3));
-    watch_for_break();
+    // A short command never pays for the subscription; the check that follows
+    // it covers a break in between.
+    resubscribe_timer_ = loop().after(kListenAfter, [this] {
+      resubscribe_timer_ = 0;
+      watch_for_break();
+    });
     reap();  // the child may already have ended
   }
 

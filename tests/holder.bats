@@ -223,6 +223,7 @@ hold() {
   run ls "/proc/$guard/fd"
   assert_equal "${#lines[@]}" 1
   # and the server sees rlock's two connections (commands, release channel), no more
+  wait_until "[[ \$(rcli pubsub numsub 'lock:release:{hk}' | tail -n 1) == 1 ]]" 5
   run -0 rcli client list
   conns=$(grep -vc 'cmd=client' <<<"$output")
   assert_equal "$conns" 2
