@@ -166,7 +166,6 @@ void Connection::connect_failed(const Error& why) {
 
 void Connection::on_io(short revents) {
   auto alive = alive_;
-  std::vector<Reply> replies;
   std::optional<Error> failure;
   // Only the socket and the parser are guarded here: an exception from a
   // command's callback (below) is not a connection failure and goes up.
@@ -184,14 +183,12 @@ void Connection::on_io(short revents) {
       }
       on_connected();
     }
-    if (revents & (POLLIN | POLLHUP | POLLERR)) read_some(replies);
+    if (revents & (POLLIN | POLLHUP | POLLERR)) read_some(ready_);
   } catch (const Error& e) {
     failure = e;
   }
-  for (auto& r : replies) {
-    deliver(std::move(r));
-    if (!*alive || !stream_) return;
-  }
+  deliver_ready();
+  if (!*alive || !stream_) return;
   if (failure) return close(*failure);
   try {
     flush();
@@ -223,7 +220,36 @@ void Connection::update_events() {
   loop_.set_events(stream_->fd(), ev);
 }
 
-void Connection::read_some(std::vector<Reply>& replies) {
+void Connection::deliver_ready() {
+  auto alive = alive_;
+  // If a callback throws, its exception goes up to whoever runs the loop; the
+  // replies still waiting are delivered from the loop right after.
+  struct Later {
+    Connection* c;
+    std::shared_ptr<bool> alive;
+    ~Later() {
+      if (*alive && c->stream_ && !c->ready_.empty()) c->come_back();
+    }
+  } later_guard{this, alive};
+  while (!ready_.empty()) {
+    Reply r = std::move(ready_.front());
+    ready_.pop_front();
+    deliver(std::move(r));
+    if (!*alive || !stream_) return;
+  }
+}
+
+void Connection::come_back() {
+  if (more_timer_) return;
+  auto alive = alive_;
+  more_timer_ = loop_.after(Millis(0), [this, alive] {
+    if (!*alive) return;
+    more_timer_ = 0;
+    if (stream_ && !handshaking_) on_io(POLLIN);
+  });
+}
+
+void Connection::read_some(std::deque<Reply>& replies) {
   // A bounded amount per wake-up: a server that streams without pause must
   // not starve the timers (renewal, --timeout) of the loop.
   char buf[16384];
@@ -235,14 +261,7 @@ void Connection::read_some(std::vector<Reply>& replies) {
     if (r.bytes < sizeof buf && !stream_->pending()) return;
   }
   // More may wait where poll() cannot see it (inside TLS): come back soon.
-  if (stream_->pending() && !more_timer_) {
-    auto alive = alive_;
-    more_timer_ = loop_.after(Millis(0), [this, alive] {
-      if (!*alive) return;
-      more_timer_ = 0;
-      if (stream_ && !handshaking_) on_io(POLLIN);
-    });
-  }
+  if (stream_->pending()) come_back();
 }
 
 void Connection::deliver(Reply reply) {
@@ -290,6 +309,7 @@ void Connection::close(const Error& why) {
   loop_.cancel(more_timer_);
   more_timer_ = 0;
   out_.clear();
+  ready_.clear();
   parser_.reset();
   auto alive = alive_;
   fail_all(why);

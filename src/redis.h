@@ -82,7 +82,9 @@ class Connection {
   void on_io(short revents);
   void on_connected();
   void flush();
-  void read_some(std::vector<Reply>& replies);
+  void read_some(std::deque<Reply>& replies);
+  void deliver_ready();
+  void come_back();
   void deliver(Reply reply);
   void fail_all(const Error& why);
   void update_events();
@@ -100,6 +102,7 @@ class Connection {
   size_t untried_ = 0;     // addresses not yet tried in this connect
   Loop::TimerId connect_timer_ = 0, more_timer_ = 0;
   std::unique_ptr<ReplyParser> parser_;
+  std::deque<Reply> ready_;  // parsed, not yet delivered
   std::string out_;
   std::deque<Pending> pending_;
   std::function<void(const Reply&)> push_;

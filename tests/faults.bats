@@ -119,3 +119,12 @@ max_rss_kb() { tail -n 1 "$1"; }
   run cat "$T/holder.err"
   assert_output --partial "expires by itself"
 }
+
+@test "a short acquire reply (2 elements) is a protocol error (70) that says so, not a crash" {
+  garbage_start 'reply=*2\r\n$2\r\nOK\r\n:1\r\n'
+  run --separate-stderr "$RLOCK" --url "redis://127.0.0.1:$GARBAGE_PORT/0" acquire k
+  assert_equal "$status" 70
+  assert_equal "${#stderr_lines[@]}" 1
+  [[ $stderr == *"short acquire reply"* ]] || fail "$stderr"
+  [[ $stderr != *"internal error"* ]] || fail "$stderr"
+}

@@ -46,8 +46,12 @@ struct PongServer {
       if (c < 0) return;
       conns.push_back(c);
       loop.watch(c, POLLIN, [this, c](short) {
+        // One +PONG per PING in what arrived (pipelined commands come together).
         char buf[4096];
-        if (read(c, buf, sizeof buf) > 0) (void)!write(c, "+PONG\r\n", 7);
+        ssize_t n = read(c, buf, sizeof buf);
+        std::string in(buf, n > 0 ? static_cast<size_t>(n) : 0);
+        for (size_t at = in.find("PING"); at != std::string::npos; at = in.find("PING", at + 1))
+          (void)!write(c, "+PONG\r\n", 7);
       });
     });
   }
@@ -152,6 +156,52 @@ TEST(Connection, AFloodOfRepliesNeverStarvesTheTimers) {
   rmdir(dir);
   EXPECT_GT(pushes, 1000);
   EXPECT_LT(took.count(), 2000) << "the 300ms timer fired after " << took.count() << "ms";
+}
+
+}  // namespace
+}  // namespace rlock
+
+namespace rlock {
+namespace {
+
+TEST(Connection, ACallbackThatThrowsIsNotAConnectionFailureForTheOthers) {
+  Loop loop;
+  PongServer server(loop);
+  auto addrs = std::make_shared<std::vector<Address>>(std::vector<Address>{tcp_address(server.port)});
+  Connection c(loop, config(), nullptr, addrs);
+  std::optional<Result> second;
+  c.command({"PING"}, [](Result) { throw Error(ErrorKind::Protocol, "the caller's own bug"); });
+  c.command({"PING"}, [&](Result r) { second = std::move(r); });
+  // The first callback's exception goes up to whoever runs the loop...
+  EXPECT_THROW(loop.run_until([&] { return second.has_value(); }), Error);
+  // ...and the second command is answered as usual, not failed with it.
+  loop.run_until([&] { return second.has_value(); });
+  ASSERT_FALSE(second->failure) << second->failure->what();
+  EXPECT_EQ(second->reply.str, "PONG");
+}
+
+// An object whose destruction calls back into the loop, as a Connection does.
+struct CallsBack {
+  Loop* loop;
+  Loop::TimerId id;
+  ~CallsBack() {
+    loop->cancel(id);
+    loop->unwatch(12345);
+  }
+};
+
+TEST(Loop, CallbacksDestroyedWithTheLoopMayStillCallIt) {
+  // Under the sanitizers, a loop that frees its timer index before the callbacks would be
+  // reported here (the callbacks' destructors cancel timers).
+  auto loop = std::make_unique<Loop>();
+  auto other = loop->after(Millis(60'000), [] {});
+  for (int i = 0; i < 10; ++i) {
+    auto owner = std::make_shared<CallsBack>(CallsBack{loop.get(), other});
+    loop->after(Millis(60'000 + i), [owner] {});
+    loop->watch(1000 + i, 0, [owner](short) {});
+  }
+  loop.reset();
+  SUCCEED();
 }
 
 }  // namespace
