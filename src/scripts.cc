@@ -1,7 +1,8 @@
 #include "scripts.h"
 
 #include <fmt/format.h>
-#include <openssl/sha.h>
+
+#include "sha1.h"
 
 namespace rlock {
 
@@ -9,7 +10,7 @@ namespace {
 
 // Shared by every script. Times come from the server (TIME), never from a
 // client: a client with a wrong clock cannot reorder or stall anything.
-constexpr const char* kPrelude = R"lua(
+constexpr std::string_view kPrelude = R"lua(
 -- rlock lock protocol 2 (docs/PROTOCOL.md)
 local LOCK, FENCE, HOLDERS, LIMIT, QUEUE, QSEQ = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local BASE = LOCK .. ':'
@@ -151,7 +152,7 @@ end
 // Returns {'OK', fence, ttl, now} | {'TAKEN', position, free, holders, count}
 //       | {'QUEUED', position, free, holders, count} | {'MIXED', stored_limit}
 //       | {'STALE', newest_attempt}
-constexpr const char* kAcquire = R"lua(
+constexpr std::string_view kAcquire = R"lua(
 local tok, ttl, limit, mode = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
 local qlease, chan = tonumber(ARGV[5]), ARGV[6]
 local att = tonumber(ARGV[11] or '0') or 0
@@ -223,7 +224,7 @@ return {'QUEUED', redis.call('ZRANK', QUEUE, tok), free, hs, n}
 // ARGV: token, ttl_ms (0 = the TTL it was acquired with)
 // Returns {1, ttl, fence} when renewed, {0} when the token no longer holds.
 // Never re-creates a lock that has gone.
-constexpr const char* kExtend = R"lua(
+constexpr std::string_view kExtend = R"lua(
 local tok = ARGV[1]
 purge_holders()
 local how = held_by(tok)
@@ -239,7 +240,7 @@ return {1, ttl, tonumber(redis.call('HGET', hkey(tok), 'fence') or '0')}
 // a retry of one release sends the same id)
 // Returns {1} released, {2, ms_left} kept until acquisition + min_hold,
 // {3} released by an earlier try of this same release, {0} not held.
-constexpr const char* kRelease = R"lua(
+constexpr std::string_view kRelease = R"lua(
 local tok, minhold, chan = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local tomb, rid = tonumber(ARGV[4] or '0') or 0, ARGV[5] or ''
 purge_holders()
@@ -262,7 +263,7 @@ return {1}
 )lua";
 
 // A waiter gives up its place. ARGV: token, channel. Returns 1 if it had one.
-constexpr const char* kLeave = R"lua(
+constexpr std::string_view kLeave = R"lua(
 purge_holders()
 return drop_waiter(ARGV[1], ARGV[2])
 )lua";
@@ -271,7 +272,7 @@ return drop_waiter(ARGV[1], ARGV[2])
 // behind it on the same connection. ARGV: token, attempt, channel.
 // Returns 1 (released what it granted), 2 (left the place it took) or 0
 // (a newer attempt of the token, or nothing, is there: left alone).
-constexpr const char* kUndo = R"lua(
+constexpr std::string_view kUndo = R"lua(
 local tok, att, chan = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 purge_holders()
 local how = held_by(tok)
@@ -291,7 +292,7 @@ return 0
 // holders and waiters are skipped, never removed. ARGV: max records (default
 // 1000). Returns {limit, fence_counter, now, holders, waiters, holder_count,
 // waiter_count}; each waiter is {token, pttl, host, pid, user, cmd, since}.
-constexpr const char* kStatus = R"lua(
+constexpr std::string_view kStatus = R"lua(
 local max = tonumber(ARGV[1] or '1000') or 1000
 local hs, nh = holders(max)
 local waiters, nw, from = {}, 0, 0
@@ -318,7 +319,7 @@ return {limit, tonumber(redis.call('GET', FENCE) or '0'), NOW, hs, waiters, nh, 
 
 // Operator override. ARGV: channel. Removes every holder and the queue, wakes
 // every waiter; the fence counter stays. Returns the number of holders removed.
-constexpr const char* kBreak = R"lua(
+constexpr std::string_view kBreak = R"lua(
 local chan = ARGV[1]
 purge_holders()
 if redis.call('EXISTS', LOCK) == 0 and redis.call('EXISTS', HOLDERS) == 0 then return 0 end
@@ -343,52 +344,47 @@ redis.call('DEL', QUEUE, QSEQ)
 return n
 )lua";
 
-std::string sha1_hex(const std::string& s) {
-  unsigned char d[SHA_DIGEST_LENGTH];
-  SHA1(reinterpret_cast<const unsigned char*>(s.data()), s.size(), d);
-  std::string out;
-  for (unsigned char c : d) out += fmt::format("{:02x}", c);
-  return out;
-}
-
-Script make(const char* name, const char* body, bool read_only = false) {
-  std::string src = std::string(kPrelude) + body;
-  return Script{name, src, sha1_hex(src), read_only};
+// Digests come from the compiler (sha1.h): no hashing at run time.
+template <const std::string_view& Body>
+Script make(const char* name, bool read_only = false) {
+  static constexpr std::array<char, 40> kSha = sha1_hex(kPrelude, Body);
+  return Script{name, std::string(kPrelude) + std::string(Body),
+                std::string(kSha.data(), kSha.size()), read_only};
 }
 
 }  // namespace
 
 const std::string& script_prelude() {
-  static const std::string p = kPrelude;
+  static const std::string p(kPrelude);
   return p;
 }
 
 const Script& acquire_script() {
-  static const Script s = make("acquire", kAcquire);
+  static const Script s = make<kAcquire>("acquire");
   return s;
 }
 const Script& extend_script() {
-  static const Script s = make("extend", kExtend);
+  static const Script s = make<kExtend>("extend");
   return s;
 }
 const Script& release_script() {
-  static const Script s = make("release", kRelease);
+  static const Script s = make<kRelease>("release");
   return s;
 }
 const Script& leave_script() {
-  static const Script s = make("leave", kLeave);
+  static const Script s = make<kLeave>("leave");
   return s;
 }
 const Script& undo_script() {
-  static const Script s = make("undo", kUndo);
+  static const Script s = make<kUndo>("undo");
   return s;
 }
 const Script& status_script() {
-  static const Script s = make("status", kStatus, true);
+  static const Script s = make<kStatus>("status", true);
   return s;
 }
 const Script& break_script() {
-  static const Script s = make("break", kBreak);
+  static const Script s = make<kBreak>("break");
   return s;
 }
 
