@@ -3,8 +3,7 @@
 #include <fmt/format.h>
 
 #include <cctype>
-#include <charconv>
-#include <cmath>
+#include <cstdint>
 
 #include "error.h"
 #include "text.h"
@@ -13,7 +12,7 @@ namespace rlock {
 
 namespace {
 
-double unit_ms(std::string_view unit) {
+int64_t unit_ms(std::string_view unit) {
   if (unit == "ms") return 1;
   if (unit == "s" || unit.empty()) return 1000;
   if (unit == "m") return 60'000;
@@ -39,33 +38,49 @@ Millis parse_duration(std::string_view text, std::string_view what) {
                             escape_text(text), kMaxDuration.count() / 86'400'000));
   };
   if (text.empty() || text.size() > 1024) bad();
-  double total = 0;
+  // Exact arithmetic in billionths of a millisecond (no floating point, so no
+  // rounding surprises, and no libm on the start-up path): a term is its whole
+  // part and up to nine decimals, times its unit.
+  using Wide = __int128;
+  constexpr Wide kNano = 1'000'000'000;
+  const Wide max_total = Wide(kMaxDuration.count()) * kNano;
+  Wide total = 0;
   size_t i = 0;
   bool any = false;
   while (i < text.size()) {
     size_t start = i;
-    bool dot = false;
-    while (i < text.size() && (is_digit(text[i]) || (text[i] == '.' && !dot))) {
-      if (text[i] == '.') dot = true;
-      ++i;
+    while (i < text.size() && is_digit(text[i])) ++i;
+    std::string_view whole = text.substr(start, i - start);
+    std::string_view frac;
+    if (i < text.size() && text[i] == '.') {
+      size_t fstart = ++i;
+      while (i < text.size() && is_digit(text[i])) ++i;
+      frac = text.substr(fstart, i - fstart);
+      if (whole.empty() && frac.empty()) bad();  // "." alone
+    } else if (whole.empty()) {
+      bad();
     }
-    if (i == start || (i - start == 1 && dot)) bad();
-    double value = 0;
-    // from_chars never throws: a number too large for a double is an error code.
-    auto [p, ec] = std::from_chars(text.data() + start, text.data() + i, value);
-    if (ec == std::errc::result_out_of_range) too_long();
-    if (ec != std::errc() || p != text.data() + i) bad();
+    while (whole.size() > 1 && whole.front() == '0') whole.remove_prefix(1);
+    // More than 12 digits is more than 366 days in any unit (10^12 ms).
+    if (whole.size() > 12) too_long();
+    Wide value = 0;
+    for (char c : whole) value = value * 10 + (c - '0');
+    value *= kNano;
+    Wide scale = kNano / 10;
+    for (size_t k = 0; k < frac.size() && scale > 0; ++k, scale /= 10)
+      value += (frac[k] - '0') * scale;
     size_t ustart = i;
     while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]))) ++i;
     std::string_view unit = text.substr(ustart, i - ustart);
     if (unit.empty() && (any || i < text.size())) bad();  // "1h30" is ambiguous
-    double mult = unit_ms(unit);
+    int64_t mult = unit_ms(unit);
     if (mult < 0) bad();
     total += value * mult;
     any = true;
-    if (!std::isfinite(total) || total > static_cast<double>(kMaxDuration.count())) too_long();
+    if (total > max_total) too_long();
   }
-  return Millis(static_cast<int64_t>(std::llround(total)));
+  // Rounded to the nearest millisecond, halves up.
+  return Millis(static_cast<int64_t>((total + kNano / 2) / kNano));
 }
 
 std::string format_duration(Millis d) {

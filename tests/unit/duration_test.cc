@@ -22,6 +22,21 @@ TEST(Duration, BareNumberIsSecondsAndFractionsWork) {
   EXPECT_EQ(parse_duration("0"), Millis(0));
 }
 
+TEST(Duration, ExactDecimalsRoundedToTheNearestMillisecondHalvesUp) {
+  // Exact decimal arithmetic: 0.1 + 0.2 is 0.3 here, unlike in binary floating point.
+  EXPECT_EQ(parse_duration("0.1s0.2s"), Millis(300));
+  EXPECT_EQ(parse_duration("2.5ms"), Millis(3));
+  EXPECT_EQ(parse_duration("2.4999ms"), Millis(2));
+  EXPECT_EQ(parse_duration("0.0005s"), Millis(1));
+  EXPECT_EQ(parse_duration(".5s"), Millis(500));
+  EXPECT_EQ(parse_duration("5."), Millis(5'000));
+  // Decimals past the ninth are dropped (a billionth of a millisecond).
+  EXPECT_EQ(parse_duration("1.49999999999999999999ms"), Millis(1));
+  // Leading zeros do not count against the 12-digit bound.
+  EXPECT_EQ(parse_duration("0000000000000000000000001s"), Millis(1'000));
+  EXPECT_EQ(parse_duration("366d"), kMaxDuration);
+}
+
 TEST(Duration, RejectsGarbageWithUsageError) {
   for (const char* bad : {"", "abc", "5x", "-1s", "1h30", "s", ".s", "1..2s", "1e9999h", " 5s"}) {
     try {
