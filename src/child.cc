@@ -26,6 +26,15 @@
 #include "error.h"
 #include "signals.h"
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RLOCK_HAS_ASAN 1
+#endif
+#endif
+#ifndef RLOCK_HAS_ASAN
+#define RLOCK_HAS_ASAN 0
+#endif
+
 extern char** environ;
 
 namespace rlock {
@@ -263,7 +272,21 @@ Child Child::spawn(const SpawnSpec& spec) {
   sigset_t all, old;
   sigfillset(&all);
   sigprocmask(SIG_SETMASK, &all, &old);
+  // vfork() where it is safe: it copies no page tables and takes no
+  // copy-on-write faults (issue 10). The child runs in rlock's memory until it
+  // execs or _exits, making only system calls and writing only its own stack
+  // and the plan made for it (become_command). vfork() must be called here,
+  // in the frame the child leaves by exec, never from a helper it returns
+  // from. Under AddressSanitizer, plain fork(): its shadow stack is not
+  // vfork-aware.
+#if defined(__linux__) && !defined(__SANITIZE_ADDRESS__) && !RLOCK_HAS_ASAN
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  const pid_t forked = vfork();
+#pragma GCC diagnostic pop
+#else
   const pid_t forked = fork();
+#endif
   if (forked == 0) become_command(plan, setup);
   const int fork_errno = errno;
   sigprocmask(SIG_SETMASK, &old, nullptr);
@@ -377,7 +400,23 @@ void close_all_but(int keep) {
     if (fd != keep) close(fd);
 }
 
-GroupGuard GroupGuard::watch(pid_t pgid) {
+namespace {
+
+// A read of exactly `len` bytes, or fewer at EOF or on an error.
+size_t read_fully(int fd, void* buf, size_t len) {
+  size_t got = 0;
+  while (got < len) {
+    ssize_t n = read(fd, static_cast<char*>(buf) + got, len - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  return got;
+}
+
+}  // namespace
+
+GroupGuard GroupGuard::start() {
   int fds[2];
   if (pipe(fds) != 0) return {};
   fcntl(fds[1], F_SETFD, FD_CLOEXEC);
@@ -392,13 +431,12 @@ GroupGuard GroupGuard::watch(pid_t pgid) {
     // a CI runner ending the job) must not take the guard along with rlock.
     setsid();
     close_all_but(fds[0]);
-    for (int sig = 1; sig < NSIG; ++sig) signal(sig, SIG_IGN);  // keeps SIGKILL's default
+    // Every signal stays blocked (the mask set before fork): a stray signal
+    // stays pending instead of ending the guard; SIGKILL still does.
+    pid_t pgid = 0;
+    if (read_fully(fds[0], &pgid, sizeof pgid) != sizeof pgid || pgid <= 1) _exit(0);
     char byte;
-    ssize_t n;
-    do {
-      n = read(fds[0], &byte, 1);
-    } while (n < 0 && errno == EINTR);
-    if (n == 0) kill(-pgid, SIGKILL);  // EOF: rlock died without standing us down
+    if (read_fully(fds[0], &byte, 1) == 0) kill(-pgid, SIGKILL);  // rlock died
     _exit(0);
   }
   sigprocmask(SIG_SETMASK, &old, nullptr);
@@ -411,6 +449,20 @@ GroupGuard GroupGuard::watch(pid_t pgid) {
   g.pid_ = pid;
   g.pipe_ = fds[1];
   return g;
+}
+
+void GroupGuard::watch(pid_t pgid) {
+  if (pid_ < 0) *this = start();
+  if (pipe_ < 0) return;
+  const char* p = reinterpret_cast<const char*>(&pgid);
+  size_t left = sizeof pgid;
+  while (left > 0) {  // a pipe takes this many bytes at once; EINTR aside
+    ssize_t n = write(pipe_, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
 }
 
 GroupGuard::GroupGuard(GroupGuard&& o) noexcept : pid_(o.pid_), pipe_(o.pipe_) {
@@ -429,13 +481,19 @@ GroupGuard& GroupGuard::operator=(GroupGuard&& o) noexcept {
   return *this;
 }
 
-GroupGuard::~GroupGuard() {
-  if (pipe_ >= 0) {
-    char stand_down = 'x';
-    while (write(pipe_, &stand_down, 1) < 0 && errno == EINTR) {
-    }
-    close(pipe_);
+void GroupGuard::stand_down() {
+  if (pipe_ < 0) return;
+  char byte = 'x';
+  while (write(pipe_, &byte, 1) < 0 && errno == EINTR) {
   }
+  close(pipe_);
+  pipe_ = -1;
+}
+
+GroupGuard::~GroupGuard() {
+  stand_down();
+  // Already reaped by reap_others() if it exited while rlock was in its loop:
+  // waitpid() then fails with ECHILD at once.
   if (pid_ > 0) {
     int st;
     while (waitpid(pid_, &st, 0) < 0 && errno == EINTR) {

@@ -73,19 +73,30 @@ class Child {
 /// Kills a process group if rlock dies first. PR_SET_PDEATHSIG reaches only
 /// the direct child; a `sh -c` wrapper's children would run on without a
 /// lease. So a small guard process waits on a pipe that only rlock can write
-/// to: EOF (rlock is gone, even by SIGKILL) means SIGKILL to the group; a
-/// byte means stand down. Portable: no Linux-only call. The guard closes every
-/// descriptor but its pipe (fork without exec keeps them all, Redis
-/// connections included).
+/// to: first the group to watch, then EOF (rlock is gone, even by SIGKILL)
+/// means SIGKILL to the group, a byte means stand down; EOF before any group
+/// means there is nothing to kill. Portable: no Linux-only call. The guard
+/// closes every descriptor but its pipe (fork without exec keeps them all,
+/// Redis connections included).
+///
+/// The guard is forked before the command (start(), while the acquire request
+/// is in flight), so that its fork is not on the path from "acquired" to
+/// "command started" (issue 10); watch() then names the group.
 class GroupGuard {
  public:
-  /// Forks the guard for process group `pgid`. Returns an inactive guard if
-  /// the fork fails (the child's own PDEATHSIG still applies on Linux).
-  static GroupGuard watch(pid_t pgid);
+  /// Forks a guard that waits to be told its group. Returns an inactive guard
+  /// if the fork fails (the child's own PDEATHSIG still applies on Linux).
+  static GroupGuard start();
+  /// Tells the guard (started now if it was not) which group to kill if rlock
+  /// dies. Once only.
+  void watch(pid_t pgid);
   GroupGuard() = default;
   GroupGuard(GroupGuard&& other) noexcept;
   GroupGuard& operator=(GroupGuard&& other) noexcept;
-  /// Tells the guard to stand down and reaps it.
+  /// Tells the guard to stand down without waiting for it to exit (one write):
+  /// the release need not wait for the guard (issue 10).
+  void stand_down();
+  /// Stands the guard down if that was not done yet, and reaps it.
   ~GroupGuard();
 
  private:

@@ -63,6 +63,13 @@ class Runner {
                   local_holder_info(join_command(cmd_), static_cast<long>(getpid()))};
     acquirer_ = std::make_unique<Acquirer>(lock_, token_, spec);
     acquirer_->start([this](Outcome<Acquired> o) { on_acquired(std::move(o)); });
+    // The guard is forked once the first request is on its way (timers run
+    // after the loop's first poll has sent it): its fork overlaps the round
+    // trip instead of delaying the command.
+    guard_timer_ = loop().after(Millis(0), [this] {
+      guard_timer_ = 0;
+      guard_ = GroupGuard::start();
+    });
     loop().run_until([this] { return exit_status_.has_value(); });
     if (error_) throw *error_;
     return *exit_status_;
@@ -155,7 +162,9 @@ class Runner {
     become_subreaper();
     try {
       child_.emplace(Child::spawn(spec));
-      guard_ = GroupGuard::watch(child_->pid());
+      loop().cancel(guard_timer_);
+      guard_timer_ = 0;
+      guard_.watch(child_->pid());
     } catch (const Error& e) {
       log_error(e.what());
       release_and_exit(e.exit_status());
@@ -397,7 +406,9 @@ class Runner {
     loop().cancel(kill_timer_);
     loop().cancel(group_timer_);
     drop_subscription();
-    guard_ = GroupGuard();  // the group is gone: stand the guard down
+    // The group is gone: the guard stands down now and is reaped after the
+    // release (a blocking wait for it here would sit on the handoff path).
+    guard_.stand_down();
     int code = *command_status_;
     if (lost_ && opts_.on_lost != OnLost::Warn) code = exitcode::kLost;
     release_and_exit(code);
@@ -448,7 +459,7 @@ class Runner {
   Acquired acquired_;
   Clock::time_point deadline_;
   Loop::TimerId renew_timer_ = 0, lost_timer_ = 0, kill_timer_ = 0, group_timer_ = 0,
-                resubscribe_timer_ = 0;
+                resubscribe_timer_ = 0, guard_timer_ = 0;
   bool lost_ = false, stopped_ = false, draining_ = false, renewing_ = false, recheck_ = false;
   std::optional<int> command_status_;
   std::string last_renew_error_, heard_;

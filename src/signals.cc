@@ -15,7 +15,7 @@ bool g_ignored[kMaxSig];
 void capture_inherited_signals() {
   if (g_captured) return;
   g_captured = true;
-  for (int sig = 1; sig < kMaxSig; ++sig) {
+  for (int sig : kTouchedSignals) {
     struct sigaction sa {};
     if (sigaction(sig, nullptr, &sa) == 0) g_ignored[sig] = sa.sa_handler == SIG_IGN;
   }
@@ -30,13 +30,9 @@ void ignore_sigpipe() {
 }
 
 void restore_inherited_signals_in_child() {
-  for (int sig = 1; sig < kMaxSig; ++sig) {
-    if (sig == SIGKILL || sig == SIGSTOP) continue;
+  for (int sig : kTouchedSignals) {
     struct sigaction sa {};
-    if (sigaction(sig, nullptr, &sa) != 0) continue;
-    if (sa.sa_handler == SIG_DFL) continue;
     sa.sa_handler = g_ignored[sig] ? SIG_IGN : SIG_DFL;
-    sa.sa_flags = 0;
     sigemptyset(&sa.sa_mask);
     sigaction(sig, &sa, nullptr);
   }

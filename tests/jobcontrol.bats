@@ -64,7 +64,14 @@ keys() {
 
 ctrl_z() { tmux -L "$TMUX_SOCK" send-keys -t jc C-z; }
 
-rlock_pid() { pgrep -f "$RLOCK run --ttl 30s jc" | head -n 1; }
+# rlock itself, not its guard (a fork with the same command line, but the leader
+# of a session of its own; pids wrap, so the lowest pid is not always rlock's).
+rlock_pid() {
+  local p
+  for p in $(pgrep -f "$RLOCK run --ttl 30s jc"); do
+    [[ $(ps -o sid= -p "$p" | tr -d ' ') != "$p" ]] && { echo "$p"; return; }
+  done
+}
 
 # the shell answers: types a command that creates FILE, waits for it.
 shell_alive() {
