@@ -18,6 +18,7 @@ packages=(
   bats bats-assert bats-support
   openssl tmux faketime jq time
   clang-14 libclang-rt-14-dev llvm-14 # scripts/fuzz.sh: libFuzzer + sanitizer runtimes, symbolizer
+  etcd-server etcd-client              # bench/run.sh: etcdctl lock, a baseline
 )
 
 usage() {

@@ -4,11 +4,14 @@
 #   1. build/       RelWithDebInfo
 #   2. build-asan/  -DRLOCK_SANITIZE=ON (AddressSanitizer + UndefinedBehaviorSanitizer)
 #   3. build-fuzz/  scripts/fuzz.sh: each libFuzzer target of tests/fuzz for a bounded time
-# and, once, on the plain build: the soak's short form (tests/soak/soak.sh --short).
+# and, once, on the plain build: the soak's short form (tests/soak/soak.sh --short) and a
+# smoke run of the benchmark (bench/run.sh --smoke: it works; nothing is timed or asserted
+# about speed).
 # Environment:
 #   RLOCK_SKIP_SANITIZERS=1   skip the second pass
 #   RLOCK_SKIP_FUZZ=1         skip the fuzzing step
 #   RLOCK_SKIP_SOAK=1         skip the soak's short form
+#   RLOCK_SKIP_BENCH=1        skip the benchmark smoke run
 #   RLOCK_FUZZ_SECONDS=N      seconds per fuzz target (default 20)
 #   RLOCK_JOBS=N              build and ctest parallelism (default 2)
 # The last line is "N passed, N failed" over the passes (each fuzz target counts as one
@@ -79,6 +82,29 @@ if [[ ${RLOCK_SKIP_SOAK:-0} == 1 ]]; then
   echo "==> [soak] skipped (RLOCK_SKIP_SOAK=1)"
 else
   run_soak
+fi
+
+# run_bench_smoke: bench/run.sh --smoke once, on the plain build. It passes when it exits 0
+# and printed all six parts and its closing line.
+run_bench_smoke() {
+  local rc
+  echo "==> [bench] bench/run.sh --smoke"
+  timeout 300 env RLOCK=build/rlock bash bench/run.sh --smoke 2>&1 | tee build/bench-smoke.log
+  rc=${PIPESTATUS[0]}
+  if ((rc == 0)) && [[ $(grep -c '^== [1-6]\. ' build/bench-smoke.log) == 6 ]] &&
+    grep -q '^bench: smoke run complete' build/bench-smoke.log; then
+    echo "==> [bench] 1 passed, 0 failed"
+    total_passed=$((total_passed + 1))
+  else
+    echo "==> [bench] 0 passed, 1 failed (exit $rc)"
+    total_failed=$((total_failed + 1))
+  fi
+}
+
+if [[ ${RLOCK_SKIP_BENCH:-0} == 1 ]]; then
+  echo "==> [bench] skipped (RLOCK_SKIP_BENCH=1)"
+else
+  run_bench_smoke
 fi
 
 if [[ ${RLOCK_SKIP_SANITIZERS:-0} == 1 ]]; then

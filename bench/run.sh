@@ -1,0 +1,227 @@
+#!/usr/bin/env bash
+# The benchmark entry point (issue 10): rlock beside its baselines, measured in one run
+# on this machine, every line ending with rlock's ratio to the baseline (< 1: rlock is
+# cheaper or faster).
+#
+#   1. uncontended `rlock run k -- true` beside bench/minimal.c (the same Redis work in a
+#      minimal C program), flock(1), one redis-cli call and `etcdctl lock`
+#   2. `rlock --version` beside an empty C program (process start-up floor)
+#   3. handoff gap, contenders already waiting: 8 contenders started together, 20 runs
+#      each, a 10 ms critical section (bench/stamp.c); the gap runs from one command's
+#      exit to the next command's start. Beside flock(1), `etcdctl lock` and naive
+#      polling (redis-cli SET NX every 100 ms)
+#   4. handoff gap, next process started cold: one contender running again and again, so
+#      every gap includes the tool's own exit, the next process's start and connection
+#   5. peak RSS of `rlock run k -- sleep 1` beside a bash wrapper and bench/minimal.c
+#   6. Redis work: client round trips and server-side commands per acquisition, from
+#      INFO commandstats, uncontended and with 4, 16 and 64 contenders
+#
+# Usage: bench/run.sh [--smoke]
+#   --smoke  tiny counts: checks that every part works (CI), measures nothing
+# Env: RLOCK=path/to/rlock (default build/rlock), CC (default cc)
+# Baselines that are not installed (etcd, etcdctl) are skipped with a note. Servers are
+# started on loopback by this script and stopped at the end.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+smoke=0
+[[ ${1:-} == --smoke ]] && smoke=1
+RLOCK=$(realpath "${RLOCK:-build/rlock}")
+[[ -x $RLOCK ]] || { echo "bench: $RLOCK not built (cmake --build build)" >&2; exit 1; }
+
+if ((smoke)); then
+  RUNS=5 WARMUP=1 CONTENDERS=2 PER=3 SLEEP_RSS=0.1 SIZES=(4) ACQ=8
+else
+  RUNS=300 WARMUP=20 CONTENDERS=8 PER=20 SLEEP_RSS=1 SIZES=(4 16 64) ACQ=128
+fi
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+for tool in minimal stamp timeit; do
+  "${CC:-cc}" -O2 -Wall -o "$work/$tool" "bench/$tool.c"
+done
+printf 'int main(void) { return 0; }\n' >"$work/empty.c"
+"${CC:-cc}" -O2 -o "$work/empty" "$work/empty.c"
+MINIMAL=$work/minimal STAMP=$work/stamp TIMEIT=$work/timeit
+
+pick_port() {
+  local p
+  for _ in $(seq 50); do
+    p=$((20000 + RANDOM % 20000))
+    (exec 9<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
+  done
+  return 1
+}
+
+# --- servers ---------------------------------------------------------------------------
+rport=$(pick_port)
+redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no \
+  --dir "$work" >/dev/null 2>&1 3>&- &
+pids+=($!)
+for _ in $(seq 100); do [[ $(redis-cli -p "$rport" ping 2>/dev/null) == PONG ]] && break; sleep 0.05; done
+export RLOCK_URL="redis://127.0.0.1:$rport/0"
+rcli() { redis-cli -p "$rport" "$@"; }
+
+have_etcd=0
+if command -v etcd >/dev/null && command -v etcdctl >/dev/null; then
+  cport=$(pick_port) pport=$(pick_port)
+  etcd --data-dir "$work/etcd" --listen-client-urls "http://127.0.0.1:$cport" \
+    --advertise-client-urls "http://127.0.0.1:$cport" \
+    --listen-peer-urls "http://127.0.0.1:$pport" \
+    --initial-advertise-peer-urls "http://127.0.0.1:$pport" \
+    --initial-cluster "default=http://127.0.0.1:$pport" >"$work/etcd.log" 2>&1 3>&- &
+  pids+=($!)
+  export ETCDCTL_API=3
+  for _ in $(seq 100); do
+    etcdctl --endpoints="127.0.0.1:$cport" endpoint health >/dev/null 2>&1 && { have_etcd=1; break; }
+    sleep 0.1
+  done
+fi
+etcd_note="(etcd not installed: apt-get install etcd-server etcd-client for that baseline)"
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "n/a"; else printf "%.2fx", a / b }'; }
+
+# --- 1. uncontended --------------------------------------------------------------------
+echo "== 1. uncontended: median of $RUNS runs (ms), each a fresh process"
+declare -A T
+measure_cmd() { # NAME CMD...: median into T[NAME]
+  local name=$1 med p90 rss
+  shift
+  read -r med p90 rss < <("$TIMEIT" "$RUNS" "$WARMUP" "$@")
+  T[$name]=$med
+}
+measure_cmd rlock "$RLOCK" run bench-u -- true
+measure_cmd minimal "$MINIMAL" 127.0.0.1 "$rport" bench-m true
+measure_cmd flock flock "$work/u.flock" true
+measure_cmd redis-cli redis-cli -p "$rport" SET bench-r x
+((have_etcd)) && measure_cmd etcd etcdctl --endpoints="127.0.0.1:$cport" lock bench-e true
+printf '%-34s %9s %12s\n' "command" "median_ms" "rlock_ratio"
+row() { printf '%-34s %9s %12s\n' "$1" "${T[$2]}" "$3"; }
+row "rlock run k -- true" rlock ""
+row "bench/minimal (same Redis work, C)" minimal "$(ratio "${T[rlock]}" "${T[minimal]}")"
+row "flock FILE true" flock "$(ratio "${T[rlock]}" "${T[flock]}")"
+row "redis-cli SET (one command)" redis-cli "$(ratio "${T[rlock]}" "${T[redis-cli]}")"
+if ((have_etcd)); then row "etcdctl lock k true" etcd "$(ratio "${T[rlock]}" "${T[etcd]}")"; else echo "$etcd_note"; fi
+
+# --- 2. --version ------------------------------------------------------------------------
+echo
+echo "== 2. start-up: median of $RUNS runs (ms)"
+measure_cmd version "$RLOCK" --version
+measure_cmd empty "$work/empty"
+printf '%-34s %9s %12s\n' "command" "median_ms" "rlock_ratio"
+row "rlock --version" version ""
+row "empty C program" empty "$(ratio "${T[version]}" "${T[empty]}")"
+
+# --- 3 and 4. handoff ----------------------------------------------------------------------
+acquire_with() { # TOOL KEY: one critical section under TOOL's lock
+  case $1 in
+    rlock) "$RLOCK" run -q --ttl 30s "$2" -- "$STAMP" 10 ;;
+    flock) flock "$work/$2.flock" "$STAMP" 10 ;;
+    etcd) etcdctl --endpoints="127.0.0.1:$cport" lock "$2" "$STAMP" 10 >/dev/null ;;
+    naive)
+      until [[ $(rcli SET "naive:$2" x NX PX 30000) == OK ]]; do sleep 0.1; done
+      "$STAMP" 10
+      rcli DEL "naive:$2" >/dev/null
+      ;;
+  esac
+}
+
+gaps() { # LOG: "p50 p99" of the gaps between one E and the next S, in ms
+  sort -k2,2n "$1" | awk '
+    $1 == "S" && have_end { g[++n] = ($2 - last) / 1e6 }
+    $1 == "E" { last = $2; have_end = 1 }
+    END {
+      if (!n) { print "n/a n/a"; exit }
+      for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (g[j] < g[i]) { t = g[i]; g[i] = g[j]; g[j] = t }
+      printf "%.1f %.1f\n", g[int((n - 1) * 0.50) + 1], g[int((n - 1) * 0.99) + 1]
+    }'
+}
+
+handoff() { # TOOL CONTENDERS PER: prints "p50 p99"
+  local tool=$1 n=$2 per=$3 key="h-$1-$2-$RANDOM" i
+  export LOG="$work/$key.log"
+  : >"$LOG"
+  for ((i = 0; i < n; i++)); do
+    (for ((j = 0; j < per; j++)); do acquire_with "$tool" "$key"; done) 3>&- &
+  done
+  wait_contenders
+  gaps "$LOG"
+}
+wait_contenders() { # every background job but the servers
+  local p
+  for p in $(jobs -p); do
+    [[ " ${pids[*]} " == *" $p "* ]] || wait "$p"
+  done
+}
+
+tools=(rlock flock naive)
+((have_etcd)) && tools+=(etcd)
+declare -A P50 P99
+print_handoff() { # TITLE CONTENDERS PER
+  echo
+  echo "== $1"
+  printf '%-8s %8s %8s %14s\n' tool p50_ms p99_ms rlock_p50_ratio
+  for t in "${tools[@]}"; do
+    read -r P50[$t] P99[$t] < <(handoff "$t" "$2" "$3")
+  done
+  for t in "${tools[@]}"; do
+    local r=""
+    [[ $t != rlock ]] && r=$(ratio "${P50[rlock]}" "${P50[$t]}")
+    printf '%-8s %8s %8s %14s\n' "$t" "${P50[$t]}" "${P99[$t]}" "$r"
+  done
+  ((have_etcd)) || echo "$etcd_note"
+}
+print_handoff "3. handoff, contenders already waiting: $CONTENDERS contenders x $PER runs, 10 ms critical section" \
+  "$CONTENDERS" "$PER"
+cold_runs=$((CONTENDERS * PER / 4 < 4 ? 4 : CONTENDERS * PER / 4))
+print_handoff "4. handoff, next process started cold: 1 contender x $cold_runs runs (gap includes exit, start, connect)" \
+  1 "$cold_runs"
+
+# --- 5. peak RSS ---------------------------------------------------------------------------
+echo
+echo "== 5. peak resident set (KiB), max over 3 runs, the command included"
+rss() { local med p90 kb; read -r med p90 kb < <("$TIMEIT" 3 0 "$@"); echo "$kb"; }
+r_rlock=$(rss "$RLOCK" run bench-rss -- sleep "$SLEEP_RSS")
+r_bash=$(rss bash -c "sleep $SLEEP_RSS")
+r_min=$(rss "$MINIMAL" 127.0.0.1 "$rport" bench-rss-m sleep "$SLEEP_RSS")
+printf '%-34s %9s %12s\n' "command" "max_rss" "rlock_ratio"
+printf '%-34s %9s %12s\n' "rlock run k -- sleep $SLEEP_RSS" "$r_rlock" ""
+printf '%-34s %9s %12s\n' "bash -c 'sleep $SLEEP_RSS'" "$r_bash" "$(ratio "$r_rlock" "$r_bash")"
+printf '%-34s %9s %12s\n' "bench/minimal ... sleep $SLEEP_RSS" "$r_min" "$(ratio "$r_rlock" "$r_min")"
+
+# --- 6. Redis work -------------------------------------------------------------------------
+echo
+echo "== 6. Redis work per acquisition (INFO commandstats)"
+redis_work() { # CONTENDERS TOTAL: prints "rt cmds" per acquisition
+  local n=$1 total=$2 per key="w-$1-$RANDOM" i stats
+  per=$(((total + n - 1) / n))
+  export LOG="$work/$key.log"
+  rcli CONFIG RESETSTAT >/dev/null
+  for ((i = 0; i < n; i++)); do
+    (for ((j = 0; j < per; j++)); do "$RLOCK" run -q --ttl 30s "$key" -- "$STAMP" 0; done) 3>&- &
+  done
+  wait_contenders
+  stats=$(rcli INFO commandstats | tr -d '\r')
+  awk -F'[=,:]' -v total=$((per * n)) '
+    /^cmdstat_/ && $1 !~ /cmdstat_(info|config)$/ { cmds += $3 }
+    $1 ~ /^cmdstat_(evalsha|eval|evalsha_ro|eval_ro|subscribe|unsubscribe|ping|auth|select|hello)$/ { rt += $3 }
+    END { printf "%.1f %.1f\n", rt / total, cmds / total }' <<<"$stats"
+}
+printf '%-12s %8s %10s\n' contenders rt/acq cmds/acq
+read -r rt cmds < <(redis_work 1 $((ACQ / 4)))
+printf '%-12s %8s %10s\n' 1 "$rt" "$cmds"
+for n in "${SIZES[@]}"; do
+  read -r rt cmds < <(redis_work "$n" "$ACQ")
+  printf '%-12s %8s %10s\n' "$n" "$rt" "$cmds"
+done
+echo
+echo "rlock $("$RLOCK" --version | head -n 1); $(redis-server --version | awk '{print $1, $2, $3}'); $(nproc) cores"
+((smoke)) && echo "bench: smoke run complete (counts too small to mean anything)"
+exit 0
