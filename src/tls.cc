@@ -28,17 +28,16 @@ namespace {
 // Every OpenSSL function rlock calls (libcrypto's are found through libssl,
 // which depends on it). The macros of the API (SSL_CTX_set_min_proto_version,
 // SSL_set_tlsext_host_name) are spelt out as the *_ctrl calls they expand to.
-#define RLOCK_OPENSSL_FUNCTIONS(X)                                                               \
-  X(ERR_get_error)                                                                               \
-  X(ERR_error_string_n)                                                                          \
-  X(ERR_clear_error) X(TLS_client_method) X(SSL_CTX_new) X(SSL_CTX_free) X(SSL_CTX_ctrl)         \
-      X(SSL_CTX_set_verify) X(SSL_CTX_load_verify_locations) X(SSL_CTX_set_default_verify_paths) \
-          X(SSL_CTX_use_certificate_chain_file) X(SSL_CTX_use_PrivateKey_file)                   \
-              X(SSL_CTX_check_private_key) X(SSL_new) X(SSL_free) X(SSL_set_fd) X(SSL_ctrl)      \
-                  X(SSL_get0_param) X(X509_VERIFY_PARAM_set1_ip_asc)                             \
-                      X(X509_VERIFY_PARAM_set1_host) X(SSL_connect) X(SSL_get_error)             \
-                          X(SSL_get_verify_result) X(X509_verify_cert_error_string) X(SSL_read)  \
-                              X(SSL_write) X(SSL_pending)
+// clang-format off
+#define RLOCK_OPENSSL_FUNCTIONS(X) \
+  X(ERR_get_error) X(ERR_error_string_n) X(ERR_clear_error) X(TLS_client_method) \
+  X(SSL_CTX_new) X(SSL_CTX_free) X(SSL_CTX_ctrl) X(SSL_CTX_set_verify) X(SSL_CTX_load_verify_locations) \
+  X(SSL_CTX_set_default_verify_paths) X(SSL_CTX_use_certificate_chain_file) \
+  X(SSL_CTX_use_PrivateKey_file) X(SSL_CTX_check_private_key) X(SSL_new) X(SSL_free) \
+  X(SSL_set_fd) X(SSL_ctrl) X(SSL_get0_param) X(X509_VERIFY_PARAM_set1_ip_asc) \
+  X(X509_VERIFY_PARAM_set1_host) X(SSL_connect) X(SSL_get_error) X(SSL_get_verify_result) \
+  X(X509_verify_cert_error_string) X(SSL_read) X(SSL_write) X(SSL_pending)
+// clang-format on
 
 struct OpenSsl {
 #define RLOCK_DECLARE(name) decltype(&::name) name = nullptr;
