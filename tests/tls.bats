@@ -210,15 +210,15 @@ setup_file() {
 
 @test "a redis:// run never maps libssl; a rediss:// run does" {
   bg_start plain "$RLOCK" --url "redis://127.0.0.1:$PLAIN_PORT/0" run tls-maps -- \
-    sh -c 'touch "$1/plain-up"; sleep 30' x "$T"
-  wait_for_file "$T/plain-up"
+    sh -c 'touch "$1/plain-up"; sleep 30' x "$BATS_TEST_TMPDIR"
+  wait_for_file "$BATS_TEST_TMPDIR/plain-up"
   run -0 cat "/proc/$BG_PID/maps"
   refute_output --partial libssl
   kill -TERM "$BG_PID"
   bg_wait "$BG_PID"
   bg_start tls "$RLOCK" --url "$TLS_URL" --tls-ca-cert "$TLS_DIR/ca.crt" run tls-maps -- \
-    sh -c 'touch "$1/tls-up"; sleep 30' x "$T"
-  wait_for_file "$T/tls-up"
+    sh -c 'touch "$1/tls-up"; sleep 30' x "$BATS_TEST_TMPDIR"
+  wait_for_file "$BATS_TEST_TMPDIR/tls-up"
   run -0 cat "/proc/$BG_PID/maps"
   assert_output --partial libssl
   kill -TERM "$BG_PID"
@@ -226,13 +226,13 @@ setup_file() {
 }
 
 @test "a libssl that cannot be loaded: rediss:// exits 69 naming it, redis:// still works" {
-  mkdir -p "$T/badlib"
+  mkdir -p "$BATS_TEST_TMPDIR/badlib"
   # An empty file by every name the build could have chosen: dlopen searches
   # LD_LIBRARY_PATH first and fails on it ("file too short").
-  for name in libssl.so.3 libssl.so.1.1 libssl.so; do : >"$T/badlib/$name"; done
-  LD_LIBRARY_PATH=$T/badlib rl --url "$TLS_URL" --tls-ca-cert "$TLS_DIR/ca.crt" status tls-nolib
+  for name in libssl.so.3 libssl.so.1.1 libssl.so; do : >"$BATS_TEST_TMPDIR/badlib/$name"; done
+  LD_LIBRARY_PATH=$BATS_TEST_TMPDIR/badlib rl --url "$TLS_URL" --tls-ca-cert "$TLS_DIR/ca.crt" status tls-nolib
   assert_error 69
   assert_equal "${stderr_lines[0]:0:35}" "rlock: TLS needs OpenSSL's libssl.s"
-  LD_LIBRARY_PATH=$T/badlib rl --url "redis://127.0.0.1:$PLAIN_PORT/0" status tls-nolib
+  LD_LIBRARY_PATH=$BATS_TEST_TMPDIR/badlib rl --url "redis://127.0.0.1:$PLAIN_PORT/0" status tls-nolib
   assert_equal "$status" 1 # free
 }
