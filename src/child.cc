@@ -376,13 +376,17 @@ void become_subreaper() {
 #endif
 }
 
-void reap_others(pid_t keep, const std::function<void(int)>& on_keep) {
+void reap_others(pid_t keep, const std::function<void(int)>& on_keep,
+                 const std::function<void(pid_t)>& on_other) {
   for (;;) {
     int st = 0;
     pid_t r = waitpid(-1, &st, WNOHANG);
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) return;
-    if (r == keep) on_keep(st);
+    if (r == keep)
+      on_keep(st);
+    else if (on_other)
+      on_other(r);
   }
 }
 
@@ -451,18 +455,42 @@ GroupGuard GroupGuard::start() {
   return g;
 }
 
-void GroupGuard::watch(pid_t pgid) {
-  if (pid_ < 0) *this = start();
-  if (pipe_ < 0) return;
+namespace {
+
+// Writes the whole of `pgid` to the guard's pipe; false if the guard is gone
+// (EPIPE: its end of the pipe closed when it died) or the pipe failed.
+bool send_group(int pipe_fd, pid_t pgid) {
   const char* p = reinterpret_cast<const char*>(&pgid);
   size_t left = sizeof pgid;
   while (left > 0) {  // a pipe takes this many bytes at once; EINTR aside
-    ssize_t n = write(pipe_, p, left);
+    ssize_t n = write(pipe_fd, p, left);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
+    if (n <= 0) return false;
     p += n;
     left -= static_cast<size_t>(n);
   }
+  return true;
+}
+
+}  // namespace
+
+void GroupGuard::watch(pid_t pgid) {
+  if (pid_ < 0) *this = start();
+  if (pipe_ >= 0 && send_group(pipe_, pgid)) return;
+  // The guard died while rlock waited (the OOM killer, an operator's kill):
+  // reap it first (so that its pid cannot be mistaken for the new guard's),
+  // then start another. Without one, a SIGKILL to rlock would leave the
+  // command's group running without a lease.
+  { GroupGuard dead(std::move(*this)); }
+  *this = start();
+  if (pipe_ >= 0) send_group(pipe_, pgid);
+}
+
+void GroupGuard::reaped(pid_t pid) {
+  if (pid != pid_ || pid_ < 0) return;
+  pid_ = -1;  // never waited for again: the number may be reused
+  if (pipe_ >= 0) close(pipe_);
+  pipe_ = -1;
 }
 
 GroupGuard::GroupGuard(GroupGuard&& o) noexcept : pid_(o.pid_), pipe_(o.pipe_) {

@@ -87,9 +87,14 @@ class GroupGuard {
   /// Forks a guard that waits to be told its group. Returns an inactive guard
   /// if the fork fails (the child's own PDEATHSIG still applies on Linux).
   static GroupGuard start();
-  /// Tells the guard (started now if it was not) which group to kill if rlock
-  /// dies. Once only.
+  /// Tells the guard (started now if it was not, or again if it died while
+  /// rlock waited) which group to kill if rlock dies. Once only.
   void watch(pid_t pgid);
+  /// rlock reaped process `pid` elsewhere (reap_others): if it was the guard,
+  /// the guard is gone, and is never waited for (its pid may be reused).
+  void reaped(pid_t pid);
+  /// The guard's pid, or -1 when there is none.
+  pid_t pid() const { return pid_; }
   GroupGuard() = default;
   GroupGuard(GroupGuard&& other) noexcept;
   GroupGuard& operator=(GroupGuard&& other) noexcept;
@@ -116,7 +121,9 @@ void become_subreaper();
 /// Reaps every exited child of rlock but `keep` (the command, reaped by
 /// Child::try_reap with its own flags); calls `on_keep` with the wait status
 /// if `keep` is collected here after all. Never blocks.
-void reap_others(pid_t keep, const std::function<void(int)>& on_keep);
+/// `on_other`, if given, is called with the pid of every other child reaped.
+void reap_others(pid_t keep, const std::function<void(int)>& on_keep,
+                 const std::function<void(pid_t)>& on_other = nullptr);
 
 /// In a forked process that will not exec: closes every descriptor but
 /// `keep`. Async-signal-safe.

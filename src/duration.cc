@@ -38,13 +38,21 @@ Millis parse_duration(std::string_view text, std::string_view what) {
                             escape_text(text), kMaxDuration.count() / 86'400'000));
   };
   if (text.empty() || text.size() > 1024) bad();
-  // Exact arithmetic in billionths of a millisecond (no floating point, so no
-  // rounding surprises, and no libm on the start-up path): a term is its whole
-  // part and up to nine decimals, times its unit.
+  // Exact arithmetic in units of 10^-18 ms (no floating point, so no rounding
+  // surprises, and no libm on the start-up path): a term is its whole part and
+  // up to 18 decimals, times its unit; `inexact` records a non-zero decimal
+  // beyond the 18th, so a value just over the cap is still refused. The
+  // largest term, 10^12 d, is below 10^38: it fits in 128 bits.
   using Wide = __int128;
-  constexpr Wide kNano = 1'000'000'000;
-  const Wide max_total = Wide(kMaxDuration.count()) * kNano;
+  constexpr int kDecimals = 18;
+  constexpr Wide kScale = [] {
+    Wide v = 1;
+    for (int k = 0; k < kDecimals; ++k) v *= 10;
+    return v;
+  }();
+  const Wide max_total = Wide(kMaxDuration.count()) * kScale;
   Wide total = 0;
+  bool inexact = false;
   size_t i = 0;
   bool any = false;
   while (i < text.size()) {
@@ -65,10 +73,14 @@ Millis parse_duration(std::string_view text, std::string_view what) {
     if (whole.size() > 12) too_long();
     Wide value = 0;
     for (char c : whole) value = value * 10 + (c - '0');
-    value *= kNano;
-    Wide scale = kNano / 10;
-    for (size_t k = 0; k < frac.size() && scale > 0; ++k, scale /= 10)
-      value += (frac[k] - '0') * scale;
+    value *= kScale;
+    Wide place = kScale / 10;
+    for (size_t k = 0; k < frac.size(); ++k, place /= 10) {
+      if (k < kDecimals)
+        value += (frac[k] - '0') * place;
+      else if (frac[k] != '0')
+        inexact = true;
+    }
     size_t ustart = i;
     while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]))) ++i;
     std::string_view unit = text.substr(ustart, i - ustart);
@@ -77,10 +89,11 @@ Millis parse_duration(std::string_view text, std::string_view what) {
     if (mult < 0) bad();
     total += value * mult;
     any = true;
-    if (total > max_total) too_long();
+    if (total > max_total || (total == max_total && inexact)) too_long();
   }
-  // Rounded to the nearest millisecond, halves up.
-  return Millis(static_cast<int64_t>((total + kNano / 2) / kNano));
+  // Rounded to the nearest millisecond, halves up (dropped decimals only ever
+  // make the value larger, never reach the next half).
+  return Millis(static_cast<int64_t>((total + kScale / 2) / kScale));
 }
 
 std::string format_duration(Millis d) {

@@ -356,7 +356,18 @@ class Runner {
       }
     }
     // Orphans the command left behind, reparented to rlock (subreaper).
-    reap_others(child_->pid(), [this](int st) { child_->collected(st); });
+    reap_others(
+        child_->pid(), [this](int st) { child_->collected(st); },
+        [this](pid_t other) {
+          if (other != guard_.pid()) return;
+          guard_.reaped(other);
+          // The guard died while the group still holds the lock: another one
+          // takes over, so that the group still dies with rlock.
+          if (holding() && !guard_stood_down_) {
+            log_verbose("the guard process died: starting another");
+            guard_.watch(child_->pid());
+          }
+        });
     if (child_->running()) return;
     if (!command_status_) return command_exited(*child_->try_reap());
     check_leftovers();
@@ -409,6 +420,7 @@ class Runner {
     // The group is gone: the guard stands down now and is reaped after the
     // release (a blocking wait for it here would sit on the handoff path).
     guard_.stand_down();
+    guard_stood_down_ = true;
     int code = *command_status_;
     if (lost_ && opts_.on_lost != OnLost::Warn) code = exitcode::kLost;
     release_and_exit(code);
@@ -460,6 +472,7 @@ class Runner {
   Clock::time_point deadline_;
   Loop::TimerId renew_timer_ = 0, lost_timer_ = 0, kill_timer_ = 0, group_timer_ = 0,
                 resubscribe_timer_ = 0, guard_timer_ = 0;
+  bool guard_stood_down_ = false;
   bool lost_ = false, stopped_ = false, draining_ = false, renewing_ = false, recheck_ = false;
   std::optional<int> command_status_;
   std::string last_renew_error_, heard_;

@@ -229,6 +229,42 @@ hold() {
   assert_equal "$conns" 2
 }
 
+@test "a guard that died while rlock waited in line is replaced: SIGKILL to rlock still ends the group" {
+  # (found by fault injection: the guard is forked while the first request is in flight,
+  # so for a run that waits in line it lives, idle, for the whole wait)
+  rlock_bg first run --ttl 30s hk -- sh -c 'touch "$1/first"; while [ ! -e "$1/go" ]; do sleep 0.05; done' x "$T"
+  wait_for_file "$T/first"
+  rlock_bg waiter run --wait 30s --ttl 30s hk -c '
+    sh -c "echo \$\$ >\"$T/leftover\"; exec sleep 300" &
+    wait'
+  waiter=$BG_PID
+  # the idle guard: the waiter's child in a session of its own
+  wait_until "[[ -n \$(ps -o pid=,sid= --ppid $waiter | awk '\$1 == \$2 {print \$1}') ]]"
+  guard=$(ps -o pid=,sid= --ppid "$waiter" | awk '$1 == $2 {print $1}')
+  kill -KILL "$guard"
+  touch "$T/go" # the first holder lets go; the waiter acquires and starts its command
+  wait_for_file "$T/leftover"
+  job=$(cat "$T/leftover")
+  kill -KILL "$waiter"
+  wait_until "_rlock_dead $job" 5
+}
+
+@test "a guard killed while the command runs is replaced: SIGKILL to rlock still ends the group" {
+  rlock_bg holder run --ttl 30s hk -c '
+    sh -c "echo \$\$ >\"$T/leftover\"; exec sleep 300" &
+    wait'
+  holder=$BG_PID
+  wait_for_file "$T/leftover"
+  job=$(cat "$T/leftover")
+  wait_until "[[ -n \$(ps -o pid=,sid= --ppid $holder | awk '\$1 == \$2 {print \$1}') ]]"
+  guard=$(ps -o pid=,sid= --ppid "$holder" | awk '$1 == $2 {print $1}')
+  kill -KILL "$guard"
+  # a new guard: another session leader among rlock's children
+  wait_until "ps -o pid=,sid= --ppid $holder | awk '\$1 == \$2 && \$1 != $guard {f = 1} END {exit !f}'" 5
+  kill -KILL "$holder"
+  wait_until "_rlock_dead $job" 5
+}
+
 # --- SIGTSTP and SIGCONT -----------------------------------------------------------------------
 
 # counter.sh DIR: increments DIR/n every 50ms until DIR/go (at most 60s); TERM → DIR/term.

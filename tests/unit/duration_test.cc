@@ -30,11 +30,29 @@ TEST(Duration, ExactDecimalsRoundedToTheNearestMillisecondHalvesUp) {
   EXPECT_EQ(parse_duration("0.0005s"), Millis(1));
   EXPECT_EQ(parse_duration(".5s"), Millis(500));
   EXPECT_EQ(parse_duration("5."), Millis(5'000));
-  // Decimals past the ninth are dropped (a billionth of a millisecond).
+  // 18 decimals of the unit are kept: exact for d and h too (0.0000011632d is
+  // 100.50048 ms, 0.00002791666667h is 100.500000012 ms).
+  EXPECT_EQ(parse_duration("0.0000011632d"), Millis(101));
+  EXPECT_EQ(parse_duration("0.00002791666667h"), Millis(101));
   EXPECT_EQ(parse_duration("1.49999999999999999999ms"), Millis(1));
   // Leading zeros do not count against the 12-digit bound.
   EXPECT_EQ(parse_duration("0000000000000000000000001s"), Millis(1'000));
   EXPECT_EQ(parse_duration("366d"), kMaxDuration);
+  EXPECT_EQ(parse_duration("365d24h"), kMaxDuration);
+  EXPECT_EQ(parse_duration("366.000000000000000000000d"), kMaxDuration);
+}
+
+TEST(Duration, AnyExcessOverTheCapIsRefused) {
+  // However small: within the 18 decimals kept, and beyond them.
+  for (const char* over : {"366d0.4ms", "366.0000000001d", "527040.0000000001m",
+                           "366.0000000000000000001d", "31622400000.000000000000000000001ms"}) {
+    try {
+      parse_duration(over, "--ttl");
+      ADD_FAILURE() << "accepted '" << over << "'";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.exit_status(), 64) << over;
+    }
+  }
 }
 
 TEST(Duration, RejectsGarbageWithUsageError) {
