@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -597,11 +598,21 @@ void GroupGuard::stand_down() {
 GroupGuard::~GroupGuard() {
   stand_down();
   // Already reaped by reap_others() if it exited while rlock was in its loop:
-  // waitpid() then fails with ECHILD at once.
-  if (pid_ > 0) {
-    int st;
-    while (waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
+  // waitpid() then fails with ECHILD at once. A guard that does not exit soon
+  // after standing down (stopped by someone's SIGSTOP) is killed: it has
+  // nothing left to do, and rlock must never hang at exit waiting for it.
+  if (pid_ <= 0) return;
+  int st;
+  for (int i = 0; i < 50; ++i) {  // at most ~50 ms; a guard exits in microseconds
+    pid_t r = waitpid(pid_, &st, WNOHANG);
+    if (r == pid_ || (r < 0 && errno != EINTR)) return;
+    if (r == 0) {
+      struct timespec ms = {0, 1'000'000};
+      nanosleep(&ms, nullptr);
     }
+  }
+  kill(pid_, SIGKILL);
+  while (waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
   }
 }
 

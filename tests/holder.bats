@@ -399,3 +399,17 @@ EOF2
   refute_output --partial "broken"
   assert_output --partial "taken over"
 }
+
+@test "a guard stopped with SIGSTOP does not keep rlock from exiting" {
+  rlock_bg holder run --ttl 30s hk -- sh -c 'touch "$1/up"; while [ ! -e "$1/go" ]; do sleep 0.05; done' x "$T"
+  holder=$BG_PID
+  wait_for_file "$T/up"
+  wait_until "[[ -n \$(ps -o pid=,sid= --ppid $holder | awk '\$1 == \$2 {print \$1}') ]]"
+  guard=$(ps -o pid=,sid= --ppid "$holder" | awk '$1 == $2 {print $1}')
+  kill -STOP "$guard"
+  touch "$T/go"
+  bg_wait "$holder" 5
+  assert_equal "$BG_STATUS" 0
+  wait_until "_rlock_dead $guard" 5
+  assert_equal "$(rcli exists 'lock:{hk}')" 0
+}
