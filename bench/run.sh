@@ -79,12 +79,17 @@ if command -v etcd >/dev/null && command -v etcdctl >/dev/null; then
     --initial-cluster "default=http://127.0.0.1:$pport" >"$work/etcd.log" 2>&1 3>&- &
   pids+=($!)
   export ETCDCTL_API=3
-  for _ in $(seq 100); do
-    etcdctl --endpoints="127.0.0.1:$cport" endpoint health >/dev/null 2>&1 && { have_etcd=1; break; }
+  # Bounded: 15 s in all, each check at most 3 s (an etcd that never comes up would
+  # otherwise cost etcdctl's own timeouts a hundred times over).
+  deadline=$((SECONDS + 15))
+  while ((SECONDS < deadline)); do
+    timeout 3 etcdctl --endpoints="127.0.0.1:$cport" --dial-timeout=1s --command-timeout=2s \
+      endpoint health >/dev/null 2>&1 && { have_etcd=1; break; }
     sleep 0.1
   done
+  ((have_etcd)) || echo "bench: etcd did not come up within 15 s; its lines are skipped ($(tail -n 1 "$work/etcd.log"))"
 fi
-etcd_note="(etcd not installed: apt-get install etcd-server etcd-client for that baseline)"
+etcd_note="(no etcd: apt-get install etcd-server etcd-client for that baseline)"
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "n/a"; else printf "%.2fx", a / b }'; }
 

@@ -127,7 +127,8 @@ herd_cost() {
   # waiters listen on their own channel only: on the lock's shared release channel
   # only the holder (which hears a `break` there), no pattern subscriptions, one
   # channel per waiter
-  assert_equal "$(rcli pubsub numsub "lock:release:{$key}" | tail -n 1)" 1
+  # (the holder subscribes 200 ms after its command starts: awaited, not assumed)
+  wait_until "[[ \$(rcli pubsub numsub 'lock:release:{$key}' | tail -n 1) == 1 ]]" 5
   assert_equal "$(rcli pubsub numpat)" 0
   assert_equal "$(rcli pubsub channels "lock:release:{$key}:*" | grep -c .)" "$n"
   MIN_SCRIPTS=999999 MAX_PUBLISHES=0
