@@ -93,7 +93,8 @@ shell_alive() {
   wait_until "(( \$(cat $T/n) > $n1 ))" 5
   touch "$T/done"
   echo "echo \$? >$T/exit" | keys
-  wait_for_file "$T/exit" 10
+  # non-empty, not just created: the shell creates the file before echo writes to it
+  wait_until "[[ -s $T/exit ]]" 10
   assert_equal "$(cat "$T/exit")" 0
 }
 
