@@ -6,16 +6,16 @@
 _rlock_subcommands="run acquire extend release status list break"
 
 # Options accepted everywhere (before or after the subcommand).
-_rlock_global_opts="-u --url --user --password-file --tls-ca-cert --tls-ca-dir --tls-cert
-  --tls-key --tls-server-name --tls-insecure --connect-timeout --timeout --prefix
+_rlock_global_opts="-u --url --user --password-file --sentinel-user --sentinel-password-file
+  --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --tls-server-name --tls-insecure --connect-timeout --timeout --prefix
   -v --verbose -q --quiet --json -h --help"
 
 _rlock_sub_opts() {
     case $1 in
         run) echo "-c --command --ttl --wait -n --no-wait -E --conflict-exit-code --limit
-                   --min-hold --on-lost --kill-after --kill-leftovers" ;;
-        acquire) echo "--ttl --wait -n --no-wait -E --conflict-exit-code --limit" ;;
-        extend) echo "--token --ttl" ;;
+                   --sync-replicas --min-hold --on-lost --kill-after --kill-leftovers" ;;
+        acquire) echo "--ttl --wait -n --no-wait -E --conflict-exit-code --limit --sync-replicas" ;;
+        extend) echo "--token --ttl --sync-replicas" ;;
         release) echo "--token" ;;
         break) echo "-y --yes" ;;
     esac
@@ -24,10 +24,11 @@ _rlock_sub_opts() {
 # True when option $1 takes its value as the next word.
 _rlock_takes_value() {
     case $1 in
-        -u | --url | --user | --password-file | --tls-ca-cert | --tls-ca-dir | --tls-cert | \
+        -u | --url | --user | --password-file | --sentinel-user | --sentinel-password-file | \
+            --tls-ca-cert | --tls-ca-dir | --tls-cert | \
             --tls-key | --tls-server-name | --connect-timeout | --timeout | --prefix | \
             -c | --command | --ttl | --wait | -E | --conflict-exit-code | --limit | \
-            --min-hold | --on-lost | --kill-after | --token)
+            --sync-replicas | --min-hold | --on-lost | --kill-after | --token)
             return 0 ;;
     esac
     return 1
@@ -94,7 +95,7 @@ _rlock() {
 
     # Values of options.
     case $prev in
-        --password-file | --tls-ca-cert | --tls-cert | --tls-key)
+        --password-file | --sentinel-password-file | --tls-ca-cert | --tls-cert | --tls-key)
             compopt -o filenames 2>/dev/null
             COMPREPLY=($(compgen -f -- "$cur"))
             return ;;
@@ -107,7 +108,7 @@ _rlock() {
             return ;;
         -u | --url)
             compopt -o nospace 2>/dev/null
-            COMPREPLY=($(compgen -W "redis:// rediss:// unix:///" -- "$cur"))
+            COMPREPLY=($(compgen -W "redis:// rediss:// unix:/// redis-sentinel:// rediss-sentinel://" -- "$cur"))
             return ;;
         --ttl | --wait | --min-hold | --kill-after | --connect-timeout | --timeout)
             COMPREPLY=($(compgen -W "250ms 5s 30s 5m 30m 1h" -- "$cur"))
@@ -115,7 +116,8 @@ _rlock() {
         --token)
             [[ -n ${RLOCK_TOKEN-} ]] && COMPREPLY=($(compgen -W "$RLOCK_TOKEN" -- "$cur"))
             return ;;
-        -c | --command | --user | --tls-server-name | --prefix | -E | --conflict-exit-code | --limit)
+        -c | --command | --user | --sentinel-user | --tls-server-name | --prefix | -E | \
+            --conflict-exit-code | --limit | --sync-replicas)
             return ;;
     esac
 

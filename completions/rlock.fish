@@ -10,7 +10,7 @@ function __rlock_no_subcommand
             set skip 0
             continue
         end
-        if contains -- $w -u --url --user --password-file --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --tls-server-name --connect-timeout --timeout --prefix
+        if contains -- $w -u --url --user --password-file --sentinel-user --sentinel-password-file --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --tls-server-name --connect-timeout --timeout --prefix
             set skip 1
         else if not string match -q -- '-*' $w
             return 1
@@ -54,9 +54,11 @@ complete -c rlock -n __rlock_no_subcommand -l version -d 'print the version and 
 
 # Connection and output options: before or after the subcommand.
 set -l g 'not __rlock_in_run_command'
-complete -c rlock -n $g -s u -l url -x -a 'redis:// rediss:// unix:///' -d 'Redis URL'
+complete -c rlock -n $g -s u -l url -x -a 'redis:// rediss:// unix:/// redis-sentinel:// rediss-sentinel://' -d 'Redis URL'
 complete -c rlock -n $g -l user -x -d 'ACL user name'
 complete -c rlock -n $g -l password-file -r -F -d 'read the password from FILE'
+complete -c rlock -n $g -l sentinel-user -x -d 'ACL user name for the sentinels'
+complete -c rlock -n $g -l sentinel-password-file -r -F -d 'read the sentinels password from FILE'
 complete -c rlock -n $g -l tls-ca-cert -r -F -d 'CA certificate file'
 complete -c rlock -n $g -l tls-ca-dir -x -a '(__fish_complete_directories)' -d 'directory of CA certificates'
 complete -c rlock -n $g -l tls-cert -r -F -d 'client certificate file'
@@ -78,6 +80,7 @@ complete -c rlock -n $lk -l wait -x -d 'wait at most this long (default: forever
 complete -c rlock -n $lk -s n -l no-wait -d 'fail at once when taken'
 complete -c rlock -n $lk -s E -l conflict-exit-code -x -d 'exit status when not acquired (default 75)'
 complete -c rlock -n $lk -l limit -x -d 'counting semaphore: at most N holders'
+complete -c rlock -n $lk -l sync-replicas -x -d 'count a lease only once N replicas confirm it'
 
 # run only.
 set -l rn "__fish_seen_subcommand_from run; and not __rlock_in_run_command"
@@ -91,4 +94,5 @@ complete -c rlock -n __rlock_in_run_command -x -a '(__rlock_run_command)'
 # extend, release, break.
 complete -c rlock -n '__fish_seen_subcommand_from extend release' -l token -x -d 'token printed by acquire (default $RLOCK_TOKEN)'
 complete -c rlock -n '__fish_seen_subcommand_from extend' -l ttl -x -d 'new lease length'
+complete -c rlock -n '__fish_seen_subcommand_from extend' -l sync-replicas -x -d 'count the renewal only once N replicas confirm it'
 complete -c rlock -n '__fish_seen_subcommand_from break' -s y -l yes -d 'do not ask for confirmation'

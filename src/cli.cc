@@ -38,19 +38,26 @@ See rlock(1) for details.)";
 struct RawDurations {
   // Optional, so an empty value ("--ttl ''") is an error, not "not given".
   std::optional<std::string> connect_timeout, timeout, ttl, wait, min_hold, kill_after, on_lost,
-      limit, conflict_exit;
+      limit, conflict_exit, sync_replicas;
   std::vector<std::string> urls;
 };
 
 void add_global_options(CLI::App& app, GlobalOptions& g, RawDurations& d) {
   app.add_option(
          "-u,--url", d.urls,
-         "Redis URL: redis://[user[:pass]@]host[:port][/db], rediss://…, unix:///path[?db=N]; "
+         "Redis URL: redis://[user[:pass]@]host[:port][/db], rediss://…, unix:///path[?db=N], "
+         "redis-sentinel://[user[:pass]@]host[:port],…/MASTER[/db], rediss-sentinel://…; "
          "default $RLOCK_URL, $REDIS_URL, redis://127.0.0.1:6379/0")
       ->group("Connection");
   app.add_option("--user", g.user, "ACL user name (overrides the URL's)")->group("Connection");
   app.add_option("--password-file", g.password_file,
                  "read the password from FILE (else $RLOCK_PASSWORD, then $REDISCLI_AUTH)")
+      ->group("Connection");
+  app.add_option("--sentinel-user", g.sentinel_user,
+                 "ACL user name for the sentinels of a redis-sentinel:// URL")
+      ->group("Connection");
+  app.add_option("--sentinel-password-file", g.sentinel_password_file,
+                 "read the sentinels' password from FILE (else $RLOCK_SENTINEL_PASSWORD)")
       ->group("Connection");
   app.add_option("--tls-ca-cert", g.tls.ca_cert, "CA certificate file to verify the server")
       ->group("Connection");
@@ -76,6 +83,12 @@ void add_global_options(CLI::App& app, GlobalOptions& g, RawDurations& d) {
       ->group("Output");
 }
 
+void add_sync_replicas(CLI::App* sub, RawDurations& d) {
+  sub->add_option("--sync-replicas", d.sync_replicas,
+                  "count a lease as granted or renewed only once N replicas confirm it (WAIT); "
+                  "fewer is 69");
+}
+
 void add_lock_options(CLI::App* sub, LockOptions& o, RawDurations& d, bool run) {
   sub->add_option("--ttl", d.ttl, "lease length (default 30s); run renews every TTL/3");
   sub->add_option("--wait", d.wait, "wait at most this long when taken (default: forever)");
@@ -83,6 +96,7 @@ void add_lock_options(CLI::App* sub, LockOptions& o, RawDurations& d, bool run) 
   sub->add_option("-E,--conflict-exit-code", d.conflict_exit,
                   "exit status when the lock was not acquired (default 75)");
   sub->add_option("--limit", d.limit, "counting semaphore: at most N holders at once");
+  add_sync_replicas(sub, d);
   if (!run) return;
   sub->add_option("--min-hold", d.min_hold,
                   "keep the lock at least this long after acquisition, even if CMD ends sooner");
@@ -130,6 +144,9 @@ void apply_durations(const RawDurations& d, GlobalOptions& g, LockOptions& o) {
   if (d.conflict_exit)
     o.conflict_exit = whole_number(*d.conflict_exit, 0, 255, "--conflict-exit-code",
                                    "an exit status from 0 to 255");
+  if (d.sync_replicas)
+    o.sync_replicas =
+        whole_number(*d.sync_replicas, 1, 1000, "--sync-replicas", "a whole number from 1 to 1000");
   if (d.urls.size() > 1)
     throw_usage("several --url (Redlock quorum mode) are not supported yet: give one");
   if (!d.urls.empty()) g.url = d.urls.front();
@@ -207,6 +224,7 @@ int run_cli(int argc, char** argv) {
       ->envname("RLOCK_TOKEN")
       ->required();
   ext->add_option("--ttl", d.ttl, "new lease length (default: the TTL it was acquired with)");
+  add_sync_replicas(ext, d);
 
   auto* rel =
       app.add_subcommand("release", "release KEY if --token still holds it; wake the next waiter");
@@ -294,7 +312,7 @@ int run_cli(int argc, char** argv) {
     if (ext->parsed()) {
       std::optional<Millis> ttl;
       if (d.ttl) ttl = o.ttl;
-      return cmd_extend(g, key, token, ttl);
+      return cmd_extend(g, key, token, ttl, o.sync_replicas);
     }
     if (rel->parsed()) return cmd_release(g, key, token);
     if (st->parsed()) return cmd_status(g, key);

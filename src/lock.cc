@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "duration.h"
 #include "scripts.h"
 #include "text.h"
 
@@ -291,6 +292,33 @@ void Lock::break_lock(Done<long> done) {
   run<long>(
       client_, break_script(), names_, {names_.channel},
       [](const Reply& r) { return static_cast<long>(r.as_int("a break reply")); }, std::move(done));
+}
+
+void Lock::confirm_replicas(int replicas, Millis budget, const std::string& what, Done<bool> done) {
+  // The server gives up a little before the client does, so that the answer
+  // (how many confirmed) arrives instead of a timeout.
+  Millis server = std::max(Millis(1), budget - std::min(budget / 4, Millis(500)));
+  std::string key = names_.key;
+  client_.command(
+      {"WAIT", std::to_string(replicas), std::to_string(server.count())},
+      [replicas, server, what, key, done = std::move(done)](Result r) {
+        Outcome<bool> o;
+        try {
+          long long n = expect_ok(r, "WAIT").as_int("a WAIT reply");
+          if (n < replicas)
+            throw Error(
+                ErrorKind::Unavailable,
+                fmt::format("only {} of {} replicas confirmed {} of '{}' within {} "
+                            "(--sync-replicas)",
+                            std::max(n, 0LL), replicas, what, key, format_duration(server)));
+          o.value = true;
+        } catch (const Error& e) {
+          o.error = e;
+        }
+        done(std::move(o));
+      },
+      // On the connection that wrote the lease: WAIT counts its writes.
+      CallOptions{budget, {}, names_.lock, {}});
 }
 
 }  // namespace rlock

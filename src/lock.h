@@ -85,15 +85,6 @@ struct ReleaseReply {
   Millis left{0};  // KeptForMinHold: until acquisition + --min-hold
 };
 
-/// Callbacks get either a value or an Error (never both).
-template <class T>
-struct Outcome {
-  std::optional<Error> error;
-  T value{};
-};
-template <class T>
-using Done = std::function<void(Outcome<T>)>;
-
 /// How long a waiter's place in the line lives without a refresh.
 inline constexpr Millis kQueueLease{6000};
 
@@ -125,6 +116,11 @@ class Lock {
   void status(Done<LockStatus> done);
   /// Removes every holder and waiter; returns how many holders there were.
   void break_lock(Done<long> done);
+  /// WAIT for `replicas` replicas to confirm this client's writes so far (the
+  /// lease just granted or renewed), on the lock's server, within `budget`.
+  /// The outcome is an unavailable Error (69) naming `what` when fewer
+  /// confirmed in time (--sync-replicas).
+  void confirm_replicas(int replicas, Millis budget, const std::string& what, Done<bool> done);
 
   const LockNames& names() const { return names_; }
   Client& client() { return client_; }

@@ -116,11 +116,54 @@ std::string effective_url(const GlobalOptions& g) {
   return std::string(kDefaultUrl);
 }
 
+namespace {
+
+// The sentinels' own user and password (Sentinel often has a password of its
+// own): never from the command line alone, where `ps` shows it.
+SentinelConfig sentinel_config(const GlobalOptions& g, SentinelUrl url) {
+  SentinelConfig s;
+  s.master_name = std::move(url.master_name);
+  std::optional<std::string> password;
+  if (!g.sentinel_password_file.empty()) {
+    password = read_password_file(g.sentinel_password_file, g.connect_timeout);
+    s.password_source = PasswordSource::File;
+  } else if (const char* p = env("RLOCK_SENTINEL_PASSWORD")) {
+    password = p;
+    s.password_source = PasswordSource::RlockEnv;
+  }
+  if (!g.sentinel_user.empty()) {
+    if (!valid_user_name(g.sentinel_user))
+      throw_usage("invalid --sentinel-user: it must be printable text");
+    if (!password)
+      throw_usage(
+          fmt::format("sentinel user '{}' needs a password: give it in --sentinel-password-file or "
+                      "RLOCK_SENTINEL_PASSWORD",
+                      escape_text(g.sentinel_user)));
+  }
+  for (Endpoint& e : url.sentinels) {
+    e.user = g.sentinel_user;
+    e.password = password;
+  }
+  s.sentinels = std::move(url.sentinels);
+  return s;
+}
+
+}  // namespace
+
 ConnectionConfig connection_config(const GlobalOptions& g) {
   ConnectionConfig c;
-  c.endpoint = parse_url(effective_url(g));
   if (g.connect_timeout.count() <= 0 || g.timeout.count() <= 0)
     throw_usage("--connect-timeout and --timeout must be greater than zero");
+  std::string url = effective_url(g);
+  if (is_sentinel_url(url)) {
+    SentinelUrl su = parse_sentinel_url(url);
+    c.endpoint = su.master;
+    c.sentinel = sentinel_config(g, std::move(su));
+  } else {
+    if (!g.sentinel_user.empty() || !g.sentinel_password_file.empty())
+      throw_usage("--sentinel-user and --sentinel-password-file need a redis-sentinel:// URL");
+    c.endpoint = parse_url(url);
+  }
   if (!g.user.empty()) {
     if (!valid_user_name(g.user)) throw_usage("invalid --user: it must be printable text");
     c.endpoint.user = g.user;
@@ -146,7 +189,10 @@ ConnectionConfig connection_config(const GlobalOptions& g) {
   bool tls_flags = !t.ca_cert.empty() || !t.ca_dir.empty() || !t.cert.empty() || !t.key.empty() ||
                    !t.server_name.empty() || t.insecure;
   if (tls_flags && !c.endpoint.tls)
-    throw_usage("--tls-* options need a TLS URL: use rediss://host:port instead of redis://");
+    throw_usage(c.sentinel ? "--tls-* options need a TLS URL: use rediss-sentinel:// instead of "
+                             "redis-sentinel://"
+                           : "--tls-* options need a TLS URL: use rediss://host:port instead of "
+                             "redis://");
   if (!t.ca_dir.empty()) {
     struct stat st {};
     if (stat(t.ca_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))

@@ -12,9 +12,11 @@ namespace rlock {
 
 /// Connection and output options: accepted before or after the subcommand.
 struct GlobalOptions {
-  std::string url;            // --url; empty = RLOCK_URL, REDIS_URL, default
-  std::string user;           // --user (ACL user), overrides the URL's
-  std::string password_file;  // --password-file
+  std::string url;                     // --url; empty = RLOCK_URL, REDIS_URL, default
+  std::string user;                    // --user (ACL user), overrides the URL's
+  std::string password_file;           // --password-file
+  std::string sentinel_user;           // --sentinel-user: the sentinels' own ACL user
+  std::string sentinel_password_file;  // --sentinel-password-file
   TlsOptions tls;
   Millis connect_timeout{5000};
   Millis timeout{5000};
@@ -38,6 +40,7 @@ struct LockOptions {
   OnLost on_lost = OnLost::Term;
   Millis kill_after{10000};
   bool kill_leftovers = false;  // run: end what the command left in its group
+  int sync_replicas = 0;        // --sync-replicas: WAIT for this many after each write
 };
 
 /// At most this many bytes of a --password-file's first line.
@@ -53,8 +56,10 @@ std::string read_password_file(const std::string& path, Millis limit);
 std::string effective_url(const GlobalOptions& g);
 
 /// Builds the connection settings: URL, then password precedence (URL,
-/// --password-file, RLOCK_PASSWORD, REDISCLI_AUTH), TLS flags (a --tls-* file
-/// flag with redis:// is a usage error naming rediss://), timeouts, and -v.
+/// --password-file, RLOCK_PASSWORD, REDISCLI_AUTH), the sentinels' own
+/// credentials (--sentinel-user; --sentinel-password-file, then
+/// RLOCK_SENTINEL_PASSWORD), TLS flags (a --tls-* file flag with redis:// is a
+/// usage error naming rediss://), timeouts, and -v.
 ConnectionConfig connection_config(const GlobalOptions& g);
 
 /// Checks the locking options for contradictions (zero TTL, --limit < 0 …).

@@ -4,13 +4,15 @@
 #include <hiredis/hiredis.h>
 #include <poll.h>
 
+#include "resolver.h"
+#include "subscription.h"
 #include "text.h"
 
 namespace rlock {
 
 Connection::Connection(Loop& loop, const ConnectionConfig& cfg, std::shared_ptr<TlsContext> tls,
-                       std::shared_ptr<std::vector<Address>> addrs)
-    : loop_(loop), cfg_(cfg), tls_(std::move(tls)), addrs_(std::move(addrs)) {}
+                       std::shared_ptr<AddressBook> book)
+    : loop_(loop), cfg_(cfg), tls_(std::move(tls)), book_(std::move(book)) {}
 
 Connection::~Connection() {
   *alive_ = false;
@@ -22,12 +24,12 @@ Connection::~Connection() {
 
 void Connection::command(Args args, ReplyCallback cb, Millis timeout, std::vector<Args> undo) {
   std::string name = args.empty() ? "" : args[0];
-  if (!stream_) {
+  if (idle()) {
     if (auto err = start_connect()) {
       // Report from the loop, never re-entrantly from inside command().
       auto alive = alive_;
       loop_.after(Millis(0), [alive, cb = std::move(cb), err = *err] {
-        if (*alive) cb(Result{err, Reply{}});
+        if (*alive) cb(Result{err, Reply{}, true});
       });
       return;
     }
@@ -57,7 +59,7 @@ void Connection::enqueue_raw(const Args& args, ReplyCallback cb, Millis timeout,
   auto alive = alive_;
   auto id = loop_.after(t, [this, alive, t, name, undo = std::move(undo)] {
     if (!*alive) return;
-    if (!undo.empty() && stream_ && !handshaking_) {
+    if (!undo.empty() && ready()) {
       try {
         for (auto& u : undo) out_ += format(u);
         flush();
@@ -72,15 +74,41 @@ void Connection::enqueue_raw(const Args& args, ReplyCallback cb, Millis timeout,
                             cfg_.endpoint.display(), name, fmt::format("{}ms", t.count()))));
   });
   pending_.push_back(Pending{std::move(cb), id, Clock::now(), std::move(name)});
-  if (!handshaking_) flush();
+  if (ready()) flush();
   update_events();
 }
 
 std::optional<Error> Connection::start_connect() {
   parser_ = std::make_unique<ReplyParser>();
   out_.clear();
-  untried_ = addrs_->size();
-  if (auto err = open_next_address()) return err;
+  // A reconnect looks the name up again (a failover may have moved it); the
+  // first connect uses what the book has, if it is fresh.
+  if (auto addrs = book_->ready(connected_before_)) {
+    addrs_ = std::move(*addrs);
+    untried_ = addrs_.size();
+    if (auto err = open_next_address()) return err;
+  } else {
+    resolving_ = true;
+    auto alive = alive_;
+    book_->lookup([this, alive](std::optional<Error> err, const std::vector<Address>& addrs) {
+      if (*alive && resolving_) addresses_found(std::move(err), addrs);
+    });
+  }
+  queue_handshake();
+  return std::nullopt;
+}
+
+void Connection::addresses_found(std::optional<Error> err, const std::vector<Address>& addrs) {
+  resolving_ = false;
+  if (addrs.empty()) return close(err.value_or(Error(ErrorKind::Unavailable, "no address")));
+  if (err && cfg_.trace)
+    cfg_.trace(fmt::format("{}; using the addresses found before", err->what()));
+  addrs_ = addrs;
+  untried_ = addrs_.size();
+  if (auto e = open_next_address()) return close(*e);
+}
+
+void Connection::queue_handshake() {
   // AUTH and SELECT go first; their replies are checked here, not by callers.
   auto alive = alive_;
   Args auth;
@@ -91,6 +119,11 @@ std::optional<Error> Connection::start_connect() {
   }
   auto check_select = [this, alive](Result r) {
     if (!*alive || r.failure || !r.reply.is_error()) return;
+    if (r.reply.str.find("cluster mode") != std::string::npos)
+      return close(Error(ErrorKind::Usage,
+                         fmt::format("{} is a Redis Cluster node, and a Cluster has database 0 "
+                                     "only: remove '/{}' from the URL",
+                                     cfg_.endpoint.display(), cfg_.endpoint.db)));
     close(server_error(r.reply.str,
                        fmt::format("Redis refused SELECT at {}", cfg_.endpoint.display())));
   };
@@ -115,7 +148,6 @@ std::optional<Error> Connection::start_connect() {
   if (!auth.empty()) enqueue_raw(auth, check_auth, Millis(0), "AUTH");
   if (cfg_.endpoint.db != 0)
     enqueue_raw({"SELECT", std::to_string(cfg_.endpoint.db)}, check_select, Millis(0), "SELECT");
-  return std::nullopt;
 }
 
 std::optional<Error> Connection::open_next_address() {
@@ -124,7 +156,7 @@ std::optional<Error> Connection::open_next_address() {
   std::optional<Error> last;
   while (untried_ > 0) {
     --untried_;
-    const Address& a = (*addrs_)[addr_index_ % addrs_->size()];
+    const Address& a = addrs_[addr_index_ % addrs_.size()];
     try {
       stream_ = open_stream(cfg_.endpoint, a, tls_);
     } catch (const Error& e) {
@@ -200,6 +232,7 @@ void Connection::on_io(short revents) {
 
 void Connection::on_connected() {
   handshaking_ = false;
+  connected_before_ = true;
   loop_.cancel(connect_timer_);
   connect_timer_ = 0;
   if (cfg_.trace) cfg_.trace(fmt::format("connected to {}", cfg_.endpoint.display()));
@@ -265,8 +298,15 @@ void Connection::read_some(std::deque<Reply>& replies) {
 }
 
 void Connection::deliver(Reply reply) {
-  bool is_push = reply.type == Reply::Type::Array && !reply.elements.empty() &&
-                 (reply.elements[0].str == "message" || reply.elements[0].str == "pmessage");
+  // A server sends "sunsubscribe" by itself when a shard channel's slot moves
+  // away; it is a reply only to a SUNSUBSCRIBE (which rlock never sends).
+  bool is_push = false;
+  if (reply.type == Reply::Type::Array && !reply.elements.empty()) {
+    const std::string& kind = reply.elements[0].str;
+    is_push =
+        kind == "message" || kind == "pmessage" || kind == "smessage" ||
+        (kind == "sunsubscribe" && (pending_.empty() || pending_.front().name != "SUNSUBSCRIBE"));
+  }
   if (is_push && push_) {
     push_(reply);
     return;
@@ -285,7 +325,7 @@ void Connection::deliver(Reply reply) {
   p.cb(Result{std::nullopt, std::move(reply)});
 }
 
-void Connection::fail_all(const Error& why) {
+void Connection::fail_all(const Error& why, bool unsent) {
   auto pending = std::move(pending_);
   pending_.clear();
   auto alive = alive_;
@@ -294,16 +334,19 @@ void Connection::fail_all(const Error& why) {
     if (cfg_.trace) cfg_.trace(fmt::format("{} failed: {}", p.name, why.what()));
   }
   for (auto& p : pending) {
-    p.cb(Result{why, Reply{}});
+    p.cb(Result{why, Reply{}, unsent});
     if (!*alive) return;
   }
 }
 
 void Connection::close(const Error& why) {
-  bool was_connected = stream_ && !handshaking_;
+  // Nothing is written before the connection is established: the pending
+  // commands of one that never was are safe to send elsewhere.
+  bool was_connected = ready();
   if (stream_) loop_.unwatch(stream_->fd());
   stream_.reset();
   handshaking_ = false;
+  resolving_ = false;
   loop_.cancel(connect_timer_);
   connect_timer_ = 0;
   loop_.cancel(more_timer_);
@@ -312,47 +355,26 @@ void Connection::close(const Error& why) {
   ready_.clear();
   parser_.reset();
   auto alive = alive_;
-  fail_all(why);
+  fail_all(why, !was_connected);
   if (*alive && was_connected && disconnect_cb_) disconnect_cb_(why);
 }
 
-namespace {
-
-class SingleClient : public Client {
- public:
-  SingleClient(Loop& loop, const ConnectionConfig& cfg)
-      : loop_(loop),
-        cfg_(cfg),
-        addrs_(std::make_shared<std::vector<Address>>(resolve(cfg.endpoint))),
-        tls_(cfg.endpoint.tls ? make_tls_context(cfg.tls) : nullptr),
-        conn_(loop, cfg_, tls_, addrs_) {}
-
-  void command(Args args, ReplyCallback cb, Millis timeout, std::vector<Args> undo) override {
-    conn_.command(std::move(args), std::move(cb), timeout, std::move(undo));
-  }
-  std::unique_ptr<Connection> subscriber() override {
-    return std::make_unique<Connection>(loop_, cfg_, tls_, addrs_);
-  }
-  Millis command_timeout() const override { return cfg_.command_timeout; }
-  Loop& loop() override { return loop_; }
-
- private:
-  Loop& loop_;
-  ConnectionConfig cfg_;
-  std::shared_ptr<std::vector<Address>> addrs_;
-  std::shared_ptr<TlsContext> tls_;
-  Connection conn_;
-};
-
-}  // namespace
-
-std::unique_ptr<Client> make_client(Loop& loop, const ConnectionConfig& cfg) {
-  return std::make_unique<SingleClient>(loop, cfg);
+Client::~Client() {
+  for (Subscription* s : subscriptions_) s->client_gone();
 }
 
-Reply call(Client& client, Args args, const std::string& context) {
+void Client::topology_changed(const Error& why) {
+  // A subscription that ends may start again (and register) from its owner's
+  // callback: walk a copy.
+  auto subs = subscriptions_;
+  for (Subscription* s : subs)
+    if (subscriptions_.count(s)) s->end(why);
+}
+
+Reply call(Client& client, Args args, const std::string& context, CallOptions opt) {
   std::optional<Result> out;
-  client.command(std::move(args), [&](Result r) { out = std::move(r); });
+  client.command(
+      std::move(args), [&](Result r) { out = std::move(r); }, std::move(opt));
   client.loop().run_until([&] { return out.has_value(); });
   return expect_ok(*out, context);
 }

@@ -1,11 +1,12 @@
 // One connection to one Redis server, driven by the event loop, and the Client
-// interface that hides the topology (single server today; Sentinel, Cluster
-// and Redlock quorum later) from the lock protocol.
+// interface that hides the topology (one server, a Redis Cluster, a master
+// found through Sentinel) from the lock protocol.
 #pragma once
 
 #include <deque>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -16,7 +17,19 @@
 
 namespace rlock {
 
+class AddressBook;   // resolver.h
+class Subscription;  // subscription.h
+
 using ReplyCallback = std::function<void(Result)>;
+
+/// Asynchronous results: a value or an Error (never both).
+template <class T>
+struct Outcome {
+  std::optional<Error> error;
+  T value{};
+};
+template <class T>
+using Done = std::function<void(Outcome<T>)>;
 
 /// Reads of up to 16 KiB each per wake-up of a connection.
 inline constexpr int kReadsPerWakeup = 4;
@@ -28,10 +41,21 @@ using Args = std::vector<std::string>;
 enum class PasswordSource { None, Url, File, RlockEnv, RediscliEnv };
 const char* describe(PasswordSource s);
 
-/// Everything needed to reach one server.
+/// How to find the master through Sentinel (a redis-sentinel:// URL).
+struct SentinelConfig {
+  /// The sentinels, in the URL's order; each carries the sentinels' own user,
+  /// password and TLS setting.
+  std::vector<Endpoint> sentinels;
+  std::string master_name;
+  PasswordSource password_source = PasswordSource::None;
+};
+
+/// Everything needed to reach one server (or, with `sentinel`, the master
+/// the sentinels name: `endpoint` then holds its user, password, TLS and db).
 struct ConnectionConfig {
   Endpoint endpoint;
   PasswordSource password_source = PasswordSource::None;
+  std::optional<SentinelConfig> sentinel;
   TlsOptions tls;
   Millis connect_timeout{5000};
   Millis command_timeout{5000};
@@ -40,17 +64,17 @@ struct ConnectionConfig {
 };
 
 /// A pipelined connection. Commands queue while it connects; AUTH and SELECT
-/// go first. When a name has several addresses, each is tried in turn (with
-/// the whole --connect-timeout) until one connects. A command that times out
-/// breaks the connection (RESP has no way to skip one reply): every pending
-/// command then fails with an unavailable Error, and the next command
-/// reconnects. Replies are read a bounded amount per wake-up and parsed by a
-/// ReplyParser, so no server can starve the loop's timers or make rlock
-/// allocate without bound.
+/// go first. The address comes from an AddressBook: a reconnect looks a name
+/// up again (off the loop, see resolver.h). When a name has several addresses,
+/// each is tried in turn (with the whole --connect-timeout) until one connects. A command that
+/// times out breaks the connection (RESP has no way to skip one reply): every pending command then
+/// fails with an unavailable Error, and the next command reconnects. Replies are read a bounded
+/// amount per wake-up and parsed by a ReplyParser, so no server can starve the loop's timers or
+/// make rlock allocate without bound.
 class Connection {
  public:
   Connection(Loop& loop, const ConnectionConfig& cfg, std::shared_ptr<TlsContext> tls,
-             std::shared_ptr<std::vector<Address>> addrs);
+             std::shared_ptr<AddressBook> book);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -62,7 +86,9 @@ class Connection {
   /// (TCP keeps the order), so a late-running command is compensated.
   void command(Args args, ReplyCallback cb, Millis timeout = Millis(0),
                std::vector<Args> undo = {});
-  /// Pub/sub "message" pushes go here instead of to a command's callback.
+  /// Pub/sub pushes ("message", "smessage", and the "sunsubscribe" a server
+  /// sends by itself when a shard channel's slot moves away) go here instead
+  /// of to a command's callback.
   void on_push(std::function<void(const Reply&)> cb) { push_ = std::move(cb); }
   /// Called when an established connection breaks (subscriptions are gone).
   void on_disconnect(std::function<void(const Error&)> cb) { disconnect_cb_ = std::move(cb); }
@@ -77,7 +103,11 @@ class Connection {
     std::string name;
   };
   std::optional<Error> start_connect();
+  void queue_handshake();
+  void addresses_found(std::optional<Error> err, const std::vector<Address>& addrs);
   std::optional<Error> open_next_address();
+  bool ready() const { return stream_ && !handshaking_; }
+  bool idle() const { return !stream_ && !resolving_; }
   void connect_failed(const Error& why);
   void on_io(short revents);
   void on_connected();
@@ -86,7 +116,7 @@ class Connection {
   void deliver_ready();
   void come_back();
   void deliver(Reply reply);
-  void fail_all(const Error& why);
+  void fail_all(const Error& why, bool unsent);
   void update_events();
   void enqueue_raw(const Args& args, ReplyCallback cb, Millis timeout, std::string name,
                    std::vector<Args> undo = {});
@@ -95,11 +125,14 @@ class Connection {
   Loop& loop_;
   ConnectionConfig cfg_;
   std::shared_ptr<TlsContext> tls_;
-  std::shared_ptr<std::vector<Address>> addrs_;
+  std::shared_ptr<AddressBook> book_;
+  std::vector<Address> addrs_;  // from the book, for this connect
   std::unique_ptr<Stream> stream_;
-  bool handshaking_ = false;
-  size_t addr_index_ = 0;  // the address to try next (kept across reconnects)
-  size_t untried_ = 0;     // addresses not yet tried in this connect
+  bool resolving_ = false;         // waiting for the book's lookup
+  bool handshaking_ = false;       // connect (and TLS handshake) in progress
+  bool connected_before_ = false;  // a reconnect looks the name up again
+  size_t addr_index_ = 0;          // the address to try next (kept across reconnects)
+  size_t untried_ = 0;             // addresses not yet tried in this connect
   Loop::TimerId connect_timer_ = 0, more_timer_ = 0;
   std::unique_ptr<ReplyParser> parser_;
   std::deque<Reply> ready_;  // parsed, not yet delivered
@@ -115,31 +148,63 @@ struct ServerTraits {
   bool no_eval_ro = false;  // EVAL_RO/EVALSHA_RO unknown or not allowed
 };
 
-/// A Redis deployment as the lock protocol sees it.
+/// How one command is run by a Client.
+struct CallOptions {
+  /// The whole time the command may take, redirects and retries included;
+  /// zero means the configured command timeout.
+  Millis timeout{0};
+  /// See Connection::command.
+  std::vector<Args> undo;
+  /// The key the command is about: it runs on the server that owns the key's
+  /// slot (a Cluster). Empty: any server.
+  std::string key;
+  /// Or: this master, by a name from Client::masters() (SCAN on each).
+  std::string node;
+};
+
+/// A Redis deployment as the lock protocol sees it: one server, a Redis
+/// Cluster (noticed by itself, and followed through MOVED and ASK), or the
+/// master that Sentinel names (found again after a failover).
 class Client {
  public:
-  virtual ~Client() = default;
+  virtual ~Client();
   ServerTraits& server() { return traits_; }
-  /// Runs one command on the server that owns the lock's slot.
-  /// `undo`: see Connection::command.
-  virtual void command(Args args, ReplyCallback cb, Millis timeout = Millis(0),
-                       std::vector<Args> undo = {}) = 0;
-  /// A new connection for pub/sub to the same server.
-  virtual std::unique_ptr<Connection> subscriber() = 0;
+  /// Runs one command where `opt` says. `cb` runs exactly once, from the loop.
+  virtual void command(Args args, ReplyCallback cb, CallOptions opt = {}) = 0;
+  /// A new connection for pub/sub on the server that owns `channel` (its
+  /// hash tag's slot in a Cluster; the master under Sentinel, which may have
+  /// to be found first). `done` runs from the loop.
+  virtual void open_subscriber(const std::string& channel,
+                               Done<std::unique_ptr<Connection>> done) = 0;
+  /// What a subscriber's error reply says about the topology (a MOVED).
+  virtual void learn(const std::string& /*error_reply*/) {}
+  /// The masters, for commands that concern no one key (`list` SCANs each):
+  /// names for CallOptions::node. One server: itself; a Cluster: every master.
+  virtual void masters(Done<std::vector<std::string>> done) = 0;
+  /// This process will hold or wait for a while: watch for failovers too,
+  /// instead of only noticing them when a command fails (Sentinel).
+  virtual void stay() {}
   /// The command timeout callers should assume.
   virtual Millis command_timeout() const = 0;
   virtual Loop& loop() = 0;
 
+ protected:
+  /// A failover or a moved slot: every open Subscription ends (and its owner
+  /// starts it again, at the new home).
+  void topology_changed(const Error& why);
+
  private:
+  friend class Subscription;
   ServerTraits traits_;
+  std::set<Subscription*> subscriptions_;
 };
 
-/// A Client for one server. Resolves the address now (blocking DNS, once),
-/// so that later reconnects never block the loop.
+/// The Client for `cfg`: Sentinel discovery for a redis-sentinel:// URL,
+/// otherwise one server that turns out to be a Cluster node or not.
 std::unique_ptr<Client> make_client(Loop& loop, const ConnectionConfig& cfg);
 
 /// Runs `args` and waits for the reply by running the loop. Throws on a
 /// failure or server error (mapped by server_error), naming `context`.
-Reply call(Client& client, Args args, const std::string& context);
+Reply call(Client& client, Args args, const std::string& context, CallOptions opt = {});
 
 }  // namespace rlock

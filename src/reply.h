@@ -38,6 +38,9 @@ Reply convert_reply(const redisReply* r);
 struct Result {
   std::optional<Error> failure;
   Reply reply;
+  /// With a failure: the command certainly never reached a server (the
+  /// connection was never established), so sending it again is safe.
+  bool unsent = false;
   bool ok() const { return !failure && !reply.is_error(); }
 };
 

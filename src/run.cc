@@ -16,6 +16,7 @@
 #include "duration.h"
 #include "output.h"
 #include "signals.h"
+#include "subscription.h"
 #include "waiter.h"
 
 namespace rlock {
@@ -60,7 +61,8 @@ class Runner {
   int run() {
     install_signals();
     WaitSpec spec{opts_.ttl, opts_.wait, opts_.no_wait,
-                  local_holder_info(join_command(cmd_), static_cast<long>(getpid()))};
+                  local_holder_info(join_command(cmd_), static_cast<long>(getpid())),
+                  opts_.sync_replicas};
     acquirer_ = std::make_unique<Acquirer>(lock_, token_, spec);
     acquirer_->start([this](Outcome<Acquired> o) { on_acquired(std::move(o)); });
     // The guard is forked once the first request is on its way (timers run
@@ -214,16 +216,10 @@ class Runner {
     Millis timeout = std::max(Millis(10), std::min(session_.client->command_timeout(), left));
     lock_.extend(
         token_, acquired_.ttl,
-        [this, sent](Outcome<ExtendReply> o) {
+        [this, sent, timeout](Outcome<ExtendReply> o) {
           renewing_ = false;
           if (lost_ || !holding()) return;
-          if (o.error) {
-            last_renew_error_ = o.error->what();
-            log_verbose(fmt::format("renewal failed: {}; retrying", last_renew_error_));
-            auto retry = Clock::now() + std::min(Millis(250), acquired_.ttl / 10);
-            if (retry < lost_at()) schedule_renewal(retry);
-            return;
-          }
+          if (o.error) return renewal_failed(o.error->what());
           if (!o.value.held) {
             lease_lost(heard_.empty()
                            ? "it was deleted or taken over (renewal found another token or none)"
@@ -231,15 +227,41 @@ class Runner {
             return;
           }
           heard_.clear();  // what was heard did not cost the lease
-          deadline_ = later(sent, std::clamp(o.value.ttl, Millis(0), acquired_.ttl));
-          arm_lost_timer();
-          schedule_renewal(later(sent, acquired_.ttl / 3));
-          if (recheck_) {
-            recheck_ = false;
-            renew();
-          }
+          Clock::time_point deadline =
+              later(sent, std::clamp(o.value.ttl, Millis(0), acquired_.ttl));
+          if (opts_.sync_replicas == 0) return renewed(sent, deadline);
+          // Renewed only once the replicas confirm it (--sync-replicas); until
+          // then it is a renewal that failed, retried until the deadline.
+          renewing_ = true;
+          Millis budget = std::max(
+              Millis(10),
+              std::min(timeout, std::chrono::duration_cast<Millis>(lost_at() - Clock::now())));
+          lock_.confirm_replicas(opts_.sync_replicas, budget, "the renewal",
+                                 [this, sent, deadline](Outcome<bool> c) {
+                                   renewing_ = false;
+                                   if (lost_ || !holding()) return;
+                                   if (c.error) return renewal_failed(c.error->what());
+                                   renewed(sent, deadline);
+                                 });
         },
         timeout);
+  }
+
+  void renewal_failed(const std::string& why) {
+    last_renew_error_ = why;
+    log_verbose(fmt::format("renewal failed: {}; retrying", last_renew_error_));
+    auto retry = Clock::now() + std::min(Millis(250), acquired_.ttl / 10);
+    if (retry < lost_at()) schedule_renewal(retry);
+  }
+
+  void renewed(Clock::time_point sent, Clock::time_point deadline) {
+    deadline_ = deadline;
+    arm_lost_timer();
+    schedule_renewal(later(sent, acquired_.ttl / 3));
+    if (recheck_) {
+      recheck_ = false;
+      renew();
+    }
   }
 
   // A holder hears about a `break` (or a release of its token by someone
@@ -249,41 +271,36 @@ class Runner {
   // (the renewals stay the safety net either way).
   void watch_for_break() {
     if (!holding() || lost_) return;
-    drop_subscription();
-    holder_sub_ = lock_.client().subscriber();
-    const std::string channel = lock_.names().channel;
-    holder_sub_->on_push([this, channel](const Reply& r) {
-      if (r.elements.size() < 3 || r.elements[1].str != channel) return;
-      const std::string& what = r.elements[2].str;
+    lock_.client().stay();  // and for failovers (Sentinel)
+    if (holder_sub_) return holder_sub_->start();
+    Subscription::Events ev;
+    ev.message = [this](const std::string& what) {
       if (what != "break" && what != token_) return;
       heard_ = what == "break" ? "it was broken (rlock break)"
                                : "it was released with its token by another process";
-      log_verbose(fmt::format("heard on {}: {}; checking the lease", channel, escape_text(what)));
+      log_verbose(fmt::format("heard on {}: {}; checking the lease", lock_.names().channel,
+                              escape_text(what)));
       renew();
-    });
-    holder_sub_->on_disconnect([this](const Error& e) {
-      log_verbose(fmt::format("release channel lost ({}); subscribing again", e.what()));
-      resubscribe_later();
-    });
-    holder_sub_->command({"SUBSCRIBE", channel}, [this, channel](Result r) {
-      if (r.failure) {
-        log_verbose(fmt::format("cannot subscribe to the release channel: {}", r.failure->what()));
-        return resubscribe_later();
-      }
-      if (r.reply.is_error()) {
+    };
+    // A break that came before this subscription (or while it was down) was
+    // not heard: check the lease once now.
+    ev.ready = [this] { renew(); };
+    ev.failed = [this](const Error& e) {
+      if (e.kind() != ErrorKind::Unavailable) {
         // An ACL without the channel: the release, which publishes there, will
         // be refused too. Say so now, while the command runs.
         log_error(fmt::format(
-            "warning: Redis refused SUBSCRIBE {} ({}): a break will only be noticed at the "
-            "next renewal, and the release will be refused too (the ACL user needs "
-            "'&{}*')",
-            escape_text(channel), escape_text(r.reply.str), escape_text(lock_.names().prefix)));
+            "warning: {}: a break will only be noticed at the next renewal, and the release "
+            "will be refused too (the ACL user needs '&{}*')",
+            e.what(), escape_text(lock_.names().prefix)));
         return;
       }
-      // A break that came before this subscription (or while it was down) was
-      // not heard: check the lease once now.
-      renew();
-    });
+      log_verbose(fmt::format("release channel: {}; subscribing again", e.what()));
+      resubscribe_later();
+    };
+    holder_sub_ =
+        std::make_unique<Subscription>(lock_.client(), lock_.names().channel, std::move(ev));
+    holder_sub_->start();
   }
 
   void resubscribe_later() {
@@ -299,7 +316,7 @@ class Runner {
     resubscribe_timer_ = 0;
     if (!holder_sub_) return;
     // Not destroyed here: this may run inside one of its own callbacks.
-    std::shared_ptr<Connection> sub(std::move(holder_sub_));
+    std::shared_ptr<Subscription> sub(std::move(holder_sub_));
     loop().after(Millis(0), [sub] {});
   }
 
@@ -467,7 +484,7 @@ class Runner {
   std::unique_ptr<Acquirer> acquirer_;
   std::optional<Child> child_;
   GroupGuard guard_;
-  std::unique_ptr<Connection> holder_sub_;
+  std::unique_ptr<Subscription> holder_sub_;
   Acquired acquired_;
   Clock::time_point deadline_;
   Loop::TimerId renew_timer_ = 0, lost_timer_ = 0, kill_timer_ = 0, group_timer_ = 0,

@@ -11,7 +11,7 @@ namespace {
 // Shared by every script. Times come from the server (TIME), never from a
 // client: a client with a wrong clock cannot reorder or stall anything.
 constexpr std::string_view kPrelude = R"lua(
--- rlock lock protocol 2 (docs/PROTOCOL.md)
+-- rlock lock protocol 3 (docs/PROTOCOL.md)
 local LOCK, FENCE, HOLDERS, LIMIT, QUEUE, QSEQ = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local BASE = LOCK .. ':'
 local function hkey(t) return BASE .. 'h:' .. t end
@@ -55,10 +55,25 @@ local function capacity(limit)
   return limit - redis.call('ZCARD', HOLDERS)
 end
 
+-- Notices go by sharded pub/sub (SPUBLISH) on a Redis 7 Cluster node, so that
+-- they stay on the lock's shard instead of crossing the whole Cluster, and by
+-- PUBLISH elsewhere (or where SPUBLISH is unknown or refused). Subscribers ask
+-- for both kinds. A PUBLISH that is refused raises an error.
+local sharded
+local function publish(chan, msg)
+  if sharded == nil then sharded = type(redis.pcall('CLUSTER', 'MYID')) == 'string' end
+  if sharded then
+    local r = redis.pcall('SPUBLISH', chan, msg)
+    if type(r) ~= 'table' or not r.err then return end
+    sharded = false
+  end
+  redis.call('PUBLISH', chan, msg)
+end
+
 -- Wakes only the waiters whose turn it is (no thundering herd).
 local function notify(chan, n)
   if n <= 0 then return end
-  for _, t in ipairs(live_head(n)) do redis.call('PUBLISH', chan .. ':' .. t, 'turn') end
+  for _, t in ipairs(live_head(n)) do publish(chan .. ':' .. t, 'turn') end
 end
 
 -- The stored --limit, forgotten once nobody holds or waits.
@@ -129,7 +144,7 @@ end
 local function drop_holder(t, how, chan, tomb, rid)
   -- Publish first: a script's writes are not rolled back, so a PUBLISH the
   -- ACL refuses must fail before anything is deleted.
-  redis.call('PUBLISH', chan, t)
+  publish(chan, t)
   if how == 'plain' then redis.call('DEL', LOCK) else redis.call('ZREM', HOLDERS, t) end
   redis.call('DEL', hkey(t))
   if tomb > 0 then redis.call('SET', rkey(t), rid, 'PX', tomb) end
@@ -323,7 +338,7 @@ constexpr std::string_view kBreak = R"lua(
 local chan = ARGV[1]
 purge_holders()
 if redis.call('EXISTS', LOCK) == 0 and redis.call('EXISTS', HOLDERS) == 0 then return 0 end
-redis.call('PUBLISH', chan, 'break')  -- first, for the same reason as in release
+publish(chan, 'break')  -- first, for the same reason as in release
 local n = 0
 local t = redis.call('GET', LOCK)
 if t then
@@ -338,7 +353,7 @@ if n == 0 then return 0 end
 redis.call('DEL', HOLDERS, LIMIT)
 for _, w in ipairs(redis.call('ZRANGE', QUEUE, 0, -1)) do
   redis.call('DEL', wkey(w))
-  redis.call('PUBLISH', chan .. ':' .. w, 'break')
+  publish(chan .. ':' .. w, 'break')
 end
 redis.call('DEL', QUEUE, QSEQ)
 return n
@@ -436,12 +451,15 @@ void run_script(Client& client, const Script& script, const Args& keys, const Ar
           return;
         }
         if (!r.failure && r.reply.is_error() && starts_with(r.reply.str, "NOSCRIPT")) {
-          c->command(std::move(eval), std::move(cb), timeout, std::move(undo_cmds));
+          std::string key = keys_copy.empty() ? "" : keys_copy.front();
+          c->command(std::move(eval), std::move(cb),
+                     CallOptions{timeout, std::move(undo_cmds), std::move(key), {}});
           return;
         }
         cb(std::move(r));
       },
-      timeout, undo_cmds);
+      // Every key of a lock shares one slot: the first names it.
+      CallOptions{timeout, undo_cmds, keys.empty() ? "" : keys.front(), {}});
 }
 
 }  // namespace rlock

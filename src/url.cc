@@ -123,67 +123,40 @@ std::string Endpoint::display() const {
   return fmt::format("{}://{}{}:{}/{}", tls ? "rediss" : "redis", u, escape_text(h), port, db);
 }
 
-Endpoint parse_url(std::string_view url) {
-  Endpoint ep;
-  auto sep = url.find("://");
-  if (sep == std::string_view::npos)
-    throw_usage(
-        fmt::format("invalid URL '{}': expected redis://host:port/db, rediss://… or unix:///path",
-                    redact_url(url)));
-  auto scheme = url.substr(0, sep);
-  auto rest = url.substr(sep + 3);
-  if (scheme == "unix") {
-    ep.kind = Endpoint::Kind::Unix;
-    auto q = rest.find('?');
-    ep.path = percent_decode(rest.substr(0, q), url);
-    if (q != std::string_view::npos) parse_query(rest.substr(q + 1), ep, url);
-    if (ep.path.empty() || ep.path[0] != '/')
-      throw_usage(fmt::format(
-          "invalid URL '{}': a unix:// URL needs an absolute path, as in unix:///run/redis.sock",
-          redact_url(url)));
-    return ep;
-  }
-  if (scheme == "rediss") {
-    ep.tls = true;
-  } else if (scheme == "redis-sentinel" || scheme == "redis+sentinel") {
-    throw_usage(fmt::format("Sentinel URLs are not supported yet: '{}'", redact_url(url)));
-  } else if (scheme != "redis") {
-    throw_usage(fmt::format("unsupported URL scheme '{}://': use redis://, rediss:// or unix://",
-                            escape_text(scheme)));
-  }
-  // [userinfo@] host[:port] [/db] [?query]. The userinfo ends at the last '@',
-  // so that a password with '/', '?' or ':' (which should be %-encoded) is
-  // still taken whole, and never shown as part of a host, port or db.
+std::string Endpoint::address() const {
+  if (kind == Kind::Unix) return path;
+  if (host.find(':') != std::string::npos) return fmt::format("[{}]:{}", host, port);
+  return fmt::format("{}:{}", host, port);
+}
+
+namespace {
+
+// [userinfo@]rest: fills ep.user and ep.password, returns the rest. The
+// userinfo ends at the last '@', so that a password with '/', '?' or ':'
+// (which should be %-encoded) is still taken whole, and never shown as part
+// of a host, port or db.
+std::string_view take_userinfo(std::string_view rest, Endpoint& ep, std::string_view url) {
   auto at = rest.rfind('@');
-  if (at != std::string_view::npos) {
-    auto userinfo = rest.substr(0, at);
-    rest = rest.substr(at + 1);
-    auto colon = userinfo.find(':');
-    ep.user = percent_decode(userinfo.substr(0, colon), url);
-    if (has_control(ep.user))
-      throw_usage(
-          fmt::format("invalid URL '{}': control characters in the user name", redact_url(url)));
-    if (colon != std::string_view::npos) {
-      ep.password = percent_decode(userinfo.substr(colon + 1), url);
-      if (ep.password->empty())
-        throw_usage(fmt::format(
-            "invalid URL '{}': the password after ':' is empty (leave out the ':' to give "
-            "none)",
-            redact_url(url)));
-    }
+  if (at == std::string_view::npos) return rest;
+  auto userinfo = rest.substr(0, at);
+  auto colon = userinfo.find(':');
+  ep.user = percent_decode(userinfo.substr(0, colon), url);
+  if (has_control(ep.user))
+    throw_usage(
+        fmt::format("invalid URL '{}': control characters in the user name", redact_url(url)));
+  if (colon != std::string_view::npos) {
+    ep.password = percent_decode(userinfo.substr(colon + 1), url);
+    if (ep.password->empty())
+      throw_usage(fmt::format(
+          "invalid URL '{}': the password after ':' is empty (leave out the ':' to give "
+          "none)",
+          redact_url(url)));
   }
-  auto q = rest.find('?');
-  std::string_view query;
-  if (q != std::string_view::npos) {
-    query = rest.substr(q + 1);
-    rest = rest.substr(0, q);
-  }
-  auto slash = rest.find('/');
-  auto authority = rest.substr(0, slash);
-  if (slash != std::string_view::npos) {
-    auto dbs = rest.substr(slash + 1);
-    if (!dbs.empty()) ep.db = parse_int(dbs, 0, 1 << 20, "database number", url);
-  }
+  return rest.substr(at + 1);
+}
+
+// host, host:port, [v6] or [v6]:port into ep (the port stays when not given).
+void parse_host_port(std::string_view authority, Endpoint& ep, std::string_view url) {
   std::string_view port;
   if (!authority.empty() && authority[0] == '[') {
     auto close = authority.find(']');
@@ -213,11 +186,115 @@ Endpoint parse_url(std::string_view url) {
                     "local server)",
                     redact_url(url)));
   for (unsigned char c : ep.host)
-    if (c <= 0x20 || c == 0x7f || c == '/' || c == '@' || c == '%')
+    if (c <= 0x20 || c == 0x7f || c == '/' || c == '@' || c == '%' || c == ',')
       throw_usage(fmt::format("invalid URL '{}': bad character in the host", redact_url(url)));
   if (!port.empty()) ep.port = parse_int(port, 1, 65535, "port", url);
+}
+
+}  // namespace
+
+Endpoint parse_url(std::string_view url) {
+  Endpoint ep;
+  auto sep = url.find("://");
+  if (sep == std::string_view::npos)
+    throw_usage(
+        fmt::format("invalid URL '{}': expected redis://host:port/db, rediss://… or unix:///path",
+                    redact_url(url)));
+  auto scheme = url.substr(0, sep);
+  auto rest = url.substr(sep + 3);
+  if (scheme == "unix") {
+    ep.kind = Endpoint::Kind::Unix;
+    auto q = rest.find('?');
+    ep.path = percent_decode(rest.substr(0, q), url);
+    if (q != std::string_view::npos) parse_query(rest.substr(q + 1), ep, url);
+    if (ep.path.empty() || ep.path[0] != '/')
+      throw_usage(fmt::format(
+          "invalid URL '{}': a unix:// URL needs an absolute path, as in unix:///run/redis.sock",
+          redact_url(url)));
+    return ep;
+  }
+  if (scheme == "rediss") {
+    ep.tls = true;
+  } else if (is_sentinel_url(url)) {
+    throw_usage(fmt::format("'{}' is a Sentinel URL", redact_url(url)));  // parse_sentinel_url
+  } else if (scheme != "redis") {
+    throw_usage(fmt::format(
+        "unsupported URL scheme '{}://': use redis://, rediss://, unix:// or redis-sentinel://",
+        escape_text(scheme)));
+  }
+  rest = take_userinfo(rest, ep, url);
+  auto q = rest.find('?');
+  std::string_view query;
+  if (q != std::string_view::npos) {
+    query = rest.substr(q + 1);
+    rest = rest.substr(0, q);
+  }
+  auto slash = rest.find('/');
+  auto authority = rest.substr(0, slash);
+  if (slash != std::string_view::npos) {
+    auto dbs = rest.substr(slash + 1);
+    if (!dbs.empty()) ep.db = parse_int(dbs, 0, 1 << 20, "database number", url);
+  }
+  parse_host_port(authority, ep, url);
   if (!query.empty()) parse_query(query, ep, url);
   return ep;
+}
+
+bool is_sentinel_url(std::string_view url) {
+  return url.rfind("redis-sentinel://", 0) == 0 || url.rfind("rediss-sentinel://", 0) == 0;
+}
+
+SentinelUrl parse_sentinel_url(std::string_view url) {
+  SentinelUrl out;
+  if (!is_sentinel_url(url))
+    throw_usage(fmt::format("invalid URL '{}': expected redis-sentinel://host:port,…/MASTERNAME",
+                            redact_url(url)));
+  bool tls = url.rfind("rediss-", 0) == 0;
+  std::string_view rest = url.substr(url.find("://") + 3);
+  out.master.tls = tls;
+  rest = take_userinfo(rest, out.master, url);
+  auto q = rest.find('?');
+  std::string_view query;
+  if (q != std::string_view::npos) {
+    query = rest.substr(q + 1);
+    rest = rest.substr(0, q);
+  }
+  // host:port,host:port / MASTERNAME [/db]
+  auto slash = rest.find('/');
+  std::string_view hosts = rest.substr(0, slash);
+  std::string_view path = slash == std::string_view::npos ? "" : rest.substr(slash + 1);
+  auto next = path.find('/');
+  out.master_name = percent_decode(path.substr(0, next), url);
+  if (next != std::string_view::npos) {
+    auto dbs = path.substr(next + 1);
+    if (!dbs.empty()) out.master.db = parse_int(dbs, 0, 1 << 20, "database number", url);
+  }
+  if (out.master_name.empty())
+    throw_usage(
+        fmt::format("invalid URL '{}': no master name (write redis-sentinel://host:26379/mymaster)",
+                    redact_url(url)));
+  if (out.master_name.size() > 256)
+    throw_usage(
+        fmt::format("invalid URL '{}': the master name is longer than 256 bytes", redact_url(url)));
+  for (unsigned char c : out.master_name)
+    if (c <= 0x20 || c == 0x7f)
+      throw_usage(fmt::format("invalid URL '{}': spaces or control characters in the master name",
+                              redact_url(url)));
+  while (true) {
+    auto comma = hosts.find(',');
+    Endpoint s;
+    s.port = kSentinelPort;
+    s.tls = tls;
+    parse_host_port(hosts.substr(0, comma), s, url);
+    out.sentinels.push_back(std::move(s));
+    if (out.sentinels.size() > kMaxSentinels)
+      throw_usage(
+          fmt::format("invalid URL '{}': more than {} sentinels", redact_url(url), kMaxSentinels));
+    if (comma == std::string_view::npos) break;
+    hosts = hosts.substr(comma + 1);
+  }
+  if (!query.empty()) parse_query(query, out.master, url);
+  return out;
 }
 
 }  // namespace rlock

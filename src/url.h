@@ -1,9 +1,10 @@
-// Redis connection URLs: redis://, rediss://, unix://.
+// Redis connection URLs: redis://, rediss://, unix://, redis-sentinel://.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace rlock {
 
@@ -22,6 +23,9 @@ struct Endpoint {
 
   /// For messages: the URL without its password ("redis://user@host:6379/0").
   std::string display() const;
+  /// The server's address, "host:port" ("[::1]:6379") or the socket path:
+  /// the name of a node. Not escaped.
+  std::string address() const;
 };
 
 /// Parses a URL of the spec's forms. Throws a usage Error on anything else,
@@ -35,6 +39,27 @@ Endpoint parse_url(std::string_view url);
 /// shown as "***" and control characters are escaped. Works on malformed
 /// URLs too.
 std::string redact_url(std::string_view url);
+
+/// A redis-sentinel:// (rediss-sentinel://: TLS for sentinels and master)
+/// URL: redis-sentinel://[user[:password]@]host[:port][,host[:port]…]/MASTERNAME[/db].
+struct SentinelUrl {
+  /// The master's user, password, TLS and db (its address comes from the
+  /// sentinels).
+  Endpoint master;
+  /// The sentinels, in the URL's order (port 26379 unless given).
+  std::vector<Endpoint> sentinels;
+  std::string master_name;
+};
+
+inline constexpr int kSentinelPort = 26379;
+inline constexpr size_t kMaxSentinels = 64;
+
+/// True for redis-sentinel:// and rediss-sentinel:// URLs.
+bool is_sentinel_url(std::string_view url);
+
+/// Parses a Sentinel URL; usage Errors as parse_url (a missing master name,
+/// spaces or control characters in it, more than kMaxSentinels hosts…).
+SentinelUrl parse_sentinel_url(std::string_view url);
 
 /// The default URL when neither --url nor the environment gives one.
 inline constexpr std::string_view kDefaultUrl = "redis://127.0.0.1:6379/0";

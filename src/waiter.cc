@@ -6,6 +6,7 @@
 
 #include "duration.h"
 #include "output.h"
+#include "subscription.h"
 
 namespace rlock {
 
@@ -54,6 +55,7 @@ void Acquirer::start(Done<Acquired> done) {
 
 void Acquirer::start_waiting() {
   probing_ = false;
+  lock_.client().stay();
   auto alive = alive_;
   Loop& loop = lock_.client().loop();
   if (spec_.wait) {
@@ -74,33 +76,26 @@ void Acquirer::start_waiting() {
 
 void Acquirer::subscribe() {
   auto alive = alive_;
-  sub_ = lock_.client().subscriber();
-  std::string channel = lock_.names().waiter_channel(token_);
-  sub_->on_push([this, alive, channel](const Reply& r) {
+  Subscription::Events ev;
+  ev.message = [this, alive](const std::string&) {
     if (!*alive || finished_) return;
-    if (r.elements.size() >= 2 && r.elements[1].str == channel) {
-      log_verbose(fmt::format("woken on {}", channel));
-      attempt();
-    }
-  });
-  sub_->on_disconnect([this, alive](const Error& e) {
-    if (!*alive || finished_) return;
-    log_verbose(fmt::format("wake-up channel lost ({}); subscribing again", e.what()));
-    // Subscribe again, then re-check: nothing can be missed in between.
-    lock_.client().loop().after(Millis(100), [this, alive] {
-      if (*alive && !finished_) subscribe();
-    });
-  });
-  sub_->command({"SUBSCRIBE", channel}, [this, alive](Result r) {
-    if (!*alive || finished_) return;
-    if (r.failure) {
-      if (ride_out(*r.failure, [this] { subscribe(); })) return;
-      return fail_with_cleanup(*r.failure);
-    }
-    if (r.reply.is_error()) return fail_with_cleanup(server_error(r.reply.str, "SUBSCRIBE"));
-    outage_since_.reset();
+    log_verbose(fmt::format("woken on {}", sub_->channel()));
     attempt();
-  });
+  };
+  ev.ready = [this, alive] {
+    if (!*alive || finished_) return;
+    outage_since_.reset();
+    attempt();  // nothing can have been missed before this
+  };
+  ev.failed = [this, alive](const Error& e) {
+    if (!*alive || finished_) return;
+    log_verbose(fmt::format("wake-up channel: {}", e.what()));
+    if (ride_out(e, [this] { sub_->start(); })) return;
+    fail_with_cleanup(e);
+  };
+  sub_ = std::make_unique<Subscription>(lock_.client(), lock_.names().waiter_channel(token_),
+                                        std::move(ev));
+  sub_->start();
 }
 
 void Acquirer::attempt() {
@@ -133,11 +128,17 @@ void Acquirer::on_reply(Outcome<AcquireReply> o) {
   outage_since_.reset();
   const AcquireReply& a = o.value;
   if (a.state == AcquireReply::State::Acquired) {
-    if (announced_)
-      log_info(fmt::format(
-          "acquired '{}' after {} (fence {})", lock_.names().key,
-          format_duration(std::chrono::duration_cast<Millis>(Clock::now() - started_)), a.fence));
-    return finish({std::nullopt, Acquired{a.fence, a.ttl, sent_}});
+    if (spec_.sync_replicas == 0) return granted(a);
+    // Not a grant until the replicas confirm it: a failover to one that had
+    // not seen it would give the lock away again.
+    auto alive = alive_;
+    Millis budget = std::max(Millis(1), std::min(lock_.client().command_timeout(), a.ttl / 2));
+    return lock_.confirm_replicas(spec_.sync_replicas, budget, "the lease",
+                                  [this, alive, a](Outcome<bool> o) {
+                                    if (!*alive || finished_) return;
+                                    if (o.error) return fail_with_cleanup(*o.error);
+                                    granted(a);
+                                  });
   }
   if (a.state == AcquireReply::State::Taken && !spec_.no_wait) {
     last_ = a;
@@ -163,6 +164,14 @@ void Acquirer::on_reply(Outcome<AcquireReply> o) {
     delay = std::max(delay, Millis(20));
   }
   schedule(delay);
+}
+
+void Acquirer::granted(const AcquireReply& a) {
+  if (announced_)
+    log_info(fmt::format(
+        "acquired '{}' after {} (fence {})", lock_.names().key,
+        format_duration(std::chrono::duration_cast<Millis>(Clock::now() - started_)), a.fence));
+  finish({std::nullopt, Acquired{a.fence, a.ttl, sent_}});
 }
 
 void Acquirer::schedule(Millis delay) {
@@ -209,7 +218,7 @@ void Acquirer::stop() {
   status_line("");
   if (sub_) {
     // Not destroyed here: this may run inside one of its own callbacks.
-    std::shared_ptr<Connection> sub(std::move(sub_));
+    std::shared_ptr<Subscription> sub(std::move(sub_));
     loop.after(Millis(0), [sub] {});
   }
 }

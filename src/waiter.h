@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "lock.h"
+#include "subscription.h"
 
 namespace rlock {
 
@@ -27,6 +28,8 @@ struct WaitSpec {
   std::optional<Millis> wait;  // nullopt = forever
   bool no_wait = false;
   HolderInfo info;
+  /// --sync-replicas: a grant counts only once this many replicas confirm it.
+  int sync_replicas = 0;
 };
 
 struct Acquired {
@@ -39,7 +42,9 @@ struct Acquired {
 
 /// One attempt to get the lock, possibly waiting. Outcomes: Acquired, or an
 /// Error: NotAcquired (taken and not waiting, or --wait ran out), a usage
-/// Error (--limit mismatch), Unavailable/Permission/Protocol from Redis. A
+/// Error (--limit mismatch), Unavailable/Permission/Protocol from Redis, and
+/// Unavailable when fewer replicas than --sync-replicas confirm the grant
+/// (the lease is then released again). A
 /// failed attempt leaves nothing behind in Redis (best-effort cleanup with
 /// the token).
 class Acquirer {
@@ -59,6 +64,7 @@ class Acquirer {
   void subscribe();
   void attempt();
   void on_reply(Outcome<AcquireReply> o);
+  void granted(const AcquireReply& a);
   void schedule(Millis delay);
   void finish(Outcome<Acquired> o);
   /// No more attempts, timers or wake-ups; clears the status line.
@@ -74,7 +80,7 @@ class Acquirer {
   std::string token_;
   WaitSpec spec_;
   Done<Acquired> done_;
-  std::unique_ptr<Connection> sub_;
+  std::unique_ptr<Subscription> sub_;
   Loop::TimerId retry_timer_ = 0, deadline_timer_ = 0, status_timer_ = 0;
   bool probing_ = true;
   long attempts_ = 0;  // numbers each acquire attempt of token_

@@ -49,7 +49,7 @@ setup() { T=$BATS_TEST_TMPDIR; }
 @test "a URL error never shows the password, whatever is wrong with the URL" {
   for url in 'redis://:topsecret@h:99999/0' 'redis://u:topsecret@h/xx' \
     'redis://u:topsecret@h?bogus=1' 'redis://u:top%zzsecret@h' 'redis://u:topsecret@[::1' \
-    'redis://u:topsecret@h:1:2' 'redis://:topsecret@' 'redis-sentinel://:topsecret@h/m' \
+    'redis://u:topsecret@h:1:2' 'redis://:topsecret@' 'redis-sentinel://:topsecret@h/' \
     'redis://u:top@secret@h:0'; do
     rl --url "$url" status k
     assert_error 64

@@ -13,7 +13,8 @@ int cmd_acquire(const GlobalOptions& g, const LockOptions& o) {
   validate(o);
   Session s(g);
   Lock lock = s.lock(o.key, g.prefix, o.limit);
-  WaitSpec spec{o.ttl, o.wait, o.no_wait, local_holder_info("rlock acquire", getppid())};
+  WaitSpec spec{o.ttl, o.wait, o.no_wait, local_holder_info("rlock acquire", getppid()),
+                o.sync_replicas};
   std::string token = new_token();
   Acquirer acquirer(lock, token, spec);
   // A signal while waiting leaves the line at once (as `run` does) instead

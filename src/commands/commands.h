@@ -25,7 +25,7 @@ struct Session {
 
 int cmd_acquire(const GlobalOptions& g, const LockOptions& o);
 int cmd_extend(const GlobalOptions& g, const std::string& key, const std::string& token,
-               std::optional<Millis> ttl);
+               std::optional<Millis> ttl, int sync_replicas);
 int cmd_release(const GlobalOptions& g, const std::string& key, const std::string& token);
 int cmd_status(const GlobalOptions& g, const std::string& key);
 int cmd_list(const GlobalOptions& g, const std::string& pattern);

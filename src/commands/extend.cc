@@ -7,7 +7,7 @@
 namespace rlock {
 
 int cmd_extend(const GlobalOptions& g, const std::string& key, const std::string& token,
-               std::optional<Millis> ttl) {
+               std::optional<Millis> ttl, int sync_replicas) {
   validate_token(token);
   if (ttl && *ttl < Millis(100)) throw_usage("--ttl must be at least 100ms");
   Session s(g);
@@ -19,6 +19,11 @@ int cmd_extend(const GlobalOptions& g, const std::string& key, const std::string
     throw Error(ErrorKind::Lost, fmt::format("'{}' is not held by this token (expired, released "
                                              "or broken); acquire it again",
                                              key));
+  if (sync_replicas > 0)
+    wait_for<bool>(s.loop, [&](Done<bool> d) {
+      lock.confirm_replicas(sync_replicas, s.client->command_timeout(), "the renewal",
+                            std::move(d));
+    });
   if (g.json)
     print_out(fmt::format("{{\"key\":{},\"token\":{},\"fence\":{},\"ttl_ms\":{}}}\n",
                           json_string(key), json_string(token), r.fence, r.ttl.count()));

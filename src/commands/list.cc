@@ -1,4 +1,5 @@
-// `rlock list [PATTERN]`: held locks under the prefix, found with SCAN.
+// `rlock list [PATTERN]`: held locks under the prefix, found with SCAN on
+// every master (each master of a Cluster).
 #include <fmt/format.h>
 
 #include <set>
@@ -31,20 +32,26 @@ int cmd_list(const GlobalOptions& g, const std::string& pattern) {
   std::string head = g.prefix + "{";
   std::string match = glob_escape(head) + pattern + "}*";
   std::set<std::string> keys;  // sorted, de-duplicated (SCAN may repeat)
-  std::string cursor = "0";
-  do {
-    Reply r = call(*s.client, {"SCAN", cursor, "MATCH", match, "COUNT", "500"}, "SCAN");
-    auto& e = r.as_array("a SCAN reply", 2);
-    cursor = e[0].as_string("a SCAN cursor");
-    for (auto& k : e[1].as_array("SCAN keys")) {
-      const std::string& name = k.as_string("a key name");
-      auto close = name.find('}', head.size());
-      if (name.compare(0, head.size(), head) != 0 || close == std::string::npos) continue;
-      std::string rest = name.substr(close + 1);
-      if (rest.empty() || rest == ":holders")
-        keys.insert(name.substr(head.size(), close - head.size()));
-    }
-  } while (cursor != "0");
+  // Every master: one server, or each master of a Cluster.
+  auto masters = wait_for<std::vector<std::string>>(
+      s.loop, [&](Done<std::vector<std::string>> d) { s.client->masters(std::move(d)); });
+  for (const std::string& node : masters) {
+    std::string cursor = "0";
+    do {
+      Reply r = call(*s.client, {"SCAN", cursor, "MATCH", match, "COUNT", "500"}, "SCAN",
+                     CallOptions{Millis(0), {}, {}, node});
+      auto& e = r.as_array("a SCAN reply", 2);
+      cursor = e[0].as_string("a SCAN cursor");
+      for (auto& k : e[1].as_array("SCAN keys")) {
+        const std::string& name = k.as_string("a key name");
+        auto close = name.find('}', head.size());
+        if (name.compare(0, head.size(), head) != 0 || close == std::string::npos) continue;
+        std::string rest = name.substr(close + 1);
+        if (rest.empty() || rest == ":holders")
+          keys.insert(name.substr(head.size(), close - head.size()));
+      }
+    } while (cursor != "0");
+  }
   std::string out;
   for (auto& key : keys) {
     Lock lock(*s.client, LockNames(key, g.prefix));

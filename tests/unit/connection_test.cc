@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "redis.h"
+#include "resolver.h"
 
 namespace rlock {
 namespace {
@@ -87,8 +88,8 @@ TEST(Connection, TriesTheNextAddressWhenOneRefusesWithinOneCommand) {
   PongServer server(loop);
   int closed_port = 0;
   close(listen_tcp(&closed_port));  // nothing listens there now: connect is refused
-  auto addrs = std::make_shared<std::vector<Address>>(
-      std::vector<Address>{tcp_address(closed_port), tcp_address(server.port)});
+  auto addrs = std::make_shared<AddressBook>(
+      loop, std::vector<Address>{tcp_address(closed_port), tcp_address(server.port)});
   Connection c(loop, config(), nullptr, addrs);
   auto r = ping(loop, c);
   ASSERT_FALSE(r->failure) << r->failure->what();
@@ -103,8 +104,8 @@ TEST(Connection, FailsOnlyWhenEveryAddressRefused) {
   int p1 = 0, p2 = 0;
   close(listen_tcp(&p1));
   close(listen_tcp(&p2));
-  auto addrs = std::make_shared<std::vector<Address>>(
-      std::vector<Address>{tcp_address(p1), tcp_address(p2)});
+  auto addrs =
+      std::make_shared<AddressBook>(loop, std::vector<Address>{tcp_address(p1), tcp_address(p2)});
   Connection c(loop, config(), nullptr, addrs);
   auto r = ping(loop, c);
   ASSERT_TRUE(r->failure);
@@ -138,7 +139,7 @@ TEST(Connection, AFloodOfRepliesNeverStarvesTheTimers) {
   ConnectionConfig cfg = config();
   cfg.endpoint.kind = Endpoint::Kind::Unix;
   cfg.endpoint.path = path;
-  auto addrs = std::make_shared<std::vector<Address>>(resolve(cfg.endpoint));
+  auto addrs = std::make_shared<AddressBook>(loop, cfg.endpoint, cfg.connect_timeout);
   Connection c(loop, cfg, nullptr, addrs);
   long pushes = 0;
   c.on_push([&](const Reply&) { ++pushes; });
@@ -167,7 +168,7 @@ namespace {
 TEST(Connection, ACallbackThatThrowsIsNotAConnectionFailureForTheOthers) {
   Loop loop;
   PongServer server(loop);
-  auto addrs = std::make_shared<std::vector<Address>>(std::vector<Address>{tcp_address(server.port)});
+  auto addrs = std::make_shared<AddressBook>(loop, std::vector<Address>{tcp_address(server.port)});
   Connection c(loop, config(), nullptr, addrs);
   std::optional<Result> second;
   c.command({"PING"}, [](Result) { throw Error(ErrorKind::Protocol, "the caller's own bug"); });

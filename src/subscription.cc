@@ -1,0 +1,109 @@
+#include "subscription.h"
+
+#include <fmt/format.h>
+
+#include "text.h"
+
+namespace rlock {
+
+namespace {
+
+bool redirected(const Result& r) {
+  return !r.failure && r.reply.is_error() &&
+         (r.reply.str.rfind("MOVED ", 0) == 0 || r.reply.str.rfind("ASK ", 0) == 0);
+}
+
+}  // namespace
+
+Subscription::Subscription(Client& client, std::string channel, Events events)
+    : client_(&client), channel_(std::move(channel)), ev_(std::move(events)) {
+  client_->subscriptions_.insert(this);
+}
+
+Subscription::~Subscription() {
+  *alive_ = false;
+  if (client_) client_->subscriptions_.erase(this);
+}
+
+void Subscription::start() {
+  if (!client_) return;
+  drop();
+  unsigned gen = ++generation_;
+  auto alive = alive_;
+  client_->open_subscriber(channel_, [this, alive, gen](Outcome<std::unique_ptr<Connection>> o) {
+    if (!*alive || gen != generation_) return;
+    if (o.error) return fail(*o.error);
+    opened(std::move(o.value));
+  });
+}
+
+void Subscription::opened(std::unique_ptr<Connection> conn) {
+  conn_ = std::move(conn);
+  auto alive = alive_;
+  unsigned gen = generation_;
+  conn_->on_push([this, alive, gen](const Reply& r) {
+    if (*alive && gen == generation_) on_push(r);
+  });
+  conn_->on_disconnect([this, alive, gen](const Error& e) {
+    if (*alive && gen == generation_) fail(e);
+  });
+  auto classic = std::make_shared<std::optional<Result>>();
+  conn_->command({"SUBSCRIBE", channel_}, [classic](Result r) { *classic = std::move(r); });
+  conn_->command({"SSUBSCRIBE", channel_}, [this, alive, gen, classic](Result r) {
+    if (!*alive || gen != generation_ || !*classic) return;
+    subscribed(std::move(**classic), std::move(r));
+  });
+}
+
+void Subscription::subscribed(Result classic, Result sharded) {
+  if (classic.failure) return fail(*classic.failure);
+  if (sharded.failure) return fail(*sharded.failure);
+  // In a Cluster, the shard channel lives on the node that owns its slot: a
+  // redirect means the map was stale; the owner subscribes again there.
+  if (redirected(sharded)) {
+    client_->learn(sharded.reply.str);
+    return fail(Error(ErrorKind::Unavailable,
+                      fmt::format("the slot of channel {} is served by another node ({})",
+                                  escape_text(channel_), escape_text(sharded.reply.str))));
+  }
+  // One of the two is enough: a server without sharded pub/sub (Redis 6)
+  // refuses SSUBSCRIBE, and its scripts publish with PUBLISH.
+  if (classic.reply.is_error() && sharded.reply.is_error())
+    return fail(server_error(classic.reply.str,
+                             fmt::format("Redis refused SUBSCRIBE {}", escape_text(channel_))));
+  ev_.ready();
+}
+
+void Subscription::on_push(const Reply& r) {
+  const auto& e = r.elements;
+  if (e.size() < 2 || e[1].str != channel_) return;
+  if (e[0].str == "sunsubscribe") {
+    return fail(
+        Error(ErrorKind::Unavailable,
+              fmt::format("the slot of channel {} moved to another node", escape_text(channel_))));
+  }
+  if (e.size() >= 3) ev_.message(e[2].str);
+}
+
+void Subscription::end(const Error& why) {
+  if (!conn_) return;
+  fail(why);
+}
+
+void Subscription::fail(const Error& why) {
+  drop();
+  ++generation_;  // whatever the old connection still says is not heard
+  ev_.failed(why);
+}
+
+void Subscription::drop() {
+  if (!conn_ || !client_) {
+    conn_.reset();
+    return;
+  }
+  // Not destroyed here: this may run inside one of its own callbacks.
+  std::shared_ptr<Connection> old(std::move(conn_));
+  client_->loop().after(Millis(0), [old] {});
+}
+
+}  // namespace rlock

@@ -1,0 +1,62 @@
+// One pub/sub channel of a lock, on whichever server owns it now.
+//
+// rlock's scripts publish with SPUBLISH on a Redis 7 Cluster node (sharded
+// pub/sub: the notice stays on the lock's shard) and with PUBLISH elsewhere
+// (docs/PROTOCOL.md), so a Subscription asks for both, SUBSCRIBE and
+// SSUBSCRIBE, on one connection: it hears a release however it was
+// published, without knowing in advance what kind of server it talks to.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "redis.h"
+
+namespace rlock {
+
+class Subscription {
+ public:
+  struct Events {
+    /// A message on the channel (its payload).
+    std::function<void(const std::string& payload)> message;
+    /// Subscribed (again): anything published before is not heard, so the
+    /// owner checks the lock's state now.
+    std::function<void()> ready;
+    /// Could not subscribe (the Error of the server or the connection), or
+    /// the subscription ended: its connection was lost, its slot moved to
+    /// another node (an unsolicited SUNSUBSCRIBE), a failover happened. The
+    /// owner decides whether and when to start() again.
+    std::function<void(const Error&)> failed;
+  };
+
+  Subscription(Client& client, std::string channel, Events events);
+  ~Subscription();
+  Subscription(const Subscription&) = delete;
+  Subscription& operator=(const Subscription&) = delete;
+
+  /// Subscribes (again), on the server that owns the channel now. Either
+  /// ready() or failed() follows, from the loop.
+  void start();
+  /// Ends the subscription as if its connection had been lost: failed(why).
+  void end(const Error& why);
+  const std::string& channel() const { return channel_; }
+
+ private:
+  friend class Client;
+  void opened(std::unique_ptr<Connection> conn);
+  void subscribed(Result classic, Result sharded);
+  void on_push(const Reply& r);
+  void drop();
+  void fail(const Error& why);
+  void client_gone() { client_ = nullptr; }
+
+  Client* client_;
+  std::string channel_;
+  Events ev_;
+  std::unique_ptr<Connection> conn_;
+  unsigned generation_ = 0;  // of start(); a late answer for an older one is ignored
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace rlock
