@@ -72,7 +72,8 @@ AddressBook::AddressBook(Loop& loop, std::vector<Address> fixed)
 
 AddressBook::~AddressBook() {
   *alive_ = false;
-  if (pending_) {
+  loop_.cancel(patience_timer_);
+  if (pending_ && pending_->read_fd >= 0) {
     loop_.cancel(pending_->bound_timer);
     loop_.unwatch(pending_->read_fd);
     close(pending_->read_fd);
@@ -87,7 +88,19 @@ std::optional<std::vector<Address>> AddressBook::ready(bool fresh) const {
 
 void AddressBook::lookup(Found done) {
   waiting_.push_back(std::move(done));
-  if (pending_) return;  // one lookup at a time; its answer is for everyone
+  if (!last_.empty() && !patience_timer_) {
+    auto alive = alive_;
+    patience_timer_ = loop_.after(kLookupPatience, [this, alive] {
+      if (!*alive) return;
+      patience_timer_ = 0;
+      answer(Error(ErrorKind::Unavailable,
+                   fmt::format("the lookup of '{}' is slow (it goes on)", escape_text(ep_.host))));
+    });
+  }
+  if (!pending_) start_lookup();  // one lookup at a time; its answer is for everyone
+}
+
+void AddressBook::start_lookup() {
   auto p = std::make_shared<Pending>();
   p->host = ep_.host;
   p->port = ep_.port;
@@ -97,16 +110,8 @@ void AddressBook::lookup(Found done) {
 #else
   int made = socketpair(AF_UNIX, SOCK_STREAM, 0, fds);
 #endif
-  if (made != 0) {
-    std::string why = strerror(errno);
-    loop_.after(Millis(0), [this, alive = alive_, why] {
-      if (*alive)
-        finish(Error(ErrorKind::Unavailable,
-                     fmt::format("cannot look up '{}': {}", escape_text(ep_.host), why)),
-               {});
-    });
-    return;
-  }
+  pending_ = p;
+  if (made != 0) return cannot_look_up(strerror(errno));
   set_cloexec_nonblock(fds[0]);
   set_cloexec_nonblock(fds[1]);
 #ifdef SO_NOSIGPIPE
@@ -143,15 +148,9 @@ void AddressBook::lookup(Found done) {
   if (failed) {
     close(fds[0]);
     close(fds[1]);
-    loop_.after(Millis(0), [this, alive = alive_, why = *failed] {
-      if (*alive)
-        finish(Error(ErrorKind::Unavailable,
-                     fmt::format("cannot look up '{}': {}", escape_text(ep_.host), why)),
-               {});
-    });
-    return;
+    p->read_fd = -1;
+    return cannot_look_up(*failed);
   }
-  pending_ = p;
   auto alive = alive_;
   loop_.watch(p->read_fd, POLLIN, [this, alive, p](short) {
     if (!*alive || !p->done.load(std::memory_order_acquire)) return;
@@ -169,19 +168,38 @@ void AddressBook::lookup(Found done) {
   });
 }
 
+void AddressBook::cannot_look_up(const std::string& why) {
+  // Answered from the loop, never from inside lookup().
+  loop_.after(Millis(0), [this, alive = alive_, why] {
+    if (*alive)
+      finish(Error(ErrorKind::Unavailable,
+                   fmt::format("cannot look up '{}': {}", escape_text(ep_.host), why)),
+             {});
+  });
+}
+
 void AddressBook::finish(std::optional<Error> err, std::vector<Address> found) {
   if (pending_) {
     loop_.cancel(pending_->bound_timer);
-    loop_.unwatch(pending_->read_fd);
-    close(pending_->read_fd);
+    if (pending_->read_fd >= 0) {
+      loop_.unwatch(pending_->read_fd);
+      close(pending_->read_fd);
+    }
     pending_.reset();
   }
-  // On a failure, the addresses the name had are still the best guess: they
-  // go to the callers with the error that says why they are not fresh.
   if (!err) {
     last_ = std::move(found);
     last_at_ = Clock::now();
   }
+  answer(err);
+}
+
+void AddressBook::answer(const std::optional<Error>& err) {
+  // On a failure (or a slow lookup), the addresses the name had are still the
+  // best guess: they go to the callers with the error that says why they are
+  // not fresh.
+  loop_.cancel(patience_timer_);
+  patience_timer_ = 0;
   auto waiting = std::move(waiting_);
   waiting_.clear();
   auto alive = alive_;

@@ -22,6 +22,11 @@ namespace rlock {
 /// reconnecting (the command connection and a subscriber opened together).
 inline constexpr Millis kFreshLookup{1000};
 
+/// How long a reconnect waits for a fresh lookup when it has addresses from
+/// an earlier one: a slow resolver must not hold up a renewal. The lookup
+/// goes on (up to its bound), and the next connect uses what it finds.
+inline constexpr Millis kLookupPatience{250};
+
 /// The addresses of one endpoint, looked up again when a connection asks
 /// for fresh ones. One lookup runs at a time; callers that ask meanwhile
 /// share its answer.
@@ -45,14 +50,18 @@ class AddressBook {
   /// host); the addresses are then the ones found last, if any.
   using Found = std::function<void(std::optional<Error>, const std::vector<Address>&)>;
   /// Looks the name up (in a helper thread) and calls `done` from the loop,
-  /// never from inside lookup().
+  /// never from inside lookup(): with the fresh addresses, or, when there are
+  /// earlier ones and the lookup takes longer than kLookupPatience, with those.
   void lookup(Found done);
 
   const Endpoint& endpoint() const { return ep_; }
 
  private:
   struct Pending;
+  void start_lookup();
+  void cannot_look_up(const std::string& why);
   void finish(std::optional<Error> err, std::vector<Address> found);
+  void answer(const std::optional<Error>& err);
 
   Loop& loop_;
   Endpoint ep_;
@@ -62,6 +71,7 @@ class AddressBook {
   std::optional<Clock::time_point> last_at_;
   std::shared_ptr<Pending> pending_;  // the lookup in flight
   std::vector<Found> waiting_;
+  Loop::TimerId patience_timer_ = 0;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

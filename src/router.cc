@@ -33,8 +33,8 @@ bool try_again(const std::string& m) {
   return starts_with(m, "TRYAGAIN") || starts_with(m, "CLUSTERDOWN");
 }
 
-// Replies of a server that is not (or no longer) the master: under Sentinel,
-// the master is found again and the command sent there.
+// Replies of a server that is not (or no longer) the master: the command did
+// not run, and goes to the master once it is found again.
 bool not_master(const std::string& m) {
   return starts_with(m, "READONLY") || starts_with(m, "MASTERDOWN");
 }
@@ -167,10 +167,16 @@ void Router::on_result(const CallPtr& c, const std::string& node_name, Result r)
       if (starts_with(m, "CLUSTERDOWN")) refresh_slots();
       return retry_later(c, pause);
     }
-    if (sentinel_ && not_master(m) && left > pause) {
-      master_failed(Error(
-          ErrorKind::Unavailable,
-          fmt::format("{} is no longer the master ({})", escape_text(node_name), escape_text(m))));
+    if (not_master(m) && left > pause) {
+      // A master that was demoted (a failover): Sentinel is asked again; a plain
+      // URL's connection is dropped, so that the next attempt looks the name up
+      // again (a managed service moves its DNS name to the new master).
+      Error why(ErrorKind::Unavailable,
+                fmt::format("{} is not a master now ({})", escape_text(node_name), escape_text(m)));
+      if (sentinel_)
+        master_failed(why);
+      else
+        node(node_name).conn->close(why);
       return retry_later(c, pause);
     }
   }

@@ -1,4 +1,5 @@
-// parse_url on any bytes: an Endpoint within the spec's ranges, or a usage Error (exit 64).
+// parse_url (or, for redis-sentinel:// and rediss-sentinel://, parse_sentinel_url) on any
+// bytes: Endpoints within the spec's ranges, or a usage Error (exit 64).
 // Any other exception escapes and libFuzzer reports it. Endpoint::display() must not depend
 // on the password (it is what rlock prints about a server), and an error message may not
 // show it either.
@@ -51,7 +52,10 @@ std::string_view written_password(std::string_view url) {
 
 std::string message_of(std::string_view url) {
   try {
-    rlock::parse_url(url);
+    if (rlock::is_sentinel_url(url))
+      rlock::parse_sentinel_url(url);
+    else
+      rlock::parse_url(url);
   } catch (const rlock::Error& e) {
     return e.what();
   }
@@ -76,14 +80,29 @@ void check_message(std::string_view url, const rlock::Error& e) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view url(reinterpret_cast<const char*>(data), size);
-  rlock::Endpoint ep;
   try {
-    ep = rlock::parse_url(url);
+    if (rlock::is_sentinel_url(url)) {
+      rlock::SentinelUrl s = rlock::parse_sentinel_url(url);
+      std::string in = fuzz::hex_escape(url);
+      FUZZ_CHECK(!s.sentinels.empty() && s.sentinels.size() <= rlock::kMaxSentinels,
+                 "'%s': %zu sentinels", in.c_str(), s.sentinels.size());
+      // Any bytes but spaces and ASCII controls (Sentinel's own rule for a name).
+      bool name_ok = !s.master_name.empty() && s.master_name.size() <= 256;
+      for (unsigned char c : s.master_name) name_ok = name_ok && c > 0x20 && c != 0x7f;
+      FUZZ_CHECK(name_ok, "'%s': master name '%s'", in.c_str(),
+                 fuzz::hex_escape(s.master_name).c_str());
+      for (auto& e : s.sentinels) {
+        FUZZ_CHECK(!e.password && e.user.empty(), "'%s': credentials on a sentinel", in.c_str());
+        check_endpoint(e, url);
+      }
+      FUZZ_CHECK(s.master.db >= 0 && s.master.db <= (1 << 20), "'%s': db %d", in.c_str(),
+                 s.master.db);
+    } else {
+      check_endpoint(rlock::parse_url(url), url);
+    }
   } catch (const rlock::Error& e) {
     fuzz::check_usage(e, url);
     check_message(url, e);
-    return 0;
   }
-  check_endpoint(ep, url);
   return 0;
 }

@@ -362,8 +362,9 @@ _rlock_redis_verify() {
   return 0
 }
 
-# redis_start_named NAME [REDIS-SERVER ARGS...]
-# Starts a private redis-server on a free loopback port:
+# redis_start_named NAME [--config FILE] [REDIS-SERVER ARGS...]
+# Starts a private redis-server on a free loopback port (FILE, if given, is its
+# configuration file: the first argument of redis-server, as a sentinel needs):
 #   redis-server --port P --bind 127.0.0.1 --save '' --appendonly no --daemonize no
 #     --dir $BATS_FILE_TMPDIR/redis-P --unixsocket $BATS_FILE_TMPDIR/redis-P/redis.sock
 #     --unixsocketperm 700 ARGS...
@@ -377,8 +378,12 @@ _rlock_redis_verify() {
 #   NAME_TLS_PORT NAME_TLS_URL  when --tls-port is set
 #   NAME_PASSWORD               when --requirepass is set (rcli/rcli_to use it)
 redis_start_named() {
-  local name=$1
+  local name=$1 conf=""
   shift
+  if [[ ${1:-} == --config ]]; then
+    conf=$2
+    shift 2
+  fi
   _rlock_check_name "$name" || return 1
   if _rlock_reg_has "$name"; then
     fail "redis_start_named: $name is already started"
@@ -394,7 +399,7 @@ redis_start_named() {
     if ((${#sock} > 100)); then # sun_path holds 108 bytes
       sockdir=$(mktemp -d /tmp/rlk.XXXXXX) && sock="$sockdir/redis.sock"
     fi
-    args=(--port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemonize no
+    args=(${conf:+"$conf"} --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemonize no
       --dir "$dir" --unixsocket "$sock" --unixsocketperm 700 "${@//@PORT@/$port}")
     rc=0
     _rlock_redis_launch pid "$dir" "$sock" "${args[@]}" || rc=$?
@@ -641,7 +646,10 @@ tls_setup() {
   fi
   redis_start_named TLS --port 0 --tls-port @PORT@ \
     --tls-cert-file "$TLS_DIR/server.crt" --tls-key-file "$TLS_DIR/server.key" \
-    --tls-ca-cert-file "$TLS_DIR/ca.crt" --tls-auth-clients optional "$@"
+    --tls-ca-cert-file "$TLS_DIR/ca.crt" --tls-auth-clients optional "$@" || return 1
+  # The server named TLS exported its own directory as TLS_DIR: the certificates win (as
+  # in every later test of the file, see _rlock_refresh).
+  export TLS_DIR="$BATS_FILE_TMPDIR/tls"
 }
 
 # tls_cli ARGS...: redis-cli over TLS to the TLS server, verifying it with the test CA.

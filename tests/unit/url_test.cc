@@ -144,3 +144,56 @@ TEST(Url, SentinelIsNotYetSupportedButSaysSo) {
 
 }  // namespace
 }  // namespace rlock
+
+namespace rlock {
+namespace {
+
+TEST(SentinelUrl, HostsMasterAndDb) {
+  SentinelUrl u = parse_sentinel_url("redis-sentinel://alice:pw@s1:26380,[::1],s3/mymaster/2");
+  ASSERT_EQ(u.sentinels.size(), 3u);
+  EXPECT_EQ(u.sentinels[0].host, "s1");
+  EXPECT_EQ(u.sentinels[0].port, 26380);
+  EXPECT_EQ(u.sentinels[1].host, "::1");
+  EXPECT_EQ(u.sentinels[1].port, 26379);
+  EXPECT_EQ(u.sentinels[2].port, 26379);
+  EXPECT_EQ(u.master_name, "mymaster");
+  EXPECT_EQ(u.master.db, 2);
+  EXPECT_EQ(u.master.user, "alice");
+  EXPECT_EQ(*u.master.password, "pw");
+  EXPECT_FALSE(u.master.tls);
+  // The URL's credentials are the master's, not the sentinels'.
+  EXPECT_FALSE(u.sentinels[0].password.has_value());
+}
+
+TEST(SentinelUrl, TlsSchemeAndQueryDb) {
+  SentinelUrl u = parse_sentinel_url("rediss-sentinel://h/m?db=3");
+  EXPECT_TRUE(u.master.tls);
+  EXPECT_TRUE(u.sentinels[0].tls);
+  EXPECT_EQ(u.master.db, 3);
+  EXPECT_TRUE(is_sentinel_url("redis-sentinel://h/m"));
+  EXPECT_FALSE(is_sentinel_url("redis://h"));
+}
+
+TEST(SentinelUrl, BadOnesAreUsageErrorsWithoutThePassword) {
+  for (const char* url :
+       {"redis-sentinel://:secret@h", "redis-sentinel://:secret@h/", "redis-sentinel://:secret@/m",
+        "redis-sentinel://:secret@h,,h2/m", "redis-sentinel://:secret@h:0/m",
+        "redis-sentinel://:secret@h/m/x", "redis-sentinel://:secret@h/my%20master",
+        "redis-sentinel://:secret@h/m%01", "redis-sentinel://:secret@h:1:2/m"}) {
+    try {
+      parse_sentinel_url(url);
+      ADD_FAILURE() << "accepted " << url;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.exit_status(), 64) << url;
+      EXPECT_EQ(std::string(e.what()).find("secret"), std::string::npos) << e.what();
+    }
+  }
+  std::string many = "redis-sentinel://";
+  for (int i = 0; i < 65; ++i) many += (i ? ",h" : "h");
+  EXPECT_THROW(parse_sentinel_url(many + "/m"), Error);
+  // A plain parse of a Sentinel URL says what it is.
+  EXPECT_THROW(parse_url("redis-sentinel://h/m"), Error);
+}
+
+}  // namespace
+}  // namespace rlock

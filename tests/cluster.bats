@@ -1,0 +1,175 @@
+#!/usr/bin/env bats
+# Redis Cluster: a plain redis:// URL of any node is enough. rlock notices the Cluster (the
+# first MOVED), routes each lock to the node that serves its slot, follows ASK and MOVED,
+# retries TRYAGAIN and CLUSTERDOWN within --timeout, publishes notices with sharded pub/sub
+# and subscribes again where a slot went. A real 3-master Cluster, made with
+# `redis-cli --cluster create`; slots are migrated with SETSLOT and MIGRATE.
+
+bats_require_minimum_version 1.5.0
+
+load helpers/redis
+load helpers/topology
+
+setup_file() {
+  cluster_start 3
+  export SCRIPTS=$BATS_FILE_TMPDIR/scripts
+  "$HELPERS/dump_scripts" "$SCRIPTS" || fail "dump_scripts failed"
+}
+
+setup() {
+  T=$BATS_TEST_TMPDIR
+  export RLOCK_URL=$CLUSTER_URL # node 1 is the seed of every test
+  write_gate "$T/gate"
+}
+
+# _ceval I SCRIPT KEY ARGS...: EVAL a protocol script directly on CLUSTERi, with the six
+# KEYS of lock KEY.
+_ceval() {
+  local i=$1 file=$SCRIPTS/$2.lua k=$3
+  shift 3
+  rcli_to "CLUSTER$i" --raw eval "$(<"$file")" 6 "lock:{$k}" "lock:{$k}:fence" \
+    "lock:{$k}:holders" "lock:{$k}:limit" "lock:{$k}:queue" "lock:{$k}:qseq" "$@"
+}
+
+_shard_subscribers() {
+  rcli_to "CLUSTER$1" pubsub shardchannels "lock:release:{$2}*" | grep -c . || true
+}
+
+@test "a lock lives on the node that serves its slot, whichever node the URL names" {
+  for i in 1 2 3; do
+    k=$(cluster_key_on "$i" every)
+    run "$RLOCK" run "$k" -- sh -c 'echo "fence=$RLOCK_FENCE"'
+    assert_success
+    assert_output "fence=1"
+    tok=$("$RLOCK" acquire --ttl 60s "$k")
+    assert_equal "$(rcli_to "CLUSTER$i" get "lock:{$k}")" "$tok"
+    # Any node will do as the seed.
+    run "$RLOCK" --url "$CLUSTER2_URL" status "$k"
+    assert_success
+    assert_line --partial "$k: held (fence 2)"
+    run "$RLOCK" --url "$CLUSTER3_URL" release "$k" --token "$tok"
+    assert_success
+    assert_equal "$(rcli_to "CLUSTER$i" exists "lock:{$k}")" 0
+  done
+}
+
+@test "-v says when rlock finds out it talks to a Cluster" {
+  k=$(cluster_key_on 3 notice)
+  rl -v run "$k" -- true
+  assert_success
+  [[ $stderr == *"MOVED"* && $stderr == *"is a Redis Cluster node"* ]] || fail "$stderr"
+}
+
+@test "every script runs whole on a Cluster node, the per-token keys it derives included" {
+  k=$(cluster_key_on 2 scripts)
+  ch="lock:release:{$k}"
+  before=$(rcli_to CLUSTER2 info commandstats | grep -c '^cmdstat_spublish:' || true)
+  run _ceval 2 acquire "$k" tokA 10000 0 try 6000 "$ch" h 1 u c 1
+  assert_success
+  assert_line --index 0 OK
+  run _ceval 2 acquire "$k" tokB 10000 0 wait 6000 "$ch" h 2 u c 1
+  assert_line --index 0 QUEUED
+  run _ceval 2 extend "$k" tokA 0
+  assert_line --index 0 1
+  run _ceval 2 status "$k" 1000
+  assert_success
+  run _ceval 2 leave "$k" tokB "$ch"
+  assert_output 1
+  run _ceval 2 undo "$k" tokA 1 "$ch"
+  assert_output 1
+  run _ceval 2 acquire "$k" tokC 10000 0 try 6000 "$ch" h 3 u c 1
+  assert_line --index 0 OK
+  run _ceval 2 release "$k" tokC 0 "$ch" 10000 rid1
+  assert_output 1
+  run _ceval 2 acquire "$k" tokD 10000 0 try 6000 "$ch" h 4 u c 1
+  run _ceval 2 break "$k" "$ch"
+  assert_output 1
+  # Nothing a script wrote went to another slot or failed half-way.
+  run rcli_to CLUSTER2 --raw eval "return redis.call('GET', KEYS[1])" 1 "lock:{$k}:fence"
+  assert_output 3
+  # The notices went by sharded pub/sub.
+  rcli_to CLUSTER2 info commandstats | grep -q '^cmdstat_spublish:calls=' ||
+    fail "no SPUBLISH on the node (before: $before)"
+}
+
+@test "a waiter whose seed does not serve the slot is woken at once by the release" {
+  k=$(cluster_key_on 2 wake)
+  rlock_bg holder run "$k" -- sh "$T/gate" "$T" h
+  wait_for_file "$T/h.started"
+  rlock_bg waiter -v run --wait 30s "$k" -- touch "$T/w.done"
+  waiter=$BG_PID
+  wait_until "[[ \$(rcli_to CLUSTER2 zcard 'lock:{$k}:queue') == 1 ]]"
+  # Subscribed (sharded) where the slot lives.
+  wait_until "(( \$(_shard_subscribers 2 '$k') == 1 ))"
+  touch "$T/h.go"
+  bg_wait "$waiter"
+  assert_equal "$BG_STATUS" 0
+  [[ -e $T/w.done ]] || fail "the waiter's command did not run"
+  grep -q "woken on lock:release:{$k}:" "$T/waiter.err" || fail "not woken: $(cat "$T/waiter.err")"
+}
+
+@test "a slot migrated while its lock is held and waited for: no lease lost, no waiter stranded" {
+  k=$(cluster_key_on 2 mig)
+  slot=$(cluster_slot "$k")
+  rlock_bg holder -v run --ttl 4s "$k" -- sh "$T/gate" "$T" h
+  holder=$BG_PID
+  wait_for_file "$T/h.started"
+  rlock_bg waiter -v run --wait 60s "$k" -- sh -c 'echo "$RLOCK_FENCE" >"$0"' "$T/w.fence"
+  waiter=$BG_PID
+  wait_until "[[ \$(rcli_to CLUSTER2 zcard 'lock:{$k}:queue') == 1 ]]"
+  wait_until "(( \$(_shard_subscribers 2 '$k') == 1 ))"
+  # A second in the migrating state: every script on the slot meets TRYAGAIN (or ASK, then
+  # TRYAGAIN) meanwhile, and the holder's renewals with it.
+  cluster_migrate_slot "$slot" 2 3 1
+  assert_equal "$(rcli_to CLUSTER3 exists "lock:{$k}")" 1
+  # The waiter heard its channel leave the node (SUNSUBSCRIBE) and subscribed at the new one.
+  wait_until "(( \$(_shard_subscribers 3 '$k') == 1 ))"
+  # The holder renews on the new node.
+  wait_until "(( \$(rcli_to CLUSTER3 pttl 'lock:{$k}') > 3500 ))" 5
+  touch "$T/h.go"
+  bg_wait "$holder"
+  assert_equal "$BG_STATUS" 0
+  bg_wait "$waiter"
+  assert_equal "$BG_STATUS" 0
+  assert_equal "$(cat "$T/w.fence")" 2
+  ! grep -q "lost" "$T/holder.err" || fail "$(cat "$T/holder.err")"
+  grep -q "moved to another node" "$T/waiter.err" || fail "$(cat "$T/waiter.err")"
+  grep -q "TRYAGAIN" "$T/holder.err" "$T/waiter.err" || fail "no TRYAGAIN was met"
+}
+
+@test "list scans every master" {
+  for i in 1 2 3; do
+    k=$(cluster_key_on "$i" lst)
+    "$RLOCK" acquire --ttl 60s "$k" >/dev/null
+  done
+  run "$RLOCK" list 'lst-*'
+  assert_success
+  assert_equal "${#lines[@]}" 3
+  run "$RLOCK" list 'lst-*' --json
+  assert_success
+  assert_equal "$(jq length <<<"$output")" 3
+}
+
+@test "a Cluster URL with a database other than 0: one line and 64" {
+  k=$(cluster_key_on 1 db)
+  rl --url "redis://127.0.0.1:$CLUSTER1_PORT/3" status "$k"
+  assert_error 64
+  [[ $stderr == *"database 0 only"* && $stderr == *"remove '/3'"* ]] || fail "$stderr"
+}
+
+@test "a slot that no node serves: CLUSTERDOWN is retried within --timeout, then 69" {
+  k=$(cluster_key_on 2 down)
+  slot=$(cluster_slot "$k")
+  rcli_to CLUSTER2 cluster delslots "$slot"
+  start=$(now_ms)
+  rl --timeout 1s acquire "$k"
+  took=$(($(now_ms) - start))
+  rcli_to CLUSTER2 cluster addslots "$slot"
+  assert_error 69
+  [[ $stderr == *CLUSTERDOWN* ]] || fail "$stderr"
+  ((took >= 900)) || fail "gave up after ${took}ms, before --timeout"
+  ((took < 5000)) || fail "took ${took}ms"
+  for i in 1 2 3; do
+    _rlock_poll "CLUSTER$i to be ok again" 20 _rlock_cluster_ok "CLUSTER$i" 3
+  done
+}

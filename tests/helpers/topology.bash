@@ -1,0 +1,206 @@
+# shellcheck shell=bash
+# Helpers for replicated and sharded Redis: a Redis Cluster, and a master with a replica
+# watched by sentinels. Load after helpers/redis:
+#
+#   load helpers/redis
+#   load helpers/topology
+#
+# Every server is started by redis_start_named, so it is registered, verified and stopped
+# by the default teardown_file (redis_stop_all) like any other.
+
+# --- Redis Cluster ------------------------------------------------------------------------
+
+_rlock_cluster_ok() {
+  local info
+  info=$(rcli_to "$1" cluster info 2>/dev/null | tr -d '\r')
+  [[ $info == *cluster_state:ok* && $info == *cluster_slots_ok:16384* &&
+    $info == *"cluster_known_nodes:$2"* ]]
+}
+
+# cluster_start [N=3]: a Redis Cluster of N masters (no replicas) on free loopback ports,
+# made with `redis-cli --cluster create`. The servers are CLUSTER1…CLUSTERN (CLUSTER1_PORT,
+# rcli_to CLUSTER2 …); exports CLUSTER_N and CLUSTER_URL (node 1, the seed the tests give
+# rlock). Returns once every node reports cluster_state:ok and knows every other.
+cluster_start() {
+  local n=${1:-3} i bus port_var
+  local -a addrs=()
+  for ((i = 1; i <= n; i++)); do
+    bus=$(free_port) || return 1
+    redis_start_named "CLUSTER$i" --cluster-enabled yes --cluster-config-file nodes.conf \
+      --cluster-port "$bus" --cluster-node-timeout 2000 || return 1
+    port_var="CLUSTER${i}_PORT"
+    addrs+=("127.0.0.1:${!port_var}")
+  done
+  if ! redis-cli --cluster create "${addrs[@]}" --cluster-replicas 0 --cluster-yes \
+    >"$BATS_FILE_TMPDIR/cluster-create.log" 2>&1; then
+    fail "redis-cli --cluster create failed: $(tail -n 20 "$BATS_FILE_TMPDIR/cluster-create.log")"
+    return 1
+  fi
+  for ((i = 1; i <= n; i++)); do
+    _rlock_poll "CLUSTER$i to report cluster_state:ok with $n nodes" 20 \
+      _rlock_cluster_ok "CLUSTER$i" "$n" || return 1
+  done
+  export CLUSTER_N=$n CLUSTER_URL=$CLUSTER1_URL
+}
+
+# cluster_node_of KEY: prints i when CLUSTERi serves the slot of rlock's lock KEY
+# (the Redis key lock:{KEY}).
+cluster_node_of() {
+  local i reply
+  for ((i = 1; i <= CLUSTER_N; i++)); do
+    reply=$(rcli_to "CLUSTER$i" exists "lock:{$1}" 2>&1)
+    if [[ $reply != MOVED* && $reply != ASK* ]]; then
+      echo "$i"
+      return 0
+    fi
+  done
+  fail "no node serves the slot of lock:{$1}"
+}
+
+# cluster_key_on I NAME: prints a lock KEY ("NAME-j") whose slot CLUSTERi serves.
+cluster_key_on() {
+  local j
+  for ((j = 0; j < 1000; j++)); do
+    if [[ $(cluster_node_of "$2-$j") == "$1" ]]; then
+      echo "$2-$j"
+      return 0
+    fi
+  done
+  fail "no key NAME-j of CLUSTER$1 among 1000"
+}
+
+# cluster_slot KEY: the hash slot of lock KEY.
+cluster_slot() {
+  rcli_to CLUSTER1 cluster keyslot "lock:{$1}"
+}
+
+# cluster_migrate_slot SLOT FROM TO [PAUSE_S=0]: moves SLOT from CLUSTER$FROM to CLUSTER$TO
+# the way `redis-cli --cluster reshard` does: IMPORTING on the target, MIGRATING on the
+# source, MIGRATE of every key, then SETSLOT NODE on every node. PAUSE_S keeps the slot
+# in the migrating state that long before the keys move (clients get ASK and TRYAGAIN
+# meanwhile).
+cluster_migrate_slot() {
+  local slot=$1 from=$2 to=$3 pause=${4:-0} from_id to_id i to_port_var keys
+  from_id=$(rcli_to "CLUSTER$from" cluster myid)
+  to_id=$(rcli_to "CLUSTER$to" cluster myid)
+  to_port_var="CLUSTER${to}_PORT"
+  rcli_to "CLUSTER$to" cluster setslot "$slot" importing "$from_id" >/dev/null || return 1
+  rcli_to "CLUSTER$from" cluster setslot "$slot" migrating "$to_id" >/dev/null || return 1
+  if [[ $pause != 0 ]]; then sleep "$pause"; fi
+  while true; do
+    mapfile -t keys < <(rcli_to "CLUSTER$from" cluster getkeysinslot "$slot" 100 | grep .)
+    ((${#keys[@]})) || break
+    rcli_to "CLUSTER$from" migrate 127.0.0.1 "${!to_port_var}" "" 0 5000 keys "${keys[@]}" \
+      >/dev/null || return 1
+  done
+  rcli_to "CLUSTER$to" cluster setslot "$slot" node "$to_id" >/dev/null || return 1
+  rcli_to "CLUSTER$from" cluster setslot "$slot" node "$to_id" >/dev/null || return 1
+  for ((i = 1; i <= CLUSTER_N; i++)); do
+    if ((i != from && i != to)); then
+      rcli_to "CLUSTER$i" cluster setslot "$slot" node "$to_id" >/dev/null || return 1
+    fi
+  done
+}
+
+# --- Sentinel -----------------------------------------------------------------------------
+
+# sentinel_start_named NAME MASTER_NAME MASTER_PORT [REDIS-SERVER ARGS...]: one sentinel
+# (redis-server CONF --sentinel) that monitors 127.0.0.1:MASTER_PORT as MASTER_NAME with a
+# quorum of 2, down-after 1s, failover-timeout 5s. ARGS go to redis-server (e.g. TLS).
+sentinel_start_named() {
+  local name=$1 master=$2 mport=$3 conf
+  shift 3
+  conf="$BATS_FILE_TMPDIR/sentinel-$name.conf"
+  {
+    echo "sentinel monitor $master 127.0.0.1 $mport 2"
+    echo "sentinel down-after-milliseconds $master 1000"
+    echo "sentinel failover-timeout $master 5000"
+    echo "sentinel parallel-syncs $master 1"
+  } >"$conf"
+  redis_start_named "$name" --config "$conf" --sentinel "$@"
+}
+
+# _rlock_sentinel_sees NAME MASTER_NAME REPLICAS SENTINELS: the sentinel knows the master,
+# REPLICAS replicas and SENTINELS other sentinels.
+_rlock_sentinel_sees() {
+  local r s
+  r=$(rcli_to "$1" sentinel replicas "$2" 2>/dev/null | grep -cx 'slave' || true)
+  s=$(rcli_to "$1" sentinel sentinels "$2" 2>/dev/null | grep -c '^runid$' || true)
+  ((r >= $3 && s >= $4))
+}
+
+_rlock_replica_linked() {
+  [[ $(rcli_to "$1" info replication 2>/dev/null | tr -d '\r') == *master_link_status:up* ]]
+}
+
+# sentinel_setup [MASTER_NAME=rlmaster]: a master (SMASTER), a replica (SREPLICA) and three
+# sentinels (SENT1..SENT3). Exports SENTINEL_MASTER and SENTINEL_URL
+# (redis-sentinel://127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3/MASTER_NAME). Returns once the
+# replica is in sync and every sentinel knows the replica and the two other sentinels.
+sentinel_setup() {
+  local m=${1:-rlmaster} i
+  # No delay before a full sync (the default waits 5s for more replicas).
+  redis_start_named SMASTER --repl-diskless-sync-delay 0 || return 1
+  redis_start_named SREPLICA --repl-diskless-sync-delay 0 --replicaof 127.0.0.1 "$SMASTER_PORT" ||
+    return 1
+  _rlock_poll "the replica to sync" 20 _rlock_replica_linked SREPLICA || return 1
+  for i in 1 2 3; do
+    sentinel_start_named "SENT$i" "$m" "$SMASTER_PORT" || return 1
+  done
+  for i in 1 2 3; do
+    _rlock_poll "sentinel $i to see the replica and the other sentinels" 30 \
+      _rlock_sentinel_sees "SENT$i" "$m" 1 2 || return 1
+  done
+  export SENTINEL_MASTER=$m
+  export SENTINEL_URL="redis-sentinel://127.0.0.1:$SENT1_PORT,127.0.0.1:$SENT2_PORT,127.0.0.1:$SENT3_PORT/$m"
+}
+
+# sentinel_master_port: the port the sentinels name as the master now (SENT1's view).
+sentinel_master_port() {
+  rcli_to SENT1 sentinel get-master-addr-by-name "$SENTINEL_MASTER" | sed -n 2p
+}
+
+# sentinel_node_at PORT: SMASTER or SREPLICA, whichever listens on PORT.
+sentinel_node_at() {
+  if [[ $1 == "$SMASTER_PORT" ]]; then echo SMASTER; else echo SREPLICA; fi
+}
+
+_rlock_all_sentinels_name() {
+  local i
+  for i in 1 2 3; do
+    [[ $(rcli_to "SENT$i" sentinel get-master-addr-by-name "$SENTINEL_MASTER" | sed -n 2p) == "$1" ]] ||
+      return 1
+  done
+  [[ $(rcli_to "$(sentinel_node_at "$1")" role | head -n 1) == master ]]
+}
+
+_rlock_is_replica_of() {
+  local info
+  info=$(rcli_to "$1" info replication 2>/dev/null | tr -d '\r')
+  [[ $info == *role:slave* && $info == *"master_port:$2"* && $info == *master_link_status:up* ]]
+}
+
+# _rlock_replicated NAME: a write on master NAME, then WAIT on the same connection: true
+# once the replica has acknowledged it, and so everything written before it.
+_rlock_replicated() {
+  [[ $(printf 'SET rlock-test-barrier 1\nWAIT 1 2000\n' | rcli_to "$1" | tail -n 1) == 1 ]]
+}
+
+# sentinel_failover: SENTINEL FAILOVER through SENT1, once the replica has everything the
+# master has (asynchronous replication would otherwise lose the latest writes, which is
+# what a failover can do, but not what these tests are about). Returns once every
+# sentinel names the former replica as the master, it says so itself (ROLE), and the
+# former master has become its replica, in sync.
+sentinel_failover() {
+  local old new
+  old=$(sentinel_master_port)
+  if [[ $old == "$SMASTER_PORT" ]]; then new=$SREPLICA_PORT; else new=$SMASTER_PORT; fi
+  _rlock_poll "the replica to have every write" 20 _rlock_replicated "$(sentinel_node_at "$old")" ||
+    return 1
+  rcli_to SENT1 sentinel failover "$SENTINEL_MASTER" >/dev/null || return 1
+  _rlock_poll "the sentinels to name 127.0.0.1:$new the master" 30 \
+    _rlock_all_sentinels_name "$new" || return 1
+  _rlock_poll "the former master to replicate the new one" 30 \
+    _rlock_is_replica_of "$(sentinel_node_at "$old")" "$new" || return 1
+  _rlock_poll "the new replica to have every write" 20 _rlock_replicated "$(sentinel_node_at "$new")"
+}

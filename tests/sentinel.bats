@@ -1,0 +1,208 @@
+#!/usr/bin/env bats
+# Redis Sentinel: redis-sentinel://h1,h2,h3/MASTER. rlock asks the sentinels in turn for
+# the master, confirms it with ROLE, follows a failover (SENTINEL FAILOVER) while it holds
+# and while it waits, and --sync-replicas counts a lease only once replicas confirm it.
+# A real master, a replica and three sentinels; the failovers are real.
+
+bats_require_minimum_version 1.5.0
+
+load helpers/redis
+load helpers/topology
+
+setup_file() {
+  sentinel_setup rlmaster
+}
+
+setup() {
+  T=$BATS_TEST_TMPDIR
+  export RLOCK_URL=$SENTINEL_URL
+  write_gate "$T/gate"
+}
+
+# master / replica: the registry names of the two servers, as the sentinels see them now.
+master() { sentinel_node_at "$(sentinel_master_port)"; }
+replica() { if [[ $(master) == SMASTER ]]; then echo SREPLICA; else echo SMASTER; fi; }
+
+# How many clients are subscribed to something on the sentinels (rlock's failover watch;
+# sentinels subscribe to each other's hello channel on the masters, not on sentinels).
+_watchers() {
+  local i n=0
+  for i in 1 2 3; do
+    n=$((n + $(rcli_to "SENT$i" client list | grep -c ' sub=[1-9]' || true)))
+  done
+  echo "$n"
+}
+
+@test "the lock is taken on the master the sentinels name" {
+  tok=$("$RLOCK" acquire --ttl 60s s-master)
+  assert_equal "$(rcli_to "$(master)" get 'lock:{s-master}')" "$tok"
+  run "$RLOCK" status s-master
+  assert_success
+  run "$RLOCK" run s-master-run -- sh -c 'echo "fence=$RLOCK_FENCE"'
+  assert_success
+  assert_output "fence=1"
+  run "$RLOCK" release s-master --token "$tok"
+  assert_success
+}
+
+@test "a sentinel that does not answer is skipped" {
+  run "$RLOCK" --url "redis-sentinel://127.0.0.1:1,127.0.0.1:$SENT2_PORT/rlmaster" \
+    run s-skip -- true
+  assert_success
+}
+
+@test "a failover during a run: the holder keeps its lease on the new master" {
+  rlock_bg holder -v run --ttl 4s s-run -- sh "$T/gate" "$T" h
+  holder=$BG_PID
+  wait_for_file "$T/h.started"
+  old=$(master)
+  tok=$(rcli_to "$old" get 'lock:{s-run}')
+  [[ -n $tok ]] || fail "no lock on the master"
+  # The holder watches for failovers once its command runs.
+  wait_until "(( \$(_watchers) >= 1 ))"
+  sentinel_failover
+  new=$(master)
+  [[ $new != "$old" ]] || fail "no failover"
+  assert_equal "$(rcli_to "$new" get 'lock:{s-run}')" "$tok"
+  # It renews on the new master...
+  wait_until "(( \$(rcli_to $new pttl 'lock:{s-run}') > 3500 ))" 5
+  wait_until "grep -q 'failover' '$T/holder.err'" 5
+  touch "$T/h.go"
+  bg_wait "$holder"
+  assert_equal "$BG_STATUS" 0
+  ! grep -q lost "$T/holder.err" || fail "$(cat "$T/holder.err")"
+  # ...and releases there.
+  assert_equal "$(rcli_to "$new" exists 'lock:{s-run}')" 0
+}
+
+@test "a failover during a wait: the waiter follows the new master and gets the lock" {
+  rlock_bg holder run --ttl 4s s-wait -- sh "$T/gate" "$T" h
+  holder=$BG_PID
+  wait_for_file "$T/h.started"
+  rlock_bg waiter -v run --wait 60s s-wait -- sh -c 'echo "$RLOCK_FENCE" >"$0"' "$T/w.fence"
+  waiter=$BG_PID
+  wait_until "[[ \$(rcli_to $(master) zcard 'lock:{s-wait}:queue') == 1 ]]"
+  sentinel_failover
+  new=$(master)
+  # The place in the line came over with the replica, and is kept.
+  wait_until "[[ \$(rcli_to $new zcard 'lock:{s-wait}:queue') == 1 ]]"
+  touch "$T/h.go"
+  bg_wait "$holder"
+  assert_equal "$BG_STATUS" 0
+  bg_wait "$waiter"
+  assert_equal "$BG_STATUS" 0
+  assert_equal "$(cat "$T/w.fence")" 2
+  assert_equal "$(rcli_to "$new" get 'lock:{s-wait}:fence')" 2
+}
+
+@test "after a failover, a new lock is taken on the new master" {
+  sentinel_failover
+  new=$(master)
+  tok=$("$RLOCK" acquire --ttl 60s s-after)
+  assert_equal "$(rcli_to "$new" get 'lock:{s-after}')" "$tok"
+  [[ $(rcli_to "$new" role | head -n 1) == master ]]
+}
+
+@test "--sync-replicas 1 with the replica running: acquired, renewed and extended" {
+  run "$RLOCK" run --ttl 1500ms --sync-replicas 1 s-sync -- sleep 1.2
+  assert_success
+  tok=$("$RLOCK" acquire --sync-replicas 1 --ttl 60s s-sync2)
+  run "$RLOCK" extend s-sync2 --token "$tok" --sync-replicas 1
+  assert_success
+  assert_equal "$(rcli_to "$(replica)" get 'lock:{s-sync2}')" "$tok"
+}
+
+@test "--sync-replicas 1 with the replica stopped: not acquired, one line, 69, released again" {
+  redis_pause "$(replica)"
+  rl --timeout 1s acquire --sync-replicas 1 s-nosync
+  assert_error 69
+  [[ $stderr == *"only 0 of 1 replicas confirmed"*"--sync-replicas"* ]] || fail "$stderr"
+  assert_equal "$(rcli_to "$(master)" exists 'lock:{s-nosync}')" 0
+  # An availability failure: -E does not turn it into "someone else has it".
+  rl --timeout 1s run -E 0 --sync-replicas 1 s-nosync -- touch "$T/ran"
+  assert_equal "$status" 69
+  [[ ! -e $T/ran ]] || fail "the command ran"
+  redis_resume "$(replica)"
+}
+
+@test "--sync-replicas during a run: renewals the replica cannot confirm lose the lease (76)" {
+  rlock_bg holder run --ttl 2s --sync-replicas 1 --timeout 500ms s-syncrun -- sleep 30
+  holder=$BG_PID
+  wait_until "[[ \$(rcli_to $(master) exists 'lock:{s-syncrun}') == 1 ]]"
+  redis_pause "$(replica)"
+  bg_wait "$holder" 20
+  redis_resume "$(replica)"
+  assert_equal "$BG_STATUS" 76
+  grep -q "lost the lock 's-syncrun'" "$T/holder.err" || fail "$(cat "$T/holder.err")"
+}
+
+@test "--sync-replicas more than there are replicas: 69" {
+  rl --timeout 500ms acquire --sync-replicas 2 s-two
+  assert_error 69
+  [[ $stderr == *"only 1 of 2 replicas"* ]] || fail "$stderr"
+}
+
+# --- bad input ----------------------------------------------------------------------------
+
+@test "a master name no sentinel knows: one line, 69" {
+  rl --url "redis-sentinel://127.0.0.1:$SENT1_PORT,127.0.0.1:$SENT2_PORT/nosuch" status k
+  assert_error 69
+  [[ $stderr == *"no sentinel knows a master named 'nosuch'"* ]] || fail "$stderr"
+}
+
+@test "no sentinel reachable: one line, 69" {
+  port=$(free_port)
+  rl --url "redis-sentinel://127.0.0.1:$port/rlmaster" acquire k
+  assert_error 69
+  [[ $stderr == *"no sentinel answered"*"127.0.0.1:$port"* ]] || fail "$stderr"
+}
+
+@test "a sentinel that names a node that is not a master: one line, 69" {
+  port=$(rcli_to "$(replica)" config get port | sed -n 2p)
+  garbage_start_named FAKESENT "reply=*2\r\n\$9\r\n127.0.0.1\r\n\$${#port}\r\n$port\r\n"
+  start=$(now_ms)
+  rl --timeout 1s --url "redis-sentinel://127.0.0.1:$FAKESENT_PORT/rlmaster" acquire k
+  assert_error 69
+  [[ $stderr == *"127.0.0.1:$port"*"not a master"* || $stderr == *"a slave (ROLE)"* ]] ||
+    fail "$stderr"
+}
+
+@test "sentinels with a password of their own: RLOCK_SENTINEL_PASSWORD or --sentinel-password-file" {
+  sentinel_start_named SENTAUTH rlmaster "$(sentinel_master_port)" --requirepass s3cret
+  url="redis-sentinel://127.0.0.1:$SENTAUTH_PORT/rlmaster"
+  rl --url "$url" status k
+  assert_error 77
+  RLOCK_SENTINEL_PASSWORD=s3cret run "$RLOCK" --url "$url" run s-auth -- true
+  assert_success
+  printf 's3cret\n' >"$T/pw"
+  run "$RLOCK" --url "$url" --sentinel-password-file "$T/pw" run s-auth -- true
+  assert_success
+  RLOCK_SENTINEL_PASSWORD=wrong rl --url "$url" status k
+  assert_error 77
+  [[ $stderr != *s3cret* && $stderr != *wrong* ]] || fail "a password is shown: $stderr"
+}
+
+@test "sentinel options without a Sentinel URL, or a user without a password: 64" {
+  printf 'x\n' >"$T/pw"
+  rl --url "redis://127.0.0.1:1/0" --sentinel-password-file "$T/pw" status k
+  assert_error 64
+  [[ $stderr == *"redis-sentinel://"* ]] || fail "$stderr"
+  rl --sentinel-user bob status k
+  assert_error 64
+  [[ $stderr == *"sentinel user 'bob' needs a password"* ]] || fail "$stderr"
+}
+
+@test "rediss-sentinel://: TLS to the sentinels and to the master" {
+  tls_setup
+  sentinel_start_named STLS tlsm "$TLS_PORT" --port 0 --tls-port @PORT@ \
+    --tls-cert-file "$TLS_DIR/server.crt" --tls-key-file "$TLS_DIR/server.key" \
+    --tls-ca-cert-file "$TLS_DIR/ca.crt" --tls-replication yes --tls-auth-clients no
+  url="rediss-sentinel://127.0.0.1:$STLS_PORT/tlsm"
+  run "$RLOCK" --url "$url" --tls-ca-cert "$TLS_DIR/ca.crt" run s-tls -- sh -c 'echo "$RLOCK_FENCE"'
+  assert_success
+  assert_output 1
+  assert_equal "$(tls_cli get 'lock:{s-tls}:fence')" 1
+  # A plain URL to the same sentinel is not TLS: no answer that counts.
+  rl --url "redis-sentinel://127.0.0.1:$STLS_PORT/tlsm" --connect-timeout 1s status k
+  assert_error 69
+}
