@@ -19,7 +19,8 @@ constexpr const char* kExitTable = R"(Exit status:
   1-125    run: the child's own exit status, passed through
   1        status: KEY is free; break: KEY was not held
   64       usage error: bad flag, duration, URL, key, token
-  69       Redis unavailable: connect, TLS, or a command timed out or failed
+  69       Redis unavailable: connect, TLS, or a command timed out or failed;
+           no sentinel answered or knew the master; --sync-replicas not met
   70       internal or protocol error: a reply rlock did not expect
   75       lock not acquired: taken, --no-wait, or --wait ran out (-E changes it)
   76       lock lost or not held: lease lost during run, or a token that no longer holds
@@ -29,7 +30,7 @@ constexpr const char* kExitTable = R"(Exit status:
 
 Durations: 250ms, 30s, 5m, 2h, 1h30m, 1.5s, 7d (a bare number is seconds), at most 366d.
 Text from Redis is shown with control characters escaped as \xHH.
-Environment: RLOCK_URL, REDIS_URL, RLOCK_PASSWORD, REDISCLI_AUTH.
+Environment: RLOCK_URL, REDIS_URL, RLOCK_PASSWORD, REDISCLI_AUTH, RLOCK_SENTINEL_PASSWORD.
 The child of run sees RLOCK_KEY, RLOCK_TOKEN and RLOCK_FENCE.
 See rlock(1) for details.)";
 

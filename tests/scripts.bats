@@ -7,8 +7,9 @@
 # - a retried release recognises its own earlier success, any other release of the token
 #   does not;
 # - status writes nothing and lists a bounded number of records;
-# - protocol 2 (these scripts) and protocol 1 (rlock 0.1.0's, tests/fixtures/protocol-v1)
-#   on one server: they exclude each other both ways and wake each other's waiters.
+# - these scripts (protocol 3) beside protocol 1 (rlock 0.1.0's, tests/fixtures/protocol-v1)
+#   and protocol 2 (0.2.0 and 0.3.0's, tests/fixtures/protocol-v2) on one server: they
+#   exclude each other both ways and wake each other's waiters.
 
 bats_require_minimum_version 1.5.0
 
@@ -19,6 +20,7 @@ setup_file() {
   export SCRIPTS=$BATS_FILE_TMPDIR/scripts
   "$HELPERS/dump_scripts" "$SCRIPTS" || fail "dump_scripts failed"
   export V1=$BATS_TEST_DIRNAME/fixtures/protocol-v1
+  export V2=$BATS_TEST_DIRNAME/fixtures/protocol-v2
 }
 
 setup() { T=$BATS_TEST_TMPDIR; }
@@ -35,6 +37,7 @@ _eval() {
 }
 v2() { _eval "$SCRIPTS/$1.lua" "${@:2}"; }
 v1() { _eval "$V1/$1.lua" "${@:2}"; }
+p2() { _eval "$V2/$1.lua" "${@:2}"; }
 
 # acq VERSION KEY TOKEN TTL_MS [ATTEMPT=0] [MODE=try] [LIMIT=0]: the acquire script.
 acq() {
@@ -296,4 +299,42 @@ messages() { grep -c -x message "$BATS_TEST_TMPDIR/listen.out" || true; }
   assert_equal "${lines[*]}" "oldtok host 1"
   run -75 "$RLOCK" acquire mixcli -n
   run -0 "$RLOCK" release mixcli --token oldtok
+}
+
+# --- protocol 2 (rlock 0.3.0) and protocol 3 on one server ----------------------------------------
+# (v2 below is these scripts, protocol 3; p2 is protocol 2's.)
+
+@test "mixed versions: a protocol 2 holder excludes protocol 3 and the reverse" {
+  run -0 first_line acq p2 mix23 old 30000 1
+  assert_output OK
+  run -0 first_line acq v2 mix23 new 30000 1
+  assert_output TAKEN
+  run -0 first_line acq v2 mix32 new 30000 1
+  assert_output OK
+  run -0 first_line acq p2 mix32 old 30000 1
+  assert_output TAKEN
+}
+
+@test "mixed versions: a protocol 3 release wakes a protocol 2 waiter (PUBLISH on one server)" {
+  run -0 first_line acq v2 mixw3 h 30000 1
+  run -0 first_line acq p2 mixw3 oldw 30000 1 wait
+  assert_output QUEUED
+  listen 'lock:release:{mixw3}:oldw'
+  run -0 v2 release mixw3 h 0 'lock:release:{mixw3}' 10000 rid
+  assert_output 1
+  wait_until '(( $(messages) == 1 ))' 5
+  run -0 first_line acq p2 mixw3 oldw 30000 2 wait
+  assert_output OK
+}
+
+@test "mixed versions: a protocol 2 release wakes a protocol 3 waiter" {
+  run -0 first_line acq p2 mixw4 h 30000 1
+  run -0 first_line acq v2 mixw4 neww 30000 1 wait
+  assert_output QUEUED
+  listen 'lock:release:{mixw4}:neww'
+  run -0 p2 release mixw4 h 0 'lock:release:{mixw4}' 10000 rid
+  assert_output 1
+  wait_until '(( $(messages) == 1 ))' 5
+  run -0 first_line acq v2 mixw4 neww 30000 2 wait
+  assert_output OK
 }

@@ -918,6 +918,7 @@ EOF
 assert_only_fence_left() {
   local k pttl found=0
   run -0 rcli --raw keys "lock:{$1}*"
+  # shellcheck disable=SC2154 # set by bats's run
   for k in "${lines[@]}"; do
     if [[ $k == "lock:{$1}:fence" ]]; then
       found=1
