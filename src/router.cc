@@ -273,20 +273,20 @@ void Router::refresh_slots() {
   names->push_back(seed_);
   for (auto& [name, n] : nodes_)
     if (name != seed_) names->push_back(name);
+  refresh_from(names, 0);
+}
+
+void Router::refresh_from(const std::shared_ptr<std::vector<std::string>>& names, size_t i) {
+  if (i >= names->size()) {
+    refreshing_ = false;
+    return;
+  }
   auto alive = alive_;
-  auto next = std::make_shared<std::function<void(size_t)>>();
-  *next = [this, alive, names, next](size_t i) {
-    if (i >= names->size()) {
-      refreshing_ = false;
-      return;
-    }
-    ask_slots((*names)[i], [this, alive, names, next, i](Outcome<std::vector<std::string>> o) {
-      if (!*alive) return;
-      if (o.error) return (*next)(i + 1);
-      refreshing_ = false;
-    });
-  };
-  (*next)(0);
+  ask_slots((*names)[i], [this, alive, names, i](Outcome<std::vector<std::string>> o) {
+    if (!*alive) return;
+    if (o.error) return refresh_from(names, i + 1);
+    refreshing_ = false;
+  });
 }
 
 void Router::ask_slots(const std::string& name, Done<std::vector<std::string>> done) {

@@ -57,6 +57,7 @@ class Router : public Client {
   void enter_cluster_mode(const std::string& told_by);
   void slot_moved(int slot, const std::string& owner);
   void refresh_slots();
+  void refresh_from(const std::shared_ptr<std::vector<std::string>>& names, size_t i);
   void ask_slots(const std::string& node_name, Done<std::vector<std::string>> done);
 
   // Sentinel

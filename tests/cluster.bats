@@ -31,8 +31,10 @@ _ceval() {
     "lock:{$k}:holders" "lock:{$k}:limit" "lock:{$k}:queue" "lock:{$k}:qseq" "$@"
 }
 
+# _shard_subscribers I KEY: how many waiters of KEY (channels lock:release:{KEY}:TOKEN) are
+# subscribed with SSUBSCRIBE on CLUSTERi.
 _shard_subscribers() {
-  rcli_to "CLUSTER$1" pubsub shardchannels "lock:release:{$2}*" | grep -c . || true
+  rcli_to "CLUSTER$1" pubsub shardchannels "lock:release:{$2}:*" | grep -c . || true
 }
 
 @test "a lock lives on the node that serves its slot, whichever node the URL names" {

@@ -186,6 +186,10 @@ _rlock_replicated() {
   [[ $(printf 'SET rlock-test-barrier 1\nWAIT 1 2000\n' | rcli_to "$1" | tail -n 1) == 1 ]]
 }
 
+_rlock_failover_started() {
+  [[ $(rcli_to SENT1 sentinel failover "$SENTINEL_MASTER" 2>&1) == OK ]]
+}
+
 # sentinel_failover: SENTINEL FAILOVER through SENT1, once the replica has everything the
 # master has (asynchronous replication would otherwise lose the latest writes, which is
 # what a failover can do, but not what these tests are about). Returns once every
@@ -197,7 +201,9 @@ sentinel_failover() {
   if [[ $old == "$SMASTER_PORT" ]]; then new=$SREPLICA_PORT; else new=$SMASTER_PORT; fi
   _rlock_poll "the replica to have every write" 20 _rlock_replicated "$(sentinel_node_at "$old")" ||
     return 1
-  rcli_to SENT1 sentinel failover "$SENTINEL_MASTER" >/dev/null || return 1
+  # Refused (NOGOODSLAVE, INPROG) while a sentinel still thinks the replica unfit, e.g.
+  # right after the previous failover: asked again until it starts.
+  _rlock_poll "SENTINEL FAILOVER to be accepted" 30 _rlock_failover_started || return 1
   _rlock_poll "the sentinels to name 127.0.0.1:$new the master" 30 \
     _rlock_all_sentinels_name "$new" || return 1
   _rlock_poll "the former master to replicate the new one" 30 \
