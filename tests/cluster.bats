@@ -139,6 +139,41 @@ _shard_subscribers() {
   grep -q "TRYAGAIN" "$T/holder.err" "$T/waiter.err" || fail "no TRYAGAIN was met"
 }
 
+@test "--limit, break and first-come-first-served work as on one server" {
+  k=$(cluster_key_on 3 sem)
+  t1=$("$RLOCK" acquire --limit 2 --ttl 60s "$k")
+  t2=$("$RLOCK" acquire --limit 2 --ttl 60s "$k")
+  run -75 "$RLOCK" acquire --limit 2 -n "$k"
+  run "$RLOCK" release "$k" --token "$t1"
+  assert_success
+  run "$RLOCK" release "$k" --token "$t2"
+  assert_success
+  # Two waiters in line behind a holder get the lock in the order they came.
+  f=$(cluster_key_on 2 fifo)
+  rlock_bg holder run "$f" -- sh "$T/gate" "$T" h
+  wait_for_file "$T/h.started"
+  rlock_bg w1 run --wait 30s "$f" -- sh -c 'echo w1 >>"$0"' "$T/order"
+  w1=$BG_PID
+  wait_until "[[ \$(rcli_to CLUSTER2 zcard 'lock:{$f}:queue') == 1 ]]"
+  rlock_bg w2 run --wait 30s "$f" -- sh -c 'echo w2 >>"$0"' "$T/order"
+  w2=$BG_PID
+  wait_until "[[ \$(rcli_to CLUSTER2 zcard 'lock:{$f}:queue') == 2 ]]"
+  touch "$T/h.go"
+  bg_wait "$w1"
+  bg_wait "$w2"
+  assert_equal "$(cat "$T/order")" $'w1\nw2'
+  # A break reaches the holder through its (sharded) release channel: it stops at once.
+  b=$(cluster_key_on 3 brk)
+  rlock_bg breakme run --on-lost kill "$b" -- sleep 60
+  holder=$BG_PID
+  wait_until "(( \$(rcli_to CLUSTER3 pubsub shardnumsub 'lock:release:{$b}' | sed -n 2p) == 1 ))"
+  run "$RLOCK" break --yes "$b"
+  assert_success
+  bg_wait "$holder" 5
+  assert_equal "$BG_STATUS" 76
+  grep -q "broken" "$T/breakme.err" || fail "$(cat "$T/breakme.err")"
+}
+
 @test "list scans every master" {
   for i in 1 2 3; do
     k=$(cluster_key_on "$i" lst)
