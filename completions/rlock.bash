@@ -3,7 +3,7 @@
 # the bash-completion package (uses _command_offset from it when available).
 # Lock names are not completed: that would need a round trip to Redis.
 
-_rlock_subcommands="run acquire extend release status list break"
+_rlock_subcommands="run acquire extend release status list break forget"
 
 # Options accepted everywhere (before or after the subcommand).
 _rlock_global_opts="-u --url --user --password-file --sentinel-user --sentinel-password-file
@@ -17,7 +17,7 @@ _rlock_sub_opts() {
         acquire) echo "--ttl --wait -n --no-wait -E --conflict-exit-code --limit --sync-replicas" ;;
         extend) echo "--token --ttl --sync-replicas" ;;
         release) echo "--token" ;;
-        break) echo "-y --yes" ;;
+        break | forget) echo "-y --yes" ;;
     esac
 }
 

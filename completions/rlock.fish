@@ -50,6 +50,7 @@ complete -c rlock -n __rlock_no_subcommand -a release -d 'release KEY if --token
 complete -c rlock -n __rlock_no_subcommand -a status -d 'show holders and waiters; exit 0 held, 1 free'
 complete -c rlock -n __rlock_no_subcommand -a list -d 'list held locks whose KEY matches PATTERN'
 complete -c rlock -n __rlock_no_subcommand -a break -d 'delete a stuck lock and wake its waiters'
+complete -c rlock -n __rlock_no_subcommand -a forget -d 'remove every trace of a free, unwaited key'
 complete -c rlock -n __rlock_no_subcommand -l version -d 'print the version and exit'
 
 # Connection and output options: before or after the subcommand.
@@ -95,4 +96,4 @@ complete -c rlock -n __rlock_in_run_command -x -a '(__rlock_run_command)'
 complete -c rlock -n '__fish_seen_subcommand_from extend release' -l token -x -d 'token printed by acquire (default $RLOCK_TOKEN)'
 complete -c rlock -n '__fish_seen_subcommand_from extend' -l ttl -x -d 'new lease length'
 complete -c rlock -n '__fish_seen_subcommand_from extend' -l sync-replicas -x -d 'count the renewal only once N replicas confirm it'
-complete -c rlock -n '__fish_seen_subcommand_from break' -s y -l yes -d 'do not ask for confirmation'
+complete -c rlock -n '__fish_seen_subcommand_from break forget' -s y -l yes -d 'do not ask for confirmation'

@@ -14,9 +14,10 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 packages=(
   build-essential cmake pkg-config
   libhiredis-dev libcli11-dev libfmt-dev libssl-dev libgtest-dev
-  redis-server redis-tools
+  redis-server redis-tools redis-sentinel # tests/sentinel.bats: a master, a replica, sentinels
   bats bats-assert bats-support
   openssl tmux faketime jq time
+  zsh fish                             # tests/completion.bats: the zsh and fish completions, for real
   clang-14 libclang-rt-14-dev llvm-14 # scripts/fuzz.sh: libFuzzer + sanitizer runtimes, symbolizer
   etcd-server etcd-client              # bench/run.sh: etcdctl lock, a baseline
 )

@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <charconv>
 
 #include "commands/commands.h"
 #include "error.h"
+#include "help.h"
 #include "output.h"
 #include "run.h"
 
@@ -17,99 +19,357 @@ namespace {
 constexpr const char* kExitTable = R"(Exit status:
   0        success; for run, the child exited 0
   1-125    run: the child's own exit status, passed through
-  1        status: KEY is free; break: KEY was not held
+  1        status: KEY is free; break: KEY was not held; forget: refused
   64       usage error: bad flag, duration, URL, key, token
   69       Redis unavailable: connect, TLS, or a command timed out or failed;
            no sentinel answered or knew the master; --sync-replicas not met
   70       internal or protocol error: a reply rlock did not expect
-  75       lock not acquired: taken, --no-wait, or --wait ran out (-E changes it)
-  76       lock lost or not held: lease lost during run, or a token that no longer holds
+  75       lock not acquired: taken, --no-wait, or --wait ran out (-E changes
+           it)
+  76       lock lost or not held: lease lost during run, or a token that no
+           longer holds
   77       permission: authentication or ACL refused
   126/127  the command could not be executed / was not found
   128+N    the child was killed by signal N
 
-Durations: 250ms, 30s, 5m, 2h, 1h30m, 1.5s, 7d (a bare number is seconds), at most 366d.
-Text from Redis is shown with control characters escaped as \xHH.
-Environment: RLOCK_URL, REDIS_URL, RLOCK_PASSWORD, REDISCLI_AUTH, RLOCK_SENTINEL_PASSWORD.
-The child of run sees RLOCK_KEY, RLOCK_TOKEN and RLOCK_FENCE.
-See rlock(1) for details.)";
+Durations: 250ms, 30s, 5m, 2h, 1h30m, 1.5s, 7d (a bare number is seconds), at
+most 366d. Text from Redis is shown with control characters escaped as \xHH.
+Environment: RLOCK_URL, REDIS_URL, RLOCK_PASSWORD, REDISCLI_AUTH,
+RLOCK_SENTINEL_PASSWORD. The child of run sees RLOCK_KEY, RLOCK_TOKEN and
+RLOCK_FENCE. See rlock(1) for details.)";
 
-// Duration flags are read as text and parsed by parse_duration, so their
-// errors name the flag.
-struct RawDurations {
-  // Optional, so an empty value ("--ttl ''") is an error, not "not given".
+// Everything the command line gives. Durations and numbers are kept as text
+// and parsed afterwards (finish()), so that their errors name the flag; an
+// empty value ("--ttl ''") is then an error, not "not given".
+struct Values {
+  GlobalOptions g;
+  LockOptions o;
+  std::vector<std::string> urls;
   std::optional<std::string> connect_timeout, timeout, ttl, wait, min_hold, kill_after, on_lost,
       limit, conflict_exit, sync_replicas;
-  std::vector<std::string> urls;
+  std::string key, token, pattern = "*";
+  bool yes = false;
+  RunCommand rc;
 };
 
-void add_global_options(CLI::App& app, GlobalOptions& g, RawDurations& d) {
-  app.add_option(
-         "-u,--url", d.urls,
-         "Redis URL: redis://[user[:pass]@]host[:port][/db], rediss://…, unix:///path[?db=N], "
-         "redis-sentinel://[user[:pass]@]host[:port],…/MASTER[/db], rediss-sentinel://…; "
-         "default $RLOCK_URL, $REDIS_URL, redis://127.0.0.1:6379/0")
+struct Subcommands {
+  CLI::App* run;
+  CLI::App* acquire;
+  CLI::App* extend;
+  CLI::App* release;
+  CLI::App* status;
+  CLI::App* list;
+  CLI::App* brk;
+  CLI::App* forget;
+};
+
+// --- definitions: every flag once, with the value name its help shows ---------------------
+
+CLI::Option* duration(CLI::App* app, const char* names, std::optional<std::string>& into,
+                      const std::string& what) {
+  return app->add_option(names, into, what)->type_name("DURATION");
+}
+
+void add_connection_options(CLI::App& app, Values& v) {
+  auto opt = [&](const char* names, std::string& into, const char* value, const char* what) {
+    app.add_option(names, into, what)->type_name(value)->group("Connection");
+  };
+  // Several --url are reserved for Redlock quorum mode (refused in finish()).
+  app.add_option("-u,--url", v.urls,
+                 "Redis URL: redis://[USER[:PASS]@]HOST[:PORT][/DB], rediss://..., "
+                 "unix:///PATH[?db=N], redis-sentinel://HOST[:PORT],.../MASTER[/DB], "
+                 "rediss-sentinel://...; default $RLOCK_URL, $REDIS_URL, "
+                 "redis://127.0.0.1:6379/0")
+      ->type_name("URL")
       ->group("Connection");
-  app.add_option("--user", g.user, "ACL user name (overrides the URL's)")->group("Connection");
-  app.add_option("--password-file", g.password_file,
-                 "read the password from FILE (else $RLOCK_PASSWORD, then $REDISCLI_AUTH)")
+  opt("--user", v.g.user, "NAME", "ACL user name (overrides the URL's)");
+  opt("--password-file", v.g.password_file, "FILE",
+      "read the password from FILE (else $RLOCK_PASSWORD, then $REDISCLI_AUTH)");
+  opt("--sentinel-user", v.g.sentinel_user, "NAME",
+      "ACL user name for the sentinels of a redis-sentinel:// URL");
+  opt("--sentinel-password-file", v.g.sentinel_password_file, "FILE",
+      "read the sentinels' password from FILE (else $RLOCK_SENTINEL_PASSWORD)");
+  opt("--tls-ca-cert", v.g.tls.ca_cert, "FILE", "CA certificate file to verify the server");
+  opt("--tls-ca-dir", v.g.tls.ca_dir, "DIR", "directory of CA certificates");
+  opt("--tls-cert", v.g.tls.cert, "FILE", "client certificate file");
+  opt("--tls-key", v.g.tls.key, "FILE", "client private key file");
+  opt("--tls-server-name", v.g.tls.server_name, "NAME",
+      "name for SNI and certificate verification");
+  app.add_flag("--tls-insecure", v.g.tls.insecure, "do not verify the server's certificate")
       ->group("Connection");
-  app.add_option("--sentinel-user", g.sentinel_user,
-                 "ACL user name for the sentinels of a redis-sentinel:// URL")
+  duration(&app, "--connect-timeout", v.connect_timeout,
+           "limit for connecting and for a DNS lookup (default 5s)")
       ->group("Connection");
-  app.add_option("--sentinel-password-file", g.sentinel_password_file,
-                 "read the sentinels' password from FILE (else $RLOCK_SENTINEL_PASSWORD)")
+  duration(&app, "--timeout", v.timeout, "limit for one Redis command (default 5s)")
       ->group("Connection");
-  app.add_option("--tls-ca-cert", g.tls.ca_cert, "CA certificate file to verify the server")
-      ->group("Connection");
-  app.add_option("--tls-ca-dir", g.tls.ca_dir, "directory of CA certificates")->group("Connection");
-  app.add_option("--tls-cert", g.tls.cert, "client certificate file")->group("Connection");
-  app.add_option("--tls-key", g.tls.key, "client private key file")->group("Connection");
-  app.add_option("--tls-server-name", g.tls.server_name,
-                 "name for SNI and certificate verification")
-      ->group("Connection");
-  app.add_flag("--tls-insecure", g.tls.insecure, "do not verify the server's certificate")
-      ->group("Connection");
-  app.add_option("--connect-timeout", d.connect_timeout, "connect and handshake limit (default 5s)")
-      ->group("Connection");
-  app.add_option("--timeout", d.timeout, "limit for one Redis command (default 5s)")
-      ->group("Connection");
-  app.add_option("--prefix", g.prefix, "prefix of every Redis key (default lock:)")
-      ->group("Connection");
-  app.add_flag("-v,--verbose", g.verbose, "log each Redis round trip with timestamps to stderr")
+  opt("--prefix", v.g.prefix, "PREFIX", "prefix of every Redis key (default lock:)");
+}
+
+void add_output_options(CLI::App& app, Values& v) {
+  app.add_flag("-v,--verbose", v.g.verbose, "log each Redis round trip with timestamps to stderr")
       ->group("Output");
-  app.add_flag("-q,--quiet", g.quiet, "no informational messages (errors are still printed)")
+  app.add_flag("-q,--quiet", v.g.quiet, "no informational messages (errors are still printed)")
       ->group("Output");
-  app.add_flag("--json", g.json, "machine-readable output (acquire, extend, status, list)")
+  app.add_flag("--json", v.g.json, "machine-readable output (acquire, extend, status, list)")
       ->group("Output");
 }
 
-void add_sync_replicas(CLI::App* sub, RawDurations& d) {
-  sub->add_option("--sync-replicas", d.sync_replicas,
-                  "count a lease as granted or renewed only once N replicas confirm it (WAIT); "
-                  "fewer is 69");
+CLI::App* add_key(CLI::App* sub, Values& v) {
+  sub->add_option("key", v.key, "the lock's name: 1-512 bytes of UTF-8, no '{' or '}'")->required();
+  return sub;
 }
 
-void add_lock_options(CLI::App* sub, LockOptions& o, RawDurations& d, bool run) {
-  sub->add_option("--ttl", d.ttl, "lease length (default 30s); run renews every TTL/3");
-  sub->add_option("--wait", d.wait, "wait at most this long when taken (default: forever)");
-  sub->add_flag("-n,--no-wait", o.no_wait, "fail at once when taken");
-  sub->add_option("-E,--conflict-exit-code", d.conflict_exit,
-                  "exit status when the lock was not acquired (default 75)");
-  sub->add_option("--limit", d.limit, "counting semaphore: at most N holders at once");
-  add_sync_replicas(sub, d);
-  if (!run) return;
-  sub->add_option("--min-hold", d.min_hold,
-                  "keep the lock at least this long after acquisition, even if CMD ends sooner");
-  sub->add_option("--on-lost", d.on_lost,
-                  "when the lease is lost: term (SIGTERM, SIGKILL after --kill-after; the "
-                  "default), kill, or warn (let CMD finish)");
-  sub->add_option("--kill-after", d.kill_after,
-                  "after SIGTERM (--on-lost term, --kill-leftovers), SIGKILL this long later "
-                  "(default 10s)");
-  sub->add_flag("--kill-leftovers", o.kill_leftovers,
-                "when CMD exits, end the processes it left in its process group (SIGTERM, then "
-                "SIGKILL after --kill-after) instead of holding the lock until they exit");
+void add_sync_replicas(CLI::App* sub, Values& v, const char* what) {
+  sub->add_option("--sync-replicas", v.sync_replicas, what)->type_name("N");
+}
+
+// The locking options of run and acquire; `ttl` says how the lease is kept.
+void add_lock_options(CLI::App* sub, Values& v, const std::string& ttl) {
+  duration(sub, "--ttl", v.ttl, ttl);
+  duration(sub, "--wait", v.wait, "wait at most this long when taken (default: forever)");
+  sub->add_flag("-n,--no-wait", v.o.no_wait, "fail at once when taken");
+  sub->add_option("-E,--conflict-exit-code", v.conflict_exit,
+                  "exit status when the lock was not acquired (default 75)")
+      ->type_name("N");
+  sub->add_option("--limit", v.limit, "counting semaphore: at most N holders at once")
+      ->type_name("N");
+  add_sync_replicas(sub, v,
+                    "count the lease as granted (and renewed) only once N replicas confirm it; "
+                    "fewer is 69");
+}
+
+void add_run_options(CLI::App* run, Values& v) {
+  run->add_option("-c,--command", v.rc.shell, "run STRING with /bin/sh -c instead of -- CMD")
+      ->type_name("STRING");
+  add_lock_options(run, v, "lease length (default 30s), renewed every TTL/3 while CMD runs");
+  duration(run, "--min-hold", v.min_hold,
+           "keep the lock at least this long after acquisition, even if CMD ends sooner");
+  run->add_option("--on-lost", v.on_lost,
+                  "when the lease is lost: term (SIGTERM, then SIGKILL after --kill-after; "
+                  "the default), kill, or warn (let CMD finish)")
+      ->type_name("ACTION");
+  duration(run, "--kill-after", v.kill_after,
+           "SIGKILL this long after SIGTERM (--on-lost term, --kill-leftovers; default 10s)");
+  run->add_flag("--kill-leftovers", v.o.kill_leftovers,
+                "when CMD exits, end what it left in its process group (SIGTERM, then SIGKILL "
+                "after --kill-after) instead of holding the lock until it exits");
+}
+
+void add_token(CLI::App* sub, Values& v) {
+  sub->add_option("--token", v.token, "the token printed by acquire (default $RLOCK_TOKEN)")
+      ->type_name("TOKEN")
+      ->envname("RLOCK_TOKEN")
+      ->required();
+}
+
+Subcommands define_subcommands(CLI::App& app, Values& v) {
+  Subcommands s{};
+  s.run = add_key(app.add_subcommand("run",
+                                     "hold KEY while CMD (and what it leaves in its process "
+                                     "group) runs, renewing the lease; exit with CMD's status "
+                                     "(76 if the lock was lost)"),
+                  v);
+  add_run_options(s.run, v);
+
+  s.acquire = add_key(app.add_subcommand("acquire",
+                                         "take KEY for --ttl and print the token; no process "
+                                         "stays behind"),
+                      v);
+  add_lock_options(s.acquire, v, "lease length (default 30s); extend renews it");
+
+  s.extend = add_key(app.add_subcommand("extend", "renew a lease that --token still holds"), v);
+  add_token(s.extend, v);
+  duration(s.extend, "--ttl", v.ttl, "new lease length (default: the TTL it was acquired with)");
+  add_sync_replicas(s.extend, v, "count the renewal only once N replicas confirm it; fewer is 69");
+
+  s.release = add_key(app.add_subcommand("release",
+                                         "release KEY if --token still holds it; wake the next "
+                                         "waiter"),
+                      v);
+  add_token(s.release, v);
+
+  s.status = add_key(
+      app.add_subcommand("status", "show holders and waiters; exit 0 when held, 1 when free"), v);
+  s.status->footer("Reads only: works for a read-only ACL user and on a replica.");
+
+  s.list = app.add_subcommand("list",
+                              "list held locks whose KEY matches PATTERN (a glob; default *), "
+                              "one tab-separated line each: KEY HOLDER TTL_MS FENCE WAITERS CMD");
+  s.list->add_option("pattern", v.pattern, "a glob over KEY (default *)");
+
+  s.brk = add_key(
+      app.add_subcommand("break", "delete a stuck lock and wake its waiters (asks first)"), v);
+  s.brk->add_flag("-y,--yes", v.yes, "do not ask for confirmation");
+
+  s.forget = add_key(app.add_subcommand("forget",
+                                        "remove every trace of a free KEY nobody waits on, its "
+                                        "fence counter included: its fences start again at 1 "
+                                        "(asks first)"),
+                     v);
+  s.forget->add_flag("-y,--yes", v.yes, "do not ask for confirmation");
+  s.forget->footer(
+      "Refused (exit 1) while KEY is held or waited for. A resource that checks\n"
+      "RLOCK_FENCE must forget KEY too: it would refuse the new, lower fences.");
+
+  for (auto* sub : app.get_subcommands({})) sub->fallthrough();
+  return s;
+}
+
+HelpLayout help_layout() {
+  HelpLayout h;
+  h.usage[""] = "rlock [OPTIONS] SUBCOMMAND ...";
+  h.usage["run"] =
+      "rlock run KEY [OPTIONS] -- CMD [ARGS...]\nrlock run KEY [OPTIONS] -c 'SHELL STRING'";
+  h.usage["acquire"] = "rlock acquire KEY [OPTIONS]";
+  h.usage["extend"] = "rlock extend KEY [--token TOKEN] [OPTIONS]";
+  h.usage["release"] = "rlock release KEY [--token TOKEN] [OPTIONS]";
+  h.usage["status"] = "rlock status KEY [OPTIONS]";
+  h.usage["list"] = "rlock list [PATTERN] [OPTIONS]";
+  h.usage["break"] = "rlock break KEY [--yes] [OPTIONS]";
+  h.usage["forget"] = "rlock forget KEY [--yes] [OPTIONS]";
+  // --json only where there is something to print as JSON.
+  for (const char* sub : {"run", "release", "break", "forget"}) h.hidden_output[sub] = {"--json"};
+  return h;
+}
+
+// --- the words: run's command split off, option order checked --------------------------------
+
+bool is_option_word(const std::string& w) {
+  return w.size() > 1 && w[0] == '-' && w != "--";
+}
+
+// True when `arg` names an option of `sub` or its parent that takes a value
+// as the next word ("--ttl 5s", "-E 3"); false for flags and "--ttl=5s".
+bool takes_separate_value(CLI::App* sub, const std::string& arg) {
+  if (!is_option_word(arg) || arg.find('=') != std::string::npos) return false;
+  for (CLI::App* a = sub; a; a = a->get_parent()) {
+    if (const CLI::Option* o = a->get_option_no_throw(arg)) return o->get_expected_max() != 0;
+  }
+  return false;
+}
+
+// Like takes_separate_value, for an option of rlock itself or of any
+// subcommand: a subcommand's option written before the subcommand still has
+// its value after it ("--wait 30m run …").
+bool takes_value_anywhere(CLI::App& app, const std::string& arg) {
+  if (takes_separate_value(&app, arg)) return true;
+  for (CLI::App* sub : app.get_subcommands({}))
+    if (takes_separate_value(sub, arg)) return true;
+  return false;
+}
+
+// The index of the subcommand's name among `words` (the first word that is
+// neither an option nor an option's value), or words.size().
+size_t subcommand_at(const std::vector<std::string>& words, CLI::App& app) {
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (words[i] == "--") break;
+    if (!is_option_word(words[i])) return i;
+    if (takes_value_anywhere(app, words[i])) ++i;
+  }
+  return words.size();
+}
+
+// `rlock run KEY CMD ARGS…` without "--": CMD starts at the first word after
+// KEY that is not an option or an option's value. Returns that index, or the
+// index of an explicit "--", or args.size() when there is none.
+size_t command_start(const std::vector<std::string>& args, CLI::App& app, CLI::App* run) {
+  size_t sub = subcommand_at(args, app);
+  for (size_t i = 0; i < sub; ++i)
+    if (args[i] == "--") return i;
+  if (sub == args.size() || args[sub] != "run") return args.size();
+  int positionals = 0;
+  for (size_t i = sub + 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") return i;
+    if (is_option_word(a)) {
+      if (takes_separate_value(run, a)) ++i;
+      continue;
+    }
+    if (++positionals == 2) return i;
+  }
+  return args.size();
+}
+
+struct Words {
+  std::vector<std::string> rlock;    // for CLI11
+  std::vector<std::string> command;  // run's CMD ARGS…
+  bool split = false;                // "--" given, or CMD found without it
+};
+
+// Everything after the first "--" belongs to run's command, untouched (even
+// words that look like rlock flags); without "--", CMD starts at the first
+// word after KEY that is not an option, and a "--" inside CMD's own
+// arguments then stays CMD's.
+Words split_words(int argc, char** argv, CLI::App& app, CLI::App* run) {
+  Words w;
+  w.rlock.assign(argv + 1, argv + argc);
+  size_t at = command_start(w.rlock, app, run);
+  if (at < w.rlock.size()) {
+    size_t from = w.rlock[at] == "--" ? at + 1 : at;
+    w.command.assign(w.rlock.begin() + static_cast<long>(from), w.rlock.end());
+    w.rlock.resize(at);
+    w.split = true;
+  }
+  return w;
+}
+
+// A subcommand's option written before the subcommand is refused (SPEC,
+// "Options"): it is never taken for anything else, run's command included.
+void check_option_order(const std::vector<std::string>& words, CLI::App& app) {
+  size_t sub = subcommand_at(words, app);
+  std::string sub_name = sub < words.size() ? words[sub] : "";
+  for (size_t i = 0; i < sub; ++i) {
+    const std::string& w = words[i];
+    if (!is_option_word(w)) continue;
+    std::string name = w.substr(0, w.find('='));
+    if (app.get_option_no_throw(name)) {
+      if (takes_separate_value(&app, w)) ++i;
+      continue;
+    }
+    std::vector<std::string> owners;
+    for (CLI::App* s : app.get_subcommands({}))
+      if (s->get_option_no_throw(name)) owners.push_back(s->get_name());
+    if (owners.empty()) continue;  // unknown everywhere: CLI11 says so
+    if (std::find(owners.begin(), owners.end(), sub_name) != owners.end())
+      throw_usage(fmt::format("put {} after '{}': it is an option of '{}', not of rlock itself",
+                              name, sub_name, sub_name));
+    std::string list;
+    for (size_t k = 0; k < owners.size(); ++k)
+      list += (k == 0 ? "" : k + 1 == owners.size() ? " and " : ", ") + owners[k];
+    throw_usage(fmt::format("{} is an option of {}: it goes after the subcommand", name, list));
+  }
+}
+
+// --- parsing ----------------------------------------------------------------------------------
+
+// CLI11 on the words; nullopt when they parsed, else the exit status: 0 for
+// --help and --version, 64 with one line for anything CLI11 refused.
+std::optional<int> parse(CLI::App& app, std::vector<std::string> words) {
+  const std::vector<std::string> given = words;
+  std::reverse(words.begin(), words.end());  // CLI11 takes them reversed
+  try {
+    app.parse(words);
+  } catch (const CLI::CallForHelp& e) {
+    app.exit(e);
+    return exitcode::kOk;
+  } catch (const CLI::CallForAllHelp& e) {
+    app.exit(e);
+    return exitcode::kOk;
+  } catch (const CLI::CallForVersion& e) {
+    app.exit(e);
+    return exitcode::kOk;
+  } catch (const CLI::ParseError& e) {
+    if (app.get_subcommands().empty()) {
+      size_t at = subcommand_at(given, app);
+      if (at < given.size()) {
+        log_error(fmt::format("unknown command '{}' (see rlock --help)", escape_text(given[at])));
+        return exitcode::kUsage;
+      }
+    }
+    log_error(fmt::format("{} (see rlock --help)", e.what()));
+    return exitcode::kUsage;
+  }
+  return std::nullopt;
 }
 
 // A whole number in [lo, hi] written in decimal digits only ("", "+3", "3x" and
@@ -122,15 +382,18 @@ int whole_number(const std::string& s, int lo, int hi, const char* flag, const c
   return n;
 }
 
-void apply_durations(const RawDurations& d, GlobalOptions& g, LockOptions& o) {
-  if (d.connect_timeout)
-    g.connect_timeout = parse_duration(*d.connect_timeout, "--connect-timeout");
-  if (d.timeout) g.timeout = parse_duration(*d.timeout, "--timeout");
-  if (d.ttl) o.ttl = parse_duration(*d.ttl, "--ttl");
-  if (d.wait) o.wait = parse_duration(*d.wait, "--wait");
-  if (d.min_hold) o.min_hold = parse_duration(*d.min_hold, "--min-hold");
-  if (d.kill_after) o.kill_after = parse_duration(*d.kill_after, "--kill-after");
-  std::string on_lost = d.on_lost.value_or("term");
+// The text values become options; usage errors name the flag.
+void finish(Values& v) {
+  GlobalOptions& g = v.g;
+  LockOptions& o = v.o;
+  if (v.connect_timeout)
+    g.connect_timeout = parse_duration(*v.connect_timeout, "--connect-timeout");
+  if (v.timeout) g.timeout = parse_duration(*v.timeout, "--timeout");
+  if (v.ttl) o.ttl = parse_duration(*v.ttl, "--ttl");
+  if (v.wait) o.wait = parse_duration(*v.wait, "--wait");
+  if (v.min_hold) o.min_hold = parse_duration(*v.min_hold, "--min-hold");
+  if (v.kill_after) o.kill_after = parse_duration(*v.kill_after, "--kill-after");
+  std::string on_lost = v.on_lost.value_or("term");
   if (on_lost == "term")
     o.on_lost = OnLost::Term;
   else if (on_lost == "kill")
@@ -140,185 +403,85 @@ void apply_durations(const RawDurations& d, GlobalOptions& g, LockOptions& o) {
   else
     throw_usage(
         fmt::format("invalid --on-lost '{}': use term, kill or warn", escape_text(on_lost)));
-  if (d.limit)
-    o.limit = whole_number(*d.limit, 1, 1'000'000, "--limit", "a whole number from 1 to 1000000");
-  if (d.conflict_exit)
-    o.conflict_exit = whole_number(*d.conflict_exit, 0, 255, "--conflict-exit-code",
+  if (v.limit)
+    o.limit = whole_number(*v.limit, 1, 1'000'000, "--limit", "a whole number from 1 to 1000000");
+  if (v.conflict_exit)
+    o.conflict_exit = whole_number(*v.conflict_exit, 0, 255, "--conflict-exit-code",
                                    "an exit status from 0 to 255");
-  if (d.sync_replicas)
+  if (v.sync_replicas)
     o.sync_replicas =
-        whole_number(*d.sync_replicas, 1, 1000, "--sync-replicas", "a whole number from 1 to 1000");
-  if (d.urls.size() > 1)
+        whole_number(*v.sync_replicas, 1, 1000, "--sync-replicas", "a whole number from 1 to 1000");
+  if (v.urls.size() > 1)
     throw_usage("several --url (Redlock quorum mode) are not supported yet: give one");
-  if (!d.urls.empty()) g.url = d.urls.front();
+  if (!v.urls.empty()) g.url = v.urls.front();
+  o.key = v.key;
 }
 
-// True when `arg` names an option of `sub` or its parent that takes a value
-// as the next word ("--ttl 5s", "-E 3"); false for flags and "--ttl=5s".
-bool takes_separate_value(CLI::App* sub, const std::string& arg) {
-  if (arg.size() < 2 || arg[0] != '-' || arg.find('=') != std::string::npos) return false;
-  for (CLI::App* a = sub; a; a = a->get_parent()) {
-    if (const CLI::Option* o = a->get_option_no_throw(arg)) return o->get_expected_max() != 0;
-  }
-  return false;
-}
+// --- dispatch ---------------------------------------------------------------------------------
 
-// `rlock run KEY CMD ARGS…` without "--": CMD starts at the first word after
-// KEY that is not an option or an option's value. Returns that index, or
-// args.size() when there is none.
-size_t implicit_command_start(const std::vector<std::string>& args, CLI::App& app, CLI::App* run) {
-  size_t i = 0;
-  CLI::App* scope = &app;
-  int positionals = 0;
-  for (; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--") return i;  // an explicit separator comes first
-    if (a.size() > 1 && a[0] == '-') {
-      if (takes_separate_value(scope, a)) ++i;
-      continue;
-    }
-    if (scope == &app) {
-      if (a != "run") return args.size();
-      scope = run;
-      continue;
-    }
-    if (++positionals == 2) return i;
+int dispatch(Values& v, const Subcommands& s, CLI::App& app, const Words& w) {
+  finish(v);
+  const GlobalOptions& g = v.g;
+  for (CLI::App* sub : {s.run, s.release, s.brk, s.forget})
+    if (sub->parsed() && g.json)
+      throw_usage(
+          fmt::format("--json does not apply to {}: it is for acquire, extend, status "
+                      "and list",
+                      sub->get_name()));
+  if (s.run->parsed()) {
+    v.rc.argv = w.split ? w.command : app.remaining();
+    if (w.split && !app.remaining().empty())
+      throw_usage(fmt::format("unexpected '{}' before '--'", escape_text(app.remaining().front())));
+    if (v.rc.shell.empty() == v.rc.argv.empty())
+      throw_usage(v.rc.shell.empty() ? "run needs a command: rlock run KEY -- CMD [ARGS...]"
+                                     : "give either -c 'shell string' or -- CMD, not both");
+    return cmd_run(g, v.o, v.rc);
   }
-  return args.size();
+  if (w.split || !app.remaining().empty())
+    throw_usage(fmt::format("unexpected argument '{}'",
+                            w.split ? "--" : escape_text(app.remaining().front())));
+  if (s.acquire->parsed()) return cmd_acquire(g, v.o);
+  if (s.extend->parsed()) {
+    std::optional<Millis> ttl;
+    if (v.ttl) ttl = v.o.ttl;
+    return cmd_extend(g, v.key, v.token, ttl, v.o.sync_replicas);
+  }
+  if (s.release->parsed()) return cmd_release(g, v.key, v.token);
+  if (s.status->parsed()) return cmd_status(g, v.key);
+  if (s.list->parsed()) return cmd_list(g, v.pattern);
+  if (s.brk->parsed()) return cmd_break(g, v.key, v.yes);
+  if (s.forget->parsed()) return cmd_forget(g, v.key, v.yes);
+  return exitcode::kUsage;
 }
 
 }  // namespace
 
 int run_cli(int argc, char** argv) {
   CLI::App app{"rlock: a distributed lock on Redis for shell users", "rlock"};
-  app.footer(std::string("Connection and output options may also follow the subcommand.\n\n") +
-             kExitTable);
-  app.set_version_flag("--version", std::string("rlock ") + RLOCK_VERSION);
+  app.formatter(make_help_formatter(help_layout()));
+  app.footer(kExitTable);
+  app.set_help_flag("-h,--help", "print this help and exit");
+  app.set_version_flag("--version", std::string("rlock ") + RLOCK_VERSION,
+                       "print the version and exit");
   app.require_subcommand(1);
-  GlobalOptions g;
-  LockOptions o;
-  RawDurations d;
-  add_global_options(app, g, d);
-
-  std::string key, token, pattern = "*";
-  bool yes = false;
-  RunCommand rc;
-
-  auto* run =
-      app.add_subcommand("run",
-                         "hold KEY while CMD (and what it leaves in its process group) runs,\n"
-                         "  renewing the lease; exit with CMD's status (76 if the lock was lost).\n"
-                         "  rlock run KEY [OPTIONS] -- CMD [ARGS...]    or    rlock run KEY "
-                         "[OPTIONS] -c 'shell string'");
-  run->add_option("key", o.key, "lock name")->required();
-  run->add_option("-c,--command", rc.shell, "run this shell string with /bin/sh -c");
-  add_lock_options(run, o, d, true);
-
-  auto* acq = app.add_subcommand("acquire",
-                                 "take KEY for --ttl and print the token; no process stays behind");
-  acq->add_option("key", o.key, "lock name")->required();
-  add_lock_options(acq, o, d, false);
-
-  auto* ext = app.add_subcommand("extend", "renew a lease that --token still holds");
-  ext->add_option("key", key, "lock name")->required();
-  ext->add_option("--token", token, "the token printed by acquire (default $RLOCK_TOKEN)")
-      ->envname("RLOCK_TOKEN")
-      ->required();
-  ext->add_option("--ttl", d.ttl, "new lease length (default: the TTL it was acquired with)");
-  add_sync_replicas(ext, d);
-
-  auto* rel =
-      app.add_subcommand("release", "release KEY if --token still holds it; wake the next waiter");
-  rel->add_option("key", key, "lock name")->required();
-  rel->add_option("--token", token, "the token printed by acquire (default $RLOCK_TOKEN)")
-      ->envname("RLOCK_TOKEN")
-      ->required();
-
-  auto* st =
-      app.add_subcommand("status", "show holders and waiters; exit 0 when held, 1 when free");
-  st->add_option("key", key, "lock name")->required();
-
-  auto* ls =
-      app.add_subcommand("list", "list held locks whose KEY matches PATTERN (a glob; default *)");
-  ls->add_option("pattern", pattern, "glob over KEY");
-  st->footer("Reads only: works for a read-only ACL user and on a replica.");
-
-  auto* brk = app.add_subcommand("break", "delete a stuck lock and wake its waiters (asks first)");
-  brk->add_option("key", key, "lock name")->required();
-  brk->add_flag("-y,--yes", yes, "do not ask for confirmation");
-
-  for (auto* sub : app.get_subcommands({})) sub->fallthrough();
-
-  // Everything after the first "--" belongs to run's command, untouched (even
-  // words that look like rlock flags): split it off before CLI11 sees it.
-  // Without "--", CMD starts at the first word after KEY that is not an
-  // option; a "--" inside CMD's own arguments then stays CMD's.
-  std::vector<std::string> args(argv + 1, argv + argc), command;
-  bool dashdash = false;
-  size_t at = implicit_command_start(args, app, run);
-  if (at < args.size()) {
-    size_t from = args[at] == "--" ? at + 1 : at;
-    command.assign(args.begin() + static_cast<long>(from), args.end());
-    args.resize(at);
-    dashdash = true;
-  }
-  const std::vector<std::string> words = args;  // parse() consumes args
-  std::reverse(args.begin(), args.end());       // CLI11 takes them reversed
   app.allow_extras();
-  try {
-    app.parse(args);
-  } catch (const CLI::CallForHelp& e) {
-    app.exit(e);
-    return exitcode::kOk;
-  } catch (const CLI::CallForAllHelp& e) {
-    app.exit(e);
-    return exitcode::kOk;
-  } catch (const CLI::CallForVersion& e) {
-    app.exit(e);
-    return exitcode::kOk;
-  } catch (const CLI::ParseError& e) {
-    bool no_sub = app.get_subcommands().empty();
-    if (no_sub) {
-      // The first word that is neither an option nor an option's value names
-      // the unknown command.
-      for (size_t i = 0; i < words.size(); ++i) {
-        if (takes_separate_value(&app, words[i])) {
-          ++i;
-        } else if (!words[i].empty() && words[i][0] != '-') {
-          log_error(fmt::format("unknown command '{}' (see rlock --help)", words[i]));
-          return exitcode::kUsage;
-        }
-      }
-    }
-    log_error(fmt::format("{} (see rlock --help)", e.what()));
-    return exitcode::kUsage;
-  }
+  Values v;
+  add_connection_options(app, v);
+  add_output_options(app, v);
+  Subcommands subs = define_subcommands(app, v);
 
-  set_output_mode({g.quiet, g.verbose});
+  Words w = split_words(argc, argv, app, subs.run);
   try {
-    apply_durations(d, g, o);
-    if (run->parsed()) {
-      rc.argv = dashdash ? command : app.remaining();
-      if (dashdash && !app.remaining().empty())
-        throw_usage(fmt::format("unexpected '{}' before '--'", app.remaining().front()));
-      if (rc.shell.empty() == rc.argv.empty())
-        throw_usage(rc.shell.empty() ? "run needs a command: rlock run KEY -- CMD [ARGS...]"
-                                     : "give either -c 'shell string' or -- CMD, not both");
-      return cmd_run(g, o, rc);
-    }
-    if (dashdash || !app.remaining().empty())
-      throw_usage(
-          fmt::format("unexpected argument '{}'", dashdash ? "--" : app.remaining().front()));
-    if (acq->parsed()) return cmd_acquire(g, o);
-    if (ext->parsed()) {
-      std::optional<Millis> ttl;
-      if (d.ttl) ttl = o.ttl;
-      return cmd_extend(g, key, token, ttl, o.sync_replicas);
-    }
-    if (rel->parsed()) return cmd_release(g, key, token);
-    if (st->parsed()) return cmd_status(g, key);
-    if (ls->parsed()) return cmd_list(g, pattern);
-    if (brk->parsed()) return cmd_break(g, key, yes);
+    check_option_order(w.rlock, app);
+  } catch (const Error& e) {
+    log_error(e.what());
+    return e.exit_status();
+  }
+  if (auto status = parse(app, w.rlock)) return *status;
+
+  set_output_mode({v.g.quiet, v.g.verbose});
+  try {
+    return dispatch(v, subs, app, w);
   } catch (const Error& e) {
     // "Not acquired" is an expected outcome (cron on many hosts): -q hides it.
     if (e.kind() == ErrorKind::NotAcquired)
@@ -330,7 +493,6 @@ int run_cli(int argc, char** argv) {
     log_error(fmt::format("internal error: {}", e.what()));
     return exitcode::kProtocol;
   }
-  return exitcode::kUsage;
 }
 
 }  // namespace rlock

@@ -294,6 +294,25 @@ void Lock::break_lock(Done<long> done) {
       [](const Reply& r) { return static_cast<long>(r.as_int("a break reply")); }, std::move(done));
 }
 
+void Lock::forget(Done<ForgetReply> done) {
+  run<ForgetReply>(
+      client_, forget_script(), names_, {},
+      [](const Reply& r) {
+        auto& e = r.as_array("a forget reply", 1);
+        ForgetReply f;
+        long long n = e[0].as_int("a forget status");
+        if (n == 1) {
+          f.state = ForgetReply::State::Removed;
+        } else if (n < 0) {
+          f.state = ForgetReply::State::InUse;
+          f.holders = e.size() > 1 ? static_cast<long>(num(e[1])) : 0;
+          f.waiters = e.size() > 2 ? static_cast<long>(num(e[2])) : 0;
+        }
+        return f;
+      },
+      std::move(done));
+}
+
 void Lock::confirm_replicas(int replicas, Millis budget, const std::string& what, Done<bool> done) {
   // The server gives up a little before the client does, so that the answer
   // (how many confirmed) arrives instead of a timeout.

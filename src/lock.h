@@ -85,6 +85,11 @@ struct ReleaseReply {
   Millis left{0};  // KeptForMinHold: until acquisition + --min-hold
 };
 
+struct ForgetReply {
+  enum class State { Removed, Nothing, InUse } state = State::Nothing;
+  long holders = 0, waiters = 0;  // InUse
+};
+
 /// How long a waiter's place in the line lives without a refresh.
 inline constexpr Millis kQueueLease{6000};
 
@@ -116,6 +121,9 @@ class Lock {
   void status(Done<LockStatus> done);
   /// Removes every holder and waiter; returns how many holders there were.
   void break_lock(Done<long> done);
+  /// Removes every key of a free lock nobody waits on, its fence counter
+  /// included (housekeeping: its fences start again).
+  void forget(Done<ForgetReply> done);
   /// WAIT for `replicas` replicas to confirm this client's writes so far (the
   /// lease just granted or renewed), on the lock's server, within `budget`.
   /// The outcome is an unavailable Error (69) naming `what` when fewer

@@ -359,6 +359,20 @@ redis.call('DEL', QUEUE, QSEQ)
 return n
 )lua";
 
+// Housekeeping: removes every key of a lock that is free and that nobody
+// waits on, the fence counter included (its fences start again). ARGV: none.
+// Returns {1} removed, {0} nothing was there, {-1, holders, waiters} refused.
+// Per-token records of past holders and waiters expire by themselves.
+constexpr std::string_view kForget = R"lua(
+purge_holders()
+local _, nh = holders(1)
+local nw = #live_head(1)
+if nh > 0 or nw > 0 then return {-1, nh, nw} end
+local n = redis.call('DEL', LOCK, FENCE, HOLDERS, LIMIT, QUEUE, QSEQ)
+if n > 0 then return {1} end
+return {0}
+)lua";
+
 // Digests come from the compiler (sha1.h): no hashing at run time.
 template <const std::string_view& Body>
 Script make(const char* name, bool read_only = false) {
@@ -400,6 +414,10 @@ const Script& status_script() {
 }
 const Script& break_script() {
   static const Script s = make<kBreak>("break");
+  return s;
+}
+const Script& forget_script() {
+  static const Script s = make<kForget>("forget");
   return s;
 }
 

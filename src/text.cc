@@ -138,4 +138,54 @@ std::string json_string(std::string_view s) {
   return out + "\"";
 }
 
+size_t text_columns(std::string_view s) {
+  size_t n = 0;
+  for (unsigned char c : s)
+    if ((c & 0xc0) != 0x80) ++n;
+  return n;
+}
+
+std::string truncate_columns(std::string_view s, size_t columns) {
+  if (text_columns(s) <= columns) return std::string(s);
+  if (columns == 0) return "";
+  std::string out;
+  size_t n = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if ((c & 0xc0) != 0x80 && ++n == columns) break;  // the last column is for "…"
+    out += s[i];
+  }
+  return out + "\u2026";
+}
+
+std::string wrap_text(std::string_view first, std::string_view text, size_t width) {
+  std::string out(first), indent(text_columns(first), ' ');
+  size_t col = text_columns(first);
+  bool line_empty = true;
+  size_t i = 0;
+  while (i < text.size()) {
+    if (text[i] == ' ') {
+      ++i;
+      continue;
+    }
+    size_t end = text.find(' ', i);
+    std::string_view word = text.substr(i, end == std::string_view::npos ? end : end - i);
+    i = end == std::string_view::npos ? text.size() : end;
+    size_t w = text_columns(word);
+    if (!line_empty && col + 1 + w > width) {
+      out += "\n" + indent;
+      col = indent.size();
+      line_empty = true;
+    }
+    if (!line_empty) {
+      out += ' ';
+      ++col;
+    }
+    out += word;
+    col += w;
+    line_empty = false;
+  }
+  return out + "\n";
+}
+
 }  // namespace rlock

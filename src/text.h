@@ -28,6 +28,19 @@ std::string json_string(std::string_view s);
 /// (3 bytes, counted in `max`) when something was cut.
 std::string truncate_text(std::string_view s, size_t max);
 
+/// The columns `s` takes on a terminal, counting each UTF-8 character as one
+/// (rlock's own texts; text from Redis is escaped first).
+size_t text_columns(std::string_view s);
+
+/// `s` cut to at most `columns` columns (UTF-8 characters), with "…" as its
+/// last column when something was cut.
+std::string truncate_columns(std::string_view s, size_t columns);
+
+/// `text` broken at spaces into lines of at most `width` columns, the first
+/// prefixed by `first`, the others indented by as many spaces as `first` has
+/// columns; every line ends in "\n". A word longer than a line stays whole.
+std::string wrap_text(std::string_view first, std::string_view text, size_t width = 80);
+
 /// The length of the valid UTF-8 sequence at the start of `s` (1–4), or 0
 /// when it is not one (truncated, overlong, surrogate, beyond U+10FFFF).
 size_t utf8_sequence_length(std::string_view s);

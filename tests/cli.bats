@@ -320,3 +320,76 @@ dead_url() {
   run bash -c "redis-cli -p $REDIS_PORT info commandstats | tr -d '\r'"
   refute_output --partial cmdstat_eval
 }
+
+# --- option order and help (issue 12) ---------------------------------------------------------
+
+@test "a subcommand's option before the subcommand is refused (64), naming where it goes" {
+  T=$BATS_TEST_TMPDIR
+  rl --wait 30m run order1 -- touch "$T/ran"
+  assert_usage_error
+  assert_equal "${stderr_lines[0]}" \
+    "rlock: put --wait after 'run': it is an option of 'run', not of rlock itself"
+  [[ ! -e $T/ran ]] || fail "the command ran"
+  assert_equal "$(rcli exists 'lock:{order1}')" 0
+  rl -n acquire order2
+  assert_usage_error
+  [[ $stderr == *"put -n after 'acquire'"* ]] || fail "$stderr"
+  rl --limit=2 acquire order2
+  assert_usage_error
+  [[ $stderr == *"put --limit after 'acquire'"* ]] || fail "$stderr"
+  rl --token t release order2
+  assert_usage_error
+  [[ $stderr == *"put --token after 'release'"* ]] || fail "$stderr"
+  rl --yes break order2
+  assert_usage_error
+  [[ $stderr == *"put --yes after 'break'"* ]] || fail "$stderr"
+  rl -c 'touch x' run order2
+  assert_usage_error
+  [[ $stderr == *"put -c after 'run'"* ]] || fail "$stderr"
+  # An option of other subcommands only: they are named.
+  rl --ttl 5s status order2
+  assert_usage_error
+  [[ $stderr == *"--ttl is an option of run, acquire and extend"* ]] || fail "$stderr"
+  # Connection and output options stay welcome before the subcommand.
+  rl -q --timeout 2s status order2
+  assert_equal "$status" 1
+}
+
+@test "every help fits in 80 columns and names its values" {
+  for sub in "" run acquire extend release status list break forget; do
+    # shellcheck disable=SC2086 # no subcommand for the top-level help
+    run "$RLOCK" $sub --help
+    assert_success
+    long=$(awk 'length > 80' <<<"$output")
+    [[ -z $long ]] || fail "'rlock $sub --help' has lines over 80 columns: $long"
+    refute_output --partial TEXT
+  done
+  run "$RLOCK" run --help
+  assert_line --regexp '^  --ttl DURATION +'
+  assert_line --regexp '^  --limit N +'
+  assert_line --regexp '^  -u,--url URL +'
+  assert_line --partial 'rlock run KEY [OPTIONS] -- CMD [ARGS...]'
+  # -u is not repeatable (several URLs are reserved for quorum mode).
+  refute_line --regexp '--url URL \.\.\.'
+}
+
+@test "a subcommand's help lists the connection and output options it accepts" {
+  run "$RLOCK" status --help
+  assert_line --regexp '^  --json +'
+  assert_line --regexp '^  -u,--url URL +'
+  assert_line --regexp '^  --timeout DURATION +'
+  assert_output --partial 'Exit status'
+  run "$RLOCK" run --help
+  refute_line --regexp '^  --json +'
+  assert_line --regexp '^  -q,--quiet +'
+}
+
+@test "--json is refused where there is nothing to print as JSON (64)" {
+  for sub in "run jr -- true" "release jr --token t" "break jr --yes" "forget jr --yes"; do
+    # shellcheck disable=SC2086
+    rl --json $sub
+    assert_usage_error
+    [[ $stderr == *"--json does not apply to ${sub%% *}"* ]] || fail "$stderr"
+  done
+  assert_equal "$(rcli exists 'lock:{jr}')" 0
+}

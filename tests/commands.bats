@@ -555,6 +555,67 @@ need_python() {
   assert_output 0
 }
 
+# --- forget --------------------------------------------------------------------------------------
+
+@test "forget removes every key of a free lock, its fence counter too: fences start again" {
+  acquire_tok fg-free --ttl 30s
+  rl release fg-free --token "$TOK"
+  acquire_tok fg-free --ttl 30s
+  rl release fg-free --token "$TOK"
+  assert_equal "$(rcli get 'lock:{fg-free}:fence')" 2
+  rl forget fg-free --yes
+  assert_success
+  [[ $stderr == *"its fences start again at 1"* ]] || fail "$stderr"
+  run rcli --raw keys 'lock:{fg-free}*'
+  refute_output --regexp 'fence|queue|qseq|holders|limit|^lock:\{fg-free\}$'
+  rl acquire fg-free --ttl 30s --json
+  assert_output --partial '"fence":1'
+}
+
+@test "forget is refused (1) while the lock is held or waited for, and changes nothing" {
+  acquire_tok fg-held --ttl 30s
+  rl forget fg-held --yes
+  assert_equal "$status" 1
+  [[ $stderr == *"in use (1 holder, 0 waiting)"* ]] || fail "$stderr"
+  assert_equal "$(rcli get 'lock:{fg-held}')" "$TOK"
+  assert_equal "$(rcli get 'lock:{fg-held}:fence')" 1
+  start_bg waiter acquire fg-held --wait 30s
+  wait_until 'has_waiter fg-held'
+  rl release fg-held --token "$TOK"
+  wait_bg waiter 10
+  run rcli exists 'lock:{fg-held}'
+  assert_output 1
+  # A semaphore with a waiter behind its holders.
+  acquire_tok fg-sem --limit 1 --ttl 30s
+  start_bg semwaiter acquire fg-sem --limit 1 --wait 30s
+  wait_until 'has_waiter fg-sem'
+  rl release fg-sem --token "$TOK"
+  wait_bg semwaiter 10
+  rl forget fg-sem --yes
+  assert_equal "$status" 1
+}
+
+@test "forget of a key with nothing to forget exits 0" {
+  rl forget fg-never --yes
+  assert_success
+  [[ $stderr == *"nothing to forget"* ]] || fail "$stderr"
+}
+
+@test "forget asks on a terminal (declining exits 1) and refuses without one (64)" {
+  acquire_tok fg-ask --ttl 30s
+  rl release fg-ask --token "$TOK"
+  run --separate-stderr "$RLOCK" forget fg-ask </dev/null
+  assert_equal "$status" 64
+  [[ $stderr == *--yes* ]] || fail "$stderr"
+  run bash -c "printf 'n\n' | script -qec '$RLOCK forget fg-ask' /dev/null"
+  assert_equal "$status" 1
+  assert_output --partial "fence counter included"
+  assert_equal "$(rcli exists 'lock:{fg-ask}:fence')" 1
+  run bash -c "printf 'y\n' | script -qec '$RLOCK forget fg-ask' /dev/null"
+  assert_success
+  assert_equal "$(rcli exists 'lock:{fg-ask}:fence')" 0
+}
+
 # --- foreign holders, SCRIPT FLUSH ----------------------------------------------------------
 
 @test "a foreign SET NX PX holder is respected and shown by status" {

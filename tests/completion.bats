@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # Shell completions: the bash completion completes subcommands, options and option values
-# and agrees with `rlock --help`; the zsh and fish files at least parse.
+# and agrees with `rlock --help`; zsh (driven through zpty) and fish (complete -C) complete
+# subcommands, URL schemes, option values and run's command with its own arguments.
 
 bats_require_minimum_version 1.5.0
 
@@ -59,10 +60,10 @@ help_subcommands() {
   assert_output --partial "rlock"
 }
 
-@test "'rlock ' completes the subcommands run acquire extend release status list break" {
+@test "'rlock ' completes the subcommands run acquire extend release status list break forget" {
   run complete_line 'rlock '
   assert_success
-  assert_candidates run acquire extend release status list break
+  assert_candidates run acquire extend release status list break forget
 }
 
 @test "the completed subcommands are the ones rlock --help lists" {
@@ -124,7 +125,7 @@ help_subcommands() {
 
 @test "every long option of each subcommand's --help is completed after it" {
   [[ -x $RLOCK ]] || skip "no rlock binary at $RLOCK"
-  for sub in run acquire extend release status list break; do
+  for sub in run acquire extend release status list break forget; do
     run complete_line "rlock $sub k --"
     completed=$output
     for opt in $(long_options "$("$RLOCK" "$sub" --help)"); do
@@ -162,4 +163,58 @@ help_subcommands() {
   [[ -f $COMPLETIONS/rlock.fish ]] || fail "missing $COMPLETIONS/rlock.fish"
   run fish --no-execute "$COMPLETIONS/rlock.fish"
   assert_success
+}
+
+# --- zsh and fish, for real ------------------------------------------------------------------
+
+# zsh_candidates 'LINE': what zsh offers for TAB at the end of LINE (tests/helpers/zsh_complete.zsh).
+zsh_candidates() {
+  zsh "$BATS_TEST_DIRNAME/helpers/zsh_complete.zsh" "$COMPLETIONS" "$1"
+}
+
+# fish_candidates 'LINE': what fish offers (complete -C), without descriptions.
+fish_candidates() {
+  HOME=$BATS_TEST_TMPDIR XDG_CONFIG_HOME=$BATS_TEST_TMPDIR \
+    fish -c "source '$COMPLETIONS/rlock.fish'; complete -C '$1'" | cut -f1 | sort -u
+}
+
+@test "zsh: subcommands, URL schemes (not ftp://), option values" {
+  command -v zsh >/dev/null || skip "zsh is not installed"
+  run zsh_candidates 'rlock '
+  assert_candidates run acquire extend release status list break forget
+  run zsh_candidates 'rlock -u '
+  assert_candidates redis:// rediss:// unix:/// redis-sentinel:// rediss-sentinel://
+  run zsh_candidates 'rlock run k --on-lost '
+  assert_candidates term kill warn
+}
+
+@test "zsh: 'rlock run KEY -- ' completes commands, and then their arguments (as nice does)" {
+  command -v zsh >/dev/null || skip "zsh is not installed"
+  run zsh_candidates 'rlock run k -- '
+  assert_line sh
+  assert_line env
+  run zsh_candidates 'rlock run --ttl 5s k -- ni'
+  assert_line nice
+  command -v git >/dev/null || skip "git is not installed"
+  run zsh_candidates 'rlock run k -- git com'
+  assert_line commit
+  run zsh_candidates 'rlock run k git com'
+  assert_line commit
+}
+
+@test "fish: subcommands, URL schemes, option values, and run's command with its arguments" {
+  command -v fish >/dev/null || skip "fish is not installed"
+  run fish_candidates 'rlock '
+  assert_candidates run acquire extend release status list break forget
+  run fish_candidates 'rlock -u '
+  assert_candidates redis:// rediss:// unix:/// redis-sentinel:// rediss-sentinel://
+  run fish_candidates 'rlock run k --on-lost '
+  assert_candidates term kill warn
+  run fish_candidates 'rlock run k -- en'
+  assert_line env
+  run fish_candidates 'rlock acquire k --'
+  assert_line --sync-replicas
+  command -v git >/dev/null || skip "git is not installed"
+  run fish_candidates 'rlock run k -- git com'
+  assert_line commit
 }

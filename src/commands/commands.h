@@ -30,6 +30,7 @@ int cmd_release(const GlobalOptions& g, const std::string& key, const std::strin
 int cmd_status(const GlobalOptions& g, const std::string& key);
 int cmd_list(const GlobalOptions& g, const std::string& pattern);
 int cmd_break(const GlobalOptions& g, const std::string& key, bool yes);
+int cmd_forget(const GlobalOptions& g, const std::string& key, bool yes);
 
 /// Formats one lock's status for people (used by status and list).
 std::string status_text(const std::string& key, const LockStatus& s);

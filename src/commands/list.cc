@@ -5,7 +5,6 @@
 #include <set>
 
 #include "commands/commands.h"
-#include "duration.h"
 #include "output.h"
 
 namespace rlock {
@@ -60,14 +59,14 @@ int cmd_list(const GlobalOptions& g, const std::string& pattern) {
     if (g.json) {
       out += (out.empty() ? "" : ",") + status_json(key, st);
     } else {
-      // Tab-separated: every field is escaped, so none can hold a tab or newline.
+      // KEY HOLDER TTL_MS FENCE WAITERS CMD, bare values, tab-separated (cut -f):
+      // every field is escaped, so none can hold a tab or newline.
       const Holder& h = st.holders.front();
       std::string who =
           h.info.host.empty() ? "?" : fmt::format("{}:{}", escape_text(h.info.host), h.info.pid);
-      out += fmt::format("{}\t{}\t{}\tfence {}\t{} waiting\t{}\n", escape_text(key),
-                         st.limit ? fmt::format("{}/{} holders", st.holder_count, st.limit) : who,
-                         format_duration(h.ttl_left) + " left", h.fence, st.waiter_count,
-                         escape_text(h.info.cmd));
+      out += fmt::format("{}\t{}\t{}\t{}\t{}\t{}\n", escape_text(key),
+                         st.limit ? fmt::format("{}/{}", st.holder_count, st.limit) : who,
+                         h.ttl_left.count(), h.fence, st.waiter_count, escape_text(h.info.cmd));
     }
   }
   print_out(g.json ? "[" + out + "]\n" : out);
