@@ -39,10 +39,10 @@ struct Fd {
 
 }  // namespace
 
-std::string read_password_file(const std::string& path, Millis limit) {
+std::string read_password_file(const std::string& path, Millis limit, const char* flag) {
   std::string shown = escape_text(path);
   auto fail = [&](const std::string& why) {
-    throw_usage(fmt::format("--password-file '{}': {}", shown, why));
+    throw_usage(fmt::format("{} '{}': {}", flag, shown, why));
   };
   // Non-blocking, so a FIFO without a writer cannot hang the open.
   Fd f{open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)};
@@ -103,6 +103,10 @@ const char* describe(PasswordSource s) {
       return "from RLOCK_PASSWORD";
     case PasswordSource::RediscliEnv:
       return "from REDISCLI_AUTH";
+    case PasswordSource::SentinelFile:
+      return "from --sentinel-password-file";
+    case PasswordSource::SentinelEnv:
+      return "from RLOCK_SENTINEL_PASSWORD";
     case PasswordSource::None:
       break;
   }
@@ -125,11 +129,12 @@ SentinelConfig sentinel_config(const GlobalOptions& g, SentinelUrl url) {
   s.master_name = std::move(url.master_name);
   std::optional<std::string> password;
   if (!g.sentinel_password_file.empty()) {
-    password = read_password_file(g.sentinel_password_file, g.connect_timeout);
-    s.password_source = PasswordSource::File;
+    password =
+        read_password_file(g.sentinel_password_file, g.connect_timeout, "--sentinel-password-file");
+    s.password_source = PasswordSource::SentinelFile;
   } else if (const char* p = env("RLOCK_SENTINEL_PASSWORD")) {
     password = p;
-    s.password_source = PasswordSource::RlockEnv;
+    s.password_source = PasswordSource::SentinelEnv;
   }
   if (!g.sentinel_user.empty()) {
     if (!valid_user_name(g.sentinel_user))

@@ -50,7 +50,8 @@ inline constexpr size_t kMaxPasswordFile = 4096;
 /// kMaxPasswordFile bytes. Regular files and pipes only (process substitution
 /// works); a directory, a device, a FIFO nobody writes to, an empty first
 /// line or a longer one is a usage Error (64) naming the file.
-std::string read_password_file(const std::string& path, Millis limit);
+std::string read_password_file(const std::string& path, Millis limit,
+                               const char* flag = "--password-file");
 
 /// The URL to use: --url, then RLOCK_URL, then REDIS_URL, then the default.
 std::string effective_url(const GlobalOptions& g);

@@ -70,8 +70,9 @@ void Connection::enqueue_raw(const Args& args, ReplyCallback cb, Millis timeout,
       }
     }
     close(Error(ErrorKind::Unavailable,
-                fmt::format("Redis at {} did not answer {} within {} (--timeout)",
-                            cfg_.endpoint.display(), name, fmt::format("{}ms", t.count()))));
+                fmt::format("{} at {} did not answer {} within {}ms{}", cfg_.server_kind,
+                            cfg_.endpoint.display(), name, t.count(),
+                            t == cfg_.command_timeout ? " (--timeout)" : "")));
   });
   pending_.push_back(Pending{std::move(cb), id, Clock::now(), std::move(name)});
   if (ready()) flush();
@@ -133,16 +134,17 @@ void Connection::queue_handshake() {
     bool no_password = m.find("without any password configured") != std::string::npos ||
                        m.find("no password is set") != std::string::npos;
     if (!no_password) {
-      close(server_error(
-          m, fmt::format("Redis refused authentication at {}", cfg_.endpoint.display())));
+      close(server_error(m, fmt::format("{} refused authentication at {}", cfg_.server_kind,
+                                        cfg_.endpoint.display())));
     } else if (cfg_.password_source == PasswordSource::RediscliEnv) {
       // As redis-cli does: an exported REDISCLI_AUTH meant for another server.
       if (cfg_.trace) cfg_.trace("the server has no password: ignoring REDISCLI_AUTH");
     } else {
-      close(Error(ErrorKind::Permission,
-                  fmt::format("Redis at {} has no password set, but rlock was given one ({}): "
-                              "remove it or set a password on the server",
-                              cfg_.endpoint.display(), describe(cfg_.password_source))));
+      close(Error(
+          ErrorKind::Permission,
+          fmt::format("{} at {} has no password set, but rlock was given one ({}): "
+                      "remove it or set a password on the server",
+                      cfg_.server_kind, cfg_.endpoint.display(), describe(cfg_.password_source))));
     }
   };
   if (!auth.empty()) enqueue_raw(auth, check_auth, Millis(0), "AUTH");
@@ -172,8 +174,8 @@ std::optional<Error> Connection::open_next_address() {
       connect_timer_ = 0;
       connect_failed(Error(
           ErrorKind::Unavailable,
-          fmt::format("cannot connect to Redis at {}: timed out after {}ms (--connect-timeout)",
-                      cfg_.endpoint.display(), cfg_.connect_timeout.count())));
+          fmt::format("cannot connect to {} at {}: timed out after {}ms (--connect-timeout)",
+                      cfg_.server_kind, cfg_.endpoint.display(), cfg_.connect_timeout.count())));
     });
     return std::nullopt;
   }

@@ -38,7 +38,7 @@ using Args = std::vector<std::string>;
 /// Where the password came from (SPEC precedence), for messages and for
 /// redis-cli's rule: REDISCLI_AUTH against a server without a password is
 /// ignored, any other password there is a permission error (77).
-enum class PasswordSource { None, Url, File, RlockEnv, RediscliEnv };
+enum class PasswordSource { None, Url, File, RlockEnv, RediscliEnv, SentinelFile, SentinelEnv };
 const char* describe(PasswordSource s);
 
 /// How to find the master through Sentinel (a redis-sentinel:// URL).
@@ -61,6 +61,8 @@ struct ConnectionConfig {
   Millis command_timeout{5000};
   /// -v: receives one line per round trip ("EVALSHA acquire 0.4ms").
   std::function<void(const std::string&)> trace;
+  /// What the server is called in messages ("Redis at …", "sentinel at …").
+  const char* server_kind = "Redis";
 };
 
 /// A pipelined connection. Commands queue while it connects; AUTH and SELECT

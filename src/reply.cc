@@ -212,9 +212,11 @@ void ReplyParser::header(const std::string& line) {
       if (n <= 0) return element_done();  // empty or nil
       // Every element takes at least 3 bytes ("+\r\n"): an announced count
       // that cannot fit is refused before anyone allocates for it.
-      if (static_cast<unsigned long long>(n) > left / 3 ||
-          static_cast<unsigned long long>(n) > max_elements_ - reply_elements_)
-        bad_reply(fmt::format("an array of {} elements", n));
+      if (static_cast<unsigned long long>(n) > left / 3)
+        bad_reply(fmt::format("larger than {} MiB (an array of {} elements)",
+                              max_bytes_ / (1024 * 1024), n));
+      if (static_cast<unsigned long long>(n) > max_elements_ - reply_elements_)
+        bad_reply(fmt::format("more than {} elements", max_elements_));
       reply_elements_ += static_cast<size_t>(n);
       if (open_.size() >= 7) bad_reply("arrays nested too deep");
       open_.push_back(n);

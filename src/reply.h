@@ -58,8 +58,10 @@ namespace rlock {
 /// The largest reply rlock accepts (a lock's replies are a few KiB; status
 /// and list stay far below this: they list at most kStatusRecords records).
 inline constexpr size_t kMaxReplyBytes = 8 * 1024 * 1024;
-/// The most elements (at every level of nesting) one reply may have.
-inline constexpr size_t kMaxReplyElements = 64 * 1024;
+/// The most elements (at every level of nesting) one reply may have: enough
+/// for the CLUSTER SLOTS reply of a Cluster whose 16384 slots are all ranges
+/// of their own, each with replicas.
+inline constexpr size_t kMaxReplyElements = 256 * 1024;
 
 /// Turns the bytes a server sends into Replies: hiredis's reader does the
 /// parsing, but every byte is first checked by a small scanner of the RESP

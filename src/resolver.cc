@@ -38,6 +38,9 @@ bool is_numeric(const Endpoint& ep) {
   return true;
 }
 
+// Lookup threads still running (abandoned ones included).
+std::atomic<int> g_lookup_threads{0};
+
 void set_cloexec_nonblock(int fd) {
   fcntl(fd, F_SETFD, FD_CLOEXEC);
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
@@ -104,6 +107,12 @@ void AddressBook::start_lookup() {
   auto p = std::make_shared<Pending>();
   p->host = ep_.host;
   p->port = ep_.port;
+  if (g_lookup_threads.load() >= kMaxLookupThreads) {
+    pending_ = p;
+    return cannot_look_up(
+        fmt::format("{} earlier lookups have not finished (a resolver that does not answer)",
+                    kMaxLookupThreads));
+  }
   int fds[2];
 #ifdef SOCK_CLOEXEC
   int made = socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds);
@@ -127,6 +136,7 @@ void AddressBook::start_lookup() {
   pthread_sigmask(SIG_SETMASK, &all, &old);
   std::optional<std::string> failed;
   try {
+    g_lookup_threads.fetch_add(1);
     std::thread([p] {
       Endpoint ep;
       ep.host = p->host;
@@ -140,8 +150,10 @@ void AddressBook::start_lookup() {
       char b = 1;
       (void)!send(p->write_fd, &b, 1, kSendFlags);
       close(p->write_fd);
+      g_lookup_threads.fetch_sub(1);
     }).detach();
   } catch (const std::system_error& e) {
+    g_lookup_threads.fetch_sub(1);
     failed = e.what();
   }
   pthread_sigmask(SIG_SETMASK, &old, nullptr);

@@ -22,6 +22,12 @@ namespace rlock {
 /// reconnecting (the command connection and a subscriber opened together).
 inline constexpr Millis kFreshLookup{1000};
 
+/// At most this many lookup threads run at once in the process: a lookup that
+/// outlived its bound goes on in its thread until the resolver gives up, and
+/// a resolver that stalls must not make rlock pile threads up. Beyond it, the
+/// addresses found before are used (or the lookup fails with 69).
+inline constexpr int kMaxLookupThreads = 4;
+
 /// How long a reconnect waits for a fresh lookup when it has addresses from
 /// an earlier one: a slow resolver must not hold up a renewal. The lookup
 /// goes on (up to its bound), and the next connect uses what it finds.

@@ -69,8 +69,7 @@ Router::Router(Loop& loop, ConnectionConfig cfg)
   if (cfg_.sentinel) {
     sentinel_ = std::make_unique<SentinelDiscovery>(loop_, cfg_, tls_);
   } else {
-    seed_ = cfg_.endpoint.address();
-    node(seed_);
+    seed_ = node(cfg_.endpoint).ep.address();
   }
 }
 
@@ -79,23 +78,22 @@ Router::~Router() {
   for (auto& c : awaiting_master_) loop_.cancel(c->timer);
 }
 
-Router::Node& Router::node(const std::string& name) {
+Endpoint Router::at(const std::string& host, int port) const {
+  // Another node of a Cluster, or the master Sentinel named: the URL's user,
+  // password, TLS and db, at the announced address.
+  Endpoint ep = cfg_.endpoint;
+  ep.kind = Endpoint::Kind::Tcp;
+  ep.host = host;
+  ep.port = port;
+  return ep;
+}
+
+Router::Node& Router::node(const Endpoint& ep) {
+  std::string name = ep.address();
   auto it = nodes_.find(name);
   if (it != nodes_.end()) return *it->second;
   auto n = std::make_unique<Node>();
-  if (nodes_.empty() && !cfg_.sentinel) {
-    n->ep = cfg_.endpoint;  // the seed: a Unix socket too
-  } else {
-    // Another node of a Cluster, or the master Sentinel named: the URL's
-    // user, password, TLS and db, at the announced address.
-    n->ep = cfg_.endpoint;
-    n->ep.kind = Endpoint::Kind::Tcp;
-    auto colon = name.rfind(':');
-    std::string host = name.substr(0, colon);
-    if (host.size() > 1 && host.front() == '[') host = host.substr(1, host.size() - 2);
-    n->ep.host = host;
-    n->ep.port = std::stoi(name.substr(colon + 1));
-  }
+  n->ep = ep;
   n->book = std::make_shared<AddressBook>(loop_, n->ep, cfg_.connect_timeout);
   ConnectionConfig c = cfg_;
   c.endpoint = n->ep;
@@ -105,6 +103,13 @@ Router::Node& Router::node(const std::string& name) {
     if (*alive) node_lost(name, e);
   });
   return *nodes_.emplace(name, std::move(n)).first->second;
+}
+
+Router::Node& Router::node(const std::string& name) {
+  // Every name rlock routes to was made by node(Endpoint) first.
+  auto it = nodes_.find(name);
+  if (it == nodes_.end()) throw_protocol(fmt::format("no connection to {}", escape_text(name)));
+  return *it->second;
 }
 
 std::string Router::route(const Call& c) const {
@@ -194,6 +199,9 @@ void Router::finish(const CallPtr& c, Result r) {
 
 void Router::retry_later(const CallPtr& c, Millis pause) {
   ++c->tries;
+  // A pause (TRYAGAIN during a migration: ASK, then TRYAGAIN at the target)
+  // is not a redirect loop: only redirects in a row count.
+  c->redirects = 0;
   auto alive = alive_;
   c->timer = loop_.after(pause, [this, alive, c] {
     if (!*alive || c->finished) return;
@@ -216,6 +224,15 @@ void Router::node_lost(const std::string& name, const Error& why) {
 bool Router::redirect(const CallPtr& c, const std::string& reply) {
   auto r = parse_redirect(reply);
   if (!r) return false;
+  if (sentinel_) {
+    // Sentinel manages no Clusters: the master it names is misconfigured.
+    finish(c, Result{Error(ErrorKind::Protocol,
+                           fmt::format("the master of '{}' answers like a Redis Cluster node "
+                                       "({}): use a redis:// URL of a Cluster node instead",
+                                       escape_text(sentinel_->master_name()), escape_text(reply))),
+                     {}});
+    return true;
+  }
   if (++c->redirects > kMaxRedirects) {
     finish(c, Result{Error(ErrorKind::Unavailable,
                            fmt::format("too many Cluster redirects for {} (the last: {})",
@@ -227,10 +244,7 @@ bool Router::redirect(const CallPtr& c, const std::string& reply) {
     // "MOVED 3999 :6381": the same host as the node that said it.
     r->host = node(route(*c)).ep.host;
   }
-  Endpoint at;
-  at.host = r->host;
-  at.port = r->port;
-  std::string name = at.address();
+  std::string name = node(at(r->host, r->port)).ep.address();
   if (cfg_.trace) cfg_.trace(fmt::format("{}: {}", c->args[0], escape_text(reply)));
   if (r->ask)
     c->ask_node = name;
@@ -242,11 +256,9 @@ bool Router::redirect(const CallPtr& c, const std::string& reply) {
 
 void Router::learn(const std::string& error_reply) {
   auto r = parse_redirect(error_reply);
-  if (!r || r->ask) return;
-  Endpoint at;
-  at.host = r->host.empty() ? node(seed_).ep.host : r->host;
-  at.port = r->port;
-  slot_moved(r->slot, at.address());
+  if (!r || r->ask || sentinel_) return;
+  std::string host = r->host.empty() ? node(seed_).ep.host : r->host;
+  slot_moved(r->slot, node(at(host, r->port)).ep.address());
 }
 
 void Router::enter_cluster_mode(const std::string& told_by) {
@@ -263,7 +275,7 @@ void Router::slot_moved(int slot, const std::string& owner) {
 }
 
 void Router::refresh_slots() {
-  if (refreshing_) return;
+  if (refreshing_ || sentinel_ || seed_.empty()) return;
   auto since = Clock::now() - last_refresh_;
   if (since < kRefreshInterval) return;
   refreshing_ = true;
@@ -308,11 +320,13 @@ void Router::ask_slots(const std::string& name, Done<std::vector<std::string>> d
           }
           auto ranges = parse_cluster_slots(expect_ok(r, "CLUSTER SLOTS"));
           enter_cluster_mode(name);
+          if (ranges.empty())
+            throw Error(ErrorKind::Unavailable,
+                        fmt::format("the Cluster node {} knows no slot served (CLUSTERDOWN)",
+                                    escape_text(name)));
           for (auto& range : ranges) {
-            Endpoint at;
-            at.host = range.host.empty() ? host : range.host;
-            at.port = range.port;
-            std::string owner = at.address();
+            std::string owner =
+                node(at(range.host.empty() ? host : range.host, range.port)).ep.address();
             std::fill(slots_.begin() + range.first, slots_.begin() + range.last + 1, owner);
             if (std::find(o.value.begin(), o.value.end(), owner) == o.value.end())
               o.value.push_back(owner);
@@ -366,7 +380,7 @@ void Router::open_subscriber(const std::string& channel, Done<std::unique_ptr<Co
   }
   Node& n = node(target);
   ConnectionConfig c = cfg_;
-  c.endpoint = n.ep;
+  c.endpoint = n.ep;  // a connection of its own, to the same node
   auto conn = std::make_shared<std::unique_ptr<Connection>>(
       std::make_unique<Connection>(loop_, c, tls_, n.book));
   // From the loop, never from inside this call.
@@ -393,51 +407,69 @@ void Router::need_master(const CallPtr& c) {
   find_master();
 }
 
+void Router::fail_awaiting(const Error& why) {
+  auto calls = std::move(awaiting_master_);
+  awaiting_master_.clear();
+  for (auto& c : calls) finish(c, Result{why, {}, true});
+}
+
 void Router::find_master() {
   if (finding_) return;
   finding_ = true;
   auto alive = alive_;
-  sentinel_->find([this, alive](Outcome<Endpoint> o) {
+  sentinel_->find([this, alive](Outcome<MasterInfo> o) {
     if (!*alive) return;
     if (o.error) {
       // Nobody to ask, or nobody who knows the name: waiting will not help.
       finding_ = false;
       last_find_error_ = o.error;
-      auto calls = std::move(awaiting_master_);
-      awaiting_master_.clear();
-      for (auto& c : calls) finish(c, Result{*o.error, {}, true});
-      return;
+      return fail_awaiting(*o.error);
     }
     master_found(o.value);
   });
 }
 
-void Router::master_found(const Endpoint& ep) {
-  std::string name = ep.address();
+void Router::master_found(const MasterInfo& info) {
+  std::string name = info.endpoint.address();
   finding_ = true;
-  // The sentinels' word is checked: a master that was demoted (a failover
-  // the sentinel has not seen yet) would accept no write.
+  // The sentinels' word is checked: a replica, or a master that was demoted
+  // (a failover that sentinel has not seen yet), would accept no write.
   auto alive = alive_;
-  Node& n = node(name);
-  n.conn->command({"ROLE"}, [this, alive, name](Result r) {
+  node(info.endpoint).conn->command({"ROLE"}, [this, alive, name, info](Result r) {
     if (!*alive) return;
-    if (r.failure) return master_failed(*r.failure);
-    if (r.reply.is_error()) {
-      // A user whose ACL has no ROLE: the sentinels' word has to do.
-      if (!starts_with(r.reply.str, "NOPERM"))
-        return master_failed(
-            server_error(r.reply.str, fmt::format("ROLE at {}", escape_text(name))));
+    if (r.failure) {
+      // A password the master refuses will not work later either.
+      if (r.failure->kind() == ErrorKind::Permission || r.failure->kind() == ErrorKind::Usage) {
+        finding_ = false;
+        last_find_error_ = r.failure;
+        return fail_awaiting(*r.failure);
+      }
+      return master_failed(*r.failure);
+    }
+    const Reply& rep = r.reply;
+    if (rep.is_error()) {
+      Error e = server_error(rep.str, fmt::format("ROLE at {}", escape_text(name)));
+      if (e.kind() == ErrorKind::Permission && !starts_with(rep.str, "NOPERM")) {
+        finding_ = false;
+        last_find_error_ = e;
+        return fail_awaiting(e);
+      }
+      // NOPERM (an ACL without ROLE) or a server without it: the sentinels'
+      // word has to do. Anything else (LOADING…) passes.
+      if (!starts_with(rep.str, "NOPERM") && !starts_with(rep.str, "ERR unknown"))
+        return master_failed(e);
     } else {
-      std::string role = r.reply.type == Reply::Type::Array && !r.reply.elements.empty()
-                             ? r.reply.elements[0].text()
-                             : "";
-      if (role != "master")
+      std::string role =
+          rep.type == Reply::Type::Array && !rep.elements.empty() ? rep.elements[0].text() : "";
+      if (role != "master") {
+        sentinel_->distrust();
         return master_failed(
             Error(ErrorKind::Unavailable,
-                  fmt::format("the sentinels name {} as the master of '{}', but it is {} (ROLE)",
+                  fmt::format("the sentinels name {} as the master of '{}', but it answers ROLE "
+                              "with '{}'",
                               escape_text(name), escape_text(sentinel_->master_name()),
-                              role.empty() ? "not a master"
-                                           : "a " + escape_text(truncate_text(role, 32)))));
+                              escape_text(truncate_text(role, 32)))));
+      }
     }
     finding_ = false;
     last_find_error_.reset();
@@ -445,6 +477,7 @@ void Router::master_found(const Endpoint& ep) {
       cfg_.trace(fmt::format("using the master {} of '{}'", escape_text(name),
                              escape_text(sentinel_->master_name())));
     seed_ = name;
+    master_epoch_ = std::max(master_epoch_, info.epoch);
     auto calls = std::move(awaiting_master_);
     awaiting_master_.clear();
     for (auto& c : calls) {
@@ -469,26 +502,38 @@ void Router::master_failed(const Error& why) {
   });
 }
 
-void Router::master_moved(const Endpoint& ep, const std::string& why) {
-  std::string name = ep.address();
-  if (name == seed_) return;
+void Router::sentinel_news(const MasterInfo& info, bool announced) {
+  std::string name = info.endpoint.address();
+  if (name == seed_) {
+    master_epoch_ = std::max(master_epoch_, info.epoch);
+    return;
+  }
+  // A sentinel that has not heard of the last failover yet names the master
+  // before it: only a newer configuration (or an announcement) moves rlock.
+  bool newer = announced || (info.epoch >= 0 && info.epoch > master_epoch_);
+  if (!newer || seed_.empty()) return;
+  if (announced && master_epoch_ >= 0) ++master_epoch_;  // at least that
+  master_moved(info, fmt::format("failover: the master of '{}' is now {}",
+                                 escape_text(sentinel_->master_name()), escape_text(name)));
+}
+
+void Router::master_moved(const MasterInfo& info, const std::string& why) {
   std::string old = seed_;
   seed_.clear();
   Error e(ErrorKind::Unavailable, why);
+  if (cfg_.trace) cfg_.trace(why);
   // Commands in flight on the old master fail (the callers retry them);
   // subscriptions end and start again on the new one.
   if (auto it = nodes_.find(old); it != nodes_.end()) it->second->conn->close(e);
   topology_changed(e);
-  if (!finding_) master_found(ep);
+  if (!finding_) master_found(info);
 }
 
 void Router::stay() {
   if (!sentinel_) return;
   auto alive = alive_;
-  sentinel_->watch([this, alive](const Endpoint& ep) {
-    if (!*alive) return;
-    master_moved(ep, fmt::format("failover: the master of '{}' is now {}",
-                                 escape_text(sentinel_->master_name()), escape_text(ep.address())));
+  sentinel_->watch([this, alive](const MasterInfo& info, bool announced) {
+    if (*alive) sentinel_news(info, announced);
   });
 }
 

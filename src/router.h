@@ -25,6 +25,7 @@
 namespace rlock {
 
 class SentinelDiscovery;  // sentinel.h
+struct MasterInfo;        // sentinel.h
 
 class Router : public Client {
  public:
@@ -48,7 +49,11 @@ class Router : public Client {
   void on_result(const CallPtr& c, const std::string& node, Result r);
   void finish(const CallPtr& c, Result r);
   void retry_later(const CallPtr& c, Millis pause);
+  /// The node at `ep`, made (with its connection, not yet opened) if new.
+  Node& node(const Endpoint& ep);
+  /// A node made before, by its name (ep.address()).
   Node& node(const std::string& name);
+  Endpoint at(const std::string& host, int port) const;
   std::string route(const Call& c) const;
   void node_lost(const std::string& name, const Error& why);
 
@@ -62,10 +67,12 @@ class Router : public Client {
 
   // Sentinel
   void need_master(const CallPtr& c);
+  void fail_awaiting(const Error& why);
   void find_master();
-  void master_found(const Endpoint& ep);
+  void master_found(const MasterInfo& info);
   void master_failed(const Error& why);
-  void master_moved(const Endpoint& ep, const std::string& why);
+  void sentinel_news(const MasterInfo& info, bool announced);
+  void master_moved(const MasterInfo& info, const std::string& why);
 
   Loop& loop_;
   ConnectionConfig cfg_;
@@ -82,6 +89,7 @@ class Router : public Client {
   std::deque<CallPtr> awaiting_master_;
   std::vector<Done<std::unique_ptr<Connection>>> awaiting_subscribers_;
   bool finding_ = false;
+  long long master_epoch_ = -1;  // the configuration epoch of seed_, -1 unknown
   std::optional<Error> last_find_error_;
 
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

@@ -20,27 +20,47 @@ std::string list_of(const std::vector<Endpoint>& eps) {
   return out;
 }
 
+bool parse_port(const std::string& p, int& port) {
+  auto [end, ec] = std::from_chars(p.data(), p.data() + p.size(), port);
+  return ec == std::errc() && end == p.data() + p.size() && port >= 1 && port <= 65535;
+}
+
+bool plausible_host(const std::string& host) {
+  if (host.empty() || host.size() > 255) return false;
+  for (unsigned char c : host)
+    if (c <= 0x20 || c == 0x7f || c == '/') return false;
+  return true;
+}
+
+bool starts_with(const std::string& s, const char* p) {
+  return s.rfind(p, 0) == 0;
+}
+
 }  // namespace
 
 // One find(): the sentinels are asked one after the other, starting with the
-// preferred one, until one names the master.
+// preferred one, until one names the master. What the others said decides
+// the error when none does.
 struct SentinelDiscovery::Search {
-  Done<Endpoint> done;
+  Done<MasterInfo> done;
   size_t asked = 0;
-  size_t unknown = 0;  // sentinels that answered but do not know the name
-  std::optional<Error> last;
+  size_t unknown = 0;            // sentinels that do not know the name
   std::optional<Error> refused;  // a permission error from a sentinel
+  std::optional<Error> garbage;  // an answer rlock cannot use
+  std::optional<Error> silent;   // a sentinel that could not be reached in time
 };
 
 SentinelDiscovery::SentinelDiscovery(Loop& loop, const ConnectionConfig& cfg,
                                      std::shared_ptr<TlsContext> tls)
     : loop_(loop), cfg_(cfg), tls_(std::move(tls)) {
   conns_.resize(cfg_.sentinel->sentinels.size());
+  addr_only_.resize(cfg_.sentinel->sentinels.size(), false);
 }
 
 SentinelDiscovery::~SentinelDiscovery() {
   *alive_ = false;
   loop_.cancel(rewatch_timer_);
+  loop_.cancel(poll_timer_);
 }
 
 Connection& SentinelDiscovery::connection(size_t i) {
@@ -48,11 +68,20 @@ Connection& SentinelDiscovery::connection(size_t i) {
     ConnectionConfig c = cfg_;
     c.endpoint = cfg_.sentinel->sentinels[i];
     c.password_source = cfg_.sentinel->password_source;
+    c.server_kind = "sentinel";
     c.sentinel.reset();
     conns_[i] = std::make_unique<Connection>(
         loop_, c, tls_, std::make_shared<AddressBook>(loop_, c.endpoint, c.connect_timeout));
   }
   return *conns_[i];
+}
+
+// Each sentinel gets a share of --timeout (at least half a second), so that
+// one that accepts connections but answers nothing does not use it all.
+Millis SentinelDiscovery::query_timeout() const {
+  Millis t = cfg_.command_timeout;
+  auto n = static_cast<Millis::rep>(cfg_.sentinel->sentinels.size());
+  return std::min(t, std::max(Millis(500), t / std::max<Millis::rep>(n, 1)));
 }
 
 Endpoint SentinelDiscovery::master_at(const std::string& host, int port) const {
@@ -63,91 +92,177 @@ Endpoint SentinelDiscovery::master_at(const std::string& host, int port) const {
   return ep;
 }
 
-void SentinelDiscovery::find(Done<Endpoint> done) {
+void SentinelDiscovery::find(Done<MasterInfo> done) {
   auto s = std::make_shared<Search>();
   s->done = std::move(done);
   ask(s);
+}
+
+void SentinelDiscovery::distrust() {
+  preferred_ = (last_answer_ + 1) % cfg_.sentinel->sentinels.size();
 }
 
 void SentinelDiscovery::ask(const std::shared_ptr<Search>& s) {
   const auto& sentinels = cfg_.sentinel->sentinels;
   const std::string& name = cfg_.sentinel->master_name;
   if (s->asked == sentinels.size()) {
+    // Nobody named it: the most telling answer wins.
+    std::string asked = list_of(sentinels);
     Error e = s->unknown > 0
                   ? Error(ErrorKind::Unavailable,
                           fmt::format("no sentinel knows a master named '{}' (asked {}): check the "
                                       "name in the URL",
-                                      escape_text(name), list_of(sentinels)))
+                                      escape_text(name), asked))
               : s->refused ? *s->refused
+              : s->garbage ? Error(ErrorKind::Protocol,
+                                   fmt::format("no sentinel named a master of "
+                                               "'{}' (asked {}): {}",
+                                               escape_text(name), asked, s->garbage->what()))
                            : Error(ErrorKind::Unavailable,
-                                   fmt::format("no sentinel answered ({}): {}", list_of(sentinels),
-                                               s->last ? s->last->what() : "no reply"));
+                                   fmt::format("no sentinel answered ({}): {}", asked,
+                                               s->silent ? s->silent->what() : "no reply"));
     auto done = std::move(s->done);
-    return done(Outcome<Endpoint>{e, {}});
+    return done(Outcome<MasterInfo>{e, {}});
   }
   size_t i = (preferred_ + s->asked) % sentinels.size();
   ++s->asked;
-  auto alive = alive_;
-  connection(i).command(
-      {"SENTINEL", "get-master-addr-by-name", name}, [this, alive, s, i](Result r) {
-        if (!*alive) return;
-        const Endpoint& at = cfg_.sentinel->sentinels[i];
-        if (r.failure) {
-          s->last = r.failure;
-          if (r.failure->kind() == ErrorKind::Permission) s->refused = r.failure;
-          return ask(s);
-        }
-        if (r.reply.is_error()) {
-          Error e = server_error(r.reply.str,
-                                 fmt::format("sentinel {} refused SENTINEL get-master-addr-by-name",
-                                             escape_text(at.address())));
-          s->last = e;
-          if (e.kind() == ErrorKind::Permission) s->refused = e;
-          return ask(s);
-        }
-        if (r.reply.is_nil()) {
-          ++s->unknown;
-          return ask(s);
-        }
-        // [host, port]: checked like any reply.
-        int port = 0;
-        std::string host;
-        if (r.reply.type == Reply::Type::Array && r.reply.elements.size() == 2) {
-          host = r.reply.elements[0].text();
-          std::string p = r.reply.elements[1].text();
-          auto [end, ec] = std::from_chars(p.data(), p.data() + p.size(), port);
-          if (ec != std::errc() || end != p.data() + p.size() || port < 1 || port > 65535) port = 0;
-        }
-        bool plausible = port > 0 && !host.empty() && host.size() <= 255;
-        for (unsigned char c : host) plausible = plausible && c > 0x20 && c != 0x7f && c != '/';
-        if (!plausible) {
-          s->last = Error(
-              ErrorKind::Protocol,
-              fmt::format("sentinel {} gave an address rlock cannot use for '{}'",
-                          escape_text(at.address()), escape_text(cfg_.sentinel->master_name)));
-          return ask(s);
-        }
-        preferred_ = i;
-        if (cfg_.trace)
-          cfg_.trace(fmt::format("sentinel {} names {}:{} as the master of '{}'",
-                                 escape_text(at.address()), escape_text(host), port,
-                                 escape_text(cfg_.sentinel->master_name)));
-        auto done = std::move(s->done);
-        done(Outcome<Endpoint>{std::nullopt, master_at(host, port)});
-      });
+  query(s, i);
 }
 
-void SentinelDiscovery::watch(std::function<void(const Endpoint&)> moved) {
-  if (moved_) return;
-  moved_ = std::move(moved);
+void SentinelDiscovery::query(const std::shared_ptr<Search>& s, size_t i) {
+  const std::string& name = cfg_.sentinel->master_name;
+  bool by_addr = addr_only_[i];
+  Args cmd = by_addr ? Args{"SENTINEL", "get-master-addr-by-name", name}
+                     : Args{"SENTINEL", "MASTER", name};
+  auto alive = alive_;
+  connection(i).command(
+      std::move(cmd),
+      [this, alive, s, i, by_addr](Result r) {
+        if (*alive) answered(s, i, std::move(r), by_addr);
+      },
+      query_timeout());
+}
+
+void SentinelDiscovery::answered(const std::shared_ptr<Search>& s, size_t i, Result r,
+                                 bool by_addr) {
+  const Endpoint& at = cfg_.sentinel->sentinels[i];
+  std::string who = escape_text(at.address());
+  if (r.failure) {
+    if (r.failure->kind() == ErrorKind::Permission)
+      s->refused = r.failure;
+    else if (r.failure->kind() == ErrorKind::Protocol)
+      s->garbage = r.failure;
+    else
+      s->silent = r.failure;
+    return ask(s);
+  }
+  const Reply& rep = r.reply;
+  if (rep.is_error()) {
+    const std::string& m = rep.str;
+    if (!by_addr && m.find("No such master") != std::string::npos) {
+      ++s->unknown;
+      return ask(s);
+    }
+    if (!by_addr && (starts_with(m, "NOPERM") || starts_with(m, "ERR unknown"))) {
+      // An ACL (or a server) that allows only get-master-addr-by-name: ask
+      // that instead, now and from then on (no epoch then).
+      addr_only_[i] = true;
+      return query(s, i);
+    }
+    Error e = server_error(m, fmt::format("sentinel {}", who));
+    if (e.kind() == ErrorKind::Permission) {
+      s->refused = Error(
+          ErrorKind::Permission,
+          fmt::format("{}{}", e.what(),
+                      at.password ? ""
+                                  : " (a sentinel's password goes in --sentinel-password-file "
+                                    "or RLOCK_SENTINEL_PASSWORD; the URL's is the master's)"));
+    } else {
+      s->garbage = e;
+    }
+    return ask(s);
+  }
+  if (by_addr && rep.is_nil()) {
+    ++s->unknown;
+    return ask(s);
+  }
+  // SENTINEL MASTER: field, value, field, value…; get-master-addr-by-name:
+  // [host, port]. Checked like any reply.
+  std::string host, port_text, epoch_text;
+  if (rep.type == Reply::Type::Array) {
+    const auto& e = rep.elements;
+    if (by_addr && e.size() == 2) {
+      host = e[0].text();
+      port_text = e[1].text();
+    } else if (!by_addr) {
+      for (size_t k = 0; k + 1 < e.size(); k += 2) {
+        const std::string f = e[k].text();
+        if (f == "ip")
+          host = e[k + 1].text();
+        else if (f == "port")
+          port_text = e[k + 1].text();
+        else if (f == "config-epoch")
+          epoch_text = e[k + 1].text();
+      }
+    }
+  }
+  int port = 0;
+  long long epoch = -1;
+  if (!epoch_text.empty()) {
+    auto [end, ec] =
+        std::from_chars(epoch_text.data(), epoch_text.data() + epoch_text.size(), epoch);
+    if (ec != std::errc() || end != epoch_text.data() + epoch_text.size() || epoch < 0) epoch = -2;
+  }
+  if (!plausible_host(host) || !parse_port(port_text, port) || epoch == -2) {
+    s->garbage = Error(ErrorKind::Protocol,
+                       fmt::format("sentinel {} gave an address rlock cannot use for '{}'", who,
+                                   escape_text(cfg_.sentinel->master_name)));
+    return ask(s);
+  }
+  preferred_ = last_answer_ = i;
+  if (cfg_.trace)
+    cfg_.trace(fmt::format("sentinel {} names {}:{} as the master of '{}'{}", who,
+                           escape_text(host), port, escape_text(cfg_.sentinel->master_name),
+                           epoch >= 0 ? fmt::format(" (epoch {})", epoch) : ""));
+  auto done = std::move(s->done);
+  done(Outcome<MasterInfo>{std::nullopt, MasterInfo{master_at(host, port), epoch}});
+}
+
+void SentinelDiscovery::watch(std::function<void(const MasterInfo&, bool)> news) {
+  if (news_) return;
+  news_ = std::move(news);
   watching_ = preferred_;
   start_watch();
+  auto alive = alive_;
+  poll_timer_ = loop_.after(kSentinelPoll, [this, alive] {
+    if (*alive) poll();
+  });
+}
+
+// The watch alone is not enough: the watched sentinel may hang, or the watch
+// may have been set up after the announcement. So the sentinels are also
+// asked every kSentinelPoll.
+void SentinelDiscovery::poll() {
+  poll_timer_ = 0;
+  auto alive = alive_;
+  auto again = [this, alive] {
+    if (*alive)
+      poll_timer_ = loop_.after(kSentinelPoll, [this, alive] {
+        if (*alive) poll();
+      });
+  };
+  find([this, alive, again](Outcome<MasterInfo> o) {
+    if (!*alive) return;
+    if (!o.error) news_(o.value, false);
+    again();
+  });
 }
 
 void SentinelDiscovery::start_watch() {
   ConnectionConfig c = cfg_;
   c.endpoint = cfg_.sentinel->sentinels[watching_];
   c.password_source = cfg_.sentinel->password_source;
+  c.server_kind = "sentinel";
   c.sentinel.reset();
   watch_conn_ = std::make_unique<Connection>(
       loop_, c, tls_, std::make_shared<AddressBook>(loop_, c.endpoint, c.connect_timeout));
@@ -165,12 +280,11 @@ void SentinelDiscovery::start_watch() {
     }
     int port = 0;
     if (words.size() != 5 || words[0] != cfg_.sentinel->master_name) return;
-    auto [end, ec] = std::from_chars(words[4].data(), words[4].data() + words[4].size(), port);
-    if (ec != std::errc() || port < 1 || port > 65535 || words[3].empty()) return;
+    if (!plausible_host(words[3]) || !parse_port(words[4], port)) return;
     if (cfg_.trace)
       cfg_.trace(fmt::format("sentinel announces a failover of '{}' to {}:{}",
                              escape_text(words[0]), escape_text(words[3]), port));
-    moved_(master_at(words[3], port));
+    news_(MasterInfo{master_at(words[3], port), -1}, true);
   });
   watch_conn_->on_disconnect([this, alive](const Error& e) {
     if (*alive) watch_lost(e);
@@ -196,10 +310,6 @@ void SentinelDiscovery::watch_lost(const Error& why) {
     if (!*alive) return;
     rewatch_timer_ = 0;
     start_watch();
-    // A switch announced while nobody listened: ask for the master again.
-    find([this, alive](Outcome<Endpoint> o) {
-      if (*alive && !o.error) moved_(o.value);
-    });
   });
 }
 

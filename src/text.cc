@@ -41,6 +41,17 @@ size_t utf8_sequence_length(std::string_view s) {
 
 namespace {
 
+// Unicode's bidirectional formatting characters (U+061C, U+200E, U+200F,
+// U+202A–U+202E, U+2066–U+2069): printable, but they reorder what a terminal
+// shows after them, so a host name could display as another.
+bool bidi_control(std::string_view seq) {
+  auto b = [&](size_t k) { return static_cast<unsigned char>(seq[k]); };
+  if (seq.size() == 2) return b(0) == 0xd8 && b(1) == 0x9c;
+  if (seq.size() != 3 || b(0) != 0xe2) return false;
+  if (b(1) == 0x80) return b(2) == 0x8e || b(2) == 0x8f || (b(2) >= 0xaa && b(2) <= 0xae);
+  return b(1) == 0x81 && b(2) >= 0xa6 && b(2) <= 0xa9;
+}
+
 std::string escape(std::string_view s, bool backslash) {
   std::string out;
   out.reserve(s.size());
@@ -63,7 +74,7 @@ std::string escape(std::string_view s, bool backslash) {
     size_t n = utf8_sequence_length(s.substr(i));
     // C1 controls (U+0080–U+009F) are encoded as C2 80 … C2 9F.
     bool c1 = n == 2 && c == 0xc2 && static_cast<unsigned char>(s[i + 1]) < 0xa0;
-    if (n == 0 || c1) {
+    if (n == 0 || c1 || bidi_control(s.substr(i, n))) {
       size_t len = n == 0 ? 1 : n;
       for (size_t k = 0; k < len; ++k) append_hex_byte(out, static_cast<unsigned char>(s[i + k]));
       i += len;

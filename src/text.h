@@ -10,9 +10,10 @@
 namespace rlock {
 
 /// For human output: valid, printable UTF-8 passes unchanged; C0 and C1
-/// control characters, DEL, tab and bytes that are not valid UTF-8 become
-/// `\xHH` (one per byte), and a backslash becomes `\\`. The result is one
-/// line of printable text, whatever the input.
+/// control characters, DEL, tab, Unicode's bidirectional formatting
+/// characters (U+202E…) and bytes that are not valid UTF-8 become `\xHH` (one
+/// per byte), and a backslash becomes `\\`. The result is one line of
+/// printable text, whatever the input, that displays in the order it is.
 std::string escape_text(std::string_view s);
 
 /// escape_text without doubling backslashes: a last line of defence applied

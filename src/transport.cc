@@ -23,9 +23,10 @@ constexpr int kSendFlags = MSG_NOSIGNAL;
 constexpr int kSendFlags = 0;  // SIGPIPE is ignored process-wide (signals.h)
 #endif
 
-int make_socket(int family) {
+int make_socket(int family, const std::string& peer) {
   int fd = socket(family, SOCK_STREAM, 0);
-  if (fd < 0) throw_unavailable(fmt::format("cannot create socket: {}", strerror(errno)));
+  if (fd < 0)
+    throw_unavailable(fmt::format("cannot create a socket for {}: {}", peer, strerror(errno)));
   fcntl(fd, F_SETFD, FD_CLOEXEC);
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 #ifdef SO_NOSIGPIPE
@@ -136,7 +137,7 @@ std::vector<Address> resolve(const Endpoint& ep) {
 
 std::unique_ptr<Stream> open_stream(const Endpoint& ep, const Address& addr,
                                     const std::shared_ptr<TlsContext>& tls) {
-  int fd = make_socket(addr.addr.ss_family);
+  int fd = make_socket(addr.addr.ss_family, addr.text);
   if (ep.kind == Endpoint::Kind::Tcp) set_tcp_options(fd);
   bool connecting = false;
   if (connect(fd, reinterpret_cast<const sockaddr*>(&addr.addr), addr.len) != 0) {

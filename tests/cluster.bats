@@ -174,6 +174,38 @@ _shard_subscribers() {
   grep -q "broken" "$T/breakme.err" || fail "$(cat "$T/breakme.err")"
 }
 
+@test "a slot migrating for longer than 8 redirects: ASK and TRYAGAIN retried until it ends" {
+  k=$(cluster_key_on 2 longmig)
+  slot=$(cluster_slot "$k")
+  id2=$(rcli_to CLUSTER2 cluster myid)
+  id3=$(rcli_to CLUSTER3 cluster myid)
+  # Nothing of the lock exists yet: ASK to the target, TRYAGAIN there, again and again.
+  rcli_to CLUSTER3 cluster setslot "$slot" importing "$id2" >/dev/null
+  rcli_to CLUSTER2 cluster setslot "$slot" migrating "$id3" >/dev/null
+  rlock_bg mig -v --timeout 20s run "$k" -- true
+  mig=$BG_PID
+  wait_until "(( \$(grep -c 'ASK ' '$T/mig.err') >= 12 ))" 15
+  for i in 1 2 3; do rcli_to "CLUSTER$i" cluster setslot "$slot" node "$id3" >/dev/null; done
+  bg_wait "$mig" 20
+  assert_equal "$BG_STATUS" 0
+}
+
+@test "a Cluster node that serves no slot: list says so (69)" {
+  redis_start_named LONE --cluster-enabled yes --cluster-config-file nodes.conf
+  rl --url "$LONE_URL" list
+  assert_error 69
+  [[ $stderr == *"knows no slot served"* ]] || fail "$stderr"
+}
+
+@test "a sentinel that names a Cluster node: one clear line (70), no crash" {
+  k=$(cluster_key_on 2 sentcl)
+  p=$CLUSTER1_PORT
+  garbage_start_named CLSENT "reply=*4\r\n\$2\r\nip\r\n\$9\r\n127.0.0.1\r\n\$4\r\nport\r\n\$${#p}\r\n$p\r\n"
+  rl --url "redis-sentinel://127.0.0.1:$CLSENT_PORT/m" run "$k" -- true
+  assert_error 70
+  [[ $stderr == *"answers like a Redis Cluster node"* ]] || fail "$stderr"
+}
+
 @test "list scans every master" {
   for i in 1 2 3; do
     k=$(cluster_key_on "$i" lst)

@@ -98,3 +98,25 @@ in_ns() { "$BATS_FILE_TMPDIR/in_ns" "$T" "$@"; }
   [[ $stderr == *"cannot resolve 'rlock-nowhere': no answer within 1000ms"* ]] || fail "$stderr"
   ((took < 4000)) || fail "took ${took}ms"
 }
+
+@test "lookups abandoned on a silent resolver never pile threads up" {
+  printf '127.0.0.1 rlock-pile\n' >"$T/hosts"
+  bg_start holder "$BATS_FILE_TMPDIR/in_ns" "$T" env --default-signal "$RLOCK" -v \
+    --connect-timeout 300ms --url "redis://rlock-pile:$REDIS_PORT/0" run --ttl 3s pile -- \
+    sh "$T/gate" "$T" h
+  holder=$BG_PID
+  wait_for_file "$T/h.started"
+  printf '127.0.0.1 localhost\n' >"$T/hosts"
+  max=0
+  for n in 1 2 3 4 5 6 7 8; do
+    rcli client kill type normal >/dev/null
+    wait_until "(( \$(grep -cE \"look(up of| up) 'rlock-pile'\" '$T/holder.err') >= $n ))" 10
+    tasks=$(find "/proc/$holder/task" -mindepth 1 -maxdepth 1 | wc -l)
+    ((tasks > max)) && max=$tasks
+  done
+  touch "$T/h.go"
+  bg_wait "$holder"
+  assert_equal "$BG_STATUS" 0
+  # The main thread and at most 4 lookups (each waits 2 x 5s on the silent server).
+  ((max <= 5)) || fail "$max threads at once"
+}

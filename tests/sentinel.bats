@@ -19,6 +19,12 @@ setup() {
   write_gate "$T/gate"
 }
 
+# fake_sentinel_reply PORT: a garbage_server mode that answers every command as a sentinel
+# answers SENTINEL MASTER for a master at 127.0.0.1:PORT.
+fake_sentinel_reply() {
+  printf 'reply=*4\\r\\n$2\\r\\nip\\r\\n$9\\r\\n127.0.0.1\\r\\n$4\\r\\nport\\r\\n$%s\\r\\n%s\\r\\n' "${#1}" "$1"
+}
+
 # master / replica: the registry names of the two servers, as the sentinels see them now.
 master() { sentinel_node_at "$(sentinel_master_port)"; }
 replica() { if [[ $(master) == SMASTER ]]; then echo SREPLICA; else echo SMASTER; fi; }
@@ -103,6 +109,72 @@ _watchers() {
   [[ $(rcli_to "$new" role | head -n 1) == master ]]
 }
 
+@test "a hung sentinel does not keep a holder on a deposed master (no second holder)" {
+  rlock_bg holder -v run --ttl 4s s-hung -- sh "$T/gate" "$T" h
+  holder=$BG_PID
+  wait_for_file "$T/h.started"
+  wait_until "(( \$(_watchers) >= 1 ))"
+  old=$(master) new=$(replica)
+  new_port=$(rcli_to "$new" config get port | sed -n 2p)
+  # The sentinel the holder asked (and watches) hangs; the others fail over.
+  redis_pause SENT1
+  wait_until "[[ \$(timeout 2 redis-cli -s $SENT2_SOCK sentinel failover $SENTINEL_MASTER) == OK ]]" 20
+  wait_until "[[ \$(rcli_to SENT2 sentinel get-master-addr-by-name $SENTINEL_MASTER | sed -n 2p) == $new_port && \$(rcli_to $new role | head -n 1) == master ]]" 30
+  # The holder follows: it renews on the new master (TTL 4s: a fresh lease is > 3.5s)...
+  wait_until "(( \$(rcli_to $new pttl 'lock:{s-hung}') > 3500 ))" 10
+  # ...so a newcomer asking the other sentinels finds the lock held, for longer than a TTL.
+  url2="redis-sentinel://127.0.0.1:$SENT2_PORT,127.0.0.1:$SENT3_PORT/$SENTINEL_MASTER"
+  for i in 1 2 3 4 5; do
+    run -75 "$RLOCK" --url "$url2" acquire -n s-hung
+    wait_until "(( \$(rcli_to $new pttl 'lock:{s-hung}') > 3500 ))" 5
+  done
+  redis_resume SENT1
+  touch "$T/h.go"
+  bg_wait "$holder"
+  assert_equal "$BG_STATUS" 0
+  ! grep -q lost "$T/holder.err" || fail "$(cat "$T/holder.err")"
+  # Back to a steady state for the next tests: every sentinel names the new master, and
+  # the old one replicates it.
+  _rlock_poll "the sentinels to agree" 30 _rlock_all_sentinels_name "$new_port"
+  _rlock_poll "the former master to replicate the new one" 30 _rlock_is_replica_of "$old" "$new_port"
+  _rlock_poll "the replica to have every write" 20 _rlock_replicated "$new"
+}
+
+@test "a sentinel that hangs costs only its share of --timeout" {
+  redis_pause SENT1
+  start=$(now_ms)
+  run --separate-stderr "$RLOCK" --timeout 3s status s-share
+  took=$(($(now_ms) - start))
+  redis_resume SENT1
+  assert_equal "$status" 1 # free: the other sentinels answered
+  ((took < 2500)) || fail "took ${took}ms"
+}
+
+@test "a sentinel that names a replica is passed over for the next one" {
+  port=$(rcli_to "$(replica)" config get port | sed -n 2p)
+  garbage_start_named STALESENT "$(fake_sentinel_reply "$port")"
+  run "$RLOCK" --timeout 3s \
+    --url "redis-sentinel://127.0.0.1:$STALESENT_PORT,127.0.0.1:$SENT2_PORT/rlmaster" \
+    run s-stale -- true
+  assert_success
+}
+
+@test "a master that refuses the URL's password: 77 at once, not after --timeout" {
+  start=$(now_ms)
+  rl --url "redis-sentinel://:wrongpw@127.0.0.1:$SENT1_PORT/rlmaster" status k
+  took=$(($(now_ms) - start))
+  assert_error 77
+  [[ $stderr == *"has no password set"* && $stderr != *wrongpw* ]] || fail "$stderr"
+  ((took < 2000)) || fail "took ${took}ms"
+}
+
+@test "a sentinel's answer rlock cannot use: one line, 70" {
+  garbage_start_named OKSENT 'reply=+OK\r\n'
+  rl --url "redis-sentinel://127.0.0.1:$OKSENT_PORT/rlmaster" status k
+  assert_error 70
+  [[ $stderr == *"no sentinel named a master of 'rlmaster'"* ]] || fail "$stderr"
+}
+
 @test "--sync-replicas 1 with the replica running: acquired, renewed and extended" {
   run "$RLOCK" run --ttl 1500ms --sync-replicas 1 s-sync -- sleep 1.2
   assert_success
@@ -159,11 +231,11 @@ _watchers() {
 
 @test "a sentinel that names a node that is not a master: one line, 69" {
   port=$(rcli_to "$(replica)" config get port | sed -n 2p)
-  garbage_start_named FAKESENT "reply=*2\r\n\$9\r\n127.0.0.1\r\n\$${#port}\r\n$port\r\n"
+  garbage_start_named FAKESENT "$(fake_sentinel_reply "$port")"
   start=$(now_ms)
   rl --timeout 1s --url "redis-sentinel://127.0.0.1:$FAKESENT_PORT/rlmaster" acquire k
   assert_error 69
-  [[ $stderr == *"127.0.0.1:$port"*"not a master"* || $stderr == *"a slave (ROLE)"* ]] ||
+  [[ $stderr == *"name 127.0.0.1:$port as the master"*"answers ROLE with 'slave'"* ]] ||
     fail "$stderr"
 }
 
@@ -190,6 +262,13 @@ _watchers() {
   rl --sentinel-user bob status k
   assert_error 64
   [[ $stderr == *"sentinel user 'bob' needs a password"* ]] || fail "$stderr"
+  rl --sentinel-password-file /dev/null status k
+  assert_error 64
+  [[ $stderr == *"--sentinel-password-file '/dev/null'"* ]] || fail "$stderr"
+  # A password for sentinels that have none: said so, naming where it came from.
+  RLOCK_SENTINEL_PASSWORD=x rl status k
+  assert_error 77
+  [[ $stderr == *"sentinel at "*"from RLOCK_SENTINEL_PASSWORD"* ]] || fail "$stderr"
 }
 
 @test "rediss-sentinel://: TLS to the sentinels and to the master" {

@@ -19,11 +19,19 @@ int cmd_extend(const GlobalOptions& g, const std::string& key, const std::string
     throw Error(ErrorKind::Lost, fmt::format("'{}' is not held by this token (expired, released "
                                              "or broken); acquire it again",
                                              key));
-  if (sync_replicas > 0)
-    wait_for<bool>(s.loop, [&](Done<bool> d) {
-      lock.confirm_replicas(sync_replicas, s.client->command_timeout(), "the renewal",
-                            std::move(d));
-    });
+  if (sync_replicas > 0) {
+    try {
+      wait_for<bool>(s.loop, [&](Done<bool> d) {
+        lock.confirm_replicas(sync_replicas, s.client->command_timeout(), "the renewal",
+                              std::move(d));
+      });
+    } catch (const Error& e) {
+      // 69 here does not mean "not extended": say what it does mean.
+      throw Error(e.kind(),
+                  fmt::format("{}; the lease was renewed on the master all the same", e.what()),
+                  e.exit_status());
+    }
+  }
   if (g.json)
     print_out(fmt::format("{{\"key\":{},\"token\":{},\"fence\":{},\"ttl_ms\":{}}}\n",
                           json_string(key), json_string(token), r.fence, r.ttl.count()));

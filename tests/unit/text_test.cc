@@ -74,3 +74,29 @@ TEST(JsonString, AnyBytesGiveValidUtf8WithoutRawControls) {
 
 }  // namespace
 }  // namespace rlock
+
+namespace rlock {
+namespace {
+
+TEST(EscapeText, BidiControlsAreEscapedSoTextShowsInItsOrder) {
+  // "ev" RIGHT-TO-LEFT OVERRIDE "il": a terminal would show "evli".
+  EXPECT_EQ(escape_text("ev\xe2\x80\xaeil"), "ev\\xe2\\x80\\xaeil");
+  EXPECT_EQ(escape_text("\xe2\x81\xa6x\xe2\x81\xa9"), "\\xe2\\x81\\xa6x\\xe2\\x81\\xa9");
+  EXPECT_EQ(escape_text("\xe2\x80\x8f\xd8\x9c"), "\\xe2\\x80\\x8f\\xd8\\x9c");
+  // Neighbours that are ordinary text stay as they are.
+  EXPECT_EQ(escape_text("\xe2\x80\xa6 \xe2\x80\x94"), "\xe2\x80\xa6 \xe2\x80\x94");
+}
+
+TEST(Text, ColumnsTruncationAndWrapping) {
+  EXPECT_EQ(text_columns("h\xc3\xa9llo"), 5u);
+  EXPECT_EQ(truncate_columns("abcdef", 4), "abc\xe2\x80\xa6");
+  EXPECT_EQ(truncate_columns("abc", 4), "abc");
+  EXPECT_EQ(truncate_columns("h\xc3\xa9llo", 3), "h\xc3\xa9\xe2\x80\xa6");
+  EXPECT_EQ(wrap_text("  -x  ", "one two three four", 14),
+            "  -x  one two\n      three\n      four\n");
+  // A word longer than the line stays whole.
+  EXPECT_EQ(wrap_text("", "abcdefghij xy", 5), "abcdefghij\nxy\n");
+}
+
+}  // namespace
+}  // namespace rlock
