@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "duration.h"
+#include "output.h"  // utc_iso: formatting only
 #include "scripts.h"
 #include "text.h"
 
@@ -159,6 +160,51 @@ HolderInfo local_holder_info(std::string cmd, long pid) {
   i.cmd = truncate_text(cmd, kMaxHolderField);
   i.pid = pid;
   return i;
+}
+
+std::string ordinal(long n) {
+  const char* suffix = "th";
+  if (n % 100 < 11 || n % 100 > 13) {
+    if (n % 10 == 1)
+      suffix = "st";
+    else if (n % 10 == 2)
+      suffix = "nd";
+    else if (n % 10 == 3)
+      suffix = "rd";
+  }
+  return fmt::format("{}{}", n, suffix);
+}
+
+HolderWords holder_words(const AcquireReply& a, int limit, Millis elapsed, size_t cmd_columns,
+                         bool with_since) {
+  if (a.holders.empty()) {
+    if (a.position > 0) return {fmt::format("free, with {} waiting ahead", a.position), ""};
+    return {"taken", ""};
+  }
+  if (a.holder_count > 1 || limit > 0)
+    return {fmt::format("held by {} of {} holders", a.holder_count, std::max(limit, 1)), ""};
+  const Holder& h = a.holders.front();
+  // Whole seconds (rounded up) once it is a second or more: a line redrawn
+  // every second ticks down by one.
+  Millis left = std::max(Millis(0), h.ttl_left - elapsed);
+  if (left >= Millis(1000)) left = std::chrono::ceil<std::chrono::seconds>(left);
+  std::string lease = fmt::format("holder's lease {} left", format_duration(left));
+  // Holder details come from Redis: escaped before they reach a terminal.
+  if (h.info.host.empty())
+    return {fmt::format("held by a client that is not rlock (token {})",
+                        truncate_columns(escape_text(h.token), 13)),
+            lease};
+  std::string cmd =
+      cmd_columns == 0 ? "" : " [" + truncate_columns(escape_text(h.info.cmd), cmd_columns) + "]";
+  std::string since =
+      h.since_ms > 0 && with_since ? " since " + utc_iso(h.since_ms).substr(11, 8) + "Z" : "";
+  return {fmt::format("held by {} pid {}{}{}", escape_text(h.info.host), h.info.pid, cmd, since),
+          lease};
+}
+
+std::string describe_holders(const AcquireReply& a, int limit, Millis elapsed, size_t cmd_columns) {
+  HolderWords w = holder_words(a, limit, elapsed, cmd_columns);
+  return w.lease.empty() ? w.who : w.who + ", " + w.lease;
 }
 
 std::string new_token() {

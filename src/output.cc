@@ -1,6 +1,7 @@
 #include "output.h"
 
 #include <fmt/format.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -45,6 +46,12 @@ bool stderr_is_tty() {
   return isatty(STDERR_FILENO) == 1;
 }
 
+size_t stderr_columns() {
+  struct winsize ws {};
+  if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
+  return 80;
+}
+
 void log_error(std::string_view message) {
   line("rlock: ", message);
 }
@@ -77,7 +84,11 @@ void status_line(std::string_view message) {
     clear_status();
     return;
   }
-  stderr_write("\r\033[Krlock: " + escape_controls(message));
+  // A line longer than the terminal would wrap, and "\r" would then redraw
+  // only its last row: the line never takes the last column.
+  size_t width = stderr_columns();
+  std::string text = truncate_columns(escape_controls(message), width > 8 ? width - 8 : 0);
+  stderr_write("\r\033[Krlock: " + text);
   g_status_shown = true;
 }
 

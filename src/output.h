@@ -35,6 +35,8 @@ void print_err(std::string_view text);
 /// with an empty message. No-op unless stderr is a terminal and not -q.
 void status_line(std::string_view message);
 bool stderr_is_tty();
+/// The width of the terminal on stderr (80 when it cannot be told).
+size_t stderr_columns();
 
 /// Writes `text` to standard output (blocking: stdout is the caller's to
 /// read). Throws a protocol Error (70) naming the cause when it fails

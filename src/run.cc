@@ -15,6 +15,7 @@
 #include "commands/commands.h"
 #include "duration.h"
 #include "output.h"
+#include "progress.h"
 #include "signals.h"
 #include "subscription.h"
 #include "waiter.h"
@@ -64,6 +65,7 @@ class Runner {
                   local_holder_info(join_command(cmd_), static_cast<long>(getpid())),
                   opts_.sync_replicas};
     acquirer_ = std::make_unique<Acquirer>(lock_, token_, spec);
+    acquirer_->on_progress([this](const WaitProgress& p) { reporter_.report(p); });
     acquirer_->start([this](Outcome<Acquired> o) { on_acquired(std::move(o)); });
     // The guard is forked once the first request is on its way (timers run
     // after the loop's first poll has sent it): its fork overlaps the round
@@ -481,6 +483,7 @@ class Runner {
   Session session_;
   Lock lock_;
   std::string token_;
+  WaitReporter reporter_{session_.loop, opts_.key, opts_.limit};
   std::unique_ptr<Acquirer> acquirer_;
   std::optional<Child> child_;
   GroupGuard guard_;

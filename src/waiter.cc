@@ -16,19 +16,6 @@ namespace {
 // published nothing (a foreign client, an expiry) is noticed quickly.
 constexpr Millis kHeadRecheck{1000};
 
-std::string ordinal(long n) {
-  const char* suffix = "th";
-  if (n % 100 < 11 || n % 100 > 13) {
-    if (n % 10 == 1)
-      suffix = "st";
-    else if (n % 10 == 2)
-      suffix = "nd";
-    else if (n % 10 == 3)
-      suffix = "rd";
-  }
-  return fmt::format("{}{}", n, suffix);
-}
-
 }  // namespace
 
 Acquirer::Acquirer(Lock& lock, std::string token, WaitSpec spec)
@@ -41,7 +28,6 @@ Acquirer::~Acquirer() {
   Loop& loop = lock_.client().loop();
   loop.cancel(retry_timer_);
   loop.cancel(deadline_timer_);
-  loop.cancel(status_timer_);
 }
 
 void Acquirer::start(Done<Acquired> done) {
@@ -150,7 +136,8 @@ void Acquirer::on_reply(Outcome<AcquireReply> o) {
                    {}});
   }
   last_ = a;
-  show_waiting(a);
+  waited_ = true;
+  report(WaitProgress::Kind::Waiting, &a);
   if (again_) {
     again_ = false;
     return attempt();
@@ -167,10 +154,7 @@ void Acquirer::on_reply(Outcome<AcquireReply> o) {
 }
 
 void Acquirer::granted(const AcquireReply& a) {
-  if (announced_)
-    log_info(fmt::format(
-        "acquired '{}' after {} (fence {})", lock_.names().key,
-        format_duration(std::chrono::duration_cast<Millis>(Clock::now() - started_)), a.fence));
+  if (waited_) report(WaitProgress::Kind::Acquired, &a, a.fence);
   finish({std::nullopt, Acquired{a.fence, a.ttl, sent_}});
 }
 
@@ -214,8 +198,7 @@ void Acquirer::stop() {
   Loop& loop = lock_.client().loop();
   loop.cancel(retry_timer_);
   loop.cancel(deadline_timer_);
-  loop.cancel(status_timer_);
-  status_line("");
+  report(WaitProgress::Kind::Stopped);
   if (sub_) {
     // Not destroyed here: this may run inside one of its own callbacks.
     std::shared_ptr<Subscription> sub(std::move(sub_));
@@ -251,47 +234,18 @@ void Acquirer::cancel(std::function<void()> done) {
 }
 
 std::string Acquirer::holder_text(const AcquireReply& a) const {
-  if (a.holders.empty()) {
-    if (a.position > 0) return fmt::format("free, with {} waiting ahead", a.position);
-    return "taken";
-  }
-  if (a.holder_count > 1 || lock_.limit() > 0)
-    return fmt::format("held by {} of {} holders", a.holder_count, std::max(lock_.limit(), 1));
-  // Holder details come from Redis: escaped before they reach a terminal.
-  const Holder& h = a.holders.front();
-  if (h.info.host.empty())
-    return fmt::format("held by another client (token {}), {} left",
-                       escape_text(h.token.substr(0, 12)), format_duration(h.ttl_left));
-  std::string cmd = escape_text(h.info.cmd);
-  if (cmd.size() > 40) {
-    size_t cut = 37;  // on a character boundary
-    while (cut > 0 && (static_cast<unsigned char>(cmd[cut]) & 0xc0) == 0x80) --cut;
-    cmd = cmd.substr(0, cut) + "...";
-  }
-  std::string since = h.since_ms > 0 ? " since " + utc_iso(h.since_ms).substr(11, 8) + "Z" : "";
-  return fmt::format("held by {} pid {} [{}]{}, {} left", escape_text(h.info.host), h.info.pid, cmd,
-                     since, format_duration(h.ttl_left));
+  return describe_holders(a, lock_.limit());
 }
 
-void Acquirer::show_waiting(const AcquireReply& a) {
-  auto waited = std::chrono::duration_cast<Millis>(Clock::now() - started_);
-  std::string place = a.position >= 0 ? fmt::format(", {} in line", ordinal(a.position + 1)) : "";
-  if (stderr_is_tty()) {
-    status_line(fmt::format(
-        "waiting for '{}', {}, for {}{}", lock_.names().key, holder_text(a),
-        format_duration(std::chrono::duration_cast<std::chrono::seconds>(waited)), place));
-    if (!status_timer_) {
-      auto alive = alive_;
-      status_timer_ = lock_.client().loop().after(Millis(1000), [this, alive] {
-        if (!*alive || finished_) return;
-        status_timer_ = 0;
-        if (last_) show_waiting(*last_);
-      });
-    }
-  } else if (!announced_) {
-    log_info(fmt::format("waiting for '{}', {}{}", lock_.names().key, holder_text(a), place));
-  }
-  announced_ = true;
+void Acquirer::report(WaitProgress::Kind kind, const AcquireReply* a, int64_t fence) {
+  if (!progress_) return;
+  WaitProgress p;
+  p.kind = kind;
+  p.reply = a;
+  p.started = started_;
+  p.replied = Clock::now();
+  p.fence = fence;
+  progress_(p);
 }
 
 }  // namespace rlock

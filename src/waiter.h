@@ -32,6 +32,18 @@ struct WaitSpec {
   int sync_replicas = 0;
 };
 
+/// What happens while an Acquirer waits, for whoever shows it (progress.h).
+struct WaitProgress {
+  enum class Kind {
+    Waiting,   // a reply while waiting: `reply` is the line's state as of `replied`
+    Acquired,  // after waiting: `fence`
+    Stopped,   // no longer waiting (acquired, given up, failed)
+  } kind = Kind::Waiting;
+  const AcquireReply* reply = nullptr;
+  Clock::time_point started, replied;
+  int64_t fence = 0;
+};
+
 struct Acquired {
   int64_t fence = 0;
   Millis ttl{0};
@@ -55,6 +67,8 @@ class Acquirer {
   Acquirer& operator=(const Acquirer&) = delete;
 
   void start(Done<Acquired> done);
+  /// Where the progress of a wait goes (nowhere by default).
+  void on_progress(std::function<void(const WaitProgress&)> cb) { progress_ = std::move(cb); }
   /// Stops waiting: leaves the line (best effort), then calls `done`. The
   /// start() callback is not called afterwards.
   void cancel(std::function<void()> done);
@@ -73,18 +87,19 @@ class Acquirer {
   /// While waiting, an unavailable Redis is retried (with backoff) for up to
   /// kOutageBudget of continuous failure; true if a retry was scheduled.
   bool ride_out(const Error& e, std::function<void()> retry);
-  void show_waiting(const AcquireReply& a);
+  void report(WaitProgress::Kind kind, const AcquireReply* a = nullptr, int64_t fence = 0);
   std::string holder_text(const AcquireReply& a) const;
 
   Lock& lock_;
   std::string token_;
   WaitSpec spec_;
   Done<Acquired> done_;
+  std::function<void(const WaitProgress&)> progress_;
   std::unique_ptr<Subscription> sub_;
-  Loop::TimerId retry_timer_ = 0, deadline_timer_ = 0, status_timer_ = 0;
+  Loop::TimerId retry_timer_ = 0, deadline_timer_ = 0;
   bool probing_ = true;
   long attempts_ = 0;  // numbers each acquire attempt of token_
-  bool in_flight_ = false, again_ = false, finished_ = false, announced_ = false;
+  bool in_flight_ = false, again_ = false, finished_ = false, waited_ = false;
   Clock::time_point started_, sent_;
   std::optional<AcquireReply> last_;
   std::optional<Clock::time_point> outage_since_;

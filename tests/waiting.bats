@@ -257,6 +257,45 @@ cancel_wait() {
   assert_line --index 1 --regexp "^rlock: acquired 'say' after "
 }
 
+@test "off a terminal, a waiter says it still waits every 30s (CI watchdogs see it alive); -q silences it" {
+  tok=$("$RLOCK" acquire --ttl 60s alive)
+  bg_start waiter "$RLOCK" run --wait 33s alive -- true
+  waiter=$BG_PID
+  bg_start quiet "$RLOCK" -q run --wait 33s alive -- true
+  quiet=$BG_PID
+  bg_wait "$waiter" 45
+  assert_equal "$BG_STATUS" 75
+  bg_wait "$quiet" 45
+  assert_equal "$BG_STATUS" 75
+  run cat "$T/waiter.err"
+  assert_equal "${#lines[@]}" 3
+  assert_line --index 0 --regexp "^rlock: waiting for 'alive', held by .*holder's lease [0-9ms]+ left, (1st|2nd) in line$"
+  assert_line --index 1 --regexp "^rlock: still waiting for 'alive' after 30s, (1st|2nd) in line; held by .*, holder's lease [0-9ms]+ left$"
+  assert_line --index 2 --regexp "^rlock: gave up waiting for 'alive' after 33s"
+  assert_equal "$(cat "$T/quiet.err")" ""
+  "$RLOCK" release alive --token "$tok"
+}
+
+@test "on a terminal, the live line is redrawn in place and fits the terminal's width" {
+  command -v script >/dev/null || skip "script(1) is not installed"
+  tok=$("$RLOCK" acquire --ttl 60s live)
+  # A holder with a long command: what gets shortened is the command, not the facts.
+  for cols in 60 80 132; do
+    run bash -c "script -qec 'stty cols $cols; \"$RLOCK\" run --wait 2500ms live -- true' /dev/null"
+    assert_equal "$status" 75
+    printf '%s' "$output" | tr '\r' '\n' | sed 's/\x1b\[K//g' | grep '^rlock: waiting' >"$T/lines.$cols"
+    assert [ "$(wc -l <"$T/lines.$cols")" -ge 2 ] # redrawn at least once a second
+    while IFS= read -r l; do
+      n=$(printf '%s' "$l" | wc -m)
+      ((n < cols)) || fail "a line of $n columns on a $cols-column terminal: $l"
+    done <"$T/lines.$cols"
+    grep -q "1st in line" "$T/lines.$cols" || fail "$(cat "$T/lines.$cols")"
+  done
+  grep -q "holder's lease [0-9]*s left; held by .* pid " "$T/lines.132" || fail "$(cat "$T/lines.132")"
+  grep -q "holder's lease [0-9]*s left" "$T/lines.80" || fail "$(cat "$T/lines.80")"
+  "$RLOCK" release live --token "$tok"
+}
+
 @test "-q silences the waiting and acquired lines" {
   tok=$("$RLOCK" acquire --ttl 30s quiet)
   bg_start waiter "$RLOCK" -q run --ttl 30s quiet -- echo child-output

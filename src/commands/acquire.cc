@@ -4,6 +4,7 @@
 
 #include "commands/commands.h"
 #include "output.h"
+#include "progress.h"
 #include "signals.h"
 #include "waiter.h"
 
@@ -17,6 +18,8 @@ int cmd_acquire(const GlobalOptions& g, const LockOptions& o) {
                 o.sync_replicas};
   std::string token = new_token();
   Acquirer acquirer(lock, token, spec);
+  WaitReporter reporter(s.loop, o.key, o.limit);
+  acquirer.on_progress([&](const WaitProgress& p) { reporter.report(p); });
   // A signal while waiting leaves the line at once (as `run` does) instead
   // of leaving a dead place behind until its lease runs out.
   std::optional<int> cancelled;
