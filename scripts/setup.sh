@@ -18,6 +18,8 @@ packages=(
   bats bats-assert bats-support
   openssl tmux faketime jq time
   zsh fish                             # tests/completion.bats: the zsh and fish completions, for real
+  lintian rpm ruby bash-completion file # tests/packaging: the .deb, the RPM, the recipes
+  systemd                              # docs/recipes: systemd-analyze verify of the units
   clang-14 libclang-rt-14-dev llvm-14 # scripts/fuzz.sh: libFuzzer + sanitizer runtimes, symbolizer
   etcd-server etcd-client              # bench/run.sh: etcdctl lock, a baseline
 )

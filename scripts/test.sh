@@ -4,14 +4,16 @@
 #   1. build/       RelWithDebInfo
 #   2. build-asan/  -DRLOCK_SANITIZE=ON (AddressSanitizer + UndefinedBehaviorSanitizer)
 #   3. build-fuzz/  scripts/fuzz.sh: each libFuzzer target of tests/fuzz for a bounded time
-# and, once, on the plain build: the soak's short form (tests/soak/soak.sh --short) and a
+# and, once, on the plain build: the soak's short form (tests/soak/soak.sh --short), a
 # smoke run of the benchmark (bench/run.sh --smoke: it works; nothing is timed or asserted
-# about speed).
+# about speed) and the packaging tests (tests/packaging: the .deb, the RPM, the recipes;
+# the recipe checks of docs/recipes run in the bats suites).
 # Environment:
 #   RLOCK_SKIP_SANITIZERS=1   skip the second pass
 #   RLOCK_SKIP_FUZZ=1         skip the fuzzing step
 #   RLOCK_SKIP_SOAK=1         skip the soak's short form
 #   RLOCK_SKIP_BENCH=1        skip the benchmark smoke run
+#   RLOCK_SKIP_PACKAGING=1    skip the packaging tests
 #   RLOCK_FUZZ_SECONDS=N      seconds per fuzz target (default 20)
 #   RLOCK_JOBS=N              build and ctest parallelism (default 2)
 # The last line is "N passed, N failed" over the passes (each fuzz target counts as one
@@ -105,6 +107,28 @@ if [[ ${RLOCK_SKIP_BENCH:-0} == 1 ]]; then
   echo "==> [bench] skipped (RLOCK_SKIP_BENCH=1)"
 else
   run_bench_smoke
+fi
+
+# run_packaging: tests/packaging/packaging.bats once, on the plain build: the .deb
+# (lintian, installed and removed again), the RPM, the recipes. Its bats lines count.
+run_packaging() {
+  local rc passed failed
+  echo "==> [packaging] tests/packaging/packaging.bats"
+  RLOCK_PACKAGE_BUILD=build timeout 900 bats --tap tests/packaging/packaging.bats 2>&1 |
+    tee build/packaging.log
+  rc=${PIPESTATUS[0]}
+  passed=$(grep -c '^ok ' build/packaging.log)
+  failed=$(grep -c '^not ok ' build/packaging.log)
+  if ((rc != 0 && failed == 0)); then failed=1; fi
+  echo "==> [packaging] $passed passed, $failed failed"
+  total_passed=$((total_passed + passed))
+  total_failed=$((total_failed + failed))
+}
+
+if [[ ${RLOCK_SKIP_PACKAGING:-0} == 1 ]]; then
+  echo "==> [packaging] skipped (RLOCK_SKIP_PACKAGING=1)"
+else
+  run_packaging
 fi
 
 if [[ ${RLOCK_SKIP_SANITIZERS:-0} == 1 ]]; then
