@@ -1,0 +1,231 @@
+#!/usr/bin/env bats
+# docs/recipes, tried as written: every block marked `<!-- file: NAME -->` is taken out of
+# its page, with only the Redis address, where rlock is found and the job's own script
+# swapped for the test's; then run the way cron, systemd, the CI runners and Kubernetes
+# would run it, as far as this machine allows (no systemd as PID 1, no runner, no cluster).
+
+bats_require_minimum_version 1.5.0
+
+load helpers/redis
+
+RECIPES="$BATS_TEST_DIRNAME/../docs/recipes"
+
+setup_file() {
+  redis_start
+}
+
+setup() {
+  T=$BATS_TEST_TMPDIR
+  rcli flushall >/dev/null # the recipes use the same lock names
+  # `rlock` on PATH is the binary under test (as a package would put it in /usr/bin).
+  mkdir -p "$T/bin"
+  ln -sf "$(realpath "$RLOCK")" "$T/bin/rlock"
+}
+
+# recipe_block PAGE NAME: the fenced block after `<!-- file: NAME -->` in docs/recipes/PAGE.
+recipe_block() {
+  awk -v name="$2" '$0 == "<!-- file: " name " -->" {f = 1; next}
+    f && /^```/ {if (++n == 2) exit; next}
+    f && n == 1' "$RECIPES/$1"
+}
+
+# yaml_json FILE: the YAML file as JSON (Ruby's YAML parser), for jq.
+yaml_json() {
+  command -v ruby >/dev/null || skip "ruby is not installed (the YAML is parsed with it)"
+  ruby -ryaml -rjson -e 'puts JSON.generate(YAML.safe_load(File.read(ARGV[0]), aliases: true))' "$1"
+}
+
+# A job that counts its runs in $T/runs and takes a second.
+write_job() {
+  printf '#!/bin/sh\necho run >>"%s/runs"\nsleep 1\n' "$T" >"$T/job.sh"
+  chmod +x "$T/job.sh"
+}
+
+# A deploy that says it started and then runs until it is signalled.
+write_deploy() {
+  printf '#!/bin/sh\ntouch "%s/deploy.started"\nwhile :; do sleep 0.1; done\n' "$T" >"$1/deploy.sh"
+  chmod +x "$1/deploy.sh"
+}
+
+runs() { [[ -f $T/runs ]] && wc -l <"$T/runs" || echo 0; }
+
+@test "cron: the line as Debian's cron runs it, on two hosts at once: one runs, both quiet" {
+  write_job
+  recipe_block cron.md rlock.cron >"$T/crontab"
+  assert [ -s "$T/crontab" ]
+  # cron's environment: PATH=/usr/bin:/bin and the crontab's variables, nothing else.
+  local -a vars=()
+  while IFS= read -r line; do
+    [[ $line =~ ^RLOCK_URL= ]] && line="RLOCK_URL=$RLOCK_URL"
+    vars+=("$line")
+  done < <(grep -E '^[A-Z_]+=' "$T/crontab")
+  job=$(grep -E '^[0-9*]' "$T/crontab")
+  # Five time fields and the user (/etc/cron.d): the rest is the command.
+  cmd=$(awk '{for (i = 7; i <= NF; i++) printf "%s%s", $i, (i < NF ? " " : "")}' <<<"$job")
+  [[ $cmd == /usr/local/bin/rlock\ * ]] || fail "the recipe should name rlock by its path: $cmd"
+  cmd=${cmd/\/usr\/local\/bin\/rlock/$RLOCK}
+  cmd=${cmd/\/opt\/report\/nightly.sh/$T/job.sh}
+  for host in a b; do
+    bg_start "cron-$host" env -i PATH=/usr/bin:/bin HOME="$T" LOGNAME=report "${vars[@]}" \
+      /bin/sh -c "$cmd"
+    eval "pid_$host=\$BG_PID"
+  done
+  bg_wait "$pid_a"
+  assert_equal "$BG_STATUS" 0
+  bg_wait "$pid_b"
+  assert_equal "$BG_STATUS" 0
+  assert_equal "$(runs)" 1
+  # Nothing for cron to mail.
+  assert_equal "$(cat "$T/cron-a.err" "$T/cron-b.err")" ""
+  # A host whose clock is late by a few seconds starts the same slot after the first
+  # finished: --min-hold still holds the lock.
+  run env -i PATH=/usr/bin:/bin HOME="$T" "${vars[@]}" /bin/sh -c "$cmd"
+  assert_success
+  assert_equal "$(runs)" 1
+}
+
+@test "systemd: systemd-analyze verify accepts the service and the timer; its command runs" {
+  command -v systemd-analyze >/dev/null || skip "systemd-analyze is not installed"
+  recipe_block systemd.md nightly-report.service >"$T/nightly-report.service"
+  recipe_block systemd.md nightly-report.timer >"$T/nightly-report.timer"
+  grep -q '^ExecStart=/usr/bin/rlock ' "$T/nightly-report.service" || fail "no ExecStart"
+  sed -i "s|^ExecStart=/usr/bin/rlock |ExecStart=$(realpath "$RLOCK") |" "$T/nightly-report.service"
+  run systemd-analyze verify "$T/nightly-report.service" "$T/nightly-report.timer"
+  assert_success
+  assert_output "" # not even a warning
+  # The command line, with %d (the credentials directory) and the job swapped in.
+  mkdir -p "$T/creds"
+  printf 'unused\n' >"$T/creds/redis-password"
+  write_job
+  exec_start=$(sed -n 's/^ExecStart=//p' "$T/nightly-report.service")
+  exec_start=${exec_start//%d/$T/creds}
+  exec_start=${exec_start/\/opt\/report\/nightly.sh/$T/job.sh}
+  # The test server has no password: the password file is for the real one.
+  exec_start=${exec_start/--password-file $T\/creds\/redis-password /}
+  run env -i PATH=/usr/bin:/bin RLOCK_URL="$RLOCK_URL" $exec_start
+  assert_success
+  assert_equal "$(runs)" 1
+}
+
+# run_step LABEL SHELL... : the step's script ($T/step.sh) in $T/ws, with rlock on PATH
+# and RLOCK_URL set, in the background; sets STEP_PID.
+run_step() {
+  local label=$1
+  shift
+  bg_start "$label" env PATH="$T/bin:$PATH" RLOCK_URL="$RLOCK_URL" \
+    sh -c 'cd "$1" && shift && exec "$@"' sh "$T/ws" "$@"
+  STEP_PID=$BG_PID
+}
+
+@test "GitHub Actions: the step as the runner runs it; cancelled while deploying, it frees the lock" {
+  recipe_block github-actions.md deploy.yml >"$T/deploy.yml"
+  yaml_json "$T/deploy.yml" >"$T/deploy.json"
+  jq -r '.jobs.deploy.steps[] | select(.run) | .run' "$T/deploy.json" >"$T/step.sh"
+  assert_equal "$(jq -r '.jobs.deploy.steps[] | select(.run) | .shell' "$T/deploy.json")" bash
+  grep -q '^exec rlock run ' "$T/step.sh" || fail "the step should exec rlock: $(cat "$T/step.sh")"
+  mkdir -p "$T/ws"
+  write_deploy "$T/ws"
+  # shell: bash runs the step as `bash --noprofile --norc -eo pipefail FILE`.
+  run_step first bash --noprofile --norc -eo pipefail "$T/step.sh"
+  first=$STEP_PID
+  wait_for_file "$T/deploy.started"
+  run_step second bash --noprofile --norc -eo pipefail "$T/step.sh"
+  second=$STEP_PID
+  wait_until '[[ $(rcli zcard "lock:{deploy:prod}:queue") == 1 ]]'
+  # Cancelling the first run: the runner sends SIGINT to the step's shell (then SIGTERM).
+  rm -f "$T/deploy.started"
+  kill -INT "$first"
+  bg_wait "$first" 10
+  assert_equal "$BG_STATUS" 130
+  # The lock went to the second run at once, not after a TTL.
+  wait_for_file "$T/deploy.started" 5
+  # Cancelled too, while deploying.
+  kill -INT "$second"
+  bg_wait "$second" 10
+  assert_equal "$BG_STATUS" 130
+  run "$RLOCK" status deploy:prod
+  assert_equal "$status" 1
+}
+
+@test "GitLab CI: the job's script as the runner runs it; cancelled while waiting or deploying" {
+  recipe_block gitlab-ci.md .gitlab-ci.yml >"$T/gitlab.yml"
+  yaml_json "$T/gitlab.yml" >"$T/gitlab.json"
+  jq -r '.deploy.script[-1]' "$T/gitlab.json" >"$T/last"
+  grep -q '^exec rlock run ' "$T/last" || fail "the last script line should exec rlock"
+  # The runner's shell script: set -eo pipefail, then the job's lines.
+  { echo 'set -eo pipefail'; jq -r '.deploy.script[]' "$T/gitlab.json"; } >"$T/step.sh"
+  mkdir -p "$T/ws"
+  write_deploy "$T/ws"
+  run_step first bash "$T/step.sh"
+  first=$STEP_PID
+  wait_for_file "$T/deploy.started"
+  run_step second bash "$T/step.sh"
+  second=$STEP_PID
+  wait_until '[[ $(rcli zcard "lock:{deploy:prod}:queue") == 1 ]]'
+  # A job cancelled while it waits leaves the line...
+  kill -TERM "$second"
+  bg_wait "$second" 10
+  assert_equal "$BG_STATUS" 143
+  assert_equal "$(rcli zcard 'lock:{deploy:prod}:queue')" 0
+  # ...and one cancelled while it deploys frees the lock.
+  kill -TERM "$first"
+  bg_wait "$first" 10
+  assert_equal "$BG_STATUS" 143
+  run "$RLOCK" status deploy:prod
+  assert_equal "$status" 1
+}
+
+@test "Kubernetes: the CronJob says what it should; its command, in two pods at once, runs once" {
+  recipe_block kubernetes.md cronjob.yaml >"$T/cronjob.yaml"
+  yaml_json "$T/cronjob.yaml" >"$T/cronjob.json"
+  assert_equal "$(jq -r .kind "$T/cronjob.json")" CronJob
+  assert_equal "$(jq -r .spec.concurrencyPolicy "$T/cronjob.json")" Forbid
+  c='.spec.jobTemplate.spec.template.spec.containers[0]'
+  assert_equal "$(jq -r "$c.env[] | select(.name == \"RLOCK_URL\") | .value" "$T/cronjob.json")" \
+    redis://redis.internal:6379/0
+  jq -r "$c.env[] | select(.name == \"RLOCK_PASSWORD\") | .valueFrom.secretKeyRef.key" \
+    "$T/cronjob.json" | grep -qx password || fail "the password should come from a Secret"
+  mapfile -t argv < <(jq -r "$c.command[]" "$T/cronjob.json")
+  assert_equal "${argv[0]}" rlock
+  write_job
+  argv=("${argv[@]/\/opt\/report\/nightly.sh/$T/job.sh}")
+  for pod in a b; do
+    bg_start "pod-$pod" env -i PATH="$T/bin:/usr/bin:/bin" RLOCK_URL="$RLOCK_URL" "${argv[@]}"
+    eval "pid_$pod=\$BG_PID"
+  done
+  bg_wait "$pid_a"
+  assert_equal "$BG_STATUS" 0
+  bg_wait "$pid_b"
+  assert_equal "$BG_STATUS" 0
+  assert_equal "$(runs)" 1
+  assert_equal "$(cat "$T/pod-a.err" "$T/pod-b.err")" ""
+}
+
+@test "the stuck-lock runbook: status, the JSON line, break (answered at the prompt), status" {
+  command -v script >/dev/null || skip "script(1) is not installed"
+  # A holder that is stopped (Ctrl-Z, a debugger) and a job waiting behind it.
+  rlock_bg holder run --ttl 60s deploy:prod -- sleep 600
+  holder=$BG_PID
+  wait_until '[[ $(rcli exists "lock:{deploy:prod}") == 1 ]]'
+  kill -STOP "$holder"
+  rlock_bg waiter run --wait 60s deploy:prod -- sh -c 'touch "$0"; sleep 600' "$T/next.started"
+  wait_until '[[ $(rcli zcard "lock:{deploy:prod}:queue") == 1 ]]'
+  export PATH="$T/bin:$PATH"
+  run bash -e -c "$(recipe_block stuck-lock.md step1.sh)"
+  assert_success
+  assert_output --partial "deploy:prod: held"
+  assert_output --partial "waiter 1."
+  run bash -e -o pipefail -c "$(recipe_block stuck-lock.md step3.sh)"
+  assert_success
+  assert_output --regexp " pid $holder since [0-9T:.-]+Z, [0-9]+ ms left$"
+  # The operator answers y at the prompt.
+  step4=$(recipe_block stuck-lock.md step4.sh)
+  run bash -c "printf 'y\\n' | script -qec '${step4%%#*}' /dev/null"
+  assert_success
+  assert_output --partial "[y/N]"
+  wait_for_file "$T/next.started" 5
+  run bash -e -c "$(recipe_block stuck-lock.md step5.sh)"
+  assert_success
+  refute_output --partial "pid $holder "
+  kill -CONT "$holder"
+}
