@@ -84,7 +84,7 @@ shell_alive() {
   echo "$RLOCK run --ttl 30s jc -- sh -c 'sh $T/worker.sh $T & wait'" | keys
   wait_for_file "$T/n"
   ctrl_z
-  wait_until '[[ -n $(rlock_pid) ]] && _rlock_stopped $(rlock_pid)' 5
+  wait_until '[[ -n $(rlock_pid) ]] && _rlock_stopped $(rlock_pid)' 10
   n1=$(cat "$T/n")
   sleep 0.5 # the point: nothing of the command may run now
   assert_equal "$(cat "$T/n")" "$n1"
@@ -102,8 +102,11 @@ shell_alive() {
   shell
   echo "$RLOCK run --ttl 30s jc -- sh $T/tty.sh $T" | keys
   wait_for_file "$T/cmd"
+  cmd=$(cat "$T/cmd")
+  # Ctrl-Z once the command has the terminal (it reads the terminal's group itself)
+  wait_until "[[ \$(cat $T/tpgid 2>/dev/null) == $cmd ]]" 10
   ctrl_z
-  wait_until '[[ -n $(rlock_pid) ]] && _rlock_stopped $(rlock_pid)' 5
+  wait_until '[[ -n $(rlock_pid) ]] && _rlock_stopped $(rlock_pid)' 10
   echo bg | keys
   wait_until '_rlock_not_stopped $(rlock_pid)' 5
   sleep 0.3 # let the continued rlock do whatever it does with the terminal
@@ -117,8 +120,9 @@ shell_alive() {
   echo "$RLOCK run --ttl 30s jc -- sh $T/tty.sh $T" | keys
   wait_for_file "$T/cmd"
   cmd=$(cat "$T/cmd")
+  wait_until "[[ \$(cat $T/tpgid 2>/dev/null) == $cmd ]]" 10
   ctrl_z
-  wait_until '[[ -n $(rlock_pid) ]] && _rlock_stopped $(rlock_pid)' 5
+  wait_until '[[ -n $(rlock_pid) ]] && _rlock_stopped $(rlock_pid)' 10
   echo 'kill %1' | keys
   wait_until "_rlock_dead $cmd" 5
   shell_alive alive3
@@ -132,7 +136,7 @@ shell_alive() {
   cmd=$(cat "$T/cmd")
   wait_until "[[ \$(cat $T/tpgid) == $cmd ]]" 5
   kill -TSTP "$(rlock_pid)"
-  wait_until '_rlock_stopped $(rlock_pid)' 5
+  wait_until '_rlock_stopped $(rlock_pid)' 10
   shell_alive alive4
   echo fg | keys
   wait_until "[[ \$(cat $T/tpgid) == $cmd ]]" 5
