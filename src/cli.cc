@@ -74,12 +74,13 @@ void add_connection_options(CLI::App& app, Values& v) {
   auto opt = [&](const char* names, std::string& into, const char* value, const char* what) {
     app.add_option(names, into, what)->type_name(value)->group("Connection");
   };
-  // Several --url are reserved for Redlock quorum mode (refused in finish()).
+  // Several --url make a quorum lock (src/quorum.h).
   app.add_option("-u,--url", v.urls,
                  "Redis URL: redis://[USER[:PASS]@]HOST[:PORT][/DB], rediss://..., "
                  "unix:///PATH[?db=N], redis-sentinel://HOST[:PORT],.../MASTER[/DB], "
-                 "rediss-sentinel://...; default $RLOCK_URL, $REDIS_URL, "
-                 "redis://127.0.0.1:6379/0")
+                 "rediss-sentinel://...; default $RLOCK_URL (several separated by spaces), "
+                 "$REDIS_URL, redis://127.0.0.1:6379/0. Repeated: one independent master "
+                 "each, a quorum (Redlock) lock held on a majority of them")
       ->type_name("URL")
       ->group("Connection");
   opt("--user", v.g.user, "NAME", "ACL user name (overrides the URL's)");
@@ -411,9 +412,7 @@ void finish(Values& v) {
   if (v.sync_replicas)
     o.sync_replicas =
         whole_number(*v.sync_replicas, 1, 1000, "--sync-replicas", "a whole number from 1 to 1000");
-  if (v.urls.size() > 1)
-    throw_usage("several --url (Redlock quorum mode) are not supported yet: give one");
-  if (!v.urls.empty()) g.url = v.urls.front();
+  g.urls = v.urls;
   o.key = v.key;
 }
 

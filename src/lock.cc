@@ -216,8 +216,8 @@ std::string new_token() {
   return out;
 }
 
-void Lock::acquire(const std::string& token, Millis ttl, bool queue, const HolderInfo& info,
-                   long attempt, Done<AcquireReply> done, Millis timeout) {
+void SingleLock::acquire(const std::string& token, Millis ttl, bool queue, const HolderInfo& info,
+                         long attempt, Done<AcquireReply> done, Millis timeout) {
   Args argv{token,
             std::to_string(ttl.count()),
             std::to_string(limit_),
@@ -240,7 +240,8 @@ void Lock::acquire(const std::string& token, Millis ttl, bool queue, const Holde
                     {ScriptCall{&undo_script(), {token, std::to_string(attempt), names_.channel}}});
 }
 
-void Lock::extend(const std::string& token, Millis ttl, Done<ExtendReply> done, Millis timeout) {
+void SingleLock::extend(const std::string& token, Millis ttl, Done<ExtendReply> done,
+                        Millis timeout) {
   run<ExtendReply>(
       client_, extend_script(), names_, {token, std::to_string(ttl.count())},
       [](const Reply& r) {
@@ -299,8 +300,8 @@ void release_until(Client& c, const LockNames& n, Args argv, Clock::time_point u
 
 }  // namespace
 
-void Lock::release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
-                   Millis timeout) {
+void SingleLock::release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
+                         Millis timeout) {
   Millis window = timeout.count() > 0 ? timeout : client_.command_timeout();
   // The tombstone outlives every retry of this release.
   Millis tomb = std::min(window + Millis(5000), Millis(86'400'000));
@@ -310,13 +311,13 @@ void Lock::release(const std::string& token, Millis min_hold, Done<ReleaseReply>
   release_until(client_, names_, std::move(argv), later(Clock::now(), window), 0, std::move(done));
 }
 
-void Lock::leave(const std::string& token, Done<bool> done, Millis timeout) {
+void SingleLock::leave(const std::string& token, Done<bool> done, Millis timeout) {
   run<bool>(
       client_, leave_script(), names_, {token, names_.channel},
       [](const Reply& r) { return r.as_int("a leave reply") == 1; }, std::move(done), timeout);
 }
 
-void Lock::status(Done<LockStatus> done) {
+void SingleLock::status(Done<LockStatus> done) {
   run<LockStatus>(
       client_, status_script(), names_, {std::to_string(kStatusRecords)},
       [](const Reply& r) {
@@ -334,13 +335,13 @@ void Lock::status(Done<LockStatus> done) {
       std::move(done));
 }
 
-void Lock::break_lock(Done<long> done) {
+void SingleLock::break_lock(Done<long> done) {
   run<long>(
       client_, break_script(), names_, {names_.channel},
       [](const Reply& r) { return static_cast<long>(r.as_int("a break reply")); }, std::move(done));
 }
 
-void Lock::forget(Done<ForgetReply> done) {
+void SingleLock::forget(Done<ForgetReply> done) {
   run<ForgetReply>(
       client_, forget_script(), names_, {},
       [](const Reply& r) {
@@ -359,7 +360,22 @@ void Lock::forget(Done<ForgetReply> done) {
       std::move(done));
 }
 
-void Lock::confirm_replicas(int replicas, Millis budget, const std::string& what, Done<bool> done) {
+void SingleLock::commit_fence(const std::string& token, int64_t fence, Done<FenceReply> done,
+                              Millis timeout) {
+  run<FenceReply>(
+      client_, fence_script(), names_, {token, std::to_string(fence)},
+      [](const Reply& r) {
+        auto& e = r.as_array("a fence reply", 2);
+        FenceReply f;
+        f.counter = static_cast<int64_t>(e[0].as_int("a fence counter"));
+        f.held = e[1].as_int("a fence reply's holder flag") == 1;
+        return f;
+      },
+      std::move(done), timeout);
+}
+
+void SingleLock::confirm_replicas(int replicas, Millis budget, const std::string& what,
+                                  Done<bool> done) {
   // The server gives up a little before the client does, so that the answer
   // (how many confirmed) arrives instead of a timeout.
   Millis server = std::max(Millis(1), budget - std::min(budget / 4, Millis(500)));

@@ -49,6 +49,8 @@ struct Waiter {
   int64_t since_ms = 0;  // server time when it joined the queue
 };
 
+struct MasterStatus;
+
 struct LockStatus {
   int limit = 0;                // 0 = plain lock
   int64_t fence = 0;            // the last fence issued
@@ -57,6 +59,17 @@ struct LockStatus {
   std::vector<Waiter> waiters;  // in line order, the first kStatusRecords
   long holder_count = 0;        // all of them
   long waiter_count = 0;
+  /// Quorum mode: how many masters make a majority, and what each said (in
+  /// the URLs' order); the fields above are the quorum's view.
+  int quorum = 0;
+  std::vector<MasterStatus> masters;
+};
+
+/// What one master of a quorum says of the lock.
+struct MasterStatus {
+  std::string name;            // its URL for people (no password)
+  std::optional<Error> error;  // it did not answer
+  LockStatus status;           // what it said, when it answered
 };
 
 /// At most this many holders and waiters are listed by status (the counts
@@ -90,13 +103,25 @@ struct ForgetReply {
   long holders = 0, waiters = 0;  // InUse
 };
 
+/// The `fence` script's reply (quorum mode).
+struct FenceReply {
+  int64_t counter = 0;  // the fence counter afterwards
+  bool held = false;    // whether the token holds the lock on that master
+};
+
 /// How long a waiter's place in the line lives without a refresh.
 inline constexpr Millis kQueueLease{6000};
 
+/// The lock of one KEY: on one Redis deployment (SingleLock: a server, a
+/// Cluster, Sentinel's master), or on a quorum of independent masters
+/// (QuorumLock, quorum.h: Redlock). Every operation is asynchronous on the
+/// event loop and calls `done` exactly once.
 class Lock {
  public:
-  Lock(Client& client, LockNames names, int limit = 0)
-      : client_(client), names_(std::move(names)), limit_(limit) {}
+  Lock(LockNames names, int limit) : names_(std::move(names)), limit_(limit) {}
+  virtual ~Lock() = default;
+  Lock(const Lock&) = delete;
+  Lock& operator=(const Lock&) = delete;
 
   /// One attempt. With `queue`, a waiter that is not served joins (or keeps)
   /// its place in the line; without, it is told the lock is taken. A
@@ -104,40 +129,84 @@ class Lock {
   /// of one token (1, 2, …): if this one times out, an undo of exactly this
   /// attempt follows it on the same connection, and a later attempt's grant
   /// is out of its reach. A token that already holds gets its lease renewed.
-  void acquire(const std::string& token, Millis ttl, bool queue, const HolderInfo& info,
-               long attempt, Done<AcquireReply> done, Millis timeout = Millis(0));
+  /// The reply's ttl is how long after the attempt was sent the lease is
+  /// certain to last.
+  virtual void acquire(const std::string& token, Millis ttl, bool queue, const HolderInfo& info,
+                       long attempt, Done<AcquireReply> done, Millis timeout = Millis(0)) = 0;
   /// Renews the lease of `token` by `ttl` (0 = the TTL it was acquired with).
-  void extend(const std::string& token, Millis ttl, Done<ExtendReply> done,
-              Millis timeout = Millis(0));
+  virtual void extend(const std::string& token, Millis ttl, Done<ExtendReply> done,
+                      Millis timeout = Millis(0)) = 0;
   /// Releases (or, with min_hold, shortens to acquisition + min_hold). A
   /// release that fails because the connection broke is retried on a new one
   /// until `timeout` (0: the command timeout) has passed since the first try;
   /// the release leaves a tombstone so that a retry whose first try did
   /// release reports AlreadyReleased, not NotHeld.
-  void release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
-               Millis timeout = Millis(0));
+  virtual void release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
+                       Millis timeout = Millis(0)) = 0;
   /// Leaves the line; true if the token had a place.
-  void leave(const std::string& token, Done<bool> done, Millis timeout = Millis(0));
-  void status(Done<LockStatus> done);
+  virtual void leave(const std::string& token, Done<bool> done, Millis timeout = Millis(0)) = 0;
+  virtual void status(Done<LockStatus> done) = 0;
   /// Removes every holder and waiter; returns how many holders there were.
-  void break_lock(Done<long> done);
+  virtual void break_lock(Done<long> done) = 0;
   /// Removes every key of a free lock nobody waits on, its fence counter
   /// included (housekeeping: its fences start again).
-  void forget(Done<ForgetReply> done);
+  virtual void forget(Done<ForgetReply> done) = 0;
   /// WAIT for `replicas` replicas to confirm this client's writes so far (the
   /// lease just granted or renewed), on the lock's server, within `budget`.
   /// The outcome is an unavailable Error (69) naming `what` when fewer
   /// confirmed in time (--sync-replicas).
-  void confirm_replicas(int replicas, Millis budget, const std::string& what, Done<bool> done);
+  virtual void confirm_replicas(int replicas, Millis budget, const std::string& what,
+                                Done<bool> done) = 0;
 
+  /// The deployments the lock lives on: one, or every master of a quorum (in
+  /// the URLs' order).
+  virtual std::vector<Client*> clients() = 0;
+  /// Waiters line up first come, first served. A quorum has no line (the
+  /// masters' lines could disagree): its waiters try again when they hear a
+  /// release.
+  virtual bool fair() const { return true; }
+
+  Loop& loop() { return clients().front()->loop(); }
+  Millis command_timeout() { return clients().front()->command_timeout(); }
+  /// This process holds or waits for a while: watch for failovers.
+  void stay() {
+    for (Client* c : clients()) c->stay();
+  }
   const LockNames& names() const { return names_; }
-  Client& client() { return client_; }
   int limit() const { return limit_; }
+
+ protected:
+  LockNames names_;
+  int limit_;
+};
+
+/// The lock on one Redis deployment: each operation is one script there.
+class SingleLock : public Lock {
+ public:
+  SingleLock(Client& client, LockNames names, int limit = 0)
+      : Lock(std::move(names), limit), client_(client) {}
+
+  void acquire(const std::string& token, Millis ttl, bool queue, const HolderInfo& info,
+               long attempt, Done<AcquireReply> done, Millis timeout = Millis(0)) override;
+  void extend(const std::string& token, Millis ttl, Done<ExtendReply> done,
+              Millis timeout = Millis(0)) override;
+  void release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
+               Millis timeout = Millis(0)) override;
+  void leave(const std::string& token, Done<bool> done, Millis timeout = Millis(0)) override;
+  void status(Done<LockStatus> done) override;
+  void break_lock(Done<long> done) override;
+  void forget(Done<ForgetReply> done) override;
+  void confirm_replicas(int replicas, Millis budget, const std::string& what,
+                        Done<bool> done) override;
+  std::vector<Client*> clients() override { return {&client_}; }
+
+  /// Quorum mode: raises the fence counter to at least `fence` and, if
+  /// `token` holds, records that fence as its own.
+  void commit_fence(const std::string& token, int64_t fence, Done<FenceReply> done, Millis timeout);
+  Client& client() { return client_; }
 
  private:
   Client& client_;
-  LockNames names_;
-  int limit_;
 };
 
 /// Who holds the lock, in words for people: "held by ci-4 pid 22836

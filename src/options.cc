@@ -113,11 +113,24 @@ const char* describe(PasswordSource s) {
   return "none";
 }
 
-std::string effective_url(const GlobalOptions& g) {
-  if (!g.url.empty()) return g.url;
-  if (const char* u = env("RLOCK_URL")) return u;
-  if (const char* u = env("REDIS_URL")) return u;
-  return std::string(kDefaultUrl);
+std::vector<std::string> effective_urls(const GlobalOptions& g) {
+  if (!g.urls.empty()) return g.urls;
+  if (const char* u = env("RLOCK_URL")) {
+    std::vector<std::string> out;
+    std::string_view s(u);
+    while (!s.empty()) {
+      auto start = s.find_first_not_of(" \t\n");
+      if (start == std::string_view::npos) break;
+      s.remove_prefix(start);
+      auto end = s.find_first_of(" \t\n");
+      out.emplace_back(s.substr(0, end));
+      if (end == std::string_view::npos) break;
+      s.remove_prefix(end);
+    }
+    if (!out.empty()) return out;
+  }
+  if (const char* u = env("REDIS_URL")) return {u};
+  return {std::string(kDefaultUrl)};
 }
 
 namespace {
@@ -155,11 +168,10 @@ SentinelConfig sentinel_config(const GlobalOptions& g, SentinelUrl url) {
 
 }  // namespace
 
-ConnectionConfig connection_config(const GlobalOptions& g) {
+ConnectionConfig connection_config(const GlobalOptions& g, const std::string& url) {
   ConnectionConfig c;
   if (g.connect_timeout.count() <= 0 || g.timeout.count() <= 0)
     throw_usage("--connect-timeout and --timeout must be greater than zero");
-  std::string url = effective_url(g);
   if (is_sentinel_url(url)) {
     SentinelUrl su = parse_sentinel_url(url);
     c.endpoint = su.master;

@@ -12,7 +12,7 @@ namespace rlock {
 
 /// Connection and output options: accepted before or after the subcommand.
 struct GlobalOptions {
-  std::string url;                     // --url; empty = RLOCK_URL, REDIS_URL, default
+  std::vector<std::string> urls;       // --url (several: quorum mode); empty = the environment
   std::string user;                    // --user (ACL user), overrides the URL's
   std::string password_file;           // --password-file
   std::string sentinel_user;           // --sentinel-user: the sentinels' own ACL user
@@ -53,15 +53,17 @@ inline constexpr size_t kMaxPasswordFile = 4096;
 std::string read_password_file(const std::string& path, Millis limit,
                                const char* flag = "--password-file");
 
-/// The URL to use: --url, then RLOCK_URL, then REDIS_URL, then the default.
-std::string effective_url(const GlobalOptions& g);
+/// The URLs to use: every --url; else RLOCK_URL, which may hold several
+/// separated by spaces (commas already separate a Sentinel URL's hosts); else
+/// REDIS_URL; else the default. Several are quorum mode.
+std::vector<std::string> effective_urls(const GlobalOptions& g);
 
-/// Builds the connection settings: URL, then password precedence (URL,
+/// Builds the connection settings of `url`: then password precedence (URL,
 /// --password-file, RLOCK_PASSWORD, REDISCLI_AUTH), the sentinels' own
 /// credentials (--sentinel-user; --sentinel-password-file, then
 /// RLOCK_SENTINEL_PASSWORD), TLS flags (a --tls-* file flag with redis:// is a
 /// usage error naming rediss://), timeouts, and -v.
-ConnectionConfig connection_config(const GlobalOptions& g);
+ConnectionConfig connection_config(const GlobalOptions& g, const std::string& url);
 
 /// Checks the locking options for contradictions (zero TTL, --limit < 0 …).
 void validate(const LockOptions& o);

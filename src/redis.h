@@ -188,6 +188,8 @@ class Client {
   virtual void stay() {}
   /// The command timeout callers should assume.
   virtual Millis command_timeout() const = 0;
+  /// The deployment for people: its URL without the password.
+  virtual std::string name() const = 0;
   virtual Loop& loop() = 0;
 
  protected:

@@ -537,6 +537,14 @@ void Router::stay() {
   });
 }
 
+std::string Router::name() const {
+  if (!cfg_.sentinel) return cfg_.endpoint.display();
+  std::string hosts;
+  for (auto& s : cfg_.sentinel->sentinels) hosts += (hosts.empty() ? "" : ",") + s.address();
+  return fmt::format("{}://{}/{}", cfg_.endpoint.tls ? "rediss-sentinel" : "redis-sentinel",
+                     escape_text(hosts), escape_text(cfg_.sentinel->master_name));
+}
+
 std::unique_ptr<Client> make_client(Loop& loop, const ConnectionConfig& cfg) {
   return std::make_unique<Router>(loop, cfg);
 }

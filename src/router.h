@@ -38,6 +38,7 @@ class Router : public Client {
   void masters(Done<std::vector<std::string>> done) override;
   void stay() override;
   Millis command_timeout() const override { return cfg_.command_timeout; }
+  std::string name() const override;
   Loop& loop() override { return loop_; }
 
  private:

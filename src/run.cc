@@ -12,10 +12,10 @@
 #include <unistd.h>
 
 #include "child.h"
-#include "commands/commands.h"
 #include "duration.h"
 #include "output.h"
 #include "progress.h"
+#include "session.h"
 #include "signals.h"
 #include "subscription.h"
 #include "waiter.h"
@@ -64,7 +64,7 @@ class Runner {
     WaitSpec spec{opts_.ttl, opts_.wait, opts_.no_wait,
                   local_holder_info(join_command(cmd_), static_cast<long>(getpid())),
                   opts_.sync_replicas};
-    acquirer_ = std::make_unique<Acquirer>(lock_, token_, spec);
+    acquirer_ = std::make_unique<Acquirer>(*lock_, token_, spec);
     acquirer_->on_progress([this](const WaitProgress& p) { reporter_.report(p); });
     acquirer_->start([this](Outcome<Acquired> o) { on_acquired(std::move(o)); });
     // The guard is forked once the first request is on its way (timers run
@@ -155,12 +155,12 @@ class Runner {
     // The TTL in the reply is the server's word: kept within what rlock asked.
     acquired_.ttl = std::clamp(acquired_.ttl, Millis(0), opts_.ttl);
     deadline_ = later(acquired_.sent, acquired_.ttl);
-    log_verbose(fmt::format("acquired '{}' (fence {}, ttl {})", lock_.names().key, acquired_.fence,
+    log_verbose(fmt::format("acquired '{}' (fence {}, ttl {})", lock_->names().key, acquired_.fence,
                             format_duration(acquired_.ttl)));
     SpawnSpec spec;
     spec.argv =
         cmd_.shell.empty() ? cmd_.argv : std::vector<std::string>{"/bin/sh", "-c", cmd_.shell};
-    spec.env = {"RLOCK_KEY=" + lock_.names().key, "RLOCK_TOKEN=" + token_,
+    spec.env = {"RLOCK_KEY=" + lock_->names().key, "RLOCK_TOKEN=" + token_,
                 fmt::format("RLOCK_FENCE={}", acquired_.fence)};
     // What the command leaves behind is reparented to rlock, which reaps it.
     become_subreaper();
@@ -178,8 +178,8 @@ class Runner {
     schedule_renewal(later(acquired_.sent, acquired_.ttl / 3));
     // A short command never pays for the subscription; the check that follows
     // it covers a break in between.
-    resubscribe_timer_ = loop().after(kListenAfter, [this] {
-      resubscribe_timer_ = 0;
+    listen_timer_ = loop().after(kListenAfter, [this] {
+      listen_timer_ = 0;
       watch_for_break();
     });
     reap();  // the child may already have ended
@@ -215,8 +215,8 @@ class Runner {
     renewing_ = true;
     auto sent = Clock::now();
     auto left = std::chrono::duration_cast<Millis>(lost_at() - sent);
-    Millis timeout = std::max(Millis(10), std::min(session_.client->command_timeout(), left));
-    lock_.extend(
+    Millis timeout = std::max(Millis(10), std::min(lock_->command_timeout(), left));
+    lock_->extend(
         token_, acquired_.ttl,
         [this, sent, timeout](Outcome<ExtendReply> o) {
           renewing_ = false;
@@ -238,13 +238,13 @@ class Runner {
           Millis budget = std::max(
               Millis(10),
               std::min(timeout, std::chrono::duration_cast<Millis>(lost_at() - Clock::now())));
-          lock_.confirm_replicas(opts_.sync_replicas, budget, "the renewal",
-                                 [this, sent, deadline](Outcome<bool> c) {
-                                   renewing_ = false;
-                                   if (lost_ || !holding()) return;
-                                   if (c.error) return renewal_failed(c.error->what());
-                                   renewed(sent, deadline);
-                                 });
+          lock_->confirm_replicas(opts_.sync_replicas, budget, "the renewal",
+                                  [this, sent, deadline](Outcome<bool> c) {
+                                    renewing_ = false;
+                                    if (lost_ || !holding()) return;
+                                    if (c.error) return renewal_failed(c.error->what());
+                                    renewed(sent, deadline);
+                                  });
         },
         timeout);
   }
@@ -267,20 +267,20 @@ class Runner {
   }
 
   // A holder hears about a `break` (or a release of its token by someone
-  // else) on the lock's release channel and checks its lease at once, instead
-  // of running on until its next renewal. Set up only once the command runs,
-  // so it costs the acquisition nothing; a lost subscription is taken up again
-  // (the renewals stay the safety net either way).
+  // else) on the lock's release channel (on every master of a quorum) and
+  // checks its lease at once, instead of running on until its next renewal.
+  // Set up only once the command runs, so it costs the acquisition nothing;
+  // a subscription lost to an outage is taken up again (the renewals stay the
+  // safety net either way).
   void watch_for_break() {
-    if (!holding() || lost_) return;
-    lock_.client().stay();  // and for failovers (Sentinel)
-    if (holder_sub_) return holder_sub_->start();
+    if (!holding() || lost_ || holder_subs_) return;
+    lock_->stay();  // and for failovers (Sentinel)
     Subscription::Events ev;
     ev.message = [this](const std::string& what) {
       if (what != "break" && what != token_) return;
       heard_ = what == "break" ? "it was broken (rlock break)"
                                : "it was released with its token by another process";
-      log_verbose(fmt::format("heard on {}: {}; checking the lease", lock_.names().channel,
+      log_verbose(fmt::format("heard on {}: {}; checking the lease", lock_->names().channel,
                               escape_text(what)));
       renew();
     };
@@ -288,38 +288,29 @@ class Runner {
     // not heard: check the lease once now.
     ev.ready = [this] { renew(); };
     ev.failed = [this](const Error& e) {
-      if (e.kind() != ErrorKind::Unavailable) {
-        // An ACL without the channel: the release, which publishes there, will
-        // be refused too. Say so now, while the command runs.
-        log_error(fmt::format(
-            "warning: {}: a break will only be noticed at the next renewal, and the release "
-            "will be refused too (the ACL user needs '&{}*')",
-            e.what(), escape_text(lock_.names().prefix)));
+      if (e.kind() == ErrorKind::Unavailable) {
+        log_verbose(fmt::format("release channel: {}; subscribing again", e.what()));
         return;
       }
-      log_verbose(fmt::format("release channel: {}; subscribing again", e.what()));
-      resubscribe_later();
+      // An ACL without the channel: the release, which publishes there, will
+      // be refused too. Say so now, while the command runs.
+      log_error(fmt::format(
+          "warning: {}: a break will only be noticed at the next renewal, and the release "
+          "will be refused too (the ACL user needs '&{}*')",
+          e.what(), escape_text(lock_->names().prefix)));
     };
-    holder_sub_ =
-        std::make_unique<Subscription>(lock_.client(), lock_.names().channel, std::move(ev));
-    holder_sub_->start();
-  }
-
-  void resubscribe_later() {
-    loop().cancel(resubscribe_timer_);
-    resubscribe_timer_ = loop().after(Millis(1000), [this] {
-      resubscribe_timer_ = 0;
-      watch_for_break();
-    });
+    holder_subs_ =
+        std::make_unique<Subscriptions>(lock_->clients(), lock_->names().channel, std::move(ev));
+    holder_subs_->start();
   }
 
   void drop_subscription() {
-    loop().cancel(resubscribe_timer_);
-    resubscribe_timer_ = 0;
-    if (!holder_sub_) return;
+    loop().cancel(listen_timer_);
+    listen_timer_ = 0;
+    if (!holder_subs_) return;
     // Not destroyed here: this may run inside one of its own callbacks.
-    std::shared_ptr<Subscription> sub(std::move(holder_sub_));
-    loop().after(Millis(0), [sub] {});
+    std::shared_ptr<Subscriptions> subs(std::move(holder_subs_));
+    loop().after(Millis(0), [subs] {});
   }
 
   void lease_lost(const std::string& why) {
@@ -331,19 +322,19 @@ class Runner {
       case OnLost::Term:
         log_error(
             fmt::format("lost the lock '{}': {}; sending SIGTERM to the command (SIGKILL in {})",
-                        lock_.names().key, why, format_duration(opts_.kill_after)));
+                        lock_->names().key, why, format_duration(opts_.kill_after)));
         child_->signal_group(SIGTERM);
         if (stopped_ || (child_->stopped())) child_->signal_group(SIGCONT);
         arm_kill_timer();
         break;
       case OnLost::Kill:
         log_error(
-            fmt::format("lost the lock '{}': {}; killing the command", lock_.names().key, why));
+            fmt::format("lost the lock '{}': {}; killing the command", lock_->names().key, why));
         child_->signal_group(SIGKILL);
         break;
       case OnLost::Warn:
         log_error(fmt::format("warning: lost the lock '{}': {}; the command runs on without it",
-                              lock_.names().key, why));
+                              lock_->names().key, why));
         break;
     }
   }
@@ -449,9 +440,9 @@ class Runner {
   // the key ours, and the release is token-checked. A release that finds the
   // token no longer holding reports the loss (SPEC: a loss is never hidden).
   void release_and_exit(int code) {
-    lock_.release(token_, opts_.min_hold, [this, code](Outcome<ReleaseReply> o) {
+    lock_->release(token_, opts_.min_hold, [this, code](Outcome<ReleaseReply> o) {
       int status = code;
-      const std::string& key = lock_.names().key;
+      const std::string& key = lock_->names().key;
       if (o.error) {
         log_error(fmt::format("could not release '{}': {}; it expires by itself within {}", key,
                               o.error->what(), format_duration(acquired_.ttl)));
@@ -481,17 +472,17 @@ class Runner {
   LockOptions opts_;
   RunCommand cmd_;
   Session session_;
-  Lock lock_;
+  std::unique_ptr<Lock> lock_;
   std::string token_;
   WaitReporter reporter_{session_.loop, opts_.key, opts_.limit};
   std::unique_ptr<Acquirer> acquirer_;
   std::optional<Child> child_;
   GroupGuard guard_;
-  std::unique_ptr<Subscription> holder_sub_;
+  std::unique_ptr<Subscriptions> holder_subs_;
   Acquired acquired_;
   Clock::time_point deadline_;
   Loop::TimerId renew_timer_ = 0, lost_timer_ = 0, kill_timer_ = 0, group_timer_ = 0,
-                resubscribe_timer_ = 0, guard_timer_ = 0;
+                listen_timer_ = 0, guard_timer_ = 0;
   bool guard_stood_down_ = false;
   bool lost_ = false, stopped_ = false, draining_ = false, renewing_ = false, recheck_ = false;
   std::optional<int> command_status_;

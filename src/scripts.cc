@@ -373,6 +373,21 @@ if n > 0 then return {1} end
 return {0}
 )lua";
 
+// Quorum mode (several masters, docs/PROTOCOL.md "Quorum mode"): raises the
+// fence counter to at least ARGV[2]; if ARGV[1] holds the lock here, its
+// record gets that fence. Returns {the counter, 1 if ARGV[1] holds here}.
+constexpr std::string_view kFence = R"lua(
+local tok, f = ARGV[1], tonumber(ARGV[2])
+local cur = tonumber(redis.call('GET', FENCE) or '0') or 0
+if f > cur then
+  redis.call('SET', FENCE, f)
+  cur = f
+end
+if not held_by(tok) then return {cur, 0} end
+redis.call('HSET', hkey(tok), 'fence', f)
+return {cur, 1}
+)lua";
+
 // Digests come from the compiler (sha1.h): no hashing at run time.
 template <const std::string_view& Body>
 Script make(const char* name, bool read_only = false) {
@@ -418,6 +433,10 @@ const Script& break_script() {
 }
 const Script& forget_script() {
   static const Script s = make<kForget>("forget");
+  return s;
+}
+const Script& fence_script() {
+  static const Script s = make<kFence>("fence");
   return s;
 }
 

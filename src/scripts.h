@@ -32,6 +32,7 @@ const Script& undo_script();
 const Script& status_script();
 const Script& break_script();
 const Script& forget_script();
+const Script& fence_script();
 
 /// The Lua every script starts with (shared helpers); a script's own part is
 /// its source after this prefix. Exposed so tests can check docs/PROTOCOL.md.

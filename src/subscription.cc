@@ -106,4 +106,41 @@ void Subscription::drop() {
   client_->loop().after(Millis(0), [old] {});
 }
 
+Subscriptions::Subscriptions(std::vector<Client*> clients, const std::string& channel,
+                             Subscription::Events events, Millis retry)
+    : loop_(clients.front()->loop()), ev_(std::move(events)), retry_(retry) {
+  timers_.resize(clients.size(), 0);
+  auto alive = alive_;
+  for (size_t i = 0; i < clients.size(); ++i) {
+    Subscription::Events ev;
+    ev.message = [this, alive](const std::string& payload) {
+      if (*alive) ev_.message(payload);
+    };
+    ev.ready = [this, alive] {
+      if (*alive) ev_.ready();
+    };
+    ev.failed = [this, alive, i](const Error& e) {
+      if (!*alive) return;
+      ev_.failed(e);
+      if (e.kind() != ErrorKind::Unavailable) return;
+      loop_.cancel(timers_[i]);
+      timers_[i] = loop_.after(retry_, [this, alive, i] {
+        if (!*alive) return;
+        timers_[i] = 0;
+        subs_[i]->start();
+      });
+    };
+    subs_.push_back(std::make_unique<Subscription>(*clients[i], channel, std::move(ev)));
+  }
+}
+
+Subscriptions::~Subscriptions() {
+  *alive_ = false;
+  for (auto t : timers_) loop_.cancel(t);
+}
+
+void Subscriptions::start() {
+  for (auto& s : subs_) s->start();
+}
+
 }  // namespace rlock

@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "redis.h"
 
@@ -56,6 +57,30 @@ class Subscription {
   Events ev_;
   std::unique_ptr<Connection> conn_;
   unsigned generation_ = 0;  // of start(); a late answer for an older one is ignored
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+/// One channel on every deployment a lock lives on (every master of a
+/// quorum): a message on any of them is a message, each (re)subscription is
+/// `ready`, every failure goes to `failed`; one that is an outage (69) starts
+/// again by itself after `retry`, any other (an ACL that refuses the channel)
+/// is left for good.
+class Subscriptions {
+ public:
+  Subscriptions(std::vector<Client*> clients, const std::string& channel,
+                Subscription::Events events, Millis retry = Millis(1000));
+  ~Subscriptions();
+  Subscriptions(const Subscriptions&) = delete;
+  Subscriptions& operator=(const Subscriptions&) = delete;
+
+  void start();
+
+ private:
+  Loop& loop_;
+  Subscription::Events ev_;
+  Millis retry_;
+  std::vector<std::unique_ptr<Subscription>> subs_;
+  std::vector<Loop::TimerId> timers_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

@@ -16,17 +16,30 @@ namespace {
 // published nothing (a foreign client, an expiry) is noticed quickly.
 constexpr Millis kHeadRecheck{1000};
 
+// Quorum mode: the most a waiter waits, at random, before it tries after a
+// release or a failed vote.
+constexpr Millis kRetryJitter{100};
+
 }  // namespace
 
 Acquirer::Acquirer(Lock& lock, std::string token, WaitSpec spec)
-    : lock_(lock), token_(std::move(token)), spec_(std::move(spec)) {
+    : lock_(lock),
+      token_(std::move(token)),
+      spec_(std::move(spec)),
+      rng_(static_cast<unsigned>(std::hash<std::string>{}(token_))) {
   if (spec_.wait && spec_.wait->count() == 0) spec_.no_wait = true;
+}
+
+Millis Acquirer::jitter(Millis most) {
+  if (most.count() <= 0) return Millis(0);
+  return Millis(std::uniform_int_distribution<Millis::rep>(0, most.count())(rng_));
 }
 
 Acquirer::~Acquirer() {
   *alive_ = false;
-  Loop& loop = lock_.client().loop();
+  Loop& loop = lock_.loop();
   loop.cancel(retry_timer_);
+  loop.cancel(resubscribe_timer_);
   loop.cancel(deadline_timer_);
 }
 
@@ -41,17 +54,23 @@ void Acquirer::start(Done<Acquired> done) {
 
 void Acquirer::start_waiting() {
   probing_ = false;
-  lock_.client().stay();
+  lock_.stay();
   auto alive = alive_;
-  Loop& loop = lock_.client().loop();
+  Loop& loop = lock_.loop();
   if (spec_.wait) {
     deadline_timer_ = loop.after(*spec_.wait, [this, alive] {
       if (!*alive || finished_) return;
       deadline_timer_ = 0;
       std::string who = last_ ? " (" + holder_text(*last_) + ")" : "";
-      Error e(ErrorKind::NotAcquired,
-              fmt::format("gave up waiting for '{}' after {}{}", lock_.names().key,
-                          format_duration(*spec_.wait), who));
+      // Still unable to reach Redis (fewer than a majority of a quorum's
+      // masters): that is the reason, 69, not "someone else has it".
+      Error e = outage_error_ && outage_since_
+                    ? Error(ErrorKind::Unavailable,
+                            fmt::format("gave up waiting for '{}' after {}: {}", lock_.names().key,
+                                        format_duration(*spec_.wait), outage_error_->what()))
+                    : Error(ErrorKind::NotAcquired,
+                            fmt::format("gave up waiting for '{}' after {}{}", lock_.names().key,
+                                        format_duration(*spec_.wait), who));
       cancel([this, alive, e] {
         if (*alive) done_(Outcome<Acquired>{e, {}});
       });
@@ -61,6 +80,7 @@ void Acquirer::start_waiting() {
 }
 
 void Acquirer::subscribe() {
+  if (!lock_.fair()) return listen_for_releases();
   auto alive = alive_;
   Subscription::Events ev;
   ev.message = [this, alive](const std::string&) {
@@ -76,12 +96,39 @@ void Acquirer::subscribe() {
   ev.failed = [this, alive](const Error& e) {
     if (!*alive || finished_) return;
     log_verbose(fmt::format("wake-up channel: {}", e.what()));
-    if (ride_out(e, [this] { sub_->start(); })) return;
+    if (ride_out(e, resubscribe_timer_, [this] { sub_->start(); })) return;
     fail_with_cleanup(e);
   };
-  sub_ = std::make_unique<Subscription>(lock_.client(), lock_.names().waiter_channel(token_),
-                                        std::move(ev));
+  sub_ = std::make_unique<Subscription>(*lock_.clients().front(),
+                                        lock_.names().waiter_channel(token_), std::move(ev));
   sub_->start();
+}
+
+// A quorum has no line: a waiter listens for releases on every master (any
+// release may free the lock) and tries again when it hears one, or when its
+// re-check comes, after a random pause so that waiters woken together do not
+// split the masters' votes forever (the Redlock paper's randomised retry).
+void Acquirer::listen_for_releases() {
+  auto alive = alive_;
+  Subscription::Events ev;
+  ev.message = [this, alive](const std::string&) {
+    if (!*alive || finished_) return;
+    log_verbose(fmt::format("heard a release on {}", lock_.names().channel));
+    schedule(jitter(kRetryJitter));
+  };
+  ev.ready = [this, alive] {
+    if (!*alive || finished_) return;
+    attempt();  // nothing can have been missed before this
+  };
+  ev.failed = [this, alive](const Error& e) {
+    if (!*alive || finished_) return;
+    log_verbose(fmt::format("release channel: {}", e.what()));
+    // An outage is ridden out by the attempts (and the subscription comes
+    // back by itself); a refusal is not going away.
+    if (e.kind() != ErrorKind::Unavailable) fail_with_cleanup(e);
+  };
+  subs_ = std::make_unique<Subscriptions>(lock_.clients(), lock_.names().channel, std::move(ev));
+  subs_->start();
 }
 
 void Acquirer::attempt() {
@@ -90,13 +137,13 @@ void Acquirer::attempt() {
     again_ = true;
     return;
   }
-  lock_.client().loop().cancel(retry_timer_);
+  lock_.loop().cancel(retry_timer_);
   retry_timer_ = 0;
   in_flight_ = true;
   sent_ = Clock::now();
   auto alive = alive_;
-  lock_.acquire(token_, spec_.ttl, !spec_.no_wait && !probing_, spec_.info, ++attempts_,
-                [this, alive](Outcome<AcquireReply> o) {
+  lock_.acquire(token_, spec_.ttl, !spec_.no_wait && !probing_ && lock_.fair(), spec_.info,
+                ++attempts_, [this, alive](Outcome<AcquireReply> o) {
                   if (*alive) on_reply(std::move(o));
                 });
 }
@@ -106,7 +153,7 @@ void Acquirer::on_reply(Outcome<AcquireReply> o) {
   if (finished_) return;
   if (o.error) {
     // The attempt may have reached the server before the failure: clean up.
-    if (ride_out(*o.error, [this] { attempt(); })) return;
+    if (ride_out(*o.error, retry_timer_, [this] { attempt(); })) return;
     if (o.error->kind() == ErrorKind::Unavailable || o.error->kind() == ErrorKind::Protocol)
       return fail_with_cleanup(*o.error);
     return finish({o.error, {}});
@@ -118,7 +165,7 @@ void Acquirer::on_reply(Outcome<AcquireReply> o) {
     // Not a grant until the replicas confirm it: a failover to one that had
     // not seen it would give the lock away again.
     auto alive = alive_;
-    Millis budget = std::max(Millis(1), std::min(lock_.client().command_timeout(), a.ttl / 2));
+    Millis budget = std::max(Millis(1), std::min(lock_.command_timeout(), a.ttl / 2));
     return lock_.confirm_replicas(spec_.sync_replicas, budget, "the lease",
                                   [this, alive, a](Outcome<bool> o) {
                                     if (!*alive || finished_) return;
@@ -126,11 +173,11 @@ void Acquirer::on_reply(Outcome<AcquireReply> o) {
                                     granted(a);
                                   });
   }
-  if (a.state == AcquireReply::State::Taken && !spec_.no_wait) {
+  if (a.state == AcquireReply::State::Taken && !spec_.no_wait && probing_) {
     last_ = a;
     return start_waiting();
   }
-  if (a.state == AcquireReply::State::Taken) {
+  if (a.state == AcquireReply::State::Taken && spec_.no_wait) {
     return finish({Error(ErrorKind::NotAcquired,
                          fmt::format("'{}' is {}", lock_.names().key, holder_text(a))),
                    {}});
@@ -142,7 +189,9 @@ void Acquirer::on_reply(Outcome<AcquireReply> o) {
     again_ = false;
     return attempt();
   }
-  bool turn_near = a.position >= 0 && a.position < std::max<long>(a.free, 1);
+  // Without a line (a quorum) every waiter re-checks like the head of one,
+  // with a random part.
+  bool turn_near = !lock_.fair() || (a.position >= 0 && a.position < std::max<long>(a.free, 1));
   Millis delay = kQueueLease / 3;
   if (turn_near) {
     delay = kHeadRecheck;
@@ -150,7 +199,7 @@ void Acquirer::on_reply(Outcome<AcquireReply> o) {
       if (h.ttl_left.count() >= 0) delay = std::min(delay, h.ttl_left + Millis(5));
     delay = std::max(delay, Millis(20));
   }
-  schedule(delay);
+  schedule(lock_.fair() ? delay : delay + jitter(kRetryJitter));
 }
 
 void Acquirer::granted(const AcquireReply& a) {
@@ -159,8 +208,9 @@ void Acquirer::granted(const AcquireReply& a) {
 }
 
 void Acquirer::schedule(Millis delay) {
+  lock_.loop().cancel(retry_timer_);
   auto alive = alive_;
-  retry_timer_ = lock_.client().loop().after(delay, [this, alive] {
+  retry_timer_ = lock_.loop().after(delay, [this, alive] {
     if (!*alive) return;
     retry_timer_ = 0;
     attempt();
@@ -173,21 +223,22 @@ void Acquirer::finish(Outcome<Acquired> o) {
   done_(std::move(o));
 }
 
-bool Acquirer::ride_out(const Error& e, std::function<void()> retry) {
+bool Acquirer::ride_out(const Error& e, Loop::TimerId& timer, std::function<void()> retry) {
   // Only once waiting: a first contact that fails is reported at once (69).
   if (probing_ || spec_.no_wait || e.kind() != ErrorKind::Unavailable) return false;
   auto now = Clock::now();
   if (!outage_since_) outage_since_ = now;
+  outage_error_ = e;
   auto down = std::chrono::duration_cast<Millis>(now - *outage_since_);
   if (down >= kOutageBudget) return false;
   Millis backoff = std::clamp(down / 4, Millis(250), Millis(2000));
   log_verbose(fmt::format("Redis unavailable while waiting ({}); retrying in {}", e.what(),
                           format_duration(backoff)));
   auto alive = alive_;
-  lock_.client().loop().cancel(retry_timer_);
-  retry_timer_ = lock_.client().loop().after(backoff, [this, alive, retry = std::move(retry)] {
+  lock_.loop().cancel(timer);
+  timer = lock_.loop().after(backoff, [this, alive, &timer, retry = std::move(retry)] {
     if (!*alive || finished_) return;
-    retry_timer_ = 0;
+    timer = 0;
     retry();
   });
   return true;
@@ -195,14 +246,19 @@ bool Acquirer::ride_out(const Error& e, std::function<void()> retry) {
 
 void Acquirer::stop() {
   finished_ = true;
-  Loop& loop = lock_.client().loop();
+  Loop& loop = lock_.loop();
   loop.cancel(retry_timer_);
+  loop.cancel(resubscribe_timer_);
   loop.cancel(deadline_timer_);
   report(WaitProgress::Kind::Stopped);
+  // Not destroyed here: this may run inside one of their own callbacks.
   if (sub_) {
-    // Not destroyed here: this may run inside one of its own callbacks.
     std::shared_ptr<Subscription> sub(std::move(sub_));
     loop.after(Millis(0), [sub] {});
+  }
+  if (subs_) {
+    std::shared_ptr<Subscriptions> subs(std::move(subs_));
+    loop.after(Millis(0), [subs] {});
   }
 }
 
@@ -222,7 +278,7 @@ void Acquirer::cancel(std::function<void()> done) {
   // but waited for only briefly: giving up on a server that does not answer
   // must not take a second --timeout (a timed-out attempt's own undo already
   // follows it on its connection; anything left expires with its lease).
-  Millis bound = std::min(lock_.client().command_timeout(), kCleanupBound);
+  Millis bound = std::min(lock_.command_timeout(), kCleanupBound);
   auto remaining = std::make_shared<int>(2);
   auto step = [remaining, done = std::move(done)](auto&&) {
     if (--*remaining == 0) done();

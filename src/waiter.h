@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <random>
 
 #include "lock.h"
 #include "subscription.h"
@@ -76,6 +77,8 @@ class Acquirer {
  private:
   void start_waiting();
   void subscribe();
+  void listen_for_releases();
+  Millis jitter(Millis most);
   void attempt();
   void on_reply(Outcome<AcquireReply> o);
   void granted(const AcquireReply& a);
@@ -85,8 +88,9 @@ class Acquirer {
   void stop();
   void fail_with_cleanup(Error e);
   /// While waiting, an unavailable Redis is retried (with backoff) for up to
-  /// kOutageBudget of continuous failure; true if a retry was scheduled.
-  bool ride_out(const Error& e, std::function<void()> retry);
+  /// kOutageBudget of continuous failure (`retry` runs on `timer`); true if a retry was
+  /// scheduled.
+  bool ride_out(const Error& e, Loop::TimerId& timer, std::function<void()> retry);
   void report(WaitProgress::Kind kind, const AcquireReply* a = nullptr, int64_t fence = 0);
   std::string holder_text(const AcquireReply& a) const;
 
@@ -95,14 +99,18 @@ class Acquirer {
   WaitSpec spec_;
   Done<Acquired> done_;
   std::function<void(const WaitProgress&)> progress_;
-  std::unique_ptr<Subscription> sub_;
-  Loop::TimerId retry_timer_ = 0, deadline_timer_ = 0;
+  std::unique_ptr<Subscription> sub_;    // its own wake-up channel (a line)
+  std::unique_ptr<Subscriptions> subs_;  // the release channel of every master (a quorum)
+  // the attempts' and the wake-up channel's: an attempt never cancels a resubscription
+  Loop::TimerId retry_timer_ = 0, resubscribe_timer_ = 0, deadline_timer_ = 0;
   bool probing_ = true;
   long attempts_ = 0;  // numbers each acquire attempt of token_
   bool in_flight_ = false, again_ = false, finished_ = false, waited_ = false;
   Clock::time_point started_, sent_;
   std::optional<AcquireReply> last_;
   std::optional<Clock::time_point> outage_since_;
+  std::optional<Error> outage_error_;  // the last failure of the outage
+  std::minstd_rand rng_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

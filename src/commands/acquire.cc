@@ -13,11 +13,11 @@ namespace rlock {
 int cmd_acquire(const GlobalOptions& g, const LockOptions& o) {
   validate(o);
   Session s(g);
-  Lock lock = s.lock(o.key, g.prefix, o.limit);
+  auto lock = s.lock(o.key, g.prefix, o.limit);
   WaitSpec spec{o.ttl, o.wait, o.no_wait, local_holder_info("rlock acquire", getppid()),
                 o.sync_replicas};
   std::string token = new_token();
-  Acquirer acquirer(lock, token, spec);
+  Acquirer acquirer(*lock, token, spec);
   WaitReporter reporter(s.loop, o.key, o.limit);
   acquirer.on_progress([&](const WaitProgress& p) { reporter.report(p); });
   // A signal while waiting leaves the line at once (as `run` does) instead
@@ -45,7 +45,7 @@ int cmd_acquire(const GlobalOptions& g, const LockOptions& o) {
   } catch (const Error&) {
     // Nobody could ever release a lease whose token was not printed.
     wait_for<ReleaseReply>(
-        s.loop, [&](Done<ReleaseReply> d) { lock.release(token, Millis(0), std::move(d)); });
+        s.loop, [&](Done<ReleaseReply> d) { lock->release(token, Millis(0), std::move(d)); });
     throw;
   }
   return exitcode::kOk;

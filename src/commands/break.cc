@@ -11,11 +11,11 @@ namespace rlock {
 
 int cmd_break(const GlobalOptions& g, const std::string& key, bool yes) {
   Session s(g);
-  Lock lock = s.lock(key, g.prefix);
+  auto lock = s.lock(key, g.prefix);
   if (!yes) {
     if (!isatty(STDIN_FILENO))
       throw_usage("refusing to break a lock without a terminal to confirm on: add --yes");
-    auto st = wait_for<LockStatus>(s.loop, [&](Done<LockStatus> d) { lock.status(std::move(d)); });
+    auto st = wait_for<LockStatus>(s.loop, [&](Done<LockStatus> d) { lock->status(std::move(d)); });
     if (st.holders.empty()) {
       log_info(fmt::format("'{}' is not held; nothing to break", key));
       return exitcode::kFree;
@@ -28,13 +28,17 @@ int cmd_break(const GlobalOptions& g, const std::string& key, bool yes) {
       return exitcode::kFree;
     }
   }
-  long n = wait_for<long>(s.loop, [&](Done<long> d) { lock.break_lock(std::move(d)); });
+  long n = wait_for<long>(s.loop, [&](Done<long> d) { lock->break_lock(std::move(d)); });
   if (n == 0) {
     log_info(fmt::format("'{}' is not held; nothing to break", key));
     return exitcode::kFree;
   }
-  log_info(
-      fmt::format("broke '{}' ({} holder{} removed, waiters woken)", key, n, n == 1 ? "" : "s"));
+  if (s.quorum())
+    log_info(fmt::format("broke '{}' (its holder removed on {} of {} masters, waiters woken)", key,
+                         n, s.clients.size()));
+  else
+    log_info(
+        fmt::format("broke '{}' ({} holder{} removed, waiters woken)", key, n, n == 1 ? "" : "s"));
   return exitcode::kOk;
 }
 

@@ -8,20 +8,9 @@
 
 #include "lock.h"
 #include "options.h"
+#include "session.h"
 
 namespace rlock {
-
-/// A loop, a client and the lock of KEY, built from the global options.
-struct Session {
-  explicit Session(const GlobalOptions& g) : client(make_client(loop, connection_config(g))) {}
-  Lock lock(const std::string& key, const std::string& prefix, int limit = 0) {
-    validate_key(key);
-    validate_prefix(prefix);
-    return Lock(*client, LockNames(key, prefix), limit);
-  }
-  Loop loop;
-  std::unique_ptr<Client> client;
-};
 
 int cmd_acquire(const GlobalOptions& g, const LockOptions& o);
 int cmd_extend(const GlobalOptions& g, const std::string& key, const std::string& token,

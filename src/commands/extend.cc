@@ -11,9 +11,9 @@ int cmd_extend(const GlobalOptions& g, const std::string& key, const std::string
   validate_token(token);
   if (ttl && *ttl < Millis(100)) throw_usage("--ttl must be at least 100ms");
   Session s(g);
-  Lock lock = s.lock(key, g.prefix);
+  auto lock = s.lock(key, g.prefix);
   auto r = wait_for<ExtendReply>(s.loop, [&](Done<ExtendReply> d) {
-    lock.extend(token, ttl.value_or(Millis(0)), std::move(d));
+    lock->extend(token, ttl.value_or(Millis(0)), std::move(d));
   });
   if (!r.held)
     throw Error(ErrorKind::Lost, fmt::format("'{}' is not held by this token (expired, released "
@@ -22,8 +22,7 @@ int cmd_extend(const GlobalOptions& g, const std::string& key, const std::string
   if (sync_replicas > 0) {
     try {
       wait_for<bool>(s.loop, [&](Done<bool> d) {
-        lock.confirm_replicas(sync_replicas, s.client->command_timeout(), "the renewal",
-                              std::move(d));
+        lock->confirm_replicas(sync_replicas, lock->command_timeout(), "the renewal", std::move(d));
       });
     } catch (const Error& e) {
       // 69 here does not mean "not extended": say what it does mean.

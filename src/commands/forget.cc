@@ -14,11 +14,11 @@ namespace rlock {
 
 int cmd_forget(const GlobalOptions& g, const std::string& key, bool yes) {
   Session s(g);
-  Lock lock = s.lock(key, g.prefix);
+  auto lock = s.lock(key, g.prefix);
   if (!yes) {
     if (!isatty(STDIN_FILENO))
       throw_usage("refusing to forget a lock without a terminal to confirm on: add --yes");
-    auto st = wait_for<LockStatus>(s.loop, [&](Done<LockStatus> d) { lock.status(std::move(d)); });
+    auto st = wait_for<LockStatus>(s.loop, [&](Done<LockStatus> d) { lock->status(std::move(d)); });
     print_err(status_text(key, st));
     print_err(fmt::format(
         "Remove every trace of '{}', its fence counter included (its fences start again at "
@@ -30,7 +30,7 @@ int cmd_forget(const GlobalOptions& g, const std::string& key, bool yes) {
       return exitcode::kFree;
     }
   }
-  auto r = wait_for<ForgetReply>(s.loop, [&](Done<ForgetReply> d) { lock.forget(std::move(d)); });
+  auto r = wait_for<ForgetReply>(s.loop, [&](Done<ForgetReply> d) { lock->forget(std::move(d)); });
   switch (r.state) {
     case ForgetReply::State::InUse:
       log_error(fmt::format(

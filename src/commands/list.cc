@@ -1,7 +1,8 @@
 // `rlock list [PATTERN]`: held locks under the prefix, found with SCAN on
-// every master (each master of a Cluster).
+// every master (each master of a Cluster, every master of a quorum).
 #include <fmt/format.h>
 
+#include <optional>
 #include <set>
 
 #include "commands/commands.h"
@@ -21,6 +22,28 @@ std::string glob_escape(const std::string& s) {
   return out;
 }
 
+// The lock names under `head` ("lock:{") that SCAN MATCH `match` finds on one
+// node, added to `keys`: plain locks (PREFIX{KEY}) and semaphores
+// (PREFIX{KEY}:holders).
+void scan(Client& client, const std::string& node, const std::string& match,
+          const std::string& head, std::set<std::string>& keys) {
+  std::string cursor = "0";
+  do {
+    Reply r = call(client, {"SCAN", cursor, "MATCH", match, "COUNT", "500"}, "SCAN",
+                   CallOptions{Millis(0), {}, {}, node});
+    auto& e = r.as_array("a SCAN reply", 2);
+    cursor = e[0].as_string("a SCAN cursor");
+    for (auto& k : e[1].as_array("SCAN keys")) {
+      const std::string& name = k.as_string("a key name");
+      auto close = name.find('}', head.size());
+      if (name.compare(0, head.size(), head) != 0 || close == std::string::npos) continue;
+      std::string rest = name.substr(close + 1);
+      if (rest.empty() || rest == ":holders")
+        keys.insert(name.substr(head.size(), close - head.size()));
+    }
+  } while (cursor != "0");
+}
+
 }  // namespace
 
 int cmd_list(const GlobalOptions& g, const std::string& pattern) {
@@ -31,30 +54,31 @@ int cmd_list(const GlobalOptions& g, const std::string& pattern) {
   std::string head = g.prefix + "{";
   std::string match = glob_escape(head) + pattern + "}*";
   std::set<std::string> keys;  // sorted, de-duplicated (SCAN may repeat)
-  // Every master: one server, or each master of a Cluster.
-  auto masters = wait_for<std::vector<std::string>>(
-      s.loop, [&](Done<std::vector<std::string>> d) { s.client->masters(std::move(d)); });
-  for (const std::string& node : masters) {
-    std::string cursor = "0";
-    do {
-      Reply r = call(*s.client, {"SCAN", cursor, "MATCH", match, "COUNT", "500"}, "SCAN",
-                     CallOptions{Millis(0), {}, {}, node});
-      auto& e = r.as_array("a SCAN reply", 2);
-      cursor = e[0].as_string("a SCAN cursor");
-      for (auto& k : e[1].as_array("SCAN keys")) {
-        const std::string& name = k.as_string("a key name");
-        auto close = name.find('}', head.size());
-        if (name.compare(0, head.size(), head) != 0 || close == std::string::npos) continue;
-        std::string rest = name.substr(close + 1);
-        if (rest.empty() || rest == ":holders")
-          keys.insert(name.substr(head.size(), close - head.size()));
-      }
-    } while (cursor != "0");
+  // Every master: one server, each master of a Cluster, every master of a quorum (a
+  // key that a quorum holds is on a majority of them: any one of those names it).
+  // In quorum mode a minority of them may be down: a key a quorum holds is
+  // still on one that answers.
+  size_t answered = 0;
+  std::optional<Error> failure;
+  for (auto& client : s.clients) {
+    try {
+      auto masters = wait_for<std::vector<std::string>>(
+          s.loop, [&](Done<std::vector<std::string>> d) { client->masters(std::move(d)); });
+      for (const std::string& node : masters) scan(*client, node, match, head, keys);
+      ++answered;
+    } catch (const Error& e) {
+      if (!s.quorum() || e.kind() != ErrorKind::Unavailable) throw;
+      failure = e;
+    }
   }
+  if (failure && answered < s.clients.size() / 2 + 1)
+    throw_unavailable(
+        fmt::format("cannot list: only {} of {} masters answered (a majority is {}); {}", answered,
+                    s.clients.size(), s.clients.size() / 2 + 1, failure->what()));
   std::string out;
   for (auto& key : keys) {
-    Lock lock(*s.client, LockNames(key, g.prefix));
-    auto st = wait_for<LockStatus>(s.loop, [&](Done<LockStatus> d) { lock.status(std::move(d)); });
+    auto lock = s.found_lock(key, g.prefix);
+    auto st = wait_for<LockStatus>(s.loop, [&](Done<LockStatus> d) { lock->status(std::move(d)); });
     if (st.holders.empty()) continue;
     if (g.json) {
       out += (out.empty() ? "" : ",") + status_json(key, st);

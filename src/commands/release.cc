@@ -8,9 +8,9 @@ namespace rlock {
 int cmd_release(const GlobalOptions& g, const std::string& key, const std::string& token) {
   validate_token(token);
   Session s(g);
-  Lock lock = s.lock(key, g.prefix);
+  auto lock = s.lock(key, g.prefix);
   auto r = wait_for<ReleaseReply>(
-      s.loop, [&](Done<ReleaseReply> d) { lock.release(token, Millis(0), std::move(d)); });
+      s.loop, [&](Done<ReleaseReply> d) { lock->release(token, Millis(0), std::move(d)); });
   // AlreadyReleased: a retry after a broken connection found that the first
   // try had released it.
   if (r.state == ReleaseReply::State::NotHeld)

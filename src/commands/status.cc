@@ -28,6 +28,32 @@ std::string who(const HolderInfo& i) {
                      i.cmd.empty() ? "?" : escape_text(i.cmd));
 }
 
+// What one master of a quorum says: "held by TOKEN, 29.2s left, fence 7",
+// "free (last fence 7)", "no answer: …".
+std::string master_line(const MasterStatus& m) {
+  if (m.error) return "no answer: " + std::string(m.error->what());
+  const LockStatus& s = m.status;
+  if (s.holders.empty()) return fmt::format("free (last fence {})", s.fence);
+  const Holder& h = s.holders.front();
+  return fmt::format("held by {}, {} left, fence {}", escape_text(h.token),
+                     format_duration(h.ttl_left), h.fence);
+}
+
+std::string master_json(const MasterStatus& m) {
+  if (m.error)
+    return fmt::format("{{\"url\":{},\"answered\":false,\"error\":{}}}", json_string(m.name),
+                       json_string(m.error->what()));
+  const LockStatus& s = m.status;
+  std::string holder = "null";
+  if (!s.holders.empty()) {
+    const Holder& h = s.holders.front();
+    holder = fmt::format("{{\"token\":{},\"ttl_left_ms\":{},\"fence\":{}}}", json_string(h.token),
+                         h.ttl_left.count(), h.fence);
+  }
+  return fmt::format("{{\"url\":{},\"answered\":true,\"fence\":{},\"holder\":{}}}",
+                     json_string(m.name), s.fence, holder);
+}
+
 }  // namespace
 
 std::string status_text(const std::string& key, const LockStatus& s) {
@@ -60,6 +86,10 @@ std::string status_text(const std::string& key, const LockStatus& s) {
     out +=
         fmt::format("  waiter {}. {}, waiting {}\n", ++n, who(w.info), age(s.now_ms, w.since_ms));
   if (s.waiter_count > n) out += fmt::format("  … and {} more waiters\n", s.waiter_count - n);
+  if (s.quorum > 0) {
+    out += fmt::format("  masters  {} of {} make a quorum\n", s.quorum, s.masters.size());
+    for (auto& m : s.masters) out += fmt::format("    {}  {}\n", m.name, master_line(m));
+  }
   return out;
 }
 
@@ -85,17 +115,22 @@ std::string status_json(const std::string& key, const LockStatus& s) {
         json_string(w.info.cmd), json_string(utc_iso(w.since_ms)),
         elapsed_ms(s.now_ms, w.since_ms));
   }
+  std::string masters;
+  if (s.quorum > 0) {
+    for (auto& m : s.masters) masters += (masters.empty() ? "" : ",") + master_json(m);
+    masters = fmt::format(",\"quorum\":{},\"masters\":[{}]", s.quorum, masters);
+  }
   return fmt::format(
       "{{\"key\":{},\"held\":{},\"limit\":{},\"fence\":{},\"server_time\":{},\"holders\":[{}],"
-      "\"waiters\":[{}],\"holder_count\":{},\"waiter_count\":{}}}",
+      "\"waiters\":[{}],\"holder_count\":{},\"waiter_count\":{}{}}}",
       json_string(key), s.holders.empty() ? "false" : "true", s.limit, s.fence,
-      json_string(utc_iso(s.now_ms)), holders, waiters, s.holder_count, s.waiter_count);
+      json_string(utc_iso(s.now_ms)), holders, waiters, s.holder_count, s.waiter_count, masters);
 }
 
 int cmd_status(const GlobalOptions& g, const std::string& key) {
   Session s(g);
-  Lock lock = s.lock(key, g.prefix);
-  auto st = wait_for<LockStatus>(s.loop, [&](Done<LockStatus> d) { lock.status(std::move(d)); });
+  auto lock = s.lock(key, g.prefix);
+  auto st = wait_for<LockStatus>(s.loop, [&](Done<LockStatus> d) { lock->status(std::move(d)); });
   if (g.json)
     print_out(status_json(key, st) + "\n");
   else

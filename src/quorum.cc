@@ -1,0 +1,436 @@
+#include "quorum.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "text.h"
+
+namespace rlock {
+
+namespace {
+
+// How long a master that does not answer may hold up one acquisition: far
+// below the TTL (the Redlock paper: a few ms for a 10 s TTL; a network that
+// stalls a while is not worth a lease that will soon be gone), never above
+// --timeout.
+constexpr Millis kMinNodeTimeout{50};
+
+}  // namespace
+
+Millis clock_drift(Millis ttl) {
+  return ttl / 100 + Millis(2);
+}
+
+QuorumLock::QuorumLock(std::vector<Client*> masters, LockNames names)
+    : Lock(std::move(names), 0), clients_(std::move(masters)) {
+  for (Client* c : clients_) locks_.push_back(std::make_unique<SingleLock>(*c, names_));
+}
+
+QuorumLock::~QuorumLock() {
+  *alive_ = false;
+}
+
+template <class T>
+void QuorumLock::fan_out(Each<T> op, All<T> done, Enough<T> enough) {
+  struct State {
+    std::vector<std::optional<Outcome<T>>> out;
+    size_t left;
+    bool decided = false;
+    All<T> done;
+  };
+  auto st = std::make_shared<State>();
+  st->out.resize(locks_.size());
+  st->left = locks_.size();
+  st->done = std::move(done);
+  auto alive = alive_;
+  for (size_t i = 0; i < locks_.size(); ++i) {
+    op(*locks_[i], [st, i, alive, enough](Outcome<T> o) {
+      if (st->decided || !*alive) return;
+      st->out[i] = std::move(o);
+      if (--st->left > 0 && !(enough && enough(st->out))) return;
+      st->decided = true;
+      // A master that has not answered when the outcome is decided counts as
+      // one that did not answer; its request goes on, unheard.
+      std::vector<Outcome<T>> all;
+      for (auto& r : st->out)
+        all.push_back(r ? std::move(*r)
+                        : Outcome<T>{Error(ErrorKind::Unavailable, "no answer in time"), T{}});
+      st->done(std::move(all));
+    });
+  }
+}
+
+Millis QuorumLock::node_timeout(Millis ttl) const {
+  Millis most = std::max(kMinNodeTimeout, clients_.front()->command_timeout());
+  return std::clamp(ttl / 50, kMinNodeTimeout, most);
+}
+
+Error QuorumLock::too_few(const std::string& what,
+                          const std::vector<std::optional<Error>>& errors) const {
+  std::string silent;
+  std::optional<Error> last;
+  size_t failed = 0;
+  for (size_t i = 0; i < errors.size(); ++i) {
+    if (!errors[i]) continue;
+    if (errors[i]->kind() == ErrorKind::Permission) return *errors[i];
+    silent += (silent.empty() ? "" : ", ") + clients_[i]->name();
+    last = errors[i];
+    ++failed;
+  }
+  return Error(ErrorKind::Unavailable,
+               fmt::format("{}: only {} of {} masters answered (a majority is {}); not {}{}", what,
+                           errors.size() - failed, errors.size(), quorum(), silent,
+                           last ? fmt::format(" ({})", last->what()) : ""));
+}
+
+// ---- acquiring ----
+
+void QuorumLock::acquire(const std::string& token, Millis ttl, bool /*queue*/,
+                         const HolderInfo& info, long attempt, Done<AcquireReply> done,
+                         Millis timeout) {
+  // No line: the masters' lines could disagree (a different head on each,
+  // nobody with a majority), so every attempt is a plain try.
+  info_ = info;
+  Clock::time_point start = Clock::now();
+  Clock::time_point until = later(start, ttl - clock_drift(ttl));
+  Millis per = timeout.count() > 0 ? std::min(timeout, node_timeout(ttl)) : node_timeout(ttl);
+  auto alive = alive_;
+  fan_out<AcquireReply>(
+      [=](SingleLock& l, Done<AcquireReply> d) {
+        l.acquire(token, ttl, false, info, attempt, std::move(d), per);
+      },
+      [this, alive, token, ttl, until, done](std::vector<Outcome<AcquireReply>> rs) {
+        size_t granted = 0, replied = 0;
+        int64_t fence = 0;
+        std::vector<std::optional<Error>> errors;
+        std::map<std::string, size_t> holder_votes;
+        std::optional<AcquireReply> taken;
+        for (auto& r : rs) {
+          errors.push_back(r.error);
+          if (r.error) {
+            // A --limit mismatch or a refusal is the same everywhere: say so.
+            if (r.error->kind() == ErrorKind::Usage) return done({r.error, {}});
+            continue;
+          }
+          ++replied;
+          if (r.value.state == AcquireReply::State::Acquired) {
+            ++granted;
+            fence = std::max(fence, r.value.fence);
+          } else if (!r.value.holders.empty()) {
+            if (++holder_votes[r.value.holders.front().token] == 1 && !taken) taken = r.value;
+          }
+        }
+        if (granted >= quorum() && Clock::now() < until)
+          return commit(token, fence, ttl, until, done);
+        // Not a majority (or too late): every grant goes back before the reply,
+        // so that no master keeps this token while the next attempt runs.
+        Outcome<AcquireReply> o;
+        if (replied < quorum()) {
+          o.error = too_few("cannot acquire", errors);
+        } else {
+          o.value.state = AcquireReply::State::Taken;
+          // The holder most masters name (a majority of them, when there is one).
+          std::string best;
+          size_t votes = 0;
+          for (auto& [tok, n] : holder_votes)
+            if (n > votes) best = tok, votes = n;
+          for (auto& r : rs)
+            if (!r.error && !r.value.holders.empty() && r.value.holders.front().token == best) {
+              o.value.holders = {r.value.holders.front()};
+              o.value.holder_count = 1;
+              break;
+            }
+        }
+        give_back(token, ttl, [done, o] { done(o); });
+      },
+      [this](const Answers<AcquireReply>& rs) {
+        // Decided once a majority granted, or too many refused or failed.
+        // Taken needs a majority of replies; unavailable needs every master
+        // heard from (or timed out), for the message to be right.
+        return decided(
+            rs,
+            [](const Outcome<AcquireReply>& r) {
+              return !r.error && r.value.state == AcquireReply::State::Acquired;
+            },
+            [](const Outcome<AcquireReply>& r) { return !r.error; }, true);
+      });
+}
+
+void QuorumLock::commit(const std::string& token, int64_t fence, Millis ttl,
+                        Clock::time_point until, Done<AcquireReply> done) {
+  // The largest fence a majority gave out is larger than any fence committed
+  // before (see below: two majorities share a master). It counts once a
+  // majority of masters that still grant this token have their counters at
+  // least that high: no other acquirer can be granted on those masters before
+  // the counter is raised there, and any later majority includes one of them
+  // (docs/PROTOCOL.md, "Why fences only grow").
+  Millis left = std::max(Millis(1), std::chrono::ceil<Millis>(until - Clock::now()));
+  auto alive = alive_;
+  auto committed_here = [fence](const Outcome<FenceReply>& r) {
+    return !r.error && r.value.held && r.value.counter >= fence;
+  };
+  fan_out<FenceReply>(
+      [=](SingleLock& l, Done<FenceReply> d) { l.commit_fence(token, fence, std::move(d), left); },
+      [this, alive, token, fence, ttl, until, done,
+       committed_here](std::vector<Outcome<FenceReply>> rs) {
+        size_t committed = 0;
+        std::vector<std::optional<Error>> errors;
+        for (auto& r : rs) {
+          errors.push_back(r.error);
+          if (committed_here(r)) ++committed;
+        }
+        if (committed >= quorum() && Clock::now() < until) {
+          AcquireReply a;
+          a.state = AcquireReply::State::Acquired;
+          a.fence = fence;
+          a.ttl = ttl - clock_drift(ttl);
+          return done({std::nullopt, a});
+        }
+        // Too late, or the grants ran out on too many masters meanwhile: the
+        // fence is not used.
+        Outcome<AcquireReply> o;
+        size_t replied = 0;
+        for (auto& e : errors) replied += e ? 0 : 1;
+        if (replied < quorum())
+          o.error = too_few("cannot commit the fence", errors);
+        else
+          o.value.state = AcquireReply::State::Taken;
+        give_back(token, ttl, [done, o] { done(o); });
+      },
+      [this, committed_here](const Answers<FenceReply>& rs) {
+        return decided(
+            rs, committed_here, [](auto&) { return false; }, false);
+      });
+}
+
+void QuorumLock::give_back(const std::string& token, Millis ttl, std::function<void()> then) {
+  Millis per = node_timeout(ttl);
+  fan_out<ReleaseReply>(
+      [token, per](SingleLock& l, Done<ReleaseReply> d) {
+        l.release(token, Millis(0), std::move(d), per);
+      },
+      [then = std::move(then)](std::vector<Outcome<ReleaseReply>>) { then(); });
+}
+
+// ---- holding ----
+
+void QuorumLock::extend(const std::string& token, Millis ttl, Done<ExtendReply> done,
+                        Millis timeout) {
+  Millis per = timeout.count() > 0 ? timeout : clients_.front()->command_timeout();
+  auto alive = alive_;
+  fan_out<ExtendReply>(
+      [=](SingleLock& l, Done<ExtendReply> d) { l.extend(token, ttl, std::move(d), per); },
+      [this, alive, token, ttl, per, done](std::vector<Outcome<ExtendReply>> rs) {
+        size_t held = 0, lost = 0;
+        Millis shortest = Millis::max();
+        int64_t fence = 0;
+        std::vector<std::optional<Error>> errors;
+        for (auto& r : rs) {
+          errors.push_back(r.error);
+          if (r.error) continue;
+          if (!r.value.held) {
+            ++lost;
+            continue;
+          }
+          ++held;
+          shortest = std::min(shortest, r.value.ttl);
+          fence = std::max(fence, r.value.fence);
+        }
+        if (held >= quorum()) {
+          // A master that answered "not held" (restarted empty, or its key
+          // expired while it was cut off) is granted the lease again, so that
+          // the majority has room to lose another master.
+          // Its fence counter is raised to this holder's fence with it: an
+          // empty restart lost the counter too (see "Why fences only grow").
+          for (size_t i = 0; i < rs.size(); ++i) {
+            if (rs[i].error || rs[i].value.held) continue;
+            Millis grant = ttl.count() > 0 ? ttl : shortest;
+            SingleLock* l = locks_[i].get();
+            l->acquire(
+                token, grant, false, info_, 0,
+                [alive, l, token, fence, per](Outcome<AcquireReply> a) {
+                  if (!*alive || a.error || a.value.state != AcquireReply::State::Acquired) return;
+                  l->commit_fence(
+                      token, fence, [](Outcome<FenceReply>) {}, per);
+                },
+                per);
+          }
+          ExtendReply x;
+          x.held = true;
+          x.ttl = shortest - clock_drift(shortest);
+          x.fence = fence;
+          return done({std::nullopt, x});
+        }
+        // No majority can confirm it any more: lost. Otherwise undecided (too
+        // many masters did not answer): a failed renewal, tried again.
+        if (locks_.size() - lost < quorum()) return done({std::nullopt, ExtendReply{}});
+        done({too_few("cannot renew", errors), {}});
+      },
+      [this](const Answers<ExtendReply>& rs) {
+        return decided(
+            rs, [](const Outcome<ExtendReply>& r) { return !r.error && r.value.held; },
+            [](const Outcome<ExtendReply>& r) { return !r.error && !r.value.held; }, false);
+      });
+}
+
+void QuorumLock::release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
+                         Millis timeout) {
+  auto alive = alive_;
+  fan_out<ReleaseReply>(
+      [=](SingleLock& l, Done<ReleaseReply> d) {
+        l.release(token, min_hold, std::move(d), timeout);
+      },
+      [this, alive, done](std::vector<Outcome<ReleaseReply>> rs) {
+        size_t held = 0, not_held = 0;
+        ReleaseReply out;
+        out.state = ReleaseReply::State::Released;
+        std::vector<std::optional<Error>> errors;
+        for (auto& r : rs) {
+          errors.push_back(r.error);
+          if (r.error) continue;
+          if (r.value.state == ReleaseReply::State::NotHeld) {
+            ++not_held;
+            continue;
+          }
+          ++held;
+          if (r.value.state == ReleaseReply::State::KeptForMinHold) {
+            out.state = ReleaseReply::State::KeptForMinHold;
+            out.left = std::max(out.left, r.value.left);
+          }
+        }
+        if (held >= quorum()) return done({std::nullopt, out});
+        // Fewer than a majority still held it: it had been lost.
+        if (locks_.size() - not_held < quorum()) return done({std::nullopt, ReleaseReply{}});
+        done({too_few("cannot release", errors), {}});
+      },
+      [this](const Answers<ReleaseReply>& rs) {
+        auto not_held = [](const Outcome<ReleaseReply>& r) {
+          return !r.error && r.value.state == ReleaseReply::State::NotHeld;
+        };
+        auto held = [](const Outcome<ReleaseReply>& r) {
+          return !r.error && r.value.state != ReleaseReply::State::NotHeld;
+        };
+        return decided(rs, held, not_held, false);
+      });
+}
+
+void QuorumLock::leave(const std::string& token, Done<bool> done, Millis timeout) {
+  fan_out<bool>([=](SingleLock& l, Done<bool> d) { l.leave(token, std::move(d), timeout); },
+                [done](std::vector<Outcome<bool>> rs) {
+                  bool any = false;
+                  for (auto& r : rs) any = any || (!r.error && r.value);
+                  done({std::nullopt, any});
+                });
+}
+
+// ---- inspection ----
+
+void QuorumLock::status(Done<LockStatus> done) {
+  auto alive = alive_;
+  fan_out<LockStatus>([](SingleLock& l, Done<LockStatus> d) { l.status(std::move(d)); },
+                      [this, alive, done](std::vector<Outcome<LockStatus>> rs) {
+                        LockStatus q;
+                        q.quorum = static_cast<int>(quorum());
+                        std::vector<std::optional<Error>> errors;
+                        std::map<std::string, std::vector<const Holder*>> by_token;
+                        size_t replied = 0;
+                        for (size_t i = 0; i < rs.size(); ++i) {
+                          errors.push_back(rs[i].error);
+                          MasterStatus m;
+                          m.name = clients_[i]->name();
+                          m.error = rs[i].error;
+                          if (!rs[i].error) {
+                            ++replied;
+                            const LockStatus& s = rs[i].value;
+                            m.status = s;
+                            q.fence = std::max(q.fence, s.fence);
+                            if (q.now_ms == 0) q.now_ms = s.now_ms;
+                            for (auto& h : s.holders) by_token[h.token].push_back(&h);
+                          }
+                          q.masters.push_back(std::move(m));
+                        }
+                        if (replied < quorum())
+                          return done({too_few("cannot read the lock", errors), {}});
+                        for (auto& [token, hs] : by_token) {
+                          if (hs.size() < quorum()) continue;
+                          // The quorum's lease lasts as long as a majority's: the quorum-th
+                          // longest lease left.
+                          std::vector<Millis> lefts;
+                          for (auto* h : hs) lefts.push_back(h->ttl_left);
+                          std::sort(lefts.rbegin(), lefts.rend());
+                          Holder best = *hs.front();
+                          for (auto* h : hs) best.fence = std::max(best.fence, h->fence);
+                          best.ttl_left = lefts[quorum() - 1];
+                          q.holders = {best};
+                          q.holder_count = 1;
+                        }
+                        done({std::nullopt, q});
+                      });
+}
+
+void QuorumLock::break_lock(Done<long> done) {
+  auto alive = alive_;
+  fan_out<long>([](SingleLock& l, Done<long> d) { l.break_lock(std::move(d)); },
+                [this, alive, done](std::vector<Outcome<long>> rs) {
+                  long removed = 0;
+                  size_t replied = 0;
+                  std::vector<std::optional<Error>> errors;
+                  for (auto& r : rs) {
+                    errors.push_back(r.error);
+                    if (r.error) continue;
+                    ++replied;
+                    if (r.value > 0) ++removed;  // masters where a holder was removed
+                  }
+                  if (replied < quorum()) return done({too_few("cannot break", errors), {}});
+                  done({std::nullopt, removed});
+                });
+}
+
+void QuorumLock::forget(Done<ForgetReply> done) {
+  auto alive = alive_;
+  fan_out<ForgetReply>([](SingleLock& l, Done<ForgetReply> d) { l.forget(std::move(d)); },
+                       [this, alive, done](std::vector<Outcome<ForgetReply>> rs) {
+                         ForgetReply out;
+                         size_t replied = 0;
+                         std::vector<std::optional<Error>> errors;
+                         for (auto& r : rs) {
+                           errors.push_back(r.error);
+                           if (r.error) continue;
+                           ++replied;
+                           if (r.value.state == ForgetReply::State::InUse) {
+                             out.state = ForgetReply::State::InUse;
+                             out.holders = std::max(out.holders, r.value.holders);
+                             out.waiters = std::max(out.waiters, r.value.waiters);
+                           } else if (r.value.state == ForgetReply::State::Removed &&
+                                      out.state == ForgetReply::State::Nothing) {
+                             out.state = ForgetReply::State::Removed;
+                           }
+                         }
+                         if (replied < quorum())
+                           return done({too_few("cannot forget", errors), {}});
+                         done({std::nullopt, out});
+                       });
+}
+
+void QuorumLock::confirm_replicas(int replicas, Millis budget, const std::string& what,
+                                  Done<bool> done) {
+  auto alive = alive_;
+  fan_out<bool>([=](SingleLock& l,
+                    Done<bool> d) { l.confirm_replicas(replicas, budget, what, std::move(d)); },
+                [this, alive, done](std::vector<Outcome<bool>> rs) {
+                  size_t ok = 0;
+                  std::optional<Error> last;
+                  for (auto& r : rs) {
+                    if (r.error)
+                      last = r.error;
+                    else
+                      ++ok;
+                  }
+                  if (ok >= quorum()) return done({std::nullopt, true});
+                  done({last.value_or(Error(ErrorKind::Unavailable, "--sync-replicas")), false});
+                });
+}
+
+}  // namespace rlock

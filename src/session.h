@@ -1,0 +1,38 @@
+// What every command (run included) starts from: the event loop, one Client
+// per URL (one deployment, or every master of a quorum), and the lock of a
+// KEY on them.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lock.h"
+#include "options.h"
+
+namespace rlock {
+
+/// At most this many masters in quorum mode.
+inline constexpr size_t kMaxMasters = 32;
+
+struct Session {
+  /// Builds one Client per URL (effective_urls). Usage Errors for a bad URL,
+  /// the same master twice, or more than kMaxMasters.
+  explicit Session(const GlobalOptions& g);
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  /// The lock of `key`: on the one deployment, or a quorum of the masters.
+  /// `limit` (a semaphore) is a usage Error in quorum mode, as is a KEY or
+  /// prefix that validate_key/validate_prefix refuse.
+  std::unique_ptr<Lock> lock(const std::string& key, const std::string& prefix, int limit = 0);
+  /// The lock of a key found in Redis (list): any name, as it is.
+  std::unique_ptr<Lock> found_lock(const std::string& key, const std::string& prefix);
+  bool quorum() const { return clients.size() > 1; }
+  std::unique_ptr<Lock> make_lock(const std::string& key, const std::string& prefix, int limit);
+
+  Loop loop;
+  std::vector<std::unique_ptr<Client>> clients;
+};
+
+}  // namespace rlock

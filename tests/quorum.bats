@@ -1,0 +1,201 @@
+#!/usr/bin/env bats
+# Quorum mode (Redlock): several --url (or RLOCK_URL holding several URLs) are independent
+# masters, and a lease counts while a majority grants and renews it. Five real masters on
+# loopback, with AOF and appendfsync always (so a master restarted with kill -9 keeps its
+# fence counter); masters are killed, restarted and restarted empty for real.
+
+bats_require_minimum_version 1.5.0
+
+load helpers/redis
+
+setup_file() {
+  local i
+  for i in 1 2 3 4 5; do
+    redis_start_named "M$i" --appendonly yes --appendfsync always || return 1
+  done
+}
+
+setup() {
+  T=$BATS_TEST_TMPDIR
+  # Every master in one variable, separated by spaces (as RLOCK_URL may hold them).
+  export RLOCK_URL="$M1_URL $M2_URL $M3_URL $M4_URL $M5_URL"
+  write_gate "$T/gate"
+}
+
+# on_masters KEY: how many masters hold lock KEY (its plain key exists).
+on_masters() {
+  local i n=0
+  for i in 1 2 3 4 5; do
+    [[ $(rcli_to "M$i" exists "lock:{$1}" 2>/dev/null) == 1 ]] && n=$((n + 1))
+  done
+  echo "$n"
+}
+
+@test "five masters: run, status with each master's view, acquire/extend/release with a token" {
+  run "$RLOCK" run q-all -- sh -c 'echo "fence=$RLOCK_FENCE"'
+  assert_success
+  assert_output "fence=1"
+  tok=$("$RLOCK" acquire --ttl 60s q-all)
+  assert_equal "$(on_masters q-all)" 5
+  run "$RLOCK" status q-all
+  assert_success
+  assert_line --partial "q-all: held (fence 2)"
+  assert_line --partial "masters  3 of 5 make a quorum"
+  assert_equal "$(grep -c "held by $tok" <<<"$output")" 5
+  run "$RLOCK" status --json q-all
+  assert_equal "$(jq -r '.quorum, (.masters | length), .held' <<<"$output" | tr '\n' ' ')" "3 5 true "
+  run "$RLOCK" extend q-all --token "$tok" --ttl 90s
+  assert_success
+  assert [ "$(rcli_to M3 pttl 'lock:{q-all}')" -gt 80000 ]
+  run "$RLOCK" release q-all --token "$tok"
+  assert_success
+  assert_equal "$(on_masters q-all)" 0
+  run "$RLOCK" status q-all
+  assert_equal "$status" 1
+}
+
+@test "a contender is excluded throughout a run; it gets the lock when the holder releases" {
+  rlock_bg holder run --ttl 2s q-excl -- sh "$T/gate" "$T" h
+  holder=$BG_PID
+  wait_for_file "$T/h.started"
+  for i in 1 2 3 4 5; do
+    run -75 "$RLOCK" acquire -n q-excl
+    wait_until "(( \$(rcli_to M1 pttl 'lock:{q-excl}') > 1500 ))" 5 # renewed meanwhile
+  done
+  rlock_bg waiter run --wait 20s q-excl -- sh -c 'echo "$RLOCK_FENCE" >"$0"' "$T/w.fence"
+  waiter=$BG_PID
+  touch "$T/h.go"
+  bg_wait "$holder"
+  assert_equal "$BG_STATUS" 0
+  bg_wait "$waiter"
+  assert_equal "$BG_STATUS" 0
+  assert_equal "$(cat "$T/w.fence")" 2
+}
+
+@test "two masters killed during a run: the holder keeps its lease, a contender stays out" {
+  rlock_bg holder run --ttl 2s q-two -- sh "$T/gate" "$T" h
+  holder=$BG_PID
+  wait_for_file "$T/h.started"
+  redis_kill M4
+  redis_kill M5
+  # Longer than the TTL: the lease lives on the three masters left.
+  for i in 1 2 3 4; do
+    run -75 "$RLOCK" acquire -n q-two
+    wait_until "(( \$(rcli_to M2 pttl 'lock:{q-two}') > 1500 ))" 5
+  done
+  touch "$T/h.go"
+  bg_wait "$holder"
+  assert_equal "$BG_STATUS" 0
+  ! grep -q lost "$T/holder.err" || fail "$(cat "$T/holder.err")"
+  redis_recover M4
+  redis_recover M5
+}
+
+@test "three masters killed: a new acquirer gets 69, the running holder loses its lease (76)" {
+  rlock_bg holder run --ttl 2s q-three -- sh -c 'trap "echo TERM >\"$0\"; exit 143" TERM
+    touch "$0.started"; while :; do sleep 0.1; done' "$T/signalled"
+  holder=$BG_PID
+  wait_for_file "$T/signalled.started"
+  redis_kill M3
+  redis_kill M4
+  redis_kill M5
+  rl acquire q-three-new
+  assert_error 69
+  [[ $stderr == *"only 2 of 5 masters answered (a majority is 3)"* ]] || fail "$stderr"
+  # --wait running out for that reason is 69 too, not 75.
+  rl run --wait 1500ms q-three-new -- true
+  assert_error 69
+  bg_wait "$holder" 20
+  assert_equal "$BG_STATUS" 76
+  assert_equal "$(cat "$T/signalled")" TERM
+  grep -q "lost the lock 'q-three'" "$T/holder.err" || fail "$(cat "$T/holder.err")"
+  redis_recover M3
+  redis_recover M4
+  redis_recover M5
+}
+
+@test "a master restarted empty during a run: the holder keeps its lease and it is granted there again" {
+  rlock_bg holder run --ttl 3s q-empty -- sh "$T/gate" "$T" h
+  holder=$BG_PID
+  wait_for_file "$T/h.started"
+  tok=$(rcli_to M1 get 'lock:{q-empty}')
+  rcli_to M5 set q-empty-marker 1 >/dev/null
+  # Empty: its AOF is gone with it.
+  redis_kill M5
+  rm -rf "$M5_DIR"/appendonlydir
+  redis_restart M5
+  assert_equal "$(rcli_to M5 exists q-empty-marker)" 0
+  run -75 "$RLOCK" acquire -n q-empty
+  # The holder's next renewal grants it on M5 again.
+  wait_until "[[ \$(rcli_to M5 get 'lock:{q-empty}') == $tok ]]" 5
+  for i in 1 2 3; do
+    run -75 "$RLOCK" acquire -n q-empty
+    wait_until "(( \$(rcli_to M5 pttl 'lock:{q-empty}') > 2500 ))" 5
+  done
+  touch "$T/h.go"
+  bg_wait "$holder"
+  assert_equal "$BG_STATUS" 0
+  ! grep -q lost "$T/holder.err" || fail "$(cat "$T/holder.err")"
+}
+
+@test "fences grow strictly over 200 acquisitions while masters are killed and restarted at random" {
+  RANDOM=20261124
+  local -a down=()
+  : >"$T/fences"
+  n=0
+  while ((n < 200)); do
+    # Kill a master (never more than two down), or bring one back with its AOF.
+    i=$((RANDOM % 5 + 1))
+    case $((RANDOM % 3)) in
+      0) if ((${#down[@]} < 2)) && [[ " ${down[*]} " != *" $i "* ]]; then
+        redis_kill "M$i"
+        down+=("$i")
+      fi ;;
+      1) if ((${#down[@]} > 0)); then
+        redis_restart "M${down[0]}"
+        down=("${down[@]:1}")
+      fi ;;
+    esac
+    run "$RLOCK" run --ttl 2s q-fence -- sh -c 'echo "$RLOCK_FENCE" >>"$0"' "$T/fences"
+    [[ $status == 0 ]] || fail "acquisition $n failed ($status) with masters ${down[*]} down: $output"
+    n=$((n + 1))
+  done
+  for i in "${down[@]}"; do redis_restart "M$i"; done
+  assert_equal "$(wc -l <"$T/fences")" 200
+  # Strictly increasing, whatever majority granted each one.
+  awk 'NR > 1 && $1 <= prev {print "fence " $1 " after " prev " (line " NR ")"; bad = 1}
+    {prev = $1} END {exit bad}' "$T/fences" || fail "fences went backwards"
+}
+
+@test "status and list merge the masters; break acts on all of them" {
+  tok=$("$RLOCK" acquire --ttl 60s q-ops)
+  redis_kill M2
+  run "$RLOCK" list 'q-ops*'
+  assert_success
+  assert_line --regexp "^q-ops	.*	[0-9]+	[0-9]+	0	rlock acquire$"
+  run "$RLOCK" status q-ops
+  assert_success
+  assert_line --regexp "$M2_URL  no answer: "
+  run "$RLOCK" break --yes q-ops
+  assert_success
+  assert_output --partial "its holder removed on 4 of 5 masters"
+  assert_equal "$(on_masters q-ops)" 0
+  redis_recover M2
+  # M2 was down: it still has the lease, alone (no majority): not held.
+  run "$RLOCK" status q-ops
+  assert_equal "$status" 1
+  run "$RLOCK" release q-ops --token "$tok"
+  assert_equal "$status" 76
+}
+
+@test "bad input in quorum mode: --limit, the same master twice: 64" {
+  rl acquire --limit 2 q-bad
+  assert_error 64
+  [[ $stderr == *"--limit cannot be used with several --url"* ]] || fail "$stderr"
+  rl --url "$M1_URL" --url "$M1_URL" status q-bad
+  assert_error 64
+  [[ $stderr == *"given twice"* ]] || fail "$stderr"
+  # -u repeated works like RLOCK_URL with spaces.
+  run "$RLOCK" -u "$M1_URL" -u "$M2_URL" -u "$M3_URL" run q-flags -- true
+  assert_success
+}
