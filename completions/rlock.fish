@@ -55,7 +55,7 @@ complete -c rlock -n __rlock_no_subcommand -l version -d 'print the version and 
 
 # Connection and output options: before or after the subcommand.
 set -l g 'not __rlock_in_run_command'
-complete -c rlock -n $g -s u -l url -x -a 'redis:// rediss:// unix:/// redis-sentinel:// rediss-sentinel://' -d 'Redis URL'
+complete -c rlock -n $g -s u -l url -x -a 'redis:// rediss:// unix:/// redis-sentinel:// rediss-sentinel://' -d 'Redis URL (several: a quorum lock)'
 complete -c rlock -n $g -l user -x -d 'ACL user name'
 complete -c rlock -n $g -l password-file -r -F -d 'read the password from FILE'
 complete -c rlock -n $g -l sentinel-user -x -d 'ACL user name for the sentinels'
