@@ -16,7 +16,7 @@ packages=(
   libhiredis-dev libcli11-dev libfmt-dev libssl-dev libgtest-dev
   redis-server redis-tools redis-sentinel # tests/sentinel.bats: a master, a replica, sentinels
   bats bats-assert bats-support
-  openssl tmux faketime jq time
+  openssl tmux faketime jq time groff-base # groff: tests/cli.bats lints the man page
   zsh fish                             # tests/completion.bats: the zsh and fish completions, for real
   lintian rpm ruby bash-completion file # tests/packaging: the .deb, the RPM, the recipes
   systemd                              # docs/recipes: systemd-analyze verify of the units

@@ -369,8 +369,15 @@ dead_url() {
   assert_line --regexp '^  --limit N +'
   assert_line --regexp '^  -u,--url URL +'
   assert_line --partial 'rlock run KEY [OPTIONS] -- CMD [ARGS...]'
-  # -u is not repeatable (several URLs are reserved for quorum mode).
-  refute_line --regexp '--url URL \.\.\.'
+  # -u says that repeating it makes a quorum lock.
+  assert_output --partial "Repeated: one independent"
+}
+
+@test "the man page passes groff's lint without a warning" {
+  command -v groff >/dev/null || skip "groff is not installed (apt-get install groff-base)"
+  run groff -ww -man -z "$BATS_TEST_DIRNAME/../man/rlock.1"
+  assert_success
+  assert_output ""
 }
 
 @test "a subcommand's help lists the connection and output options it accepts" {
