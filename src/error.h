@@ -1,5 +1,5 @@
 // Typed errors: one kind per boundary, each carrying the exit status of the
-// spec's table. Lower layers throw these; only main() turns them into an exit.
+// spec's table. Lower layers throw these; only run_cli (cli.cc) turns them into an exit.
 #pragma once
 
 #include <stdexcept>

@@ -13,6 +13,7 @@
 
 #include "child.h"
 #include "duration.h"
+#include "guard.h"
 #include "output.h"
 #include "progress.h"
 #include "session.h"

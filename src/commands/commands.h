@@ -1,5 +1,5 @@
 // One function per subcommand. Each returns the exit status or throws an
-// Error; main() maps errors to the exit table.
+// Error; run_cli (cli.cc) maps errors to the exit table.
 #pragma once
 
 #include <memory>

@@ -1,0 +1,54 @@
+// The guard of `rlock run`: a process of its own, forked (or cloned) before the
+// command and never exec'd, that kills the command's process group if rlock
+// dies without releasing it. Its own rules: between fork and _exit only
+// async-signal-safe calls (raw system calls when it shares rlock's memory).
+#pragma once
+
+#include <sys/types.h>
+
+namespace rlock {
+
+/// Kills a process group if rlock dies first. PR_SET_PDEATHSIG reaches only
+/// the direct child; a `sh -c` wrapper's children would run on without a
+/// lease. So a small guard process waits on a pipe that only rlock can write
+/// to: first the group to watch, then EOF (rlock is gone, even by SIGKILL)
+/// means SIGKILL to the group, a byte means stand down; EOF before any group
+/// means there is nothing to kill. Portable: no Linux-only call. The guard
+/// closes every descriptor but its pipe (fork without exec keeps them all,
+/// Redis connections included).
+///
+/// The guard is forked before the command (start(), while the acquire request
+/// is in flight), so that its fork is not on the path from "acquired" to
+/// "command started" (issue 10); watch() then names the group.
+class GroupGuard {
+ public:
+  /// Forks a guard that waits to be told its group. Returns an inactive guard
+  /// if the fork fails (the child's own PDEATHSIG still applies on Linux).
+  static GroupGuard start();
+  /// Tells the guard (started now if it was not, or again if it died while
+  /// rlock waited) which group to kill if rlock dies. Once only.
+  void watch(pid_t pgid);
+  /// rlock reaped process `pid` elsewhere (reap_others): if it was the guard,
+  /// the guard is gone, and is never waited for (its pid may be reused).
+  void reaped(pid_t pid);
+  /// The guard's pid, or -1 when there is none.
+  pid_t pid() const { return pid_; }
+  GroupGuard() = default;
+  GroupGuard(GroupGuard&& other) noexcept;
+  GroupGuard& operator=(GroupGuard&& other) noexcept;
+  /// Tells the guard to stand down without waiting for it to exit (one write):
+  /// the release need not wait for the guard (issue 10).
+  void stand_down();
+  /// Stands the guard down if that was not done yet, and reaps it.
+  ~GroupGuard();
+
+ private:
+  pid_t pid_ = -1;
+  int pipe_ = -1;
+};
+
+/// In a forked process that will not exec: closes every descriptor but
+/// `keep`. Async-signal-safe.
+void close_all_but(int keep);
+
+}  // namespace rlock
