@@ -46,23 +46,13 @@ setup_file() {
 
 @test "an ACL user can wait for a lock and be woken by a release" {
   tok=$("$RLOCK" --url "$APP_URL" acquire acl-wait --ttl 30s)
-  d=$BATS_TEST_TMPDIR
-  (
-    for fd in /proc/self/fd/*; do
-      fd=${fd##*/}
-      if ((fd > 2)); then eval "exec $fd>&-" 2>/dev/null || true; fi
-    done
-    rc=0
-    "$RLOCK" --url "$APP_URL" acquire acl-wait --wait 20s >"$d/out" 2>"$d/err" </dev/null || rc=$?
-    echo "$rc" >"$d/rc.tmp"
-    mv "$d/rc.tmp" "$d/rc"
-  ) &
-  disown $! 2>/dev/null || true
+  rlock_bg waiter --url "$APP_URL" acquire acl-wait --wait 20s
+  waiter=$BG_PID
   wait_until '"$RLOCK" status acl-wait --json | grep -q "\"position\":"'
   rl --url "$APP_URL" release acl-wait --token "$tok"
   assert_success
-  wait_for_file "$d/rc" 15
-  assert_equal "$(<"$d/rc")" 0
+  bg_wait "$waiter" 15
+  assert_equal "$BG_STATUS" 0
 }
 
 @test "an ACL user can break a lock" {

@@ -17,52 +17,24 @@ setup_file() {
   redis_start
 }
 
-teardown() {
-  stop_bg
-}
-
 # --- background rlock processes ------------------------------------------------------------
 
-# start_bg NAME ARGS...: runs `rlock ARGS` in the background, with stdin from /dev/null and
-# no bats descriptor inherited. Its stdout goes to $BATS_TEST_TMPDIR/NAME.out, stderr to
-# NAME.err, its pid to NAME.pid; NAME.rc appears (atomically) with its exit status.
+# start_bg NAME ARGS...: `rlock ARGS` in the background (rlock_bg: stdout in
+# $BATS_TEST_TMPDIR/NAME.out, stderr in NAME.err), its pid in NAME.pid.
 start_bg() {
-  local name=$1 d=$BATS_TEST_TMPDIR
+  local name=$1
   shift
-  (
-    for fd in /proc/self/fd/*; do
-      fd=${fd##*/}
-      if ((fd > 2)); then eval "exec $fd>&-" 2>/dev/null || true; fi
-    done
-    "$RLOCK" "$@" </dev/null >"$d/$name.out" 2>"$d/$name.err" &
-    echo $! >"$d/$name.pid"
-    echo "$!" >>"$d/.bg-pids"
-    rc=0
-    wait $! || rc=$?
-    echo "$rc" >"$d/$name.rc.tmp"
-    mv "$d/$name.rc.tmp" "$d/$name.rc"
-  ) &
-  disown $! 2>/dev/null || true
-  wait_for_file "$d/$name.pid" 5
+  rlock_bg "$name" "$@"
+  echo "$BG_PID" >"$BATS_TEST_TMPDIR/$name.pid"
 }
 
 # wait_bg NAME [TIMEOUT_S=15]: waits for NAME to end; sets BG_RC, BG_OUT, BG_ERR.
 wait_bg() {
   local d=$BATS_TEST_TMPDIR
-  wait_for_file "$d/$1.rc" "${2:-15}" || return 1
-  BG_RC=$(<"$d/$1.rc")
+  bg_wait "$(<"$d/$1.pid")" "${2:-15}" || return 1
+  BG_RC=$BG_STATUS
   BG_OUT=$(<"$d/$1.out")
   BG_ERR=$(<"$d/$1.err")
-}
-
-# stop_bg: ends every background rlock this test started (teardown).
-stop_bg() {
-  local f=$BATS_TEST_TMPDIR/.bg-pids pid
-  [[ -f $f ]] || return 0
-  while read -r pid; do
-    kill -TERM "$pid" 2>/dev/null || true
-  done <"$f"
-  rm -f "$f"
 }
 
 # --- lock state --------------------------------------------------------------------------
@@ -292,7 +264,7 @@ need_python() {
   first=$BG_OUT
   run rcli get 'lock:{fifo}'
   assert_output "$first"
-  assert [ ! -e "$BATS_TEST_TMPDIR/second.rc" ]
+  _rlock_alive "$(<"$BATS_TEST_TMPDIR/second.pid")" || fail "the second waiter ended before its turn"
   rl release fifo --token "$first"
   assert_success
   wait_bg second 15

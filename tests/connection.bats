@@ -15,8 +15,7 @@ setup_file() {
   redis_start_named AUTH --requirepass 's3cret'
 }
 
-teardown() {
-  redis_recover
+suite_teardown() {
   redis_stop GARBAGE
   redis_stop PROXY
   redis_stop V6
@@ -297,27 +296,17 @@ port_6379_free() {
 @test "a connection cut by a proxy while waiting: 69 or a reconnect, never SIGPIPE" {
   proxy_start "$REDIS_PORT"
   tok=$("$RLOCK" acquire cut --ttl 30s)
-  d=$BATS_TEST_TMPDIR
-  (
-    for fd in /proc/self/fd/*; do
-      fd=${fd##*/}
-      if ((fd > 2)); then eval "exec $fd>&-" 2>/dev/null || true; fi
-    done
-    rc=0
-    "$RLOCK" --url "$PROXY_URL" --timeout 2s acquire cut --wait 20s \
-      >"$d/out" 2>"$d/err" </dev/null || rc=$?
-    echo "$rc" >"$d/rc.tmp"
-    mv "$d/rc.tmp" "$d/rc"
-  ) &
-  disown $! 2>/dev/null || true
+  rlock_bg waiter --url "$PROXY_URL" --timeout 2s acquire cut --wait 20s
+  waiter=$BG_PID
   wait_until '"$RLOCK" status cut --json | grep -q "\"position\":"'
   proxy_wait_active 1
   proxy_cut
   # Either it gave up (69) or it reconnected and gets the lock once it is released.
   "$RLOCK" release cut --token "$tok"
-  wait_for_file "$d/rc" 25
-  rc=$(<"$d/rc")
-  [[ $rc == 0 || $rc == 69 ]] || fail "exit $rc (a signal if > 128); stderr: $(<"$d/err")"
+  bg_wait "$waiter" 25
+  rc=$BG_STATUS
+  [[ $rc == 0 || $rc == 69 ]] ||
+    fail "exit $rc (a signal if > 128); stderr: $(<"$BATS_TEST_TMPDIR/waiter.err")"
   redis_stop PROXY
 }
 

@@ -18,9 +18,7 @@ setup_file() {
 
 setup() { T=$BATS_TEST_TMPDIR; }
 
-teardown() {
-  bg_cleanup
-  redis_recover_all
+suite_teardown() {
   redis_stop GARBAGE
 }
 

@@ -36,9 +36,7 @@ exit "${CODE:-0}"
 EOF2
 }
 
-teardown() {
-  bg_cleanup
-  redis_recover_all
+suite_teardown() {
   redis_stop GARBAGE
   if [[ -f $T/leftover ]]; then kill -KILL "$(cat "$T/leftover")" 2>/dev/null || true; fi
   "$RLOCK" break --yes hk >/dev/null 2>&1 || true

@@ -36,10 +36,9 @@ done
 EOF2
 }
 
-teardown() {
+suite_teardown() {
   touch "$T/done"
   if [[ -n ${TMUX_SOCK:-} ]]; then tmux -L "$TMUX_SOCK" kill-server 2>/dev/null || true; fi
-  bg_cleanup
   "$RLOCK" break --yes jc >/dev/null 2>&1 || true
 }
 

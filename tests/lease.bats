@@ -40,9 +40,7 @@ exit "$code"
 EOF
 }
 
-teardown() {
-  bg_cleanup # rlock, its child and everything they started
-  redis_recover
+suite_teardown() {
   "$RLOCK" break --yes lk >/dev/null 2>&1 || true
 }
 

@@ -13,15 +13,6 @@ setup() {
   T=$BATS_TEST_TMPDIR
 }
 
-teardown() {
-  local pid
-  for pid in "${BG_PIDS[@]}"; do
-    kill -TERM "$pid" 2>/dev/null || true
-  done
-}
-
-BG_PIDS=()
-
 @test "8 contenders x 20 runs: never two inside, the counter ends at 160, fences increase" {
   contenders=8 runs=20
   dir=$T/m
@@ -50,9 +41,7 @@ while [ "$i" -lt "$runs" ]; do
 done
 EOF
   for ((c = 0; c < contenders; c++)); do
-    timeout 100 sh "$dir/contender.sh" "$RLOCK" "$dir" "$runs" \
-      </dev/null >"$T/c$c.out" 2>"$T/c$c.err" 3>&- &
-    BG_PIDS+=($!)
+    bg_start "c$c" timeout 100 sh "$dir/contender.sh" "$RLOCK" "$dir" "$runs"
   done
   for pid in "${BG_PIDS[@]}"; do
     rc=0

@@ -14,22 +14,12 @@ setup() {
   T=$BATS_TEST_TMPDIR
 }
 
-teardown() {
-  local pid
-  for pid in "${BG_PIDS[@]}"; do _rlock_terminate "$pid" || true; done
-}
-
 # --- local helpers ----------------------------------------------------------------------
-
-BG_PIDS=()
 
 # no_fds CMD...: runs CMD (foreground) with every descriptor above 2 closed.
 no_fds() {
   (
-    for fd in /proc/self/fd/*; do
-      fd=${fd##*/}
-      if ((fd > 2)); then eval "exec $fd>&-" 2>/dev/null || true; fi
-    done
+    _rlock_close_fds
     exec "$@"
   )
 }

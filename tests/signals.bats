@@ -32,9 +32,8 @@ exit 124
 EOF
 }
 
-teardown() {
+suite_teardown() {
   if [[ -n $TMUX_SOCK ]]; then tmux -L "$TMUX_SOCK" kill-server 2>/dev/null || true; fi
-  bg_cleanup # rlock, its child and everything they started (tmux_run's too)
 }
 
 # --- local helpers ----------------------------------------------------------------------

@@ -19,15 +19,7 @@ while [ ! -e "$1/done" ]; do sleep 0.05; done
 EOF
 }
 
-teardown() {
-  local pid
-  for pid in "${BG_PIDS[@]}"; do _rlock_terminate "$pid" || true; done
-  redis_recover
-}
-
 # --- local helpers ----------------------------------------------------------------------
-
-BG_PIDS=()
 
 # waiters KEY: how many waiters status --json lists.
 waiters() {

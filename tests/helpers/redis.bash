@@ -134,24 +134,36 @@ _rlock_dead() { ! _rlock_alive "$1"; }
 _rlock_stopped() { [[ $(_rlock_pstate "$1") == [Tt] ]]; }
 _rlock_not_stopped() { ! _rlock_stopped "$1"; }
 
-# _rlock_spawn STDOUT STDERR COMMAND [ARGS...]
-# Starts COMMAND in the background with stdin from /dev/null, output to the given files
-# and every descriptor above 2 closed (bats's fd 3 and its copies), so the process never
-# holds a bats pipe open. Sets _RLOCK_SPAWNED to its pid.
+# _rlock_close_fds: closes every descriptor above 2 of the current (sub)shell: bats's fd 3
+# and its copies, so that a process started from it never holds a bats pipe open.
+_rlock_close_fds() {
+  local fd
+  for fd in /proc/self/fd/*; do
+    fd=${fd##*/}
+    if ((fd > 2)); then eval "exec $fd>&-" 2>/dev/null || true; fi
+  done
+}
+
+# _rlock_spawn [--job] STDOUT STDERR COMMAND [ARGS...]
+# Starts COMMAND in the background with stdin from /dev/null, output appended to the given
+# files and every descriptor above 2 closed (bats's fd 3 and its copies), so the process
+# never holds a bats pipe open. Sets _RLOCK_SPAWNED to its pid. Without --job it leaves
+# the job table (no "Killed" notice from bats when a test kill -9s it; the shell still
+# reaps it); with --job it stays, for `wait` to collect its status.
 _rlock_spawn() {
+  local job=0
+  if [[ $1 == --job ]]; then
+    job=1
+    shift
+  fi
   local out=$1 err=$2
   shift 2
   (
-    for fd in /proc/self/fd/*; do
-      fd=${fd##*/}
-      if ((fd > 2)); then eval "exec $fd>&-" 2>/dev/null || true; fi
-    done
+    _rlock_close_fds
     exec "$@" </dev/null >>"$out" 2>>"$err"
   ) &
   _RLOCK_SPAWNED=$!
-  # Out of the job table: no "Killed" notice from bats when a test kill -9s it. The
-  # shell still reaps it if it is its child.
-  disown "$_RLOCK_SPAWNED" 2>/dev/null || true
+  if ((!job)); then disown "$_RLOCK_SPAWNED" 2>/dev/null || true; fi
 }
 
 # _rlock_terminate PID: SIGCONT + SIGTERM, then SIGKILL if it is still there after 5s.
@@ -481,13 +493,14 @@ redis_recover_all() {
   return 0
 }
 
-# Default per-test teardown: ends what bg_start/rlock_bg started in the test, then undoes fault
-# injection (a paused or killed server, a partitioned proxy), so one failing fault test
-# does not make every later test time out. A file that defines its own teardown should
-# call bg_cleanup and redis_recover_all itself.
+# The per-test teardown of every suite: ends what bg_start/rlock_bg started in the test,
+# then undoes fault injection (a paused or killed server, a partitioned proxy), so one
+# failing fault test does not make every later test time out. A suite with more to undo
+# defines suite_teardown (called last) instead of its own teardown.
 teardown() {
   bg_cleanup
   redis_recover_all
+  if declare -F suite_teardown >/dev/null; then suite_teardown || true; fi
 }
 
 # redis_kill [NAME=REDIS]: kill -9, like a crash; the port stays claimed for a restart.
@@ -788,19 +801,14 @@ proxy_wait_active() {
 # CMD and all its descendants carry RLOCK_TEST_MARK=$BATS_TEST_TMPDIR in their
 # environment (the mark bg_kill_leftovers looks for).
 bg_start() {
-  local name=$1
+  local name=$1 d=$BATS_TEST_TMPDIR
   shift
-  (
-    for fd in /proc/self/fd/*; do
-      fd=${fd##*/}
-      if ((fd > 2)); then eval "exec $fd>&-" 2>/dev/null || true; fi
-    done
-    export RLOCK_TEST_MARK=$BATS_TEST_TMPDIR
-    exec "$@" </dev/null >"$BATS_TEST_TMPDIR/$name.out" 2>"$BATS_TEST_TMPDIR/$name.err"
-  ) &
-  BG_PID=$!
+  : >"$d/$name.out"
+  : >"$d/$name.err"
+  _rlock_spawn --job "$d/$name.out" "$d/$name.err" env RLOCK_TEST_MARK="$d" "$@"
+  BG_PID=$_RLOCK_SPAWNED
   BG_PIDS+=("$BG_PID")
-  echo "$BG_PID" >>"$BATS_TEST_TMPDIR/.rlock-bg-pids"
+  echo "$BG_PID" >>"$d/.rlock-bg-pids"
 }
 
 # rlock_bg NAME [RLOCK ARGS...]: bg_start NAME env --default-signal "$RLOCK" ARGS...
