@@ -235,11 +235,9 @@ std::string new_token();
 /// Runs an asynchronous operation to completion on `loop`; throws its Error.
 template <class T>
 T wait_for(Loop& loop, const std::function<void(Done<T>)>& op) {
-  std::optional<Outcome<T>> out;
-  op([&](Outcome<T> o) { out = std::move(o); });
-  loop.run_until([&] { return out.has_value(); });
-  if (out->error) throw *out->error;
-  return std::move(out->value);
+  Outcome<T> out = settle<Outcome<T>>(loop, op);
+  if (out.error) throw *out.error;
+  return std::move(out.value);
 }
 
 }  // namespace rlock

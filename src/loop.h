@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace rlock {
@@ -71,5 +72,16 @@ class Loop {
   std::map<int, std::function<void(int)>> signal_handlers_;
   int pipe_[2] = {-1, -1};
 };
+
+/// Starts an asynchronous operation and runs `loop` until it calls back; what
+/// it called back with. The one way a blocking call is made of an
+/// asynchronous one (`wait_for` in lock.h, `call` in redis.cc).
+template <class T>
+T settle(Loop& loop, const std::function<void(std::function<void(T)>)>& op) {
+  std::optional<T> out;
+  op([&](T v) { out = std::move(v); });
+  loop.run_until([&] { return out.has_value(); });
+  return std::move(*out);
+}
 
 }  // namespace rlock

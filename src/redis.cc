@@ -374,11 +374,10 @@ void Client::topology_changed(const Error& why) {
 }
 
 Reply call(Client& client, Args args, const std::string& context, CallOptions opt) {
-  std::optional<Result> out;
-  client.command(
-      std::move(args), [&](Result r) { out = std::move(r); }, std::move(opt));
-  client.loop().run_until([&] { return out.has_value(); });
-  return expect_ok(*out, context);
+  Result r = settle<Result>(client.loop(), [&](std::function<void(Result)> done) {
+    client.command(std::move(args), std::move(done), std::move(opt));
+  });
+  return expect_ok(r, context);
 }
 
 }  // namespace rlock
