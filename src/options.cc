@@ -114,6 +114,11 @@ const char* describe(PasswordSource s) {
 }
 
 std::vector<std::string> effective_urls(const GlobalOptions& g) {
+  for (const std::string& u : g.urls)
+    if (u.find_first_of(" \t\n") != std::string::npos)
+      throw_usage(
+          "a --url holds one URL: give -u once per master for a quorum lock (RLOCK_URL "
+          "separates several with spaces)");
   if (!g.urls.empty()) return g.urls;
   if (const char* u = env("RLOCK_URL")) {
     std::vector<std::string> out;

@@ -62,6 +62,11 @@ void WaitReporter::report(const WaitProgress& p) {
       timer_ = 0;
       status_line("");
       return;
+    case WaitProgress::Kind::Warning:
+      status_line("");
+      log_error("warning: " + p.note);
+      if (tty_) draw();
+      return;
   }
 }
 

@@ -23,8 +23,8 @@ Millis clock_drift(Millis ttl) {
   return ttl / 100 + Millis(2);
 }
 
-QuorumLock::QuorumLock(std::vector<Client*> masters, LockNames names)
-    : Lock(std::move(names), 0), clients_(std::move(masters)) {
+QuorumLock::QuorumLock(std::vector<Client*> masters, LockNames names, size_t of)
+    : Lock(std::move(names), 0), clients_(std::move(masters)), total_(of ? of : clients_.size()) {
   for (Client* c : clients_) locks_.push_back(std::make_unique<SingleLock>(*c, names_));
 }
 
@@ -80,7 +80,7 @@ Error QuorumLock::too_few(const std::string& what,
     ++failed;
   }
   return Error(ErrorKind::Unavailable,
-               fmt::format("{}: only {} of {} masters answered (a majority is {}); not {}{}", what,
+               fmt::format("{}: only {} of {} masters answered (a majority is {}); failed: {}{}", what,
                            errors.size() - failed, errors.size(), quorum(), silent,
                            last ? fmt::format(" ({})", last->what()) : ""));
 }
@@ -111,7 +111,11 @@ void QuorumLock::acquire(const std::string& token, Millis ttl, bool /*queue*/,
           errors.push_back(r.error);
           if (r.error) {
             // A --limit mismatch or a refusal is the same everywhere: say so.
-            if (r.error->kind() == ErrorKind::Usage) return done({r.error, {}});
+            if (r.error->kind() == ErrorKind::Usage) {
+              // Grants on the other masters go back first.
+              auto e = *r.error;
+              return give_back(token, ttl, [done, e] { done({e, {}}); });
+            }
             continue;
           }
           ++replied;

@@ -22,7 +22,9 @@ class QuorumLock : public Lock {
   /// `masters`: one Client per independent master, at least 2 (the caller
   /// keeps them alive); `limit` must be 0 (no semaphores: one count cannot
   /// live on N masters that may disagree).
-  QuorumLock(std::vector<Client*> masters, LockNames names);
+  /// `of`: the number of masters in all, when `masters` are only those that
+  /// answered (list): the majority is still a majority of all.
+  QuorumLock(std::vector<Client*> masters, LockNames names, size_t of = 0);
   ~QuorumLock() override;
 
   /// Requests go to every master at once, each bounded by a share of the TTL;
@@ -51,7 +53,7 @@ class QuorumLock : public Lock {
   std::vector<Client*> clients() override { return clients_; }
   bool fair() const override { return false; }
 
-  size_t quorum() const { return locks_.size() / 2 + 1; }
+  size_t quorum() const { return total_ / 2 + 1; }
 
  private:
   template <class T>
@@ -97,6 +99,7 @@ class QuorumLock : public Lock {
   Error too_few(const std::string& what, const std::vector<std::optional<Error>>& errors) const;
 
   std::vector<Client*> clients_;
+  size_t total_;
   std::vector<std::unique_ptr<SingleLock>> locks_;
   HolderInfo info_;  // of the last acquire: a master that lost the lease is granted it again
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

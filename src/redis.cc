@@ -75,7 +75,21 @@ void Connection::enqueue_raw(const Args& args, ReplyCallback cb, Millis timeout,
                             t == cfg_.command_timeout ? " (--timeout)" : "")));
   });
   pending_.push_back(Pending{std::move(cb), id, Clock::now(), std::move(name)});
-  if (ready()) flush();
+  if (ready()) {
+    try {
+      flush();
+    } catch (const Error& e) {
+      // The write failed (the peer reset the connection): the command fails
+      // like any on a broken connection, from the loop and not inside this
+      // call, so that a caller sending to several servers reaches the others.
+      unsigned broken = streams_opened_;
+      loop_.after(Millis(0), [this, alive, broken, e] {
+        if (*alive && stream_ && streams_opened_ == broken) close(e);
+      });
+      out_.clear();
+      return;
+    }
+  }
   update_events();
 }
 
@@ -161,6 +175,7 @@ std::optional<Error> Connection::open_next_address() {
     const Address& a = addrs_[addr_index_ % addrs_.size()];
     try {
       stream_ = open_stream(cfg_.endpoint, a, tls_);
+      ++streams_opened_;
     } catch (const Error& e) {
       last = e;
       ++addr_index_;

@@ -130,6 +130,7 @@ class Connection {
   std::shared_ptr<AddressBook> book_;
   std::vector<Address> addrs_;  // from the book, for this connect
   std::unique_ptr<Stream> stream_;
+  unsigned streams_opened_ = 0;    // tells a stream from the next one
   bool resolving_ = false;         // waiting for the book's lookup
   bool handshaking_ = false;       // connect (and TLS handshake) in progress
   bool connected_before_ = false;  // a reconnect looks the name up again

@@ -171,6 +171,11 @@ constexpr std::string_view kAcquire = R"lua(
 local tok, ttl, limit, mode = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
 local qlease, chan = tonumber(ARGV[5]), ARGV[6]
 local att = tonumber(ARGV[11] or '0') or 0
+-- A holder's or a waiter's record: who (ARGV[7-10]) and since when, and more.
+local function describe(key, ...)
+  redis.call('HSET', key, 'host', ARGV[7], 'pid', ARGV[8], 'user', ARGV[9], 'cmd', ARGV[10],
+             'since', NOW, ...)
+end
 purge_holders()
 local cur = current_limit()
 if limit == 0 and cur > 0 then return {'MIXED', cur} end
@@ -211,8 +216,7 @@ if eligible then
   end
   local fence = redis.call('INCR', FENCE)
   redis.call('DEL', hkey(tok), rkey(tok))
-  redis.call('HSET', hkey(tok), 'host', ARGV[7], 'pid', ARGV[8], 'user', ARGV[9], 'cmd', ARGV[10],
-             'since', NOW, 'fence', fence, 'ttl', ttl, 'att', att)
+  describe(hkey(tok), 'fence', fence, 'ttl', ttl, 'att', att)
   redis.call('PEXPIRE', hkey(tok), ttl)
   if queued then
     redis.call('ZREM', QUEUE, tok)
@@ -227,8 +231,7 @@ if mode ~= 'wait' then
 end
 if not queued then
   redis.call('ZADD', QUEUE, redis.call('INCR', QSEQ), tok)
-  redis.call('HSET', wkey(tok), 'host', ARGV[7], 'pid', ARGV[8], 'user', ARGV[9], 'cmd', ARGV[10],
-             'since', NOW)
+  describe(wkey(tok))
 end
 if att > 0 then redis.call('HSET', wkey(tok), 'att', att) end
 redis.call('PEXPIRE', wkey(tok), qlease)

@@ -1,13 +1,54 @@
 #include "session.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <optional>
 #include <set>
 
 #include "quorum.h"
 #include "text.h"
 
 namespace rlock {
+
+namespace {
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// A server as named by its URL, whatever the database, user or password: two
+// databases of one server are one master.
+std::string server_of(const ConnectionConfig& cfg) {
+  if (cfg.sentinel) {
+    std::vector<std::string> hosts;
+    for (auto& s : cfg.sentinel->sentinels) hosts.push_back(lower(s.address()));
+    std::sort(hosts.begin(), hosts.end());
+    return fmt::format("sentinel {} {}", fmt::join(hosts, ","), cfg.sentinel->master_name);
+  }
+  return lower(cfg.endpoint.address());
+}
+
+// The run_id in an INFO reply ("run_id:<40 hex>").
+std::optional<std::string> run_id_of(const std::string& info) {
+  auto at = info.find("run_id:");
+  if (at == std::string::npos) return std::nullopt;
+  at += 7;
+  auto end = info.find_first_of("\r\n", at);
+  std::string id = info.substr(at, end == std::string::npos ? std::string::npos : end - at);
+  if (id.empty() || id.size() > 64) return std::nullopt;
+  return id;
+}
+
+// How long the first contact may take to find the same server behind two
+// names: a master that does not answer in time is not checked.
+constexpr Millis kIdentifyBound{250};
+
+}  // namespace
 
 Session::Session(const GlobalOptions& g) {
   std::vector<std::string> urls = effective_urls(g);
@@ -20,9 +61,38 @@ Session::Session(const GlobalOptions& g) {
     clients.push_back(make_client(loop, cfg));
     // Two URLs of one master would let one server count twice towards a
     // majority.
-    if (!seen.insert(clients.back()->name()).second)
+    if (!seen.insert(server_of(cfg)).second)
       throw_usage(fmt::format("{} is given twice: quorum mode needs independent masters",
                               clients.back()->name()));
+  }
+  if (quorum()) refuse_same_server();
+}
+
+// Names differ, the server may not (localhost and 127.0.0.1, a socket and its
+// port): each server's run_id says. One INFO to every master at once.
+void Session::refuse_same_server() {
+  std::vector<std::optional<std::string>> ids(clients.size());
+  size_t pending = clients.size();
+  CallOptions opt;
+  opt.timeout = std::min(kIdentifyBound, clients.front()->command_timeout());
+  for (size_t i = 0; i < clients.size(); ++i) {
+    clients[i]->command(
+        {"INFO", "server"},
+        [&ids, &pending, i](Result r) {
+          if (!r.failure && r.reply.type == Reply::Type::String) ids[i] = run_id_of(r.reply.str);
+          --pending;
+        },
+        opt);
+  }
+  loop.run_until([&] { return pending == 0; });
+  std::map<std::string, size_t> first;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (!ids[i]) continue;
+    auto [it, fresh] = first.emplace(*ids[i], i);
+    if (!fresh)
+      throw_usage(
+          fmt::format("{} and {} are the same server: quorum mode needs independent masters",
+                      clients[it->second]->name(), clients[i]->name()));
   }
 }
 
@@ -32,8 +102,10 @@ std::unique_ptr<Lock> Session::lock(const std::string& key, const std::string& p
   return make_lock(key, prefix, limit);
 }
 
-std::unique_ptr<Lock> Session::found_lock(const std::string& key, const std::string& prefix) {
-  return make_lock(key, prefix, 0);
+std::unique_ptr<Lock> Session::found_lock(const std::string& key, const std::string& prefix,
+                                          const std::vector<Client*>& only) {
+  if (!quorum() || only.empty()) return make_lock(key, prefix, 0);
+  return std::make_unique<QuorumLock>(only, LockNames(key, prefix), clients.size());
 }
 
 std::unique_ptr<Lock> Session::make_lock(const std::string& key, const std::string& prefix,

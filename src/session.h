@@ -26,13 +26,18 @@ struct Session {
   /// `limit` (a semaphore) is a usage Error in quorum mode, as is a KEY or
   /// prefix that validate_key/validate_prefix refuse.
   std::unique_ptr<Lock> lock(const std::string& key, const std::string& prefix, int limit = 0);
-  /// The lock of a key found in Redis (list): any name, as it is.
-  std::unique_ptr<Lock> found_lock(const std::string& key, const std::string& prefix);
+  /// The lock of a key found in Redis (list): any name, as it is. In quorum
+  /// mode, `only` names the masters to ask (those that answered), if not all.
+  std::unique_ptr<Lock> found_lock(const std::string& key, const std::string& prefix,
+                                   const std::vector<Client*>& only = {});
   bool quorum() const { return clients.size() > 1; }
   std::unique_ptr<Lock> make_lock(const std::string& key, const std::string& prefix, int limit);
 
   Loop loop;
   std::vector<std::unique_ptr<Client>> clients;
+
+ private:
+  void refuse_same_server();
 };
 
 }  // namespace rlock

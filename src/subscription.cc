@@ -119,9 +119,10 @@ Subscriptions::Subscriptions(std::vector<Client*> clients, const std::string& ch
     ev.ready = [this, alive] {
       if (*alive) ev_.ready();
     };
-    ev.failed = [this, alive, i](const Error& e) {
+    std::string who = clients.size() > 1 ? clients[i]->name() + ": " : "";
+    ev.failed = [this, alive, i, who](const Error& e) {
       if (!*alive) return;
-      ev_.failed(e);
+      ev_.failed(Error(e.kind(), who + e.what(), e.exit_status()));
       if (e.kind() != ErrorKind::Unavailable) return;
       loop_.cancel(timers_[i]);
       timers_[i] = loop_.after(retry_, [this, alive, i] {

@@ -124,8 +124,18 @@ void Acquirer::listen_for_releases() {
     if (!*alive || finished_) return;
     log_verbose(fmt::format("release channel: {}", e.what()));
     // An outage is ridden out by the attempts (and the subscription comes
-    // back by itself); a refusal is not going away.
-    if (e.kind() != ErrorKind::Unavailable) fail_with_cleanup(e);
+    // back by itself). A refusal is not going away, but a minority of
+    // masters that refuse (an ACL without the channel) only costs their
+    // wake-ups: the re-checks still come. Once a majority refuses, the
+    // release would be refused too: say so now.
+    if (e.kind() == ErrorKind::Unavailable) return;
+    size_t n = lock_.clients().size();
+    if (++refusals_ > n - (n / 2 + 1)) return fail_with_cleanup(e);
+    WaitProgress p;
+    p.kind = WaitProgress::Kind::Warning;
+    p.started = started_;
+    p.note = fmt::format("{}; waiting without its wake-ups", e.what());
+    if (progress_) progress_(p);
   };
   subs_ = std::make_unique<Subscriptions>(lock_.clients(), lock_.names().channel, std::move(ev));
   subs_->start();

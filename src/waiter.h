@@ -39,8 +39,10 @@ struct WaitProgress {
     Waiting,   // a reply while waiting: `reply` is the line's state as of `replied`
     Acquired,  // after waiting: `fence`
     Stopped,   // no longer waiting (acquired, given up, failed)
+    Warning,   // waiting goes on, less well: `note` says why
   } kind = Kind::Waiting;
   const AcquireReply* reply = nullptr;
+  std::string note;
   Clock::time_point started, replied;
   int64_t fence = 0;
 };
@@ -101,6 +103,7 @@ class Acquirer {
   std::function<void(const WaitProgress&)> progress_;
   std::unique_ptr<Subscription> sub_;    // its own wake-up channel (a line)
   std::unique_ptr<Subscriptions> subs_;  // the release channel of every master (a quorum)
+  size_t refusals_ = 0;                  // masters that refused the release channel (quorum mode)
   // the attempts' and the wake-up channel's: an attempt never cancels a resubscription
   Loop::TimerId retry_timer_ = 0, resubscribe_timer_ = 0, deadline_timer_ = 0;
   bool probing_ = true;

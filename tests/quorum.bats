@@ -4,6 +4,9 @@
 # loopback, with AOF and appendfsync always (so a master restarted with kill -9 keeps its
 # fence counter); masters are killed, restarted and restarted empty for real.
 
+# shellcheck disable=SC2016 # single-quoted scripts are expanded by the child's shell
+# shellcheck disable=SC2154 # $stderr comes from `run --separate-stderr`
+
 bats_require_minimum_version 1.5.0
 
 load helpers/redis
@@ -198,4 +201,79 @@ on_masters() {
   # -u repeated works like RLOCK_URL with spaces.
   run "$RLOCK" -u "$M1_URL" -u "$M2_URL" -u "$M3_URL" run q-flags -- true
   assert_success
+}
+
+@test "the same server under two names is refused (64): another database, localhost, one -u with spaces" {
+  port=${M1_URL##*:}
+  port=${port%%/*}
+  rl --url "redis://127.0.0.1:$port/0" --url "redis://127.0.0.1:$port/1" --url "$M2_URL" \
+    status q-same
+  assert_error 64
+  [[ $stderr == *"given twice"* ]] || fail "$stderr"
+  rl --url "redis://127.0.0.1:$port/0" --url "redis://localhost:$port/0" --url "$M2_URL" \
+    status q-same
+  assert_error 64
+  [[ $stderr == *"are the same server"* ]] || fail "$stderr"
+  rl --url "$M1_URL $M2_URL" status q-same
+  assert_error 64
+  [[ $stderr == *"give -u once per master"* ]] || fail "$stderr"
+}
+
+@test "a master that resets its connection while rlock writes to it fails alone: every run succeeds" {
+  proxy_start_named QP "$M5_PORT"
+  echo EVALSHA >"$QP_DIR/reset"
+  for n in $(seq 1 15); do # not i: bats's run sets it
+    proxy_arm_cut QP # the next script sent to the fifth master gets a reset, not a reply
+    rl --url "$M1_URL" --url "$M2_URL" --url "$M3_URL" --url "$M4_URL" --url "$QP_URL" \
+      run --ttl 10s "q-rst-$n" -- touch "$T/ran-$n"
+    assert_success
+    [[ -e $T/ran-$n ]] || fail "run $n: the command did not run"
+    assert_equal "$(on_masters "q-rst-$n")" 0 # released everywhere it was granted
+  done
+  redis_stop QP
+}
+
+@test "a minority refusing the release channel (ACL) costs only its wake-ups; a majority is 77" {
+  for i in 4 5; do
+    rcli_to "M$i" acl setuser qu on '>pw' '~*' '+@all' resetchannels >/dev/null
+  done
+  for i in 1 2 3; do
+    rcli_to "M$i" acl setuser qu on '>pw' '~*' '&*' '+@all' >/dev/null
+  done
+  urls=()
+  for i in 1 2 3 4 5; do
+    u_var="M${i}_URL"
+    urls+=(--url "${!u_var/redis:\/\//redis://qu:pw@}")
+  done
+  tok=$("$RLOCK" acquire --ttl 30s q-acl)
+  rlock_bg waiter "${urls[@]}" run --wait 20s q-acl -- touch "$T/w.ran"
+  waiter=$BG_PID
+  wait_until "grep -q 'waiting without its wake-ups' '$T/waiter.err'"
+  "$RLOCK" release q-acl --token "$tok"
+  bg_wait "$waiter"
+  assert_equal "$BG_STATUS" 0
+  [[ -e $T/w.ran ]] || fail "the waiter's command did not run"
+  # Three of five refusing: the release would be refused too; said at once.
+  rcli_to M3 acl setuser qu resetchannels >/dev/null
+  tok=$("$RLOCK" acquire --ttl 30s q-acl)
+  run -77 --separate-stderr "$RLOCK" "${urls[@]}" run --wait 20s q-acl -- true
+  [[ $stderr == *"refused SUBSCRIBE"* ]] || fail "$stderr"
+  "$RLOCK" release q-acl --token "$tok"
+  for i in 1 2 3 4 5; do rcli_to "M$i" acl deluser qu >/dev/null; done
+}
+
+@test "list with one master refusing the password and one stalled: it answers within about one --timeout" {
+  toks=()
+  for n in 1 2 3 4 5 6; do toks+=("$("$RLOCK" acquire --ttl 60s "q-list-$n")"); done
+  redis_pause M4
+  t0=$(now_ms)
+  run --separate-stderr "$RLOCK" --timeout 1s --url "$M1_URL" --url "$M2_URL" --url "$M3_URL" \
+    --url "$M4_URL" --url "${M5_URL/redis:\/\//redis://:wrong@}" list 'q-list-*'
+  elapsed=$(($(now_ms) - t0))
+  redis_resume M4
+  assert_success
+  assert_equal "$(grep -c '^q-list-' <<<"$output")" 6
+  # one --timeout for the stalled master's SCAN, not one per key
+  ((elapsed < 4000)) || fail "list took ${elapsed}ms"
+  for n in 1 2 3 4 5 6; do "$RLOCK" release "q-list-$n" --token "${toks[n - 1]}"; done
 }

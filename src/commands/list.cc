@@ -58,26 +58,32 @@ int cmd_list(const GlobalOptions& g, const std::string& pattern) {
   // key that a quorum holds is on a majority of them: any one of those names it).
   // In quorum mode a minority of them may be down: a key a quorum holds is
   // still on one that answers.
-  size_t answered = 0;
+  // A master that fails (down, stalled, refusing this ACL user) is left out of
+  // the status calls too, so that a stalled one costs one --timeout, not one per key.
+  std::vector<Client*> answered;
   std::optional<Error> failure;
   for (auto& client : s.clients) {
     try {
       auto masters = wait_for<std::vector<std::string>>(
           s.loop, [&](Done<std::vector<std::string>> d) { client->masters(std::move(d)); });
       for (const std::string& node : masters) scan(*client, node, match, head, keys);
-      ++answered;
+      answered.push_back(client.get());
     } catch (const Error& e) {
-      if (!s.quorum() || e.kind() != ErrorKind::Unavailable) throw;
+      if (!s.quorum() || (e.kind() != ErrorKind::Unavailable && e.kind() != ErrorKind::Permission))
+        throw;
       failure = e;
     }
   }
-  if (failure && answered < s.clients.size() / 2 + 1)
+  size_t majority = s.clients.size() / 2 + 1;
+  if (failure && answered.size() < majority) {
+    if (failure->kind() == ErrorKind::Permission) throw *failure;
     throw_unavailable(
-        fmt::format("cannot list: only {} of {} masters answered (a majority is {}); {}", answered,
-                    s.clients.size(), s.clients.size() / 2 + 1, failure->what()));
+        fmt::format("cannot list: only {} of {} masters answered (a majority is {}); {}",
+                    answered.size(), s.clients.size(), majority, failure->what()));
+  }
   std::string out;
   for (auto& key : keys) {
-    auto lock = s.found_lock(key, g.prefix);
+    auto lock = s.found_lock(key, g.prefix, answered);
     auto st = wait_for<LockStatus>(s.loop, [&](Done<LockStatus> d) { lock->status(std::move(d)); });
     if (st.holders.empty()) continue;
     if (g.json) {

@@ -14,7 +14,9 @@
 //             partition; toggling back forwards new data again
 //   SIGWINCH  arm: the next bytes a client sends on any connection are not forwarded;
 //             that connection is cut instead (both sides), once; `armed` in the state
-//             file says whether that is still to come
+//             file says whether that is still to come; with a file CONTROL_DIR/reset,
+//             the client's side is reset (RST) rather than closed, and if that file
+//             holds a word, the cut waits for bytes with that word in them
 //   SIGTERM, SIGINT, SIGHUP   exit 0
 // After every change it rewrites CONTROL_DIR/state atomically, lines KEY=VALUE:
 //   pid port mode(forward|blackhole) seq(signals handled) cuts accepted active
@@ -27,6 +29,7 @@
 
 #include <cstdio>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "helper_net.h"
@@ -112,10 +115,22 @@ void pump_read(Proxy& p, Session& s, int fd, Flow& flow) {
   char buf[65536];
   size_t room = kMaxBuffered - flow.buf.size();
   ssize_t n = read(fd, buf, room < sizeof buf ? room : sizeof buf);
-  if (n > 0 && p.armed && fd == s.client) {
-    // The armed cut: these bytes never reach the target.
+  std::string reset_on;
+  bool reset = p.armed && helper::read_file(p.control_dir + "/reset", reset_on);
+  while (!reset_on.empty() && (reset_on.back() == '\n')) reset_on.pop_back();
+  if (n > 0 && p.armed && fd == s.client &&
+      (reset_on.empty() ||
+       std::string_view(buf, static_cast<size_t>(n)).find(reset_on) != std::string_view::npos)) {
+    // The armed cut: these bytes never reach the target. With CONTROL_DIR/reset
+    // present the client gets a reset (RST), not an orderly close: its next
+    // write fails (EPIPE, ECONNRESET) instead of reading an EOF; and if that
+    // file holds a word, only bytes with that word in them are cut.
     p.armed = false;
     ++p.cuts;
+    if (reset) {
+      linger hard{1, 0};
+      setsockopt(s.client, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
+    }
     close_session(s);
   } else if (n > 0) {
     if (!p.blackhole) flow.buf.append(buf, static_cast<size_t>(n));

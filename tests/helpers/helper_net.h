@@ -71,6 +71,17 @@ inline bool write_file_atomic(const std::string& path, const std::string& text) 
   return ok && rename(tmp.c_str(), path.c_str()) == 0;
 }
 
+/// Reads all of PATH (at most 4 KiB) into TEXT; false if it cannot be opened.
+inline bool read_file(const std::string& path, std::string& text) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[4096];
+  ssize_t n = read(fd, buf, sizeof buf);
+  close(fd);
+  text.assign(buf, n > 0 ? static_cast<size_t>(n) : 0);
+  return true;
+}
+
 /// Prints the port on one line of stdout and flushes, the readiness signal the bats
 /// helpers wait for.
 inline void announce_port(int port) {
