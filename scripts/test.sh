@@ -4,7 +4,8 @@
 #   1. build/       RelWithDebInfo
 #   2. build-asan/  -DRLOCK_SANITIZE=ON (AddressSanitizer + UndefinedBehaviorSanitizer)
 #   3. build-fuzz/  scripts/fuzz.sh: each libFuzzer target of tests/fuzz for a bounded time
-# and, once, on the plain build: the soak's short form (tests/soak/soak.sh --short), a
+# and, once, on the plain build: the soak's short form (tests/soak/soak.sh --short, then
+# in quorum mode with --masters 3), a
 # smoke run of the benchmark (bench/run.sh --smoke: it works; nothing is timed or asserted
 # about speed) and the packaging tests (tests/packaging: the .deb, the RPM, the recipes;
 # the recipe checks of docs/recipes run in the bats suites).
@@ -59,25 +60,32 @@ run_pass() {
 run_pass plain build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
 # run_soak: the soak's short form (tests/soak/soak.sh --short: a few hundred contended
-# acquisitions under injected faults, then the history checker), once, on the plain build.
-# PASS counts as one test passed, anything else as one failed.
-run_soak() {
-  local rc
-  echo "==> [soak] tests/soak/soak.sh --short"
-  if [[ ! -x build/rlock ]]; then
-    echo "==> [soak] no build/rlock: FAILED"
-    total_failed=$((total_failed + 1))
-    return
-  fi
-  timeout 600 tests/soak/soak.sh --short --quiet --rlock build/rlock 2>&1 | tee build/soak.log
+# acquisitions under injected faults, then the history checker), once, on the plain build;
+# then its quorum form (--short --masters 3: three masters, a Redlock lock, faults on one
+# master at a time). Each invocation counts as one test: PASS passed, anything else failed.
+run_soak_one() {
+  local label=$1 log=$2 rc
+  shift 2
+  echo "==> [$label] tests/soak/soak.sh $*"
+  timeout 600 tests/soak/soak.sh "$@" --quiet --rlock build/rlock 2>&1 | tee "$log"
   rc=${PIPESTATUS[0]}
   if ((rc == 0)); then
-    echo "==> [soak] 1 passed, 0 failed"
+    echo "==> [$label] 1 passed, 0 failed"
     total_passed=$((total_passed + 1))
   else
-    echo "==> [soak] 0 passed, 1 failed (exit $rc; the history is kept, see above)"
+    echo "==> [$label] 0 passed, 1 failed (exit $rc; the history is kept, see above)"
     total_failed=$((total_failed + 1))
   fi
+}
+
+run_soak() {
+  if [[ ! -x build/rlock ]]; then
+    echo "==> [soak] no build/rlock: FAILED (both soak runs)"
+    total_failed=$((total_failed + 2))
+    return
+  fi
+  run_soak_one soak build/soak.log --short
+  run_soak_one soak-quorum build/soak-quorum.log --short --masters 3
 }
 
 if [[ ${RLOCK_SKIP_SOAK:-0} == 1 ]]; then

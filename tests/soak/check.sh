@@ -29,7 +29,9 @@
 #            second" for the holder to hear it, plus grace) after the break, not counting
 #            the time a `stop` fault froze X's job meanwhile.
 #   Nothing else explains one: a cut, CLIENT KILL, SCRIPT FLUSH or a restart of a server
-#   with appendfsync always must not let two holders in.
+#   with appendfsync always must not let two holders in; in quorum mode (meta masters=N,
+#   soak.sh --masters N) neither must any of these on one master, nor a SIGSTOP of one
+#   master (master_stop). A restart's snapshots are then of the master it restarted.
 #
 # Rules; each broken one is a VIOLATION and makes the verdict FAIL:
 #   (a) resource: replaying DIR/res/log, each decision is "accept iff the fence is above
@@ -321,11 +323,12 @@ END {
 
   # --- summary ---
   printf "rlock soak: seed %s, %s contenders (%s direct, the rest through fault_proxy), persistence %s\n", M["seed"], M["contenders"], M["direct"], M["persistence"] == "1" ? "AOF appendfsync always" : "OFF"
+  if (M["masters"] + 0 > 1) printf "  quorum mode       %s masters, a majority of %s; master 0 behind fault_proxy\n", M["masters"], M["quorum"]
   printf "  rlock %s (%s), redis %s\n", M["rlock_version"], M["commit"], M["redis"]
   printf "  wall time         %.1fs\n", (TEND - T0) / 1e6
   printf "  acquisitions      %d (target %s)   runs %d   fences %d..%d\n", n, M["target"], nrun, (n ? FE_[1] : 0), PM[n]
   printf "  exit statuses    %s\n", counts(SC)
-  printf "  faults            %d:%s\n", nf - NK["stop_skipped"], counts(NK, "cut client_kill restart stop script_flush break stop_skipped")
+  printf "  faults            %d:%s\n", nf - NK["stop_skipped"], counts(NK, "cut client_kill restart stop script_flush break master_stop stop_skipped")
   if (NK["restart"]) printf "  restarts          down (kill -9 to AOF loaded) avg %s, max %s%s\n", ms(sumdown / NK["restart"]), ms(maxdown), nblind ? sprintf("; %d without a readable state after the restart (not checked)", nblind) : ""
   out = counts(STOPST)
   printf "  frozen holders    %d, their exits:%s%s\n", nstopped, out, nstopped_late ? sprintf(" (and %d frozen only after their command ended)", nstopped_late) : ""

@@ -203,5 +203,36 @@ run 0.0 1 0 10 20 25 0
 sed -i 's/^final_free=yes/final_free=no/' "$D/meta"
 expect shutdown "the lock still held after the soak"
 
+# Quorum mode (soak.sh --masters 3): the same rules; a fault on one master explains nothing.
+quorum_case() {
+  new_case
+  printf 'masters=3\nquorum=2\n' >>"$D/meta"
+}
+
+quorum_case
+run 0.0 1 0 10 20 25 0
+fault master_stop 30 1500 master=1 pid=1 stop_ms=1470
+fault restart 1600 1700 master=2 pid=2 sleep_ms=50 tok=- pttl=-2 fence=1 "at=$(us 1600)" tok1=- pttl1=-2 fence1=1 "at1=$(us 1700)"
+fault client_kill 1710 1720 master=0 killed=3
+run 1.0 3 1000 1800 1900 1905 0
+expect PASS "quorum mode: sequential holders across master_stop, restart and CLIENT KILL"
+
+quorum_case
+run 0.0 1 0 10 900 905 0
+run 1.0 2 5 300 310 315 0 R
+fault master_stop 100 800 master=0 pid=1 stop_ms=700
+expect overlap "quorum mode: two holders inside at once; a frozen master explains nothing"
+
+quorum_case
+run 0.0 4 0 10 2000 2005 76 none term
+fault restart 30 40 master=1 pid=2 sleep_ms=5 tok=tok0.0 pttl=1500 fence=4 "at=$(us 30)" tok1=- pttl1=-2 fence1=4 "at1=$(us 40)"
+expect persistence "quorum mode: a held lock gone from a master after its 10ms restart"
+
+quorum_case
+run 0.0 5 0 10 500 505 76 none term
+run 1.0 7 5 300 310 315 0
+fault break 200 210 status=0 tok=tok0.0 fence=5 fences=6,5,5 fence1=7
+expect PASS "quorum mode: a broken holder (its own fence below a master's counter) overlaps the next one"
+
 echo "$((n - failed)) of $n checker cases ok"
 ((failed == 0))

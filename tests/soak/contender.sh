@@ -4,6 +4,7 @@
 #
 #   contender.sh DIR C SEED RLOCK URL KEY TTL_MS VIA STDERR_FAULTS
 #
+# URL may be several URLs separated by spaces (quorum mode: one --url each).
 # Loops `rlock -v --url URL run --ttl TTL_MS --wait W KEY -- bash cs.sh …` until DIR/stop
 # exists. W and the critical section's work come from a random stream seeded by SEED and
 # C, so a seed always asks for the same runs. After each run it appends to DIR/hist/C
@@ -20,6 +21,9 @@ set -u
 dir=$1 c=$2 seed=$3 rlock=$4 url=$5 key=$6 ttl=$7 via=$8 stderr_faults=${9:-0}
 cs="$(dirname "${BASH_SOURCE[0]}")/cs.sh"
 hist=$dir/hist/$c err=$dir/err/$c
+read -r -a urls <<<"$url"
+url_args=()
+for u in "${urls[@]}"; do url_args+=(--url "$u"); done
 RANDOM=$((seed * 1009 + c * 7919))
 stopping=0
 # SIGTERM (the soak's shutdown) reaches rlock too; the loop records the run, then ends.
@@ -67,7 +71,7 @@ for ((i = 0; ; i++)); do
   printf -v work_s '%d.%03d' $((work_ms / 1000)) $((work_ms % 1000))
   printf '== %s\n' "$run" >>"$err"
   [[ $mode == file ]] || printf 'stderr of this run: %s\n' "$mode" >>"$err"
-  set -- -v --url "$url" run --ttl "${ttl}ms" --wait "${wait_ms}ms" "$key" -- \
+  set -- -v "${url_args[@]}" run --ttl "${ttl}ms" --wait "${wait_ms}ms" "$key" -- \
     bash "$cs" "$dir" "$c" "$run" "$work_s" "$ttl"
   t0=${EPOCHREALTIME/./}
   case $mode in

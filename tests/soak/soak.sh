@@ -6,7 +6,7 @@
 #   tests/soak/soak.sh [--acquisitions N] [--contenders C] [--seed S] [--short]
 #                      [--rlock PATH] [--proxy PATH] [--direct K] [--fault-every MS]
 #                      [--max-time S] [--no-persistence] [--no-stderr-faults] [--dir DIR]
-#                      [--keep] [--quiet]
+#                      [--masters N] [--keep] [--quiet]
 #
 # What it starts, all its own and all stopped at exit (trap on EXIT, INT, TERM, HUP):
 # - redis-server on a free loopback port with persistence (--appendonly yes
@@ -33,6 +33,22 @@
 # Then it checks the history (tests/soak/check.sh DIR), prints the summary and exits with
 # its status: 0 PASS, 1 FAIL, 2 the soak itself could not run, 64 usage.
 # DIR (a new temporary directory unless --dir) is removed after a PASS unless --keep.
+#
+# Quorum mode, --masters N (N >= 3; default 1, one server, all of the above): N
+# independent redis-servers (each as above, in DIR/redis, DIR/redis1 … DIR/redis(N-1)),
+# master 0 behind fault_proxy; every contender gets all N URLs (several --url: a Redlock
+# lock, docs/PROTOCOL.md "Quorum mode"), the proxied ones master 0's through the proxy.
+# The faults act on one master at a time, one fault at a time, so never more than one
+# master (a minority) is down or frozen at once:
+#   cut            as above (master 0's proxied connections)
+#   client_kill    CLIENT KILL TYPE normal on a random master
+#   restart        kill -9 a random master, 0-400ms down, start again with its AOF
+#   stop           as above
+#   script_flush   SCRIPT FLUSH on a random master
+#   break          rlock break soak --yes with every URL
+#   master_stop    SIGSTOP a random master for 0.2-2.5s, then SIGCONT
+# The details of a fault on one master start with master=I. With --short, --max-time
+# defaults to 75 (not 110) in quorum mode.
 set -uo pipefail
 exec </dev/null
 
@@ -51,7 +67,7 @@ die_usage() {
 # --- options ------------------------------------------------------------------------------
 
 target="" contenders=8 seed="" short=0 rlock="" proxy_bin="" direct="" fault_every=""
-max_time="" persistence=1 stderr_faults=1 dir="" keep=0 quiet=0
+max_time="" persistence=1 stderr_faults=1 dir="" keep=0 quiet=0 masters=1
 while (($#)); do
   case $1 in
     --acquisitions) target=${2:-} && shift ;;
@@ -66,6 +82,7 @@ while (($#)); do
     --no-persistence) persistence=0 ;;
     --no-stderr-faults) stderr_faults=0 ;;
     --dir) dir=${2:-} && shift ;;
+    --masters) masters=${2:-} && shift ;;
     --keep) keep=1 ;;
     --quiet) quiet=1 ;;
     -h | --help)
@@ -78,7 +95,9 @@ while (($#)); do
 done
 
 is_num() { [[ $1 =~ ^[0-9]+$ ]] && ((10#$1 <= 1000000000)); }
-if ((short)); then
+if ((short)) && [[ $masters != 1 ]]; then # quorum mode's CI form: at most ~90s in all
+  : "${target:=300}" "${fault_every:=600}" "${max_time:=75}"
+elif ((short)); then
   : "${target:=300}" "${fault_every:=600}" "${max_time:=110}"
 else
   : "${target:=10000}" "${fault_every:=1500}"
@@ -86,14 +105,16 @@ else
 fi
 : "${seed:=$((EPOCHSECONDS % 1000000))}"
 : "${direct:=$((contenders / 4))}"
-for v in target contenders seed direct fault_every max_time; do
+for v in target contenders seed direct fault_every max_time masters; do
   is_num "${!v}" || die_usage "--${v//_/-} needs a whole number, got '${!v}'"
 done
 ((target >= 1)) || die_usage "--acquisitions must be at least 1"
 ((contenders >= 2 && contenders <= 64)) || die_usage "--contenders must be 2..64"
 ((direct <= contenders)) || die_usage "--direct must be at most --contenders"
 ((fault_every >= 50)) || die_usage "--fault-every must be at least 50 (ms)"
-seed=$((10#$seed))
+((masters == 1 || (masters >= 3 && masters <= 9))) ||
+  die_usage "--masters must be 1, or 3..9 for quorum mode"
+seed=$((10#$seed)) masters=$((10#$masters))
 
 : "${rlock:=$repo/build/rlock}"
 [[ -x $rlock ]] || die_usage "no rlock binary at $rlock (build it, or pass --rlock PATH)"
@@ -123,6 +144,7 @@ else
   W=$(mktemp -d "${TMPDIR:-/tmp}/rlock-soak.XXXXXX") || exit 2
 fi
 mkdir -p "$W"/{hist,err,cur,res,redis,proxy} || exit 2
+for ((m = 1; m < masters; m++)); do mkdir -p "$W/redis$m" || exit 2; done
 echo 0 >"$W/res/max"
 : >"$W/res/log"
 : >"$W/faults.log"
@@ -132,8 +154,18 @@ RANDOM=$seed
 REDIS_PID="" REDIS_PORT="" PROXY_PID="" PROXY_PORT="" PORT_CLAIM=""
 CONT_PIDS=()
 PORT_DIR="${TMPDIR:-/tmp}/rlock-test-ports"
+REDIS_DIR=$W/redis
 REDIS_SOCK=$W/redis/redis.sock
 if ((${#REDIS_SOCK} > 100)); then REDIS_SOCK=$(mktemp -u /tmp/rlock-soak-sock.XXXXXX); fi
+# Quorum mode: master I's state; REDIS_* above are the master in use (use_master I).
+M_PID=() M_PORT=() M_CLAIM=() M_SOCK=() M_DIR=()
+QUORUM=$((masters / 2 + 1))
+M_SOCK[0]=$REDIS_SOCK M_DIR[0]=$REDIS_DIR
+for ((m = 1; m < masters; m++)); do
+  M_DIR[m]=$W/redis$m M_SOCK[m]=$W/redis$m/redis.sock
+  if ((${#M_SOCK[m]} > 100)); then M_SOCK[m]=$(mktemp -u /tmp/rlock-soak-sock.XXXXXX); fi
+done
+((masters == 1)) || : >"$W/stopped_masters"
 
 now_us() { _now=${EPOCHREALTIME/./}; }
 log() { ((quiet)) || echo "soak: $*" >&2; }
@@ -169,6 +201,21 @@ poll_until() {
 }
 
 rcli() { timeout 5 redis-cli -s "$REDIS_SOCK" "$@" 2>/dev/null; }
+# rcli_m I ARGS…: redis-cli to master I.
+rcli_m() {
+  local s=${M_SOCK[$1]}
+  shift
+  timeout 5 redis-cli -s "$s" "$@" 2>/dev/null
+}
+
+# use_master I: REDIS_* are master I's; save_master I: stores them back.
+use_master() {
+  REDIS_PID=${M_PID[$1]:-} REDIS_PORT=${M_PORT[$1]:-} PORT_CLAIM=${M_CLAIM[$1]:-}
+  REDIS_SOCK=${M_SOCK[$1]} REDIS_DIR=${M_DIR[$1]}
+}
+save_master() {
+  M_PID[$1]=$REDIS_PID M_PORT[$1]=$REDIS_PORT M_CLAIM[$1]=$PORT_CLAIM
+}
 
 # --- ports (the same claim directory as tests/helpers/redis.bash) -------------------------
 
@@ -200,7 +247,7 @@ free_port() {
 # --- redis-server and fault_proxy ---------------------------------------------------------
 
 redis_args() {
-  local -a a=(--port "$REDIS_PORT" --bind 127.0.0.1 --daemonize no --dir "$W/redis"
+  local -a a=(--port "$REDIS_PORT" --bind 127.0.0.1 --daemonize no --dir "$REDIS_DIR"
     --unixsocket "$REDIS_SOCK" --unixsocketperm 700 --save ''
     --maxmemory-policy noeviction)
   if ((persistence)); then
@@ -227,7 +274,7 @@ redis_launch() {
       fd=${fd##*/}
       if ((fd > 2)); then eval "exec $fd>&-" 2>/dev/null || true; fi
     done
-    exec redis-server "${args[@]}" >>"$W/redis/redis.log" 2>&1
+    exec redis-server "${args[@]}" >>"$REDIS_DIR/redis.log" 2>&1
   ) &
   REDIS_PID=$!
   if ! poll_until 20 redis_answers; then
@@ -237,7 +284,7 @@ redis_launch() {
   fi
   if ! alive "$REDIS_PID"; then
     wait "$REDIS_PID" 2>/dev/null
-    tail -n 5 "$W/redis/redis.log" | grep -q -i 'address already in use' && return 2
+    tail -n 5 "$REDIS_DIR/redis.log" | grep -q -i 'address already in use' && return 2
     return 1
   fi
   local got
@@ -255,7 +302,7 @@ redis_start() {
     redis_launch || rc=$?
     ((rc == 0)) && return 0
     rmdir "$PORT_DIR/$PORT_CLAIM" 2>/dev/null
-    ((rc == 2)) || harness_error "redis-server did not start: $(tail -n 5 "$W/redis/redis.log")"
+    ((rc == 2)) || harness_error "redis-server did not start: $(tail -n 5 "$REDIS_DIR/redis.log")"
   done
   harness_error "no usable port for redis-server after 8 attempts"
 }
@@ -290,10 +337,30 @@ ttl_of() {
   echo "${t[$(($1 % 3))]}"
 }
 
+# The URLs of every master, space-separated: _urls direct, _purls master 0's via the proxy.
+master_urls() {
+  local m
+  _urls="" _purls="redis://127.0.0.1:$PROXY_PORT/0"
+  for ((m = 0; m < masters; m++)); do
+    _urls+="${_urls:+ }redis://127.0.0.1:${M_PORT[m]}/0"
+    ((m == 0)) || _purls+=" redis://127.0.0.1:${M_PORT[m]}/0"
+  done
+}
+
+# url_args URLS: _uargs = --url U for each of the space-separated URLS.
+url_args() {
+  local u
+  _uargs=()
+  for u in $1; do _uargs+=(--url "$u"); done
+}
+
 start_contenders() {
   local c url via
   for ((c = 0; c < contenders; c++)); do
-    if ((c >= contenders - direct)); then
+    if ((masters > 1)); then
+      master_urls
+      if ((c >= contenders - direct)); then url=$_urls via=direct; else url=$_purls via=proxy; fi
+    elif ((c >= contenders - direct)); then
       url="redis://127.0.0.1:$REDIS_PORT/0" via=direct
     else
       url="redis://127.0.0.1:$PROXY_PORT/0" via=proxy
@@ -341,6 +408,7 @@ our_leftovers() {
     pid=${f#/proc/}
     pid=${pid%/cmdline}
     [[ $pid == "$$" || $pid == "$REDIS_PID" || $pid == "$PROXY_PID" ]] && continue
+    [[ " ${M_PID[*]} " == *" $pid "* ]] && continue
     { read -r st <"/proc/$pid/stat"; } 2>/dev/null || continue
     st=${st##*) }
     read -r _ ppid _ <<<"$st"
@@ -349,6 +417,30 @@ our_leftovers() {
     [[ $args == *"$W"* ]] && alive "$pid" && _left+=("$pid")
   done
   ((${#_left[@]} > 0))
+}
+
+# Stops the redis-server in use (REDIS_*) and gives back its port and socket.
+stop_redis() {
+  if [[ -n $REDIS_PID ]] && alive "$REDIS_PID"; then
+    kill -TERM "$REDIS_PID" 2>/dev/null
+    poll_until 10 eval '! alive $REDIS_PID' || kill -KILL "$REDIS_PID" 2>/dev/null
+    wait "$REDIS_PID" 2>/dev/null
+  fi
+  [[ -n $PORT_CLAIM ]] && rmdir "$PORT_DIR/$PORT_CLAIM" 2>/dev/null
+  [[ $REDIS_SOCK == /tmp/rlock-soak-sock.* ]] && rm -f "$REDIS_SOCK"
+}
+
+# Quorum mode: every master (a frozen one is continued first: it ignores SIGTERM till then).
+stop_masters() {
+  local m p
+  while read -r p; do kill -CONT "$p" 2>/dev/null; done <"$W/stopped_masters"
+  # one being (re)started when a signal came, not yet recorded as its master's
+  [[ -n $REDIS_PID && " ${M_PID[*]} " != *" $REDIS_PID "* ]] && stop_redis
+  for ((m = 0; m < masters; m++)); do
+    use_master "$m"
+    stop_redis
+    M_PID[m]=""
+  done
 }
 
 cleaned=0
@@ -363,13 +455,11 @@ cleanup() {
     poll_until 5 eval '! alive $PROXY_PID' || kill -KILL "$PROXY_PID" 2>/dev/null
     wait "$PROXY_PID" 2>/dev/null
   fi
-  if [[ -n $REDIS_PID ]] && alive "$REDIS_PID"; then
-    kill -TERM "$REDIS_PID" 2>/dev/null
-    poll_until 10 eval '! alive $REDIS_PID' || kill -KILL "$REDIS_PID" 2>/dev/null
-    wait "$REDIS_PID" 2>/dev/null
+  if ((masters > 1)); then
+    stop_masters
+  else
+    stop_redis
   fi
-  [[ -n $PORT_CLAIM ]] && rmdir "$PORT_DIR/$PORT_CLAIM" 2>/dev/null
-  [[ $REDIS_SOCK == /tmp/rlock-soak-sock.* ]] && rm -f "$REDIS_SOCK"
   if ((keep == 0)); then rm -rf "$W"; fi
 }
 trap cleanup EXIT
@@ -393,6 +483,58 @@ snapshot() {
   _snap="tok=${s[0]:--} pttl=${s[1]:--} fence=${s[2]:--} at=$_now"
 }
 
+# Quorum mode, every master: _snap as snapshot's, where tok is the token that holds on a
+# majority (else -), pttl its Q-th longest PTTL, fence the lowest fence counter (or that
+# token's own fence, if lower): no run granted later, nor that holder, has a lower fence;
+# _fmax is the highest fence counter (no run granted so far has a higher fence).
+QSNAP="local t = redis.call('GET', KEYS[1]) or ''
+local f = ''
+if t ~= '' then f = redis.call('HGET', KEYS[1] .. ':h:' .. t, 'fence') or '' end
+return {t, redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[2]) or '0', f}"
+qsnapshot() {
+  local m t best="" lo="" hi="" fences="" hf pt
+  local -a s pttls
+  local -A votes=() tp=()
+  for ((m = 0; m < masters; m++)); do
+    mapfile -t s < <(rcli_m "$m" eval "$QSNAP" 2 "$LOCK_KEY" "$FENCE_KEY")
+    fences+="${fences:+,}${s[2]:--}"
+    [[ ${s[2]:-} =~ ^[0-9]+$ ]] || continue
+    if [[ -z $lo ]] || ((s[2] < lo)); then lo=${s[2]}; fi
+    if [[ -z $hi ]] || ((s[2] > hi)); then hi=${s[2]}; fi
+    t=${s[0]:-}
+    [[ -n $t ]] || continue
+    votes[$t]=$((${votes[$t]:-0} + 1))
+    tp[$t]+="${s[1]} "
+    if [[ ${s[3]:-} =~ ^[0-9]+$ ]]; then tp[$t:f]=${s[3]}; fi
+  done
+  for t in "${!votes[@]}"; do ((votes[$t] >= QUORUM)) && best=$t; done
+  pt="-"
+  if [[ -n $best ]]; then
+    mapfile -t pttls < <(tr ' ' '\n' <<<"${tp[$best]}" | grep . | sort -rn)
+    pt=${pttls[QUORUM - 1]}
+    hf=${tp[$best:f]:-}
+    if [[ -n $hf && -n $lo ]] && ((hf < lo)); then lo=$hf; fi
+  fi
+  now_us
+  _fmax=${hi:--}
+  _snap="tok=${best:--} pttl=$pt fence=${lo:--} at=$_now fences=$fences"
+}
+
+# pick_master: quorum mode, a random master is the one in use (REDIS_*), _m its number,
+# _mdetail "master=I "; one server: master 0, no detail. done_master: master 0 again.
+pick_master() {
+  _m=0 _mdetail=""
+  ((masters > 1)) || return 0
+  rnd 0 $((masters - 1))
+  _m=$_r _mdetail="master=$_r "
+  use_master "$_m"
+}
+done_master() {
+  ((masters > 1)) || return 0
+  save_master "$_m"
+  use_master 0
+}
+
 fault_cut() {
   local seq
   seq=$(proxy_seq)
@@ -402,15 +544,20 @@ fault_cut() {
 }
 
 fault_client_kill() {
-  _detail="killed=$(rcli client kill type normal | tr -d '\r\n ')"
+  pick_master
+  _detail="${_mdetail}killed=$(rcli client kill type normal | tr -d '\r\n ')"
+  done_master
 }
 
 fault_script_flush() {
-  _detail="reply=$(rcli script flush | tr -d '\r\n ')"
+  pick_master
+  _detail="${_mdetail}reply=$(rcli script flush | tr -d '\r\n ')"
+  done_master
 }
 
 fault_restart() {
   local before after down rc=0
+  pick_master
   snapshot
   before=$_snap
   redis_kill9
@@ -424,11 +571,36 @@ fault_restart() {
   after=${after//pttl=/pttl1=}
   after=${after//fence=/fence1=}
   after=${after//at=/at1=}
-  _detail="pid=$REDIS_PID sleep_ms=$down $before $after"
+  _detail="${_mdetail}pid=$REDIS_PID sleep_ms=$down $before $after"
+  done_master
+}
+
+# Quorum mode: SIGSTOP a random master (it neither answers nor expires keys meanwhile;
+# the keys whose time ran out go at SIGCONT), then SIGCONT.
+fault_master_stop() {
+  local dur
+  pick_master
+  rnd 200 2500
+  dur=$_r
+  echo "$REDIS_PID" >>"$W/stopped_masters"
+  now_us
+  _t0=$_now
+  kill -STOP "$REDIS_PID" 2>/dev/null
+  sleep "$(printf '%d.%03d' $((dur / 1000)) $((dur % 1000)))"
+  kill -CONT "$REDIS_PID" 2>/dev/null
+  now_us
+  _t1=$_now
+  : >"$W/stopped_masters"
+  _detail="${_mdetail}pid=$REDIS_PID stop_ms=$dur"
+  done_master
 }
 
 fault_break() {
   local st=0 fence1
+  if ((masters > 1)); then
+    fault_break_quorum
+    return
+  fi
   snapshot
   _detail="$_snap"
   now_us
@@ -439,6 +611,21 @@ fault_break() {
   _t1=$_now
   fence1=$(rcli get "$FENCE_KEY" | tr -d '\r\n')
   _detail="status=$st $_detail fence1=${fence1:--}"
+}
+
+fault_break_quorum() {
+  local st=0
+  master_urls
+  url_args "$_urls"
+  qsnapshot
+  _detail="$_snap"
+  now_us
+  _t0=$_now
+  timeout 15 "$rlock" "${_uargs[@]}" break "$KEY" --yes 2>>"$W/faults.err" || st=$?
+  now_us
+  _t1=$_now
+  qsnapshot
+  _detail="status=$st $_detail fence1=$_fmax"
 }
 
 # Finds a holder (a live critical section) within 1s: sets _hold to "RUN CS_PID RLOCK_PID TTL".
@@ -498,12 +685,16 @@ fault_stop() {
 
 KINDS=(cut client_kill restart stop script_flush break)
 WEIGHTS=(3 2 1 2 1 1)
+if ((masters > 1)); then
+  KINDS+=(master_stop)
+  WEIGHTS=(3 2 2 2 1 1 2)
+fi
 fault_no=0
 first_kinds=()
 
 pick_kind() {
   local total=0 w i
-  if ((fault_no == 0)); then # the six kinds in a seeded order first
+  if ((fault_no == 0)); then # the six (quorum mode: seven) kinds in a seeded order first
     first_kinds=("${KINDS[@]}")
     for ((i = ${#first_kinds[@]} - 1; i > 0; i--)); do
       rnd 0 "$i"
@@ -544,7 +735,16 @@ acquisitions() {
 
 # --- the run ------------------------------------------------------------------------------
 
-redis_start
+if ((masters > 1)); then
+  for ((m = 0; m < masters; m++)); do
+    use_master "$m"
+    redis_start
+    save_master "$m"
+  done
+  use_master 0
+else
+  redis_start
+fi
 proxy_start
 now_us
 T0=$_now
@@ -565,8 +765,15 @@ T0=$_now
   echo "rlock_version=$("$rlock" --version 2>&1 | head -n 1)"
   echo "commit=$(git -C "$(dirname "$rlock")" rev-parse --short HEAD 2>/dev/null || echo unknown)"
   echo "redis=$(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')"
+  if ((masters > 1)); then
+    master_urls
+    echo "masters=$masters"
+    echo "quorum=$QUORUM"
+    echo "urls=$_urls"
+  fi
 } >"$W/meta"
 
+((masters == 1)) || log "quorum mode: $masters masters ($_urls), master 0 behind the proxy"
 log "seed $seed, $contenders contenders ($direct direct), target $target acquisitions," \
   "a fault every ~${fault_every}ms, at most ${max_time}s; history in $W"
 start_contenders
@@ -613,9 +820,21 @@ t_end=$_now
 # The lock must be free once every holder is gone (at most one TTL, 2s, later).
 lock_free() {
   local rc=0
-  timeout 10 "$rlock" --url "redis://127.0.0.1:$REDIS_PORT/0" status "$KEY" >/dev/null 2>&1 ||
-    rc=$?
+  if ((masters > 1)); then
+    master_urls
+    url_args "$_urls"
+    timeout 10 "$rlock" "${_uargs[@]}" status "$KEY" >/dev/null 2>&1 || rc=$?
+  else
+    timeout 10 "$rlock" --url "redis://127.0.0.1:$REDIS_PORT/0" status "$KEY" >/dev/null 2>&1 ||
+      rc=$?
+  fi
   ((rc == 1))
+}
+
+# The lock's keys left on the master in use (release tombstones counted: they expire soon).
+redis_keys() {
+  echo "$(rcli --scan --pattern "lock:*" | grep -v ':r:' | sort | tr '\n' ' ')$(
+    rcli --scan --pattern "lock:*:r:*" | wc -l) release tombstones"
 }
 final_free=no
 poll_until 4 lock_free && final_free=yes
@@ -634,8 +853,17 @@ fi
   echo "final_free=$final_free"
   echo "leftovers=$leftovers"
   # release tombstones (lock:{KEY}:r:TOKEN) expire by themselves within seconds: counted
-  echo "redis_keys=$(rcli --scan --pattern "lock:*" | grep -v ':r:' | sort | tr '\n' ' ')$(
-    rcli --scan --pattern "lock:*:r:*" | wc -l) release tombstones"
+  if ((masters > 1)); then
+    keys=""
+    for ((m = 0; m < masters; m++)); do
+      use_master "$m"
+      keys+="${keys:+; }master $m: $(redis_keys)"
+    done
+    use_master 0
+    echo "redis_keys=$keys"
+  else
+    echo "redis_keys=$(redis_keys)"
+  fi
 } >>"$W/meta"
 
 cleanup_keep=$keep
