@@ -115,7 +115,7 @@ const char* describe(PasswordSource s) {
 
 std::vector<std::string> effective_urls(const GlobalOptions& g) {
   for (const std::string& u : g.urls)
-    if (u.find_first_of(" \t\n") != std::string::npos)
+    if (u.find(' ') != std::string::npos)
       throw_usage(
           "a --url holds one URL: give -u once per master for a quorum lock (RLOCK_URL "
           "separates several with spaces)");
