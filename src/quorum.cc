@@ -80,8 +80,8 @@ Error QuorumLock::too_few(const std::string& what,
     ++failed;
   }
   return Error(ErrorKind::Unavailable,
-               fmt::format("{}: only {} of {} masters answered (a majority is {}); failed: {}{}", what,
-                           errors.size() - failed, errors.size(), quorum(), silent,
+               fmt::format("{}: only {} of {} masters answered (a majority is {}); failed: {}{}",
+                           what, errors.size() - failed, errors.size(), quorum(), silent,
                            last ? fmt::format(" ({})", last->what()) : ""));
 }
 
@@ -220,13 +220,52 @@ void QuorumLock::give_back(const std::string& token, Millis ttl, std::function<v
 
 // ---- holding ----
 
+// A master that answered "not held" (restarted empty, or its key expired
+// while it was cut off) while a majority renews is granted the lease again,
+// so that the majority has room to lose another master. Its fence counter is
+// raised to this holder's fence with it: an empty restart lost the counter
+// too (see "Why fences only grow").
+void QuorumLock::regrant(size_t i, const std::string& token, Millis grant, int64_t fence,
+                         Millis per) {
+  SingleLock* l = locks_[i].get();
+  auto alive = alive_;
+  l->acquire(
+      token, grant, false, info_, 0,
+      [alive, l, token, fence, per](Outcome<AcquireReply> a) {
+        if (!*alive || a.error || a.value.state != AcquireReply::State::Acquired) return;
+        l->commit_fence(
+            token, fence, [](Outcome<FenceReply>) {}, per);
+      },
+      per);
+}
+
 void QuorumLock::extend(const std::string& token, Millis ttl, Done<ExtendReply> done,
                         Millis timeout) {
   Millis per = timeout.count() > 0 ? timeout : clients_.front()->command_timeout();
   auto alive = alive_;
+  // The renewal is decided by the fastest majority; a master that answers
+  // "not held" after that (an empty one answers last: its scripts must be
+  // loaded again) is granted the lease again all the same.
+  struct Renewed {
+    bool decided = false, held = false;
+    Millis grant{0};
+    int64_t fence = 0;
+  };
+  auto renewed = std::make_shared<Renewed>();
   fan_out<ExtendReply>(
-      [=](SingleLock& l, Done<ExtendReply> d) { l.extend(token, ttl, std::move(d), per); },
-      [this, alive, token, ttl, per, done](std::vector<Outcome<ExtendReply>> rs) {
+      [=, this](SingleLock& l, Done<ExtendReply> d) {
+        size_t i = 0;
+        while (locks_[i].get() != &l) ++i;
+        l.extend(
+            token, ttl,
+            [this, alive, renewed, i, token, per, d](Outcome<ExtendReply> o) {
+              if (*alive && renewed->decided && renewed->held && !o.error && !o.value.held)
+                regrant(i, token, renewed->grant, renewed->fence, per);
+              d(std::move(o));
+            },
+            per);
+      },
+      [this, alive, renewed, token, ttl, per, done](std::vector<Outcome<ExtendReply>> rs) {
         size_t held = 0, lost = 0;
         Millis shortest = Millis::max();
         int64_t fence = 0;
@@ -242,25 +281,13 @@ void QuorumLock::extend(const std::string& token, Millis ttl, Done<ExtendReply> 
           shortest = std::min(shortest, r.value.ttl);
           fence = std::max(fence, r.value.fence);
         }
+        renewed->decided = true;
         if (held >= quorum()) {
-          // A master that answered "not held" (restarted empty, or its key
-          // expired while it was cut off) is granted the lease again, so that
-          // the majority has room to lose another master.
-          // Its fence counter is raised to this holder's fence with it: an
-          // empty restart lost the counter too (see "Why fences only grow").
-          for (size_t i = 0; i < rs.size(); ++i) {
-            if (rs[i].error || rs[i].value.held) continue;
-            Millis grant = ttl.count() > 0 ? ttl : shortest;
-            SingleLock* l = locks_[i].get();
-            l->acquire(
-                token, grant, false, info_, 0,
-                [alive, l, token, fence, per](Outcome<AcquireReply> a) {
-                  if (!*alive || a.error || a.value.state != AcquireReply::State::Acquired) return;
-                  l->commit_fence(
-                      token, fence, [](Outcome<FenceReply>) {}, per);
-                },
-                per);
-          }
+          renewed->held = true;
+          renewed->grant = ttl.count() > 0 ? ttl : shortest;
+          renewed->fence = fence;
+          for (size_t i = 0; i < rs.size(); ++i)
+            if (!rs[i].error && !rs[i].value.held) regrant(i, token, renewed->grant, fence, per);
           ExtendReply x;
           x.held = true;
           x.ttl = shortest - clock_drift(shortest);

@@ -94,6 +94,7 @@ class QuorumLock : public Lock {
   void commit(const std::string& token, int64_t fence, Millis ttl, Clock::time_point until,
               Done<AcquireReply> done);
   void give_back(const std::string& token, Millis ttl, std::function<void()> then);
+  void regrant(size_t i, const std::string& token, Millis grant, int64_t fence, Millis per);
   /// Why fewer than a majority answered: the first permission error, else an
   /// unavailable Error naming the masters that did not answer.
   Error too_few(const std::string& what, const std::vector<std::optional<Error>>& errors) const;
