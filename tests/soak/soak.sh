@@ -264,16 +264,23 @@ redis_answers() {
   rcli info persistence | tr -d '\r' | grep -q -x 'loading:0' # not async_loading:0
 }
 
+# close_fds: closes every descriptor above 2 of the current (sub)shell, so that a server
+# started from it holds none of the caller's pipes.
+close_fds() {
+  local fd
+  for fd in /proc/self/fd/*; do
+    fd=${fd##*/}
+    if ((fd > 2)); then eval "exec $fd>&-" 2>/dev/null || true; fi
+  done
+}
+
 # redis_launch: starts redis-server with redis_args, waits for PING and checks that the
 # server on the TCP port is the one started. 0 ready, 2 port taken, 1 other failure.
 redis_launch() {
   local -a args
   mapfile -d '' args < <(redis_args)
   (
-    for fd in /proc/self/fd/*; do
-      fd=${fd##*/}
-      if ((fd > 2)); then eval "exec $fd>&-" 2>/dev/null || true; fi
-    done
+    close_fds
     exec redis-server "${args[@]}" >>"$REDIS_DIR/redis.log" 2>&1
   ) &
   REDIS_PID=$!
@@ -315,10 +322,7 @@ redis_kill9() {
 
 proxy_start() {
   (
-    for fd in /proc/self/fd/*; do
-      fd=${fd##*/}
-      if ((fd > 2)); then eval "exec $fd>&-" 2>/dev/null || true; fi
-    done
+    close_fds
     exec "$proxy_bin" 0 127.0.0.1 "$REDIS_PORT" "$W/proxy" >"$W/proxy/stdout" 2>"$W/proxy/stderr"
   ) &
   PROXY_PID=$!
