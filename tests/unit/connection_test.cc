@@ -181,6 +181,31 @@ TEST(Connection, ACallbackThatThrowsIsNotAConnectionFailureForTheOthers) {
   EXPECT_EQ(second->reply.str, "PONG");
 }
 
+TEST(Connection, AWriteToAResetConnectionFailsTheCommandFromTheLoopNotTheCall) {
+  // A server that answers the first PING and then resets the connection (RST).
+  Loop loop;
+  PongServer server(loop);
+  auto addrs = std::make_shared<AddressBook>(loop, std::vector<Address>{tcp_address(server.port)});
+  Connection c(loop, config(), nullptr, addrs);
+  ASSERT_FALSE(ping(loop, c)->failure);
+  ASSERT_EQ(server.conns.size(), 1u);
+  int peer = server.conns.front();
+  linger hard{1, 0};
+  setsockopt(peer, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
+  loop.unwatch(peer);
+  close(peer);
+  server.conns.clear();
+  // The reset arrives while the loop does not run: the next write finds it.
+  usleep(50'000);
+  std::optional<Result> r;
+  // A caller sending to several servers must reach the others: no throw here.
+  EXPECT_NO_THROW(c.command({"PING"}, [&](Result x) { r = std::move(x); }));
+  EXPECT_FALSE(r.has_value()) << "called back inside command()";
+  loop.run_until([&] { return r.has_value(); });
+  ASSERT_TRUE(r->failure);
+  EXPECT_EQ(r->failure->exit_status(), 69);
+}
+
 // An object whose destruction calls back into the loop, as a Connection does.
 struct CallsBack {
   Loop* loop;
