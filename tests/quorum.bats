@@ -277,3 +277,12 @@ on_masters() {
   ((elapsed < 4000)) || fail "list took ${elapsed}ms"
   for n in 1 2 3 4 5 6; do "$RLOCK" release "q-list-$n" --token "${toks[n - 1]}"; done
 }
+
+@test "refusals and outages: 77 only when the refusing masters alone leave no majority, else 69" {
+  bad2=${M2_URL/redis:\/\//redis://:wrong@}
+  bad3=${M3_URL/redis:\/\//redis://:wrong@}
+  rl --url "$M1_URL" --url "$bad2" --url "redis://127.0.0.1:1/0" acquire -n q-why
+  assert_error 69
+  rl --url "$M1_URL" --url "$bad2" --url "$bad3" acquire -n q-why
+  assert_error 77
+}
