@@ -15,6 +15,7 @@
 #   5. peak RSS of `rlock run k -- sleep 1` beside a bash wrapper and bench/minimal.c
 #   6. Redis work: client round trips and server-side commands per acquisition, from
 #      INFO commandstats, uncontended and with 4, 16 and 64 contenders
+#   7. quorum mode: `rlock run k -- true` on three masters beside part 1's one server
 #
 # Usage: bench/run.sh [--smoke]
 #   --smoke  tiny counts: checks that every part works (CI), measures nothing
@@ -226,6 +227,23 @@ for n in "${SIZES[@]}"; do
   read -r rt cmds < <(redis_work "$n" "$ACQ")
   printf '%-12s %8s %10s\n' "$n" "$rt" "$cmds"
 done
+# --- 7. quorum mode ------------------------------------------------------------------------
+echo
+echo "== 7. quorum mode: median of $RUNS runs (ms), rlock run k -- true on 3 masters"
+qurls=(-u "$RLOCK_URL")
+for _ in 1 2; do
+  qport=$(pick_port)
+  redis-server --port "$qport" --bind 127.0.0.1 --save '' --appendonly no \
+    --dir "$work" --dbfilename "q$qport.rdb" >/dev/null 2>&1 3>&- &
+  pids+=($!)
+  for _ in $(seq 100); do [[ $(redis-cli -p "$qport" ping 2>/dev/null) == PONG ]] && break; sleep 0.05; done
+  qurls+=(-u "redis://127.0.0.1:$qport/0")
+done
+measure_cmd quorum "$RLOCK" "${qurls[@]}" run bench-q -- true
+printf '%-34s %9s %12s\n' "command" "median_ms" "ratio"
+row "rlock run, 3 masters (quorum)" quorum ""
+row "rlock run, one server (part 1)" rlock "$(ratio "${T[quorum]}" "${T[rlock]}")"
+
 echo
 echo "rlock $("$RLOCK" --version | head -n 1); $(redis-server --version | awk '{print $1, $2, $3}'); $(nproc) cores"
 ((smoke)) && echo "bench: smoke run complete (counts too small to mean anything)"
