@@ -38,6 +38,7 @@ fi
 
 work=$(mktemp -d)
 pids=()
+# shellcheck disable=SC2317 # called by the EXIT trap
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
@@ -98,9 +99,9 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0)
 echo "== 1. uncontended: median of $RUNS runs (ms), each a fresh process"
 declare -A T
 measure_cmd() { # NAME CMD...: median into T[NAME]
-  local name=$1 med p90 rss
+  local name=$1 med
   shift
-  read -r med p90 rss < <("$TIMEIT" "$RUNS" "$WARMUP" "$@")
+  read -r med _ < <("$TIMEIT" "$RUNS" "$WARMUP" "$@")
   T[$name]=$med
 }
 measure_cmd rlock "$RLOCK" run bench-u -- true
@@ -175,7 +176,7 @@ print_handoff() { # TITLE CONTENDERS PER
   echo "== $1"
   printf '%-8s %8s %8s %14s\n' tool p50_ms p99_ms rlock_p50_ratio
   for t in "${tools[@]}"; do
-    read -r P50[$t] P99[$t] < <(handoff "$t" "$2" "$3")
+    read -r "P50[$t]" "P99[$t]" < <(handoff "$t" "$2" "$3")
   done
   for t in "${tools[@]}"; do
     local r=""
@@ -193,7 +194,7 @@ print_handoff "4. handoff, next process started cold: 1 contender x $cold_runs r
 # --- 5. peak RSS ---------------------------------------------------------------------------
 echo
 echo "== 5. peak resident set (KiB), max over 3 runs, the command included"
-rss() { local med p90 kb; read -r med p90 kb < <("$TIMEIT" 3 0 "$@"); echo "$kb"; }
+rss() { local kb; read -r _ _ kb < <("$TIMEIT" 3 0 "$@"); echo "$kb"; }
 r_rlock=$(rss "$RLOCK" run bench-rss -- sleep "$SLEEP_RSS")
 r_bash=$(rss bash -c "sleep $SLEEP_RSS")
 r_min=$(rss "$MINIMAL" 127.0.0.1 "$rport" bench-rss-m sleep "$SLEEP_RSS")

@@ -24,16 +24,8 @@
 #endif
 
 #include "error.h"
+#include "sanitizers.h"
 #include "signals.h"
-
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define RLOCK_HAS_ASAN 1
-#endif
-#endif
-#ifndef RLOCK_HAS_ASAN
-#define RLOCK_HAS_ASAN 0
-#endif
 
 extern char** environ;
 
@@ -286,7 +278,7 @@ Child Child::spawn(const SpawnSpec& spec) {
   // in the frame the child leaves by exec, never from a helper it returns
   // from. Under AddressSanitizer, plain fork(): its shadow stack is not
   // vfork-aware.
-#if defined(__linux__) && !defined(__SANITIZE_ADDRESS__) && !RLOCK_HAS_ASAN
+#if defined(__linux__) && !RLOCK_HAS_ASAN
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
   const pid_t forked = vfork();

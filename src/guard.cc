@@ -16,15 +16,7 @@
 #endif
 
 #include "child.h"
-
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define RLOCK_HAS_ASAN 1
-#endif
-#endif
-#ifndef RLOCK_HAS_ASAN
-#define RLOCK_HAS_ASAN 0
-#endif
+#include "sanitizers.h"
 
 namespace rlock {
 
@@ -58,8 +50,7 @@ namespace {
 
 }  // namespace
 
-#if defined(__linux__) && (defined(__x86_64__) || defined(__aarch64__)) && \
-    !defined(__SANITIZE_ADDRESS__) && !RLOCK_HAS_ASAN
+#if defined(__linux__) && (defined(__x86_64__) || defined(__aarch64__)) && !RLOCK_HAS_ASAN
 // On Linux the guard is cloned with CLONE_VM: it shares rlock's memory instead of
 // copying rlock's page tables and making every page rlock writes afterwards a
 // copy-on-write fault (about 0.2 ms of every run, issue 10). It still is a process

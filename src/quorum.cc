@@ -108,13 +108,10 @@ void QuorumLock::acquire(const std::string& token, Millis ttl, bool /*queue*/,
         l.acquire(token, ttl, false, info, attempt, std::move(d), per);
       },
       [this, alive, token, ttl, until, done](std::vector<Outcome<AcquireReply>> rs) {
-        size_t granted = 0, replied = 0;
+        size_t granted = 0;
         int64_t fence = 0;
-        std::vector<std::optional<Error>> errors;
         std::map<std::string, size_t> holder_votes;
-        std::optional<AcquireReply> taken;
         for (auto& r : rs) {
-          errors.push_back(r.error);
           if (r.error) {
             // A --limit mismatch or a refusal is the same everywhere: say so.
             if (r.error->kind() == ErrorKind::Usage) {
@@ -124,12 +121,11 @@ void QuorumLock::acquire(const std::string& token, Millis ttl, bool /*queue*/,
             }
             continue;
           }
-          ++replied;
           if (r.value.state == AcquireReply::State::Acquired) {
             ++granted;
             fence = std::max(fence, r.value.fence);
           } else if (!r.value.holders.empty()) {
-            if (++holder_votes[r.value.holders.front().token] == 1 && !taken) taken = r.value;
+            ++holder_votes[r.value.holders.front().token];
           }
         }
         if (granted >= quorum() && Clock::now() < until)
@@ -137,8 +133,8 @@ void QuorumLock::acquire(const std::string& token, Millis ttl, bool /*queue*/,
         // Not a majority (or too late): every grant goes back before the reply,
         // so that no master keeps this token while the next attempt runs.
         Outcome<AcquireReply> o;
-        if (replied < quorum()) {
-          o.error = too_few("cannot acquire", errors);
+        if (answered(rs) < quorum()) {
+          o.error = too_few("cannot acquire", rs);
         } else {
           o.value.state = AcquireReply::State::Taken;
           // The holder most masters name (a majority of them, when there is one).
@@ -185,12 +181,7 @@ void QuorumLock::commit(const std::string& token, int64_t fence, Millis ttl,
       [=](SingleLock& l, Done<FenceReply> d) { l.commit_fence(token, fence, std::move(d), left); },
       [this, alive, token, fence, ttl, until, done,
        committed_here](std::vector<Outcome<FenceReply>> rs) {
-        size_t committed = 0;
-        std::vector<std::optional<Error>> errors;
-        for (auto& r : rs) {
-          errors.push_back(r.error);
-          if (committed_here(r)) ++committed;
-        }
+        auto committed = static_cast<size_t>(std::count_if(rs.begin(), rs.end(), committed_here));
         if (committed >= quorum() && Clock::now() < until) {
           AcquireReply a;
           a.state = AcquireReply::State::Acquired;
@@ -201,10 +192,8 @@ void QuorumLock::commit(const std::string& token, int64_t fence, Millis ttl,
         // Too late, or the grants ran out on too many masters meanwhile: the
         // fence is not used.
         Outcome<AcquireReply> o;
-        size_t replied = 0;
-        for (auto& e : errors) replied += e ? 0 : 1;
-        if (replied < quorum())
-          o.error = too_few("cannot commit the fence", errors);
+        if (answered(rs) < quorum())
+          o.error = too_few("cannot commit the fence", rs);
         else
           o.value.state = AcquireReply::State::Taken;
         give_back(token, ttl, [done, o] { done(o); });
@@ -275,9 +264,7 @@ void QuorumLock::extend(const std::string& token, Millis ttl, Done<ExtendReply> 
         size_t held = 0, lost = 0;
         Millis shortest = Millis::max();
         int64_t fence = 0;
-        std::vector<std::optional<Error>> errors;
         for (auto& r : rs) {
-          errors.push_back(r.error);
           if (r.error) continue;
           if (!r.value.held) {
             ++lost;
@@ -303,7 +290,7 @@ void QuorumLock::extend(const std::string& token, Millis ttl, Done<ExtendReply> 
         // No majority can confirm it any more: lost. Otherwise undecided (too
         // many masters did not answer): a failed renewal, tried again.
         if (locks_.size() - lost < quorum()) return done({std::nullopt, ExtendReply{}});
-        done({too_few("cannot renew", errors), {}});
+        done({too_few("cannot renew", rs), {}});
       },
       [this](const Answers<ExtendReply>& rs) {
         return decided(
@@ -314,18 +301,15 @@ void QuorumLock::extend(const std::string& token, Millis ttl, Done<ExtendReply> 
 
 void QuorumLock::release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
                          Millis timeout) {
-  auto alive = alive_;
   fan_out<ReleaseReply>(
       [=](SingleLock& l, Done<ReleaseReply> d) {
         l.release(token, min_hold, std::move(d), timeout);
       },
-      [this, alive, done](std::vector<Outcome<ReleaseReply>> rs) {
+      [this, done](std::vector<Outcome<ReleaseReply>> rs) {
         size_t held = 0, not_held = 0;
         ReleaseReply out;
         out.state = ReleaseReply::State::Released;
-        std::vector<std::optional<Error>> errors;
         for (auto& r : rs) {
-          errors.push_back(r.error);
           if (r.error) continue;
           if (r.value.state == ReleaseReply::State::NotHeld) {
             ++not_held;
@@ -340,7 +324,7 @@ void QuorumLock::release(const std::string& token, Millis min_hold, Done<Release
         if (held >= quorum()) return done({std::nullopt, out});
         // Fewer than a majority still held it: it had been lost.
         if (locks_.size() - not_held < quorum()) return done({std::nullopt, ReleaseReply{}});
-        done({too_few("cannot release", errors), {}});
+        done({too_few("cannot release", rs), {}});
       },
       [this](const Answers<ReleaseReply>& rs) {
         auto not_held = [](const Outcome<ReleaseReply>& r) {
@@ -365,21 +349,16 @@ void QuorumLock::leave(const std::string& token, Done<bool> done, Millis timeout
 // ---- inspection ----
 
 void QuorumLock::status(Done<LockStatus> done) {
-  auto alive = alive_;
   fan_out<LockStatus>([](SingleLock& l, Done<LockStatus> d) { l.status(std::move(d)); },
-                      [this, alive, done](std::vector<Outcome<LockStatus>> rs) {
+                      [this, done](std::vector<Outcome<LockStatus>> rs) {
                         LockStatus q;
                         q.quorum = static_cast<int>(quorum());
-                        std::vector<std::optional<Error>> errors;
                         std::map<std::string, std::vector<const Holder*>> by_token;
-                        size_t replied = 0;
                         for (size_t i = 0; i < rs.size(); ++i) {
-                          errors.push_back(rs[i].error);
                           MasterStatus m;
                           m.name = clients_[i]->name();
                           m.error = rs[i].error;
                           if (!rs[i].error) {
-                            ++replied;
                             const LockStatus& s = rs[i].value;
                             m.status = s;
                             q.fence = std::max(q.fence, s.fence);
@@ -388,8 +367,8 @@ void QuorumLock::status(Done<LockStatus> done) {
                           }
                           q.masters.push_back(std::move(m));
                         }
-                        if (replied < quorum())
-                          return done({too_few("cannot read the lock", errors), {}});
+                        if (answered(rs) < quorum())
+                          return done({too_few("cannot read the lock", rs), {}});
                         for (auto& [token, hs] : by_token) {
                           if (hs.size() < quorum()) continue;
                           // The quorum's lease lasts as long as a majority's: the quorum-th
@@ -408,34 +387,22 @@ void QuorumLock::status(Done<LockStatus> done) {
 }
 
 void QuorumLock::break_lock(Done<long> done) {
-  auto alive = alive_;
   fan_out<long>([](SingleLock& l, Done<long> d) { l.break_lock(std::move(d)); },
-                [this, alive, done](std::vector<Outcome<long>> rs) {
-                  long removed = 0;
-                  size_t replied = 0;
-                  std::vector<std::optional<Error>> errors;
-                  for (auto& r : rs) {
-                    errors.push_back(r.error);
-                    if (r.error) continue;
-                    ++replied;
-                    if (r.value > 0) ++removed;  // masters where a holder was removed
-                  }
-                  if (replied < quorum()) return done({too_few("cannot break", errors), {}});
+                [this, done](std::vector<Outcome<long>> rs) {
+                  long removed = 0;  // masters where a holder was removed
+                  for (auto& r : rs)
+                    if (!r.error && r.value > 0) ++removed;
+                  if (answered(rs) < quorum()) return done({too_few("cannot break", rs), {}});
                   done({std::nullopt, removed});
                 });
 }
 
 void QuorumLock::forget(Done<ForgetReply> done) {
-  auto alive = alive_;
   fan_out<ForgetReply>([](SingleLock& l, Done<ForgetReply> d) { l.forget(std::move(d)); },
-                       [this, alive, done](std::vector<Outcome<ForgetReply>> rs) {
+                       [this, done](std::vector<Outcome<ForgetReply>> rs) {
                          ForgetReply out;
-                         size_t replied = 0;
-                         std::vector<std::optional<Error>> errors;
                          for (auto& r : rs) {
-                           errors.push_back(r.error);
                            if (r.error) continue;
-                           ++replied;
                            if (r.value.state == ForgetReply::State::InUse) {
                              out.state = ForgetReply::State::InUse;
                              out.holders = std::max(out.holders, r.value.holders);
@@ -445,8 +412,8 @@ void QuorumLock::forget(Done<ForgetReply> done) {
                              out.state = ForgetReply::State::Removed;
                            }
                          }
-                         if (replied < quorum())
-                           return done({too_few("cannot forget", errors), {}});
+                         if (answered(rs) < quorum())
+                           return done({too_few("cannot forget", rs), {}});
                          done({std::nullopt, out});
                        });
 }

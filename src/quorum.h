@@ -7,6 +7,7 @@
 // whatever majorities grant them (docs/PROTOCOL.md, "Quorum mode").
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -98,6 +99,18 @@ class QuorumLock : public Lock {
   /// Why fewer than a majority answered: the first permission error, else an
   /// unavailable Error naming the masters that did not answer.
   Error too_few(const std::string& what, const std::vector<std::optional<Error>>& errors) const;
+  template <class T>
+  Error too_few(const std::string& what, const std::vector<Outcome<T>>& rs) const {
+    std::vector<std::optional<Error>> errors;
+    for (auto& r : rs) errors.push_back(r.error);
+    return too_few(what, errors);
+  }
+  /// How many masters answered without an error.
+  template <class T>
+  static size_t answered(const std::vector<Outcome<T>>& rs) {
+    return static_cast<size_t>(
+        std::count_if(rs.begin(), rs.end(), [](const Outcome<T>& r) { return !r.error; }));
+  }
 
   std::vector<Client*> clients_;
   size_t total_;
