@@ -17,6 +17,14 @@
 #   RLOCK_SKIP_PACKAGING=1    skip the packaging tests
 #   RLOCK_FUZZ_SECONDS=N      seconds per fuzz target (default 20)
 #   RLOCK_JOBS=N              build and ctest parallelism (default 2)
+#   RLOCK_TEST_LOAD=N         load the machine while testing: N busy loops per core (nice 0,
+#                             started before the first build, ended at exit), to prove the
+#                             suite holds on a busy CI runner (docs/RELIABILITY.md)
+#   RLOCK_SUITE_TIMEOUT=S     ctest's limit for a test that sets none (the unit tests; default
+#                             300). Each bats suite has its own: tests/CMakeLists.txt
+# Every process this run starts carries RLOCK_TEST_RUN=<id> in its environment; at the end
+# any that is still running (a redis-server a killed suite left, a helper) is named, killed
+# and counted as one failure.
 # The last line is "N passed, N failed" over the passes (each fuzz target counts as one
 # test; a failed build counts as one failure); the exit status is non-zero if anything
 # failed. Needs no stdin or terminal.
@@ -26,8 +34,55 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 exec </dev/null
 
 jobs=${RLOCK_JOBS:-2}
+suite_timeout=${RLOCK_SUITE_TIMEOUT:-300}
 total_passed=0
 total_failed=0
+
+# The mark of this run: inherited by everything it starts, so that leftovers can be found
+# in /proc/PID/environ at the end, whoever their parent is by then.
+RLOCK_TEST_RUN="$$-${EPOCHSECONDS:-$(date +%s)}-$RANDOM"
+export RLOCK_TEST_RUN
+# and a TMPDIR of its own: bats puts each suite's directory in it, and the helpers start
+# every redis-server with its --dir there (redis-server writes its title over its
+# environment, so it is known by its working directory instead of the mark).
+run_tmp=$(mktemp -d "${TMPDIR:-/tmp}/rlt.XXXXXX") || exit 1
+export TMPDIR=$run_tmp
+
+# --- load (RLOCK_TEST_LOAD=N): N busy loops per core, for the whole run ---------------------
+load_pids=()
+start_load() {
+  local per_core=${RLOCK_TEST_LOAD:-0} cores i
+  [[ $per_core =~ ^[0-9]+$ ]] || {
+    echo "test.sh: RLOCK_TEST_LOAD must be a number of busy loops per core, not '$per_core'" >&2
+    exit 64
+  }
+  ((per_core > 0)) || return 0
+  cores=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
+  for ((i = 0; i < per_core * cores; i++)); do
+    # a busy loop with no output that ends by itself after 3 hours at the latest
+    timeout 10800 bash -c 'while :; do :; done' </dev/null >/dev/null 2>&1 &
+    load_pids+=($!)
+  done
+  echo "==> load: ${#load_pids[@]} busy loops ($per_core per core on $cores cores) until the end"
+}
+stop_load() {
+  ((${#load_pids[@]})) || return 0
+  kill "${load_pids[@]}" 2>/dev/null
+  wait "${load_pids[@]}" 2>/dev/null
+  load_pids=()
+}
+trap stop_load EXIT
+trap 'stop_load; exit 130' INT
+trap 'stop_load; exit 143' TERM
+start_load
+
+# --- per-suite times: ctest's "Test #N: NAME ....   Passed   12.34 sec" lines, slowest first
+print_times() {
+  local log=$1 label=$2
+  echo "==> [$label] time per test, slowest first (limits: tests/CMakeLists.txt):"
+  sed -nE 's/^ *[0-9]+\/[0-9]+ Test +#[0-9]+: ([^ ]+) \.+[^0-9]*([0-9.]+) sec$/\2 \1/p' "$log" |
+    sort -rn | awk '$1 >= 1 { printf "      %7.1f s  %s\n", $1, $2 }'
+}
 
 # run_pass LABEL BUILD_DIR [CMAKE ARGS...]: configure, build, ctest; adds to the totals.
 run_pass() {
@@ -40,8 +95,10 @@ run_pass() {
     return 1
   fi
   echo "==> [$label] ctest"
-  ctest --test-dir "$dir" --output-on-failure -j "$jobs" --timeout 300 2>&1 | tee "$dir/ctest.log"
+  ctest --test-dir "$dir" --output-on-failure -j "$jobs" --timeout "$suite_timeout" 2>&1 |
+    tee "$dir/ctest.log"
   rc=${PIPESTATUS[0]}
+  print_times "$dir/ctest.log" "$label"
   summary=$(grep -E '^[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$dir/ctest.log" | tail -n 1)
   if [[ $summary =~ ([0-9]+)\ tests?\ failed\ out\ of\ ([0-9]+) ]]; then
     failed=${BASH_REMATCH[1]} total=${BASH_REMATCH[2]}
@@ -171,6 +228,39 @@ if [[ ${RLOCK_SKIP_FUZZ:-0} == 1 ]]; then
 else
   run_fuzz
 fi
+
+# check_leftovers: every live process with this run's mark, other than this script and the
+# processes it is waiting in (its own command substitutions), is a leftover: named, killed,
+# one failure.
+check_leftovers() {
+  local f pid self=$$ line
+  local -a left=()
+  stop_load
+  for f in /proc/[0-9]*/environ; do
+    pid=${f#/proc/}
+    pid=${pid%/environ}
+    ((pid == self || pid == BASHPID)) && continue
+    grep -qsxzF -- "RLOCK_TEST_RUN=$RLOCK_TEST_RUN" "$f" ||
+      [[ $(readlink "/proc/$pid/cwd" 2>/dev/null) == "$run_tmp"/* ]] || continue
+    # not our own children of the moment (the pipeline running this check)
+    [[ $(ps -o ppid= -p "$pid" 2>/dev/null | tr -d ' ') == "$self" ]] && continue
+    left+=("$pid")
+  done
+  if ((${#left[@]} == 0)); then
+    echo "==> [leftovers] no process started by this run is still running: 1 passed, 0 failed"
+    total_passed=$((total_passed + 1))
+    return 0
+  fi
+  echo "==> [leftovers] still running after the tests, killed now:"
+  for pid in "${left[@]}"; do
+    line=$(ps -o pid=,ppid=,etime=,args= -p "$pid" 2>/dev/null) && echo "      $line"
+  done
+  kill -KILL "${left[@]}" 2>/dev/null
+  echo "==> [leftovers] 0 passed, 1 failed"
+  total_failed=$((total_failed + 1))
+}
+check_leftovers
+rm -rf "$run_tmp"
 
 echo "$total_passed passed, $total_failed failed"
 ((total_failed == 0))

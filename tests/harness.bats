@@ -256,3 +256,42 @@ read_line() {
   run rcli ping
   assert_output PONG
 }
+
+@test "slack scales the waits by RLOCK_TEST_SLACK; the factor is a small whole number" {
+  assert_equal "$(slack 1000)" $((1000 * RLOCK_TEST_SLACK))
+  run env RLOCK_TEST_SLACK=0 bash -c 'BATS_FILE_TMPDIR=/tmp; source "$1"' x \
+    "$BATS_TEST_DIRNAME/helpers/redis.bash"
+  assert_failure
+  assert_output --partial "RLOCK_TEST_SLACK must be a whole number"
+}
+
+# The watchdog: a suite killed before its teardown_file (ctest's limit, Ctrl-C, a CI
+# cancel) leaves nothing running. An inner suite starts a redis-server, a background
+# process and an rlock-like leftover in a session of its own, then hangs; it is SIGKILLed
+# as ctest would; everything it started must die within a few seconds.
+@test "a suite killed before its teardown leaves no server or helper behind" {
+  d=$BATS_TEST_TMPDIR/inner
+  mkdir -p "$d"
+  # (the test's header is printed: bats would take one in this file's text for its own)
+  {
+    echo "load $BATS_TEST_DIRNAME/helpers/redis"
+    echo "setup_file() { redis_start; }"
+    printf '@%s "hangs" {\n' test
+  } >"$d/inner.bats"
+  cat >>"$d/inner.bats" <<INNER
+  bg_start bg sleep 300
+  setsid sleep 301 </dev/null >/dev/null 2>&1 &
+  echo "\$REDIS_PID \$BG_PID \$!" >"$d/pids"
+  sleep 300
+}
+INNER
+  # (a clean environment: bats's own variables would make the inner bats a part of this one)
+  _rlock_spawn "$d/out" "$d/err" env -i PATH="$PATH" HOME="$HOME" TMPDIR="${TMPDIR:-/tmp}" \
+    RLOCK_SUITE_MARK="$RLOCK_SUITE_MARK" "$BATS_ROOT/bin/bats" "$d/inner.bats"
+  inner=$_RLOCK_SPAWNED
+  wait_until "[ -s '$d/pids' ]" 30 || fail "the inner suite: $(cat "$d/out" "$d/err")"
+  read -r server bg setsid_pid <"$d/pids"
+  for p in "$server" "$bg" "$setsid_pid"; do _rlock_alive "$p" || fail "pid $p is not running"; done
+  kill -KILL "$inner"
+  for p in "$server" "$bg" "$setsid_pid"; do wait_until "_rlock_dead $p" 15; done
+}

@@ -51,9 +51,34 @@ HELPERS="${RLOCK_HELPERS:-$BATS_TEST_DIRNAME/../build/tests/helpers}"
 export RLOCK HELPERS
 : "${BATS_FILE_TMPDIR:?helpers/redis.bash must be loaded from a bats test file}"
 _RLOCK_REG="$BATS_FILE_TMPDIR/.rlock-registry"
-_RLOCK_PORT_DIR="${TMPDIR:-/tmp}/rlock-test-ports"
+# (not under TMPDIR: scripts/test.sh gives each run a TMPDIR of its own, and the claims
+# must be seen by every suite on the machine)
+_RLOCK_PORT_DIR="${RLOCK_TEST_PORT_DIR:-/tmp/rlock-test-ports}"
 
 # --- time and polling -------------------------------------------------------------------
+
+# Timing slack. Bounds in the suites come in two kinds:
+# - bounds that measure no promise (how long to wait for a server to start, for a line to
+#   appear, for a run to finish at all): generous at factor 1, and multiplied by
+#   RLOCK_TEST_SLACK through `slack MS` (every wait_until/_rlock_poll timeout is);
+# - bounds that measure a promise (give up after about --timeout, not twice it; a release
+#   wakes the next waiter at once, not at the next poll): never scaled; a comment beside
+#   each says which promise, and the test is built so that the promise leaves room for a
+#   machine three times slower than an idle one (e.g. a longer --timeout, so the fixed
+#   start-up cost is small beside it).
+# RLOCK_TEST_SLACK (a whole number, default 1) is the one factor: ctest sets it to 3 for a
+# sanitizer build (ASan/UBSan make every start and exit slower; tests/CMakeLists.txt also
+# multiplies each suite's limit by it). The suites must pass at the default on a machine
+# three times slower than an idle one (RLOCK_TEST_LOAD in scripts/test.sh).
+: "${RLOCK_TEST_SLACK:=1}"
+[[ $RLOCK_TEST_SLACK =~ ^[1-9][0-9]?$ ]] || {
+  echo "RLOCK_TEST_SLACK must be a whole number from 1 to 99, not '$RLOCK_TEST_SLACK'" >&2
+  exit 1
+}
+export RLOCK_TEST_SLACK
+
+# slack MS: MS scaled by RLOCK_TEST_SLACK (for bounds that measure no promise).
+slack() { echo $(($1 * RLOCK_TEST_SLACK)); }
 
 # Sets _RLOCK_NOW to the current time in milliseconds (no fork).
 _rlock_now() {
@@ -86,12 +111,17 @@ _rlock_poll() {
   local what=$1 timeout=$2 limit deadline
   shift 2
   limit=$(_rlock_ms "$timeout") || return 1
+  limit=$((limit * RLOCK_TEST_SLACK))
   _rlock_now
   deadline=$((_RLOCK_NOW + limit))
   until "$@"; do
     _rlock_now
     if ((_RLOCK_NOW >= deadline)); then
-      fail "timed out after ${timeout}s waiting for $what"
+      if ((RLOCK_TEST_SLACK > 1)); then
+        fail "timed out after ${timeout}s (times $RLOCK_TEST_SLACK, the slack) waiting for $what"
+      else
+        fail "timed out after ${timeout}s waiting for $what"
+      fi
       return 1
     fi
     sleep 0.05
@@ -880,6 +910,61 @@ bg_kill_leftovers() {
 }
 
 BG_PIDS=()
+
+# --- the suite's watchdog ------------------------------------------------------------------
+# A suite that is killed (ctest's timeout, Ctrl-C, a CI cancel) never runs teardown_file, so
+# what it started would outlive it. Everything a suite starts carries its mark,
+# RLOCK_SUITE_MARK=$BATS_FILE_TMPDIR, in its environment (exported below, inherited by
+# every test, server, helper and rlock), and one watchdog per suite, started by the first
+# bats process of the file that loads this helper, waits for bats itself
+# ($BATS_ROOT_PID) to be gone, then SIGKILLs every live process with the mark, wherever it
+# went (reparented, in a session of its own), and every process whose working directory
+# is in the suite's directory (redis-server overwrites its environment with its title;
+# the helpers start it with --dir there). The watchdog does not carry the mark, keeps
+# none of bats's descriptors (so nothing waits for it) and ends with the suite.
+
+_rlock_watchdog_main() {
+  local root=$1 mark=$2 stat f pid round
+  local -a pids
+  while { read -r stat <"/proc/$root/stat"; } 2>/dev/null; do
+    stat=${stat##*) }
+    [[ ${stat:0:1} == [ZX] ]] && break
+    sleep 1
+  done
+  for ((round = 0; round < 50; round++)); do
+    pids=()
+    for f in $(grep -lsxzF -- "RLOCK_SUITE_MARK=$mark" /proc/[0-9]*/environ); do
+      pid=${f#/proc/}
+      pids+=("${pid%/environ}")
+    done
+    # redis-server writes its title over its environment: it is known by its working
+    # directory instead (--dir, under the suite's directory)
+    for f in /proc/[0-9]*/cwd; do
+      [[ $(readlink "$f" 2>/dev/null) == "$mark"/* ]] || continue
+      pid=${f#/proc/}
+      pids+=("${pid%/cwd}")
+    done
+    ((${#pids[@]})) || break
+    kill -CONT "${pids[@]}" 2>/dev/null
+    kill -KILL "${pids[@]}" 2>/dev/null
+    sleep 0.1
+  done
+}
+
+_rlock_watchdog_start() {
+  [[ -n ${BATS_ROOT_PID:-} && -d /proc/$BATS_ROOT_PID ]] || return 0
+  mkdir "$BATS_FILE_TMPDIR/.rlock-watchdog" 2>/dev/null || return 0
+  (
+    _rlock_close_fds
+    unset RLOCK_SUITE_MARK
+    trap '' INT HUP TERM # Ctrl-C reaches the whole group: the watchdog outlives it to clean up
+    _rlock_watchdog_main "$BATS_ROOT_PID" "$BATS_FILE_TMPDIR" </dev/null >/dev/null 2>&1
+  ) &
+  disown $! 2>/dev/null || true
+}
+
+export RLOCK_SUITE_MARK="$BATS_FILE_TMPDIR"
+_rlock_watchdog_start
 
 _rlock_refresh
 

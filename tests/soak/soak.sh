@@ -153,7 +153,7 @@ echo 0 >"$W/res/max"
 RANDOM=$seed
 REDIS_PID="" REDIS_PORT="" PROXY_PID="" PROXY_PORT="" PORT_CLAIM=""
 CONT_PIDS=()
-PORT_DIR="${TMPDIR:-/tmp}/rlock-test-ports"
+PORT_DIR="${RLOCK_TEST_PORT_DIR:-/tmp/rlock-test-ports}" # shared with the bats helpers
 REDIS_DIR=$W/redis
 REDIS_SOCK=$W/redis/redis.sock
 if ((${#REDIS_SOCK} > 100)); then REDIS_SOCK=$(mktemp -u /tmp/rlock-soak-sock.XXXXXX); fi
