@@ -299,14 +299,15 @@ need_python() {
 
 @test "extend keeps the lease alive past its original TTL" {
   t0=$(now_ms)
-  acquire_tok ext-alive --ttl 1500ms
-  rl extend ext-alive --token "$TOK" --ttl 10s
+  # 3s: long enough that a slow machine still extends before it runs out
+  acquire_tok ext-alive --ttl 3s
+  rl extend ext-alive --token "$TOK" --ttl 20s
   assert_success
   assert_output ""
   run rcli pttl 'lock:{ext-alive}'
-  assert [ "$output" -gt 5000 ]
-  # Let the original 1.5s lease pass (with margin), then it must still be held.
-  wait_until '(( $(now_ms) - t0 > 2000 ))' 5
+  assert [ "$output" -gt 10000 ]
+  # Let the original 3s lease pass (with margin), then it must still be held.
+  wait_until '(( $(now_ms) - t0 > 3500 ))' 10
   rl status ext-alive
   assert_success
   run rcli get 'lock:{ext-alive}'

@@ -58,6 +58,9 @@ n_waiters() {
   grep -c . <<<"$p" || true
 }
 
+# in_line KEY PID: PID is one of KEY's waiters.
+in_line() { waiter_pids "$1" | grep -qx "$2"; }
+
 # line_is KEY PID...: the line is exactly these waiters in this order.
 line_is() {
   local got want
@@ -235,11 +238,13 @@ herd_cost() {
   wait_for_file "$T/holder.started" 20
   bg_start w1 "$RLOCK" run --wait 6s gu -- sh -c 'echo 1 >>"$1"' sh "$T/order"
   w=("" "$BG_PID") # w[i]: the pid of waiter i
-  wait_until "[ \$(n_waiters gu) -eq 1 ]" 30
+  wait_until "in_line gu ${w[1]}" 30
+  # Each joins behind the one before; w1 may run out of --wait meanwhile on a slow
+  # machine, so each is awaited by its own place, not by a count of the line.
   for i in 2 3 4; do
     bg_start "w$i" "$RLOCK" run --wait 300s gu -- sh -c 'echo "$1" >>"$2"' sh "$i" "$T/order"
     w+=("$BG_PID")
-    wait_until "[ \$(n_waiters gu) -eq $i ]" 30
+    wait_until "in_line gu $BG_PID" 30
   done
 
   # --wait ran out: exit 75, and its place is gone right away (not after its 6s lease)

@@ -41,7 +41,8 @@ while [ "$i" -lt "$runs" ]; do
 done
 EOF
   for ((c = 0; c < contenders; c++)); do
-    bg_start "c$c" timeout 100 sh "$dir/contender.sh" "$RLOCK" "$dir" "$runs"
+    # a bound for a hang, not a speed: 160 handoffs take ~10s idle, ~60s under ASan and load
+    bg_start "c$c" timeout "$(slack 150)" sh "$dir/contender.sh" "$RLOCK" "$dir" "$runs"
   done
   for pid in "${BG_PIDS[@]}"; do
     rc=0
