@@ -7,6 +7,7 @@
 # shellcheck disable=SC2016 # single-quoted scripts are expanded by the child's shell
 # shellcheck disable=SC2154 # $stderr comes from `run --separate-stderr`
 
+# ctest-timeout: 600
 bats_require_minimum_version 1.5.0
 
 load helpers/redis

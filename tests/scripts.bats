@@ -75,8 +75,9 @@ messages() { grep -c -x message "$BATS_TEST_TMPDIR/listen.out" || true; }
   run -0 acq v2 retry tok 5000 2
   assert_line --index 0 OK
   assert_line --index 2 5000
-  assert [ "$(pttl retry)" -gt 4500 ]
-  assert [ "$(rcli pttl 'lock:{retry}:h:tok')" -gt 4500 ]
+  # renewed to 5000, not left at 1986 (the bound leaves 2s for a slow machine)
+  assert [ "$(pttl retry)" -gt 3000 ]
+  assert [ "$(rcli pttl 'lock:{retry}:h:tok')" -gt 3000 ]
 }
 
 @test "protocol 1 did not: its retry reports 5000 while 1986 are left (the bug this fixes)" {
@@ -269,7 +270,7 @@ messages() { grep -c -x message "$BATS_TEST_TMPDIR/listen.out" || true; }
   rcli pexpire 'lock:{mixr}' 1500 >/dev/null
   run -0 first_line acq v2 mixr tok 5000 1
   assert_output OK
-  assert [ "$(pttl mixr)" -gt 4500 ]
+  assert [ "$(pttl mixr)" -gt 3000 ] # renewed to 5000, not left at 1500
 }
 
 @test "mixed versions: extend, release and status of one version work on the other's lock" {
@@ -281,7 +282,7 @@ messages() { grep -c -x message "$BATS_TEST_TMPDIR/listen.out" || true; }
   run -0 first_line acq v2 mixy b 30000 1
   run -0 first_line v1 extend mixy b 9000
   assert_output 1
-  assert [ "$(pttl mixy)" -gt 8000 ]
+  assert [ "$(pttl mixy)" -gt 6000 ]
   run -0 v1 status mixy
   assert_line b
   run -0 v1 release mixy b 0 'lock:release:{mixy}'

@@ -355,10 +355,14 @@ _rlock_info_pid() {
 }
 
 # _rlock_redis_ready PID SOCK: true once the server answers on its unix socket (any
-# reply counts: a server with requirepass answers NOAUTH).
+# reply counts: a server with requirepass answers NOAUTH) and has loaded its data (a
+# server restarted with its AOF answers LOADING meanwhile, which rlock takes as a failure
+# of that server: on a slow machine a test would meet it).
 _rlock_redis_ready() {
   _rlock_alive "$1" || return 0 # stop polling; the caller sees the death
-  [[ -n $(timeout 2 redis-cli -s "$2" ping 2>/dev/null) ]]
+  local reply
+  reply=$(timeout 2 redis-cli -s "$2" ping 2>/dev/null)
+  [[ -n $reply && $reply != LOADING* ]]
 }
 
 # _rlock_redis_launch PID_VAR DIR SOCK ARGS...: starts redis-server and waits for it.
@@ -923,42 +927,18 @@ BG_PIDS=()
 # the helpers start it with --dir there). The watchdog does not carry the mark, keeps
 # none of bats's descriptors (so nothing waits for it) and ends with the suite.
 
-_rlock_watchdog_main() {
-  local root=$1 mark=$2 stat f pid round
-  local -a pids
-  while { read -r stat <"/proc/$root/stat"; } 2>/dev/null; do
-    stat=${stat##*) }
-    [[ ${stat:0:1} == [ZX] ]] && break
-    sleep 1
-  done
-  for ((round = 0; round < 50; round++)); do
-    pids=()
-    for f in $(grep -lsxzF -- "RLOCK_SUITE_MARK=$mark" /proc/[0-9]*/environ); do
-      pid=${f#/proc/}
-      pids+=("${pid%/environ}")
-    done
-    # redis-server writes its title over its environment: it is known by its working
-    # directory instead (--dir, under the suite's directory)
-    for f in /proc/[0-9]*/cwd; do
-      [[ $(readlink "$f" 2>/dev/null) == "$mark"/* ]] || continue
-      pid=${f#/proc/}
-      pids+=("${pid%/cwd}")
-    done
-    ((${#pids[@]})) || break
-    kill -CONT "${pids[@]}" 2>/dev/null
-    kill -KILL "${pids[@]}" 2>/dev/null
-    sleep 0.1
-  done
-}
-
 _rlock_watchdog_start() {
   [[ -n ${BATS_ROOT_PID:-} && -d /proc/$BATS_ROOT_PID ]] || return 0
   mkdir "$BATS_FILE_TMPDIR/.rlock-watchdog" 2>/dev/null || return 0
   (
+    # descriptors first, with exec: a redirection on a command would keep copies of
+    # bats's (its output pipe), and bats would then wait for the watchdog, which waits
+    # for bats
+    exec </dev/null >/dev/null 2>&1
     _rlock_close_fds
     unset RLOCK_SUITE_MARK
     trap '' INT HUP TERM # Ctrl-C reaches the whole group: the watchdog outlives it to clean up
-    _rlock_watchdog_main "$BATS_ROOT_PID" "$BATS_FILE_TMPDIR" </dev/null >/dev/null 2>&1
+    exec bash "${BASH_SOURCE[0]%/*}/watchdog.sh" "$BATS_ROOT_PID" "$BATS_FILE_TMPDIR"
   ) &
   disown $! 2>/dev/null || true
 }

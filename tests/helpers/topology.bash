@@ -204,9 +204,9 @@ sentinel_failover() {
   # Refused (NOGOODSLAVE, INPROG) while a sentinel still thinks the replica unfit, e.g.
   # right after the previous failover: asked again until it starts.
   _rlock_poll "SENTINEL FAILOVER to be accepted" 30 _rlock_failover_started || return 1
-  _rlock_poll "the sentinels to name 127.0.0.1:$new the master" 30 \
+  _rlock_poll "the sentinels to name 127.0.0.1:$new the master" 60 \
     _rlock_all_sentinels_name "$new" || return 1
-  _rlock_poll "the former master to replicate the new one" 30 \
+  _rlock_poll "the former master to replicate the new one" 60 \
     _rlock_is_replica_of "$(sentinel_node_at "$old")" "$new" || return 1
   _rlock_poll "the new replica to have every write" 20 _rlock_replicated "$(sentinel_node_at "$new")"
 }
