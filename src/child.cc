@@ -7,6 +7,7 @@
 // the child only makes async-signal-safe calls on memory prepared in advance.
 #include "child.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -16,6 +17,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string_view>
 
@@ -365,6 +368,55 @@ std::optional<int> Child::try_reap() {
   status_ = r == pid_ ? exit_status_of(st) : 1;
   if (took_terminal_) move_terminal(pid_, getpgrp());
   return status_;
+}
+
+std::vector<GroupMember> group_members(pid_t pgid, size_t limit, long& total) {
+  std::vector<GroupMember> out;
+#if defined(__linux__)
+  total = 0;
+  DIR* proc = opendir("/proc");
+  if (!proc) {
+    total = -1;
+    return out;
+  }
+  while (dirent* e = readdir(proc)) {
+    const char* n = e->d_name;
+    if (*n < '1' || *n > '9' || strspn(n, "0123456789") != strlen(n) || strlen(n) > 9) continue;
+    char path[32];
+    snprintf(path, sizeof path, "/proc/%s/stat", n);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    char buf[512];
+    ssize_t len = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (len <= 0) continue;
+    std::string_view stat(buf, static_cast<size_t>(len));
+    // "PID (COMM) STATE PPID PGRP ...": COMM may hold spaces and parentheses,
+    // so it ends at the last ')'.
+    size_t open_paren = stat.find('('), close_paren = stat.rfind(')');
+    if (open_paren == std::string_view::npos || close_paren == std::string_view::npos ||
+        close_paren < open_paren || close_paren + 2 >= stat.size())
+      continue;
+    char state = 0;
+    long ppid = 0, pgrp = 0;
+    std::string rest(stat.substr(close_paren + 2));
+    if (sscanf(rest.c_str(), "%c %ld %ld", &state, &ppid, &pgrp) != 3) continue;
+    if (pgrp != pgid || state == 'Z' || state == 'X') continue;
+    ++total;
+    if (out.size() < limit) {
+      out.push_back({static_cast<pid_t>(atol(n)),
+                     std::string(stat.substr(open_paren + 1, close_paren - open_paren - 1))});
+    }
+  }
+  closedir(proc);
+  std::sort(out.begin(), out.end(),
+            [](const GroupMember& a, const GroupMember& b) { return a.pid < b.pid; });
+#else
+  (void)pgid;
+  (void)limit;
+  total = -1;
+#endif
+  return out;
 }
 
 void become_subreaper() {

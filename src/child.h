@@ -70,6 +70,17 @@ class Child {
   bool stopped_ = false;
 };
 
+/// A process of a process group, as the notice about leftovers names it.
+struct GroupMember {
+  pid_t pid = 0;
+  std::string name;  // the process's command name (comm), as the system keeps it
+};
+
+/// The live (not zombie) processes of process group `pgid`, by pid, at most
+/// `limit` of them; `total` is set to how many there are. Linux reads /proc;
+/// elsewhere the list is empty and `total` is -1 (unknown).
+std::vector<GroupMember> group_members(pid_t pgid, size_t limit, long& total);
+
 /// The exit status for a wait status: WEXITSTATUS, or 128+WTERMSIG.
 int exit_status_of(int wait_status);
 

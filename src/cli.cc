@@ -153,7 +153,8 @@ void add_run_options(CLI::App* run, Values& v) {
            "SIGKILL this long after SIGTERM (--on-lost term, --kill-leftovers; default 10s)");
   run->add_flag("--kill-leftovers", v.o.kill_leftovers,
                 "when CMD exits, end what it left in its process group (SIGTERM, then SIGKILL "
-                "after --kill-after) instead of holding the lock until it exits");
+                "after --kill-after) instead of holding the lock until it exits (a stop signal "
+                "to rlock, or CMD ending by one, always ends them)");
 }
 
 void add_token(CLI::App* sub, Values& v) {

@@ -19,6 +19,7 @@
 #include "session.h"
 #include "signals.h"
 #include "subscription.h"
+#include "text.h"
 #include "waiter.h"
 
 namespace rlock {
@@ -46,6 +47,15 @@ Millis safety_margin(Millis ttl) {
 // How often the command's process group is looked at after the command has
 // exited, while processes it left behind keep the lock.
 constexpr Millis kGroupPoll{100};
+
+// A stop request (SPEC, "Stopping a job stops all of it"): one of these
+// signals received by rlock while the command runs or leftovers hold the lock,
+// or a command that ended by one of them (killed by it, or exiting 128+N).
+bool is_stop_signal(int sig) {
+  return sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT;
+}
+
+bool ended_by_stop_signal(int status) { return status > 128 && is_stop_signal(status - 128); }
 
 // How long after the command starts the holder subscribes to the lock's
 // release channel (to hear a `break`): well within "about a second".
@@ -97,8 +107,15 @@ class Runner {
 
   void on_signal(int sig) {
     if (sig == SIGCONT && stopped_) return;  // stop_self() resumes once it returns
+    if (holding() && draining_ && is_stop_signal(sig)) {
+      // The command has ended and rlock has the terminal back: this is the
+      // Ctrl-C (or the SIGTERM of a CI cancel) that ends what it left behind.
+      stop_requested_ = true;
+      return end_leftovers(fmt::format("signal {}", sig));
+    }
     if (holding()) {
       log_verbose(fmt::format("forwarding signal {} to the command's process group", sig));
+      if (is_stop_signal(sig)) stop_requested_ = true;
       child_->signal_group(sig);
       return;
     }
@@ -387,23 +404,67 @@ class Runner {
   // The command has exited. As with flock(1), whose lock lives as long as any
   // process holds its descriptor, the lock stays held while processes it
   // started are left in its group (`-c 'job &'`); --kill-leftovers ends them.
+  //
+  // Unless the job was asked to stop: after a stop request (a stop signal to
+  // rlock, or a command that ended by one) the leftovers get SIGTERM, then
+  // SIGKILL after --kill-after, so that the prompt comes back and the lock is
+  // freed within moments. Otherwise rlock says at once that it holds the lock
+  // for them, and how to end them.
   void command_exited(int status) {
     command_status_ = status;
+    if (ended_by_stop_signal(status)) stop_requested_ = true;
     if (child_->group_alive()) {
       draining_ = true;
       if (opts_.kill_leftovers) {
-        log_verbose("the command exited: ending what it left in its process group");
-        child_->signal_group(SIGTERM);
-        child_->signal_group(SIGCONT);
-        arm_kill_timer();
+        end_leftovers("--kill-leftovers");
+      } else if (stop_requested_) {
+        end_leftovers(ended_by_stop_signal(status)
+                          ? fmt::format("the command ended by signal {}", status - 128)
+                          : std::string("a stop signal came while it ran"));
       } else {
         log_verbose(
             "the command exited: holding the lock until the processes it left in its "
             "group exit");
+        notice_pending_ = true;
       }
       return check_leftovers();
     }
     finish();
+  }
+
+  void end_leftovers(const std::string& why) {
+    log_verbose(fmt::format("ending what the command left in its process group ({})", why));
+    ending_leftovers_ = true;
+    child_->signal_group(SIGTERM);
+    child_->signal_group(SIGCONT);
+    arm_kill_timer();
+  }
+
+  // "holding 'K' for 1 process the command left: pid N (sleep); Ctrl-C ends it":
+  // once, at the first look at the group after the command exited (so that a
+  // process on its way out at that moment is not named), unless -q.
+  void leftovers_notice() {
+    notice_pending_ = false;
+    if (ending_leftovers_) return;
+    long total = 0;
+    auto members = group_members(child_->pid(), 3, total);
+    if (total == 0) return;  // only zombies, or gone meanwhile
+    std::string who;
+    if (total < 0) {
+      who = "the processes the command left in its group";
+    } else {
+      who = fmt::format("{} process{} the command left: ", total, total == 1 ? "" : "es");
+      for (size_t i = 0; i < members.size(); ++i) {
+        if (i) who += ", ";
+        who += fmt::format("pid {} ({})", members[i].pid, escape_text(members[i].name));
+      }
+      if (static_cast<size_t>(total) > members.size()) who += ", ...";
+    }
+    const char* it = total == 1 ? "it" : "them";
+    std::string how = isatty(STDIN_FILENO) ? fmt::format("Ctrl-C ends {}", it)
+                                           : fmt::format("SIGINT or SIGTERM to rlock (pid {}) ends {}",
+                                                         static_cast<long>(getpid()), it);
+    log_info(fmt::format("holding '{}' for {}; {}", lock_->names().key, who, how));
   }
 
   void check_leftovers() {
@@ -414,6 +475,7 @@ class Runner {
       // Not all of them are rlock's children (no SIGCHLD then): look again soon.
       group_timer_ = loop().after(kGroupPoll, [this] {
         group_timer_ = 0;
+        if (notice_pending_ && child_->group_alive()) leftovers_notice();
         reap();
       });
       return;
@@ -486,6 +548,7 @@ class Runner {
                 listen_timer_ = 0, guard_timer_ = 0;
   bool guard_stood_down_ = false;
   bool lost_ = false, stopped_ = false, draining_ = false, renewing_ = false, recheck_ = false;
+  bool stop_requested_ = false, ending_leftovers_ = false, notice_pending_ = false;
   std::optional<int> command_status_;
   std::string last_renew_error_, heard_;
   std::optional<int> exit_status_;

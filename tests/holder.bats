@@ -166,6 +166,64 @@ hold() {
   assert_equal "$BG_STATUS" 0
 }
 
+# --- stopping a job stops all of it (SPEC, "Stopping a job stops all of it") -------------
+
+@test "leftovers keep the lock, rlock says so at once off a terminal, and SIGTERM to rlock ends them" {
+  rlock_bg holder run hk -c 'sleep 100 & echo $! >"$T/sleep"; exit 0'
+  holder=$BG_PID
+  wait_for_file "$T/sleep"
+  sleeper=$(<"$T/sleep")
+  wait_until "grep -qF \"holding 'hk' for 1 process the command left: pid $sleeper (sleep); SIGINT or SIGTERM to rlock (pid $holder) ends it\" '$T/holder.err'" 10
+  assert_equal "$(grep -c holding "$T/holder.err")" 1 # once
+  run -75 "$RLOCK" acquire hk -n
+  kill -TERM "$holder"
+  bg_wait "$holder" 10
+  assert_equal "$BG_STATUS" 0 # the command's status
+  wait_until "_rlock_dead $sleeper" 5
+  assert_equal "$(rcli exists 'lock:{hk}')" 0
+}
+
+@test "-q: no notice about leftovers; SIGINT to rlock ends them too" {
+  rlock_bg holder -q run hk -c 'sleep 100 & echo $! >"$T/sleep"; echo $$ >"$T/shell"; exit 4'
+  holder=$BG_PID
+  wait_for_file "$T/shell"
+  sleeper=$(<"$T/sleep")
+  wait_until "_rlock_dead $(<"$T/shell")" 5 # the command has exited; the leftover holds
+  run -75 "$RLOCK" acquire hk -n
+  kill -INT "$holder"
+  bg_wait "$holder" 10
+  assert_equal "$BG_STATUS" 4
+  wait_until "_rlock_dead $sleeper" 5
+  assert_equal "$(cat "$T/holder.err")" ""
+}
+
+@test "a command that ends by a stop signal (exit 143) is a stop request: its leftovers end at once" {
+  start=$(now_ms)
+  run -143 "$RLOCK" run hk -c 'sleep 100 </dev/null >/dev/null 2>&1 & echo $! >"$T/sleep"; exit 143'
+  # not held for the leftover's 100s (the bound measures nothing finer)
+  assert [ $(($(now_ms) - start)) -lt "$(slack 10000)" ]
+  wait_until "_rlock_dead $(<"$T/sleep")" 5
+  assert_equal "$(rcli exists 'lock:{hk}')" 0
+  refute_output --partial holding
+}
+
+@test "SIGTERM to rlock while the command runs is a stop request even if the command exits 0" {
+  # The leftover ignores SIGTERM (the forwarded one too): only SIGKILL, --kill-after
+  # after the stop request, ends it; without the stop request it would hold the lock.
+  rlock_bg holder run --kill-after 1s hk -c '
+    trap "exit 0" TERM
+    (trap "" TERM; while :; do sleep 0.05; done) & echo $! >"$T/loop"
+    while :; do sleep 0.05; done'
+  holder=$BG_PID
+  wait_for_file "$T/loop"
+  loop=$(<"$T/loop")
+  kill -TERM "$holder" # forwarded to the group: the shell exits 0, the loop ignores it
+  bg_wait "$holder" 10
+  assert_equal "$BG_STATUS" 0
+  wait_until "_rlock_dead $loop" 5
+  assert_equal "$(rcli exists 'lock:{hk}')" 0
+}
+
 @test "--kill-leftovers: what the command left in its group gets SIGTERM, and the lock is freed" {
   rlock_bg holder run --kill-leftovers hk -c '
     (trap "touch \"$T/job-term\"; exit 0" TERM; touch "$T/job"

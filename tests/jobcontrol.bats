@@ -141,3 +141,48 @@ shell_alive() {
   wait_until "[[ \$(cat $T/tpgid) == $cmd ]]" 5
   touch "$T/done"
 }
+
+# --- Ctrl-C stops the whole job (SPEC: "Stopping a job stops all of it") ---------------
+
+ctrl_c() { tmux -L "$TMUX_SOCK" send-keys -t jc C-c; }
+screen() { tmux -L "$TMUX_SOCK" capture-pane -p -t jc; }
+
+# job_with_leftover CODE: runs, on the shell's terminal, a command that leaves a
+# background sleep (which ignores SIGINT, as a script's background jobs do) and exits
+# CODE at Ctrl-C; waits until the command has the terminal.
+job_with_leftover() {
+  echo "$RLOCK run --ttl 30s jc -- bash -c 'echo \$\$ >$T/cmd; trap \"exit $1\" INT; sleep 100 & echo \$! >$T/sleep; wait'; echo \$? >$T/exit" | keys
+  wait_for_file "$T/sleep"
+  wait_until "[[ \$(ps -o tpgid= -p \$(cat $T/shell) | tr -d ' ') == \$(cat $T/cmd) ]]" 10
+}
+
+@test "Ctrl-C on a command that exits 130 ends what it left at once: prompt back, lock free" {
+  shell
+  job_with_leftover 130
+  sleeper=$(cat "$T/sleep")
+  ctrl_c
+  # a stop request: the leftover gets SIGTERM now, not after its 100s
+  wait_until "[[ -s $T/exit ]]" 10
+  assert_equal "$(cat "$T/exit")" 130
+  wait_until "_rlock_dead $sleeper" 5
+  run -1 "$RLOCK" status jc
+  shell_alive alive5
+}
+
+@test "Ctrl-C that the command traps and exits 0: the notice names the leftover, the next Ctrl-C ends it" {
+  shell
+  job_with_leftover 0
+  sleeper=$(cat "$T/sleep")
+  ctrl_c
+  # not a stop request: the lock is held for the leftover, and rlock says so at once
+  wait_until "screen | grep -q \"holding 'jc' for 1 process the command left: pid $sleeper (sleep); Ctrl-C ends it\"" 10
+  _rlock_alive "$sleeper"
+  run -0 "$RLOCK" status jc
+  [[ ! -s $T/exit ]] || fail "rlock exited: $(cat "$T/exit")"
+  # rlock has the terminal back: this Ctrl-C is rlock's, and ends the leftover
+  ctrl_c
+  wait_until "[[ -s $T/exit ]]" 10
+  assert_equal "$(cat "$T/exit")" 0
+  wait_until "_rlock_dead $sleeper" 5
+  run -1 "$RLOCK" status jc
+}
