@@ -1,12 +1,15 @@
 // fault_proxy: a TCP proxy between rlock and redis-server that the tests can break on
 // command, to simulate dropped connections and network partitions.
 //
-//   fault_proxy LISTEN_PORT TARGET_HOST TARGET_PORT CONTROL_DIR
+//   fault_proxy LISTEN_PORT TARGET_HOST TARGET_PORT CONTROL_DIR [DELAY_MS]
 //
 // Listens on 127.0.0.1:LISTEN_PORT (0 = the kernel picks) and prints the bound port on
 // stdout (one line, flushed) once listening. Each accepted connection gets its own
 // connection to TARGET_HOST:TARGET_PORT and bytes are forwarded both ways, half-closes
-// included. Driven by signals, so a shell can steer it without a protocol:
+// included. With DELAY_MS (> 0), every byte the target sends reaches the client DELAY_MS
+// later, in order (an EOF too): a slow server, whose replies come last while what it
+// does with a request happens on time (requests are not delayed).
+// Driven by signals, so a shell can steer it without a protocol:
 //   SIGUSR1   cut: close every current connection (both sides) at once; new
 //             connections are accepted and forwarded as before
 //   SIGUSR2   toggle blackhole: connections are still accepted and kept open, but every
@@ -16,10 +19,15 @@
 //             that connection is cut instead (both sides), once; `armed` in the state
 //             file says whether that is still to come; with a file CONTROL_DIR/reset,
 //             the client's side is reset (RST) rather than closed, and if that file
-//             holds a word, the cut waits for bytes with that word in them
+//             holds a word, the cut waits for bytes with that word in them; with a
+//             file CONTROL_DIR/after instead, the client's bytes are forwarded and the
+//             connection is cut when the target's next bytes on it arrive (they are
+//             dropped): the request runs, its reply is lost; a word in `after` (or in
+//             `reset`, which still makes the cut an RST) picks the bytes to wait for
 //   SIGTERM, SIGINT, SIGHUP   exit 0
 // After every change it rewrites CONTROL_DIR/state atomically, lines KEY=VALUE:
-//   pid port mode(forward|blackhole) seq(signals handled) cuts accepted active
+//   pid port mode(forward|blackhole) armed seq(signals handled) cuts accepted active
+//   delay_ms
 // so a test sends a signal and then waits for `seq` to grow instead of sleeping.
 // Single-threaded, one poll loop; signals arrive through a self-pipe.
 #include <netdb.h>
@@ -27,7 +35,10 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <chrono>
 #include <cstdio>
+#include <deque>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -49,13 +60,29 @@ void on_signal(int sig) {
   errno = saved;
 }
 
+using Clock = std::chrono::steady_clock;
+
+// Bytes read (or an EOF seen, when `bytes` is empty) that are held until `due` (DELAY_MS).
+struct Late {
+  Clock::time_point due;
+  std::string bytes;
+};
+
 // Bytes flowing one way: read from one socket, buffered, written to the other.
 struct Flow {
   std::string buf;
-  bool eof = false;   // the reading side reached end of stream
-  bool shut = false;  // the writing side was shut down after the EOF was passed on
+  std::deque<Late> late;  // read but not yet due (DELAY_MS); moved into buf when due
+  size_t late_bytes = 0;
+  bool eof = false;       // the reading side reached end of stream (and it is due)
+  bool read_eof = false;  // the reading side reached end of stream (maybe not yet due)
+  bool shut = false;      // the writing side was shut down after the EOF was passed on
 
-  bool wants_read() const { return !eof && buf.size() < kMaxBuffered; }
+  bool wants_read() const { return !read_eof && buf.size() + late_bytes < kMaxBuffered; }
+  void clear() {
+    buf.clear();
+    late.clear();
+    late_bytes = 0;
+  }
 };
 
 struct Session {
@@ -63,8 +90,9 @@ struct Session {
   int upstream = -1;
   bool connecting = false;
   bool dead = false;
-  Flow up;    // client -> upstream
-  Flow down;  // upstream -> client
+  bool cut_on_reply = false;  // an armed `after` cut: forwarded, the reply is to be dropped
+  Flow up;                    // client -> upstream
+  Flow down;                  // upstream -> client
 };
 
 struct Target {
@@ -79,7 +107,8 @@ struct Proxy {
   Target target;
   std::string control_dir;
   bool blackhole = false;
-  bool armed = false;  // cut the next connection whose client sends something
+  bool armed = false;                  // cut the next connection whose client sends something
+  std::chrono::milliseconds delay{0};  // DELAY_MS: on bytes from the target
   unsigned long seq = 0, cuts = 0, accepted = 0;
   std::vector<Session> sessions;
   std::string last_state;
@@ -110,32 +139,84 @@ void close_session(Session& s) {
   s.dead = true;
 }
 
+void strip_newlines(std::string& s) {
+  while (!s.empty() && s.back() == '\n') s.pop_back();
+}
+
+// The armed cut happens now: the client gets a reset (RST) with CONTROL_DIR/reset
+// present, not an orderly close: its next write fails (EPIPE, ECONNRESET) instead of
+// reading an EOF.
+void armed_cut(Proxy& p, Session& s) {
+  ++p.cuts;
+  std::string ignored;
+  if (helper::read_file(p.control_dir + "/reset", ignored)) {
+    linger hard{1, 0};
+    setsockopt(s.client, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
+  }
+  close_session(s);
+}
+
+// Bytes read from the target: due at once, or DELAY_MS later.
+void pass_down(Proxy& p, Flow& flow, const char* buf, size_t n) {
+  if (p.delay.count() <= 0 && flow.late.empty()) {
+    flow.buf.append(buf, n);
+    return;
+  }
+  flow.late.push_back(Late{Clock::now() + p.delay, std::string(buf, n)});
+  flow.late_bytes += n;
+}
+
+// Moves what is due of FLOW's delayed bytes (and a delayed EOF) into its buffer.
+void promote_due(Flow& flow, Clock::time_point now) {
+  while (!flow.late.empty() && flow.late.front().due <= now) {
+    Late& l = flow.late.front();
+    if (l.bytes.empty()) flow.eof = true;
+    flow.buf += l.bytes;
+    flow.late_bytes -= l.bytes.size();
+    flow.late.pop_front();
+  }
+}
+
 // Reads once from FD into FLOW (or drops the bytes in blackhole mode).
 void pump_read(Proxy& p, Session& s, int fd, Flow& flow) {
   char buf[65536];
-  size_t room = kMaxBuffered - flow.buf.size();
+  size_t used = flow.buf.size() + flow.late_bytes;
+  size_t room = used < kMaxBuffered ? kMaxBuffered - used : 0;
   ssize_t n = read(fd, buf, room < sizeof buf ? room : sizeof buf);
-  std::string reset_on;
-  bool reset = p.armed && helper::read_file(p.control_dir + "/reset", reset_on);
-  while (!reset_on.empty() && (reset_on.back() == '\n')) reset_on.pop_back();
+  if (n > 0 && fd == s.upstream && s.cut_on_reply) {
+    // An armed `after` cut: the request was forwarded and this is its reply. Dropped.
+    return armed_cut(p, s);
+  }
+  std::string word, after_word;
+  bool after = p.armed && helper::read_file(p.control_dir + "/after", after_word);
+  if (p.armed) helper::read_file(p.control_dir + "/reset", word);
+  strip_newlines(word);
+  strip_newlines(after_word);
+  if (!after_word.empty()) word = after_word;
   if (n > 0 && p.armed && fd == s.client &&
-      (reset_on.empty() ||
-       std::string_view(buf, static_cast<size_t>(n)).find(reset_on) != std::string_view::npos)) {
-    // The armed cut: these bytes never reach the target. With CONTROL_DIR/reset
-    // present the client gets a reset (RST), not an orderly close: its next
-    // write fails (EPIPE, ECONNRESET) instead of reading an EOF; and if that
-    // file holds a word, only bytes with that word in them are cut.
+      (word.empty() ||
+       std::string_view(buf, static_cast<size_t>(n)).find(word) != std::string_view::npos)) {
+    // The armed cut: these bytes never reach the target (and if `reset` or
+    // `after` holds a word, only bytes with that word in them are cut); or with
+    // CONTROL_DIR/after they do, and the reply is what gets cut.
     p.armed = false;
-    ++p.cuts;
-    if (reset) {
-      linger hard{1, 0};
-      setsockopt(s.client, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
-    }
-    close_session(s);
-  } else if (n > 0) {
+    if (!after) return armed_cut(p, s);
+    s.cut_on_reply = true;
     if (!p.blackhole) flow.buf.append(buf, static_cast<size_t>(n));
+  } else if (n > 0) {
+    if (p.blackhole) return;
+    if (fd == s.upstream) {
+      pass_down(p, flow, buf, static_cast<size_t>(n));
+    } else {
+      flow.buf.append(buf, static_cast<size_t>(n));
+    }
   } else if (n == 0) {
-    flow.eof = true;
+    flow.read_eof = true;
+    if (fd == s.upstream && (p.delay.count() > 0 || !flow.late.empty())) {
+      flow.late.push_back(Late{Clock::now() + p.delay, {}});  // the EOF, in its turn
+    } else {
+      flow.eof = true;
+    }
   } else if (errno != EAGAIN && errno != EINTR) {
     close_session(s);
   }
@@ -153,7 +234,7 @@ void flush(Session& s, Flow& flow, int fd) {
       close_session(s);
     }
   }
-  if (!s.dead && flow.eof && flow.buf.empty() && !flow.shut) {
+  if (!s.dead && flow.eof && flow.buf.empty() && flow.late.empty() && !flow.shut) {
     shutdown(fd, SHUT_WR);
     flow.shut = true;
   }
@@ -201,12 +282,12 @@ void accept_all(Proxy& p) {
 }
 
 void write_state(Proxy& p) {
-  std::string state = "pid=" + std::to_string(getpid()) + "\nport=" + std::to_string(p.port) +
-                      "\nmode=" + (p.blackhole ? "blackhole" : "forward") +
-                      "\narmed=" + (p.armed ? "1" : "0") + "\nseq=" + std::to_string(p.seq) +
-                      "\ncuts=" + std::to_string(p.cuts) +
-                      "\naccepted=" + std::to_string(p.accepted) +
-                      "\nactive=" + std::to_string(p.sessions.size()) + "\n";
+  std::string state =
+      "pid=" + std::to_string(getpid()) + "\nport=" + std::to_string(p.port) +
+      "\nmode=" + (p.blackhole ? "blackhole" : "forward") + "\narmed=" + (p.armed ? "1" : "0") +
+      "\nseq=" + std::to_string(p.seq) + "\ncuts=" + std::to_string(p.cuts) +
+      "\naccepted=" + std::to_string(p.accepted) + "\nactive=" + std::to_string(p.sessions.size()) +
+      "\ndelay_ms=" + std::to_string(p.delay.count()) + "\n";
   if (state == p.last_state) return;
   if (!helper::write_file_atomic(p.control_dir + "/state", state)) {
     helper::die(kProg, "writing the state file");
@@ -229,8 +310,9 @@ bool handle_signals(Proxy& p) {
       } else if (sigs[i] == SIGUSR2) {
         p.blackhole = !p.blackhole;
         for (Session& s : p.sessions) {
-          s.up.buf.clear();
-          s.down.buf.clear();
+          s.up.clear();
+          s.down.clear();
+          if (s.down.read_eof) s.down.eof = true;  // a delayed EOF was cleared with the bytes
         }
       } else {
         return false;
@@ -239,6 +321,17 @@ bool handle_signals(Proxy& p) {
     }
   }
   return true;
+}
+
+// Milliseconds until the first delayed bytes are due (rounded up), -1 when none wait.
+int poll_timeout(const Proxy& p) {
+  std::optional<Clock::time_point> first;
+  for (const Session& s : p.sessions)
+    if (!s.down.late.empty() && (!first || s.down.late.front().due < *first))
+      first = s.down.late.front().due;
+  if (!first) return -1;
+  auto left = std::chrono::ceil<std::chrono::milliseconds>(*first - Clock::now());
+  return left.count() > 0 ? static_cast<int>(left.count()) : 0;
 }
 
 void run(Proxy& p) {
@@ -257,7 +350,7 @@ void run(Proxy& p) {
       pfds.push_back(pollfd{cev ? s.client : -1, cev, 0});
       pfds.push_back(pollfd{uev ? s.upstream : -1, uev, 0});
     }
-    if (poll(pfds.data(), pfds.size(), -1) < 0) {
+    if (poll(pfds.data(), pfds.size(), poll_timeout(p)) < 0) {
       if (errno == EINTR) continue;
       helper::die(kProg, "poll");
     }
@@ -265,6 +358,8 @@ void run(Proxy& p) {
       if (!handle_signals(p)) return;
       continue;  // sessions may have changed; the others' events are still pending
     }
+    Clock::time_point now = Clock::now();
+    for (Session& s : p.sessions) promote_due(s.down, now);
     for (size_t i = 0; i < p.sessions.size(); ++i) {
       handle_session(p, p.sessions[i], pfds[2 + 2 * i].revents, pfds[3 + 2 * i].revents);
     }
@@ -286,15 +381,23 @@ void install_signals() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int port = argc == 5 ? helper::parse_port(argv[1]) : -1;
+  int port = argc == 5 || argc == 6 ? helper::parse_port(argv[1]) : -1;
+  long delay_ms = 0;
+  if (argc == 6) {
+    char* end = nullptr;
+    delay_ms = std::strtol(argv[5], &end, 10);
+    if (end == argv[5] || *end != '\0' || delay_ms < 0 || delay_ms > 600000) port = -1;
+  }
   if (port < 0 || helper::parse_port(argv[3]) <= 0) {
-    std::fprintf(stderr, "usage: %s LISTEN_PORT TARGET_HOST TARGET_PORT CONTROL_DIR\n", kProg);
+    std::fprintf(stderr, "usage: %s LISTEN_PORT TARGET_HOST TARGET_PORT CONTROL_DIR [DELAY_MS]\n",
+                 kProg);
     return 64;
   }
   install_signals();
   Proxy p;
   p.target = resolve(argv[2], argv[3]);
   p.control_dir = argv[4];
+  p.delay = std::chrono::milliseconds(delay_ms);
   if (mkdir(p.control_dir.c_str(), 0755) != 0 && errno != EEXIST) {
     helper::die(kProg, "creating the control directory");
   }

@@ -758,14 +758,18 @@ garbage_start_named() {
 # garbage_start MODE: garbage_start_named GARBAGE MODE (GARBAGE_PORT, GARBAGE_PID).
 garbage_start() { garbage_start_named GARBAGE "$1"; }
 
-# proxy_start_named NAME TARGET_PORT [TARGET_HOST=127.0.0.1]: starts fault_proxy on a
-# kernel-picked port in front of TARGET. Exports NAME_PORT, NAME_PID, NAME_DIR (its
-# control directory, with the `state` file) and NAME_URL=redis://127.0.0.1:NAME_PORT/0.
+# proxy_start_named NAME TARGET_PORT [TARGET_HOST=127.0.0.1] [DELAY_MS=0]: starts
+# fault_proxy on a kernel-picked port in front of TARGET. Exports NAME_PORT, NAME_PID,
+# NAME_DIR (its control directory, with the `state` file) and
+# NAME_URL=redis://127.0.0.1:NAME_PORT/0. With DELAY_MS, everything the target sends
+# reaches the client DELAY_MS later (requests are not delayed): a master that always
+# answers last, after the others, while it acts on each request on time.
 proxy_start_named() {
-  local name=$1 target_port=$2 target_host=${3:-127.0.0.1} dir="$BATS_FILE_TMPDIR/helper-$1"
+  local name=$1 target_port=$2 target_host=${3:-127.0.0.1} delay=${4:-0}
+  local dir="$BATS_FILE_TMPDIR/helper-$1"
   _rlock_helper_bin fault_proxy || return 1
   _rlock_helper_start "$name" proxy "$dir" \
-    "$HELPERS/fault_proxy" 0 "$target_host" "$target_port" "$dir" || return 1
+    "$HELPERS/fault_proxy" 0 "$target_host" "$target_port" "$dir" "$delay" || return 1
   local port_var="${name}_PORT"
   export "${name}_URL=redis://127.0.0.1:${!port_var}/0"
 }
@@ -773,8 +777,8 @@ proxy_start_named() {
 # proxy_start TARGET_PORT [TARGET_HOST]: proxy_start_named PROXY … (PROXY_PORT, PROXY_URL…).
 proxy_start() { proxy_start_named PROXY "$@"; }
 
-# proxy_state KEY [NAME=PROXY]: prints KEY (mode, armed, seq, cuts, accepted, active, port, pid)
-# from the proxy's state file.
+# proxy_state KEY [NAME=PROXY]: prints KEY (mode, armed, seq, cuts, accepted, active, port, pid,
+# delay_ms) from the proxy's state file.
 proxy_state() {
   local dir_var="${2:-PROXY}_DIR"
   sed -n "s/^$1=//p" "${!dir_var}/state"
@@ -798,8 +802,24 @@ proxy_cut() { _rlock_proxy_signal USR1 "${1:-PROXY}"; }
 
 # proxy_arm_cut [NAME=PROXY]: the next bytes a client sends through the proxy are not
 # forwarded: that connection is cut instead (once). Returns once armed; `proxy_state armed`
-# goes back to 0 when the cut happened.
-proxy_arm_cut() { _rlock_proxy_signal WINCH "${1:-PROXY}"; }
+# goes back to 0 when the cut happened. (NAME_DIR/reset, if a test writes it, turns the
+# cut into a reset and may name a word the cut waits for: see fault_proxy.cc.)
+proxy_arm_cut() {
+  local dir_var="${1:-PROXY}_DIR"
+  rm -f "${!dir_var}/after"
+  _rlock_proxy_signal WINCH "${1:-PROXY}"
+}
+
+# proxy_arm_lose_reply WORD [NAME=PROXY]: the next bytes a client sends with WORD in them
+# are forwarded, and that connection is cut (both sides, once) when the target's reply
+# arrives, which is dropped: the request ran on the server, the client never hears how.
+# Returns once armed; `proxy_state armed` goes back to 0 when the request went through,
+# `cuts` grows when its reply was dropped.
+proxy_arm_lose_reply() {
+  local dir_var="${2:-PROXY}_DIR"
+  printf '%s\n' "$1" >"${!dir_var}/after"
+  _rlock_proxy_signal WINCH "${2:-PROXY}"
+}
 
 # proxy_blackhole [NAME=PROXY]: toggles blackhole mode and returns once it took effect.
 proxy_blackhole() { _rlock_proxy_signal USR2 "${1:-PROXY}"; }
