@@ -20,9 +20,10 @@ setup() {
 }
 
 # fake_sentinel_reply PORT: a garbage_server mode that answers every command as a sentinel
-# answers SENTINEL MASTER for a master at 127.0.0.1:PORT.
+# answers SENTINEL get-master-addr-by-name for a master at 127.0.0.1:PORT (SENTINEL MASTER
+# then gets the same pair: no config-epoch in it).
 fake_sentinel_reply() {
-  printf 'reply=*4\\r\\n$2\\r\\nip\\r\\n$9\\r\\n127.0.0.1\\r\\n$4\\r\\nport\\r\\n$%s\\r\\n%s\\r\\n' "${#1}" "$1"
+  printf 'reply=*2\\r\\n$9\\r\\n127.0.0.1\\r\\n$%s\\r\\n%s\\r\\n' "${#1}" "$1"
 }
 
 # master / replica: the registry names of the two servers, as the sentinels see them now.
@@ -138,6 +139,74 @@ _watchers() {
   _rlock_poll "the sentinels to agree" 30 _rlock_all_sentinels_name "$new_port"
   _rlock_poll "the former master to replicate the new one" 30 _rlock_is_replica_of "$old" "$new_port"
   _rlock_poll "the replica to have every write" 20 _rlock_replicated "$new"
+}
+
+@test "SENTINEL FAILOVER half done: no second holder, whichever sentinel is asked first" {
+  # The leader (PASENT1) has promoted PAREPLICA and waits for PASLOW: its SENTINEL MASTER
+  # still names PAMASTER, which still answers ROLE with master; every sentinel's
+  # get-master-addr-by-name names PAREPLICA (issue 20).
+  slow_failover_setup PA plannedA
+  run "$RLOCK" --url "$PA_URL1" run s-planned -- sh -c 'echo "$RLOCK_FENCE"'
+  assert_success
+  assert_output 1
+  slow_failover_start PA plannedA
+  rlock_bg a -v --url "$PA_URL1" run s-planned -- \
+    sh -c 'echo "$RLOCK_FENCE" >"$0/a.fence"; exec sh "$0/gate" "$0" a' "$T"
+  wait_for_file "$T/a.started"
+  # Another client, asking another sentinel first, finds the lock held.
+  run "$RLOCK" --url "$PA_URL2" run -n s-planned -- touch "$T/b.ran"
+  [[ ! -e $T/b.ran ]] || fail "two holders: $(cat "$T/a.err")"
+  assert_equal "$status" 75
+  touch "$T/a.go"
+  bg_wait "$BG_PID"
+  assert_equal "$BG_STATUS" 0
+  assert_equal "$(cat "$T/a.fence")" 2
+  assert_equal "$(rcli_to PAREPLICA get 'lock:{s-planned}:fence')" 2
+  # The fences go on growing, whichever sentinel is listed first.
+  run "$RLOCK" --url "$PA_URL2" run s-planned -- sh -c 'echo "$RLOCK_FENCE"'
+  assert_output 3
+  run "$RLOCK" --url "$PA_URL1" run s-planned -- sh -c 'echo "$RLOCK_FENCE"'
+  assert_output 4
+  planned_window_open PA plannedA || fail "the failover ended too early: the window was not tested"
+  redis_resume PASLOW
+}
+
+@test "a holder granted on a deposed master learns it from the sentinels before it renews (76)" {
+  slow_failover_setup PB plannedB
+  garbage_start_named PBFAKE "$(fake_sentinel_reply "$PBMASTER_PORT")"
+  slow_failover_start PB plannedB
+  # Its sentinels: one that names the deposed master (no epoch), and PBSENT2, which knows
+  # better but hangs while the holder asks.
+  redis_pause PBSENT2
+  rlock_bg h -v --url "redis-sentinel://127.0.0.1:$PBFAKE_PORT,127.0.0.1:$PBSENT2_PORT/plannedB" \
+    run --ttl 30s s-deposed -- sh "$T/gate" "$T" h
+  holder=$BG_PID
+  wait_for_file "$T/h.started"
+  [[ -n $(rcli_to PBMASTER get 'lock:{s-deposed}') ]] || fail "not granted on the deposed master"
+  assert_equal "$(rcli_to PBREPLICA exists 'lock:{s-deposed}')" 0
+  start=$(now_ms)
+  redis_resume PBSENT2
+  # PBSENT2 names the new master with a newer epoch: the holder moves, finds no lease there.
+  bg_wait "$holder" 30
+  took=$(($(now_ms) - start))
+  assert_equal "$BG_STATUS" 76
+  grep -q "failover: the master of 'plannedB' is now 127.0.0.1:$PBREPLICA_PORT" "$T/h.err" ||
+    fail "$(cat "$T/h.err")"
+  grep -q "lost the lock 's-deposed'" "$T/h.err" || fail "$(cat "$T/h.err")"
+  # Long before its first renewal (TTL/3 = 10s).
+  ((took < 9000)) || fail "took ${took}ms"
+  redis_resume PBSLOW
+}
+
+@test "sentinels that disagree: the highest configuration epoch wins" {
+  # A sentinel listed first names another master (a standalone server, ROLE master) without
+  # an epoch; the real sentinels name SMASTER's successor with theirs.
+  redis_start_named OTHERM
+  garbage_start_named OTHERSENT "$(fake_sentinel_reply "$OTHERM_PORT")"
+  url="redis-sentinel://127.0.0.1:$OTHERSENT_PORT,127.0.0.1:$SENT2_PORT,127.0.0.1:$SENT3_PORT/rlmaster"
+  tok=$("$RLOCK" --url "$url" acquire --ttl 60s s-epoch)
+  assert_equal "$(rcli_to "$(master)" get 'lock:{s-epoch}')" "$tok"
+  assert_equal "$(rcli_to OTHERM exists 'lock:{s-epoch}')" 0
 }
 
 @test "a sentinel that hangs costs only its share of --timeout" {
