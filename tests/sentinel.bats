@@ -19,9 +19,9 @@ setup() {
   write_gate "$T/gate"
 }
 
-# fake_sentinel_reply PORT: a garbage_server mode that answers every command as a sentinel
-# answers SENTINEL get-master-addr-by-name for a master at 127.0.0.1:PORT (SENTINEL MASTER
-# then gets the same pair: no config-epoch in it).
+# fake_sentinel_reply PORT: a garbage_server mode, a sentinel that names a master at
+# 127.0.0.1:PORT with no config-epoch in its SENTINEL MASTER reply (the same pair answers
+# every command).
 fake_sentinel_reply() {
   printf 'reply=*2\\r\\n$9\\r\\n127.0.0.1\\r\\n$%s\\r\\n%s\\r\\n' "${#1}" "$1"
 }
@@ -209,14 +209,42 @@ _watchers() {
   assert_equal "$(rcli_to OTHERM exists 'lock:{s-epoch}')" 0
 }
 
-@test "a sentinel that hangs costs only its share of --timeout" {
+@test "a sentinel that hangs costs 100 ms more, not its share of --timeout" {
   redis_pause SENT1
   start=$(now_ms)
-  run --separate-stderr "$RLOCK" --timeout 3s status s-share
+  # Its share would be 10s/3: the others answer, and it gets only 100 ms more.
+  run --separate-stderr "$RLOCK" --timeout 10s status s-share
   took=$(($(now_ms) - start))
   redis_resume SENT1
   assert_equal "$status" 1 # free: the other sentinels answered
   ((took < 2500)) || fail "took ${took}ms"
+}
+
+@test "a sentinel that answers garbage, or nothing useful, is outvoted by one that answers" {
+  garbage_start_named JUNKSENT garbage
+  garbage_start_named BADTYPESENT badtype
+  url="redis-sentinel://127.0.0.1:$JUNKSENT_PORT,127.0.0.1:$BADTYPESENT_PORT,127.0.0.1:$SENT3_PORT/rlmaster"
+  run "$RLOCK" --timeout 3s --url "$url" run s-junk -- true
+  assert_success
+}
+
+@test "a sentinel naming a replica with a newer epoch: refuted by ROLE, then ranked last" {
+  # A sentinel that claims epoch 1000 for the replica: the first answer wins, ROLE refutes
+  # it, and from then on the real sentinels' master is used, also by a holder's polls.
+  port=$(rcli_to "$(replica)" config get port | sed -n 2p)
+  garbage_start_named LIARSENT "sentinel=127.0.0.1:$port:1000"
+  url="redis-sentinel://127.0.0.1:$LIARSENT_PORT,127.0.0.1:$SENT2_PORT/rlmaster"
+  rlock_bg liar -v --url "$url" --timeout 5s run s-liar -- sh "$T/gate" "$T" l
+  holder=$BG_PID
+  wait_for_file "$T/l.started"
+  grep -q "answers ROLE with 'slave'" "$T/liar.err" || fail "$(cat "$T/liar.err")"
+  # Three polls later it still holds, on the master.
+  wait_until "(( \$(grep -c 'epoch 1000' '$T/liar.err') >= 4 ))" 20
+  assert_equal "$(rcli_to "$(master)" exists 'lock:{s-liar}')" 1
+  touch "$T/l.go"
+  bg_wait "$holder"
+  assert_equal "$BG_STATUS" 0
+  ! grep -q "failover:" "$T/liar.err" || fail "$(cat "$T/liar.err")"
 }
 
 @test "a sentinel that names a replica is passed over for the next one" {
