@@ -351,6 +351,18 @@ _watchers() {
   [[ $stderr != *s3cret* && $stderr != *wrong* ]] || fail "a password is shown: $stderr"
 }
 
+@test "a sentinel ACL that allows only get-master-addr-by-name: the address without an epoch" {
+  sentinel_start_named SENTACL rlmaster "$(sentinel_master_port)"
+  rcli_to SENTACL acl setuser getaddr on '>pw' -@all '+sentinel|get-master-addr-by-name' >/dev/null
+  url="redis-sentinel://127.0.0.1:$SENTACL_PORT/rlmaster"
+  RLOCK_SENTINEL_PASSWORD=pw run --separate-stderr "$RLOCK" -v --sentinel-user getaddr \
+    --url "$url" run s-acl -- sh -c 'echo "$RLOCK_FENCE"'
+  assert_success
+  assert_output 1
+  [[ $stderr == *"names 127.0.0.1:$(sentinel_master_port) as the master of 'rlmaster'"* &&
+    $stderr != *"(epoch"* ]] || fail "$stderr"
+}
+
 @test "sentinel options without a Sentinel URL, or a user without a password: 64" {
   printf 'x\n' >"$T/pw"
   rl --url "redis://127.0.0.1:1/0" --sentinel-password-file "$T/pw" status k
