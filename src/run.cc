@@ -291,10 +291,6 @@ class Runner {
     ev.failed = [this](const Error& e) {
       if (e.kind() == ErrorKind::Unavailable) {
         log_verbose(fmt::format("release channel: {}; subscribing again", e.what()));
-        // It ends when the master moves (a failover): the lease is checked
-        // there now, not a second later when the channel is back, so a grant
-        // lost with a deposed master is noticed at once.
-        renew();
         return;
       }
       // An ACL without the channel: the release, which publishes there, will
