@@ -336,6 +336,25 @@ _watchers() {
     fail "$stderr"
 }
 
+@test "a master whose ACL refuses ROLE: the sentinels' word is taken, the lock works" {
+  m=$(master)
+  rcli_to "$m" acl setuser norole on '>pw' '~*' '&*' +@all -role >/dev/null
+  url="redis-sentinel://norole:pw@127.0.0.1:$SENT1_PORT,127.0.0.1:$SENT2_PORT/rlmaster"
+  run "$RLOCK" --url "$url" run s-norole -- sh -c 'echo "$RLOCK_FENCE"'
+  rcli_to "$m" acl deluser norole >/dev/null
+  assert_success
+  assert_output 1
+}
+
+@test "a sentinel naming a server that answers ROLE with garbage: one line, 69" {
+  garbage_start_named BADROLE badtype
+  garbage_start_named BADROLESENT "sentinel=127.0.0.1:$BADROLE_PORT:7"
+  rl --timeout 1s --url "redis-sentinel://127.0.0.1:$BADROLESENT_PORT/rlmaster" acquire k
+  assert_error 69
+  [[ $stderr == *"name 127.0.0.1:$BADROLE_PORT as the master"*"answers ROLE with ''"* ]] ||
+    fail "$stderr"
+}
+
 @test "sentinels with a password of their own: RLOCK_SENTINEL_PASSWORD or --sentinel-password-file" {
   sentinel_start_named SENTAUTH rlmaster "$(sentinel_master_port)" --requirepass s3cret
   url="redis-sentinel://127.0.0.1:$SENTAUTH_PORT/rlmaster"
