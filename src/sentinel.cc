@@ -109,8 +109,11 @@ void SentinelDiscovery::distrust(const MasterInfo& named) {
 }
 
 // The address and the epoch, pipelined on the sentinel's connection: one
-// round trip. A sentinel that refuses SENTINEL MASTER (an ACL that allows
-// only get-master-addr-by-name) is asked only for the address from then on.
+// round trip. Written together, they normally reach the sentinel in one read,
+// and it answers both before its timer (which drives a failover) runs again,
+// so the epoch is the one of that address. A sentinel that refuses SENTINEL
+// MASTER (an ACL that allows only get-master-addr-by-name) is asked only for
+// the address from then on.
 void SentinelDiscovery::query(const std::shared_ptr<Survey>& s, size_t i) {
   const std::string& name = cfg_.sentinel->master_name;
   auto alive = alive_;
