@@ -79,12 +79,13 @@ Connection& SentinelDiscovery::connection(size_t i) {
   return *conns_[i];
 }
 
-// Each sentinel gets a share of --timeout (at least half a second), so that
-// one that accepts connections but answers nothing does not use it all.
+// The sentinels are asked at the same time, so each may take most of
+// --timeout (a loaded one answers late, but answers); three quarters (at least
+// half a second) leaves the command waiting for the master time to report why
+// none answered. One that hangs while another answers costs kSurveyGrace.
 Millis SentinelDiscovery::query_timeout() const {
   Millis t = cfg_.command_timeout;
-  auto n = static_cast<Millis::rep>(cfg_.sentinel->sentinels.size());
-  return std::min(t, std::max(Millis(500), t / std::max<Millis::rep>(n, 1)));
+  return std::min(t, std::max(Millis(500), t * 3 / 4));
 }
 
 Endpoint SentinelDiscovery::master_at(const std::string& host, int port) const {
