@@ -16,6 +16,8 @@
 #   6. Redis work: client round trips and server-side commands per acquisition, from
 #      INFO commandstats, uncontended and with 4, 16 and 64 contenders
 #   7. quorum mode: `rlock run k -- true` on three masters beside part 1's one server
+#   8. Sentinel: `rlock run k -- true` through three sentinels that watch part 1's server
+#      (every sentinel asked, then ROLE) beside part 1's direct URL
 #
 # Usage: bench/run.sh [--smoke]
 #   --smoke  tiny counts: checks that every part works (CI), measures nothing
@@ -244,6 +246,27 @@ measure_cmd quorum "$RLOCK" "${qurls[@]}" run bench-q -- true
 printf '%-34s %9s %12s\n' "command" "median_ms" "ratio"
 row "rlock run, 3 masters (quorum)" quorum ""
 row "rlock run, one server (part 1)" rlock "$(ratio "${T[quorum]}" "${T[rlock]}")"
+
+# --- 8. Sentinel -----------------------------------------------------------------------------
+echo
+echo "== 8. Sentinel: median of $RUNS runs (ms), rlock run k -- true through 3 sentinels"
+surl=""
+for i in 1 2 3; do
+  sport=$(pick_port)
+  printf 'sentinel monitor bench 127.0.0.1 %s 2\n' "$rport" >"$work/sentinel$i.conf"
+  redis-server "$work/sentinel$i.conf" --sentinel --port "$sport" --bind 127.0.0.1 \
+    --dir "$work" >/dev/null 2>&1 3>&- &
+  pids+=($!)
+  for _ in $(seq 100); do
+    [[ $(redis-cli -p "$sport" sentinel get-master-addr-by-name bench 2>/dev/null | tail -n 1) == "$rport" ]] && break
+    sleep 0.05
+  done
+  surl+="${surl:+,}127.0.0.1:$sport"
+done
+measure_cmd sentinel "$RLOCK" --url "redis-sentinel://$surl/bench" run bench-s -- true
+printf '%-34s %9s %12s\n' "command" "median_ms" "ratio"
+row "rlock run, 3 sentinels" sentinel ""
+row "rlock run, one server (part 1)" rlock "$(ratio "${T[sentinel]}" "${T[rlock]}")"
 
 echo
 echo "rlock $("$RLOCK" --version | head -n 1); $(redis-server --version | awk '{print $1, $2, $3}'); $(nproc) cores"

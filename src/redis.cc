@@ -385,7 +385,7 @@ void Client::topology_changed(const Error& why) {
   // callback: walk a copy.
   auto subs = subscriptions_;
   for (Subscription* s : subs)
-    if (subscriptions_.count(s)) s->end(why);
+    if (subscriptions_.count(s)) s->home_changed(why);
 }
 
 Reply call(Client& client, Args args, const std::string& context, CallOptions opt) {

@@ -462,7 +462,7 @@ void Router::master_found(const MasterInfo& info) {
       std::string role =
           rep.type == Reply::Type::Array && !rep.elements.empty() ? rep.elements[0].text() : "";
       if (role != "master") {
-        sentinel_->distrust();
+        sentinel_->distrust(info);
         return master_failed(
             Error(ErrorKind::Unavailable,
                   fmt::format("the sentinels name {} as the master of '{}', but it answers ROLE "
@@ -510,6 +510,11 @@ void Router::sentinel_news(const MasterInfo& info, bool announced) {
   }
   // A sentinel that has not heard of the last failover yet names the master
   // before it: only a newer configuration (or an announcement) moves rlock.
+  // The epoch comes with the address of get-master-addr-by-name, so a leader
+  // that is still reconfiguring the replicas after a planned failover moves
+  // a holder off the deposed master at once; the holder's subscription then
+  // starts again there and checks its lease (which a grant lost with the old
+  // master does not have: 76).
   bool newer = announced || (info.epoch >= 0 && info.epoch > master_epoch_);
   if (!newer || seed_.empty()) return;
   if (announced && master_epoch_ >= 0) ++master_epoch_;  // at least that

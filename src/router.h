@@ -11,7 +11,9 @@
 // Under Sentinel the server is found by asking the sentinels, confirmed with
 // ROLE, and found again when it fails (a connection that cannot be made, or
 // is lost), answers READONLY (it was demoted) or a sentinel announces a
-// failover (+switch-master, watched once the process stays: see stay()).
+// failover (+switch-master, watched once the process stays: see stay()), or
+// names the master with a newer configuration epoch (asked every second once
+// the process stays).
 #pragma once
 
 #include <deque>

@@ -38,16 +38,19 @@ bool starts_with(const std::string& s, const char* p) {
 
 }  // namespace
 
-// One find(): the sentinels are asked one after the other, starting with the
-// preferred one, until one names the master. What the others said decides
-// the error when none does.
-struct SentinelDiscovery::Search {
+// One find(): every sentinel is asked at once; what each named is kept until
+// all have answered (or kSurveyGrace after the first that named a master).
+// What the others said decides the error when none names one.
+struct SentinelDiscovery::Survey {
   Done<MasterInfo> done;
-  size_t asked = 0;
-  size_t unknown = 0;            // sentinels that do not know the name
-  std::optional<Error> refused;  // a permission error from a sentinel
-  std::optional<Error> garbage;  // an answer rlock cannot use
-  std::optional<Error> silent;   // a sentinel that could not be reached in time
+  size_t pending = 0;
+  std::vector<std::optional<MasterInfo>> named;  // by sentinel
+  size_t unknown = 0;                            // sentinels that do not know the name
+  std::optional<Error> refused;                  // a permission error from a sentinel
+  std::optional<Error> garbage;                  // an answer rlock cannot use
+  std::optional<Error> silent;                   // a sentinel that could not be reached in time
+  Loop::TimerId grace = 0;
+  bool decided = false;
 };
 
 SentinelDiscovery::SentinelDiscovery(Loop& loop, const ConnectionConfig& cfg,
@@ -76,12 +79,13 @@ Connection& SentinelDiscovery::connection(size_t i) {
   return *conns_[i];
 }
 
-// Each sentinel gets a share of --timeout (at least half a second), so that
-// one that accepts connections but answers nothing does not use it all.
+// The sentinels are asked at the same time, so each may take most of
+// --timeout (a loaded one answers late, but answers); three quarters (at least
+// half a second) leaves the command waiting for the master time to report why
+// none answered. One that hangs while another answers costs kSurveyGrace.
 Millis SentinelDiscovery::query_timeout() const {
   Millis t = cfg_.command_timeout;
-  auto n = static_cast<Millis::rep>(cfg_.sentinel->sentinels.size());
-  return std::min(t, std::max(Millis(500), t / std::max<Millis::rep>(n, 1)));
+  return std::min(t, std::max(Millis(500), t * 3 / 4));
 }
 
 Endpoint SentinelDiscovery::master_at(const std::string& host, int port) const {
@@ -93,60 +97,86 @@ Endpoint SentinelDiscovery::master_at(const std::string& host, int port) const {
 }
 
 void SentinelDiscovery::find(Done<MasterInfo> done) {
-  auto s = std::make_shared<Search>();
+  auto s = std::make_shared<Survey>();
   s->done = std::move(done);
-  ask(s);
+  size_t n = cfg_.sentinel->sentinels.size();
+  s->named.resize(n);
+  s->pending = n;
+  for (size_t i = 0; i < n; ++i) query(s, i);
 }
 
-void SentinelDiscovery::distrust() {
-  preferred_ = (last_answer_ + 1) % cfg_.sentinel->sentinels.size();
+void SentinelDiscovery::distrust(const MasterInfo& named) {
+  rejected_ = named;
 }
 
-void SentinelDiscovery::ask(const std::shared_ptr<Search>& s) {
-  const auto& sentinels = cfg_.sentinel->sentinels;
+// The address and the epoch, pipelined on the sentinel's connection: one
+// round trip. Written together, they normally reach the sentinel in one read,
+// and it answers both before its timer (which drives a failover) runs again,
+// so the epoch is the one of that address. A sentinel that refuses SENTINEL
+// MASTER (an ACL that allows only get-master-addr-by-name) is asked only for
+// the address from then on.
+void SentinelDiscovery::query(const std::shared_ptr<Survey>& s, size_t i) {
   const std::string& name = cfg_.sentinel->master_name;
-  if (s->asked == sentinels.size()) {
-    // Nobody named it: the most telling answer wins.
-    std::string asked = list_of(sentinels);
-    Error e = s->unknown > 0
-                  ? Error(ErrorKind::Unavailable,
-                          fmt::format("no sentinel knows a master named '{}' (asked {}): check the "
-                                      "name in the URL",
-                                      escape_text(name), asked))
-              : s->refused ? *s->refused
-              : s->garbage ? Error(ErrorKind::Protocol,
-                                   fmt::format("no sentinel named a master of "
-                                               "'{}' (asked {}): {}",
-                                               escape_text(name), asked, s->garbage->what()))
-                           : Error(ErrorKind::Unavailable,
-                                   fmt::format("no sentinel answered ({}): {}", asked,
-                                               s->silent ? s->silent->what() : "no reply"));
-    auto done = std::move(s->done);
-    return done(Outcome<MasterInfo>{e, {}});
-  }
-  size_t i = (preferred_ + s->asked) % sentinels.size();
-  ++s->asked;
-  query(s, i);
-}
-
-void SentinelDiscovery::query(const std::shared_ptr<Search>& s, size_t i) {
-  const std::string& name = cfg_.sentinel->master_name;
-  bool by_addr = addr_only_[i];
-  Args cmd = by_addr ? Args{"SENTINEL", "get-master-addr-by-name", name}
-                     : Args{"SENTINEL", "MASTER", name};
   auto alive = alive_;
+  Millis t = query_timeout();
+  if (addr_only_[i]) {
+    connection(i).command(
+        {"SENTINEL", "get-master-addr-by-name", name},
+        [this, alive, s, i](Result r) {
+          if (*alive) answered(s, i, std::move(r), std::nullopt);
+        },
+        t);
+    return;
+  }
+  auto addr = std::make_shared<Result>();
   connection(i).command(
-      std::move(cmd),
-      [this, alive, s, i, by_addr](Result r) {
-        if (*alive) answered(s, i, std::move(r), by_addr);
+      {"SENTINEL", "get-master-addr-by-name", name}, [addr](Result r) { *addr = std::move(r); }, t);
+  connection(i).command(
+      {"SENTINEL", "MASTER", name},
+      [this, alive, s, i, addr](Result r) {
+        if (*alive) answered(s, i, std::move(*addr), std::move(r));
       },
-      query_timeout());
+      t);
 }
 
-void SentinelDiscovery::answered(const std::shared_ptr<Search>& s, size_t i, Result r,
-                                 bool by_addr) {
+long long SentinelDiscovery::epoch_of(size_t i, const std::optional<Result>& master,
+                                      const Endpoint& named) const {
+  if (!master || master->failure) return -1;
+  const Reply& rep = master->reply;
+  if (rep.is_error()) return -1;  // refused (see answered) or a race with a removal
+  if (rep.type != Reply::Type::Array) return -2;
+  std::string epoch_text, ip, port;
+  const auto& e = rep.elements;
+  for (size_t k = 0; k + 1 < e.size(); k += 2) {
+    const std::string f = e[k].text();
+    if (f == "config-epoch")
+      epoch_text = e[k + 1].text();
+    else if (f == "ip")
+      ip = e[k + 1].text();
+    else if (f == "port")
+      port = e[k + 1].text();
+  }
+  if (cfg_.trace && !ip.empty() && (ip != named.host || port != std::to_string(named.port)))
+    cfg_.trace(
+        fmt::format("sentinel {} is failing over: SENTINEL MASTER still names {}:{}, "
+                    "get-master-addr-by-name already {}",
+                    escape_text(cfg_.sentinel->sentinels[i].address()), escape_text(ip),
+                    escape_text(port), escape_text(named.address())));
+  if (epoch_text.empty()) return -1;
+  long long epoch = -1;
+  auto [end, ec] = std::from_chars(epoch_text.data(), epoch_text.data() + epoch_text.size(), epoch);
+  if (ec != std::errc() || end != epoch_text.data() + epoch_text.size() || epoch < 0) return -2;
+  return epoch;
+}
+
+void SentinelDiscovery::answered(const std::shared_ptr<Survey>& s, size_t i, Result r,
+                                 std::optional<Result> master) {
+  if (s->decided) return;
   const Endpoint& at = cfg_.sentinel->sentinels[i];
   std::string who = escape_text(at.address());
+  if (master && !master->failure && master->reply.is_error() &&
+      (starts_with(master->reply.str, "NOPERM") || starts_with(master->reply.str, "ERR unknown")))
+    addr_only_[i] = true;  // no epoch from this one, and no need to ask again
   if (r.failure) {
     if (r.failure->kind() == ErrorKind::Permission)
       s->refused = r.failure;
@@ -154,22 +184,15 @@ void SentinelDiscovery::answered(const std::shared_ptr<Search>& s, size_t i, Res
       s->garbage = r.failure;
     else
       s->silent = r.failure;
-    return ask(s);
+    return one_done(s);
   }
   const Reply& rep = r.reply;
+  if (rep.is_nil()) {
+    ++s->unknown;
+    return one_done(s);
+  }
   if (rep.is_error()) {
-    const std::string& m = rep.str;
-    if (!by_addr && m.find("No such master") != std::string::npos) {
-      ++s->unknown;
-      return ask(s);
-    }
-    if (!by_addr && (starts_with(m, "NOPERM") || starts_with(m, "ERR unknown"))) {
-      // An ACL (or a server) that allows only get-master-addr-by-name: ask
-      // that instead, now and from then on (no epoch then).
-      addr_only_[i] = true;
-      return query(s, i);
-    }
-    Error e = server_error(m, fmt::format("sentinel {}", who));
+    Error e = server_error(rep.str, fmt::format("sentinel {}", who));
     if (e.kind() == ErrorKind::Permission) {
       s->refused = Error(
           ErrorKind::Permission,
@@ -180,58 +203,96 @@ void SentinelDiscovery::answered(const std::shared_ptr<Search>& s, size_t i, Res
     } else {
       s->garbage = e;
     }
-    return ask(s);
+    return one_done(s);
   }
-  if (by_addr && rep.is_nil()) {
-    ++s->unknown;
-    return ask(s);
-  }
-  // SENTINEL MASTER: field, value, field, value…; get-master-addr-by-name:
-  // [host, port]. Checked like any reply.
-  std::string host, port_text, epoch_text;
-  if (rep.type == Reply::Type::Array) {
-    const auto& e = rep.elements;
-    if (by_addr && e.size() == 2) {
-      host = e[0].text();
-      port_text = e[1].text();
-    } else if (!by_addr) {
-      for (size_t k = 0; k + 1 < e.size(); k += 2) {
-        const std::string f = e[k].text();
-        if (f == "ip")
-          host = e[k + 1].text();
-        else if (f == "port")
-          port_text = e[k + 1].text();
-        else if (f == "config-epoch")
-          epoch_text = e[k + 1].text();
-      }
-    }
+  // get-master-addr-by-name: [host, port]. Checked like any reply.
+  std::string host, port_text;
+  if (rep.type == Reply::Type::Array && rep.elements.size() == 2) {
+    host = rep.elements[0].text();
+    port_text = rep.elements[1].text();
   }
   int port = 0;
-  long long epoch = -1;
-  if (!epoch_text.empty()) {
-    auto [end, ec] =
-        std::from_chars(epoch_text.data(), epoch_text.data() + epoch_text.size(), epoch);
-    if (ec != std::errc() || end != epoch_text.data() + epoch_text.size() || epoch < 0) epoch = -2;
-  }
-  if (!plausible_host(host) || !parse_port(port_text, port) || epoch == -2) {
+  long long epoch = -2;
+  if (plausible_host(host) && parse_port(port_text, port))
+    epoch = epoch_of(i, master, master_at(host, port));
+  if (epoch == -2) {
     s->garbage = Error(ErrorKind::Protocol,
                        fmt::format("sentinel {} gave an address rlock cannot use for '{}'", who,
                                    escape_text(cfg_.sentinel->master_name)));
-    return ask(s);
+    return one_done(s);
   }
-  preferred_ = last_answer_ = i;
   if (cfg_.trace)
     cfg_.trace(fmt::format("sentinel {} names {}:{} as the master of '{}'{}", who,
                            escape_text(host), port, escape_text(cfg_.sentinel->master_name),
                            epoch >= 0 ? fmt::format(" (epoch {})", epoch) : ""));
+  s->named[i] = MasterInfo{master_at(host, port), epoch};
+  if (!s->grace) {
+    auto alive = alive_;
+    s->grace = loop_.after(kSurveyGrace, [this, alive, s] {
+      s->grace = 0;
+      if (*alive) decide(s);
+    });
+  }
+  one_done(s);
+}
+
+void SentinelDiscovery::one_done(const std::shared_ptr<Survey>& s) {
+  if (--s->pending == 0) decide(s);
+}
+
+void SentinelDiscovery::decide(const std::shared_ptr<Survey>& s) {
+  if (s->decided) return;
+  s->decided = true;
+  loop_.cancel(s->grace);
+  s->grace = 0;
+  const auto& sentinels = cfg_.sentinel->sentinels;
+  // The highest epoch wins; a master ROLE refuted ranks last; then the URL's
+  // order.
+  auto rank = [this](const MasterInfo& m) {
+    bool refuted = rejected_ && rejected_->endpoint.address() == m.endpoint.address() &&
+                   rejected_->epoch == m.epoch;
+    return std::make_pair(!refuted, m.epoch);
+  };
+  std::optional<size_t> best;
+  for (size_t i = 0; i < s->named.size(); ++i)
+    if (s->named[i] && (!best || rank(*s->named[i]) > rank(*s->named[*best]))) best = i;
   auto done = std::move(s->done);
-  done(Outcome<MasterInfo>{std::nullopt, MasterInfo{master_at(host, port), epoch}});
+  if (best) {
+    const MasterInfo& m = *s->named[*best];
+    if (cfg_.trace)
+      for (size_t i = 0; i < s->named.size(); ++i)
+        if (s->named[i] && s->named[i]->endpoint.address() != m.endpoint.address()) {
+          cfg_.trace(fmt::format("the sentinels disagree: taking {} (epoch {}) from {}",
+                                 escape_text(m.endpoint.address()), m.epoch,
+                                 escape_text(sentinels[*best].address())));
+          break;
+        }
+    last_answer_ = *best;
+    return done(Outcome<MasterInfo>{std::nullopt, m});
+  }
+  // Nobody named it: the most telling answer wins.
+  const std::string& name = cfg_.sentinel->master_name;
+  std::string asked = list_of(sentinels);
+  Error e =
+      s->unknown > 0
+          ? Error(ErrorKind::Unavailable,
+                  fmt::format("no sentinel knows a master named '{}' (asked {}): check the "
+                              "name in the URL",
+                              escape_text(name), asked))
+      : s->refused ? *s->refused
+      : s->garbage
+          ? Error(ErrorKind::Protocol, fmt::format("no sentinel named a master of "
+                                                   "'{}' (asked {}): {}",
+                                                   escape_text(name), asked, s->garbage->what()))
+          : Error(ErrorKind::Unavailable, fmt::format("no sentinel answered ({}): {}", asked,
+                                                      s->silent ? s->silent->what() : "no reply"));
+  done(Outcome<MasterInfo>{e, {}});
 }
 
 void SentinelDiscovery::watch(std::function<void(const MasterInfo&, bool)> news) {
   if (news_) return;
   news_ = std::move(news);
-  watching_ = preferred_;
+  watching_ = last_answer_;
   start_watch();
   auto alive = alive_;
   poll_timer_ = loop_.after(kSentinelPoll, [this, alive] {

@@ -27,6 +27,7 @@ Subscription::~Subscription() {
 
 void Subscription::start() {
   if (!client_) return;
+  moved_ = false;
   drop();
   unsigned gen = ++generation_;
   auto alive = alive_;
@@ -90,6 +91,12 @@ void Subscription::end(const Error& why) {
   fail(why);
 }
 
+void Subscription::home_changed(const Error& why) {
+  if (!conn_) return;
+  moved_ = true;
+  fail(why);
+}
+
 void Subscription::fail(const Error& why) {
   drop();
   ++generation_;  // whatever the old connection still says is not heard
@@ -125,7 +132,10 @@ Subscriptions::Subscriptions(std::vector<Client*> clients, const std::string& ch
       ev_.failed(Error(e.kind(), who + e.what(), e.exit_status()));
       if (e.kind() != ErrorKind::Unavailable) return;
       loop_.cancel(timers_[i]);
-      timers_[i] = loop_.after(retry_, [this, alive, i] {
+      // After a failover the holder's lease is checked on the new master as
+      // soon as this is back (ready): a grant lost with the old one is
+      // noticed then, not a second later.
+      timers_[i] = loop_.after(subs_[i]->moved() ? Millis(0) : retry_, [this, alive, i] {
         if (!*alive) return;
         timers_[i] = 0;
         subs_[i]->start();

@@ -42,6 +42,10 @@ class Subscription {
   /// Ends the subscription as if its connection had been lost: failed(why).
   void end(const Error& why);
   const std::string& channel() const { return channel_; }
+  /// The last failure was the channel's server changing (a failover, see
+  /// Client::topology_changed): its new home is known or being found, so
+  /// there is no reason to wait before subscribing again.
+  bool moved() const { return moved_; }
 
  private:
   friend class Client;
@@ -51,20 +55,22 @@ class Subscription {
   void drop();
   void fail(const Error& why);
   void client_gone() { client_ = nullptr; }
+  void home_changed(const Error& why);
 
   Client* client_;
   std::string channel_;
   Events ev_;
   std::unique_ptr<Connection> conn_;
   unsigned generation_ = 0;  // of start(); a late answer for an older one is ignored
+  bool moved_ = false;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
 /// One channel on every deployment a lock lives on (every master of a
 /// quorum): a message on any of them is a message, each (re)subscription is
 /// `ready`, every failure goes to `failed`; one that is an outage (69) starts
-/// again by itself after `retry`, any other (an ACL that refuses the channel)
-/// is left for good.
+/// again by itself after `retry` (at once after a failover: moved()), any
+/// other (an ACL that refuses the channel) is left for good.
 class Subscriptions {
  public:
   Subscriptions(std::vector<Client*> clients, const std::string& channel,

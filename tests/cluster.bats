@@ -200,7 +200,7 @@ _shard_subscribers() {
 @test "a sentinel that names a Cluster node: one clear line (70), no crash" {
   k=$(cluster_key_on 2 sentcl)
   p=$CLUSTER1_PORT
-  garbage_start_named CLSENT "reply=*4\r\n\$2\r\nip\r\n\$9\r\n127.0.0.1\r\n\$4\r\nport\r\n\$${#p}\r\n$p\r\n"
+  garbage_start_named CLSENT "sentinel=127.0.0.1:$p:1"
   rl --url "redis-sentinel://127.0.0.1:$CLSENT_PORT/m" run "$k" -- true
   assert_error 70
   [[ $stderr == *"answers like a Redis Cluster node"* ]] || fail "$stderr"

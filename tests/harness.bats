@@ -161,6 +161,15 @@ read_line() {
   close_conn
 }
 
+@test "garbage_server sentinel=: names HOST:PORT with an epoch, like a sentinel" {
+  garbage_start_named FAKESENT "sentinel=127.0.0.1:6390:42"
+  assert_equal "$(redis-cli -p "$FAKESENT_PORT" sentinel get-master-addr-by-name m | tr '\n' ' ')" \
+    "127.0.0.1 6390 "
+  run redis-cli -p "$FAKESENT_PORT" SENTINEL MASTER m
+  assert_output $'ip\n127.0.0.1\nport\n6390\nconfig-epoch\n42'
+  assert_equal "$(redis-cli -p "$FAKESENT_PORT" ping)" OK
+}
+
 @test "garbage_server close: the connection ends at once" {
   garbage_start_named CLOSER close
   open_conn "$CLOSER_PORT"

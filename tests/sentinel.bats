@@ -19,10 +19,11 @@ setup() {
   write_gate "$T/gate"
 }
 
-# fake_sentinel_reply PORT: a garbage_server mode that answers every command as a sentinel
-# answers SENTINEL MASTER for a master at 127.0.0.1:PORT.
+# fake_sentinel_reply PORT: a garbage_server mode, a sentinel that names a master at
+# 127.0.0.1:PORT with no config-epoch in its SENTINEL MASTER reply (the same pair answers
+# every command).
 fake_sentinel_reply() {
-  printf 'reply=*4\\r\\n$2\\r\\nip\\r\\n$9\\r\\n127.0.0.1\\r\\n$4\\r\\nport\\r\\n$%s\\r\\n%s\\r\\n' "${#1}" "$1"
+  printf 'reply=*2\\r\\n$9\\r\\n127.0.0.1\\r\\n$%s\\r\\n%s\\r\\n' "${#1}" "$1"
 }
 
 # master / replica: the registry names of the two servers, as the sentinels see them now.
@@ -140,16 +141,113 @@ _watchers() {
   _rlock_poll "the replica to have every write" 20 _rlock_replicated "$new"
 }
 
-@test "a sentinel that hangs costs only its share of --timeout" {
+@test "SENTINEL FAILOVER half done: no second holder, whichever sentinel is asked first" {
+  # The leader (PASENT1) has promoted PAREPLICA and waits for PASLOW: its SENTINEL MASTER
+  # still names PAMASTER, which still answers ROLE with master; every sentinel's
+  # get-master-addr-by-name names PAREPLICA (issue 20).
+  slow_failover_setup PA plannedA
+  run "$RLOCK" --url "$PA_URL1" run s-planned -- sh -c 'echo "$RLOCK_FENCE"'
+  assert_success
+  assert_output 1
+  slow_failover_start PA plannedA
+  rlock_bg a -v --url "$PA_URL1" run s-planned -- \
+    sh -c 'echo "$RLOCK_FENCE" >"$0/a.fence"; exec sh "$0/gate" "$0" a' "$T"
+  wait_for_file "$T/a.started"
+  # Another client, asking another sentinel first, finds the lock held.
+  run "$RLOCK" --url "$PA_URL2" run -n s-planned -- touch "$T/b.ran"
+  [[ ! -e $T/b.ran ]] || fail "two holders: $(cat "$T/a.err")"
+  assert_equal "$status" 75
+  touch "$T/a.go"
+  bg_wait "$BG_PID"
+  assert_equal "$BG_STATUS" 0
+  assert_equal "$(cat "$T/a.fence")" 2
+  assert_equal "$(rcli_to PAREPLICA get 'lock:{s-planned}:fence')" 2
+  # The fences go on growing, whichever sentinel is listed first.
+  run "$RLOCK" --url "$PA_URL2" run s-planned -- sh -c 'echo "$RLOCK_FENCE"'
+  assert_output 3
+  run "$RLOCK" --url "$PA_URL1" run s-planned -- sh -c 'echo "$RLOCK_FENCE"'
+  assert_output 4
+  planned_window_open PA plannedA || fail "the failover ended too early: the window was not tested"
+  redis_resume PASLOW
+}
+
+@test "a holder granted on a deposed master learns it from the sentinels before it renews (76)" {
+  slow_failover_setup PB plannedB
+  garbage_start_named PBFAKE "$(fake_sentinel_reply "$PBMASTER_PORT")"
+  slow_failover_start PB plannedB
+  # Its sentinels: one that names the deposed master (no epoch), and PBSENT2, which knows
+  # better but hangs while the holder asks.
+  redis_pause PBSENT2
+  rlock_bg h -v --url "redis-sentinel://127.0.0.1:$PBFAKE_PORT,127.0.0.1:$PBSENT2_PORT/plannedB" \
+    run --ttl 30s s-deposed -- sh "$T/gate" "$T" h
+  holder=$BG_PID
+  wait_for_file "$T/h.started"
+  [[ -n $(rcli_to PBMASTER get 'lock:{s-deposed}') ]] || fail "not granted on the deposed master"
+  assert_equal "$(rcli_to PBREPLICA exists 'lock:{s-deposed}')" 0
+  start=$(now_ms)
+  redis_resume PBSENT2
+  # PBSENT2 names the new master with a newer epoch: the holder moves, finds no lease there.
+  bg_wait "$holder" 30
+  took=$(($(now_ms) - start))
+  assert_equal "$BG_STATUS" 76
+  grep -q "failover: the master of 'plannedB' is now 127.0.0.1:$PBREPLICA_PORT" "$T/h.err" ||
+    fail "$(cat "$T/h.err")"
+  grep -q "lost the lock 's-deposed'" "$T/h.err" || fail "$(cat "$T/h.err")"
+  # Long before its first renewal (TTL/3 = 10s).
+  ((took < 9000)) || fail "took ${took}ms"
+  redis_resume PBSLOW
+}
+
+@test "sentinels that disagree: the highest configuration epoch wins" {
+  # A sentinel listed first names another master (a standalone server, ROLE master) without
+  # an epoch; the real sentinels name SMASTER's successor with theirs.
+  redis_start_named OTHERM
+  garbage_start_named OTHERSENT "$(fake_sentinel_reply "$OTHERM_PORT")"
+  url="redis-sentinel://127.0.0.1:$OTHERSENT_PORT,127.0.0.1:$SENT2_PORT,127.0.0.1:$SENT3_PORT/rlmaster"
+  tok=$("$RLOCK" --url "$url" acquire --ttl 60s s-epoch)
+  assert_equal "$(rcli_to "$(master)" get 'lock:{s-epoch}')" "$tok"
+  assert_equal "$(rcli_to OTHERM exists 'lock:{s-epoch}')" 0
+}
+
+@test "a sentinel that hangs costs 100 ms more, not its share of --timeout" {
   redis_pause SENT1
   start=$(now_ms)
-  run --separate-stderr "$RLOCK" --timeout 6s status s-share
+  # A hung sentinel may take three quarters of --timeout (7.5s): the others answer, and
+  # it gets only 100 ms more.
+  run --separate-stderr "$RLOCK" --timeout 10s status s-share
   took=$(($(now_ms) - start))
   redis_resume SENT1
   assert_equal "$status" 1 # free: the other sentinels answered
-  # A promise, not scaled: its share of --timeout (2s of 6s with three sentinels), not the
-  # whole 6s; the rest is room for a slow machine.
-  ((took < 5000)) || fail "took ${took}ms"
+  # A promise, not scaled: about 100 ms more, not 7.5s; the rest is room for a slow
+  # machine to start and end rlock.
+  ((took < 4000)) || fail "took ${took}ms"
+}
+
+@test "a sentinel that answers garbage, or nothing useful, is outvoted by one that answers" {
+  garbage_start_named JUNKSENT garbage
+  garbage_start_named BADTYPESENT badtype
+  url="redis-sentinel://127.0.0.1:$JUNKSENT_PORT,127.0.0.1:$BADTYPESENT_PORT,127.0.0.1:$SENT3_PORT/rlmaster"
+  run "$RLOCK" --timeout 3s --url "$url" run s-junk -- true
+  assert_success
+}
+
+@test "a sentinel naming a replica with a newer epoch: refuted by ROLE, then ranked last" {
+  # A sentinel that claims epoch 1000 for the replica: the first answer wins, ROLE refutes
+  # it, and from then on the real sentinels' master is used, also by a holder's polls.
+  port=$(rcli_to "$(replica)" config get port | sed -n 2p)
+  garbage_start_named LIARSENT "sentinel=127.0.0.1:$port:1000"
+  url="redis-sentinel://127.0.0.1:$LIARSENT_PORT,127.0.0.1:$SENT2_PORT/rlmaster"
+  rlock_bg liar -v --url "$url" --timeout 5s run s-liar -- sh "$T/gate" "$T" l
+  holder=$BG_PID
+  wait_for_file "$T/l.started"
+  grep -q "answers ROLE with 'slave'" "$T/liar.err" || fail "$(cat "$T/liar.err")"
+  # Three polls later it still holds, on the master.
+  wait_until "(( \$(grep -c 'epoch 1000' '$T/liar.err') >= 4 ))" 20
+  assert_equal "$(rcli_to "$(master)" exists 'lock:{s-liar}')" 1
+  touch "$T/l.go"
+  bg_wait "$holder"
+  assert_equal "$BG_STATUS" 0
+  ! grep -q "failover:" "$T/liar.err" || fail "$(cat "$T/liar.err")"
 }
 
 @test "a sentinel that names a replica is passed over for the next one" {
@@ -241,6 +339,25 @@ _watchers() {
     fail "$stderr"
 }
 
+@test "a master whose ACL refuses ROLE: the sentinels' word is taken, the lock works" {
+  m=$(master)
+  rcli_to "$m" acl setuser norole on '>pw' '~*' '&*' +@all -role >/dev/null
+  url="redis-sentinel://norole:pw@127.0.0.1:$SENT1_PORT,127.0.0.1:$SENT2_PORT/rlmaster"
+  run "$RLOCK" --url "$url" run s-norole -- sh -c 'echo "$RLOCK_FENCE"'
+  rcli_to "$m" acl deluser norole >/dev/null
+  assert_success
+  assert_output 1
+}
+
+@test "a sentinel naming a server that answers ROLE with garbage: one line, 69" {
+  garbage_start_named BADROLE badtype
+  garbage_start_named BADROLESENT "sentinel=127.0.0.1:$BADROLE_PORT:7"
+  rl --timeout 1s --url "redis-sentinel://127.0.0.1:$BADROLESENT_PORT/rlmaster" acquire k
+  assert_error 69
+  [[ $stderr == *"name 127.0.0.1:$BADROLE_PORT as the master"*"answers ROLE with ''"* ]] ||
+    fail "$stderr"
+}
+
 @test "sentinels with a password of their own: RLOCK_SENTINEL_PASSWORD or --sentinel-password-file" {
   sentinel_start_named SENTAUTH rlmaster "$(sentinel_master_port)" --requirepass s3cret
   url="redis-sentinel://127.0.0.1:$SENTAUTH_PORT/rlmaster"
@@ -254,6 +371,18 @@ _watchers() {
   RLOCK_SENTINEL_PASSWORD=wrong rl --url "$url" status k
   assert_error 77
   [[ $stderr != *s3cret* && $stderr != *wrong* ]] || fail "a password is shown: $stderr"
+}
+
+@test "a sentinel ACL that allows only get-master-addr-by-name: the address without an epoch" {
+  sentinel_start_named SENTACL rlmaster "$(sentinel_master_port)"
+  rcli_to SENTACL acl setuser getaddr on '>pw' -@all '+sentinel|get-master-addr-by-name' >/dev/null
+  url="redis-sentinel://127.0.0.1:$SENTACL_PORT/rlmaster"
+  RLOCK_SENTINEL_PASSWORD=pw run --separate-stderr "$RLOCK" -v --sentinel-user getaddr \
+    --url "$url" run s-acl -- sh -c 'echo "$RLOCK_FENCE"'
+  assert_success
+  assert_output 1
+  [[ $stderr == *"names 127.0.0.1:$(sentinel_master_port) as the master of 'rlmaster'"* &&
+    $stderr != *"(epoch"* ]] || fail "$stderr"
 }
 
 @test "sentinel options without a Sentinel URL, or a user without a password: 64" {

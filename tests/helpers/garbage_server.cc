@@ -16,10 +16,15 @@
 //   flood=TEXT     answer the first command with TEXT (decoded as above), then send
 //                  ":1\r\n" without end, as fast as the client reads
 //                  (e.g. 'flood=*100000000\r\n': an endless array)
+//   sentinel=HOST:PORT:EPOCH
+//                  a sentinel that names HOST:PORT with configuration epoch EPOCH:
+//                  SENTINEL get-master-addr-by-name gets [HOST, PORT], SENTINEL MASTER
+//                  gets ip, port and config-epoch, anything else +OK
 // Many connections at once (poll); runs until killed.
 #include <poll.h>
 #include <signal.h>
 
+#include <cctype>
 #include <cstdio>
 #include <string>
 #include <string_view>
@@ -31,12 +36,41 @@ namespace {
 
 constexpr const char* kProg = "garbage_server";
 
-enum class Mode { kGarbage, kClose, kSilent, kReply, kFlood };
+enum class Mode { kGarbage, kClose, kSilent, kReply, kFlood, kSentinel };
 
 struct Config {
   Mode mode = Mode::kGarbage;
-  std::string reply;  // for kReply
+  std::string reply;    // for kReply
+  std::string by_addr;  // kSentinel: the reply to get-master-addr-by-name
+  std::string master;   // kSentinel: the reply to SENTINEL MASTER
 };
+
+std::string bulk(const std::string& s) {
+  return "$" + std::to_string(s.size()) + "\r\n" + s + "\r\n";
+}
+
+// "HOST:PORT:EPOCH" (HOST without ':').
+bool parse_sentinel(std::string_view arg, Config* cfg) {
+  size_t a = arg.find(':'), b = arg.rfind(':');
+  if (a == std::string_view::npos || a == b || a == 0) return false;
+  std::string host(arg.substr(0, a)), port(arg.substr(a + 1, b - a - 1)), epoch(arg.substr(b + 1));
+  if (port.empty() || epoch.empty()) return false;
+  cfg->mode = Mode::kSentinel;
+  cfg->by_addr = "*2\r\n" + bulk(host) + bulk(port);
+  cfg->master = "*6\r\n" + bulk("ip") + bulk(host) + bulk("port") + bulk(port) +
+                bulk("config-epoch") + bulk(epoch);
+  return true;
+}
+
+// kSentinel: the reply to one request (its raw bytes).
+std::string sentinel_reply(const Config& cfg, std::string_view request) {
+  std::string low(request);
+  for (char& ch : low) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (low.find("get-master-addr-by-name") != std::string::npos) return cfg.by_addr;
+  if (low.find("sentinel") != std::string::npos && low.find("master") != std::string::npos)
+    return cfg.master;
+  return "+OK\r\n";
+}
 
 int hex_digit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -87,6 +121,8 @@ bool parse_mode(std::string_view arg, Config* cfg) {
   } else if (arg.substr(0, 6) == "reply=") {
     cfg->mode = Mode::kReply;
     cfg->reply = unescape(arg.substr(6));
+  } else if (arg.substr(0, 9) == "sentinel=") {
+    return parse_sentinel(arg.substr(9), cfg);
   } else if (arg.substr(0, 6) == "flood=") {
     cfg->mode = Mode::kFlood;
     cfg->reply = unescape(arg.substr(6));
@@ -168,10 +204,13 @@ bool on_data(const Config& cfg, Conn& c, const char* data, size_t n) {
       out = cfg.reply;
       break;
     case Mode::kReply:
+    case Mode::kSentinel:
       c.in.append(data, n);
       while (size_t len = request_length(c.in)) {
+        out += cfg.mode == Mode::kReply
+                   ? cfg.reply
+                   : sentinel_reply(cfg, std::string_view(c.in).substr(0, len));
         c.in.erase(0, len);
-        out += cfg.reply;
       }
       break;
   }
@@ -232,7 +271,8 @@ int main(int argc, char** argv) {
   int port = argc >= 3 ? helper::parse_port(argv[1]) : -1;
   if (port < 0 || argc > 4 || !parse_mode(argv[2], &cfg)) {
     std::fprintf(stderr,
-                 "usage: %s PORT garbage|close|silent|badtype|reply=TEXT|flood=TEXT [PIDFILE]\n",
+                 "usage: %s PORT garbage|close|silent|badtype|reply=TEXT|flood=TEXT|"
+                 "sentinel=HOST:PORT:EPOCH [PIDFILE]\n",
                  kProg);
     return 64;
   }

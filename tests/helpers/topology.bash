@@ -106,15 +106,16 @@ cluster_migrate_slot() {
 
 # sentinel_start_named NAME MASTER_NAME MASTER_PORT [REDIS-SERVER ARGS...]: one sentinel
 # (redis-server CONF --sentinel) that monitors 127.0.0.1:MASTER_PORT as MASTER_NAME with a
-# quorum of 2, down-after 1s, failover-timeout 5s. ARGS go to redis-server (e.g. TLS).
+# quorum of 2, down-after 1s, failover-timeout 5s (SENTINEL_DOWN_AFTER_MS and
+# SENTINEL_FAILOVER_TIMEOUT_MS change them). ARGS go to redis-server (e.g. TLS).
 sentinel_start_named() {
   local name=$1 master=$2 mport=$3 conf
   shift 3
   conf="$BATS_FILE_TMPDIR/sentinel-$name.conf"
   {
     echo "sentinel monitor $master 127.0.0.1 $mport 2"
-    echo "sentinel down-after-milliseconds $master 1000"
-    echo "sentinel failover-timeout $master 5000"
+    echo "sentinel down-after-milliseconds $master ${SENTINEL_DOWN_AFTER_MS:-1000}"
+    echo "sentinel failover-timeout $master ${SENTINEL_FAILOVER_TIMEOUT_MS:-5000}"
     echo "sentinel parallel-syncs $master 1"
   } >"$conf"
   redis_start_named "$name" --config "$conf" --sentinel "$@"
@@ -180,10 +181,11 @@ _rlock_is_replica_of() {
   [[ $info == *role:slave* && $info == *"master_port:$2"* && $info == *master_link_status:up* ]]
 }
 
-# _rlock_replicated NAME: a write on master NAME, then WAIT on the same connection: true
-# once the replica has acknowledged it, and so everything written before it.
+# _rlock_replicated NAME [N=1]: a write on master NAME, then WAIT on the same connection:
+# true once N replicas have acknowledged it, and so everything written before it.
 _rlock_replicated() {
-  [[ $(printf 'SET rlock-test-barrier 1\nWAIT 1 2000\n' | rcli_to "$1" | tail -n 1) == 1 ]]
+  local n=${2:-1}
+  [[ $(printf 'SET rlock-test-barrier 1\nWAIT %s 2000\n' "$n" | rcli_to "$1" | tail -n 1) == "$n" ]]
 }
 
 _rlock_failover_started() {
@@ -209,4 +211,72 @@ sentinel_failover() {
   _rlock_poll "the former master to replicate the new one" 60 \
     _rlock_is_replica_of "$(sentinel_node_at "$old")" "$new" || return 1
   _rlock_poll "the new replica to have every write" 20 _rlock_replicated "$(sentinel_node_at "$new")"
+}
+
+# --- A planned failover that stays half done -----------------------------------------------
+
+# slow_failover_setup P NAME: a master (${P}MASTER), a replica the sentinels may promote
+# (${P}REPLICA), a replica they never promote (${P}SLOW, replica-priority 0), and three
+# sentinels (${P}SENT1..3) watching them as NAME with down-after 20s and failover-timeout
+# 60s. Exports ${P}_URL1 (${P}SENT1 listed first) and ${P}_URL2 (${P}SENT2 first).
+slow_failover_setup() {
+  local p=$1 m=$2 i mp
+  redis_start_named "${p}MASTER" --repl-diskless-sync-delay 0 || return 1
+  mp=${p}MASTER_PORT
+  redis_start_named "${p}REPLICA" --repl-diskless-sync-delay 0 --replicaof 127.0.0.1 "${!mp}" ||
+    return 1
+  redis_start_named "${p}SLOW" --replica-priority 0 --replicaof 127.0.0.1 "${!mp}" || return 1
+  _rlock_poll "${p}REPLICA to sync" 20 _rlock_replica_linked "${p}REPLICA" || return 1
+  _rlock_poll "${p}SLOW to sync" 20 _rlock_replica_linked "${p}SLOW" || return 1
+  for i in 1 2 3; do
+    SENTINEL_DOWN_AFTER_MS=20000 SENTINEL_FAILOVER_TIMEOUT_MS=60000 \
+      sentinel_start_named "${p}SENT$i" "$m" "${!mp}" || return 1
+  done
+  for i in 1 2 3; do
+    _rlock_poll "sentinel ${p}SENT$i to see two replicas and the other sentinels" 30 \
+      _rlock_sentinel_sees "${p}SENT$i" "$m" 2 2 || return 1
+  done
+  local s1=${p}SENT1_PORT s2=${p}SENT2_PORT s3=${p}SENT3_PORT
+  export "${p}_URL1=redis-sentinel://127.0.0.1:${!s1},127.0.0.1:${!s2},127.0.0.1:${!s3}/$m"
+  export "${p}_URL2=redis-sentinel://127.0.0.1:${!s2},127.0.0.1:${!s3},127.0.0.1:${!s1}/$m"
+}
+
+# _rlock_names SENTINEL NAME PORT: get-master-addr-by-name of SENTINEL names port PORT.
+_rlock_names() {
+  [[ $(rcli_to "$1" sentinel get-master-addr-by-name "$2" | sed -n 2p) == "$3" ]]
+}
+
+# _rlock_master_field SENTINEL NAME FIELD: a field of SENTINEL MASTER NAME.
+_rlock_master_field() {
+  rcli_to "$1" sentinel master "$2" | tr -d '\r' | sed -n "/^$3\$/{n;p;q}"
+}
+
+_rlock_planned_window() {
+  local p=$1 m=$2 i old_var=${1}MASTER_PORT new_var=${1}REPLICA_PORT
+  for i in 1 2 3; do _rlock_names "${p}SENT$i" "$m" "${!new_var}" || return 1; done
+  [[ $(_rlock_master_field "${p}SENT1" "$m" port) == "${!old_var}" ]] &&
+    [[ $(rcli_to "${p}MASTER" role | head -n 1) == master ]] &&
+    [[ $(rcli_to "${p}REPLICA" role | head -n 1) == master ]]
+}
+
+# slow_failover_start P NAME: with ${P}SLOW paused (so that it cannot be reconfigured),
+# SENTINEL FAILOVER through ${P}SENT1, which promotes ${P}REPLICA and then waits for ${P}SLOW
+# (up to down-after or failover-timeout). Returns once every sentinel's
+# get-master-addr-by-name names ${P}REPLICA while ${P}SENT1's SENTINEL MASTER still names
+# ${P}MASTER, and both answer ROLE with "master": the window of issue 20. It lasts until
+# ${P}SLOW resumes, or the other sentinels turn ${P}MASTER into a replica (some 8s after
+# they switched).
+slow_failover_start() {
+  local p=$1 m=$2
+  _rlock_poll "both replicas to have every write" 20 _rlock_replicated "${p}MASTER" 2 || return 1
+  redis_pause "${p}SLOW" || return 1
+  _rlock_poll "SENTINEL FAILOVER to be accepted" 30 \
+    eval "[[ \$(rcli_to ${p}SENT1 sentinel failover $m 2>&1) == OK ]]" || return 1
+  _rlock_poll "the half-done failover of $m" 30 _rlock_planned_window "$p" "$m"
+}
+
+# planned_window_open P NAME: ${P}SENT1 still fails over (its SENTINEL MASTER names ${P}MASTER).
+planned_window_open() {
+  local old_var=${1}MASTER_PORT
+  [[ $(_rlock_master_field "${1}SENT1" "$2" port) == "${!old_var}" ]]
 }
