@@ -286,3 +286,38 @@ on_masters() {
   rl --url "$M1_URL" --url "$bad2" --url "$bad3" acquire -n q-why
   assert_error 77
 }
+
+@test "run gives every master its release before it exits: masters that lost their scripts get the EVAL" {
+  rlock_bg holder run --ttl 2m q-flush -- sh "$T/gate" "$T" h
+  holder=$BG_PID
+  wait_for_file "$T/h.started"
+  assert_equal "$(on_masters q-flush)" 5
+  # Two masters forget the scripts while it is held (as after a restart with their data)
+  # and are slower than the others: their release is answered NOSCRIPT after a majority
+  # has released, and must still be sent again as EVAL before run exits.
+  rcli_to M4 script flush >/dev/null
+  rcli_to M5 script flush >/dev/null
+  redis_pause M4
+  redis_pause M5
+  touch "$T/h.go"
+  wait_until "[[ \$(rcli_to M1 exists 'lock:{q-flush}') == 0 ]]"
+  # run waits for them up to TTL/50 = 2.4 s (--timeout is 5 s).
+  redis_resume M4
+  redis_resume M5
+  bg_wait "$holder"
+  assert_equal "$BG_STATUS" 0
+  # Gone from every master the moment run exited, not a TTL later.
+  assert_equal "$(on_masters q-flush)" 0
+}
+
+@test "a stalled master does not hold up run's exit: its release is bounded by clamp(TTL/50, 50ms, --timeout)" {
+  redis_pause M5
+  t0=$(now_ms)
+  run "$RLOCK" --timeout 8s run --ttl 10s q-slowrel -- true
+  elapsed=$(($(now_ms) - t0))
+  redis_resume M5
+  assert_success
+  # The release waits at most TTL/50 = 200 ms for M5 (the acquire as long): not --timeout.
+  ((elapsed < 4000)) || fail "run took ${elapsed}ms with one master stalled"
+  assert_equal "$(rcli_to M1 exists 'lock:{q-slowrel}')" 0
+}
