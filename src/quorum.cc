@@ -141,7 +141,9 @@ void QuorumLock::acquire(const std::string& token, Millis ttl, bool /*queue*/,
           }
           if (r.value.state == AcquireReply::State::Acquired) {
             ++granted;
-            fence = std::max(fence, r.value.fence);
+            // The grant's fence, or the master's clock when that is higher
+            // (see commit()).
+            fence = std::max({fence, r.value.fence, r.value.now_ms});
           } else if (!r.value.holders.empty()) {
             ++holder_votes[r.value.holders.front().token];
           }
@@ -189,7 +191,10 @@ void QuorumLock::commit(const std::string& token, int64_t fence, Millis ttl,
   // majority of masters that still grant this token have their counters at
   // least that high: no other acquirer can be granted on those masters before
   // the counter is raised there, and any later majority includes one of them
-  // (docs/PROTOCOL.md, "Why fences only grow").
+  // (docs/PROTOCOL.md, "Why fences only grow"). The fence is at least the
+  // granting masters' clocks too (server time, Unix ms): when the masters that
+  // knew the last fence lost it (restarted empty) or are cut off, and the
+  // others missed its commit, the clock still puts the new fence above it.
   Millis left = std::max(Millis(1), std::chrono::ceil<Millis>(until - Clock::now()));
   auto alive = alive_;
   auto committed_here = [fence](const Outcome<FenceReply>& r) {

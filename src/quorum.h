@@ -2,9 +2,11 @@
 // --url). Each master runs the same scripts as a single server; a lease counts
 // only while a majority (N/2+1) of them grant or renew it within its validity
 // (the TTL less the time the requests took and a clock drift of TTL/100 + 2 ms).
-// The fence a holder gets is the largest a majority of masters gave out, made
-// the floor of a majority's counters before the lock is used, so fences grow
-// whatever majorities grant them (docs/PROTOCOL.md, "Quorum mode").
+// The fence a holder gets is the largest a majority of masters gave out, or
+// their clock (server ms) when that is higher, made the floor of a majority's
+// counters before the lock is used, so fences grow whatever majorities grant
+// them, and still after masters lost their counters while the masters' clocks
+// agree (docs/PROTOCOL.md, "Fences in quorum mode").
 #pragma once
 
 #include <algorithm>
