@@ -164,7 +164,9 @@ on_masters() {
         down=("${down[@]:1}")
       fi ;;
     esac
-    run "$RLOCK" run --ttl 2s q-fence -- sh -c 'echo "$RLOCK_FENCE" >>"$0"' "$T/fences"
+    # A TTL of 30 s: each master has 600 ms to answer (2 s left 50 ms, too little for a
+    # loaded machine)
+    run "$RLOCK" run --ttl 30s q-fence -- sh -c 'echo "$RLOCK_FENCE" >>"$0"' "$T/fences"
     [[ $status == 0 ]] || fail "acquisition $n failed ($status) with masters ${down[*]} down: $output"
     n=$((n + 1))
   done
@@ -293,7 +295,7 @@ on_masters() {
 }
 
 @test "run gives every master its release before it exits: masters that lost their scripts get the EVAL" {
-  rlock_bg holder run --ttl 2m q-flush -- sh "$T/gate" "$T" h
+  rlock_bg holder --timeout 20s run --ttl 10m q-flush -- sh "$T/gate" "$T" h
   holder=$BG_PID
   wait_for_file "$T/h.started"
   assert_equal "$(on_masters q-flush)" 5
@@ -306,7 +308,7 @@ on_masters() {
   redis_pause M5
   touch "$T/h.go"
   wait_until "[[ \$(rcli_to M1 exists 'lock:{q-flush}') == 0 ]]"
-  # run waits for them up to TTL/50 = 2.4 s (--timeout is 5 s).
+  # run waits for them up to TTL/50 = 12 s (--timeout is 20 s): time enough to resume them.
   redis_resume M4
   redis_resume M5
   bg_wait "$holder"
@@ -344,11 +346,11 @@ suite_teardown() {
   for n in P2 P3 F1 F2 F3; do redis_stop "$n"; done
 }
 
-# fence_run KEY: one run on the three fence masters (a TTL of 15 s: 300 ms for each master
+# fence_run KEY: one run on the three fence masters (a TTL of 30 s: 600 ms for each master
 # to answer, generous on a loaded machine); its RLOCK_FENCE is appended to
 # $T/fences.
 fence_run() {
-  "$RLOCK" "${FURLS[@]}" run --ttl 15s "$1" -- sh -c 'echo "$RLOCK_FENCE" >>"$0"' "$T/fences"
+  "$RLOCK" "${FURLS[@]}" run --ttl 30s "$1" -- sh -c 'echo "$RLOCK_FENCE" >>"$0"' "$T/fences"
 }
 
 # fences_grow: the fences in $T/fences strictly increase.
