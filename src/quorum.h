@@ -123,7 +123,7 @@ class QuorumLock : public Lock {
   size_t total_;
   std::vector<std::unique_ptr<SingleLock>> locks_;
   HolderInfo info_;  // of the last acquire: a master that lost the lease is granted it again
-  Millis ttl_{0};     // of the last acquire: bounds the wait for the last releases
+  Millis ttl_{0};    // of the last acquire: bounds the wait for the last releases
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
