@@ -80,6 +80,7 @@ AcquireReply parse_acquire(const Reply& r, int limit, const std::string& key) {
     a.state = AcquireReply::State::Acquired;
     a.fence = num(e[1]);
     a.ttl = Millis(num(e[2]));
+    if (e.size() > 3) a.now_ms = num(e[3]);
   } else if (tag == "TAKEN" || tag == "QUEUED") {
     a.state = tag == "TAKEN" ? AcquireReply::State::Taken : AcquireReply::State::Queued;
     if (e.size() < 4) throw_protocol("short acquire reply");

@@ -80,6 +80,7 @@ struct AcquireReply {
   enum class State { Acquired, Taken, Queued } state = State::Taken;
   int64_t fence = 0;            // Acquired
   Millis ttl{0};                // Acquired
+  int64_t now_ms = 0;           // Acquired: the server's time of the grant (Unix ms); 0 = unknown
   long position = -1;           // Queued: 0 = head of the line
   long free = 0;                // free slots right now
   std::vector<Holder> holders;  // Taken / Queued: the first few

@@ -17,6 +17,10 @@ namespace {
 // --timeout.
 constexpr Millis kMinNodeTimeout{50};
 
+// The TTL a release by token alone (`rlock release --token`) assumes when
+// bounding how long it waits for the last masters: the default --ttl.
+constexpr Millis kDefaultTtl{30000};
+
 }  // namespace
 
 Millis clock_drift(Millis ttl) {
@@ -33,11 +37,12 @@ QuorumLock::~QuorumLock() {
 }
 
 template <class T>
-void QuorumLock::fan_out(Each<T> op, All<T> done, Enough<T> enough) {
+void QuorumLock::fan_out(Each<T> op, All<T> done, Enough<T> enough, Millis linger) {
   struct State {
     std::vector<std::optional<Outcome<T>>> out;
     size_t left;
-    bool decided = false;
+    bool decided = false, settled = false;
+    Loop::TimerId timer = 0;
     All<T> done;
   };
   auto st = std::make_shared<State>();
@@ -45,19 +50,31 @@ void QuorumLock::fan_out(Each<T> op, All<T> done, Enough<T> enough) {
   st->left = locks_.size();
   st->done = std::move(done);
   auto alive = alive_;
+  Loop* loop = &clients_.front()->loop();
+  // A master that has not answered when the outcome is decided counts as
+  // one that did not answer; its request goes on, unheard.
+  auto finish = [st, loop] {
+    st->decided = true;
+    loop->cancel(st->timer);
+    std::vector<Outcome<T>> all;
+    for (auto& r : st->out)
+      all.push_back(r ? std::move(*r)
+                      : Outcome<T>{Error(ErrorKind::Unavailable, "no answer in time"), T{}});
+    st->done(std::move(all));
+  };
   for (size_t i = 0; i < locks_.size(); ++i) {
-    op(*locks_[i], [st, i, alive, enough](Outcome<T> o) {
+    op(*locks_[i], [st, i, alive, enough, linger, loop, finish](Outcome<T> o) {
       if (st->decided || !*alive) return;
       st->out[i] = std::move(o);
-      if (--st->left > 0 && !(enough && enough(st->out))) return;
-      st->decided = true;
-      // A master that has not answered when the outcome is decided counts as
-      // one that did not answer; its request goes on, unheard.
-      std::vector<Outcome<T>> all;
-      for (auto& r : st->out)
-        all.push_back(r ? std::move(*r)
-                        : Outcome<T>{Error(ErrorKind::Unavailable, "no answer in time"), T{}});
-      st->done(std::move(all));
+      if (--st->left == 0) return finish();
+      if (st->settled || !(enough && enough(st->out))) return;
+      if (linger.count() <= 0) return finish();
+      // Settled: the others get `linger` more to answer.
+      st->settled = true;
+      st->timer = loop->after(linger, [st, alive, finish] {
+        st->timer = 0;
+        if (!st->decided && *alive) finish();
+      });
     });
   }
 }
@@ -99,6 +116,7 @@ void QuorumLock::acquire(const std::string& token, Millis ttl, bool /*queue*/,
   // No line: the masters' lines could disagree (a different head on each,
   // nobody with a majority), so every attempt is a plain try.
   info_ = info;
+  ttl_ = ttl;
   Clock::time_point start = Clock::now();
   Clock::time_point until = later(start, ttl - clock_drift(ttl));
   Millis per = timeout.count() > 0 ? std::min(timeout, node_timeout(ttl)) : node_timeout(ttl);
@@ -123,7 +141,9 @@ void QuorumLock::acquire(const std::string& token, Millis ttl, bool /*queue*/,
           }
           if (r.value.state == AcquireReply::State::Acquired) {
             ++granted;
-            fence = std::max(fence, r.value.fence);
+            // The grant's fence, or the master's clock when that is higher
+            // (see commit()).
+            fence = std::max({fence, r.value.fence, r.value.now_ms});
           } else if (!r.value.holders.empty()) {
             ++holder_votes[r.value.holders.front().token];
           }
@@ -171,7 +191,10 @@ void QuorumLock::commit(const std::string& token, int64_t fence, Millis ttl,
   // majority of masters that still grant this token have their counters at
   // least that high: no other acquirer can be granted on those masters before
   // the counter is raised there, and any later majority includes one of them
-  // (docs/PROTOCOL.md, "Why fences only grow").
+  // (docs/PROTOCOL.md, "Why fences only grow"). The fence is at least the
+  // granting masters' clocks too (server time, Unix ms): when the masters that
+  // knew the last fence lost it (restarted empty) or are cut off, and the
+  // others missed its commit, the clock still puts the new fence above it.
   Millis left = std::max(Millis(1), std::chrono::ceil<Millis>(until - Clock::now()));
   auto alive = alive_;
   auto committed_here = [fence](const Outcome<FenceReply>& r) {
@@ -301,6 +324,14 @@ void QuorumLock::extend(const std::string& token, Millis ttl, Done<ExtendReply> 
 
 void QuorumLock::release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
                          Millis timeout) {
+  // Every master gets its release, not only the first majority: a master left
+  // holding (its release answered NOSCRIPT and not yet sent again as EVAL, or
+  // merely slow) keeps the token for a whole TTL, and an outage of another
+  // master then makes the free lock unavailable. Once a majority settled the
+  // answer, the others get as long as a give-back, so that one master down
+  // does not hold up every exit by --timeout.
+  Millis linger = node_timeout(ttl_.count() > 0 ? ttl_ : kDefaultTtl);
+  if (timeout.count() > 0) linger = std::min(linger, timeout);
   fan_out<ReleaseReply>(
       [=](SingleLock& l, Done<ReleaseReply> d) {
         l.release(token, min_hold, std::move(d), timeout);
@@ -334,7 +365,8 @@ void QuorumLock::release(const std::string& token, Millis min_hold, Done<Release
           return !r.error && r.value.state != ReleaseReply::State::NotHeld;
         };
         return decided(rs, held, not_held, false);
-      });
+      },
+      linger);
 }
 
 void QuorumLock::leave(const std::string& token, Done<bool> done, Millis timeout) {

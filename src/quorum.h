@@ -2,9 +2,11 @@
 // --url). Each master runs the same scripts as a single server; a lease counts
 // only while a majority (N/2+1) of them grant or renew it within its validity
 // (the TTL less the time the requests took and a clock drift of TTL/100 + 2 ms).
-// The fence a holder gets is the largest a majority of masters gave out, made
-// the floor of a majority's counters before the lock is used, so fences grow
-// whatever majorities grant them (docs/PROTOCOL.md, "Quorum mode").
+// The fence a holder gets is the largest a majority of masters gave out, or
+// their clock (server ms) when that is higher, made the floor of a majority's
+// counters before the lock is used, so fences grow whatever majorities grant
+// them, and still after masters lost their counters while the masters' clocks
+// agree (docs/PROTOCOL.md, "Fences in quorum mode").
 #pragma once
 
 #include <algorithm>
@@ -40,6 +42,10 @@ class QuorumLock : public Lock {
   void extend(const std::string& token, Millis ttl, Done<ExtendReply> done,
               Millis timeout = Millis(0)) override;
   /// On every master; NotHeld when fewer than a majority still held it.
+  /// Every master's release is awaited (the EVAL after NOSCRIPT included);
+  /// once a majority has settled the answer, the rest get at most
+  /// clamp(TTL/50, 50 ms, --timeout) more (TTL: of the last acquire, else
+  /// the default 30 s).
   void release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
                Millis timeout = Millis(0)) override;
   void leave(const std::string& token, Done<bool> done, Millis timeout = Millis(0)) override;
@@ -64,13 +70,14 @@ class QuorumLock : public Lock {
   /// Runs `op` on every master at once; `done` gets every outcome, in the
   /// masters' order, once all have answered (or failed), or as soon as
   /// `enough` says the outcome is decided (those that have not answered then
-  /// count as failed: their requests go on, unheard).
+  /// count as failed: their requests go on, unheard). With a `linger`, those
+  /// still get that long after the decision before `done` is called.
   template <class T>
   using Answers = std::vector<std::optional<Outcome<T>>>;  // empty: no answer yet
   template <class T>
   using Enough = std::function<bool(const Answers<T>&)>;
   template <class T>
-  void fan_out(Each<T> op, All<T> done, Enough<T> enough = {});
+  void fan_out(Each<T> op, All<T> done, Enough<T> enough = {}, Millis linger = Millis(0));
   /// Whether the answers so far settle a question asked of every master:
   /// a majority said `yes`, or more than a minority said `no`; with
   /// `replies_settle`, also once a majority answered and `yes` can no longer
@@ -116,6 +123,7 @@ class QuorumLock : public Lock {
   size_t total_;
   std::vector<std::unique_ptr<SingleLock>> locks_;
   HolderInfo info_;  // of the last acquire: a master that lost the lease is granted it again
+  Millis ttl_{0};    // of the last acquire: bounds the wait for the last releases
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

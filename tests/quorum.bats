@@ -13,6 +13,8 @@ bats_require_minimum_version 1.5.0
 load helpers/redis
 
 setup_file() {
+  # Tests kill, pause and empty the shared masters: one at a time.
+  export BATS_NO_PARALLELIZE_WITHIN_FILE=true
   local i
   for i in 1 2 3 4 5; do
     redis_start_named "M$i" --appendonly yes --appendfsync always || return 1
@@ -36,14 +38,18 @@ on_masters() {
 }
 
 @test "five masters: run, status with each master's view, acquire/extend/release with a token" {
-  run "$RLOCK" run q-all -- sh -c 'echo "fence=$RLOCK_FENCE"'
+  t0=$(($(rcli_to M1 time | head -n 1) * 1000))
+  run "$RLOCK" run q-all -- sh -c 'echo "$RLOCK_FENCE"'
   assert_success
-  assert_output "fence=1"
+  f1=$output
+  # A quorum fence carries the masters' clock: at least the server time of its grant (ms).
+  ((f1 >= t0)) || fail "fence $f1 is below the masters' clock $t0"
   tok=$("$RLOCK" acquire --ttl 60s q-all)
   assert_equal "$(on_masters q-all)" 5
   run "$RLOCK" status q-all
   assert_success
-  assert_line --partial "q-all: held (fence 2)"
+  f2=$(sed -n 's/.*q-all: held (fence \([0-9]*\)).*/\1/p' <<<"$output")
+  ((f2 > f1)) || fail "fence $f2 after $f1: $output"
   assert_line --partial "masters  3 of 5 make a quorum"
   assert_equal "$(grep -c "held by $tok" <<<"$output")" 5
   run "$RLOCK" status --json q-all
@@ -62,6 +68,7 @@ on_masters() {
   rlock_bg holder run --ttl 2s q-excl -- sh "$T/gate" "$T" h
   holder=$BG_PID
   wait_for_file "$T/h.started"
+  hfence=$(rcli_to M1 get 'lock:{q-excl}:fence')
   for i in 1 2 3 4 5; do
     run -75 "$RLOCK" acquire -n q-excl
     wait_until "(( \$(rcli_to M1 pttl 'lock:{q-excl}') > 1500 ))" 5 # renewed meanwhile
@@ -73,7 +80,7 @@ on_masters() {
   assert_equal "$BG_STATUS" 0
   bg_wait "$waiter"
   assert_equal "$BG_STATUS" 0
-  assert_equal "$(cat "$T/w.fence")" 2
+  (($(cat "$T/w.fence") > hfence)) || fail "the waiter's fence $(cat "$T/w.fence") after $hfence"
 }
 
 @test "two masters killed during a run: the holder keeps its lease, a contender stays out" {
@@ -195,7 +202,9 @@ on_masters() {
         down=("${down[@]:1}")
       fi ;;
     esac
-    run "$RLOCK" run --ttl 2s q-fence -- sh -c 'echo "$RLOCK_FENCE" >>"$0"' "$T/fences"
+    # A TTL of 30 s: each master has 600 ms to answer (2 s left 50 ms, too little for a
+    # loaded machine)
+    run "$RLOCK" run --ttl 30s q-fence -- sh -c 'echo "$RLOCK_FENCE" >>"$0"' "$T/fences"
     [[ $status == 0 ]] || fail "acquisition $n failed ($status) with masters ${down[*]} down: $output"
     n=$((n + 1))
   done
@@ -321,4 +330,160 @@ on_masters() {
   assert_error 69
   rl --url "$M1_URL" --url "$bad2" --url "$bad3" acquire -n q-why
   assert_error 77
+}
+
+@test "run gives every master its release before it exits: masters that lost their scripts get the EVAL" {
+  rlock_bg holder --timeout 20s run --ttl 10m q-flush -- sh "$T/gate" "$T" h
+  holder=$BG_PID
+  wait_for_file "$T/h.started"
+  assert_equal "$(on_masters q-flush)" 5
+  # Two masters forget the scripts while it is held (as after a restart with their data)
+  # and are slower than the others: their release is answered NOSCRIPT after a majority
+  # has released, and must still be sent again as EVAL before run exits.
+  rcli_to M4 script flush >/dev/null
+  rcli_to M5 script flush >/dev/null
+  redis_pause M4
+  redis_pause M5
+  touch "$T/h.go"
+  wait_until "[[ \$(rcli_to M1 exists 'lock:{q-flush}') == 0 ]]"
+  # run waits for them up to TTL/50 = 12 s (--timeout is 20 s): time enough to resume them.
+  redis_resume M4
+  redis_resume M5
+  bg_wait "$holder"
+  assert_equal "$BG_STATUS" 0
+  # Gone from every master the moment run exited, not a TTL later.
+  assert_equal "$(on_masters q-flush)" 0
+}
+
+@test "a stalled master does not hold up run's exit: its release is bounded by clamp(TTL/50, 50ms, --timeout)" {
+  redis_pause M5
+  t0=$(now_ms)
+  run "$RLOCK" --timeout 8s run --ttl 10s q-slowrel -- true
+  elapsed=$(($(now_ms) - t0))
+  redis_resume M5
+  assert_success
+  # The release waits at most TTL/50 = 200 ms for M5 (the acquire as long): not --timeout.
+  ((elapsed < 4000)) || fail "run took ${elapsed}ms with one master stalled"
+  assert_equal "$(rcli_to M1 exists 'lock:{q-slowrel}')" 0
+  # A master that went down during the run (refused: its release is retried on new
+  # connections until --timeout) holds up the exit as little.
+  rlock_bg holder --timeout 8s run --ttl 10s q-slowrel -- sh "$T/gate" "$T" h
+  holder=$BG_PID
+  wait_for_file "$T/h.started"
+  redis_kill M5
+  t0=$(now_ms)
+  touch "$T/h.go"
+  bg_wait "$holder"
+  elapsed=$(($(now_ms) - t0))
+  assert_equal "$BG_STATUS" 0
+  ((elapsed < 4000)) || fail "run took ${elapsed}ms to exit with one master down"
+  assert_equal "$(on_masters q-slowrel)" 0
+}
+
+# fence_masters: three masters of the test's own (F1 F2 F3, AOF), since it empties one,
+# with fault proxies P2 and P3 in front of F2 and F3; FURLS holds the three --url.
+fence_masters() {
+  local i
+  for i in 1 2 3; do
+    redis_start_named "F$i" --appendonly yes --appendfsync always || return 1
+  done
+  proxy_start_named P2 "$F2_PORT" || return 1
+  proxy_start_named P3 "$F3_PORT" || return 1
+  FURLS=(--url "$F1_URL" --url "$P2_URL" --url "$P3_URL")
+}
+
+suite_teardown() {
+  local n
+  for n in P2 P3 F1 F2 F3; do redis_stop "$n"; done
+}
+
+# fence_run KEY: one run on the three fence masters (a TTL of 30 s: 600 ms for each master
+# to answer, generous on a loaded machine); its RLOCK_FENCE is appended to
+# $T/fences.
+fence_run() {
+  "$RLOCK" "${FURLS[@]}" run --ttl 30s "$1" -- sh -c 'echo "$RLOCK_FENCE" >>"$0"' "$T/fences"
+}
+
+# fences_grow: the fences in $T/fences strictly increase.
+fences_grow() {
+  awk 'NR > 1 && $1 <= prev {print "fence " $1 " after " prev " (line " NR ")"; bad = 1}
+    {prev = $1} END {exit bad}' "$T/fences" || fail "fences went backwards: $(cat "$T/fences")"
+}
+
+# the issue's sequence up to the empty restart: F3 misses the grants and commits of a few
+# runs (cut off), comes back with its data, then F1 restarts empty.
+stale_and_empty() {
+  local key=$1 n
+  : >"$T/fences"
+  fence_run "$key" || fail "first run failed"
+  proxy_partition P3
+  for n in 1 2 3 4; do fence_run "$key" || fail "run $n without F3 failed"; done
+  proxy_heal P3
+  last=$(tail -n 1 "$T/fences")
+  assert_equal "$(rcli_to F1 get "lock:{$key}:fence")" "$last"
+  assert_equal "$(rcli_to F2 get "lock:{$key}:fence")" "$last"
+  (($(rcli_to F3 get "lock:{$key}:fence") < last)) || fail "F3 did not miss the commits"
+  redis_kill F1
+  rm -rf "$F1_DIR"/appendonlydir
+  redis_restart F1
+  assert_equal "$(rcli_to F1 get "lock:{$key}:fence")" ""
+}
+
+@test "quorum fence after an empty restart, the one other master that knew it slow: still higher" {
+  fence_masters
+  stale_and_empty q-hlc-slow
+  # F2, the only master left that knows the last fence, answers late: the first majority
+  # is F1 (empty) and F3 (stale).
+  redis_pause F2
+  run fence_run q-hlc-slow
+  redis_resume F2
+  assert_success
+  fences_grow
+}
+
+@test "quorum fence after an empty restart, the one other master that knew it unreachable: still higher" {
+  fence_masters
+  stale_and_empty q-hlc-gone
+  # No live master knows the last fence: only the clock carries it.
+  proxy_partition P2
+  run fence_run q-hlc-gone
+  proxy_heal P2
+  assert_success
+  fences_grow
+  # and the counters carry it on from there
+  fence_run q-hlc-gone
+  fences_grow
+}
+
+@test "quorum fences grow by the counters when a master's clock ran ahead: its fence was committed" {
+  fence_masters
+  : >"$T/fences"
+  fence_run q-hlc-ahead
+  # F3 gave out fences an hour ahead (its clock was wrong, and was set back since): a
+  # counter an hour ahead of every clock. Its fence is committed to a majority.
+  ahead=$(($(tail -n 1 "$T/fences") + 3600000))
+  rcli_to F3 set 'lock:{q-hlc-ahead}:fence' "$ahead" >/dev/null
+  # F2 late: F3 is in the first majority, its fence (above every clock) is the one given.
+  redis_pause F2
+  fence_run q-hlc-ahead
+  redis_resume F2
+  (($(tail -n 1 "$T/fences") > ahead)) || fail "fence $(tail -n 1 "$T/fences") is not above F3's"
+  # F3 cut off, then F2: the others still know it, by their counters, not their clocks.
+  proxy_partition P3
+  fence_run q-hlc-ahead
+  proxy_heal P3
+  proxy_partition P2
+  fence_run q-hlc-ahead
+  proxy_heal P2
+  fences_grow
+  # every fence after F3's is above its hour-ahead counter, not back at the clocks
+  (($(tail -n 1 "$T/fences") > ahead)) || fail "$(cat "$T/fences")"
+}
+
+@test "one server: fences stay plain counters (1, 2, 3), not clocks" {
+  : >"$T/fences"
+  for n in 1 2 3; do
+    "$RLOCK" --url "$M1_URL" run q-plain -- sh -c 'echo "$RLOCK_FENCE" >>"$0"' "$T/fences"
+  done
+  assert_equal "$(tr '\n' ' ' <"$T/fences")" "1 2 3 "
 }

@@ -4,7 +4,9 @@
 #   tests/soak/check.sh DIR        (CHECK_SHOW=N: print up to N violations per rule, default 25)
 #
 # Exit 0 PASS, 1 FAIL (one "VIOLATION" line per finding), 2 DIR is not a soak history.
-# Needs only bash, coreutils and awk (mawk or gawk).
+# Needs only bash, coreutils and awk (mawk or gawk). Quorum fences are server times (13
+# digits): mawk prints such a number with %d as 2147483647 and turns it into text as
+# 1.7956e+12, so fences are compared as numbers and printed with %.0f.
 #
 # Inputs (see soak.sh, contender.sh, cs.sh): DIR/meta (key=value), DIR/hist/C (E, L and R
 # lines of contender C), DIR/res/log (W lines, in the resource's decision order),
@@ -159,12 +161,12 @@ FILENAME == resf && $1 == "W" {
   if ($2 + 0 < lastwt - 1000) { clockback++; if (clockback == 1) clockback_at = $2 }
   if ($2 + 0 > lastwt) lastwt = $2 + 0
   if (res == "T") { nto++; viol("resource", "run " r ": the fenced resource's flock timed out (30s); its write was never decided", r); next }
-  if ($6 != max "") viol("resource", sprintf("write %d (run %s, fence %s): the resource logged max %s before it, the replay says %s", nw, r, f, $6, max), r)
+  if ($6 + 0 != max) viol("resource", sprintf("write %d (run %s, fence %s): the resource logged max %s before it, the replay says %.0f", nw, r, f, $6, max), r)
   expect = (f ~ /^[0-9]+$/ && f + 0 > max) ? "A" : "R"
-  if (res != expect) viol("resource", sprintf("write %d (run %s, fence %s, max %s): decided %s, the rule says %s", nw, r, f, max, res, expect), r)
+  if (res != expect) viol("resource", sprintf("write %d (run %s, fence %s, max %.0f): decided %s, the rule says %s", nw, r, f, max, res, expect), r)
   if (res == "A") {
     nacc++
-    if (nacc > 1 && f + 0 <= lastacc) viol("resource", sprintf("accepted fence %s after accepted fence %s: not strictly increasing", f, lastacc), r)
+    if (nacc > 1 && f + 0 <= lastacc) viol("resource", sprintf("accepted fence %s after accepted fence %.0f: not strictly increasing", f, lastacc), r)
     lastacc = f + 0; max = f + 0
   } else nrej++
   next
@@ -232,7 +234,7 @@ END {
     viol("persistence", sprintf("restart at %s: the fence counter went back from %s to %s; %d later runs were given fences already used", sec(FS0[k]), FKV[k, "fence"], FKV[k, "fence1"], RESETN[k]), "")
   }
   for (i in DUP) if (!(i in AFTERRESET))
-    viol("overlap", "fence " FE_[i] " was granted twice: runs " DUP[i] " and " RUN[i], RUN[i])
+    viol("overlap", sprintf("fence %.0f was granted twice: runs %s and %s", FE_[i], DUP[i], RUN[i]), RUN[i])
 
   # --- (b) superseded runs and overlaps ---
   for (i = 1; i <= n; i++) {
@@ -252,10 +254,10 @@ END {
     why = explain(i, sup); SUPWHY[i] = why
     if (why != "") { nsup_ok++; NSW[why]++ }
     else if (EN[sup] < EN[i])
-      viol("overlap", sprintf("run %s (fence %d) entered at %s, after run %s had entered with the later fence %d at %s: its grant was stale before it began; no fault explains it (faults near: %s)", \
+      viol("overlap", sprintf("run %s (fence %.0f) entered at %s, after run %s had entered with the later fence %.0f at %s: its grant was stale before it began; no fault explains it (faults near: %s)", \
         RUN[i], FE_[i], sec(EN[i]), RUN[sup], FE_[sup], sec(EN[sup]), near(EN[sup], lv)), RUN[i])
     else
-      viol("overlap", sprintf("run %s (fence %d) was inside %s-%s while run %s (fence %d, a later grant) entered at %s; no fault explains it (faults near: %s)", \
+      viol("overlap", sprintf("run %s (fence %.0f) was inside %s-%s while run %s (fence %.0f, a later grant) entered at %s; no fault explains it (faults near: %s)", \
         RUN[i], FE_[i], sec(EN[i]), sec(lv), RUN[sup], FE_[sup], sec(EN[sup]), near(EN[i], lv)), RUN[i])
     SUPST[STAT[i]]++
   }
@@ -297,18 +299,18 @@ END {
       viol("status", sprintf("run %s exited %s%s at %s: not a documented outcome", id, s, sig(s), sec(A_NDT[id])), id)
     }
     if (ran && (s == 69 || s == 75))
-      viol("status", sprintf("run %s ran its command (fence %d) but exited %s", id, FE_[i], s), id)
+      viol("status", sprintf("run %s ran its command (fence %.0f) but exited %s", id, FE_[i], s), id)
     if (!ran && (s == 0 || s == 76))
       viol("status", sprintf("run %s exited %s but its command never ran", id, s), id)
     if (!ran || s != 0) continue
     why = ""
     if (WRES[id] == "R" && !(i in AFTERRESET)) why = add(why, sprintf("its write with fence %s was rejected as stale (resource max %s)", WF[id], WMAX[id]))
-    if (i in SUP) why = add(why, sprintf("run %s (fence %d) was granted the lock at/before %s while it was inside", RUN[SUP[i]], FE_[SUP[i]], sec(EN[SUP[i]])))
+    if (i in SUP) why = add(why, sprintf("run %s (fence %.0f) was granted the lock at/before %s while it was inside", RUN[SUP[i]], FE_[SUP[i]], sec(EN[SUP[i]])))
     if (i in STOPPED) { k = STOPPED[i]; if (FKV[k, "stop_ms"] + 0 > TTL[i] + 0 && FS0[k] < leave_of(i)) why = add(why, sprintf("its job was frozen %sms (TTL %sms) at %s", FKV[k, "stop_ms"], TTL[i], sec(FS0[k]))) }
     if (i in BROKEN) why = add(why, sprintf("rlock break removed its lock at %s while it was inside", sec(FS0[BROKEN[i]])))
     if (id in NOTHELD) why = add(why, "rlock logged that it was no longer held at release")
     if (HOW[i] != "ok") why = add(why, "its command was ended by SIG" toupper(HOW[i] == "-" ? "KILL" : HOW[i]))
-    if (why != "") { nhidden++; viol("hidden-loss", sprintf("run %s (fence %d, inside %s-%s) exited 0 although it lost the lock: %s", id, FE_[i], sec(EN[i]), sec(leave_of(i)), why), id) }
+    if (why != "") { nhidden++; viol("hidden-loss", sprintf("run %s (fence %.0f, inside %s-%s) exited 0 although it lost the lock: %s", id, FE_[i], sec(EN[i]), sec(leave_of(i)), why), id) }
   }
   for (id in WRES) if (WRES[id] == "R" && A_ST[id] == "0") nrej0++
   for (id in NOTHELD) NHST[A_ST[id]]++
@@ -326,7 +328,7 @@ END {
   if (M["masters"] + 0 > 1) printf "  quorum mode       %s masters, a majority of %s; master 0 behind fault_proxy\n", M["masters"], M["quorum"]
   printf "  rlock %s (%s), redis %s\n", M["rlock_version"], M["commit"], M["redis"]
   printf "  wall time         %.1fs\n", (TEND - T0) / 1e6
-  printf "  acquisitions      %d (target %s)   runs %d   fences %d..%d\n", n, M["target"], nrun, (n ? FE_[1] : 0), PM[n]
+  printf "  acquisitions      %d (target %s)   runs %d   fences %.0f..%.0f\n", n, M["target"], nrun, (n ? FE_[1] : 0), PM[n]
   printf "  exit statuses    %s\n", counts(SC)
   printf "  faults            %d:%s\n", nf - NK["stop_skipped"], counts(NK, "cut client_kill restart stop script_flush break master_stop stop_skipped")
   if (NK["restart"]) printf "  restarts          down (kill -9 to AOF loaded) avg %s, max %s%s\n", ms(sumdown / NK["restart"]), ms(maxdown), nblind ? sprintf("; %d without a readable state after the restart (not checked)", nblind) : ""

@@ -49,7 +49,7 @@ run() {
   printf '== %s\n' "$id" >>"$D/err/$c"
   if [[ $write != none ]]; then
     local max
-    max=$(awk '$5 == "A" { m = $4 } END { print m + 0 }' "$D/res/log")
+    max=$(awk '$5 == "A" { m = $4 } END { print (m == "" ? 0 : m) }' "$D/res/log")
     printf 'W %s %s %s %s %s\n' "$(us "$leave")" "$id" "$fence" "$write" "$max" >>"$D/res/log"
   fi
 }
@@ -91,6 +91,18 @@ new_case
 run 0.0 1 0 10 50 55 0
 run 1.0 2 5 30 60 65 0
 expect overlap "two holders inside at once with no fault"
+
+# Quorum fences are server times: 13 digits, beyond mawk's %d and its number-to-text.
+new_case
+run 0.0 1795599213183 0 10 20 25 0
+run 1.0 1795599213200 5 30 40 45 0
+run 0.1 1795599213201 26 50 60 65 0
+expect PASS "quorum: sequential holders with 13-digit fences"
+
+new_case
+run 0.0 1795599213183 0 10 20 25 0
+run 1.0 1795599213183 5 30 40 45 0 R
+expect overlap "quorum: one 13-digit fence granted twice"
 
 new_case
 run 1.0 2 5 1500 1510 1515 0
