@@ -65,13 +65,15 @@ on_masters() {
 }
 
 @test "a contender is excluded throughout a run; it gets the lock when the holder releases" {
-  rlock_bg holder run --ttl 2s q-excl -- sh "$T/gate" "$T" h
+  # (6s leases here: a 2s one gives each master 50ms to answer, which a loaded machine
+  # misses; the per-master bound is TTL/50)
+  rlock_bg holder run --ttl 6s q-excl -- sh "$T/gate" "$T" h
   holder=$BG_PID
   wait_for_file "$T/h.started"
   hfence=$(rcli_to M1 get 'lock:{q-excl}:fence')
   for i in 1 2 3 4 5; do
     run -75 "$RLOCK" acquire -n q-excl
-    wait_until "(( \$(rcli_to M1 pttl 'lock:{q-excl}') > 1500 ))" 5 # renewed meanwhile
+    wait_until "(( \$(rcli_to M1 pttl 'lock:{q-excl}') > 4500 ))" 10 # renewed meanwhile
   done
   rlock_bg waiter run --wait 20s q-excl -- sh -c 'echo "$RLOCK_FENCE" >"$0"' "$T/w.fence"
   waiter=$BG_PID
@@ -84,7 +86,7 @@ on_masters() {
 }
 
 @test "two masters killed during a run: the holder keeps its lease, a contender stays out" {
-  rlock_bg holder run --ttl 2s q-two -- sh "$T/gate" "$T" h
+  rlock_bg holder run --ttl 6s q-two -- sh "$T/gate" "$T" h
   holder=$BG_PID
   wait_for_file "$T/h.started"
   redis_kill M4
@@ -92,7 +94,7 @@ on_masters() {
   # Longer than the TTL: the lease lives on the three masters left.
   for i in 1 2 3 4; do
     run -75 "$RLOCK" acquire -n q-two
-    wait_until "(( \$(rcli_to M2 pttl 'lock:{q-two}') > 1500 ))" 5
+    wait_until "(( \$(rcli_to M2 pttl 'lock:{q-two}') > 4500 ))" 10
   done
   touch "$T/h.go"
   bg_wait "$holder"
@@ -103,7 +105,7 @@ on_masters() {
 }
 
 @test "three masters killed: a new acquirer gets 69, the running holder loses its lease (76)" {
-  rlock_bg holder run --ttl 2s q-three -- sh -c 'trap "echo TERM >\"$0\"; exit 143" TERM
+  rlock_bg holder run --ttl 6s q-three -- sh -c 'trap "echo TERM >\"$0\"; exit 143" TERM
     touch "$0.started"; while :; do sleep 0.1; done' "$T/signalled"
   holder=$BG_PID
   wait_for_file "$T/signalled.started"
