@@ -44,7 +44,7 @@ package() {
   run dpkg-deb -f "$PKG" Version
   assert_output "$VERSION"
   run dpkg-deb -f "$PKG" Maintainer
-  assert_output "the rlock authors"
+  assert_output "the rlock authors <rlock@rlock.invalid>"
   run dpkg-deb -f "$PKG" Homepage
   assert_output ""
   # Stripped: no symbol table left.
@@ -81,7 +81,8 @@ package() {
     fail "PKGBUILD installs no license file"
   grep -q 'org.opencontainers.image.licenses="MIT"' "$ROOT/packaging/container/Containerfile" ||
     fail "Containerfile"
-  grep -qx 'Maintainer: the rlock authors' "$ROOT/packaging/debian/control" || fail "control"
+  grep -qx 'Maintainer: the rlock authors <rlock@rlock.invalid>' "$ROOT/packaging/debian/control" ||
+    fail "control"
   run grep -rniE 'example\.(org|com)|none-chosen-yet|not-chosen|^Homepage:|^URL:|^ *homepage |^url=' \
     "$ROOT/packaging"
   assert_output ""
