@@ -83,7 +83,8 @@ package() {
     fail "Containerfile"
   grep -qx 'Maintainer: the rlock authors <rlock@rlock.invalid>' "$ROOT/packaging/debian/control" ||
     fail "control"
-  run grep -rniE 'example\.(org|com)|none-chosen-yet|not-chosen|^Homepage:|^URL:|^ *homepage |^url=' \
+  run grep -rniE --exclude=README.md \
+    'example\.(org|com)|none-chosen-yet|not-chosen|^Homepage:|^URL:|^ *homepage |^url=' \
     "$ROOT/packaging"
   assert_output ""
 }
