@@ -4,6 +4,7 @@
 # in README, `rlock --help` and the man page, the docs write a subcommand's options after
 # KEY (both orders work), and README's cron line is the one docs/recipes/cron.md tests.
 
+# shellcheck disable=SC2016 # single-quoted scripts are expanded by the child's shell
 bats_require_minimum_version 1.5.0
 
 load helpers/redis
@@ -59,7 +60,7 @@ in_ws() {
   write_deploy
   in_ws holder run deploy:prod -- ./deploy.sh
   holder=$BG_PID
-  wait_until '[[ $(ls "$T/ws" | grep -c "^started\.") == 1 ]]'
+  wait_until 'compgen -G "$T/ws/started.*" >/dev/null'
   in_ws waiter run deploy:prod --wait 30m -- ./deploy.sh
   waiter=$BG_PID
   wait_until "grep -q 'waiting for' '$T/waiter.err'" 5
@@ -96,7 +97,7 @@ in_ws() {
   write_deploy
   in_ws holder run deploy:prod -- ./deploy.sh
   holder=$BG_PID
-  wait_until '[[ $(ls "$T/ws" | grep -c "^started\.") == 1 ]]'
+  wait_until 'compgen -G "$T/ws/started.*" >/dev/null'
   in_ws waiter run deploy:prod --wait 30m -- ./deploy.sh
   waiter=$BG_PID
   wait_until '[[ $(rcli zcard "lock:{deploy:prod}:queue") == 1 ]]'
