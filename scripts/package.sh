@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds rlock's packages, each from the same `cmake --install` layout (prefix /usr,
-# binary stripped), at the version `rlock --version` prints:
+# Builds rlock's packages, each from the same `cmake --install` layout (prefix /usr),
+# at the version `rlock --version` prints, each naming and installing LICENSE (MIT):
 #
 #   scripts/package.sh deb [BUILD_DIR]   a Debian package; its path is the last line
 #   scripts/package.sh rpm [BUILD_DIR]   an RPM, with rpmbuild and packaging/rpm/rlock.spec
@@ -46,6 +46,9 @@ deb() {
   # changelog (a native package: changelog.gz), permissions 0755/0644.
   gzip -9n "$stage_dir/usr/share/man/man1/rlock.1"
   gzip -9n "$stage_dir/usr/share/doc/rlock/README.md" "$stage_dir/usr/share/doc/rlock/PROTOCOL.md"
+  # The license's text is in the copyright file, where Debian wants it (lintian:
+  # extra-license-file).
+  rm "$stage_dir/usr/share/doc/rlock/LICENSE"
   cp packaging/debian/copyright "$stage_dir/usr/share/doc/rlock/copyright"
   sed "s/@VERSION@/$version/" packaging/debian/changelog |
     gzip -9n >"$stage_dir/usr/share/doc/rlock/changelog.gz"

@@ -1,13 +1,12 @@
-# Homebrew formula for rlock. The url and sha256 are those of the release tarball
-# (scripts/package.sh tarball prints both); the version must match CMakeLists.txt
-# (tests/packaging/packaging.bats checks it). Checked here with `ruby -c` only: this
-# machine has no macOS and no Homebrew.
+# Homebrew formula for rlock. There is no release address yet: the url is the tarball
+# `scripts/package.sh tarball` writes into build-pkg/ of this tree (it prints the sha256
+# to add once the tarball is published somewhere, with its address as the url); the
+# version must match CMakeLists.txt (tests/packaging/packaging.bats checks it). Checked
+# here with `ruby -c` only: this machine has no macOS and no Homebrew.
 class Rlock < Formula
   desc "Distributed lock on Redis for shell users"
-  homepage "https://example.org/rlock"
-  url "https://example.org/rlock/releases/rlock-0.4.0.tar.gz"
-  sha256 "0000000000000000000000000000000000000000000000000000000000000000"
-  license :cannot_represent
+  url "file://#{File.expand_path("../../build-pkg/rlock-0.4.0.tar.gz", __dir__)}"
+  license "MIT"
 
   depends_on "cli11" => :build
   depends_on "cmake" => :build
@@ -22,9 +21,11 @@ class Rlock < Formula
            "-DRLOCK_BUILD_TESTS=OFF",
            "-DRLOCK_STATIC_RUNTIME=OFF",
            "-DOPENSSL_ROOT_DIR=#{Formula["openssl@3"].opt_prefix}",
+           "-DRLOCK_ZSH_COMPLETION_DIR=#{zsh_completion}",
            *std_cmake_args
     system "cmake", "--build", "build"
     system "cmake", "--install", "build", "--strip"
+    # Homebrew also keeps LICENSE in the keg's top directory (its metafiles).
   end
 
   test do

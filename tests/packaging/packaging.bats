@@ -28,12 +28,13 @@ package() {
   [[ -f $PKG ]] || fail "package.sh $1 printed '$PKG', which is no file"
 }
 
-@test "the .deb: its path is the last line, lintian finds no error, it holds the install layout" {
+@test "the .deb: its path is the last line, lintian-clean, the install layout, the license" {
   package deb
   [[ $PKG == */rlock_${VERSION}_*.deb ]] || fail "$PKG"
   command -v lintian >/dev/null || skip "lintian is not installed"
-  run lintian --fail-on error "$PKG"
+  run lintian --fail-on error,warning "$PKG"
   assert_success
+  refute_output --regexp '^[EW]: '
   run dpkg-deb -c "$PKG"
   for f in ./usr/bin/rlock ./usr/share/man/man1/rlock.1.gz \
     ./usr/share/bash-completion/completions/rlock ./usr/share/zsh/vendor-completions/_rlock \
@@ -42,11 +43,59 @@ package() {
   done
   run dpkg-deb -f "$PKG" Version
   assert_output "$VERSION"
+  run dpkg-deb -f "$PKG" Maintainer
+  assert_output "the rlock authors <rlock@rlock.invalid>"
+  run dpkg-deb -f "$PKG" Homepage
+  assert_output ""
   # Stripped: no symbol table left.
   dpkg-deb -x "$PKG" "$BATS_TEST_TMPDIR/x"
   run file "$BATS_TEST_TMPDIR/x/usr/bin/rlock"
   assert_output --partial "stripped"
   refute_output --partial "not stripped"
+  # The license: named in the machine-readable copyright file, its text there in full,
+  # not a second time as a loose LICENSE file.
+  copyright=$BATS_TEST_TMPDIR/x/usr/share/doc/rlock/copyright
+  grep -qx 'Copyright: 2026 the rlock authors' "$copyright" || fail "$(cat "$copyright")"
+  assert_equal "$(grep -c '^License: Expat$' "$copyright")" 2
+  diff <(sed -n '/^Permission/,$p' "$ROOT/LICENSE") \
+    <(sed -n '/^ Permission/,$p' "$copyright" | sed -e 's/^ //' -e 's/^\.$//')
+  [[ ! -e $BATS_TEST_TMPDIR/x/usr/share/doc/rlock/LICENSE ]] || fail "a second copy of LICENSE"
+}
+
+@test "LICENSE: MIT, the rlock authors; the tarball has it at the top" {
+  grep -qx 'MIT License' "$ROOT/LICENSE"
+  grep -qx 'Copyright (c) 2026 the rlock authors' "$ROOT/LICENSE"
+  package tarball
+  run tar -tzf "$PKG"
+  assert_line "rlock-$VERSION/LICENSE"
+  # `cmake --install` (the layout every package starts from) puts it with the docs.
+  grep -q 'README.md LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR}' "$ROOT/CMakeLists.txt"
+}
+
+@test "every recipe names the MIT license, the rlock authors, and no placeholder address" {
+  grep -qx 'License: *MIT' "$ROOT/packaging/rpm/rlock.spec" || fail "rlock.spec"
+  grep -qx '%license LICENSE' "$ROOT/packaging/rpm/rlock.spec" || fail "rlock.spec %license"
+  grep -qx '  license "MIT"' "$ROOT/packaging/homebrew/rlock.rb" || fail "rlock.rb"
+  grep -qx "license=('MIT')" "$ROOT/packaging/arch/PKGBUILD" || fail "PKGBUILD"
+  grep -q 'usr/share/licenses/$pkgname/LICENSE' "$ROOT/packaging/arch/PKGBUILD" ||
+    fail "PKGBUILD installs no license file"
+  grep -q 'org.opencontainers.image.licenses="MIT"' "$ROOT/packaging/container/Containerfile" ||
+    fail "Containerfile"
+  grep -qx 'Maintainer: the rlock authors <rlock@rlock.invalid>' "$ROOT/packaging/debian/control" ||
+    fail "control"
+  run grep -rniE --exclude=README.md \
+    'example\.(org|com)|none-chosen-yet|not-chosen|^Homepage:|^URL:|^ *homepage |^url=' \
+    "$ROOT/packaging"
+  assert_output ""
+}
+
+@test "zsh completion where each platform's zsh looks for it" {
+  grep -q -- '-DRLOCK_ZSH_COMPLETION_DIR=%{_datadir}/zsh/site-functions' \
+    "$ROOT/packaging/rpm/rlock.spec" || fail "rlock.spec"
+  grep -q -- '-DRLOCK_ZSH_COMPLETION_DIR=share/zsh/site-functions' \
+    "$ROOT/packaging/arch/PKGBUILD" || fail "PKGBUILD"
+  grep -q -- '"-DRLOCK_ZSH_COMPLETION_DIR=#{zsh_completion}"' \
+    "$ROOT/packaging/homebrew/rlock.rb" || fail "rlock.rb"
 }
 
 @test "the .deb installs: rlock --version, man -w rlock, the bash completion is found; it removes" {
@@ -59,6 +108,7 @@ package() {
   assert_output "rlock $VERSION"
   run man -w rlock
   assert_output /usr/share/man/man1/rlock.1.gz
+  grep -q '^License: Expat$' /usr/share/doc/rlock/copyright || fail "no license installed"
   if [[ -f /usr/share/bash-completion/bash_completion ]]; then
     run bash -c 'source /usr/share/bash-completion/bash_completion
       __load_completion rlock && complete -p rlock'
@@ -74,10 +124,34 @@ package() {
   package rpm
   run rpm -qp --queryformat '%{VERSION}' "$PKG"
   assert_output "$VERSION"
+  # %check ran, on the binary just built.
+  [[ $stderr == *"Executing(%check)"* ]] || fail "no %check: $(tail -n 20 <<<"$stderr")"
   run rpm -qpl "$PKG"
   assert_line /usr/bin/rlock
   assert_line --partial /usr/share/man/man1/rlock.1
   assert_line /usr/share/bash-completion/completions/rlock
+  assert_line /usr/share/zsh/site-functions/_rlock
+  assert_line /usr/share/fish/vendor_completions.d/rlock.fish
+  # The directories it puts files in that no base package owns, it owns.
+  for d in /usr/share/doc/rlock /usr/share/zsh/site-functions \
+    /usr/share/fish/vendor_completions.d /usr/share/bash-completion/completions; do
+    assert_line "$d"
+  done
+  refute_line /usr/share/doc/rlock/LICENSE
+  # The license: named, and installed as a license file.
+  run rpm -qp --queryformat '%{LICENSE}' "$PKG"
+  assert_output MIT
+  run rpm -qpL "$PKG"
+  assert_output /usr/share/licenses/rlock/LICENSE
+  run rpm -qp --queryformat '[%{FILEDIGESTS} %{FILENAMES}\n]' "$PKG"
+  assert_line "$(sha256sum "$ROOT/LICENSE" | cut -d' ' -f1) /usr/share/licenses/rlock/LICENSE"
+  # Not stripped by hand: rpmbuild took the debugging information out (Debian's
+  # brp-strip here; find-debuginfo, into a -debuginfo package, on Fedora).
+  command -v rpm2archive >/dev/null || return 0
+  (cd "$BATS_TEST_TMPDIR" && rpm2archive -n <"$PKG" | tar -x ./usr/bin/rlock)
+  run readelf -S "$BATS_TEST_TMPDIR/usr/bin/rlock"
+  assert_success
+  refute_output --partial ".debug_info"
 }
 
 @test "every recipe names the version CMakeLists.txt has" {
@@ -97,9 +171,10 @@ package() {
   run bash -n "$ROOT/packaging/arch/PKGBUILD"
   assert_success
   run bash -c 'set -eu; source "$1"; [[ $pkgname == rlock && -n $pkgdesc && ${#arch[@]} -gt 0 &&
-    ${#source[@]} -gt 0 ]]; declare -F build package' _ "$ROOT/packaging/arch/PKGBUILD"
+    ${#source[@]} -gt 0 ]]; declare -F build check package' _ "$ROOT/packaging/arch/PKGBUILD"
   assert_success
   assert_line build
+  assert_line check
   assert_line package
 }
 
@@ -113,4 +188,5 @@ package() {
   [[ ${user%%:*} != root && ${user%%:*} != 0 ]] || fail "the last stage runs as $user"
   grep -q '^ENTRYPOINT \["/usr/bin/rlock"\]' <<<"$last" || fail "no rlock entry point"
   ! grep -qi 'build-essential\|cmake' <<<"$last" || fail "build tools in the final image"
+  grep -q 'org.opencontainers.image.licenses="MIT"' <<<"$last" || fail "no license label"
 }

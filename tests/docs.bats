@@ -1,0 +1,182 @@
+#!/usr/bin/env bats
+# The documentation agrees with the binary and with itself: README's sample output is what
+# rlock prints (up to host names, pids, times and durations), the exit table is the same
+# in README, `rlock --help` and the man page, the docs write a subcommand's options after
+# KEY (both orders work), and README's cron line is the one docs/recipes/cron.md tests.
+
+# shellcheck disable=SC2016 # single-quoted scripts are expanded by the child's shell
+bats_require_minimum_version 1.5.0
+
+load helpers/redis
+
+ROOT="$BATS_TEST_DIRNAME/.."
+README="$ROOT/README.md"
+MAN="$ROOT/man/rlock.1"
+
+setup_file() { redis_start; }
+
+setup() {
+  T=$BATS_TEST_TMPDIR
+  rcli flushall >/dev/null # the samples use the same lock names
+}
+
+# readme_sample COMMAND: the lines README shows after `$ COMMAND` in a console block, up
+# to the next prompt or the end of the block.
+readme_sample() {
+  awk -v cmd="\$ $1" 'index($0, cmd) == 1 {f = 1; next}
+    f && (/^\$ / || /^```/ || /^\.\.\.$/) {exit} f' "$README"
+}
+
+# normalize: what differs from one run to the next, replaced by a word: host names, pids,
+# users, times, tokens, durations, fences and the bare numbers of `list`.
+normalize() {
+  sed -E \
+    -e 's/[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z/TIME/g' \
+    -e 's/since [0-9:]+Z/since TIME/g' \
+    -e 's/token [0-9a-f]{32}/token TOKEN/g' \
+    -e 's/(held by|holder ) +[^ ]+ pid [0-9]+/\1 HOST pid PID/g' \
+    -e 's/(waiter [0-9]+\.) [^ ]+ pid [0-9]+/\1 HOST pid PID/g' \
+    -e 's/ user [^:]+:/ user USER:/g' \
+    -e 's/\b[0-9]+(\.[0-9]+)?(ms|s|m|h)([0-9]+(ms|s|m|h))*\b/DUR/g' \
+    -e 's/fence [0-9]+/fence N/g' \
+    -e 's/^([^\t]+)\t[^\t]+:[0-9]+\t[0-9]+\t[0-9]+\t[0-9]+\t/\1\tHOST:PID\tN\tN\tN\t/'
+}
+
+# A ./deploy.sh in $T/ws that runs until $T/ws/done exists, as README's samples run it.
+write_deploy() {
+  mkdir -p "$T/ws"
+  printf '#!/bin/sh\ntouch "started.$$"\nwhile [ ! -e done ]; do sleep 0.1; done\n' >"$T/ws/deploy.sh"
+  chmod +x "$T/ws/deploy.sh"
+}
+
+# in_ws NAME RLOCK-ARGS...: rlock in $T/ws, in the background (bg_start).
+in_ws() {
+  local name=$1
+  shift
+  bg_start "$name" sh -c 'cd "$1" && shift && exec "$@"' sh "$T/ws" "$RLOCK" "$@"
+}
+
+@test "README's waiting sample is what a waiter prints off a terminal" {
+  write_deploy
+  in_ws holder run deploy:prod -- ./deploy.sh
+  holder=$BG_PID
+  wait_until 'compgen -G "$T/ws/started.*" >/dev/null'
+  in_ws waiter run deploy:prod --wait 30m -- ./deploy.sh
+  waiter=$BG_PID
+  wait_until "grep -q 'waiting for' '$T/waiter.err'" 5
+  touch "$T/ws/done"
+  bg_wait "$holder"
+  bg_wait "$waiter"
+  assert_equal "$BG_STATUS" 0
+  mapfile -t sample < <(readme_sample 'rlock run deploy:prod --wait 30m -- ./deploy.sh')
+  assert [ "${#sample[@]}" -ge 2 ]
+  mapfile -t got < <(normalize <"$T/waiter.err")
+  assert_equal "${#got[@]}" 2
+  # The first line and the last; the lines between come every 30s (tests/waiting.bats).
+  assert_equal "${got[0]}" "$(normalize <<<"${sample[0]}")"
+  assert_equal "${got[1]}" "$(normalize <<<"${sample[-1]}")"
+  for line in "${sample[@]:1:${#sample[@]}-2}"; do
+    [[ $line == "rlock: still waiting for 'deploy:prod' after "* ]] || fail "$line"
+  done
+}
+
+@test "every duration in README's waiting sample is written as rlock writes it (1m, not 1m0s)" {
+  mapfile -t durations < <(readme_sample 'rlock run deploy:prod --wait 30m -- ./deploy.sh' |
+    grep -oE '\b[0-9]+(\.[0-9]+)?(ms|s|m|h)([0-9]+(ms|s|m|h))*\b' | sort -u)
+  assert [ "${#durations[@]}" -ge 3 ]
+  for d in "${durations[@]}"; do
+    # -v says the lease it acquired, written by the one duration formatter.
+    run --separate-stderr "$RLOCK" -v run "drift-$d" --ttl "$d" -- true
+    assert_success
+    [[ $stderr == *"(fence 1, ttl $d)"* ]] ||
+      fail "README writes '$d'; rlock writes: $(grep -o '(fence 1, ttl [^)]*)' <<<"$stderr")"
+  done
+}
+
+@test "README's status and list samples are what status and list print (piped)" {
+  write_deploy
+  in_ws holder run deploy:prod -- ./deploy.sh
+  holder=$BG_PID
+  wait_until 'compgen -G "$T/ws/started.*" >/dev/null'
+  in_ws waiter run deploy:prod --wait 30m -- ./deploy.sh
+  waiter=$BG_PID
+  wait_until '[[ $(rcli zcard "lock:{deploy:prod}:queue") == 1 ]]'
+  run "$RLOCK" status deploy:prod
+  assert_success
+  assert_equal "$(normalize <<<"$output")" "$(readme_sample 'rlock status deploy:prod' | normalize)"
+  run "$RLOCK" list 'deploy:*'
+  assert_success
+  assert_equal "$(normalize <<<"$output")" \
+    "$(readme_sample "rlock list 'deploy:*'" | normalize)"
+  touch "$T/ws/done"
+  bg_wait "$holder"
+  bg_wait "$waiter"
+}
+
+# The exit table as "CODE|MEANING" lines, from each of the three places.
+help_exit_table() {
+  "$RLOCK" --help | awk '/^Exit status:/ {f = 1; next} f && /^$/ {exit}
+    f && /^  [^ ]/ {if (row) print row; code = $1; $1 = ""; sub(/^ +/, ""); row = code "|" $0; next}
+    f {sub(/^ +/, ""); row = row " " $0} END {if (row) print row}'
+}
+readme_exit_table() {
+  awk '/^## Exit status/ {f = 1; next} f && /^## / {exit} f && /^\| [0-9]/' "$README" |
+    sed -E -e 's/`//g' -e 's/^\| ([^|]+) \| (.*) \|$/\1|\2/' -e 's/^([0-9]+)-([0-9]+)\|/\1-\2|/'
+}
+man_exit_table() {
+  awk '/^\.SH EXIT STATUS/ {f = 1; next} f && /^\.(PP|SH)/ {exit}
+    f && /^\.TP/ {if (row) print row; row = ""; next}
+    f && /^\.B / && row == "" {row = substr($0, 4) "|"; next}
+    f {row = row (row ~ /\|$/ ? "" : " ") $0} END {if (row) print row}' "$MAN" |
+    sed -e 's/\\-/-/g'
+}
+
+@test "the exit table is the same in README, --help and the man page" {
+  help=$(help_exit_table)
+  assert [ "$(wc -l <<<"$help")" -ge 11 ]
+  assert_equal "$(readme_exit_table)" "$help"
+  assert_equal "$(man_exit_table)" "$help"
+}
+
+@test "the docs write a subcommand's options after KEY, as run --help does" {
+  run "$RLOCK" run --help
+  assert_output --partial "rlock run KEY [OPTIONS] -- CMD"
+  # Every rlock command line in README, the man page and the recipes: the word after
+  # `run` or `acquire` is KEY, not an option (`--help` aside).
+  run bash -c 'sed -e "s/\\\\-/-/g" "$@" |
+    grep -nE "(^|rlock([^a-z|\`][^|\`]*)?) *(run|acquire) +-" | grep -vE "(run|acquire) +--help"' \
+    _ "$README" "$MAN" "$ROOT"/docs/recipes/*.md
+  assert_output ""
+}
+
+@test "both orders work: options before or after KEY mean the same" {
+  tok=$("$RLOCK" acquire taken --ttl 30s)
+  run "$RLOCK" run -n -E 7 taken -- true
+  assert_equal "$status" 7
+  run "$RLOCK" run taken -n -E 7 -- true
+  assert_equal "$status" 7
+  run "$RLOCK" run -E 9 free-key -n -- sh -c 'exit 3'
+  assert_equal "$status" 3
+  "$RLOCK" release taken --token "$tok"
+}
+
+@test "README's cron line is the quiet, full-path line docs/recipes/cron.md tests" {
+  readme=$(grep -E '^0 2 \* \* \* ' "$README")
+  recipe=$(grep -E '^0 2 \* \* \* ' "$ROOT/docs/recipes/cron.md")
+  assert_equal "$readme" "$recipe"
+  [[ $readme == *" /usr/local/bin/rlock -q run "*" -E 0 "* ]] || fail "$readme"
+  # The man page's example is the same line.
+  man=$(sed -e 's/\\-/-/g' "$MAN" | grep -E '^0 2 \* \* \* ')
+  assert_equal "$man" "$recipe"
+}
+
+@test "the man page names forget where it lists the operators' commands, -y and status 1" {
+  run "$RLOCK" forget --help
+  assert_output --partial "--yes"
+  # The page as one line of source.
+  man=$(sed -e 's/\\-/-/g' "$MAN" | tr '\n' ' ')
+  [[ $man == *".B break and .B forget are for operators."* ]] || fail "the operators' list"
+  [[ $man == *'.BR -y ", " --yes .RB ( break , .BR forget ) Do not ask'* ]] || fail "-y"
+  [[ $man == *".B 1 status: KEY is free; break: KEY was not held; forget: refused"* ]] ||
+    fail "status 1"
+}
