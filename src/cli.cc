@@ -23,15 +23,18 @@ constexpr const char* kExitTable = R"(Exit status:
   0        success; for run, the child exited 0
   1-125    run: the child's own exit status, passed through
   1        status: KEY is free; break: KEY was not held; forget: refused
-  64       usage error: bad flag, duration, URL, key, token
+  64       usage error: bad flag, duration, URL, key, token; a database the
+           server does not have
   69       Redis unavailable: connect, TLS, or a command timed out or failed;
-           no sentinel answered or knew the master; --sync-replicas not met
+           an endpoint that does not speak Redis (or TLS, for rediss://); no
+           sentinel answered or knew the master; --sync-replicas not met
   70       internal or protocol error: a reply rlock did not expect
   75       lock not acquired: taken, --no-wait, or --wait ran out (-E changes
            it)
   76       lock lost or not held: lease lost during run, or a token that no
            longer holds
-  77       permission: authentication or ACL refused
+  77       permission: a password wanted or refused, or an ACL refusal (the
+           message names what to grant)
   126/127  the command could not be executed / was not found
   128+N    the child was killed by signal N
 
