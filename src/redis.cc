@@ -24,7 +24,8 @@ constexpr Millis kTlsProbeAfter{400};
 // The errors Redis gives a client that has not authenticated: NOAUTH, and the
 // protocol error (then a hang-up) for a command too large to take unauthenticated.
 bool wants_password(const std::string& m) {
-  return m.rfind("NOAUTH", 0) == 0 || m.find("Protocol error: unauthenticated") != std::string::npos;
+  return m.rfind("NOAUTH", 0) == 0 ||
+         m.find("Protocol error: unauthenticated") != std::string::npos;
 }
 
 }  // namespace
@@ -151,10 +152,10 @@ void Connection::queue_handshake() {
   auto check_select = [this, alive](Result r) {
     if (!*alive || r.failure || !r.reply.is_error()) return;
     if (r.reply.str.find("DB index is out of range") != std::string::npos)
-      return close(Error(ErrorKind::Usage,
-                         fmt::format("{} has no database {}: use a number below its "
-                                     "'databases' setting (16 by default) in the URL",
-                                     cfg_.endpoint.display(), cfg_.endpoint.db)));
+      return close(
+          Error(ErrorKind::Usage, fmt::format("{} has no database {}: use a number below its "
+                                              "'databases' setting (16 by default) in the URL",
+                                              cfg_.endpoint.display(), cfg_.endpoint.db)));
     if (r.reply.str.find("cluster mode") != std::string::npos)
       return close(Error(ErrorKind::Usage,
                          fmt::format("{} is a Redis Cluster node, and a Cluster has database 0 "
@@ -209,12 +210,12 @@ std::optional<Error> Connection::open_next_address() {
     auto alive = alive_;
     if (cfg_.endpoint.tls) {
       Address addr = a;
-      probe_timer_ = loop_.after(std::min(kTlsProbeAfter, cfg_.connect_timeout / 2),
-                                 [this, alive, addr] {
-                                   if (!*alive) return;
-                                   probe_timer_ = 0;
-                                   if (handshaking_ && stream_) start_tls_probe(addr);
-                                 });
+      probe_timer_ =
+          loop_.after(std::min(kTlsProbeAfter, cfg_.connect_timeout / 2), [this, alive, addr] {
+            if (!*alive) return;
+            probe_timer_ = 0;
+            if (handshaking_ && stream_) start_tls_probe(addr);
+          });
     }
     connect_timer_ = loop_.after(cfg_.connect_timeout, [this, alive] {
       if (!*alive) return;
@@ -258,8 +259,9 @@ Error Connection::password_wanted() const {
                              "--sentinel-password-file FILE or RLOCK_SENTINEL_PASSWORD",
                              e.display()));
   std::string url_form =
-      e.kind == Endpoint::Kind::Unix
-          ? ""
+      e.kind == Endpoint::Kind::Unix ? ""
+      : cfg_.sentinel
+          ? std::string(", or in the URL (redis-sentinel://:PASSWORD@HOST:PORT/MASTER)")
           : fmt::format(", or in the URL ({}://{}:PASSWORD@{}/{})", e.tls ? "rediss" : "redis",
                         e.user.empty() ? "" : escape_text(e.user), escape_text(e.address()), e.db);
   return Error(ErrorKind::Permission,

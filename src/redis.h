@@ -142,7 +142,7 @@ class Connection {
   size_t addr_index_ = 0;          // the address to try next (kept across reconnects)
   size_t untried_ = 0;             // addresses not yet tried in this connect
   Loop::TimerId connect_timer_ = 0, more_timer_ = 0;
-  Loop::TimerId probe_timer_ = 0;     // rediss://: when to ask in plain text
+  Loop::TimerId probe_timer_ = 0;      // rediss://: when to ask in plain text
   std::unique_ptr<PlainProbe> probe_;  // ... and the asking
   size_t replies_on_stream_ = 0;       // none yet: a parse failure means "not Redis"
   std::string first_bytes_;            // the start of what this stream sent, for that message

@@ -521,7 +521,7 @@ std::optional<Error> acl_refusal(const Client& c, const Script& s, const Args& k
   }
   std::string command;
   if (auto q = m.find("run the '"); q != std::string::npos) {
-    command = m.substr(q + 9, m.find('\'', q + 9) - q - 9);
+    command = truncate_text(m.substr(q + 9, m.find('\'', q + 9) - q - 9), 64);
     for (char& ch : command) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
   } else if (auto l = m.find("@user_script:"); l != std::string::npos) {
     command = command_on_line(s.source, std::strtol(m.c_str() + l + 13, nullptr, 10));

@@ -48,9 +48,8 @@ std::optional<std::string> closest_name(std::string_view typed,
   // "--conn" for "--connect-timeout": a start that only one name has.
   std::optional<std::string> prefixed;
   for (const std::string& c : candidates) {
-    if (c.size() <= typed.size() ||
-        !std::equal(typed.begin(), typed.end(), c.begin(),
-                    [](char x, char y) { return fold(x) == fold(y); }))
+    if (c.size() <= typed.size() || !std::equal(typed.begin(), typed.end(), c.begin(),
+                                                [](char x, char y) { return fold(x) == fold(y); }))
       continue;
     if (prefixed) return std::nullopt;
     prefixed = c;

@@ -246,6 +246,23 @@ release, status, list, break or forget (see rlock --help)"
   assert_usage_error
 }
 
+@test "a missing token names --token and \$RLOCK_TOKEN; status without KEY names rlock list" {
+  RLOCK_TOKEN='' run --separate-stderr "$RLOCK" release k
+  assert_usage_error
+  assert_equal "${stderr_lines[0]}" \
+    "rlock: release needs the token that acquire printed: give --token TOKEN or set \$RLOCK_TOKEN"
+  rl extend k
+  assert_usage_error
+  [[ $stderr == *"give --token TOKEN or set \$RLOCK_TOKEN"* ]] || fail "$stderr"
+  rl status
+  assert_usage_error
+  assert_equal "${stderr_lines[0]}" \
+    "rlock: status needs a KEY: rlock status KEY (to see every held lock, use rlock list)"
+  rl acquire
+  assert_usage_error
+  assert_equal "${stderr_lines[0]}" "rlock: acquire needs a KEY: see rlock acquire --help"
+}
+
 @test "a bad URL is a usage error (64)" {
   rl --url 'foo://x' status k
   assert_usage_error

@@ -5,8 +5,8 @@
 namespace rlock {
 namespace {
 
-const std::vector<std::string> kNames = {"wait", "ttl",     "no-wait", "timeout",
-                                         "url",  "connect-timeout", "kill-after"};
+const std::vector<std::string> kNames = {
+    "wait", "ttl", "no-wait", "timeout", "url", "connect-timeout", "kill-after"};
 
 TEST(EditDistance, CountsInsertionsDeletionsSubstitutionsAndSwaps) {
   EXPECT_EQ(edit_distance("wait", "wait"), 0u);
