@@ -88,6 +88,8 @@ void add_connection_options(CLI::App& app, Values& v) {
                  "$REDIS_URL, redis://127.0.0.1:6379/0. Repeated: one independent master "
                  "each, a quorum (Redlock) lock held on a majority of them")
       ->type_name("URL")
+      // One URL per -u: "--url URL KEY" must leave KEY to the subcommand.
+      ->allow_extra_args(false)
       ->group("Connection");
   opt("--user", v.g.user, "NAME", "ACL user name (overrides the URL's)");
   opt("--password-file", v.g.password_file, "FILE",

@@ -493,3 +493,9 @@ and acquire (see rlock status --help)"
   run -0 "$RLOCK" run typo4 printf '[%s]\n' --wiat
   assert_output "[--wiat]"
 }
+
+@test "--url takes one URL: a KEY after it is the subcommand's KEY" {
+  run -1 "$RLOCK" status --url "$RLOCK_URL" url-then-key
+  assert_output --partial "url-then-key"
+  run -1 "$RLOCK" --url "$RLOCK_URL" status url-then-key
+}
