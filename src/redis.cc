@@ -271,7 +271,12 @@ Error Connection::password_wanted() const {
 }
 
 Error Connection::not_redis(const Error& parse_failure) const {
-  if (parse_failure.kind() != ErrorKind::Protocol || replies_on_stream_ > 0) return parse_failure;
+  // A reply that starts like RESP but breaks its rules (too large, too deep)
+  // is a protocol error (70); a first byte that is no RESP type at all ("H"
+  // of "HTTP/1.1") is another protocol on the port.
+  if (parse_failure.kind() != ErrorKind::Protocol || replies_on_stream_ > 0 ||
+      first_bytes_.empty() || std::string_view("+-:$*").find(first_bytes_[0]) != std::string::npos)
+    return parse_failure;
   std::string start = first_bytes_.substr(0, first_bytes_.find_first_of("\r\n"));
   return Error(ErrorKind::Unavailable,
                fmt::format("the endpoint at {} does not speak Redis (it answered '{}'): check "

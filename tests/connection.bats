@@ -472,3 +472,11 @@ does not speak Redis (it answered 'HTTP/1.1 400 Bad Request'): check the host an
   assert_error 70
   redis_stop GARBAGE
 }
+
+@test "a reply that starts like Redis's but breaks its rules stays a protocol error (70)" {
+  garbage_start 'reply=*1\r\nxyz\r\n'
+  rl --url "redis://127.0.0.1:$GARBAGE_PORT/0" --timeout 2s status g
+  assert_error 70
+  [[ $stderr != *"does not speak Redis"* ]] || fail "$stderr"
+  redis_stop GARBAGE
+}
