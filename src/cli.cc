@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 
 #include "commands/commands.h"
@@ -11,6 +12,8 @@
 #include "help.h"
 #include "output.h"
 #include "run.h"
+#include "suggest.h"
+#include "text.h"
 
 namespace rlock {
 
@@ -20,15 +23,18 @@ constexpr const char* kExitTable = R"(Exit status:
   0        success; for run, the child exited 0
   1-125    run: the child's own exit status, passed through
   1        status: KEY is free; break: KEY was not held; forget: refused
-  64       usage error: bad flag, duration, URL, key, token
+  64       usage error: bad flag, duration, URL, key, token; a database the
+           server does not have
   69       Redis unavailable: connect, TLS, or a command timed out or failed;
-           no sentinel answered or knew the master; --sync-replicas not met
+           an endpoint that does not speak Redis (or TLS, for rediss://); no
+           sentinel answered or knew the master; --sync-replicas not met
   70       internal or protocol error: a reply rlock did not expect
   75       lock not acquired: taken, --no-wait, or --wait ran out (-E changes
            it)
   76       lock lost or not held: lease lost during run, or a token that no
            longer holds
-  77       permission: authentication or ACL refused
+  77       permission: a password wanted or refused, or an ACL refusal (the
+           message names what to grant)
   126/127  the command could not be executed / was not found
   128+N    the child was killed by signal N
 
@@ -82,6 +88,8 @@ void add_connection_options(CLI::App& app, Values& v) {
                  "$REDIS_URL, redis://127.0.0.1:6379/0. Repeated: one independent master "
                  "each, a quorum (Redlock) lock held on a majority of them")
       ->type_name("URL")
+      // One URL per -u: "--url URL KEY" must leave KEY to the subcommand.
+      ->allow_extra_args(false)
       ->group("Connection");
   opt("--user", v.g.user, "NAME", "ACL user name (overrides the URL's)");
   opt("--password-file", v.g.password_file, "FILE",
@@ -172,6 +180,10 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
                                      "(76 if the lock was lost)"),
                   v);
   add_run_options(s.run, v);
+  s.run->footer(
+      "Before CMD, every word that starts with '-' is an rlock option: a CMD that\n"
+      "starts with '-' goes after '--'. An option rlock does not know is a usage\n"
+      "error (64) that names the closest one (--wiat: did you mean --wait?).");
 
   s.acquire = add_key(app.add_subcommand("acquire",
                                          "take KEY for --ttl and print the token; no process "
@@ -315,6 +327,18 @@ Words split_words(int argc, char** argv, CLI::App& app, CLI::App* run) {
   return w;
 }
 
+// The subcommands that have option `name`, for people: "run, acquire and extend".
+std::string owners_of(CLI::App& app, const std::string& name, std::vector<std::string>* names) {
+  std::vector<std::string> owners;
+  for (CLI::App* s : app.get_subcommands({}))
+    if (s->get_option_no_throw(name)) owners.push_back(s->get_name());
+  std::string list;
+  for (size_t k = 0; k < owners.size(); ++k)
+    list += (k == 0 ? "" : k + 1 == owners.size() ? " and " : ", ") + owners[k];
+  if (names) *names = std::move(owners);
+  return list;
+}
+
 // A subcommand's option written before the subcommand is refused (SPEC,
 // "Options"): it is never taken for anything else, run's command included.
 void check_option_order(const std::vector<std::string>& words, CLI::App& app) {
@@ -329,20 +353,123 @@ void check_option_order(const std::vector<std::string>& words, CLI::App& app) {
       continue;
     }
     std::vector<std::string> owners;
-    for (CLI::App* s : app.get_subcommands({}))
-      if (s->get_option_no_throw(name)) owners.push_back(s->get_name());
-    if (owners.empty()) continue;  // unknown everywhere: CLI11 says so
+    std::string list = owners_of(app, name, &owners);
+    if (owners.empty()) continue;  // unknown everywhere: check_known_options says so
     if (std::find(owners.begin(), owners.end(), sub_name) != owners.end())
       throw_usage(fmt::format("put {} after '{}': it is an option of '{}', not of rlock itself",
                               name, sub_name, sub_name));
-    std::string list;
-    for (size_t k = 0; k < owners.size(); ++k)
-      list += (k == 0 ? "" : k + 1 == owners.size() ? " and " : ", ") + owners[k];
     throw_usage(fmt::format("{} is an option of {}: it goes after the subcommand", name, list));
   }
 }
 
+// True when `sub` or rlock itself has the option `name` ("--wait", "-n").
+bool knows(CLI::App* sub, const std::string& name) {
+  for (CLI::App* a = sub; a; a = a->get_parent())
+    if (a->get_option_no_throw(name)) return true;
+  return false;
+}
+
+// Whether option word `w` means only options that `sub` (or rlock) knows:
+// "--wait", "--wait=5s", "-n", "-E3", "-qv" (short flags together).
+bool known_option_word(CLI::App* sub, const std::string& w) {
+  if (w.rfind("--", 0) == 0) return knows(sub, w.substr(0, w.find('=')));
+  for (size_t k = 1; k < w.size(); ++k) {
+    std::string letter = std::string("-") + w[k];
+    if (!knows(sub, letter)) return false;
+    if (takes_separate_value(sub, letter)) return true;  // the rest is its value
+  }
+  return true;
+}
+
+// The long names ("--wait") `sub` and rlock itself accept, `sub`'s first.
+std::vector<std::string> long_names(CLI::App* sub) {
+  std::vector<std::string> names;
+  for (CLI::App* a = sub; a; a = a->get_parent())
+    for (const CLI::Option* o : a->get_options())
+      for (const std::string& n : o->get_lnames()) names.push_back(n);
+  return names;
+}
+
+// One line for an option word that neither `sub` nor rlock knows: the closest
+// known name when one is close, or where the option belongs, or the help.
+std::string unknown_option_message(CLI::App& app, CLI::App* sub, const std::string& w) {
+  std::string shown = escape_text(truncate_text(w, 64));
+  std::string where = sub == &app ? "" : " for " + sub->get_name();
+  std::string help = sub == &app ? "rlock --help" : "rlock " + sub->get_name() + " --help";
+  std::string name = w.substr(0, w.find('='));
+  // "-wait" for "--wait"; otherwise the name without its dashes.
+  std::string typed = name.substr(name.find_first_not_of('-'));
+  std::string owners = name.rfind("--", 0) == 0 ? owners_of(app, name, nullptr) : "";
+  if (!owners.empty())
+    return fmt::format("{} is not an option of {}: it is one of {} (see {})", shown,
+                       sub->get_name(), owners, help);
+  if (typed.size() > 1) {
+    if (auto s = closest_name(typed, long_names(sub)))
+      return fmt::format("unknown option '{}'{}: did you mean --{}?", shown, where, *s);
+  }
+  if (sub->get_name() == "run")
+    return fmt::format(
+        "unknown option '{}' for run: a command that starts with '-' goes after '--' "
+        "(rlock run KEY -- CMD), or see {}",
+        shown, help);
+  return fmt::format("unknown option '{}'{} (see {})", shown, where, help);
+}
+
+// Every option word before run's command (or among any other subcommand's
+// words) must be one that rlock knows: a typo is refused (64), never run as
+// the command or taken for an argument.
+void check_known_options(const std::vector<std::string>& words, CLI::App& app) {
+  size_t at = subcommand_at(words, app);
+  CLI::App* sub = nullptr;
+  for (CLI::App* s : app.get_subcommands({}))
+    if (at < words.size() && s->get_name() == words[at]) sub = s;
+  for (size_t i = 0; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    if (w == "--") break;
+    if (i == at && !sub) break;  // an unknown subcommand: parse() says so
+    CLI::App* ctx = i < at ? &app : sub;
+    if (i == at || !is_option_word(w)) continue;
+    if (!known_option_word(ctx, w)) throw_usage(unknown_option_message(app, ctx, w));
+    if (takes_separate_value(ctx, w)) ++i;
+  }
+}
+
 // --- parsing ----------------------------------------------------------------------------------
+
+// What was missing, and how to give it: a newcomer's first mistakes.
+std::optional<std::string> missing_message(CLI::App* sub) {
+  const std::string& name = sub->get_name();
+  if (const CLI::Option* key = sub->get_option_no_throw("key"); key && key->count() == 0) {
+    if (name == "status")
+      return std::string(
+          "status needs a KEY: rlock status KEY (to see every held lock, use rlock list)");
+    return fmt::format("{} needs a KEY: see rlock {} --help", name, name);
+  }
+  if (const CLI::Option* token = sub->get_option_no_throw("--token"); token && token->count() == 0)
+    return fmt::format(
+        "{} needs the token that acquire printed: give --token TOKEN or set $RLOCK_TOKEN", name);
+  return std::nullopt;
+}
+
+// One line, in lower case like every other, for what CLI11 refused.
+std::string parse_error_message(CLI::App& app, const std::vector<std::string>& given,
+                                const CLI::ParseError& e) {
+  std::vector<CLI::App*> subs = app.get_subcommands();
+  if (subs.empty()) {
+    size_t at = subcommand_at(given, app);
+    if (at < given.size())
+      return fmt::format("unknown command '{}' (see rlock --help)", escape_text(given[at]));
+    return "a subcommand is required: run, acquire, extend, release, status, list, break or "
+           "forget (see rlock --help)";
+  }
+  if (dynamic_cast<const CLI::RequiredError*>(&e))
+    if (auto m = missing_message(subs.front())) return *m;
+  std::string what = e.what();
+  if (what.size() > 1 && std::isupper(static_cast<unsigned char>(what[0])) &&
+      std::islower(static_cast<unsigned char>(what[1])))
+    what[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(what[0])));
+  return fmt::format("{} (see rlock --help)", what);
+}
 
 // CLI11 on the words; nullopt when they parsed, else the exit status: 0 for
 // --help and --version, 64 with one line for anything CLI11 refused.
@@ -361,14 +488,7 @@ std::optional<int> parse(CLI::App& app, std::vector<std::string> words) {
     app.exit(e);
     return exitcode::kOk;
   } catch (const CLI::ParseError& e) {
-    if (app.get_subcommands().empty()) {
-      size_t at = subcommand_at(given, app);
-      if (at < given.size()) {
-        log_error(fmt::format("unknown command '{}' (see rlock --help)", escape_text(given[at])));
-        return exitcode::kUsage;
-      }
-    }
-    log_error(fmt::format("{} (see rlock --help)", e.what()));
+    log_error(parse_error_message(app, given, e));
     return exitcode::kUsage;
   }
   return std::nullopt;
@@ -473,6 +593,7 @@ int run_cli(int argc, char** argv) {
   Words w = split_words(argc, argv, app, subs.run);
   try {
     check_option_order(w.rlock, app);
+    check_known_options(w.rlock, app);
   } catch (const Error& e) {
     log_error(e.what());
     return e.exit_status();

@@ -14,8 +14,25 @@ Connection::Connection(Loop& loop, const ConnectionConfig& cfg, std::shared_ptr<
                        std::shared_ptr<AddressBook> book)
     : loop_(loop), cfg_(cfg), tls_(std::move(tls)), book_(std::move(book)) {}
 
+namespace {
+
+// How long a TLS handshake may go unanswered before a plain-text probe asks
+// whether the server speaks TLS at all (PlainProbe): Redis itself answers a
+// PING on loopback in well under a millisecond.
+constexpr Millis kTlsProbeAfter{400};
+
+// The errors Redis gives a client that has not authenticated: NOAUTH, and the
+// protocol error (then a hang-up) for a command too large to take unauthenticated.
+bool wants_password(const std::string& m) {
+  return m.rfind("NOAUTH", 0) == 0 ||
+         m.find("Protocol error: unauthenticated") != std::string::npos;
+}
+
+}  // namespace
+
 Connection::~Connection() {
   *alive_ = false;
+  stop_tls_probe();
   loop_.cancel(connect_timer_);
   loop_.cancel(more_timer_);
   for (auto& p : pending_) loop_.cancel(p.timer);
@@ -134,6 +151,11 @@ void Connection::queue_handshake() {
   }
   auto check_select = [this, alive](Result r) {
     if (!*alive || r.failure || !r.reply.is_error()) return;
+    if (r.reply.str.find("DB index is out of range") != std::string::npos)
+      return close(
+          Error(ErrorKind::Usage, fmt::format("{} has no database {}: use a number below its "
+                                              "'databases' setting (16 by default) in the URL",
+                                              cfg_.endpoint.display(), cfg_.endpoint.db)));
     if (r.reply.str.find("cluster mode") != std::string::npos)
       return close(Error(ErrorKind::Usage,
                          fmt::format("{} is a Redis Cluster node, and a Cluster has database 0 "
@@ -182,8 +204,19 @@ std::optional<Error> Connection::open_next_address() {
       continue;
     }
     handshaking_ = true;
+    replies_on_stream_ = 0;
+    first_bytes_.clear();
     loop_.watch(stream_->fd(), POLLOUT, [this](short ev) { on_io(ev); });
     auto alive = alive_;
+    if (cfg_.endpoint.tls) {
+      Address addr = a;
+      probe_timer_ =
+          loop_.after(std::min(kTlsProbeAfter, cfg_.connect_timeout / 2), [this, alive, addr] {
+            if (!*alive) return;
+            probe_timer_ = 0;
+            if (handshaking_ && stream_) start_tls_probe(addr);
+          });
+    }
     connect_timer_ = loop_.after(cfg_.connect_timeout, [this, alive] {
       if (!*alive) return;
       connect_timer_ = 0;
@@ -197,9 +230,64 @@ std::optional<Error> Connection::open_next_address() {
   return last;
 }
 
+void Connection::start_tls_probe(const Address& addr) {
+  auto alive = alive_;
+  probe_ = std::make_unique<PlainProbe>(loop_, cfg_.endpoint, addr, [this, alive] {
+    if (!*alive || !handshaking_) return;
+    const bool sentinel = cfg_.sentinel || std::string_view(cfg_.server_kind) == "sentinel";
+    connect_failed(Error(
+        ErrorKind::Unavailable,
+        fmt::format("{} at {} does not speak TLS: it answers a plain-text PING; use {} instead of "
+                    "{} (or the server's TLS port)",
+                    cfg_.server_kind, cfg_.endpoint.display(),
+                    sentinel ? "redis-sentinel://" : "redis://",
+                    sentinel ? "rediss-sentinel://" : "rediss://")));
+  });
+}
+
+void Connection::stop_tls_probe() {
+  loop_.cancel(probe_timer_);
+  probe_timer_ = 0;
+  probe_.reset();
+}
+
+Error Connection::password_wanted() const {
+  const Endpoint& e = cfg_.endpoint;
+  if (std::string_view(cfg_.server_kind) == "sentinel")
+    return Error(ErrorKind::Permission,
+                 fmt::format("the sentinel at {} wants a password: give it with "
+                             "--sentinel-password-file FILE or RLOCK_SENTINEL_PASSWORD",
+                             e.display()));
+  std::string url_form =
+      e.kind == Endpoint::Kind::Unix ? ""
+      : cfg_.sentinel
+          ? std::string(", or in the URL (redis-sentinel://:PASSWORD@HOST:PORT/MASTER)")
+          : fmt::format(", or in the URL ({}://{}:PASSWORD@{}/{})", e.tls ? "rediss" : "redis",
+                        e.user.empty() ? "" : escape_text(e.user), escape_text(e.address()), e.db);
+  return Error(ErrorKind::Permission,
+               fmt::format("{} at {} wants a password: give it with --password-file FILE or "
+                           "RLOCK_PASSWORD{}",
+                           cfg_.server_kind, e.display(), url_form));
+}
+
+Error Connection::not_redis(const Error& parse_failure) const {
+  // A reply that starts like RESP but breaks its rules (too large, too deep)
+  // is a protocol error (70); a first byte that is no RESP type at all ("H"
+  // of "HTTP/1.1") is another protocol on the port.
+  if (parse_failure.kind() != ErrorKind::Protocol || replies_on_stream_ > 0 ||
+      first_bytes_.empty() || std::string_view("+-:$*").find(first_bytes_[0]) != std::string::npos)
+    return parse_failure;
+  std::string start = first_bytes_.substr(0, first_bytes_.find_first_of("\r\n"));
+  return Error(ErrorKind::Unavailable,
+               fmt::format("the endpoint at {} does not speak Redis (it answered '{}'): check "
+                           "the host and port in the URL",
+                           cfg_.endpoint.display(), escape_text(truncate_text(start, 40))));
+}
+
 void Connection::connect_failed(const Error& why) {
   // Not connected yet: nothing was sent, so the queued commands can go to the
   // next address as they are.
+  stop_tls_probe();
   if (stream_) loop_.unwatch(stream_->fd());
   stream_.reset();
   loop_.cancel(connect_timer_);
@@ -234,7 +322,7 @@ void Connection::on_io(short revents) {
     }
     if (revents & (POLLIN | POLLHUP | POLLERR)) read_some(ready_);
   } catch (const Error& e) {
-    failure = e;
+    failure = not_redis(e);
   }
   deliver_ready();
   if (!*alive || !stream_) return;
@@ -250,6 +338,7 @@ void Connection::on_io(short revents) {
 void Connection::on_connected() {
   handshaking_ = false;
   connected_before_ = true;
+  stop_tls_probe();
   loop_.cancel(connect_timer_);
   connect_timer_ = 0;
   if (cfg_.trace) cfg_.trace(fmt::format("connected to {}", cfg_.endpoint.display()));
@@ -306,8 +395,13 @@ void Connection::read_some(std::deque<Reply>& replies) {
   for (int i = 0; i < kReadsPerWakeup; ++i) {
     IoResult r = stream_->read(buf, sizeof buf);
     if (r.bytes == 0) return;
+    if (replies_on_stream_ == 0 && first_bytes_.size() < 64)
+      first_bytes_.append(buf, std::min<size_t>(r.bytes, 64 - first_bytes_.size()));
     parser_->feed(buf, r.bytes);
-    while (auto reply = parser_->next()) replies.push_back(std::move(*reply));
+    while (auto reply = parser_->next()) {
+      ++replies_on_stream_;
+      replies.push_back(std::move(*reply));
+    }
     if (r.bytes < sizeof buf && !stream_->pending()) return;
   }
   // More may wait where poll() cannot see it (inside TLS): come back soon.
@@ -328,6 +422,10 @@ void Connection::deliver(Reply reply) {
     push_(reply);
     return;
   }
+  // A server that wants a password answers nothing else: every command fails
+  // with one error that says how to give it.
+  if (reply.is_error() && !cfg_.endpoint.password && wants_password(reply.str))
+    return close(password_wanted());
   if (pending_.empty())
     return close(Error(ErrorKind::Protocol,
                        fmt::format("unexpected reply from {}", cfg_.endpoint.display())));
@@ -360,6 +458,7 @@ void Connection::close(const Error& why) {
   // Nothing is written before the connection is established: the pending
   // commands of one that never was are safe to send elsewhere.
   bool was_connected = ready();
+  stop_tls_probe();
   if (stream_) loop_.unwatch(stream_->fd());
   stream_.reset();
   handshaking_ = false;

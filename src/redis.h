@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "loop.h"
+#include "plain_probe.h"
 #include "reply.h"
 #include "transport.h"
 #include "url.h"
@@ -123,6 +124,10 @@ class Connection {
   void enqueue_raw(const Args& args, ReplyCallback cb, Millis timeout, std::string name,
                    std::vector<Args> undo = {});
   static std::string format(const Args& args);
+  void start_tls_probe(const Address& addr);
+  void stop_tls_probe();
+  Error password_wanted() const;
+  Error not_redis(const Error& parse_failure) const;
 
   Loop& loop_;
   ConnectionConfig cfg_;
@@ -137,6 +142,10 @@ class Connection {
   size_t addr_index_ = 0;          // the address to try next (kept across reconnects)
   size_t untried_ = 0;             // addresses not yet tried in this connect
   Loop::TimerId connect_timer_ = 0, more_timer_ = 0;
+  Loop::TimerId probe_timer_ = 0;      // rediss://: when to ask in plain text
+  std::unique_ptr<PlainProbe> probe_;  // ... and the asking
+  size_t replies_on_stream_ = 0;       // none yet: a parse failure means "not Redis"
+  std::string first_bytes_;            // the start of what this stream sent, for that message
   std::unique_ptr<ReplyParser> parser_;
   std::deque<Reply> ready_;  // parsed, not yet delivered
   std::string out_;

@@ -2,7 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
+#include <cstdlib>
+#include <optional>
+
 #include "sha1.h"
+#include "text.h"
 
 namespace rlock {
 
@@ -463,10 +468,84 @@ bool no_read_only_variant(const Result& r) {
   return starts_with(m, "ERR unknown command") || (starts_with(m, "NOPERM") && ro);
 }
 
+// The command that line `line` (1 = the first) of `source` runs first, in
+// upper case ("PUBLISH" for "redis.call('PUBLISH', chan, msg)"), or "".
+std::string command_on_line(const std::string& source, long line) {
+  size_t at = 0;
+  for (long n = 1; n < line && at != std::string::npos; ++n) {
+    at = source.find('\n', at);
+    if (at != std::string::npos) ++at;
+  }
+  if (line < 1 || at == std::string::npos) return "";
+  std::string text = source.substr(at, source.find('\n', at) - at);
+  auto call = text.find("call('");
+  if (call == std::string::npos) return "";
+  call += 6;
+  std::string name = text.substr(call, text.find('\'', call) - call);
+  for (char& ch : name) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  return name;
+}
+
+// The ACL user named in a client's URL ("redis://app@host:port/0"), else "default".
+std::string acl_user(const std::string& url) {
+  auto scheme = url.find("://");
+  if (scheme == std::string::npos) return "default";
+  auto at = url.find('@', scheme + 3);
+  auto slash = url.find('/', scheme + 3);
+  if (at == std::string::npos || (slash != std::string::npos && slash < at)) return "default";
+  return url.substr(scheme + 3, at - scheme - 3);
+}
+
+// A refusal by the server's ACL, of the script or of a command inside it, as
+// one line naming what the user lacks, where, and the ACL SETUSER that grants
+// it; nullopt for any other reply.
+std::optional<Error> acl_refusal(const Client& c, const Script& s, const Args& keys,
+                                 const std::string& m) {
+  const bool in_script = m.find("user executing the script") != std::string::npos;
+  if (!starts_with(m, "NOPERM") && !in_script) return std::nullopt;
+  const std::string url = c.name(), user = acl_user(url);
+  std::string prefix = keys.empty() ? "" : keys.front().substr(0, keys.front().find('{'));
+  std::string pattern = escape_text(prefix) + "*";
+  auto says = [&](const char* t) { return m.find(t) != std::string::npos; };
+  if (says("keys")) {
+    return Error(ErrorKind::Permission,
+                 fmt::format("the ACL user '{}' at {} may not access rlock's keys ({}): grant "
+                             "the key pattern with ACL SETUSER {} ~{}",
+                             user, url, pattern, user, pattern));
+  }
+  if (says("channel")) {
+    return Error(ErrorKind::Permission,
+                 fmt::format("the ACL user '{}' at {} may not publish on rlock's channels ({}): "
+                             "grant the channel pattern with ACL SETUSER {} &{}",
+                             user, url, pattern, user, pattern));
+  }
+  std::string command;
+  if (auto q = m.find("run the '"); q != std::string::npos) {
+    command = truncate_text(m.substr(q + 9, m.find('\'', q + 9) - q - 9), 64);
+    for (char& ch : command) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  } else if (auto l = m.find("@user_script:"); l != std::string::npos) {
+    command = command_on_line(s.source, std::strtol(m.c_str() + l + 13, nullptr, 10));
+  }
+  if (command.empty()) return std::nullopt;  // server_error still says 77
+  std::string grant = "+" + escape_text(command);
+  for (char& ch : grant) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (starts_with(command, "EVAL")) grant = "+evalsha +eval";
+  return Error(ErrorKind::Permission,
+               fmt::format("the ACL user '{}' at {} may not run {} (the {} script needs it): "
+                           "grant it with ACL SETUSER {} {}",
+                           user, url, escape_text(command), s.name, user, grant));
+}
+
 }  // namespace
 
 void run_script(Client& client, const Script& script, const Args& keys, const Args& argv,
-                ReplyCallback cb, Millis timeout, const std::vector<ScriptCall>& undo) {
+                ReplyCallback given_cb, Millis timeout, const std::vector<ScriptCall>& undo) {
+  // An ACL refusal becomes one line that says what to grant.
+  ReplyCallback cb = [c = &client, sc = &script, keys, given_cb = std::move(given_cb)](Result r) {
+    if (!r.failure && r.reply.is_error())
+      if (auto e = acl_refusal(*c, *sc, keys, r.reply.str)) r.failure = *e;
+    given_cb(std::move(r));
+  };
   auto build = [&](const char* verb, const std::string& body, const Args& av) {
     Args a{verb, body, std::to_string(keys.size())};
     a.insert(a.end(), keys.begin(), keys.end());

@@ -131,3 +131,31 @@ setup_file() {
   rl --url "redis://nochan:pw3@127.0.0.1:$REDIS_PORT/0" release acl-nochan --token "$tok"
   assert_error 77
 }
+
+# --- refusals that name the fix (issue 21) ----------------------------------------------------
+
+@test "an ACL refusal names what the user lacks and the ACL SETUSER that grants it (77)" {
+  rcli acl setuser nopub on '>pw4' '~lock:*' '&lock:*' '+@all' -publish >/dev/null
+  tok=$("$RLOCK" acquire acl-fix --ttl 30s)
+  # A command inside a script: the line of the script names it.
+  rl --url "redis://nopub:pw4@127.0.0.1:$REDIS_PORT/0" release acl-fix --token "$tok"
+  assert_error 77
+  assert_equal "${stderr_lines[0]}" "rlock: the ACL user 'nopub' at \
+redis://nopub@127.0.0.1:$REDIS_PORT/0 may not run PUBLISH (the release script needs it): \
+grant it with ACL SETUSER nopub +publish"
+  # The script itself.
+  rl --url "redis://noscript:pw2@127.0.0.1:$REDIS_PORT/0" acquire acl-fix2 --ttl 10s
+  assert_error 77
+  [[ $stderr == *"'noscript' at redis://noscript@127.0.0.1:$REDIS_PORT/0 may not run EVALSHA"* &&
+    $stderr == *"ACL SETUSER noscript +evalsha +eval" ]] || fail "$stderr"
+  # A key pattern.
+  rl --url "$APP_URL" --prefix other: acquire acl-fix
+  assert_error 77
+  [[ $stderr == *"may not access rlock's keys (other:*): grant the key pattern with ACL SETUSER app ~other:*" ]] ||
+    fail "$stderr"
+  # A channel pattern.
+  rl --url "redis://nochan:pw3@127.0.0.1:$REDIS_PORT/0" release acl-fix --token "$tok"
+  assert_error 77
+  [[ $stderr == *"may not publish on rlock's channels (lock:*): grant the channel pattern with ACL SETUSER nochan &lock:*" ]] ||
+    fail "$stderr"
+}

@@ -65,7 +65,7 @@ dead_url() {
 @test "an unknown flag is a usage error (64, not CLI11's 109)" {
   rl acquire k --bogus
   assert_usage_error
-  assert_equal "${stderr_lines[0]}" "rlock: unexpected argument '--bogus'"
+  assert_equal "${stderr_lines[0]}" "rlock: unknown option '--bogus' for acquire (see rlock acquire --help)"
   rl --bogus status k
   assert_usage_error
 }
@@ -75,9 +75,14 @@ dead_url() {
   assert_usage_error
 }
 
-@test "no subcommand at all is a usage error (64)" {
+@test "no subcommand at all is a usage error (64) in lower case, naming the subcommands" {
   rl
   assert_usage_error
+  assert_equal "${stderr_lines[0]}" "rlock: a subcommand is required: run, acquire, extend, \
+release, status, list, break or forget (see rlock --help)"
+  rl -q
+  assert_usage_error
+  [[ $stderr == "rlock: a subcommand is required"* ]] || fail "$stderr"
 }
 
 @test "a missing KEY is a usage error (64, not CLI11's 106)" {
@@ -241,6 +246,23 @@ dead_url() {
   assert_usage_error
 }
 
+@test "a missing token names --token and \$RLOCK_TOKEN; status without KEY names rlock list" {
+  RLOCK_TOKEN='' run --separate-stderr "$RLOCK" release k
+  assert_usage_error
+  assert_equal "${stderr_lines[0]}" \
+    "rlock: release needs the token that acquire printed: give --token TOKEN or set \$RLOCK_TOKEN"
+  rl extend k
+  assert_usage_error
+  [[ $stderr == *"give --token TOKEN or set \$RLOCK_TOKEN"* ]] || fail "$stderr"
+  rl status
+  assert_usage_error
+  assert_equal "${stderr_lines[0]}" \
+    "rlock: status needs a KEY: rlock status KEY (to see every held lock, use rlock list)"
+  rl acquire
+  assert_usage_error
+  assert_equal "${stderr_lines[0]}" "rlock: acquire needs a KEY: see rlock acquire --help"
+}
+
 @test "a bad URL is a usage error (64)" {
   rl --url 'foo://x' status k
   assert_usage_error
@@ -399,4 +421,81 @@ dead_url() {
     [[ $stderr == *"--json does not apply to ${sub%% *}"* ]] || fail "$stderr"
   done
   assert_equal "$(rcli exists 'lock:{jr}')" 0
+}
+
+# --- typos are never executed (issue 21) ------------------------------------------------------
+
+@test "a mistyped option after run's KEY is refused (64) with a suggestion, never run" {
+  T=$BATS_TEST_TMPDIR
+  cd "$T"
+  # Without '--' the typo would have been the command (127).
+  rl run typo1 --wiat
+  assert_usage_error
+  assert_equal "${stderr_lines[0]}" "rlock: unknown option '--wiat' for run: did you mean --wait?"
+  rl run typo1 --wiat 5s touch "$T/ran"
+  assert_usage_error
+  assert_equal "${stderr_lines[0]}" "rlock: unknown option '--wiat' for run: did you mean --wait?"
+  rl run typo1 --wiat 5s -- touch "$T/ran"
+  assert_usage_error
+  assert_equal "${stderr_lines[0]}" "rlock: unknown option '--wiat' for run: did you mean --wait?"
+  rl run typo1 --wiat=5s -- touch "$T/ran"
+  assert_usage_error
+  [[ $stderr == *"did you mean --wait?"* ]] || fail "$stderr"
+  rl run typo1 --tll 5s -- touch "$T/ran"
+  assert_usage_error
+  [[ $stderr == *"'--tll' for run: did you mean --ttl?"* ]] || fail "$stderr"
+  rl run typo1 -wait 5s -- touch "$T/ran"
+  assert_usage_error
+  [[ $stderr == *"'-wait' for run: did you mean --wait?"* ]] || fail "$stderr"
+  [[ ! -e $T/ran ]] || fail "the command ran"
+  assert_equal "$(rcli exists 'lock:{typo1}')" 0
+}
+
+@test "an unknown option anywhere before the command is 64: global, subcommand, short" {
+  rl --timout 2s status typo2
+  assert_usage_error
+  assert_equal "${stderr_lines[0]}" "rlock: unknown option '--timout': did you mean --timeout?"
+  rl status typo2 --timout 2s
+  assert_usage_error
+  assert_equal "${stderr_lines[0]}" "rlock: unknown option '--timout' for status: did you mean --timeout?"
+  rl acquire typo2 --conn 2s
+  assert_usage_error
+  [[ $stderr == *"did you mean --connect-timeout?"* ]] || fail "$stderr"
+  rl run typo2 -x -- true
+  assert_usage_error
+  [[ $stderr == *"unknown option '-x' for run"* ]] || fail "$stderr"
+  rl run typo2 -nx -- true
+  assert_usage_error
+  rl run typo2 --frobnicate -- true
+  assert_usage_error
+  assert_equal "${stderr_lines[0]}" "rlock: unknown option '--frobnicate' for run: a command \
+that starts with '-' goes after '--' (rlock run KEY -- CMD), or see rlock run --help"
+  # An option of another subcommand says where it belongs.
+  rl status typo2 --wait 5s
+  assert_usage_error
+  assert_equal "${stderr_lines[0]}" "rlock: --wait is not an option of status: it is one of run \
+and acquire (see rlock status --help)"
+  assert_equal "$(rcli exists 'lock:{typo2}')" 0
+}
+
+@test "known options still work together: -qn, -E3, --ttl=5s" {
+  run -0 "$RLOCK" run typo3 -qn -E3 --ttl=5s --prefix typo: -- true
+  run -0 "$RLOCK" run typo3 -q -- sh -c 'exit 0'
+}
+
+@test "a command that starts with '-' runs after '--', and words after the command are its own" {
+  T=$BATS_TEST_TMPDIR
+  printf '#!/bin/sh\necho "dash ran $*"\n' >"$T/-dash"
+  chmod +x "$T/-dash"
+  cd "$T"
+  PATH="$T:$PATH" run -0 "$RLOCK" run typo4 -- -dash --wiat x
+  assert_output "dash ran --wiat x"
+  run -0 "$RLOCK" run typo4 printf '[%s]\n' --wiat
+  assert_output "[--wiat]"
+}
+
+@test "--url takes one URL: a KEY after it is the subcommand's KEY" {
+  run -1 "$RLOCK" status --url "$RLOCK_URL" url-then-key
+  assert_output --partial "url-then-key"
+  run -1 "$RLOCK" --url "$RLOCK_URL" status url-then-key
 }

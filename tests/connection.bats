@@ -430,3 +430,53 @@ port_6379_free() {
   assert_equal "$status" 69
   [[ $stderr != *topsecret* ]] || fail "the password leaked: $stderr"
 }
+
+# --- errors that name the fix (issue 21) -----------------------------------------------------
+
+@test "a server that wants a password: 77 naming --password-file, RLOCK_PASSWORD and the URL form" {
+  want="rlock: Redis at redis://127.0.0.1:$AUTH_PORT/0 wants a password: give it with \
+--password-file FILE or RLOCK_PASSWORD, or in the URL (redis://:PASSWORD@127.0.0.1:$AUTH_PORT/0)"
+  for args in "status pw-fix" "list" "acquire pw-fix" "run pw-fix -- true" \
+    "release pw-fix --token 0123456789abcdef0123456789abcdef"; do
+    # shellcheck disable=SC2086 # word splitting wanted
+    rl --url "$AUTH_URL" $args
+    assert_error 77
+    assert_equal "${stderr_lines[0]}" "$want"
+  done
+}
+
+@test "a database the server does not have is a usage error (64) that says so" {
+  rl --url "redis://127.0.0.1:$REDIS_PORT/99" status db-fix
+  assert_error 64
+  assert_equal "${stderr_lines[0]}" "rlock: redis://127.0.0.1:$REDIS_PORT/99 has no database 99: \
+use a number below its 'databases' setting (16 by default) in the URL"
+  rl --url "redis://127.0.0.1:$REDIS_PORT/99" run db-fix -- true
+  assert_error 64
+}
+
+@test "an HTTP server on the port: 69, the endpoint does not speak Redis" {
+  garbage_start 'reply=HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n'
+  for args in "status http" "acquire http" "list"; do
+    # shellcheck disable=SC2086 # word splitting wanted
+    rl --url "redis://127.0.0.1:$GARBAGE_PORT/0" --timeout 5s $args
+    assert_error 69
+    assert_equal "${stderr_lines[0]}" "rlock: the endpoint at redis://127.0.0.1:$GARBAGE_PORT/0 \
+does not speak Redis (it answered 'HTTP/1.1 400 Bad Request'): check the host and port in the URL"
+  done
+  redis_stop GARBAGE
+}
+
+@test "a server that stops making sense after a good reply is still a protocol error (70)" {
+  garbage_start badtype
+  rl --url "redis://127.0.0.1:$GARBAGE_PORT/0" --timeout 2s status g
+  assert_error 70
+  redis_stop GARBAGE
+}
+
+@test "a reply that starts like Redis's but breaks its rules stays a protocol error (70)" {
+  garbage_start 'reply=*1\r\nxyz\r\n'
+  rl --url "redis://127.0.0.1:$GARBAGE_PORT/0" --timeout 2s status g
+  assert_error 70
+  [[ $stderr != *"does not speak Redis"* ]] || fail "$stderr"
+  redis_stop GARBAGE
+}

@@ -186,6 +186,21 @@ setup_file() {
   assert_error 69
 }
 
+@test "rediss:// to a plain-text server says it does not speak TLS within about a second (69)" {
+  # Redis answers nothing to a ClientHello: without a plain-text probe this would wait
+  # for the whole --connect-timeout.
+  t0=$(now_ms)
+  rl --url "rediss://127.0.0.1:$PLAIN_PORT/0" --tls-insecure --connect-timeout 30s status k
+  elapsed=$(($(now_ms) - t0))
+  assert_error 69
+  assert_equal "${stderr_lines[0]}" "rlock: Redis at rediss://127.0.0.1:$PLAIN_PORT/0 does not \
+speak TLS: it answers a plain-text PING; use redis:// instead of rediss:// (or the server's TLS port)"
+  # The promise is about a second; the bound leaves room for a slow start, far below 30s.
+  assert [ "$elapsed" -lt 5000 ]
+  rl --url "rediss://127.0.0.1:$PLAIN_PORT/0" --tls-insecure --connect-timeout 30s run k -- true
+  assert_error 69
+}
+
 @test "redis:// (no TLS) to a TLS-only port exits 69 or 70, without hanging" {
   run --separate-stderr timeout 20 "$RLOCK" --url "redis://127.0.0.1:$TLS_PORT/0" \
     --timeout 2s --connect-timeout 2s status k
