@@ -56,13 +56,19 @@ in_ws() {
   bg_start "$name" sh -c 'cd "$1" && shift && exec "$@"' sh "$T/ws" "$RLOCK" "$@"
 }
 
-@test "README's waiting sample is what a waiter prints off a terminal" {
+# holder_and_waiter: README's deploy example: a holder that has started, then a waiter.
+# Sets holder and waiter to their pids.
+holder_and_waiter() {
   write_deploy
   in_ws holder run deploy:prod -- ./deploy.sh
   holder=$BG_PID
   wait_until 'compgen -G "$T/ws/started.*" >/dev/null'
   in_ws waiter run deploy:prod --wait 30m -- ./deploy.sh
   waiter=$BG_PID
+}
+
+@test "README's waiting sample is what a waiter prints off a terminal" {
+  holder_and_waiter
   wait_until "grep -q 'waiting for' '$T/waiter.err'" 5
   touch "$T/ws/done"
   bg_wait "$holder"
@@ -94,12 +100,7 @@ in_ws() {
 }
 
 @test "README's status and list samples are what status and list print (piped)" {
-  write_deploy
-  in_ws holder run deploy:prod -- ./deploy.sh
-  holder=$BG_PID
-  wait_until 'compgen -G "$T/ws/started.*" >/dev/null'
-  in_ws waiter run deploy:prod --wait 30m -- ./deploy.sh
-  waiter=$BG_PID
+  holder_and_waiter
   wait_until '[[ $(rcli zcard "lock:{deploy:prod}:queue") == 1 ]]'
   run "$RLOCK" status deploy:prod
   assert_success
