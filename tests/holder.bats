@@ -332,6 +332,7 @@ write_counter() {
 d=$1
 trap 'cp "$d/n" "$d/n-at-term"; exit 143' TERM
 n=0
+echo $n >"$d/n" # before ready: a test may stop the group at once and read n
 touch "$d/ready"
 while [ ! -e "$d/go" ] && [ $n -lt 1200 ]; do n=$((n + 1)); echo $n >"$d/n"; sleep 0.05; done
 EOF2
