@@ -55,7 +55,9 @@ bool is_stop_signal(int sig) {
   return sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT;
 }
 
-bool ended_by_stop_signal(int status) { return status > 128 && is_stop_signal(status - 128); }
+bool ended_by_stop_signal(int status) {
+  return status > 128 && is_stop_signal(status - 128);
+}
 
 // How long after the command starts the holder subscribes to the lock's
 // release channel (to hear a `break`): well within "about a second".
@@ -433,6 +435,8 @@ class Runner {
   }
 
   void end_leftovers(const std::string& why) {
+    // Once: a second Ctrl-C must not put off the SIGKILL that is already armed.
+    if (ending_leftovers_) return;
     log_verbose(fmt::format("ending what the command left in its process group ({})", why));
     ending_leftovers_ = true;
     child_->signal_group(SIGTERM);
@@ -461,9 +465,10 @@ class Runner {
       if (static_cast<size_t>(total) > members.size()) who += ", ...";
     }
     const char* it = total == 1 ? "it" : "them";
-    std::string how = isatty(STDIN_FILENO) ? fmt::format("Ctrl-C ends {}", it)
-                                           : fmt::format("SIGINT or SIGTERM to rlock (pid {}) ends {}",
-                                                         static_cast<long>(getpid()), it);
+    std::string how = isatty(STDIN_FILENO)
+                          ? fmt::format("Ctrl-C ends {}", it)
+                          : fmt::format("SIGINT or SIGTERM to rlock (pid {}) ends {}",
+                                        static_cast<long>(getpid()), it);
     log_info(fmt::format("holding '{}' for {}; {}", lock_->names().key, who, how));
   }
 
