@@ -260,6 +260,14 @@ int exit_status_of(int wait_status) {
   return 1;
 }
 
+void exec_in_place(const SpawnSpec& spec) {
+  if (spec.argv.empty()) throw Error(ErrorKind::Exec, "no command to run", exitcode::kNotFound);
+  ExecPlan plan(spec);
+  restore_inherited_signals_in_child();
+  int err = exec_candidates_in_child(plan);
+  throw_cannot_run(spec.argv[0], err);
+}
+
 Child Child::spawn(const SpawnSpec& spec) {
   if (spec.argv.empty()) throw Error(ErrorKind::Exec, "no command to run", exitcode::kNotFound);
   ExecPlan plan(spec);

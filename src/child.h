@@ -22,6 +22,12 @@ struct SpawnSpec {
   bool foreground = true;
 };
 
+/// Replaces this process with the command (a nested `run`): the same PATH
+/// search, environment additions and signal reset as Child::spawn, but no fork
+/// and no process group of its own. Returns only by throwing the Error that
+/// spawn() would (127 not found, 126 cannot execute).
+[[noreturn]] void exec_in_place(const SpawnSpec& spec);
+
 class Child {
  public:
   /// Forks and execs. In the child, before exec: own process group, signal

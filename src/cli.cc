@@ -52,7 +52,7 @@ struct Values {
   LockOptions o;
   std::vector<std::string> urls;
   std::optional<std::string> connect_timeout, timeout, ttl, wait, min_hold, kill_after, on_lost,
-      limit, conflict_exit, sync_replicas;
+      limit, conflict_exit, sync_replicas, while_pid;
   std::string key, token, pattern = "*";
   bool yes = false;
   RunCommand rc;
@@ -189,7 +189,27 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
                                          "take KEY for --ttl and print the token; no process "
                                          "stays behind"),
                       v);
-  add_lock_options(s.acquire, v, "lease length (default 30s); extend renews it");
+  add_lock_options(s.acquire, v,
+                   "lease length (default 30s); extend renews it (with --while-pid, the keeper "
+                   "renews it every TTL/3)");
+  s.acquire
+      ->add_option("--while-pid", v.while_pid,
+                   "hold KEY while process PID lives: a detached keeper renews the lease and "
+                   "releases it within about a second after PID exits (the one acquire that "
+                   "leaves a process behind)")
+      ->type_name("PID");
+  s.acquire->add_option("--on-lost", v.on_lost,
+                        "with --while-pid, when the lease is lost: term (SIGTERM to PID alone, "
+                        "the default), kill (SIGKILL), or warn (nothing)")
+      ->type_name("ACTION");
+  s.acquire->add_flag("--export", v.o.export_env,
+                      "print shell assignments (RLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE, RLOCK_HELD) "
+                      "to eval instead of the token");
+  s.acquire->footer(
+      "In a script, for the script's whole life:\n"
+      "  eval \"$(rlock acquire --while-pid $$ --export KEY)\" || exit\n"
+      "Under a run or acquire that holds KEY (RLOCK_HELD, confirmed with Redis),\n"
+      "acquire takes nothing and prints the token that holds it.");
 
   s.extend = add_key(app.add_subcommand("extend", "renew a lease that --token still holds"), v);
   add_token(s.extend, v);
@@ -515,6 +535,8 @@ void finish(Values& v) {
   if (v.wait) o.wait = parse_duration(*v.wait, "--wait");
   if (v.min_hold) o.min_hold = parse_duration(*v.min_hold, "--min-hold");
   if (v.kill_after) o.kill_after = parse_duration(*v.kill_after, "--kill-after");
+  if (v.while_pid)
+    o.while_pid = whole_number(*v.while_pid, 1, 2147483647, "--while-pid", "a process id");
   std::string on_lost = v.on_lost.value_or("term");
   if (on_lost == "term")
     o.on_lost = OnLost::Term;
@@ -560,7 +582,12 @@ int dispatch(Values& v, const Subcommands& s, CLI::App& app, const Words& w) {
   if (w.split || !app.remaining().empty())
     throw_usage(fmt::format("unexpected argument '{}'",
                             w.split ? "--" : escape_text(app.remaining().front())));
-  if (s.acquire->parsed()) return cmd_acquire(g, v.o);
+  if (s.acquire->parsed()) {
+    if (v.on_lost && !v.while_pid)
+      throw_usage("--on-lost applies to run, and to acquire with --while-pid");
+    if (v.o.export_env && g.json) throw_usage("give either --export or --json, not both");
+    return cmd_acquire(g, v.o);
+  }
   if (s.extend->parsed()) {
     std::optional<Millis> ttl;
     if (v.ttl) ttl = v.o.ttl;

@@ -6,8 +6,6 @@
 
 namespace rlock {
 
-namespace {
-
 // Returns false on malformed UTF-8 (overlongs and surrogates included).
 bool valid_utf8_no_controls(std::string_view s) {
   size_t i = 0;
@@ -33,8 +31,6 @@ bool valid_utf8_no_controls(std::string_view s) {
   }
   return true;
 }
-
-}  // namespace
 
 void validate_key(std::string_view key) {
   if (key.empty()) throw_usage("invalid key: it is empty");

@@ -17,6 +17,9 @@ void validate_prefix(std::string_view prefix);
 /// (1–128 bytes of UTF-8 without control characters or spaces).
 void validate_token(std::string_view token);
 
+/// True for well-formed UTF-8 without control characters (C0, DEL, C1).
+bool valid_utf8_no_controls(std::string_view s);
+
 /// All Redis names of one lock. Every key shares the hash tag {KEY}, so a
 /// lock lives in one Cluster slot; see docs/PROTOCOL.md.
 struct LockNames {

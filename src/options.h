@@ -41,6 +41,8 @@ struct LockOptions {
   Millis kill_after{10000};
   bool kill_leftovers = false;  // run: end what the command left in its group
   int sync_replicas = 0;        // --sync-replicas: WAIT for this many after each write
+  long while_pid = 0;           // acquire --while-pid: hold while this process lives
+  bool export_env = false;      // acquire --export: print shell assignments
 };
 
 /// At most this many bytes of a --password-file's first line.

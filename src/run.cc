@@ -14,6 +14,7 @@
 #include "child.h"
 #include "duration.h"
 #include "guard.h"
+#include "held.h"
 #include "output.h"
 #include "progress.h"
 #include "session.h"
@@ -37,11 +38,10 @@ std::string join_command(const RunCommand& c) {
   return out;
 }
 
-// Time kept between "the lease might run out" and "it does": the renewal
-// deadline is expiry minus this, so the child hears about a lost lease before
-// anyone else can take the lock (covers clock drift and the signal's delivery).
-Millis safety_margin(Millis ttl) {
-  return std::clamp(ttl / 5, Millis(50), Millis(2000));
+SpawnSpec command_spec(const RunCommand& c) {
+  SpawnSpec spec;
+  spec.argv = c.shell.empty() ? c.argv : std::vector<std::string>{"/bin/sh", "-c", c.shell};
+  return spec;
 }
 
 // How often the command's process group is looked at after the command has
@@ -65,12 +65,15 @@ constexpr Millis kListenAfter{200};
 
 class Runner {
  public:
-  Runner(const GlobalOptions& g, const LockOptions& o, const RunCommand& c)
+  Runner(const GlobalOptions& g, const LockOptions& o, const RunCommand& c,
+         std::vector<HeldEntry> held)
       : opts_(o),
         cmd_(c),
         session_(g),
         lock_(session_.lock(o.key, g.prefix, o.limit)),
-        token_(new_token()) {}
+        token_(new_token()),
+        held_(std::move(held)),
+        where_(lock_location(g)) {}
 
   int run() {
     install_signals();
@@ -177,11 +180,11 @@ class Runner {
     deadline_ = later(acquired_.sent, acquired_.ttl);
     log_verbose(fmt::format("acquired '{}' (fence {}, ttl {})", lock_->names().key, acquired_.fence,
                             format_duration(acquired_.ttl)));
-    SpawnSpec spec;
-    spec.argv =
-        cmd_.shell.empty() ? cmd_.argv : std::vector<std::string>{"/bin/sh", "-c", cmd_.shell};
+    SpawnSpec spec = command_spec(cmd_);
     spec.env = {"RLOCK_KEY=" + lock_->names().key, "RLOCK_TOKEN=" + token_,
-                fmt::format("RLOCK_FENCE={}", acquired_.fence)};
+                fmt::format("RLOCK_FENCE={}", acquired_.fence),
+                "RLOCK_HELD=" + held_with(held_, {token_, lock_->names().key,
+                                                  lock_->names().prefix, where_, 0})};
     // What the command leaves behind is reparented to rlock, which reaps it.
     become_subreaper();
     try {
@@ -542,6 +545,8 @@ class Runner {
   Session session_;
   std::unique_ptr<Lock> lock_;
   std::string token_;
+  std::vector<HeldEntry> held_;  // RLOCK_HELD as inherited
+  std::string where_;
   WaitReporter reporter_{session_.loop, opts_.key, opts_.limit};
   std::unique_ptr<Acquirer> acquirer_;
   std::optional<Child> child_;
@@ -562,9 +567,43 @@ class Runner {
 
 }  // namespace
 
+namespace {
+
+// A nested run (SPEC "Reentrant by inheritance"): when the environment says
+// this process already holds the lock and Redis confirms it, the command runs
+// at once in this process's place (exec: it renews and releases nothing, and
+// its exit status is the run's). Returns when the lock must be taken as usual.
+void run_nested_if_held(const GlobalOptions& g, const LockOptions& o, const RunCommand& c,
+                        const std::vector<HeldEntry>& held) {
+  const HeldEntry* e = find_held(held, o.key, g.prefix, lock_location(g));
+  if (!e) return;
+  std::optional<Holder> holder;
+  {
+    Session s(g);
+    auto lock = s.lock(o.key, g.prefix, o.limit);
+    std::string why;
+    holder = verify_held(s.loop, *lock, *e, why);
+    if (!holder) {
+      log_verbose(fmt::format("RLOCK_HELD lists '{}', but {}: taking it as usual", o.key, why));
+      return;
+    }
+  }  // the connections are closed before the command replaces this process
+  log_verbose(fmt::format("'{}' is held by an enclosing holder (pid {}): running the command "
+                          "inside it (nested: nothing is renewed or released here)",
+                          o.key, holder->info.pid));
+  SpawnSpec spec = command_spec(c);
+  spec.env = {"RLOCK_KEY=" + o.key, "RLOCK_TOKEN=" + e->token,
+              fmt::format("RLOCK_FENCE={}", holder->fence)};
+  exec_in_place(spec);
+}
+
+}  // namespace
+
 int cmd_run(const GlobalOptions& g, const LockOptions& o, const RunCommand& cmd) {
   validate(o);
-  Runner r(g, o, cmd);
+  std::vector<HeldEntry> held = held_from_env();
+  run_nested_if_held(g, o, cmd, held);
+  Runner r(g, o, cmd, std::move(held));
   return r.run();
 }
 

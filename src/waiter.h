@@ -5,6 +5,7 @@
 // place's lease (which the same call renews). Used by `run` and `acquire`.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -46,6 +47,13 @@ struct WaitProgress {
   Clock::time_point started, replied;
   int64_t fence = 0;
 };
+
+// Time kept between "the lease might run out" and "it does": the renewal
+// deadline is expiry minus this, so the child hears about a lost lease before
+// anyone else can take the lock (covers clock drift and the signal's delivery).
+inline Millis safety_margin(Millis ttl) {
+  return std::clamp(ttl / 5, Millis(50), Millis(2000));
+}
 
 struct Acquired {
   int64_t fence = 0;

@@ -1,21 +1,155 @@
-// `rlock acquire KEY`: take a lease for --ttl and print its token.
+// `rlock acquire KEY`: take a lease for --ttl and print its token. With
+// --while-pid, a detached keeper holds it for as long as that process lives.
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include "commands/commands.h"
+#include "held.h"
+#include "keeper.h"
 #include "output.h"
+#include "procinfo.h"
 #include "progress.h"
 #include "signals.h"
+#include "stderr_writer.h"
 #include "waiter.h"
 
 namespace rlock {
 
+namespace {
+
+std::string shell_quote(std::string_view s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// What acquire prints: the token; with --json an object; with --export the
+// assignments a script evals to have what a run's command would have.
+std::string output_of(const GlobalOptions& g, const LockOptions& o, const std::string& token,
+                      int64_t fence, Millis ttl, const std::string& held) {
+  if (g.json)
+    return fmt::format("{{\"key\":{},\"token\":{},\"fence\":{},\"ttl_ms\":{}}}\n",
+                       json_string(o.key), json_string(token), fence, ttl.count());
+  if (o.export_env)
+    return fmt::format(
+        "RLOCK_KEY={}; RLOCK_TOKEN={}; RLOCK_FENCE={}; RLOCK_HELD={}; "
+        "export RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE RLOCK_HELD\n",
+        shell_quote(o.key), shell_quote(token), fence, shell_quote(held));
+  return token + "\n";
+}
+
+void check_watched(const LockOptions& o, uint64_t& start) {
+  if (!o.while_pid) return;
+  auto info = proc_info(static_cast<pid_t>(o.while_pid));
+  bool exists = kill(static_cast<pid_t>(o.while_pid), 0) == 0 || errno == EPERM;
+  if (!exists || (!info && kProcInfoKnown))
+    throw_usage(fmt::format("--while-pid {}: there is no such process", o.while_pid));
+  start = info ? info->start : 0;
+}
+
+// The keeper: forked once the lease is granted. The parent prints what the
+// caller wants and leaves at once by _exit (its connections are the
+// keeper's now: no destructor may close or shut them down); the keeper
+// waits for the parent's word that the output was written, then detaches.
+int fork_keeper(Lock& lock, const std::string& token, const Acquired& a, const LockOptions& o,
+                uint64_t start, const std::function<std::string(long keeper)>& text) {
+  int go[2];
+  if (pipe(go) != 0) throw Error(ErrorKind::Exec, fmt::format("pipe: {}", strerror(errno)), 71);
+  fcntl(go[0], F_SETFD, FD_CLOEXEC);
+  fcntl(go[1], F_SETFD, FD_CLOEXEC);
+  // Blocked across the fork and, in the parent, until its _exit: a signal
+  // handler of the parent would write to the self-pipe the keeper shares.
+  sigset_t all, old;
+  sigfillset(&all);
+  sigprocmask(SIG_SETMASK, &all, &old);
+  pid_t pid = fork();
+  if (pid < 0) {
+    int err = errno;
+    sigprocmask(SIG_SETMASK, &old, nullptr);
+    close(go[0]);
+    close(go[1]);
+    wait_for<ReleaseReply>(lock.loop(),
+                           [&](Done<ReleaseReply> d) { lock.release(token, Millis(0), std::move(d)); });
+    throw Error(ErrorKind::Exec, fmt::format("cannot start the keeper: fork: {}", strerror(err)), 71);
+  }
+  if (pid > 0) {
+    close(go[0]);
+    bool printed = true;
+    try {
+      print_out(text(pid));
+    } catch (const Error& e) {
+      printed = false;
+      log_error(e.what());
+    }
+    if (printed) {
+      char c = 'g';
+      while (write(go[1], &c, 1) < 0 && errno == EINTR) {
+      }
+    }
+    close(go[1]);
+    stderr_drain(Millis(500));
+    // Not printed: the keeper releases (nobody could release a lease whose
+    // token was not printed) and the caller hears the failure.
+    _exit(printed ? exitcode::kOk : exitcode::kProtocol);
+  }
+  close(go[1]);
+  char c = 0;
+  ssize_t n;
+  do {
+    n = read(go[0], &c, 1);
+  } while (n < 0 && errno == EINTR);
+  close(go[0]);
+  setsid();
+  int null = open("/dev/null", O_RDWR);
+  if (null >= 0) {
+    dup2(null, STDIN_FILENO);
+    dup2(null, STDOUT_FILENO);
+    dup2(null, STDERR_FILENO);
+    if (null > 2) close(null);
+  }
+  close_inherited_descriptors();
+  (void)chdir("/");  // nor the caller's directory (an unmountable file system)
+  sigprocmask(SIG_SETMASK, &old, nullptr);
+  if (n != 1 || c != 'g') {
+    wait_for<ReleaseReply>(lock.loop(),
+                           [&](Done<ReleaseReply> d) { lock.release(token, Millis(0), std::move(d)); });
+    _exit(exitcode::kProtocol);
+  }
+  _exit(keep_while_pid(lock, token, a, o, start));
+}
+
+}  // namespace
+
 int cmd_acquire(const GlobalOptions& g, const LockOptions& o) {
   validate(o);
+  uint64_t start = 0;
+  check_watched(o, start);
   Session s(g);
   auto lock = s.lock(o.key, g.prefix, o.limit);
-  WaitSpec spec{o.ttl, o.wait, o.no_wait, local_holder_info("rlock acquire", getppid()),
-                o.sync_replicas};
+  std::vector<HeldEntry> held = held_from_env();
+  const std::string where = lock_location(g);
+  // Nested in a holder of KEY (RLOCK_HELD, confirmed with Redis): nothing is
+  // taken, and the token that holds it is printed (a release of it from
+  // inside is a no-op, cmd_release).
+  if (const HeldEntry* e = find_held(held, o.key, g.prefix, where)) {
+    std::string why;
+    if (auto h = verify_held(s.loop, *lock, *e, why)) {
+      log_verbose(fmt::format("'{}' is already held by an enclosing holder (pid {}): taking "
+                              "nothing",
+                              o.key, h->info.pid));
+      print_out(output_of(g, o, e->token, h->fence, h->ttl_left, format_held(held)));
+      return exitcode::kOk;
+    }
+    log_verbose(fmt::format("RLOCK_HELD lists '{}', but {}: taking it as usual", o.key, why));
+  }
+  HolderInfo info =
+      o.while_pid
+          ? local_holder_info(proc_command_line(static_cast<pid_t>(o.while_pid), kMaxHolderField),
+                              o.while_pid)
+          : local_holder_info("rlock acquire", getppid());
+  WaitSpec spec{o.ttl, o.wait, o.no_wait, info, o.sync_replicas};
   std::string token = new_token();
   Acquirer acquirer(*lock, token, spec);
   WaitReporter reporter(s.loop, o.key, o.limit);
@@ -36,12 +170,21 @@ int cmd_acquire(const GlobalOptions& g, const LockOptions& o) {
     throw *out->error;
   }
   const Acquired& a = out->value;
+  HeldEntry mine{token, o.key, g.prefix, where, 0};
+  auto text = [&](long keeper) {
+    mine.keeper = keeper;
+    return output_of(g, o, token, a.fence, a.ttl, held_with(held, mine));
+  };
+  if (o.while_pid) {
+    if (!watched_alive(o.while_pid, start)) {
+      wait_for<ReleaseReply>(
+          s.loop, [&](Done<ReleaseReply> d) { lock->release(token, Millis(0), std::move(d)); });
+      throw_usage(fmt::format("--while-pid {}: the process ended", o.while_pid));
+    }
+    return fork_keeper(*lock, token, a, o, start, text);
+  }
   try {
-    if (g.json)
-      print_out(fmt::format("{{\"key\":{},\"token\":{},\"fence\":{},\"ttl_ms\":{}}}\n",
-                            json_string(o.key), json_string(token), a.fence, a.ttl.count()));
-    else
-      print_out(token + "\n");
+    print_out(text(0));
   } catch (const Error&) {
     // Nobody could ever release a lease whose token was not printed.
     wait_for<ReleaseReply>(

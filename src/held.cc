@@ -1,0 +1,124 @@
+#include "held.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+
+#include "procinfo.h"
+#include "text.h"
+#include "url.h"
+
+namespace rlock {
+
+namespace {
+
+std::vector<std::string_view> split(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  for (;;) {
+    size_t at = s.find(sep);
+    out.push_back(s.substr(0, at));
+    if (at == std::string_view::npos) return out;
+    s.remove_prefix(at + 1);
+  }
+}
+
+bool plain_field(std::string_view f) { return valid_utf8_no_controls(f); }
+
+}  // namespace
+
+std::vector<HeldEntry> parse_held(const char* text) {
+  std::vector<HeldEntry> out;
+  if (!text) return out;
+  std::string_view all(text, strnlen(text, kMaxHeldBytes + 1));
+  if (all.size() > kMaxHeldBytes) return out;  // not ours: nothing is trusted
+  for (std::string_view line : split(all, '\n')) {
+    if (out.size() >= kMaxHeldEntries) break;
+    auto f = split(line, '\t');
+    if (f.size() != 4 && f.size() != 5) continue;
+    bool ok = !f[0].empty() && f[0].size() <= 128 && !f[1].empty() && f[1].size() <= 512;
+    for (auto field : f) ok = ok && plain_field(field);
+    if (!ok) continue;
+    HeldEntry e{std::string(f[0]), std::string(f[1]), std::string(f[2]), std::string(f[3]), 0};
+    if (f.size() == 5) {
+      std::string_view k = f[4];
+      if (k.substr(0, 7) != "keeper=") continue;
+      std::string digits(k.substr(7));
+      if (digits.empty() || digits.size() > 9 ||
+          digits.find_first_not_of("0123456789") != std::string::npos)
+        continue;
+      e.keeper = std::atol(digits.c_str());
+      if (e.keeper <= 1) continue;
+    }
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+std::vector<HeldEntry> held_from_env() { return parse_held(getenv("RLOCK_HELD")); }
+
+std::string format_held(const std::vector<HeldEntry>& entries) {
+  std::string out;
+  for (const auto& e : entries) {
+    if (!out.empty()) out += '\n';
+    out += fmt::format("{}\t{}\t{}\t{}", e.token, e.key, e.prefix, e.where);
+    if (e.keeper > 0) out += fmt::format("\tkeeper={}", e.keeper);
+  }
+  return out;
+}
+
+std::string lock_location(const GlobalOptions& g) {
+  std::string out;
+  for (const auto& url : effective_urls(g)) {
+    if (!out.empty()) out += ' ';
+    // Shown in the environment of every command: never a password, never a
+    // control character (a tab or newline would break the line format).
+    std::string shown = redact_url(url);
+    for (char& c : shown)
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+    out += shown;
+  }
+  return out;
+}
+
+const HeldEntry* find_held(const std::vector<HeldEntry>& entries, const std::string& key,
+                           const std::string& prefix, const std::string& where) {
+  for (const auto& e : entries)
+    if (e.key == key && e.prefix == prefix && e.where == where) return &e;
+  return nullptr;
+}
+
+std::string held_with(std::vector<HeldEntry> entries, const HeldEntry& add) {
+  std::erase_if(entries, [&](const HeldEntry& e) {
+    return e.key == add.key && e.prefix == add.prefix && e.where == add.where;
+  });
+  entries.push_back(add);
+  while (entries.size() > kMaxHeldEntries) entries.erase(entries.begin());
+  return format_held(entries);
+}
+
+std::optional<Holder> verify_held(Loop& loop, Lock& lock, const HeldEntry& entry,
+                                  std::string& why) {
+  LockStatus st = wait_for<LockStatus>(loop, [&](Done<LockStatus> d) { lock.status(std::move(d)); });
+  const Holder* h = nullptr;
+  for (const auto& x : st.holders)
+    if (x.token == entry.token) h = &x;
+  if (!h) {
+    why = "its token no longer holds the lock (the run that took it has ended?)";
+    return std::nullopt;
+  }
+  if (h->info.host != local_holder_info("", 0).host) {
+    why = fmt::format("its holder is on another host ({})", escape_text(h->info.host));
+    return std::nullopt;
+  }
+  if (h->info.pid <= 1 || h->info.pid > 0x7fffffff ||
+      !is_ancestor(static_cast<pid_t>(h->info.pid), getpid())) {
+    why = fmt::format("its holder (pid {}) is not an ancestor of this process", h->info.pid);
+    return std::nullopt;
+  }
+  return *h;
+}
+
+}  // namespace rlock

@@ -1,0 +1,54 @@
+// Reentrancy by inheritance (SPEC "Shell scripts"): the locks a process holds
+// travel to everything it runs in RLOCK_HELD, one line per lock:
+//
+//   TOKEN <tab> KEY <tab> PREFIX <tab> WHERE [<tab> keeper=PID]
+//
+// WHERE names the deployment (its URLs as people see them, no password, joined
+// by spaces); keeper= marks a lock kept by `acquire --while-pid`. A nested
+// `run` of a lock listed there runs its command at once, but only once Redis
+// confirms it: the token holds the lock, and its holder is on this host and is
+// an ancestor of this process (a running `run`, or the process a keeper
+// watches). An environment copied from a finished run, or a lease that
+// --min-hold keeps after its run ended, is never trusted.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lock.h"
+#include "options.h"
+
+namespace rlock {
+
+struct HeldEntry {
+  std::string token, key, prefix, where;
+  long keeper = 0;  // the pid of the --while-pid keeper, 0 for a `run`
+};
+
+/// At most this many bytes of RLOCK_HELD are read, and this many entries kept.
+inline constexpr size_t kMaxHeldBytes = 65536;
+inline constexpr size_t kMaxHeldEntries = 256;
+
+/// The entries of RLOCK_HELD; malformed lines are skipped.
+std::vector<HeldEntry> parse_held(const char* text);
+std::vector<HeldEntry> held_from_env();
+std::string format_held(const std::vector<HeldEntry>& entries);
+
+/// WHERE for the deployment `g` names.
+std::string lock_location(const GlobalOptions& g);
+
+/// The entry for `key` taken with `prefix` on `where`, if any.
+const HeldEntry* find_held(const std::vector<HeldEntry>& entries, const std::string& key,
+                           const std::string& prefix, const std::string& where);
+
+/// `entries` without any for the same lock as `add`, then `add`: what a
+/// holder passes to its command.
+std::string held_with(std::vector<HeldEntry> entries, const HeldEntry& add);
+
+/// Asks Redis whether `entry` holds `lock` for an ancestor of this process
+/// (see the file comment). The holder's record when it does; nullopt, with
+/// the reason in `why`, when it does not. Errors (the server) propagate.
+std::optional<Holder> verify_held(Loop& loop, Lock& lock, const HeldEntry& entry, std::string& why);
+
+}  // namespace rlock

@@ -1,0 +1,42 @@
+// What rlock needs to know of other processes on this host: a process's parent
+// and start time (so that a reused PID is told from the process it replaced),
+// whether one process is an ancestor of another, and a command line for people.
+// Linux reads /proc; macOS asks sysctl(KERN_PROC); elsewhere nothing is known
+// (every answer is "unknown", and callers take the safe side).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace rlock {
+
+/// Whether proc_info() can answer on this system.
+#if defined(__linux__) || defined(__APPLE__)
+inline constexpr bool kProcInfoKnown = true;
+#else
+inline constexpr bool kProcInfoKnown = false;
+#endif
+
+struct ProcInfo {
+  pid_t ppid = 0;
+  /// When the process started, in a unit of the system's choosing: equal for
+  /// one process, different (almost surely) for a process that reused its PID.
+  uint64_t start = 0;
+};
+
+/// The parent and start time of `pid`; nullopt when there is no such process,
+/// it is a zombie, or this system cannot tell.
+std::optional<ProcInfo> proc_info(pid_t pid);
+
+/// True when `ancestor` is `pid` itself or one of its ancestors (at most 256
+/// generations are walked). False when unknown.
+bool is_ancestor(pid_t ancestor, pid_t pid);
+
+/// The command line of `pid` for people (arguments joined by spaces, at most
+/// `limit` bytes); empty when unknown.
+std::string proc_command_line(pid_t pid, size_t limit);
+
+}  // namespace rlock

@@ -1,0 +1,266 @@
+#!/usr/bin/env bats
+# A lock for a script's whole life, and nesting that never waits on itself (SPEC "Shell
+# scripts"):
+# - a nested `run` of a key the environment (RLOCK_HELD) says is held runs at once,
+#   renews and releases nothing and passes the exit status; across keys (a, b, a) too;
+# - RLOCK_HELD is checked against Redis: a forged one, one copied from a finished run, or
+#   one whose lease --min-hold keeps after its run ended never skips the lock;
+# - a nested release never frees the outer lock; a nested acquire prints the held token;
+# - `acquire --while-pid PID`: a detached keeper renews while PID lives and releases soon
+#   after it ends (also after kill -9); `$(…)` returns at once; the keeper keeps no
+#   descriptor of the caller's; a lost lease signals PID alone; the keeper killed with -9
+#   leaves the lease to expire; the owner's own release stops the keeper.
+# shellcheck disable=SC2016 # single-quoted scripts are expanded by the child's shell
+
+bats_require_minimum_version 1.5.0
+
+load helpers/redis
+
+setup_file() {
+  export BATS_NO_PARALLELIZE_WITHIN_FILE=true
+  redis_start
+}
+
+setup() {
+  export T=$BATS_TEST_TMPDIR
+  rcli flushall >/dev/null
+  # rlock on PATH, as scripts call it
+  mkdir -p "$T/bin"
+  ln -sf "$(realpath "$RLOCK")" "$T/bin/rlock"
+  export PATH="$T/bin:$PATH"
+}
+
+suite_teardown() {
+  # keepers left by a failed test: their PID (a sleep of the test's) is killed by bats
+  if [[ -f $T/sleeper ]]; then kill -KILL "$(cat "$T/sleeper")" 2>/dev/null || true; fi
+  if [[ -f $T/keeper ]]; then kill -KILL "$(cat "$T/keeper")" 2>/dev/null || true; fi
+}
+
+is_free() { ! "$RLOCK" status "$1" >/dev/null 2>&1; }
+is_held() { "$RLOCK" status "$1" >/dev/null 2>&1; }
+
+# sleeper: a process to watch, in the background; sets SPID.
+sleeper() {
+  sleep 1000 &
+  SPID=$!
+  echo "$SPID" >"$T/sleeper"
+}
+
+# keeper_of TEXT: the keeper pid in an --export output.
+keeper_of() { sed -n 's/.*keeper=\([0-9]*\).*/\1/p' <<<"$1" | head -1; }
+
+# --- nesting ----------------------------------------------------------------------------------
+
+@test "a nested run of the same key runs at once, inside the lock, and passes the exit status" {
+  run timeout 20 rlock run --wait 3s nest -- rlock run --wait 3s nest -- \
+    sh -c 'echo "inner $RLOCK_KEY $RLOCK_FENCE"; exit 7'
+  [ "$status" -eq 7 ]
+  [[ $output == *"inner nest 1"* ]]
+  is_free nest
+}
+
+@test "the nested command sees the outer token and fence, and RLOCK_HELD names every held key" {
+  run timeout 20 rlock run a -- sh -c 'echo "outer $RLOCK_TOKEN $RLOCK_FENCE"
+    rlock run --wait 3s b -- rlock run --wait 3s a -- \
+      sh -c "echo \"inner \$RLOCK_KEY \$RLOCK_TOKEN \$RLOCK_FENCE\"; printf \"%s\n\" \"\$RLOCK_HELD\" >\"$T/held\""'
+  [ "$status" -eq 0 ]
+  outer=$(sed -n 's/^outer //p' <<<"$output")
+  inner=$(sed -n 's/^inner a //p' <<<"$output")
+  [ -n "$outer" ]
+  [ "$outer" = "$inner" ]
+  [ "$(wc -l <"$T/held")" -eq 2 ]
+  grep -q "	a	lock:	" "$T/held"
+  grep -q "	b	lock:	" "$T/held"
+  is_free a
+  is_free b
+}
+
+@test "a nested run releases and renews nothing: the outer run still holds afterwards" {
+  run timeout 20 rlock run k -- sh -c 'rlock run k -- true; rlock status k >/dev/null && echo still-held'
+  [ "$status" -eq 0 ]
+  [[ $output == *still-held* ]]
+  is_free k
+}
+
+@test "a forged RLOCK_HELD never skips the lock: a holder elsewhere keeps it" {
+  rlock_bg holder run k -- sleep 30
+  wait_until 'is_held k'
+  forged=$(printf 'forged-token\tk\tlock:\t%s' "$RLOCK_URL")
+  RLOCK_HELD=$forged run rlock run --no-wait k -- echo ran
+  [ "$status" -eq 75 ]
+  [[ $output != *ran* ]]
+}
+
+@test "an RLOCK_HELD copied from a finished run is not trusted: the lock is taken as usual" {
+  rlock run k -- sh -c 'printf "%s" "$RLOCK_HELD" >"$T/held"'
+  rlock_bg holder run k -- sleep 30
+  wait_until 'is_held k'
+  RLOCK_HELD=$(cat "$T/held") run rlock run --no-wait k -- echo ran
+  [ "$status" -eq 75 ]
+  bg_cleanup
+  wait_until 'is_free k'
+  # free: taken and released as usual
+  RLOCK_HELD=$(cat "$T/held") run rlock run --no-wait k -- echo ran
+  [ "$status" -eq 0 ]
+  [[ $output == *ran* ]]
+  is_free k
+}
+
+@test "a lease kept by --min-hold after its run ended does not let a copied RLOCK_HELD in" {
+  rlock run --min-hold 60s k -- sh -c 'printf "%s" "$RLOCK_HELD" >"$T/held"'
+  is_held k
+  RLOCK_HELD=$(cat "$T/held") run rlock run --no-wait k -- echo ran
+  [ "$status" -eq 75 ]
+  [[ $output != *ran* ]]
+}
+
+@test "a nested release does nothing; a nested acquire prints the token that holds" {
+  run timeout 20 rlock run k -- sh -c '
+    [ "$(rlock acquire k)" = "$RLOCK_TOKEN" ] && echo same-token
+    rlock release k && echo released-ok
+    rlock status k >/dev/null && echo still-held'
+  [ "$status" -eq 0 ]
+  [[ $output == *same-token* ]]
+  [[ $output == *released-ok* ]]
+  [[ $output == *still-held* ]]
+  is_free k
+}
+
+# --- acquire --while-pid ----------------------------------------------------------------------
+
+@test "acquire --while-pid returns at once under \$(...) and the lock is freed soon after PID ends" {
+  sleeper
+  run timeout 10 sh -c "rlock acquire --while-pid $SPID k"
+  [ "$status" -eq 0 ]
+  [ -n "$output" ]
+  is_held k
+  run "$RLOCK" status --json k
+  [[ $output == *"\"pid\":$SPID"* ]]
+  [[ $output == *"sleep 1000"* ]]
+  # renewed past its TTL while PID lives
+  kill -KILL "$SPID"
+  start=$(now_ms)
+  _rlock_poll "k to be free" 10 is_free k
+  [ $(($(now_ms) - start)) -lt "$(slack 3000)" ]
+}
+
+@test "the keeper renews the lease while PID lives, past several TTLs" {
+  sleeper
+  tok=$(rlock acquire --ttl 1s --while-pid "$SPID" k)
+  sleep 3.5 # more than three TTLs: only renewals keep it
+  run "$RLOCK" status --json k
+  [[ $output == *"$tok"* ]] || [[ $output == *'"held":true'* ]]
+  is_held k
+  kill "$SPID"
+  _rlock_poll "k to be free" 10 is_free k
+}
+
+@test "eval of --export gives the script RLOCK_TOKEN, RLOCK_FENCE and RLOCK_HELD; nested run inside it runs at once" {
+  cat >"$T/script.sh" <<'EOF2'
+eval "$(rlock acquire --while-pid $$ --export k)" || exit 9
+echo "token=$RLOCK_TOKEN fence=$RLOCK_FENCE"
+rlock run --wait 2s k -- sh -c 'echo "inner $RLOCK_TOKEN"'
+rlock status k >/dev/null && echo held-in-script
+EOF2
+  run timeout 20 sh "$T/script.sh"
+  [ "$status" -eq 0 ]
+  tok=$(sed -n 's/^token=\([^ ]*\) .*/\1/p' <<<"$output")
+  [ -n "$tok" ]
+  [[ $output == *"inner $tok"* ]]
+  [[ $output == *held-in-script* ]]
+  _rlock_poll "k to be free" 10 is_free k
+}
+
+@test "the script's own release stops its keeper, which does not signal the script" {
+  cat >"$T/script.sh" <<'EOF2'
+trap 'echo got-term; exit 143' TERM
+eval "$(rlock acquire --ttl 1s --while-pid $$ --export k)" || exit 9
+rlock release k || exit 8
+rlock status k >/dev/null || echo freed
+sleep 2 # past the next renewals: a keeper that took it for lost would SIGTERM us
+echo done
+EOF2
+  run timeout 20 sh "$T/script.sh"
+  [ "$status" -eq 0 ]
+  [[ $output == *freed* ]]
+  [[ $output == *done* ]]
+  [[ $output != *got-term* ]]
+}
+
+@test "the keeper holds no descriptor of the caller and no terminal" {
+  sleeper
+  out=$(rlock acquire --while-pid "$SPID" --export k 9>"$T/nine")
+  keeper=$(keeper_of "$out")
+  [ -n "$keeper" ]
+  echo "$keeper" >"$T/keeper"
+  [ -d "/proc/$keeper" ] || skip "no /proc"
+  ! ls -l "/proc/$keeper/fd" | grep -q "$T/nine"
+  for fd in 0 1 2; do [ "$(readlink "/proc/$keeper/fd/$fd")" = /dev/null ]; done
+  [ "$(ps -o tty= -p "$keeper" | tr -d ' ')" = "?" ]
+  kill "$SPID"
+  _rlock_poll "keeper to exit" 10 _rlock_dead "$keeper"
+  is_free k
+}
+
+@test "a lock deleted behind the keeper's back: PID alone gets SIGTERM" {
+  sh -c 'trap "touch \"$T/term\"; exit 0" TERM; while :; do sleep 0.05; done' &
+  spid=$!
+  echo "$spid" >"$T/sleeper"
+  rlock acquire --ttl 1s --while-pid "$spid" k >/dev/null
+  rcli del 'lock:{k}' >/dev/null
+  _rlock_poll "SIGTERM to PID" 10 test -e "$T/term"
+  _rlock_poll "PID to exit" 10 _rlock_dead "$spid"
+}
+
+@test "--on-lost warn: a lost lease signals nothing" {
+  sh -c 'trap "touch \"$T/term\"; exit 0" TERM; while :; do sleep 0.05; done' &
+  spid=$!
+  echo "$spid" >"$T/sleeper"
+  out=$(rlock acquire --ttl 1s --on-lost warn --while-pid "$spid" --export k)
+  keeper=$(keeper_of "$out")
+  rcli del 'lock:{k}' >/dev/null
+  _rlock_poll "keeper to exit" 10 _rlock_dead "$keeper"
+  [ ! -e "$T/term" ]
+  kill "$spid"
+}
+
+@test "the keeper killed with -9: the lease expires by itself after its TTL" {
+  sleeper
+  out=$(rlock acquire --ttl 2s --while-pid "$SPID" --export k)
+  keeper=$(keeper_of "$out")
+  kill -KILL "$keeper"
+  is_held k
+  _rlock_poll "k to expire" 15 is_free k
+}
+
+@test "a server restart with its data: the keeper holds on" {
+  sleeper
+  rlock acquire --ttl 3s --while-pid "$SPID" k >/dev/null
+  rcli save >/dev/null
+  redis_restart
+  sleep 4 # past the TTL: only a renewal after the restart keeps it
+  is_held k
+  kill "$SPID"
+  _rlock_poll "k to be free" 10 is_free k
+}
+
+@test "a server restart without its data: the keeper finds the lease gone and PID gets SIGTERM" {
+  sh -c 'trap "touch \"$T/term\"; exit 0" TERM; while :; do sleep 0.05; done' &
+  spid=$!
+  echo "$spid" >"$T/sleeper"
+  rlock acquire --ttl 1s --while-pid "$spid" k >/dev/null
+  rm -f "$BATS_FILE_TMPDIR"/redis-*/dump.rdb
+  redis_restart
+  _rlock_poll "SIGTERM to PID" 15 test -e "$T/term"
+}
+
+@test "--while-pid of a process that does not exist is 64; --on-lost without it is 64" {
+  run rlock acquire --while-pid 999999999 k
+  [ "$status" -eq 64 ]
+  [[ $output == *"no such process"* ]]
+  run rlock acquire --on-lost kill k
+  [ "$status" -eq 64 ]
+  run rlock acquire --export --json k
+  [ "$status" -eq 64 ]
+  is_free k
+}
