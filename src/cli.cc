@@ -54,7 +54,7 @@ struct Values {
   std::optional<std::string> connect_timeout, timeout, ttl, wait, min_hold, kill_after, on_lost,
       limit, conflict_exit, sync_replicas;
   std::string key, token, pattern = "*";
-  bool yes = false;
+  bool yes = false, names = false;
   RunCommand rc;
 };
 
@@ -210,6 +210,9 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
                               "list held locks whose KEY matches PATTERN (a glob; default *), "
                               "one tab-separated line each: KEY HOLDER TTL_MS FENCE WAITERS CMD");
   s.list->add_option("pattern", v.pattern, "a glob over KEY (default *)");
+  s.list->add_flag("--names", v.names,
+                   "print only the names, one per line, at most 1000, with --timeout for the "
+                   "whole listing (for shell completion)");
 
   s.brk = add_key(
       app.add_subcommand("break", "delete a stuck lock and wake its waiters (asks first)"), v);
@@ -238,7 +241,7 @@ HelpLayout help_layout() {
   h.usage["extend"] = "rlock extend KEY [--token TOKEN] [OPTIONS]";
   h.usage["release"] = "rlock release KEY [--token TOKEN] [OPTIONS]";
   h.usage["status"] = "rlock status KEY [OPTIONS]";
-  h.usage["list"] = "rlock list [PATTERN] [OPTIONS]";
+  h.usage["list"] = "rlock list [PATTERN] [--names] [OPTIONS]";
   h.usage["break"] = "rlock break KEY [--yes] [OPTIONS]";
   h.usage["forget"] = "rlock forget KEY [--yes] [OPTIONS]";
   // --json only where there is something to print as JSON.
@@ -568,7 +571,10 @@ int dispatch(Values& v, const Subcommands& s, CLI::App& app, const Words& w) {
   }
   if (s.release->parsed()) return cmd_release(g, v.key, v.token);
   if (s.status->parsed()) return cmd_status(g, v.key);
-  if (s.list->parsed()) return cmd_list(g, v.pattern);
+  if (s.list->parsed()) {
+    if (v.names && g.json) throw_usage("--names and --json: give one of them");
+    return v.names ? cmd_list_names(g, v.pattern) : cmd_list(g, v.pattern);
+  }
   if (s.brk->parsed()) return cmd_break(g, v.key, v.yes);
   if (s.forget->parsed()) return cmd_forget(g, v.key, v.yes);
   return exitcode::kUsage;
