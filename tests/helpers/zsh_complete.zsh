@@ -29,7 +29,9 @@ compadd () {
 zstyle ':completion:*' list-prompt ''
 zstyle ':completion:*' select-prompt ''
 bindkey '^I' complete-word
-print -r ok > $tmp/ready
+# Ready once the line editor reads: typeahead sent before that may be flushed.
+__ready() { print -r ok > $tmp/ready }
+zle -N zle-line-init __ready
 RC
 zpty z "ZDOTDIR=$tmp zsh -i"
 for i in {1..200}; do
