@@ -514,13 +514,16 @@ assert_fits() {
   wait_for_file "$BATS_TEST_TMPDIR/ready" 10
   rlock_bg waiter run --wait 60s tty-long -- true "$long"
   wait_until 'has_waiter tty-long'
-  for cols in 80 60; do
-    tty_rlock "$cols" status tty-long
-    assert_success
-    assert_fits "$cols"
-    assert_line --index 2 --regexp "^  holder +$(id -un)@$(hostname):[0-9]+ .* [0-9]+s +[0-9]+ +sh -c .*…$"
-    assert_line --index 4 --regexp "^  waiter 1 +$(id -un)@$(hostname):[0-9]+ .*…$"
-  done
+  tty_rlock 80 status tty-long
+  assert_success
+  assert_fits 80
+  assert_line --index 2 --regexp "^  holder +$(id -un)@$(hostname):[0-9]+ .* [0-9]+s +[0-9]+ +sh -c .*…$"
+  assert_line --index 4 --regexp "^  waiter 1 +$(id -un)@$(hostname):[0-9]+ .*…$"
+  tty_rlock 60 status tty-long # narrower: SINCE gives way before the command does
+  assert_success
+  assert_fits 60
+  assert_line --index 1 --regexp '^  ROLE +WHO +AGE +LEFT +FENCE +COMMAND$'
+  assert_line --index 2 --regexp "^  holder +$(id -un)@$(hostname):[0-9]+ "
   rl status tty-long # piped: the whole command, as before
   assert_output --partial "$long"
 }
