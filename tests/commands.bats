@@ -487,9 +487,9 @@ tty_rlock() {
 # assert_fits COLS: no line of $output is wider than COLS characters.
 assert_fits() {
   local LC_ALL=C.UTF-8 l
-  for l in "${lines[@]}"; do
+  while IFS= read -r l; do
     ((${#l} <= $1)) || fail "wider than $1 columns (${#l}): $l"
-  done
+  done <<<"$output"
 }
 
 @test "status on a terminal: a header, whole seconds, user@host:pid, the token below; piped as before" {
