@@ -152,7 +152,8 @@ void add_run_options(CLI::App* run, Values& v) {
       ->type_name("STRING");
   add_lock_options(run, v, "lease length (default 30s), renewed every TTL/3 while CMD runs");
   duration(run, "--min-hold", v.min_hold,
-           "keep the lock at least this long after acquisition, even if CMD ends sooner");
+           "keep the lock at least this long after acquisition, even if CMD ends sooner "
+           "(status shows it as kept)");
   run->add_option("--on-lost", v.on_lost,
                   "when the lease is lost: term (SIGTERM, then SIGKILL after --kill-after; "
                   "the default), kill, or warn (let CMD finish)")
@@ -204,7 +205,13 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
 
   s.status = add_key(
       app.add_subcommand("status", "show holders and waiters; exit 0 when held, 1 when free"), v);
-  s.status->footer("Reads only: works for a read-only ACL user and on a replica.");
+  s.status->footer(
+      "On a terminal: a table under a header, durations like 29s, each line within\n"
+      "the terminal (the command is cut with '…'); piped: the same lines as always.\n"
+      "A lease that run --min-hold keeps after its command ended says so: \"kept by\n"
+      "--min-hold until 10:54:01Z; its command exited 0\" (--json: kept, kept_until,\n"
+      "exit_status).\n"
+      "Reads only: works for a read-only ACL user and on a replica.");
 
   s.list = app.add_subcommand("list",
                               "list held locks whose KEY matches PATTERN (a glob; default *), "
@@ -213,6 +220,10 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
   s.list->add_flag("--names", v.names,
                    "print only the names, one per line, at most 1000, with --timeout for the "
                    "whole listing (for shell completion)");
+  s.list->footer(
+      "On a terminal: a table under a header (KEY HOLDER LEFT FENCE WAITERS COMMAND),\n"
+      "durations like 29s, each line within the terminal; piped: the bare\n"
+      "tab-separated values above, for scripts.");
 
   s.brk = add_key(
       app.add_subcommand("break", "delete a stuck lock and wake its waiters (asks first)"), v);

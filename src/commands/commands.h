@@ -28,6 +28,9 @@ int cmd_forget(const GlobalOptions& g, const std::string& key, bool yes);
 
 /// Formats one lock's status for people (used by status and list).
 std::string status_text(const std::string& key, const LockStatus& s);
+/// status_text for a terminal `width` columns wide: a table of holders and
+/// waiters under a header row, whole seconds, every line within `width`.
+std::string status_table(const std::string& key, const LockStatus& s, size_t width);
 /// One JSON object for a lock's status (used by status --json and list --json).
 std::string status_json(const std::string& key, const LockStatus& s);
 

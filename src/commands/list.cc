@@ -7,8 +7,10 @@
 #include <set>
 
 #include "commands/commands.h"
+#include "duration.h"
 #include "output.h"
 #include "text.h"
+#include "table.h"
 
 namespace rlock {
 
@@ -95,6 +97,11 @@ int cmd_list(const GlobalOptions& g, const std::string& pattern) {
         fmt::format("cannot list: only {} of {} masters answered (a majority is {}); {}",
                     answered.size(), s.clients.size(), majority, failure->what()));
   }
+  // On a terminal: a table for people (a header, whole seconds, lines within
+  // its width); piped: bare tab-separated values, for scripts.
+  const bool table = !g.json && stdout_is_tty();
+  std::vector<std::vector<std::string>> rows{
+      {"KEY", "HOLDER", "LEFT", "FENCE", "WAITERS", "COMMAND"}};
   std::string out;
   for (auto& key : keys) {
     auto lock = s.found_lock(key, g.prefix, answered);
@@ -102,6 +109,18 @@ int cmd_list(const GlobalOptions& g, const std::string& pattern) {
     if (st.holders.empty()) continue;
     if (g.json) {
       out += (out.empty() ? "" : ",") + status_json(key, st);
+    } else if (table) {
+      const Holder& h = st.holders.front();
+      std::string who =
+          h.info.host.empty() ? "?" : fmt::format("{}:{}", escape_text(h.info.host), h.info.pid);
+      Millis left = h.ttl_left;
+      if (left >= Millis(1000)) left = std::chrono::ceil<std::chrono::seconds>(left);
+      // A lease kept by --min-hold runs no command any more.
+      std::string cmd = (h.kept_ms > 0 ? "(kept) " : "") + escape_text(h.info.cmd);
+      rows.push_back({escape_text(key),
+                      st.limit ? fmt::format("{}/{}", st.holder_count, st.limit) : who,
+                      format_duration(std::max(left, Millis(0))), std::to_string(h.fence),
+                      std::to_string(st.waiter_count), cmd});
     } else {
       // KEY HOLDER TTL_MS FENCE WAITERS CMD, bare values, tab-separated (cut -f):
       // every field is escaped, so none can hold a tab or newline.
@@ -113,6 +132,9 @@ int cmd_list(const GlobalOptions& g, const std::string& pattern) {
                          h.ttl_left.count(), h.fence, st.waiter_count, escape_text(h.info.cmd));
     }
   }
+  if (table && rows.size() > 1)
+    for (auto& line : layout_table(rows, stdout_columns(), 0, {{0, 32}, {1, 24}}).lines)
+      out += line + "\n";
   print_out(g.json ? "[" + out + "]\n" : out);
   return exitcode::kOk;
 }
