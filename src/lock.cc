@@ -195,10 +195,12 @@ HolderWords holder_words(const AcquireReply& a, int limit, Millis elapsed, size_
     return {fmt::format("held by {} of {} holders", a.holder_count, std::max(limit, 1)), ""};
   const Holder& h = a.holders.front();
   // Whole seconds (rounded up) once it is a second or more: a line redrawn
-  // every second ticks down by one.
+  // every second ticks down by one. A live holder renews its lease every
+  // third of its TTL, so the figure jumps back up: the words say it is not
+  // when the lock will be free (only when a holder that died lets it go).
   Millis left = std::max(Millis(0), h.ttl_left - elapsed);
   if (left >= Millis(1000)) left = std::chrono::ceil<std::chrono::seconds>(left);
-  std::string lease = fmt::format("holder's lease {} left", format_duration(left));
+  std::string lease = fmt::format("lease runs out in {} unless renewed", format_duration(left));
   // Holder details come from Redis: escaped before they reach a terminal.
   if (h.info.host.empty())
     return {fmt::format("held by a client that is not rlock (token {})",

@@ -218,16 +218,17 @@ class SingleLock : public Lock {
 };
 
 /// Who holds the lock, in words for people: "held by ci-4 pid 22836
-/// [./deploy.sh] since 10:02:11Z, holder's lease 29s left", "held by 3 of 3
-/// holders", "held by a client that is not rlock (token 6f71b6caebc5...),
-/// holder's lease 12s left". Text from Redis is escaped; the command is cut
-/// to `cmd_columns` (0: left out); `elapsed` (time since the reply) is taken
-/// off the lease.
+/// [./deploy.sh] since 10:02:11Z, lease runs out in 29s unless renewed", "held
+/// by 3 of 3 holders", "held by a client that is not rlock (token
+/// 6f71b6caebc5...), lease runs out in 12s unless renewed". Text from Redis is
+/// escaped; the command is cut to `cmd_columns` (0: left out); `elapsed`
+/// (time since the reply) is taken off the lease.
 std::string describe_holders(const AcquireReply& a, int limit, Millis elapsed = Millis(0),
                              size_t cmd_columns = 40);
 
 /// describe_holders in two parts: who ("held by …") and, for one holder, how
-/// long its lease has left ("holder's lease 29s left"; empty otherwise).
+/// long its lease has left ("lease runs out in 29s unless renewed"; empty
+/// otherwise).
 struct HolderWords {
   std::string who, lease;
 };

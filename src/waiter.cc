@@ -58,6 +58,7 @@ void Acquirer::start_waiting() {
   auto alive = alive_;
   Loop& loop = lock_.loop();
   if (spec_.wait) {
+    wait_deadline_ = later(Clock::now(), *spec_.wait);
     deadline_timer_ = loop.after(*spec_.wait, [this, alive] {
       if (!*alive || finished_) return;
       deadline_timer_ = 0;
@@ -90,7 +91,7 @@ void Acquirer::subscribe() {
   };
   ev.ready = [this, alive] {
     if (!*alive || finished_) return;
-    outage_since_.reset();
+    outage_over();
     attempt();  // nothing can have been missed before this
   };
   ev.failed = [this, alive](const Error& e) {
@@ -168,7 +169,7 @@ void Acquirer::on_reply(Outcome<AcquireReply> o) {
       return fail_with_cleanup(*o.error);
     return finish({o.error, {}});
   }
-  outage_since_.reset();
+  outage_over();
   const AcquireReply& a = o.value;
   if (a.state == AcquireReply::State::Acquired) {
     if (spec_.sync_replicas == 0) return granted(a);
@@ -241,6 +242,7 @@ bool Acquirer::ride_out(const Error& e, Loop::TimerId& timer, std::function<void
   outage_error_ = e;
   auto down = std::chrono::duration_cast<Millis>(now - *outage_since_);
   if (down >= kOutageBudget) return false;
+  if (!outage_told_ && down >= kOutageNotice) report_outage(e);
   Millis backoff = std::clamp(down / 4, Millis(250), Millis(2000));
   log_verbose(fmt::format("Redis unavailable while waiting ({}); retrying in {}", e.what(),
                           format_duration(backoff)));
@@ -301,6 +303,35 @@ void Acquirer::cancel(std::function<void()> done) {
 
 std::string Acquirer::holder_text(const AcquireReply& a) const {
   return describe_holders(a, lock_.limit());
+}
+
+void Acquirer::report_outage(const Error& e) {
+  outage_told_ = true;
+  if (!progress_) return;
+  WaitProgress p;
+  p.kind = WaitProgress::Kind::Outage;
+  p.note = e.what();
+  p.started = started_;
+  p.replied = Clock::now();
+  p.since = *outage_since_;
+  // ride_out gives up at its first failure past the budget; --wait may end it sooner.
+  p.until = later(p.since, kOutageBudget);
+  p.until_wait = wait_deadline_ && *wait_deadline_ <= p.until;
+  if (p.until_wait) p.until = *wait_deadline_;
+  progress_(p);
+}
+
+void Acquirer::outage_over() {
+  if (outage_told_ && outage_since_ && progress_) {
+    WaitProgress p;
+    p.kind = WaitProgress::Kind::Reconnected;
+    p.started = started_;
+    p.replied = Clock::now();
+    p.since = *outage_since_;
+    progress_(p);
+  }
+  outage_told_ = false;
+  outage_since_.reset();
 }
 
 void Acquirer::report(WaitProgress::Kind kind, const AcquireReply* a, int64_t fence) {

@@ -19,6 +19,10 @@ namespace rlock {
 /// before it gives up with 69. The first contact is never retried.
 inline constexpr Millis kOutageBudget{30000};
 
+/// An outage reported to the waiting person (WaitProgress::Outage) once it has
+/// lasted this long: a connection cut and at once restored is not one.
+inline constexpr Millis kOutageNotice{1000};
+
 /// The longest a waiter that gives up waits for its clean-up (release and
 /// leave) to be answered; the commands are sent either way (usually on the
 /// connection already open, where this is ample).
@@ -36,14 +40,18 @@ struct WaitSpec {
 /// What happens while an Acquirer waits, for whoever shows it (progress.h).
 struct WaitProgress {
   enum class Kind {
-    Waiting,   // a reply while waiting: `reply` is the line's state as of `replied`
-    Acquired,  // after waiting: `fence`
-    Stopped,   // no longer waiting (acquired, given up, failed)
-    Warning,   // waiting goes on, less well: `note` says why
+    Waiting,      // a reply while waiting: `reply` is the line's state as of `replied`
+    Acquired,     // after waiting: `fence`
+    Stopped,      // no longer waiting (acquired, given up, failed)
+    Warning,      // waiting goes on, less well: `note` says why
+    Outage,       // Redis unreachable since `since` (`note`: the last failure); retrying until
+                  // `until` at most, when --wait runs out if `until_wait`
+    Reconnected,  // the outage that began at `since` is over
   } kind = Kind::Waiting;
   const AcquireReply* reply = nullptr;
   std::string note;
-  Clock::time_point started, replied;
+  Clock::time_point started, replied, since, until;
+  bool until_wait = false;
   int64_t fence = 0;
 };
 
@@ -94,6 +102,10 @@ class Acquirer {
   /// scheduled.
   bool ride_out(const Error& e, Loop::TimerId& timer, std::function<void()> retry);
   void report(WaitProgress::Kind kind, const AcquireReply* a = nullptr, int64_t fence = 0);
+  /// Tells of an outage that has lasted kOutageNotice (once per outage).
+  void report_outage(const Error& e);
+  /// Redis answered: the outage, if any, is over (and told so if it was told).
+  void outage_over();
   std::string holder_text(const AcquireReply& a) const;
 
   Lock& lock_;
@@ -112,7 +124,9 @@ class Acquirer {
   Clock::time_point started_, sent_;
   std::optional<AcquireReply> last_;
   std::optional<Clock::time_point> outage_since_;
-  std::optional<Error> outage_error_;  // the last failure of the outage
+  bool outage_told_ = false;
+  std::optional<Clock::time_point> wait_deadline_;  // when --wait runs out, once waiting
+  std::optional<Error> outage_error_;               // the last failure of the outage
   std::minstd_rand rng_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
