@@ -101,9 +101,9 @@ void Connection::enqueue_raw(const Args& args, ReplyCallback cb, Millis timeout,
       // The write failed (the peer reset the connection): the command fails
       // like any on a broken connection, from the loop and not inside this
       // call, so that a caller sending to several servers reaches the others.
-      unsigned broken = streams_opened_;
-      loop_.after(Millis(0), [this, alive, broken, e] {
-        if (*alive && stream_ && streams_opened_ == broken) close(e);
+      unsigned stream = streams_opened_;
+      loop_.after(Millis(0), [this, alive, stream, e] {
+        if (*alive && stream_ && streams_opened_ == stream) broken(e);
       });
       out_.clear();
       return;
