@@ -16,7 +16,9 @@
 namespace rlock {
 
 /// How long a waiter rides out an unavailable Redis (restart, failover)
-/// before it gives up with 69. The first contact is never retried.
+/// before it gives up with 69. The first contact is retried only with an
+/// explicit --wait, and only when it failed in a way that may pass (a reset
+/// or a timeout: Error::transient), until the wait runs out.
 inline constexpr Millis kOutageBudget{30000};
 
 /// An outage reported to the waiting person (WaitProgress::Outage) once it has
@@ -86,6 +88,11 @@ class Acquirer {
 
  private:
   void start_waiting();
+  /// Gives up (see the deadline in waiter.cc) `after` from now.
+  void arm_deadline(Millis after);
+  /// Before the first reply: retries a transient failure when --wait allows;
+  /// true if a retry was scheduled.
+  bool retry_first_contact(const Error& e);
   void subscribe();
   void listen_for_releases();
   Millis jitter(Millis most);
