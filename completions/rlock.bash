@@ -1,22 +1,28 @@
 # bash completion for rlock(1)                                  -*- shell-script -*-
 # Installed as share/bash-completion/completions/rlock. Works with or without
 # the bash-completion package (uses _command_offset from it when available).
-# Lock names are not completed: that would need a round trip to Redis.
+# Lock names are completed from the server when a URL is known (-u/--url on the
+# line, $RLOCK_URL or $REDIS_URL), through `rlock list --names`, which gives up
+# after --timeout 500ms in all: a dead or stalled server never hangs the shell.
 
 _rlock_subcommands="run acquire extend release status list break forget"
 
-# Options accepted everywhere (before or after the subcommand).
+# Options every subcommand accepts (before or after the subcommand). --json is
+# not among them: run, release, break and forget refuse it.
 _rlock_global_opts="-u --url --user --password-file --sentinel-user --sentinel-password-file
   --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --tls-server-name --tls-insecure --connect-timeout --timeout --prefix
-  -v --verbose -q --quiet --json -h --help"
+  -v --verbose -q --quiet -h --help"
 
+# The options of subcommand $1 besides the global ones: what `rlock $1 --help` lists.
 _rlock_sub_opts() {
     case $1 in
         run) echo "-c --command --ttl --wait -n --no-wait -E --conflict-exit-code --limit
                    --sync-replicas --min-hold --on-lost --kill-after --kill-leftovers" ;;
-        acquire) echo "--ttl --wait -n --no-wait -E --conflict-exit-code --limit --sync-replicas" ;;
-        extend) echo "--token --ttl --sync-replicas" ;;
+        acquire) echo "--ttl --wait -n --no-wait -E --conflict-exit-code --limit --sync-replicas --json" ;;
+        extend) echo "--token --ttl --sync-replicas --json" ;;
         release) echo "--token" ;;
+        status) echo "--json" ;;
+        list) echo "--names --json" ;;
         break | forget) echo "-y --yes" ;;
     esac
 }
@@ -34,21 +40,86 @@ _rlock_takes_value() {
     return 1
 }
 
+# The words of the line up to the cursor as rlock sees them: bash splits COMP_WORDS at
+# ':' and '=' too (COMP_WORDBREAKS), so "redis://h:1/0" arrives as five words. Joins the
+# pieces that no blank separates. Sets _rlock_words, _rlock_cword and _rlock_at (the
+# COMP_WORDS index where each word starts, for _command_offset).
+_rlock_join_words() {
+    local j pos=0 tok gap
+    _rlock_words=() _rlock_at=() _rlock_cword=0
+    for ((j = 0; j <= COMP_CWORD; j++)); do
+        tok=${COMP_WORDS[j]}
+        gap=""
+        while [[ $pos -lt ${#COMP_LINE} && ${COMP_LINE:pos:1} == [[:blank:]] ]]; do
+            gap=1
+            ((pos++))
+        done
+        if ((j > 0)) && [[ -z $gap && -n $tok ]]; then
+            _rlock_words[${#_rlock_words[@]} - 1]+=$tok
+        else
+            _rlock_words+=("$tok")
+            _rlock_at+=("$j")
+        fi
+        ((pos += ${#tok}))
+    done
+    _rlock_cword=$((${#_rlock_words[@]} - 1))
+}
+
+# The connection options given on the line before word $1 (the command of run),
+# as arguments for rlock, in _rlock_conn; true when one of them names a URL.
+_rlock_conn_opts() {
+    local i w url=""
+    _rlock_conn=()
+    for ((i = 1; i < $1; i++)); do
+        w=${_rlock_words[i]}
+        [[ $w == -- ]] && break
+        case $w in
+            -u | --url | --user | --password-file | --sentinel-user | --sentinel-password-file | \
+                --tls-ca-cert | --tls-ca-dir | --tls-cert | --tls-key | --tls-server-name | \
+                --connect-timeout | --prefix)
+                [[ $w == -u || $w == --url ]] && url=1
+                _rlock_conn+=("$w" "${_rlock_words[i + 1]/#\~/$HOME}")
+                ((i++)) ;;
+            --url=* | -u?*)
+                url=1
+                _rlock_conn+=("$w") ;;
+            --user=* | --password-file=* | --sentinel-user=* | --sentinel-password-file=* | \
+                --tls-*=* | --connect-timeout=* | --prefix=* | --tls-insecure)
+                _rlock_conn+=("$w") ;;
+        esac
+    done
+    [[ -n $url || -n ${RLOCK_URL-} || -n ${REDIS_URL-} ]]
+}
+
+# Lock names that start with $1, from the server (nothing when no URL is known).
+_rlock_key_names() {
+    local prefix=$1 pattern bin=${_rlock_words[0]}
+    _rlock_conn_opts "$_rlock_cword" || return 0
+    [[ $bin == */* ]] && bin=${bin/#\~/$HOME}
+    command -v -- "$bin" >/dev/null 2>&1 || bin=rlock
+    pattern=${prefix//\\/\\\\}
+    pattern=${pattern//\*/\\*}
+    pattern=${pattern//\?/\\?}
+    pattern=${pattern//\[/\\[}
+    pattern=${pattern//]/\\]}
+    "$bin" list --names "${_rlock_conn[@]}" --timeout 500ms "$pattern*" 2>/dev/null </dev/null
+}
+
 _rlock() {
     local cur prev words cword
-    words=("${COMP_WORDS[@]}")
-    cword=$COMP_CWORD
+    _rlock_join_words
+    words=("${_rlock_words[@]}")
+    cword=$_rlock_cword
     cur=${words[cword]}
     prev=${words[cword - 1]}
-    # "--opt=value": readline splits at '=' (COMP_WORDBREAKS).
-    if [[ $cur == "=" ]]; then
-        cur=""
-    elif [[ $prev == "=" && $cword -ge 2 ]]; then
-        prev=${words[cword - 2]}
+    # "--opt=value": the value is completed as the option's.
+    if [[ $cur == --*=* ]]; then
+        prev=${cur%%=*}
+        cur=${cur#*=}
     fi
     COMPREPLY=()
 
-    # Find the subcommand, run's KEY, and where run's command starts.
+    # Find the subcommand, its KEY, and where run's command starts.
     local i w sub="" key_seen="" cmd_at=""
     for ((i = 1; i < cword; i++)); do
         w=${words[i]}
@@ -58,13 +129,12 @@ _rlock() {
             continue
         fi
         if [[ $w == -* ]]; then
-            [[ $w != *=* ]] && _rlock_takes_value "$w" && [[ ${words[i + 1]} != "=" ]] && ((i++))
+            [[ $w != *=* ]] && _rlock_takes_value "$w" && ((i++))
             continue
         fi
-        [[ $w == "=" ]] && { ((i++)); continue; }
         if [[ -z $sub ]]; then
             sub=$w
-        elif [[ $sub == run && -z $key_seen ]]; then
+        elif [[ -z $key_seen ]]; then
             key_seen=1
         elif [[ $sub == run ]]; then
             cmd_at=$i # rlock run KEY CMD... without "--"
@@ -83,7 +153,7 @@ _rlock() {
     # The command of `rlock run KEY -- CMD ARGS`: complete it as a command line.
     if [[ -n $cmd_at && $cword -ge $cmd_at ]]; then
         if declare -F _command_offset >/dev/null; then
-            _command_offset "$cmd_at"
+            _command_offset "${_rlock_at[cmd_at]}"
         elif ((cword == cmd_at)); then
             COMPREPLY=($(compgen -c -- "$cur" | sort -u))
         else
@@ -93,6 +163,16 @@ _rlock() {
         return
     fi
 
+    _rlock_candidates
+    # Readline replaces only the text after the last ':' or '=' (COMP_WORDBREAKS).
+    local head=${cur%"${cur##*[:=]}"}
+    if [[ -n $head ]]; then
+        for i in "${!COMPREPLY[@]}"; do COMPREPLY[i]=${COMPREPLY[i]#"$head"}; done
+    fi
+}
+
+# What _rlock offers for cur (after prev) outside run's command, in COMPREPLY.
+_rlock_candidates() {
     # Values of options.
     case $prev in
         --password-file | --sentinel-password-file | --tls-ca-cert | --tls-cert | --tls-key)
@@ -123,7 +203,7 @@ _rlock() {
 
     if [[ -z $sub ]]; then
         if [[ $cur == -* ]]; then
-            COMPREPLY=($(compgen -W "$_rlock_global_opts --version" -- "$cur"))
+            COMPREPLY=($(compgen -W "$_rlock_global_opts --json --version" -- "$cur"))
         else
             COMPREPLY=($(compgen -W "$_rlock_subcommands" -- "$cur"))
         fi
@@ -134,7 +214,16 @@ _rlock() {
         opts="$(_rlock_sub_opts "$sub") $_rlock_global_opts"
         [[ $sub == run && -n $key_seen ]] && opts="-- $opts"
         COMPREPLY=($(compgen -W "$opts" -- "$cur"))
+        return
     fi
+    # KEY (list: PATTERN), from the server.
+    [[ -n $key_seen ]] && return
+    case $sub in
+        run | acquire | extend | release | status | list | break | forget)
+            local names
+            mapfile -t names < <(_rlock_key_names "$cur")
+            COMPREPLY=("${names[@]}") ;;
+    esac
 }
 
 complete -F _rlock rlock

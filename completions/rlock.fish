@@ -1,5 +1,100 @@
 # fish completion for rlock(1). Installed in share/fish/vendor_completions.d.
-# Lock names are not completed: that would need a round trip to Redis.
+# Lock names are completed from the server when a URL is known (-u/--url on the
+# line, $RLOCK_URL or $REDIS_URL), through `rlock list --names`, which gives up
+# after --timeout 500ms in all: a dead or stalled server never hangs the shell.
+
+# Options that take their value as the next word.
+set -g __rlock_value_opts -u --url --user --password-file --sentinel-user --sentinel-password-file \
+    --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --tls-server-name --connect-timeout --timeout \
+    --prefix -c --command --ttl --wait -E --conflict-exit-code --limit --sync-replicas --min-hold \
+    --on-lost --kill-after --token
+
+# Reads the line before the cursor: sets __rlock_sub (the subcommand), __rlock_key (1 once
+# its KEY is given) and __rlock_cmd (where run's command starts, as an index into the
+# words before the cursor; one past them when the current word starts it; else empty).
+function __rlock_parse
+    set -g __rlock_sub ''
+    set -g __rlock_key ''
+    set -g __rlock_cmd ''
+    set -l words (commandline -opc)
+    set -l n (count $words)
+    set -l i 2
+    while test $i -le $n
+        set -l w $words[$i]
+        if test "$w" = --
+            if test "$__rlock_sub" = run
+                set __rlock_cmd (math $i + 1)
+                return
+            end
+        else if string match -q -- '-*' $w
+            if not string match -q -- '*=*' $w; and contains -- $w $__rlock_value_opts
+                set i (math $i + 1)
+            end
+        else if test -z "$__rlock_sub"
+            set __rlock_sub $w
+        else if test -z "$__rlock_key"
+            set __rlock_key 1
+        else if test "$__rlock_sub" = run
+            set __rlock_cmd $i
+            return
+        end
+        set i (math $i + 1)
+    end
+    # `rlock run KEY CMD` without "--": the current word after KEY is the command unless
+    # it is an option or an option's value.
+    if test "$__rlock_sub" = run -a -n "$__rlock_key"
+        and not string match -q -- '-*' (commandline -ct)
+        and not contains -- "$words[$n]" $__rlock_value_opts
+        set __rlock_cmd (math $n + 1)
+    end
+end
+
+# True when the subcommand is one of the arguments (and run's command has not started).
+function __rlock_sub_is
+    __rlock_parse
+    test -z "$__rlock_cmd"; and contains -- "$__rlock_sub" $argv
+end
+
+# True while completing KEY (list: PATTERN).
+function __rlock_wants_key
+    __rlock_parse
+    test -n "$__rlock_sub" -a -z "$__rlock_key" -a -z "$__rlock_cmd"
+    and not string match -q -- '-*' (commandline -ct)
+    and not contains -- (commandline -opc)[-1] $__rlock_value_opts
+end
+
+# Lock names that start with the current word, from the server.
+function __rlock_key_names
+    set -l words (commandline -opc)
+    set -l conn
+    set -l url
+    set -l n (count $words)
+    set -l i 2
+    while test $i -le $n
+        set -l w $words[$i]
+        test "$w" = --; and break
+        switch $w
+            case -u --url --user --password-file --sentinel-user --sentinel-password-file \
+                --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --tls-server-name \
+                --connect-timeout --prefix
+                contains -- $w -u --url; and set url 1
+                set i (math $i + 1)
+                set -a conn $w $words[$i]
+            case '--url=*' '-u?*'
+                set url 1
+                set -a conn $w
+            case '--user=*' '--password-file=*' '--sentinel-user=*' '--sentinel-password-file=*' \
+                '--tls-*=*' '--connect-timeout=*' '--prefix=*' --tls-insecure
+                set -a conn $w
+        end
+        set i (math $i + 1)
+    end
+    test -n "$url" -o -n "$RLOCK_URL" -o -n "$REDIS_URL"; or return
+    set -l bin $words[1]
+    command -sq -- $bin; or set bin rlock
+    set -l pattern (string replace -ra -- '([\\\\*?\[\]])' '\\\\$1' (commandline -ct))
+    command $bin list --names $conn --timeout 500ms "$pattern*" 2>/dev/null </dev/null
+end
 
 function __rlock_no_subcommand
     set -l words (commandline -opc)
@@ -19,25 +114,21 @@ function __rlock_no_subcommand
     return 0
 end
 
-# True while completing the command of `rlock run KEY -- CMD ARGS`.
-function __rlock_in_run_command
-    set -l words (commandline -opc)
-    contains -- run $words; and contains -- -- $words
-end
-
-# Completes `rlock run KEY -- CMD ARGS` as a command line of its own.
+# Completes run's command (from __rlock_cmd on) as a command line of its own.
 function __rlock_run_command
+    __rlock_parse
+    set -l words (commandline -opc)
     set -l rest
-    set -l after 0
-    for w in (commandline -opc)
-        if test $after -eq 1
-            set -a rest $w
-        else if test "$w" = --
-            set after 1
-        end
+    if test -n "$__rlock_cmd" -a "$__rlock_cmd" -le (count $words)
+        set rest $words[$__rlock_cmd..-1]
     end
     set -l line (string join -- ' ' (string escape -- $rest))
     complete -C (string trim -l -- "$line "(commandline -ct))
+end
+
+function __rlock_in_run_command
+    __rlock_parse
+    test -n "$__rlock_cmd"
 end
 
 complete -c rlock -f
@@ -71,11 +162,16 @@ complete -c rlock -n $g -l timeout -x -d 'limit for one Redis command (default 5
 complete -c rlock -n $g -l prefix -x -d 'prefix of every Redis key (default lock:)'
 complete -c rlock -n $g -s v -l verbose -d 'log each Redis round trip'
 complete -c rlock -n $g -s q -l quiet -d 'no informational messages'
-complete -c rlock -n $g -l json -d 'machine-readable output'
 complete -c rlock -n $g -s h -l help -d 'print help and exit'
 
+# --json: where there is something to print as JSON.
+complete -c rlock -n '__rlock_no_subcommand; or __rlock_sub_is acquire extend status list' -l json -d 'machine-readable output'
+
+# KEY, from the server.
+complete -c rlock -n __rlock_wants_key -x -a '(__rlock_key_names)'
+
 # run and acquire.
-set -l lk "__fish_seen_subcommand_from run acquire; and not __rlock_in_run_command"
+set -l lk "__rlock_sub_is run acquire"
 complete -c rlock -n $lk -l ttl -x -d 'lease length (default 30s)'
 complete -c rlock -n $lk -l wait -x -d 'wait at most this long (default: forever)'
 complete -c rlock -n $lk -s n -l no-wait -d 'fail at once when taken'
@@ -84,7 +180,7 @@ complete -c rlock -n $lk -l limit -x -d 'counting semaphore: at most N holders'
 complete -c rlock -n $lk -l sync-replicas -x -d 'count a lease only once N replicas confirm it'
 
 # run only.
-set -l rn "__fish_seen_subcommand_from run; and not __rlock_in_run_command"
+set -l rn "__rlock_sub_is run"
 complete -c rlock -n $rn -s c -l command -x -d 'run this shell string with /bin/sh -c'
 complete -c rlock -n $rn -l min-hold -x -d 'keep the lock at least this long'
 complete -c rlock -n $rn -l on-lost -x -a 'term\t"SIGTERM then SIGKILL, the default" kill\t"SIGKILL at once" warn\t"warn and let CMD finish"' -d 'when the lease is lost'
@@ -93,7 +189,8 @@ complete -c rlock -n $rn -l kill-leftovers -d 'when CMD exits, end what it left 
 complete -c rlock -n __rlock_in_run_command -x -a '(__rlock_run_command)'
 
 # extend, release, break.
-complete -c rlock -n '__fish_seen_subcommand_from extend release' -l token -x -d 'token printed by acquire (default $RLOCK_TOKEN)'
-complete -c rlock -n '__fish_seen_subcommand_from extend' -l ttl -x -d 'new lease length'
-complete -c rlock -n '__fish_seen_subcommand_from extend' -l sync-replicas -x -d 'count the renewal only once N replicas confirm it'
-complete -c rlock -n '__fish_seen_subcommand_from break forget' -s y -l yes -d 'do not ask for confirmation'
+complete -c rlock -n '__rlock_sub_is extend release' -l token -x -d 'token printed by acquire (default $RLOCK_TOKEN)'
+complete -c rlock -n '__rlock_sub_is extend' -l ttl -x -d 'new lease length'
+complete -c rlock -n '__rlock_sub_is extend' -l sync-replicas -x -d 'count the renewal only once N replicas confirm it'
+complete -c rlock -n '__rlock_sub_is list' -l names -d 'print only the names, one per line'
+complete -c rlock -n '__rlock_sub_is break forget' -s y -l yes -d 'do not ask for confirmation'

@@ -54,7 +54,7 @@ struct Values {
   std::optional<std::string> connect_timeout, timeout, ttl, wait, min_hold, kill_after, on_lost,
       limit, conflict_exit, sync_replicas, while_pid;
   std::string key, token, pattern = "*";
-  bool yes = false;
+  bool yes = false, names = false;
   RunCommand rc;
 };
 
@@ -152,7 +152,8 @@ void add_run_options(CLI::App* run, Values& v) {
       ->type_name("STRING");
   add_lock_options(run, v, "lease length (default 30s), renewed every TTL/3 while CMD runs");
   duration(run, "--min-hold", v.min_hold,
-           "keep the lock at least this long after acquisition, even if CMD ends sooner");
+           "keep the lock at least this long after acquisition, even if CMD ends sooner "
+           "(status shows it as kept)");
   run->add_option("--on-lost", v.on_lost,
                   "when the lease is lost: term (SIGTERM, then SIGKILL after --kill-after; "
                   "the default), kill, or warn (let CMD finish)")
@@ -224,12 +225,25 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
 
   s.status = add_key(
       app.add_subcommand("status", "show holders and waiters; exit 0 when held, 1 when free"), v);
-  s.status->footer("Reads only: works for a read-only ACL user and on a replica.");
+  s.status->footer(
+      "On a terminal: a table under a header, durations like 29s, each line within\n"
+      "the terminal (the command is cut with '…'); piped: the same lines as always.\n"
+      "A lease that run --min-hold keeps after its command ended says so: \"kept by\n"
+      "--min-hold until 10:54:01Z; its command exited 0\" (--json: kept, kept_until,\n"
+      "exit_status).\n"
+      "Reads only: works for a read-only ACL user and on a replica.");
 
   s.list = app.add_subcommand("list",
                               "list held locks whose KEY matches PATTERN (a glob; default *), "
                               "one tab-separated line each: KEY HOLDER TTL_MS FENCE WAITERS CMD");
   s.list->add_option("pattern", v.pattern, "a glob over KEY (default *)");
+  s.list->add_flag("--names", v.names,
+                   "print only the names, one per line, at most 1000, with --timeout for the "
+                   "whole listing (for shell completion)");
+  s.list->footer(
+      "On a terminal: a table under a header (KEY HOLDER LEFT FENCE WAITERS COMMAND),\n"
+      "durations like 29s, each line within the terminal; piped: the bare\n"
+      "tab-separated values above, for scripts.");
 
   s.brk = add_key(
       app.add_subcommand("break", "delete a stuck lock and wake its waiters (asks first)"), v);
@@ -258,7 +272,7 @@ HelpLayout help_layout() {
   h.usage["extend"] = "rlock extend KEY [--token TOKEN] [OPTIONS]";
   h.usage["release"] = "rlock release KEY [--token TOKEN] [OPTIONS]";
   h.usage["status"] = "rlock status KEY [OPTIONS]";
-  h.usage["list"] = "rlock list [PATTERN] [OPTIONS]";
+  h.usage["list"] = "rlock list [PATTERN] [--names] [OPTIONS]";
   h.usage["break"] = "rlock break KEY [--yes] [OPTIONS]";
   h.usage["forget"] = "rlock forget KEY [--yes] [OPTIONS]";
   // --json only where there is something to print as JSON.
@@ -595,7 +609,10 @@ int dispatch(Values& v, const Subcommands& s, CLI::App& app, const Words& w) {
   }
   if (s.release->parsed()) return cmd_release(g, v.key, v.token);
   if (s.status->parsed()) return cmd_status(g, v.key);
-  if (s.list->parsed()) return cmd_list(g, v.pattern);
+  if (s.list->parsed()) {
+    if (v.names && g.json) throw_usage("--names and --json: give one of them");
+    return v.names ? cmd_list_names(g, v.pattern) : cmd_list(g, v.pattern);
+  }
   if (s.brk->parsed()) return cmd_break(g, v.key, v.yes);
   if (s.forget->parsed()) return cmd_forget(g, v.key, v.yes);
   return exitcode::kUsage;

@@ -22,16 +22,17 @@ int default_status(ErrorKind kind) {
   return exitcode::kProtocol;
 }
 
-Error::Error(ErrorKind kind, const std::string& message, int status)
+Error::Error(ErrorKind kind, const std::string& message, int status, Cause cause)
     : std::runtime_error(message),
       kind_(kind),
-      status_(status < 0 ? default_status(kind) : status) {}
+      status_(status < 0 ? default_status(kind) : status),
+      cause_(cause) {}
 
 void throw_usage(const std::string& m) {
   throw Error(ErrorKind::Usage, m);
 }
-void throw_unavailable(const std::string& m) {
-  throw Error(ErrorKind::Unavailable, m);
+void throw_unavailable(const std::string& m, Cause cause) {
+  throw Error(ErrorKind::Unavailable, m, -1, cause);
 }
 void throw_protocol(const std::string& m) {
   throw Error(ErrorKind::Protocol, m);

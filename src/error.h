@@ -23,20 +23,42 @@ inline constexpr int kNotFound = 127;
 
 enum class ErrorKind { Usage, Unavailable, Protocol, NotAcquired, Lost, Permission, Exec };
 
+/// Whether an unavailable Error may pass by itself (a node restarting, a
+/// Cluster failing over): set where the failure is seen (the transport, the
+/// router), kept when the error is reworded on its way up.
+enum class Cause {
+  Other,     // a refusal, a name that does not resolve, TLS, a password, a protocol…
+  Reset,     // the peer reset or closed the connection
+  Timeout,   // the peer did not answer (connect or command) in time
+  NodeDown,  // a Cluster node other than the URL's could not be reached
+};
+
 /// An error meant for the user: one line of text and the exit status it maps to.
 class Error : public std::runtime_error {
  public:
-  Error(ErrorKind kind, const std::string& message, int status = -1);
+  Error(ErrorKind kind, const std::string& message, int status = -1, Cause cause = Cause::Other);
   ErrorKind kind() const { return kind_; }
   int exit_status() const { return status_; }
+  Cause cause() const { return cause_; }
+  /// An unavailable Error that may pass by itself (see Cause).
+  bool transient() const { return kind_ == ErrorKind::Unavailable && cause_ != Cause::Other; }
+  Error& set_cause(Cause cause) {
+    cause_ = cause;
+    return *this;
+  }
+  /// The same error (kind, status, cause) with another message.
+  Error reworded(const std::string& message) const {
+    return Error(kind_, message, status_, cause_);
+  }
 
  private:
   ErrorKind kind_;
   int status_;
+  Cause cause_;
 };
 
 [[noreturn]] void throw_usage(const std::string& message);
-[[noreturn]] void throw_unavailable(const std::string& message);
+[[noreturn]] void throw_unavailable(const std::string& message, Cause cause = Cause::Other);
 [[noreturn]] void throw_protocol(const std::string& message);
 
 /// Default exit status of an error kind.

@@ -52,6 +52,15 @@ std::vector<Holder> parse_holders(const Reply& r) {
     x.since_ms = num(e[6]);
     x.fence = num(e[7]);
     x.ttl = Millis(num(e[8]));
+    // Protocol 4 marks a lease kept by --min-hold; anything but a time is not a mark.
+    if (e.size() >= 11) {
+      x.kept_ms = std::max<int64_t>(0, num(e[9]));
+      int64_t code = num(e[10]);
+      const std::string& t = e[10].str;
+      bool digits =
+          !t.empty() && t.size() <= 3 && t.find_first_not_of("0123456789") == std::string::npos;
+      if (x.kept_ms > 0 && digits && code <= 255) x.exit_status = static_cast<int>(code);
+    }
     out.push_back(std::move(x));
   }
   return out;
@@ -186,10 +195,12 @@ HolderWords holder_words(const AcquireReply& a, int limit, Millis elapsed, size_
     return {fmt::format("held by {} of {} holders", a.holder_count, std::max(limit, 1)), ""};
   const Holder& h = a.holders.front();
   // Whole seconds (rounded up) once it is a second or more: a line redrawn
-  // every second ticks down by one.
+  // every second ticks down by one. A live holder renews its lease every
+  // third of its TTL, so the figure jumps back up: the words say it is not
+  // when the lock will be free (only when a holder that died lets it go).
   Millis left = std::max(Millis(0), h.ttl_left - elapsed);
   if (left >= Millis(1000)) left = std::chrono::ceil<std::chrono::seconds>(left);
-  std::string lease = fmt::format("holder's lease {} left", format_duration(left));
+  std::string lease = fmt::format("lease runs out in {} unless renewed", format_duration(left));
   // Holder details come from Redis: escaped before they reach a terminal.
   if (h.info.host.empty())
     return {fmt::format("held by a client that is not rlock (token {})",
@@ -302,13 +313,15 @@ void release_until(Client& c, const LockNames& n, Args argv, Clock::time_point u
 }  // namespace
 
 void SingleLock::release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
-                         Millis timeout) {
+                         Millis timeout, int exit_status) {
   Millis window = timeout.count() > 0 ? timeout : client_.command_timeout();
   // The tombstone outlives every retry of this release.
   Millis tomb = std::min(window + Millis(5000), Millis(86'400'000));
   // The id tells a retry of this release from another release of the token.
-  Args argv{token, std::to_string(min_hold.count()), names_.channel, std::to_string(tomb.count()),
-            new_token()};
+  Args argv{
+      token,          std::to_string(min_hold.count()),
+      names_.channel, std::to_string(tomb.count()),
+      new_token(),    exit_status >= 0 && exit_status <= 255 ? std::to_string(exit_status) : ""};
   release_until(client_, names_, std::move(argv), later(Clock::now(), window), 0, std::move(done));
 }
 

@@ -40,6 +40,11 @@ struct Holder {
   int64_t since_ms = 0;  // server time at acquisition (Unix ms); 0 = unknown (foreign holder)
   int64_t fence = 0;
   Millis ttl{0};
+  /// Protocol 4: the lease is kept by --min-hold after its command ended
+  /// (server time of that end, Unix ms; 0 = a running holder, or a release
+  /// before protocol 4), and how that command ended (-1 = not known).
+  int64_t kept_ms = 0;
+  int exit_status = -1;
 };
 
 struct Waiter {
@@ -142,8 +147,10 @@ class Lock {
   /// until `timeout` (0: the command timeout) has passed since the first try;
   /// the release leaves a tombstone so that a retry whose first try did
   /// release reports AlreadyReleased, not NotHeld.
+  /// `exit_status` (0-255, -1 = not known) is how the command ended: a lease
+  /// kept for min_hold is marked with it, so that status can say so.
   virtual void release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
-                       Millis timeout = Millis(0)) = 0;
+                       Millis timeout = Millis(0), int exit_status = -1) = 0;
   /// Leaves the line; true if the token had a place.
   virtual void leave(const std::string& token, Done<bool> done, Millis timeout = Millis(0)) = 0;
   virtual void status(Done<LockStatus> done) = 0;
@@ -192,7 +199,7 @@ class SingleLock : public Lock {
   void extend(const std::string& token, Millis ttl, Done<ExtendReply> done,
               Millis timeout = Millis(0)) override;
   void release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
-               Millis timeout = Millis(0)) override;
+               Millis timeout = Millis(0), int exit_status = -1) override;
   void leave(const std::string& token, Done<bool> done, Millis timeout = Millis(0)) override;
   void status(Done<LockStatus> done) override;
   void break_lock(Done<long> done) override;
@@ -211,16 +218,17 @@ class SingleLock : public Lock {
 };
 
 /// Who holds the lock, in words for people: "held by ci-4 pid 22836
-/// [./deploy.sh] since 10:02:11Z, holder's lease 29s left", "held by 3 of 3
-/// holders", "held by a client that is not rlock (token 6f71b6caebc5...),
-/// holder's lease 12s left". Text from Redis is escaped; the command is cut
-/// to `cmd_columns` (0: left out); `elapsed` (time since the reply) is taken
-/// off the lease.
+/// [./deploy.sh] since 10:02:11Z, lease runs out in 29s unless renewed", "held
+/// by 3 of 3 holders", "held by a client that is not rlock (token
+/// 6f71b6caebc5...), lease runs out in 12s unless renewed". Text from Redis is
+/// escaped; the command is cut to `cmd_columns` (0: left out); `elapsed`
+/// (time since the reply) is taken off the lease.
 std::string describe_holders(const AcquireReply& a, int limit, Millis elapsed = Millis(0),
                              size_t cmd_columns = 40);
 
 /// describe_holders in two parts: who ("held by …") and, for one holder, how
-/// long its lease has left ("holder's lease 29s left"; empty otherwise).
+/// long its lease has left ("lease runs out in 29s unless renewed"; empty
+/// otherwise).
 struct HolderWords {
   std::string who, lease;
 };

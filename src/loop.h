@@ -84,4 +84,18 @@ T settle(Loop& loop, const std::function<void(std::function<void(T)>)>& op) {
   return std::move(*out);
 }
 
+/// Like settle, but gives up at `deadline`: nullopt when `op` has not called
+/// back by then. The callback may still be called later (it then writes to
+/// state of its own, never to this frame).
+template <class T>
+std::optional<T> settle_by(Loop& loop, Clock::time_point deadline,
+                           const std::function<void(std::function<void(T)>)>& op) {
+  auto out = std::make_shared<std::optional<T>>();
+  op([out](T v) { *out = std::move(v); });
+  for (auto now = Clock::now(); !out->has_value() && now < deadline; now = Clock::now())
+    loop.run_once(std::chrono::ceil<Millis>(deadline - now));
+  if (!out->has_value()) return std::nullopt;
+  return std::move(**out);
+}
+
 }  // namespace rlock

@@ -46,10 +46,24 @@ bool stderr_is_tty() {
   return isatty(STDERR_FILENO) == 1;
 }
 
-size_t stderr_columns() {
+namespace {
+size_t columns_of(int fd) {
   struct winsize ws {};
-  if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
+  if (ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
   return 80;
+}
+}  // namespace
+
+size_t stderr_columns() {
+  return columns_of(STDERR_FILENO);
+}
+
+bool stdout_is_tty() {
+  return isatty(STDOUT_FILENO) == 1;
+}
+
+size_t stdout_columns() {
+  return columns_of(STDOUT_FILENO);
 }
 
 void log_error(std::string_view message) {

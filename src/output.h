@@ -38,6 +38,12 @@ bool stderr_is_tty();
 /// The width of the terminal on stderr (80 when it cannot be told).
 size_t stderr_columns();
 
+/// Standard output is a terminal: status and list then print for people
+/// (a header, human units, lines within the terminal's width).
+bool stdout_is_tty();
+/// The width of the terminal on standard output (80 when it cannot be told).
+size_t stdout_columns();
+
 /// Writes `text` to standard output (blocking: stdout is the caller's to
 /// read). Throws a protocol Error (70) naming the cause when it fails
 /// (closed pipe, full disk), so the output is never lost silently.

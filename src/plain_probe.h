@@ -34,4 +34,30 @@ class PlainProbe {
   bool sent_ = false;
 };
 
+/// The other way round: is the server behind a redis:// URL speaking TLS? A
+/// TLS server resets a connection that sends it plain text, as a server that
+/// goes down does. A TlsProbe sends a TLS ClientHello (its own bytes: no TLS
+/// library) to `addr` and calls `done(true)` if the answer starts like a TLS
+/// record (a handshake or an alert), `done(false)` on anything else (a
+/// Redis error reply, a closed or refused connection, a failure), from the
+/// loop, once. No answer: no call (the owner bounds the wait). Destroying the
+/// probe ends it; its callback never runs afterwards.
+class TlsProbe {
+ public:
+  TlsProbe(Loop& loop, const Endpoint& ep, const Address& addr, std::function<void(bool)> done);
+  ~TlsProbe();
+  TlsProbe(const TlsProbe&) = delete;
+  TlsProbe& operator=(const TlsProbe&) = delete;
+
+ private:
+  void on_io();
+  void conclude(bool tls);
+
+  Loop& loop_;
+  std::unique_ptr<Stream> stream_;
+  std::function<void(bool)> done_;
+  bool sent_ = false;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
 }  // namespace rlock

@@ -2,8 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "duration.h"
 #include "output.h"
+#include "text.h"
 
 namespace rlock {
 
@@ -25,6 +28,21 @@ std::string seconds(Millis d) {
   return d < Millis(1000) ? "0s" : format_duration(d);
 }
 
+// The time left until `t`, rounded up to whole seconds: a line redrawn every
+// second ticks down by one and reads "0s" only once it is over.
+std::string seconds_until(Clock::time_point t) {
+  auto left = std::max(Millis(0), std::chrono::duration_cast<Millis>(t - Clock::now()));
+  return seconds(std::chrono::ceil<std::chrono::seconds>(left));
+}
+
+// A failure's text in a line for people: bounded (it may quote a server).
+constexpr size_t kWhyColumns = 200;
+
+// The live line shows at most this much of the holder's command, and leaves
+// the command out rather than show less than kMinCommand columns of it.
+constexpr size_t kMaxCommand = 40;
+constexpr size_t kMinCommand = 12;
+
 }  // namespace
 
 std::string WaitReporter::place() const {
@@ -36,14 +54,15 @@ void WaitReporter::report(const WaitProgress& p) {
   switch (p.kind) {
     case WaitProgress::Kind::Waiting: {
       last_ = *p.reply;
+      outage_.reset();
       started_ = p.started;
       replied_ = p.replied;
       if (tty_) return draw();
       if (!announced_) {
         // The first line says what rlock waits for; later ones that it still does.
         std::string where = place();
-        log_info(fmt::format("waiting for '{}', {}{}", escape_text(key_),
-                             describe_holders(*last_, limit_), where.empty() ? "" : ", " + where));
+        log_info(fmt::format("waiting for '{}'{}; {}", escape_text(key_),
+                             where.empty() ? "" : ", " + where, describe_holders(*last_, limit_)));
         timer_ = loop_.after(kProgressEvery, [this] { progress_line(); });
       }
       announced_ = true;
@@ -67,32 +86,71 @@ void WaitReporter::report(const WaitProgress& p) {
       log_error("warning: " + p.note);
       if (tty_) draw();
       return;
+    case WaitProgress::Kind::Outage:
+      // The Acquirer tells of an outage once; its facts (place, holder) are stale now.
+      started_ = p.started;
+      outage_ = Outage{truncate_columns(p.note, kWhyColumns), p.until, p.until_wait};
+      if (tty_) return draw();
+      log_info(fmt::format("Redis unreachable while waiting for '{}' ({}); {}", escape_text(key_),
+                           outage_->why, reconnecting()));
+      return;
+    case WaitProgress::Kind::Reconnected:
+      outage_.reset();
+      if (tty_) return draw();
+      log_info(fmt::format(
+          "reconnected to Redis (unreachable for {})",
+          seconds(std::chrono::duration_cast<std::chrono::seconds>(p.replied - p.since))));
+      return;
   }
 }
 
-// The live line: "waiting 1m12s for 'deploy:prod', 1st in line, holder's
-// lease 29s left; held by ci-4 pid 22836 [./deploy.sh] since 10:02:11Z". The
-// facts come first. To fit the terminal's width, the command is shortened,
-// then left out, then the time it was taken, then who holds it; only then is
-// the end cut.
-void WaitReporter::draw() {
-  if (!last_) return;
+std::string WaitReporter::reconnecting() const {
+  if (outage_->until_wait)
+    return "reconnecting until --wait runs out in " + seconds_until(outage_->until);
+  return "reconnecting for up to " + seconds_until(outage_->until) + " more";
+}
+
+// "waiting 1m12s for 'deploy:prod', 1st in line; held by ci-4 pid 22836
+// [./deploy.sh] since 10:02:11Z, lease runs out in 29s unless renewed": the
+// facts, then who holds the lock. To fit the terminal's width, the lease is
+// left out first (it saw-tooths with every renewal: the least telling part),
+// then the time the lock was taken; then the command is shortened to the room
+// left, or left out when that is too little to read. Only then is the end cut.
+std::string WaitReporter::holder_line(size_t room) const {
   auto elapsed = std::chrono::duration_cast<Millis>(Clock::now() - replied_);
   std::string where = place();
+  std::string facts = fmt::format("waiting {} for '{}'{}; ", seconds(waited()), escape_text(key_),
+                                  where.empty() ? "" : ", " + where);
+  auto compose = [&](size_t cmd, bool since, bool lease) {
+    HolderWords w = holder_words(*last_, limit_, elapsed, cmd, since);
+    return facts + w.who + (lease && !w.lease.empty() ? ", " + w.lease : "");
+  };
+  std::string text = compose(kMaxCommand, true, true);
+  if (text_columns(text) <= room) return text;
+  text = compose(kMaxCommand, true, false);
+  if (text_columns(text) <= room) return text;
+  text = compose(kMaxCommand, false, false);
+  if (text_columns(text) <= room) return text;
+  // " [" and "]" take three columns.
+  std::string bare = compose(0, false, false);
+  size_t used = text_columns(bare);
+  if (used + 3 + kMinCommand > room) return bare;  // status_line cuts its end
+  return compose(room - used - 3, false, false);
+}
+
+// On a terminal, the live line, redrawn every second.
+void WaitReporter::draw() {
   // "rlock: " comes first, and the last column stays empty (no wrap).
   size_t width = stderr_columns();
   size_t room = width > 8 ? width - 8 : 0;
-  std::string facts = fmt::format("waiting {} for '{}'{}", seconds(waited()), escape_text(key_),
-                                  where.empty() ? "" : ", " + where);
   std::string text;
-  auto fits = [&](size_t cmd, bool since, bool who) {
-    HolderWords w = holder_words(*last_, limit_, elapsed, cmd, since);
-    text = facts + (w.lease.empty() ? "" : ", " + w.lease) + (who ? "; " + w.who : "");
-    return text_columns(text) <= room;
-  };
-  bool done = false;
-  for (size_t cmd = 40; !done && cmd > 0; cmd -= 10) done = fits(cmd, true, true);
-  if (!done) done = fits(0, true, true) || fits(0, false, true) || fits(0, false, false);
+  if (outage_)
+    text = fmt::format("waiting {} for '{}'; Redis unreachable, {} ({})", seconds(waited()),
+                       escape_text(key_), reconnecting(), outage_->why);
+  else if (last_)
+    text = holder_line(room);
+  else
+    return;
   status_line(text);
   loop_.cancel(timer_);
   timer_ = loop_.after(Millis(1000), [this] {
@@ -104,11 +162,13 @@ void WaitReporter::draw() {
 void WaitReporter::progress_line() {
   timer_ = 0;
   if (!last_) return;
-  auto elapsed = std::chrono::duration_cast<Millis>(Clock::now() - replied_);
   std::string where = place();
+  std::string state =
+      outage_ ? "Redis unreachable, " + reconnecting()
+              : describe_holders(*last_, limit_,
+                                 std::chrono::duration_cast<Millis>(Clock::now() - replied_));
   log_info(fmt::format("still waiting for '{}' after {}{}; {}", escape_text(key_),
-                       seconds(waited()), where.empty() ? "" : ", " + where,
-                       describe_holders(*last_, limit_, elapsed)));
+                       seconds(waited()), where.empty() || outage_ ? "" : ", " + where, state));
   timer_ = loop_.after(kProgressEvery, [this] { progress_line(); });
 }
 

@@ -3,8 +3,10 @@
 // terminal's width (the command is cut, not the facts); elsewhere (a CI log),
 // one line when waiting starts and a short progress line every
 // kProgressEvery, so a job that waits shows it is alive; then "acquired …
-// after …". -q silences all of it. The Acquirer only reports what happens
-// (WaitProgress); this decides what to print.
+// after …". An outage of Redis while waiting replaces the live line's facts
+// (they are stale), or is one line off a terminal, and so is its end. -q
+// silences all of it. The Acquirer only reports what happens (WaitProgress);
+// this decides what to print.
 #pragma once
 
 #include <string>
@@ -33,12 +35,23 @@ class WaitReporter {
   void progress_line();
   std::string place() const;
   Millis waited() const;
+  /// The live line's text for `room` columns: who holds the lock first.
+  std::string holder_line(size_t room) const;
+  /// "reconnecting for up to 28s more" or "… until --wait runs out in 12s".
+  std::string reconnecting() const;
+
+  struct Outage {
+    std::string why;  // the last failure
+    Clock::time_point until;
+    bool until_wait = false;
+  };
 
   Loop& loop_;
   std::string key_;
   int limit_;
   bool tty_;
   std::optional<AcquireReply> last_;
+  std::optional<Outage> outage_;
   Clock::time_point started_{}, replied_{};
   bool announced_ = false;
   Loop::TimerId timer_ = 0;

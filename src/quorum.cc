@@ -323,7 +323,7 @@ void QuorumLock::extend(const std::string& token, Millis ttl, Done<ExtendReply> 
 }
 
 void QuorumLock::release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
-                         Millis timeout) {
+                         Millis timeout, int exit_status) {
   // Every master gets its release, not only the first majority: a master left
   // holding (its release answered NOSCRIPT and not yet sent again as EVAL, or
   // merely slow) keeps the token for a whole TTL, and an outage of another
@@ -334,7 +334,7 @@ void QuorumLock::release(const std::string& token, Millis min_hold, Done<Release
   if (timeout.count() > 0) linger = std::min(linger, timeout);
   fan_out<ReleaseReply>(
       [=](SingleLock& l, Done<ReleaseReply> d) {
-        l.release(token, min_hold, std::move(d), timeout);
+        l.release(token, min_hold, std::move(d), timeout, exit_status);
       },
       [this, done](std::vector<Outcome<ReleaseReply>> rs) {
         size_t held = 0, not_held = 0;

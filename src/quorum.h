@@ -47,7 +47,7 @@ class QuorumLock : public Lock {
   /// clamp(TTL/50, 50 ms, --timeout) more (TTL: of the last acquire, else
   /// the default 30 s).
   void release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
-               Millis timeout = Millis(0)) override;
+               Millis timeout = Millis(0), int exit_status = -1) override;
   void leave(const std::string& token, Done<bool> done, Millis timeout = Millis(0)) override;
   /// Every master's view, and the quorum's: held when one token holds on a
   /// majority. An unavailable Error when fewer than a majority answer.

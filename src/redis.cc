@@ -33,6 +33,7 @@ bool wants_password(const std::string& m) {
 Connection::~Connection() {
   *alive_ = false;
   stop_tls_probe();
+  loop_.cancel(tls_check_timer_);
   loop_.cancel(connect_timer_);
   loop_.cancel(more_timer_);
   for (auto& p : pending_) loop_.cancel(p.timer);
@@ -89,7 +90,8 @@ void Connection::enqueue_raw(const Args& args, ReplyCallback cb, Millis timeout,
     close(Error(ErrorKind::Unavailable,
                 fmt::format("{} at {} did not answer {} within {}ms{}", cfg_.server_kind,
                             cfg_.endpoint.display(), name, t.count(),
-                            t == cfg_.command_timeout ? " (--timeout)" : "")));
+                            t == cfg_.command_timeout ? " (--timeout)" : ""),
+                -1, Cause::Timeout));
   });
   pending_.push_back(Pending{std::move(cb), id, Clock::now(), std::move(name)});
   if (ready()) {
@@ -99,9 +101,9 @@ void Connection::enqueue_raw(const Args& args, ReplyCallback cb, Millis timeout,
       // The write failed (the peer reset the connection): the command fails
       // like any on a broken connection, from the loop and not inside this
       // call, so that a caller sending to several servers reaches the others.
-      unsigned broken = streams_opened_;
-      loop_.after(Millis(0), [this, alive, broken, e] {
-        if (*alive && stream_ && streams_opened_ == broken) close(e);
+      unsigned stream = streams_opened_;
+      loop_.after(Millis(0), [this, alive, stream, e] {
+        if (*alive && stream_ && streams_opened_ == stream) broken(e);
       });
       out_.clear();
       return;
@@ -223,7 +225,8 @@ std::optional<Error> Connection::open_next_address() {
       connect_failed(Error(
           ErrorKind::Unavailable,
           fmt::format("cannot connect to {} at {}: timed out after {}ms (--connect-timeout)",
-                      cfg_.server_kind, cfg_.endpoint.display(), cfg_.connect_timeout.count())));
+                      cfg_.server_kind, cfg_.endpoint.display(), cfg_.connect_timeout.count()),
+          -1, Cause::Timeout));
     });
     return std::nullopt;
   }
@@ -326,13 +329,55 @@ void Connection::on_io(short revents) {
   }
   deliver_ready();
   if (!*alive || !stream_) return;
-  if (failure) return close(*failure);
+  if (failure) return broken(*failure);
   try {
     flush();
   } catch (const Error& e) {
-    return close(e);
+    return broken(e);
   }
   update_events();
+}
+
+void Connection::broken(const Error& why) {
+  // A plain-text connection reset before the server said anything: a server
+  // going down, or a TLS port (which resets plain text as well). Only the
+  // first may pass by itself, so a TlsProbe tells them apart before the
+  // pending commands fail.
+  bool silent = replies_on_stream_ == 0 && first_bytes_.empty();
+  if (why.cause() != Cause::Reset || !silent || cfg_.endpoint.tls ||
+      cfg_.endpoint.kind != Endpoint::Kind::Tcp || addrs_.empty())
+    return close(why);
+  Address addr = addrs_[addr_index_ % addrs_.size()];
+  loop_.unwatch(stream_->fd());
+  stream_.reset();
+  checking_tls_ = true;
+  auto alive = alive_;
+  auto verdict = [this, alive, why](bool tls) {
+    if (!*alive || !checking_tls_) return;
+    end_tls_check();
+    if (!tls) return close(why);
+    const bool sentinel = cfg_.sentinel || std::string_view(cfg_.server_kind) == "sentinel";
+    close(Error(ErrorKind::Unavailable,
+                fmt::format("{} at {} speaks TLS: it resets plain-text connections; use {} "
+                            "instead of {} (or the server's plain-text port)",
+                            cfg_.server_kind, cfg_.endpoint.display(),
+                            sentinel ? "rediss-sentinel://" : "rediss://",
+                            sentinel ? "redis-sentinel://" : "redis://")));
+  };
+  tls_check_ = std::make_unique<TlsProbe>(loop_, cfg_.endpoint, addr, verdict);
+  tls_check_timer_ = loop_.after(std::min(kTlsProbeAfter, cfg_.connect_timeout),
+                                 [verdict]() mutable { verdict(false); });
+}
+
+void Connection::end_tls_check() {
+  checking_tls_ = false;
+  loop_.cancel(tls_check_timer_);
+  tls_check_timer_ = 0;
+  // Not destroyed here: this may run inside the probe's own callback.
+  if (tls_check_) {
+    std::shared_ptr<TlsProbe> probe(std::move(tls_check_));
+    loop_.after(Millis(0), [probe] {});
+  }
 }
 
 void Connection::on_connected() {
@@ -457,8 +502,9 @@ void Connection::fail_all(const Error& why, bool unsent) {
 void Connection::close(const Error& why) {
   // Nothing is written before the connection is established: the pending
   // commands of one that never was are safe to send elsewhere.
-  bool was_connected = ready();
+  bool was_connected = ready() || checking_tls_;
   stop_tls_probe();
+  end_tls_check();
   if (stream_) loop_.unwatch(stream_->fd());
   stream_.reset();
   handshaking_ = false;

@@ -110,9 +110,12 @@ class Connection {
   void addresses_found(std::optional<Error> err, const std::vector<Address>& addrs);
   std::optional<Error> open_next_address();
   bool ready() const { return stream_ && !handshaking_; }
-  bool idle() const { return !stream_ && !resolving_; }
+  bool idle() const { return !stream_ && !resolving_ && !checking_tls_; }
   void connect_failed(const Error& why);
   void on_io(short revents);
+  /// The stream failed: closes, unless a reset first needs a TlsProbe.
+  void broken(const Error& why);
+  void end_tls_check();
   void on_connected();
   void flush();
   void read_some(std::deque<Reply>& replies);
@@ -144,8 +147,11 @@ class Connection {
   Loop::TimerId connect_timer_ = 0, more_timer_ = 0;
   Loop::TimerId probe_timer_ = 0;      // rediss://: when to ask in plain text
   std::unique_ptr<PlainProbe> probe_;  // ... and the asking
-  size_t replies_on_stream_ = 0;       // none yet: a parse failure means "not Redis"
-  std::string first_bytes_;            // the start of what this stream sent, for that message
+  bool checking_tls_ = false;          // redis://: a reset, and is it a TLS port?
+  std::unique_ptr<TlsProbe> tls_check_;
+  Loop::TimerId tls_check_timer_ = 0;
+  size_t replies_on_stream_ = 0;  // none yet: a parse failure means "not Redis"
+  std::string first_bytes_;       // the start of what this stream sent, for that message
   std::unique_ptr<ReplyParser> parser_;
   std::deque<Reply> ready_;  // parsed, not yet delivered
   std::string out_;

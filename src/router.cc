@@ -162,6 +162,11 @@ void Router::on_result(const CallPtr& c, const std::string& node_name, Result r)
       node_lost(node_name, *r.failure);
       return retry_later(c, pause);
     }
+    // A Cluster node other than the URL's that cannot be reached is most
+    // likely going down, to be failed over: that may pass (waiter.h).
+    if (cluster_ && r.unsent && node_name != seed_ && r.failure->kind() == ErrorKind::Unavailable &&
+        r.failure->cause() == Cause::Other)
+      r.failure->set_cause(Cause::NodeDown);
     return finish(c, std::move(r));
   }
   if (r.reply.is_error()) {
@@ -399,9 +404,11 @@ void Router::need_master(const CallPtr& c) {
     if (!*alive || c->finished) return;
     c->timer = 0;
     awaiting_master_.erase(std::find(awaiting_master_.begin(), awaiting_master_.end(), c));
-    Error e = last_find_error_.value_or(
-        Error(ErrorKind::Unavailable, fmt::format("the sentinels named no master of '{}' in time",
-                                                  escape_text(sentinel_->master_name()))));
+    Error e =
+        last_find_error_.value_or(Error(ErrorKind::Unavailable,
+                                        fmt::format("the sentinels named no master of '{}' in time",
+                                                    escape_text(sentinel_->master_name())),
+                                        -1, Cause::Timeout));
     finish(c, Result{e, {}, true});
   });
   find_master();

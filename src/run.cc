@@ -510,8 +510,10 @@ class Runner {
   // Always released, even after a loss: renewals that timed out may have left
   // the key ours, and the release is token-checked. A release that finds the
   // token no longer holding reports the loss (SPEC: a loss is never hidden).
+  // A lease kept by --min-hold is marked with the command's own status.
   void release_and_exit(int code) {
-    lock_->release(token_, opts_.min_hold, [this, code](Outcome<ReleaseReply> o) {
+    int command = command_status_ ? *command_status_ : -1;
+    auto done = [this, code](Outcome<ReleaseReply> o) {
       int status = code;
       const std::string& key = lock_->names().key;
       if (o.error) {
@@ -537,7 +539,8 @@ class Runner {
         log_verbose(fmt::format("released '{}' after all: it was still held", key));
       }
       exit_status_ = status;
-    });
+    };
+    lock_->release(token_, opts_.min_hold, std::move(done), Millis(0), command);
   }
 
   LockOptions opts_;

@@ -16,7 +16,7 @@ namespace {
 // Shared by every script. Times come from the server (TIME), never from a
 // client: a client with a wrong clock cannot reorder or stall anything.
 constexpr std::string_view kPrelude = R"lua(
--- rlock lock protocol 3 (docs/PROTOCOL.md)
+-- rlock lock protocol 4 (docs/PROTOCOL.md)
 local LOCK, FENCE, HOLDERS, LIMIT, QUEUE, QSEQ = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local BASE = LOCK .. ':'
 local function hkey(t) return BASE .. 'h:' .. t end
@@ -97,13 +97,14 @@ end
 local function field(v) return string.sub(v or '', 1, 1024) end
 
 local function holder_fields(t, pttl)
-  local h = redis.call('HMGET', hkey(t), 'host', 'pid', 'user', 'cmd', 'since', 'fence', 'ttl')
+  local h = redis.call('HMGET', hkey(t), 'host', 'pid', 'user', 'cmd', 'since', 'fence', 'ttl',
+                       'kept', 'exit')
   return {field(t), pttl, field(h[1]), field(h[2]), field(h[3]), field(h[4]), field(h[5]),
-          field(h[6]), field(h[7])}
+          field(h[6]), field(h[7]), field(h[8]), field(h[9])}
 end
 
 -- Up to `max` live holders, {token, pttl, host, pid, user, cmd, since, fence,
--- ttl} each, and how many there are. Reads only.
+-- ttl, kept, exit} each, and how many there are. Reads only.
 local function holders(max)
   local out, n = {}, 0
   local t = redis.call('GET', LOCK)
@@ -260,9 +261,12 @@ return {1, ttl, tonumber(redis.call('HGET', hkey(tok), 'fence') or '0')}
 )lua";
 
 // ARGV: token, min_hold_ms, channel, tombstone_ms and release id (optional:
-// a retry of one release sends the same id)
+// a retry of one release sends the same id), the command's exit status
+// (optional, protocol 4; '' = not known)
 // Returns {1} released, {2, ms_left} kept until acquisition + min_hold,
 // {3} released by an earlier try of this same release, {0} not held.
+// A kept lease's holder record says so ('kept': when; 'exit': how its
+// command ended), so that status does not show it as a running holder.
 constexpr std::string_view kRelease = R"lua(
 local tok, minhold, chan = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local tomb, rid = tonumber(ARGV[4] or '0') or 0, ARGV[5] or ''
@@ -277,6 +281,7 @@ if minhold > 0 then
   local left = since + minhold - NOW
   if since > 0 and left > 0 then
     set_lease(tok, how, left)
+    redis.call('HSET', hkey(tok), 'kept', NOW, 'exit', field(ARGV[6]))
     return {2, left}
   end
 end

@@ -273,19 +273,20 @@ void SentinelDiscovery::decide(const std::shared_ptr<Survey>& s) {
   // Nobody named it: the most telling answer wins.
   const std::string& name = cfg_.sentinel->master_name;
   std::string asked = list_of(sentinels);
-  Error e =
-      s->unknown > 0
-          ? Error(ErrorKind::Unavailable,
-                  fmt::format("no sentinel knows a master named '{}' (asked {}): check the "
-                              "name in the URL",
-                              escape_text(name), asked))
-      : s->refused ? *s->refused
-      : s->garbage
-          ? Error(ErrorKind::Protocol, fmt::format("no sentinel named a master of "
-                                                   "'{}' (asked {}): {}",
-                                                   escape_text(name), asked, s->garbage->what()))
-          : Error(ErrorKind::Unavailable, fmt::format("no sentinel answered ({}): {}", asked,
-                                                      s->silent ? s->silent->what() : "no reply"));
+  Error e = s->unknown > 0
+                ? Error(ErrorKind::Unavailable,
+                        fmt::format("no sentinel knows a master named '{}' (asked {}): check the "
+                                    "name in the URL",
+                                    escape_text(name), asked))
+            : s->refused ? *s->refused
+            : s->garbage ? Error(ErrorKind::Protocol,
+                                 fmt::format("no sentinel named a master of "
+                                             "'{}' (asked {}): {}",
+                                             escape_text(name), asked, s->garbage->what()))
+                         : Error(ErrorKind::Unavailable,
+                                 fmt::format("no sentinel answered ({}): {}", asked,
+                                             s->silent ? s->silent->what() : "no reply"),
+                                 -1, s->silent ? s->silent->cause() : Cause::Timeout);
   done(Outcome<MasterInfo>{e, {}});
 }
 

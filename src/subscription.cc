@@ -129,7 +129,7 @@ Subscriptions::Subscriptions(std::vector<Client*> clients, const std::string& ch
     std::string who = clients.size() > 1 ? clients[i]->name() + ": " : "";
     ev.failed = [this, alive, i, who](const Error& e) {
       if (!*alive) return;
-      ev_.failed(Error(e.kind(), who + e.what(), e.exit_status()));
+      ev_.failed(e.reworded(who + e.what()));
       if (e.kind() != ErrorKind::Unavailable) return;
       loop_.cancel(timers_[i]);
       // After a failover the holder's lease is checked on the new master as

@@ -12,6 +12,7 @@
 #include <openssl/x509v3.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <memory>
 
 #include "error.h"
@@ -195,12 +196,14 @@ class TlsStream : public Stream {
 
  private:
   IoResult fail(int rc, const char* what) {
+    int sys = errno;  // SSL_ERROR_SYSCALL: the socket's error
     int err = ssl().SSL_get_error(ssl_, rc);
     if (err == SSL_ERROR_WANT_READ) return {0, Want::Read};
     if (err == SSL_ERROR_WANT_WRITE) return {0, Want::Write};
     if (err == SSL_ERROR_ZERO_RETURN || (err == SSL_ERROR_SYSCALL && rc == 0))
-      throw_unavailable(fmt::format("connection to {} closed by the server", peer_));
-    throw_unavailable(fmt::format("cannot {} {}: {}", what, peer_, ssl_error_text()));
+      throw_unavailable(fmt::format("connection to {} closed by the server", peer_), Cause::Reset);
+    throw_unavailable(fmt::format("cannot {} {}: {}", what, peer_, ssl_error_text()),
+                      err == SSL_ERROR_SYSCALL ? cause_of_errno(sys) : Cause::Other);
   }
 
   int fd_;

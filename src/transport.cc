@@ -64,7 +64,9 @@ class SocketStream : public Stream {
     socklen_t len = sizeof err;
     getsockopt(fd_, SOL_SOCKET, SO_ERROR, &err, &len);
     if (err == EINPROGRESS || err == EALREADY) return Want::Write;
-    if (err != 0) throw_unavailable(fmt::format("cannot connect to {}: {}", peer_, strerror(err)));
+    if (err != 0)
+      throw_unavailable(fmt::format("cannot connect to {}: {}", peer_, strerror(err)),
+                        cause_of_errno(err));
     // Still in progress when the socket is not yet writable; poll decides.
     connecting_ = false;
     return Want::Nothing;
@@ -73,16 +75,21 @@ class SocketStream : public Stream {
   IoResult read(char* buf, size_t len) override {
     ssize_t n = recv(fd_, buf, len, 0);
     if (n > 0) return {static_cast<size_t>(n), Want::Nothing};
-    if (n == 0) throw_unavailable(fmt::format("connection to {} closed by the server", peer_));
+    if (n == 0)
+      throw_unavailable(fmt::format("connection to {} closed by the server", peer_), Cause::Reset);
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return {0, Want::Read};
-    throw_unavailable(fmt::format("cannot read from {}: {}", peer_, strerror(errno)));
+    int err = errno;
+    throw_unavailable(fmt::format("cannot read from {}: {}", peer_, strerror(err)),
+                      cause_of_errno(err));
   }
 
   IoResult write(const char* buf, size_t len) override {
     ssize_t n = send(fd_, buf, len, kSendFlags);
     if (n >= 0) return {static_cast<size_t>(n), n ? Want::Nothing : Want::Write};
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return {0, Want::Write};
-    throw_unavailable(fmt::format("cannot write to {}: {}", peer_, strerror(errno)));
+    int err = errno;
+    throw_unavailable(fmt::format("cannot write to {}: {}", peer_, strerror(err)),
+                      cause_of_errno(err));
   }
 
   int release() {
@@ -98,6 +105,19 @@ class SocketStream : public Stream {
 };
 
 }  // namespace
+
+Cause cause_of_errno(int err) {
+  switch (err) {
+    case ECONNRESET:
+    case ECONNABORTED:
+    case EPIPE:
+      return Cause::Reset;
+    case ETIMEDOUT:
+      return Cause::Timeout;
+    default:
+      return Cause::Other;  // ECONNREFUSED above all: nothing listens there
+  }
+}
 
 std::vector<Address> resolve(const Endpoint& ep) {
   std::vector<Address> out;
@@ -146,7 +166,8 @@ std::unique_ptr<Stream> open_stream(const Endpoint& ep, const Address& addr,
     } else {
       int err = errno;
       close(fd);
-      throw_unavailable(fmt::format("cannot connect to {}: {}", addr.text, strerror(err)));
+      throw_unavailable(fmt::format("cannot connect to {}: {}", addr.text, strerror(err)),
+                        cause_of_errno(err));
     }
   }
   if (!tls) return std::make_unique<SocketStream>(fd, addr.text, connecting);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "error.h"
 #include "url.h"
 
 namespace rlock {
@@ -48,6 +49,10 @@ struct Address {
   socklen_t len = 0;
   std::string text;
 };
+
+/// What a socket error number says of the future: a reset or closed
+/// connection and a timeout may pass by themselves, a refusal will not.
+Cause cause_of_errno(int err);
 
 /// Resolves `ep` (blocking getaddrinfo; call before the child runs).
 std::vector<Address> resolve(const Endpoint& ep);

@@ -55,10 +55,18 @@ void Acquirer::start(Done<Acquired> done) {
 void Acquirer::start_waiting() {
   probing_ = false;
   lock_.stay();
+  // Armed already when the first contact had to be retried: the wait
+  // counts from the start.
+  if (spec_.wait && !deadline_timer_) arm_deadline(*spec_.wait);
+  subscribe();
+}
+
+void Acquirer::arm_deadline(Millis after) {
   auto alive = alive_;
   Loop& loop = lock_.loop();
-  if (spec_.wait) {
-    deadline_timer_ = loop.after(*spec_.wait, [this, alive] {
+  {
+    wait_deadline_ = later(Clock::now(), after);
+    deadline_timer_ = loop.after(after, [this, alive] {
       if (!*alive || finished_) return;
       deadline_timer_ = 0;
       std::string who = last_ ? " (" + holder_text(*last_) + ")" : "";
@@ -76,7 +84,6 @@ void Acquirer::start_waiting() {
       });
     });
   }
-  subscribe();
 }
 
 void Acquirer::subscribe() {
@@ -90,7 +97,7 @@ void Acquirer::subscribe() {
   };
   ev.ready = [this, alive] {
     if (!*alive || finished_) return;
-    outage_since_.reset();
+    outage_over();
     attempt();  // nothing can have been missed before this
   };
   ev.failed = [this, alive](const Error& e) {
@@ -163,12 +170,13 @@ void Acquirer::on_reply(Outcome<AcquireReply> o) {
   if (finished_) return;
   if (o.error) {
     // The attempt may have reached the server before the failure: clean up.
+    if (retry_first_contact(*o.error)) return;
     if (ride_out(*o.error, retry_timer_, [this] { attempt(); })) return;
     if (o.error->kind() == ErrorKind::Unavailable || o.error->kind() == ErrorKind::Protocol)
       return fail_with_cleanup(*o.error);
     return finish({o.error, {}});
   }
-  outage_since_.reset();
+  outage_over();
   const AcquireReply& a = o.value;
   if (a.state == AcquireReply::State::Acquired) {
     if (spec_.sync_replicas == 0) return granted(a);
@@ -241,6 +249,7 @@ bool Acquirer::ride_out(const Error& e, Loop::TimerId& timer, std::function<void
   outage_error_ = e;
   auto down = std::chrono::duration_cast<Millis>(now - *outage_since_);
   if (down >= kOutageBudget) return false;
+  if (!outage_told_ && down >= kOutageNotice) report_outage(e);
   Millis backoff = std::clamp(down / 4, Millis(250), Millis(2000));
   log_verbose(fmt::format("Redis unavailable while waiting ({}); retrying in {}", e.what(),
                           format_duration(backoff)));
@@ -251,6 +260,30 @@ bool Acquirer::ride_out(const Error& e, Loop::TimerId& timer, std::function<void
     timer = 0;
     retry();
   });
+  return true;
+}
+
+bool Acquirer::retry_first_contact(const Error& e) {
+  // A first contact that fails is reported at once (a URL with a typo), but
+  // with an explicit --wait one that may pass by itself (a reset, no answer
+  // in time: a server restarting, a Cluster failing over) is tried again
+  // until the wait runs out (its deadline then says why: 69). Never a
+  // refusal, a name, TLS, a password or a protocol: those do not pass.
+  if (!probing_ || !spec_.wait || spec_.no_wait || !e.transient()) return false;
+  auto now = Clock::now();
+  auto elapsed = std::chrono::duration_cast<Millis>(now - started_);
+  if (elapsed >= *spec_.wait) return false;
+  if (!outage_since_) {
+    outage_since_ = now;
+    log_info(fmt::format("{}; retrying until --wait runs out", e.what()));
+  }
+  outage_error_ = e;
+  if (!deadline_timer_) arm_deadline(*spec_.wait - elapsed);
+  auto down = std::chrono::duration_cast<Millis>(now - *outage_since_);
+  Millis backoff = std::clamp(down / 4, Millis(250), Millis(2000));
+  log_verbose(
+      fmt::format("first contact failed ({}); retrying in {}", e.what(), format_duration(backoff)));
+  schedule(backoff);
   return true;
 }
 
@@ -301,6 +334,35 @@ void Acquirer::cancel(std::function<void()> done) {
 
 std::string Acquirer::holder_text(const AcquireReply& a) const {
   return describe_holders(a, lock_.limit());
+}
+
+void Acquirer::report_outage(const Error& e) {
+  outage_told_ = true;
+  if (!progress_) return;
+  WaitProgress p;
+  p.kind = WaitProgress::Kind::Outage;
+  p.note = e.what();
+  p.started = started_;
+  p.replied = Clock::now();
+  p.since = *outage_since_;
+  // ride_out gives up at its first failure past the budget; --wait may end it sooner.
+  p.until = later(p.since, kOutageBudget);
+  p.until_wait = wait_deadline_ && *wait_deadline_ <= p.until;
+  if (p.until_wait) p.until = *wait_deadline_;
+  progress_(p);
+}
+
+void Acquirer::outage_over() {
+  if (outage_told_ && outage_since_ && progress_) {
+    WaitProgress p;
+    p.kind = WaitProgress::Kind::Reconnected;
+    p.started = started_;
+    p.replied = Clock::now();
+    p.since = *outage_since_;
+    progress_(p);
+  }
+  outage_told_ = false;
+  outage_since_.reset();
 }
 
 void Acquirer::report(WaitProgress::Kind kind, const AcquireReply* a, int64_t fence) {

@@ -17,8 +17,14 @@
 namespace rlock {
 
 /// How long a waiter rides out an unavailable Redis (restart, failover)
-/// before it gives up with 69. The first contact is never retried.
+/// before it gives up with 69. The first contact is retried only with an
+/// explicit --wait, and only when it failed in a way that may pass (a reset
+/// or a timeout: Error::transient), until the wait runs out.
 inline constexpr Millis kOutageBudget{30000};
+
+/// An outage reported to the waiting person (WaitProgress::Outage) once it has
+/// lasted this long: a connection cut and at once restored is not one.
+inline constexpr Millis kOutageNotice{1000};
 
 /// The longest a waiter that gives up waits for its clean-up (release and
 /// leave) to be answered; the commands are sent either way (usually on the
@@ -37,14 +43,18 @@ struct WaitSpec {
 /// What happens while an Acquirer waits, for whoever shows it (progress.h).
 struct WaitProgress {
   enum class Kind {
-    Waiting,   // a reply while waiting: `reply` is the line's state as of `replied`
-    Acquired,  // after waiting: `fence`
-    Stopped,   // no longer waiting (acquired, given up, failed)
-    Warning,   // waiting goes on, less well: `note` says why
+    Waiting,      // a reply while waiting: `reply` is the line's state as of `replied`
+    Acquired,     // after waiting: `fence`
+    Stopped,      // no longer waiting (acquired, given up, failed)
+    Warning,      // waiting goes on, less well: `note` says why
+    Outage,       // Redis unreachable since `since` (`note`: the last failure); retrying until
+                  // `until` at most, when --wait runs out if `until_wait`
+    Reconnected,  // the outage that began at `since` is over
   } kind = Kind::Waiting;
   const AcquireReply* reply = nullptr;
   std::string note;
-  Clock::time_point started, replied;
+  Clock::time_point started, replied, since, until;
+  bool until_wait = false;
   int64_t fence = 0;
 };
 
@@ -86,6 +96,11 @@ class Acquirer {
 
  private:
   void start_waiting();
+  /// Gives up (see the deadline in waiter.cc) `after` from now.
+  void arm_deadline(Millis after);
+  /// Before the first reply: retries a transient failure when --wait allows;
+  /// true if a retry was scheduled.
+  bool retry_first_contact(const Error& e);
   void subscribe();
   void listen_for_releases();
   Millis jitter(Millis most);
@@ -102,6 +117,10 @@ class Acquirer {
   /// scheduled.
   bool ride_out(const Error& e, Loop::TimerId& timer, std::function<void()> retry);
   void report(WaitProgress::Kind kind, const AcquireReply* a = nullptr, int64_t fence = 0);
+  /// Tells of an outage that has lasted kOutageNotice (once per outage).
+  void report_outage(const Error& e);
+  /// Redis answered: the outage, if any, is over (and told so if it was told).
+  void outage_over();
   std::string holder_text(const AcquireReply& a) const;
 
   Lock& lock_;
@@ -120,7 +139,9 @@ class Acquirer {
   Clock::time_point started_, sent_;
   std::optional<AcquireReply> last_;
   std::optional<Clock::time_point> outage_since_;
-  std::optional<Error> outage_error_;  // the last failure of the outage
+  bool outage_told_ = false;
+  std::optional<Clock::time_point> wait_deadline_;  // when --wait runs out, once waiting
+  std::optional<Error> outage_error_;               // the last failure of the outage
   std::minstd_rand rng_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

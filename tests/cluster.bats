@@ -242,3 +242,32 @@ _shard_subscribers() {
     _rlock_poll "CLUSTER$i to be ok again" 20 _rlock_cluster_ok "CLUSTER$i" 3
   done
 }
+
+# --- first contact (issue 20 item 4) ------------------------------------------------------
+
+@test "first contact: a Cluster node that does not answer the redirect is retried within --wait" {
+  # The seed (node 1) is healthy and redirects to node 2, which is stopped: the first
+  # contact times out there, is retried, and gets through once node 2 continues.
+  k=$(cluster_key_on 2 firstcontact)
+  redis_pause CLUSTER2
+  rlock_bg waiter --timeout 1s run --wait 60s "$k" -- true
+  waiter=$BG_PID
+  wait_until "grep -q 'retrying until --wait runs out' '$T/waiter.err'" 20
+  redis_resume CLUSTER2
+  bg_wait "$waiter" 40
+  assert_equal "$BG_STATUS" 0
+  run cat "$T/waiter.err"
+  assert_equal "${#lines[@]}" 1
+  assert_regex "${lines[0]}" "127\.0\.0\.1:$CLUSTER2_PORT.*retrying until --wait runs out$"
+  for i in 1 2 3; do _rlock_poll "CLUSTER$i ok" 20 _rlock_cluster_ok "CLUSTER$i" 3; done
+}
+
+@test "first contact: a Cluster node that does not answer, without --wait, exits 69 at once" {
+  k=$(cluster_key_on 2 firstcontact-now)
+  redis_pause CLUSTER2
+  rl --timeout 1s run "$k" -- true
+  redis_resume CLUSTER2
+  assert_error 69
+  assert_regex "$stderr" "did not answer"
+  for i in 1 2 3; do _rlock_poll "CLUSTER$i ok" 20 _rlock_cluster_ok "CLUSTER$i" 3; done
+}

@@ -118,7 +118,7 @@ need_python() {
   HOST=$(hostname) USER_NAME=$(id -un) PID=$BASHPID TOK=$TOK json_assert "$output" \
     'd["key"] == "holder-json"' 'd["held"] is True' 'd["limit"] == 0' \
     'd["waiters"] == []' 'len(d["holders"]) == 1' \
-    'sorted(d["holders"][0]) == ["age_ms", "command", "fence", "host", "pid", "since", "since_ms", "token", "ttl_left_ms", "ttl_ms", "user"]' \
+    'sorted(d["holders"][0]) == ["age_ms", "command", "exit_status", "fence", "host", "kept", "kept_until", "pid", "since", "since_ms", "token", "ttl_left_ms", "ttl_ms", "user"]' \
     'd["holders"][0]["token"] == E["TOK"]' \
     'd["holders"][0]["host"] == E["HOST"]' \
     'd["holders"][0]["pid"] == int(E["PID"])' \
@@ -470,6 +470,98 @@ need_python() {
   rl list 'many-*'
   assert_success
   assert_equal "${#lines[@]}" 300
+}
+
+# --- on a terminal -------------------------------------------------------------------------
+
+# tty_rlock COLS ARGS...: `rlock ARGS` with standard output on a terminal COLS columns wide
+# (script(1)); $output without the terminal's carriage returns, $status rlock's.
+tty_rlock() {
+  command -v script >/dev/null || skip "script(1) is not installed"
+  local cols=$1 cmd
+  shift
+  cmd="stty cols $cols;$(printf ' %q' "$RLOCK" "$@")"
+  run bash -o pipefail -c "script -qec $(printf '%q' "$cmd") /dev/null | tr -d '\r'"
+}
+
+# assert_fits COLS: no line of $output is wider than COLS characters.
+assert_fits() {
+  local LC_ALL=C.UTF-8 l
+  while IFS= read -r l; do
+    ((${#l} <= $1)) || fail "wider than $1 columns (${#l}): $l"
+  done <<<"$output"
+}
+
+@test "status on a terminal: a header, whole seconds, user@host:pid, the token below; piped as before" {
+  acquire_tok tty-st --ttl 30s
+  tty_rlock 80 status tty-st
+  assert_success
+  assert_line --index 0 --regexp '^tty-st: held \(fence [0-9]+\)$'
+  assert_line --index 1 --regexp '^  ROLE +WHO +SINCE +AGE +LEFT +FENCE +COMMAND$'
+  assert_line --index 2 --regexp \
+    "^  holder +$(id -un)@$(hostname):$BASHPID +[0-9]{2}:[0-9]{2}:[0-9]{2}Z +[0-9]+m?s +[0-9]+s +[0-9]+ +rlock acquire$"
+  assert_line --index 3 --regexp "^ {10,}token $TOK$"
+  refute_output --partial "ms left" # no bare milliseconds
+  rl status tty-st
+  assert_line --index 1 "  holder  $(hostname) pid $BASHPID user $(id -un): rlock acquire"
+  assert_line --index 2 --regexp '^          since .*, fence [0-9]+, token [0-9a-f]{32}$'
+}
+
+@test "status on a terminal fits its width: the command is cut with …, who, where and fence stay" {
+  local long
+  long=$(printf 'x%.0s' {1..150})
+  rlock_bg long run --ttl 30s tty-long -- sh -c 'touch "$0"; sleep 600' "$BATS_TEST_TMPDIR/ready" "$long"
+  wait_for_file "$BATS_TEST_TMPDIR/ready" 10
+  rlock_bg waiter run --wait 60s tty-long -- true "$long"
+  wait_until 'has_waiter tty-long'
+  tty_rlock 80 status tty-long
+  assert_success
+  assert_fits 80
+  assert_line --index 2 --regexp "^  holder +$(id -un)@$(hostname):[0-9]+ .* [0-9]+s +[0-9]+ +sh -c .*…$"
+  assert_line --index 4 --regexp "^  waiter 1 +$(id -un)@$(hostname):[0-9]+ .*…$"
+  tty_rlock 60 status tty-long # narrower: SINCE gives way before the command does
+  assert_success
+  assert_fits 60
+  assert_line --index 1 --regexp '^  ROLE +WHO +AGE +LEFT +FENCE +COMMAND$'
+  assert_line --index 2 --regexp "^  holder +$(id -un)@$(hostname):[0-9]+ "
+  rl status tty-long # piped: the whole command, as before
+  assert_output --partial "$long"
+}
+
+@test "list on a terminal: a header and whole seconds; piped, the bare tab-separated values" {
+  acquire_tok tty-l1 --ttl 30s
+  tty_rlock 80 list 'tty-l*'
+  assert_success
+  assert_line --index 0 --regexp '^KEY +HOLDER +LEFT +FENCE +WAITERS +COMMAND$'
+  assert_line --index 1 --regexp "^tty-l1 +$(hostname):$BASHPID +[0-9]+s +[0-9]+ +0 +rlock acquire$"
+  assert_fits 80
+  rl list 'tty-l*'
+  assert_output --regexp "^tty-l1	$(hostname):$BASHPID	[0-9]+	[0-9]+	0	rlock acquire$"
+}
+
+@test "a lease kept by --min-hold after its command ended: status says so, with the exit status" {
+  run -3 "$RLOCK" run --ttl 30s --min-hold 20s mh-kept -- sh -c 'exit 3'
+  rl status mh-kept
+  assert_success
+  assert_line --index 1 --regexp \
+    '^  holder  kept by --min-hold until [0-9]{2}:[0-9]{2}:[0-9]{2}Z; its command exited 3$'
+  assert_line --index 2 --regexp "^          ran as $(hostname) pid [0-9]+ user $(id -un): "
+  rl status mh-kept --json
+  run -0 jq -r '.holders[0] | "\(.kept) \(.exit_status) \(.kept_until | test("^[0-9T:.-]+Z$"))"' <<<"$output"
+  assert_output "true 3 true"
+  tty_rlock 80 status mh-kept
+  assert_line --index 2 --regexp '^  kept +'
+  assert_line --index 3 --regexp '^ +kept by --min-hold until [0-9:]+Z; its command exited 3$'
+  tty_rlock 80 list mh-kept
+  assert_output --partial "(kept) "
+  run -0 "$RLOCK" break mh-kept --yes
+}
+
+@test "a running holder is not kept: --json says kept false, kept_until and exit_status null" {
+  acquire_tok not-kept --ttl 30s
+  rl status not-kept --json
+  run -0 jq -r '.holders[0] | "\(.kept) \(.kept_until) \(.exit_status)"' <<<"$output"
+  assert_output "false null null"
 }
 
 @test "a list pattern with '{' is a usage error (64)" {

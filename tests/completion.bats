@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
-# Shell completions: the bash completion completes subcommands, options and option values
-# and agrees with `rlock --help`; zsh (driven through zpty) and fish (complete -C) complete
-# subcommands, URL schemes, option values and run's command with its own arguments.
+# Shell completions: bash, zsh (driven through zpty) and fish (complete -C) complete
+# subcommands, after each subcommand exactly the options its --help lists, option values,
+# run's command with its own arguments, and lock names from a real server (rlock list
+# --names), without ever keeping the shell waiting (a stalled server, 100,000 keys).
 
 bats_require_minimum_version 1.5.0
 
@@ -9,7 +10,14 @@ load helpers/redis
 
 COMPLETIONS="$BATS_TEST_DIRNAME/../completions"
 
+setup_file() { redis_start; }
+
 setup() {
+  # `rlock` on the line is the binary under test (the completions run it for names).
+  mkdir -p "$BATS_FILE_TMPDIR/bin"
+  ln -sf "$RLOCK" "$BATS_FILE_TMPDIR/bin/rlock"
+  PATH="$BATS_FILE_TMPDIR/bin:$PATH"
+  unset REDIS_URL
   BASH_COMPLETION_FILE="$COMPLETIONS/rlock.bash"
   [[ -f $BASH_COMPLETION_FILE ]] || fail "missing $BASH_COMPLETION_FILE"
   # shellcheck source=/dev/null
@@ -18,24 +26,46 @@ setup() {
 
 # complete_line 'rlock WORDS…': runs the registered completion function as bash would
 # for the cursor at the end of the line; prints the candidates, sorted, one per line.
+# COMP_WORDS are split as bash splits them: at blanks, and around ':' and '='
+# (COMP_WORDBREAKS), so that "redis://h:1/0" is five words. Readline replaces only the
+# text after the last ':' or '=' of the last word; each candidate is printed as the whole
+# word it makes ("deploy:" + "prod").
 complete_line() {
-  local line=$1 spec func
+  local line=$1 spec func tok last="" head c
+  local -a blank_words
   spec=$(complete -p rlock) || fail "no completion registered for rlock"
   [[ $spec =~ -F[[:space:]]+([^[:space:]]+) ]] || fail "not a -F completion: $spec"
   func=${BASH_REMATCH[1]}
-  read -r -a COMP_WORDS <<<"$line"
-  if [[ $line == *' ' ]]; then COMP_WORDS+=(""); fi
+  read -r -a blank_words <<<"$line"
+  COMP_WORDS=()
+  for tok in "${blank_words[@]}"; do
+    while [[ -n $tok ]]; do
+      [[ $tok =~ ^([:=]+)(.*)$ || $tok =~ ^([^:=]+)(.*)$ ]]
+      COMP_WORDS+=("${BASH_REMATCH[1]}")
+      tok=${BASH_REMATCH[2]}
+    done
+  done
+  if [[ $line == *' ' ]]; then COMP_WORDS+=(""); else last=${line##* }; fi
+  head=${last%"${last##*[:=]}"}
   COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
   COMP_LINE=$line
   COMP_POINT=${#line}
   COMPREPLY=()
   "$func" rlock "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}"
-  printf '%s\n' "${COMPREPLY[@]}" | sort -u | sed '/^$/d'
+  for c in "${COMPREPLY[@]}"; do printf '%s%s\n' "$head" "$c"; done | sort -u | sed '/^$/d'
 }
 
 # long_options HELP-TEXT: the long options of the option lines ("  -x,--long …", "  --long …").
 long_options() {
   sed -n 's/^  \(-[a-zA-Z],\)\{0,1\}\(--[a-z][a-z-]*\).*/\2/p' <<<"$1" | sort -u
+}
+
+# help_options SUB: every option (short and long) that `rlock SUB --help` lists (SUB
+# empty: `rlock --help`), sorted.
+help_options() {
+  # shellcheck disable=SC2086 # SUB empty: no word
+  "$RLOCK" $1 --help | sed -n 's/^  \(-[a-zA-Z]\),\(--[a-z][a-z-]*\).*/\1\n\2/p;
+    s/^  \(--[a-z][a-z-]*\).*/\1/p' | sort -u
 }
 
 # assert_candidates WORD...: $output (from `run complete_line`) is exactly WORD..., in any
@@ -123,17 +153,6 @@ help_subcommands() {
   done
 }
 
-@test "every long option of each subcommand's --help is completed after it" {
-  [[ -x $RLOCK ]] || skip "no rlock binary at $RLOCK"
-  for sub in run acquire extend release status list break forget; do
-    run complete_line "rlock $sub k --"
-    completed=$output
-    for opt in $(long_options "$("$RLOCK" "$sub" --help)"); do
-      grep -qx -- "$opt" <<<"$completed" || fail "'rlock $sub k --' does not offer $opt"
-    done
-  done
-}
-
 @test "'rlock acquire k --' offers the locking options" {
   run complete_line 'rlock acquire k --'
   for opt in --ttl --wait --no-wait --conflict-exit-code --limit --json --url; do
@@ -167,9 +186,10 @@ help_subcommands() {
 
 # --- zsh and fish, for real ------------------------------------------------------------------
 
-# zsh_candidates 'LINE': what zsh offers for TAB at the end of LINE (tests/helpers/zsh_complete.zsh).
+# zsh_candidates 'LINE' [MS_FILE]: what zsh offers for TAB at the end of LINE
+# (tests/helpers/zsh_complete.zsh); with MS_FILE, how long until the shell took input again.
 zsh_candidates() {
-  zsh "$BATS_TEST_DIRNAME/helpers/zsh_complete.zsh" "$COMPLETIONS" "$1"
+  zsh "$BATS_TEST_DIRNAME/helpers/zsh_complete.zsh" "$COMPLETIONS" "$@"
 }
 
 # fish_candidates 'LINE': what fish offers (complete -C), without descriptions.
@@ -217,4 +237,204 @@ fish_candidates() {
   command -v git >/dev/null || skip "git is not installed"
   run fish_candidates 'rlock run k -- git com'
   assert_line commit
+}
+
+@test "bash: a URL on the line is one word though bash splits it at ':' (subcommand, scheme)" {
+  run complete_line 'rlock --url redis://h:1/0 st'
+  assert_candidates status
+  run complete_line 'rlock -u redis:'
+  assert_candidates redis://
+  run complete_line 'rlock run k --on-lost=k'
+  assert_candidates --on-lost=kill
+}
+
+# --- each subcommand's options: exactly what its --help lists, in every shell ------------
+
+# offered SHELL SUB: the options SHELL offers for `rlock SUB k -` (SUB empty: `rlock -`),
+# sorted; run's "--" (end of options) is not an option.
+offered() {
+  local line="rlock ${2:+$2 k }-"
+  case $1 in
+    bash) complete_line "$line" ;;
+    zsh) zsh_candidates "$line" ;;
+    fish) fish_candidates "$line" ;;
+  esac | grep -- '^-' | grep -vx -- '--' | sort -u
+}
+
+# assert_offers_help_options SHELL: for rlock and each subcommand, SHELL offers exactly the
+# options of its --help.
+assert_offers_help_options() {
+  local sub want got
+  for sub in "" run acquire extend release status list break forget; do
+    want=$(help_options "$sub")
+    [[ -n $want ]] || fail "no options in rlock $sub --help"
+    got=$(offered "$1" "$sub")
+    [[ $got == "$want" ]] ||
+      fail "$1, 'rlock ${sub:+$sub k }-': offered and --help differ (< --help, > offered):
+$(diff <(echo "$want") <(echo "$got") | grep '^[<>]')"
+  done
+}
+
+@test "bash offers after each subcommand exactly the options its --help lists (no --json for run)" {
+  assert_offers_help_options bash
+  run complete_line 'rlock run k --j'
+  assert_output ""
+}
+
+@test "zsh offers after each subcommand exactly the options its --help lists (no --json for run)" {
+  command -v zsh >/dev/null || skip "zsh is not installed"
+  assert_offers_help_options zsh
+}
+
+@test "fish offers after each subcommand exactly the options its --help lists (no --json for run)" {
+  command -v fish >/dev/null || skip "fish is not installed"
+  assert_offers_help_options fish
+}
+
+# --- run: options after KEY, then the command -------------------------------------------
+
+@test "zsh: options complete after run's KEY until the command starts" {
+  command -v zsh >/dev/null || skip "zsh is not installed"
+  run zsh_candidates 'rlock run k --w'
+  assert_candidates --wait
+  run zsh_candidates 'rlock run --ttl 5s k --kill-l'
+  assert_candidates --kill-leftovers
+  run zsh_candidates 'rlock run k --ttl 5s en'
+  assert_line env
+  run zsh_candidates 'rlock run k env --'
+  refute_line --wait
+}
+
+@test "fish: 'rlock run KEY CMD' completes the command without '--', then its arguments" {
+  command -v fish >/dev/null || skip "fish is not installed"
+  run fish_candidates 'rlock run k en'
+  assert_line env
+  run fish_candidates 'rlock run k --ttl 5s en'
+  assert_line env
+  run fish_candidates 'rlock run k --w'
+  assert_candidates --wait
+  command -v git >/dev/null || skip "git is not installed"
+  run fish_candidates 'rlock run k git com'
+  assert_line commit
+}
+
+# --- lock names from the server --------------------------------------------------------
+
+# candidates SHELL LINE [MS_FILE]: what SHELL offers for LINE; with MS_FILE, the
+# milliseconds until the shell could take input again.
+candidates() {
+  local shell=$1 line=$2 ms_file=${3-} t0 rc=0
+  t0=$(now_ms)
+  case $shell in
+    bash) complete_line "$line" || rc=$? ;;
+    zsh) zsh_candidates "$line" "$ms_file" || rc=$? ;;
+    fish) fish_candidates "$line" || rc=$? ;;
+  esac
+  if [[ -n $ms_file && $shell != zsh ]]; then echo $(($(now_ms) - t0)) >"$ms_file"; fi
+  return $rc
+}
+
+have_shell() {
+  [[ $1 == bash ]] || command -v "$1" >/dev/null || skip "$1 is not installed"
+}
+
+hold_keys() {
+  rcli flushall >/dev/null
+  for k in "$@"; do "$RLOCK" acquire --ttl 10m "$k" >/dev/null || fail "cannot take $k"; done
+}
+
+@test "list --names prints the held locks' names, one per line, matching PATTERN" {
+  hold_keys deploy:prod deploy:stage other
+  rl list --names
+  assert_success
+  assert_output "$(printf '%s\n' deploy:prod deploy:stage other)"
+  rl list --names 'deploy:*'
+  assert_output "$(printf '%s\n' deploy:prod deploy:stage)"
+  rl list --names --json
+  assert_error 64
+}
+
+@test "list --names prints at most 1000 names of 100,000 keys, within --timeout" {
+  rcli flushall >/dev/null
+  rcli eval "for i = 1, 100000 do redis.call('SET', 'lock:{k' .. i .. '}', 'x') end" 0 >/dev/null
+  assert_equal "$(rcli dbsize)" 100000
+  t0=$(now_ms)
+  rl list --names --timeout 2s
+  elapsed=$(($(now_ms) - t0))
+  assert_success
+  assert_equal "${#lines[@]}" 1000
+  # A prefix that few keys match needs the whole SCAN: --timeout still bounds it.
+  t0=$(now_ms)
+  rl list --names --timeout 300ms 'k9999*'
+  elapsed=$(($(now_ms) - t0))
+  ((elapsed < $(slack 1500))) || fail "took ${elapsed}ms"
+  [[ $status == 0 || $status == 69 ]] || fail "exit $status"
+  rcli flushall >/dev/null
+}
+
+@test "list --names gives up at --timeout in all when the server is stalled (SIGSTOP)" {
+  hold_keys deploy:prod
+  redis_pause
+  t0=$(now_ms)
+  rl list --names --timeout 300ms --connect-timeout 5s
+  elapsed=$(($(now_ms) - t0))
+  assert_error 69
+  ((elapsed < $(slack 1500))) || fail "took ${elapsed}ms"
+}
+
+# assert_names_completed SHELL: KEY of each subcommand completes from the server named by
+# -u on the line or by $RLOCK_URL, and nothing without a URL.
+assert_names_completed() {
+  local url=$RLOCK_URL
+  have_shell "$1"
+  hold_keys deploy:prod deploy:stage other
+  run candidates "$1" 'rlock status dep'
+  assert_candidates deploy:prod deploy:stage
+  run candidates "$1" 'rlock run deploy:s'
+  assert_candidates deploy:stage
+  run candidates "$1" 'rlock release --token t deploy:p'
+  assert_candidates deploy:prod
+  unset RLOCK_URL
+  run candidates "$1" "rlock -u $url break dep"
+  assert_candidates deploy:prod deploy:stage
+  run candidates "$1" "rlock status --url=$url o"
+  assert_candidates other
+  run candidates "$1" 'rlock status dep'
+  assert_output ""
+  RLOCK_URL=$url
+}
+
+@test "bash completes lock names from the server" { assert_names_completed bash; }
+@test "zsh completes lock names from the server" { assert_names_completed zsh; }
+@test "fish completes lock names from the server" { assert_names_completed fish; }
+
+# assert_stalled_server_is_quick SHELL: KEY completion against a SIGSTOPped server gives
+# the shell back within about a second.
+assert_stalled_server_is_quick() {
+  have_shell "$1"
+  hold_keys deploy:prod
+  redis_pause
+  run candidates "$1" 'rlock status dep' "$BATS_TEST_TMPDIR/ms"
+  ms=$(cat "$BATS_TEST_TMPDIR/ms")
+  ((ms < $(slack 1500))) || fail "$1 took ${ms}ms to complete against a stalled server"
+}
+
+@test "bash: a stalled server (SIGSTOP) does not hang completion" { assert_stalled_server_is_quick bash; }
+@test "zsh: a stalled server (SIGSTOP) does not hang completion" { assert_stalled_server_is_quick zsh; }
+@test "fish: a stalled server (SIGSTOP) does not hang completion" { assert_stalled_server_is_quick fish; }
+
+@test "100,000 keys: each shell completes in bounded time, at most 1000 names" {
+  rcli flushall >/dev/null
+  rcli eval "for i = 1, 100000 do redis.call('SET', 'lock:{k' .. i .. '}', 'x') end" 0 >/dev/null
+  for shell in bash zsh fish; do
+    [[ $shell == bash ]] || command -v "$shell" >/dev/null || continue
+    run candidates "$shell" 'rlock status k' "$BATS_TEST_TMPDIR/ms"
+    ms=$(cat "$BATS_TEST_TMPDIR/ms")
+    ((ms < $(slack 1500))) || fail "$shell took ${ms}ms"
+    ((${#lines[@]} > 0 && ${#lines[@]} <= 1000)) || fail "$shell offered ${#lines[@]} names"
+    run candidates "$shell" 'rlock status k9999' "$BATS_TEST_TMPDIR/ms"
+    ms=$(cat "$BATS_TEST_TMPDIR/ms")
+    ((ms < $(slack 1500))) || fail "$shell took ${ms}ms for a prefix"
+  done
+  rcli flushall >/dev/null
 }

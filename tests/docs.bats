@@ -86,6 +86,30 @@ holder_and_waiter() {
   done
 }
 
+# outage_lines FILE: the lines of FILE that tell of an outage while waiting, as rlock
+# prints them (the man page's escapes undone), normalized, the server's address a word.
+outage_lines() {
+  grep -E '^rlock: (Redis unreachable|reconnected)' "$1" | sed -e "s/\\\\(aq/'/g" -e 's/\\-/-/g' |
+    sed -E 's/[0-9]+(\.[0-9]+){3}:[0-9]+/ADDR/g' | normalize
+}
+
+@test "README's and the man page's outage lines are what a waiter prints when Redis goes away" {
+  tok=$("$RLOCK" acquire --ttl 60s deploy:prod)
+  bg_start waiter "$RLOCK" run deploy:prod --wait 30m -- true
+  waiter=$BG_PID
+  wait_until "grep -q 'waiting for' '$T/waiter.err'" 5
+  redis_kill
+  wait_until "grep -q 'unreachable' '$T/waiter.err'" 5
+  redis_restart
+  bg_wait "$waiter"
+  assert_equal "$BG_STATUS" 0
+  run outage_lines "$T/waiter.err"
+  assert_equal "${#lines[@]}" 2
+  printed=$output
+  assert_equal "$(outage_lines "$README")" "$printed"
+  assert_equal "$(outage_lines "$MAN")" "$printed"
+}
+
 @test "every duration in README's waiting sample is written as rlock writes it (1m, not 1m0s)" {
   mapfile -t durations < <(readme_sample 'rlock run deploy:prod --wait 30m -- ./deploy.sh' |
     grep -oE '\b[0-9]+(\.[0-9]+)?(ms|s|m|h)([0-9]+(ms|s|m|h))*\b' | sort -u)

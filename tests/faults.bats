@@ -23,6 +23,7 @@ setup() { T=$BATS_TEST_TMPDIR; }
 
 suite_teardown() {
   redis_stop GARBAGE
+  redis_stop RESETS
 }
 
 # load_release_script: loads the release script into the server's script cache (so that
@@ -185,4 +186,80 @@ base_rss_kb() {
   assert_equal "${#stderr_lines[@]}" 1
   [[ $stderr == *"short acquire reply"* ]] || fail "$stderr"
   [[ $stderr != *"internal error"* ]] || fail "$stderr"
+}
+
+# --- first contact (issue 20 item 4) ------------------------------------------------------
+# With an explicit --wait, a first contact that is reset or not answered in time is retried
+# until the wait runs out, with one line that says so; a refusal, and any failure without
+# --wait, is still reported at once.
+
+@test "first contact reset: with --wait it is retried until it gets through, saying so once" {
+  proxy_start_resetting RESETS 3 "$REDIS_PORT"
+  rl --url "$RESETS_URL" run --wait 20s fc-reset -- sh -c 'echo ran'
+  assert_success
+  assert_output "ran"
+  assert_equal "${#stderr_lines[@]}" 1
+  assert_regex "${stderr_lines[0]}" \
+    "^rlock: .*127\.0\.0\.1:$RESETS_PORT.*; retrying until --wait runs out$"
+  assert_equal "$(proxy_state resets RESETS)" 3
+  assert_equal "$(rcli exists 'lock:{fc-reset}')" 0
+}
+
+@test "first contact reset: -q keeps the retry line quiet" {
+  proxy_start_resetting RESETS 3 "$REDIS_PORT"
+  rl -q --url "$RESETS_URL" acquire --wait 20s fc-reset-q --ttl 30s
+  assert_success
+  assert_equal "$stderr" ""
+  assert_equal "$(proxy_state resets RESETS)" 3
+  assert_equal "$(rcli get 'lock:{fc-reset-q}')" "$output"
+}
+
+@test "first contact reset without --wait, or with --wait 0, exits 69 at once" {
+  proxy_start_resetting RESETS 1000 "$REDIS_PORT"
+  for wait in "" "--wait 0"; do
+    start=$(now_ms)
+    # shellcheck disable=SC2086 # $wait is zero or two words
+    rl --url "$RESETS_URL" run $wait fc-reset-now -- true
+    elapsed=$(($(now_ms) - start))
+    assert_error 69
+    [[ $stderr == *"reset by peer"* ]] || fail "$stderr"
+    assert [ "$elapsed" -lt "$(slack 2000)" ]
+  done
+}
+
+@test "a refused first contact exits 69 at once even with --wait" {
+  port=$(free_port)
+  start=$(now_ms)
+  rl --url "redis://127.0.0.1:$port/0" run --wait 60s fc-refused -- true
+  elapsed=$(($(now_ms) - start))
+  assert_error 69
+  [[ $stderr == *"refused"* ]] || fail "$stderr"
+  assert [ "$elapsed" -lt "$(slack 3000)" ] # not the 60s of --wait
+}
+
+@test "a first contact not answered in time is retried until --wait runs out, then 69" {
+  garbage_start silent
+  start=$(now_ms)
+  rl --url "redis://127.0.0.1:$GARBAGE_PORT/0" --timeout 1s run --wait 3s fc-silent -- true
+  elapsed=$(($(now_ms) - start))
+  assert_equal "$status" 69
+  assert_equal "$output" ""
+  assert_equal "${#stderr_lines[@]}" 2
+  assert_regex "${stderr_lines[0]}" "^rlock: .*did not answer .* within 1000ms \(--timeout\); \
+retrying until --wait runs out$"
+  assert_regex "${stderr_lines[1]}" "^rlock: gave up waiting for 'fc-silent' after 3s: .*did not answer"
+  assert [ "$elapsed" -ge 3000 ]
+  assert [ "$elapsed" -lt $((3000 + $(slack 2000))) ]
+}
+
+@test "a first contact to a stopped server gets through once it continues, within --wait" {
+  redis_pause
+  rlock_bg waiter --url "$REDIS_URL" --timeout 1s run --wait 60s fc-paused -- true
+  waiter=$BG_PID
+  wait_until "grep -q 'retrying until --wait runs out' '$T/waiter.err'" 20
+  redis_resume
+  bg_wait "$waiter" 30
+  assert_equal "$BG_STATUS" 0
+  run cat "$T/waiter.err"
+  assert_equal "${#lines[@]}" 1
 }

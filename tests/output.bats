@@ -110,6 +110,20 @@ no_raw_controls() {
   assert_line --index 1 $'c\e[0m\ufffd'
 }
 
+@test "a forged --min-hold mark: a kept time that is no number is no mark, an exit status out of range is not shown" {
+  fake_holder forged1 tok3 host cmd
+  rcli hset 'lock:{forged1}:h:tok3' kept $'soon\e[31m' exit 0 >/dev/null
+  run -0 "$RLOCK" status forged1
+  assert_line --index 1 "  holder  host pid 42 user host: cmd"
+  fake_holder forged2 tok4 host cmd
+  rcli hset 'lock:{forged2}:h:tok4' kept 1700000001000 exit $'999\e[31m' >/dev/null
+  run -0 "$RLOCK" status forged2
+  assert_line --index 1 --regexp '^  holder  kept by --min-hold until .*Z; its command has ended$'
+  run -0 "$RLOCK" status forged2 --json
+  run -0 jq -r '.holders[0] | "\(.kept) \(.exit_status)"' <<<"$output"
+  assert_output "true null"
+}
+
 @test "a waiter's 'held by' line escapes the holder's details" {
   fake_holder escw tok2 $'host\nrlock: forged' $'cmd\e[31m'
   run --separate-stderr "$RLOCK" acquire escw --wait 300ms

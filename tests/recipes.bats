@@ -234,3 +234,10 @@ run_step() {
   refute_output --partial "pid $holder "
   kill -CONT "$holder"
 }
+
+@test "the stuck-lock runbook's JSON line on a free key says free (no 'null pid null'), exit 1" {
+  export PATH="$T/bin:$PATH"
+  run -1 bash -e -o pipefail -c "$(recipe_block stuck-lock.md step3.sh)"
+  assert_output free
+  refute_output --partial null
+}

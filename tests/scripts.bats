@@ -7,9 +7,11 @@
 # - a retried release recognises its own earlier success, any other release of the token
 #   does not;
 # - status writes nothing and lists a bounded number of records;
-# - these scripts (protocol 3) beside protocol 1 (rlock 0.1.0's, tests/fixtures/protocol-v1)
-#   and protocol 2 (0.2.0 and 0.3.0's, tests/fixtures/protocol-v2) on one server: they
-#   exclude each other both ways and wake each other's waiters.
+# - a lease kept for --min-hold is marked as such (protocol 4);
+# - these scripts (protocol 4) beside protocol 1 (rlock 0.1.0's, tests/fixtures/protocol-v1),
+#   protocol 2 (0.2.0 and 0.3.0's, tests/fixtures/protocol-v2) and protocol 3 (0.4.0's,
+#   tests/fixtures/protocol-v3) on one server: they exclude each other both ways and wake
+#   each other's waiters.
 
 bats_require_minimum_version 1.5.0
 
@@ -21,6 +23,7 @@ setup_file() {
   "$HELPERS/dump_scripts" "$SCRIPTS" || fail "dump_scripts failed"
   export V1=$BATS_TEST_DIRNAME/fixtures/protocol-v1
   export V2=$BATS_TEST_DIRNAME/fixtures/protocol-v2
+  export V3=$BATS_TEST_DIRNAME/fixtures/protocol-v3
 }
 
 setup() { T=$BATS_TEST_TMPDIR; }
@@ -38,6 +41,7 @@ _eval() {
 v2() { _eval "$SCRIPTS/$1.lua" "${@:2}"; }
 v1() { _eval "$V1/$1.lua" "${@:2}"; }
 p2() { _eval "$V2/$1.lua" "${@:2}"; }
+p3() { _eval "$V3/$1.lua" "${@:2}"; }
 
 # acq VERSION KEY TOKEN TTL_MS [ATTEMPT=0] [MODE=try] [LIMIT=0]: the acquire script.
 acq() {
@@ -302,10 +306,10 @@ messages() { grep -c -x message "$BATS_TEST_TMPDIR/listen.out" || true; }
   run -0 "$RLOCK" release mixcli --token oldtok
 }
 
-# --- protocol 2 (rlock 0.3.0) and protocol 3 on one server ----------------------------------------
-# (v2 below is these scripts, protocol 3; p2 is protocol 2's.)
+# --- protocol 2 (rlock 0.3.0) and these scripts on one server ---------------------------------------
+# (v2 below is these scripts, protocol 4; p2 is protocol 2's.)
 
-@test "mixed versions: a protocol 2 holder excludes protocol 3 and the reverse" {
+@test "mixed versions: a protocol 2 holder excludes these scripts and the reverse" {
   run -0 first_line acq p2 mix23 old 30000 1
   assert_output OK
   run -0 first_line acq v2 mix23 new 30000 1
@@ -316,7 +320,7 @@ messages() { grep -c -x message "$BATS_TEST_TMPDIR/listen.out" || true; }
   assert_output TAKEN
 }
 
-@test "mixed versions: a protocol 3 release wakes a protocol 2 waiter (PUBLISH on one server)" {
+@test "mixed versions: these scripts' release wakes a protocol 2 waiter (PUBLISH on one server)" {
   run -0 first_line acq v2 mixw3 h 30000 1
   run -0 first_line acq p2 mixw3 oldw 30000 1 wait
   assert_output QUEUED
@@ -328,7 +332,7 @@ messages() { grep -c -x message "$BATS_TEST_TMPDIR/listen.out" || true; }
   assert_output OK
 }
 
-@test "mixed versions: a protocol 2 release wakes a protocol 3 waiter" {
+@test "mixed versions: a protocol 2 release wakes a waiter of these scripts" {
   run -0 first_line acq p2 mixw4 h 30000 1
   run -0 first_line acq v2 mixw4 neww 30000 1 wait
   assert_output QUEUED
@@ -338,4 +342,127 @@ messages() { grep -c -x message "$BATS_TEST_TMPDIR/listen.out" || true; }
   wait_until '(( $(messages) == 1 ))' 5
   run -0 first_line acq v2 mixw4 neww 30000 2 wait
   assert_output OK
+}
+
+# --- a lease kept for --min-hold (protocol 4) -----------------------------------------------------
+
+# holder_record VERSION KEY [FIELDS=11]: the first FIELDS fields of the first holder record
+# of VERSION's status, one a line (protocol 3's records have 9).
+holder_record() {
+  "$1" status "$2" | sed -n "4,$((3 + ${3:-11}))p"
+}
+
+@test "a release that keeps the lease for --min-hold marks the holder's record: when, and the exit status" {
+  run -0 first_line acq v2 kept1 tok 30000 1
+  run -0 v2 release kept1 tok 20000 'lock:release:{kept1}' 10000 rid 3
+  assert_line --index 0 2
+  now=$(rcli --raw time | head -1)
+  kept=$(rcli hget 'lock:{kept1}:h:tok' kept)
+  assert [ "$kept" -gt $(((now - 10) * 1000)) ]
+  assert_equal "$(rcli hget 'lock:{kept1}:h:tok' exit)" 3
+  # the record keeps the lease's expiry (the mark does not make it live for ever)
+  assert [ "$(rcli pttl 'lock:{kept1}:h:tok')" -gt 0 ]
+  run -0 holder_record v2 kept1
+  assert_equal "${#lines[@]}" 11
+  assert_equal "${lines[9]}" "$kept"
+  assert_equal "${lines[10]}" 3
+}
+
+@test "a release that frees at once, or one without an exit status, leaves no exit in the record" {
+  run -0 first_line acq v2 kept2 tok 30000 1
+  run -0 v2 release kept2 tok 20000 'lock:release:{kept2}' 10000 rid
+  assert_line --index 0 2
+  assert [ "$(rcli hget 'lock:{kept2}:h:tok' kept)" -gt 0 ]
+  assert_equal "$(rcli hget 'lock:{kept2}:h:tok' exit)" ""
+  run -0 first_line acq v2 kept3 tok 30000 1
+  # a running holder: both fields there, empty (bats's $lines drops empty lines)
+  assert_equal "$(holder_record v2 kept3 | wc -l)" 11
+  assert_equal "$(holder_record v2 kept3 | sed -n 10,11p | tr -d '\n')" ""
+}
+
+# --- protocol 3 (rlock 0.4.0) and protocol 4 on one server ----------------------------------------
+# (p3 is protocol 3's scripts, v2 these.)
+
+@test "mixed versions: a protocol 3 holder excludes protocol 4 and the reverse" {
+  run -0 first_line acq p3 mix34 old 30000 1
+  assert_output OK
+  run -0 first_line acq v2 mix34 new 30000 1
+  assert_output TAKEN
+  run -0 first_line acq v2 mix43 new 30000 1
+  assert_output OK
+  run -0 first_line acq p3 mix43 old 30000 1
+  assert_output TAKEN
+}
+
+@test "mixed versions: a protocol 4 release wakes a protocol 3 waiter" {
+  run -0 first_line acq v2 mixw5 h 30000 1
+  run -0 first_line acq p3 mixw5 oldw 30000 1 wait
+  assert_output QUEUED
+  listen 'lock:release:{mixw5}:oldw'
+  run -0 v2 release mixw5 h 0 'lock:release:{mixw5}' 10000 rid 0
+  assert_output 1
+  wait_until '(( $(messages) == 1 ))' 5
+  run -0 first_line acq p3 mixw5 oldw 30000 2 wait
+  assert_output OK
+}
+
+@test "mixed versions: a protocol 3 release wakes a protocol 4 waiter" {
+  run -0 first_line acq p3 mixw6 h 30000 1
+  run -0 first_line acq v2 mixw6 neww 30000 1 wait
+  assert_output QUEUED
+  listen 'lock:release:{mixw6}:neww'
+  run -0 p3 release mixw6 h 0 'lock:release:{mixw6}' 10000 rid
+  assert_output 1
+  wait_until '(( $(messages) == 1 ))' 5
+  run -0 first_line acq v2 mixw6 neww 30000 2 wait
+  assert_output OK
+}
+
+@test "mixed versions: protocol 3 reads a lease that protocol 4 kept for --min-hold as a holder" {
+  run -0 first_line acq v2 mixk4 tok 30000 1
+  run -0 v2 release mixk4 tok 20000 'lock:release:{mixk4}' 10000 rid 0
+  assert_line --index 0 2
+  # 0.4.0's status: the record it knows, the mark ignored
+  run -0 holder_record p3 mixk4 9
+  assert_equal "${#lines[@]}" 9
+  assert_equal "$(p3 status mixk4 | wc -l)" 15 # 3 + 9 fields + no waiters + 2 counts
+  assert_equal "${lines[0]}" tok
+  assert_equal "${lines[2]}" host
+  run -0 first_line acq p3 mixk4 other 30000 1
+  assert_output TAKEN
+  run -0 first_line p3 extend mixk4 tok 25000
+  assert_output 1
+  # 0.4.0's release of the kept token frees it, mark and all
+  run -0 p3 release mixk4 tok 0 'lock:release:{mixk4}' 10000 rid2
+  assert_output 1
+  assert_equal "$(rcli exists 'lock:{mixk4}' 'lock:{mixk4}:h:tok')" 0
+}
+
+@test "mixed versions: a lease that protocol 3 kept for --min-hold has no mark; protocol 4 shows a holder, as before" {
+  run -0 first_line acq p3 mixk3 tok 30000 1
+  run -0 p3 release mixk3 tok 20000 'lock:release:{mixk3}' 10000 rid
+  assert_line --index 0 2
+  assert_equal "$(holder_record v2 mixk3 | wc -l)" 11
+  assert_equal "$(holder_record v2 mixk3 | head -1)" tok
+  assert_equal "$(holder_record v2 mixk3 | sed -n 10,11p | tr -d '\n')" ""
+  run -0 "$RLOCK" status mixk3 --json
+  run -0 jq -r '.holders[0] | "\(.token) \(.kept) \(.kept_until) \(.exit_status)"' <<<"$output"
+  assert_output "tok false null null"
+  run -0 "$RLOCK" status mixk3
+  assert_line --index 1 "  holder  host pid 42 user user: cmd"
+  refute_output --partial "kept by"
+  # and protocol 4 releases what protocol 3 kept
+  run -0 v2 release mixk3 tok 0 'lock:release:{mixk3}' 10000 rid2 0
+  assert_output 1
+}
+
+@test "rlock's status says that a lease protocol 4 kept belongs to a command that has ended" {
+  run -0 first_line acq v2 mixk5 tok 30000 1
+  run -0 v2 release mixk5 tok 20000 'lock:release:{mixk5}' 10000 rid 0
+  run -0 "$RLOCK" status mixk5
+  assert_line --index 1 --regexp '^  holder  kept by --min-hold until [0-9]{2}:[0-9]{2}:[0-9]{2}Z; its command exited 0$'
+  assert_line --index 2 "          ran as host pid 42 user user: cmd"
+  run -0 "$RLOCK" status mixk5 --json
+  run -0 jq -r '.holders[0] | "\(.kept) \(.exit_status) \(.kept_until | test("Z$"))"' <<<"$output"
+  assert_output "true 0 true"
 }

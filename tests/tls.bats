@@ -208,6 +208,18 @@ speak TLS: it answers a plain-text PING; use redis:// instead of rediss:// (or t
   assert_equal "${#stderr_lines[@]}" 1
 }
 
+@test "redis:// to a TLS port says so at once (69), even with --wait: a mismatch is no reset" {
+  # A TLS port resets plain text, as a server going down does; rlock asks the port for a
+  # TLS handshake before it counts the reset as one that may pass.
+  start=$(now_ms)
+  rl --url "redis://127.0.0.1:$TLS_PORT/0" run --wait 60s tls-mismatch -- true
+  elapsed=$(($(now_ms) - start))
+  assert_error 69
+  assert_equal "$stderr" "rlock: Redis at redis://127.0.0.1:$TLS_PORT/0 speaks TLS: it resets \
+plain-text connections; use rediss:// instead of redis:// (or the server's plain-text port)"
+  assert [ "$elapsed" -lt "$(slack 3000)" ] # not the 60s of --wait
+}
+
 @test "-v over TLS shows the round trips" {
   rl -v --url "$TLS_URL" --tls-ca-cert "$TLS_DIR/ca.crt" status tls-verbose
   assert_equal "$status" 1

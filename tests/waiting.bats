@@ -250,7 +250,7 @@ cancel_wait() {
   assert_equal "$(cat "$T/waiter.out")" child-output
   run cat "$T/waiter.err"
   assert_equal "${#lines[@]}" 2
-  assert_line --index 0 --regexp "^rlock: waiting for 'say', held by .*pid $holder"
+  assert_line --index 0 --regexp "^rlock: waiting for 'say', 1st in line; held by .*pid $holder"
   assert_line --index 1 --regexp "^rlock: acquired 'say' after "
 }
 
@@ -266,31 +266,58 @@ cancel_wait() {
   assert_equal "$BG_STATUS" 75
   run cat "$T/waiter.err"
   assert_equal "${#lines[@]}" 3
-  assert_line --index 0 --regexp "^rlock: waiting for 'alive', held by .*holder's lease [0-9ms]+ left, (1st|2nd) in line$"
-  assert_line --index 1 --regexp "^rlock: still waiting for 'alive' after 30s, (1st|2nd) in line; held by .*, holder's lease [0-9ms]+ left$"
+  assert_line --index 0 --regexp "^rlock: waiting for 'alive', (1st|2nd) in line; held by .*, lease runs out in [0-9ms]+ unless renewed$"
+  assert_line --index 1 --regexp "^rlock: still waiting for 'alive' after 30s, (1st|2nd) in line; held by .*, lease runs out in [0-9ms]+ unless renewed$"
   assert_line --index 2 --regexp "^rlock: gave up waiting for 'alive' after 33s"
   assert_equal "$(cat "$T/quiet.err")" ""
   "$RLOCK" release alive --token "$tok"
 }
 
+# fake_holder KEY HOST CMD: KEY held for 60s by a holder (pid 42, taken at 22:13:20Z) with
+# the host and command of our choice, so that line lengths are known.
+fake_holder() {
+  rcli set "lock:{$1}" faketok px 60000 >/dev/null
+  rcli hset "lock:{$1}:h:faketok" host "$2" pid 42 user ci cmd "$3" since 1700000000000 \
+    fence 7 ttl 60000 >/dev/null
+  rcli pexpire "lock:{$1}:h:faketok" 60000 >/dev/null
+}
+
+# live_lines COLS KEY: the waiting lines a 1.5s wait for KEY draws on a COLS-column
+# terminal, one a line, in $T/lines.COLS (script(1) must be installed).
+live_lines() {
+  local out rc=0
+  out=$(script -qec "stty cols $1; \"$RLOCK\" run --wait 1500ms $2 -- true" /dev/null) || rc=$?
+  assert_equal "$rc" 75
+  printf '%s' "$out" | tr '\r' '\n' | sed 's/\x1b\[K//g' | grep '^rlock: waiting' >"$T/lines.$1"
+}
+
 @test "on a terminal, the live line is redrawn in place and fits the terminal's width" {
   command -v script >/dev/null || skip "script(1) is not installed"
-  tok=$("$RLOCK" acquire --ttl 60s live)
-  # A holder with a long command: what gets shortened is the command, not the facts.
-  for cols in 60 80 132; do
-    run bash -c "script -qec 'stty cols $cols; \"$RLOCK\" run --wait 2500ms live -- true' /dev/null"
-    assert_equal "$status" 75
-    printf '%s' "$output" | tr '\r' '\n' | sed 's/\x1b\[K//g' | grep '^rlock: waiting' >"$T/lines.$cols"
+  fake_holder live ci-4 './deploy.sh --env production'
+  for cols in 60 80 100 160; do
+    live_lines "$cols" live
     assert [ "$(wc -l <"$T/lines.$cols")" -ge 2 ] # redrawn at least once a second
     while IFS= read -r l; do
       n=$(printf '%s' "$l" | wc -m)
       ((n < cols)) || fail "a line of $n columns on a $cols-column terminal: $l"
     done <"$T/lines.$cols"
-    grep -q "1st in line" "$T/lines.$cols" || fail "$(cat "$T/lines.$cols")"
+    grep -q "^rlock: waiting [0-9]*s for 'live', 1st in line; held by ci-4 " "$T/lines.$cols" ||
+      fail "$(cat "$T/lines.$cols")"
   done
-  grep -q "holder's lease [0-9]*s left; held by .* pid " "$T/lines.132" || fail "$(cat "$T/lines.132")"
-  grep -q "holder's lease [0-9]*s left" "$T/lines.80" || fail "$(cat "$T/lines.80")"
-  "$RLOCK" release live --token "$tok"
+}
+
+@test "on a terminal, who holds the lock comes first: host and pid, then as much of the command as fits, then the time and the lease" {
+  command -v script >/dev/null || skip "script(1) is not installed"
+  fake_holder who ci-4 './deploy.sh --env production'
+  for cols in 80 100 160; do live_lines "$cols" who; done
+  held="^rlock: waiting [0-9]s for 'who', 1st in line; held by ci-4 pid 42"
+  # 80 columns: the command, shortened; neither the time nor the lease.
+  grep -q "$held \[\./deploy\.sh -*[a-z]*…\]$" "$T/lines.80" || fail "$(cat "$T/lines.80")"
+  # 100: all of the command, still no time or lease.
+  grep -q "$held \[\./deploy\.sh --env production\]$" "$T/lines.100" || fail "$(cat "$T/lines.100")"
+  # 160: everything, the lease in words that say it is renewed (not when the lock frees).
+  grep -q "$held \[\./deploy\.sh --env production\] since 22:13:20Z, lease runs out in [0-9]*s unless renewed$" \
+    "$T/lines.160" || fail "$(cat "$T/lines.160")"
 }
 
 @test "-q silences the waiting and acquired lines" {
@@ -327,6 +354,58 @@ cancel_wait() {
   run -1 "$RLOCK" status rs
 }
 
+@test "off a terminal, a waiter says within seconds that Redis is unreachable and what it does, and when it is back; -q silences both" {
+  tok=$("$RLOCK" acquire --ttl 30s down)
+  declare -A pid
+  bg_start forever "$RLOCK" run --ttl 30s down -- true
+  pid[forever]=$BG_PID
+  bg_start bounded "$RLOCK" run --ttl 30s --wait 30s down -- true
+  pid[bounded]=$BG_PID
+  bg_start quiet "$RLOCK" -q run --ttl 30s --wait 30s down -- true
+  pid[quiet]=$BG_PID
+  wait_until "has_waiters down 3"
+  redis_kill
+  t0=$(now_ms)
+  wait_until "grep -q 'unreachable' '$T/forever.err' && grep -q 'unreachable' '$T/bounded.err'" 5
+  took=$(($(now_ms) - t0))
+  ((took < $(slack 5000))) || fail "told after ${took}ms"
+  addr="127\.0\.0\.1:$REDIS_PORT"
+  run cat "$T/forever.err"
+  assert_equal "${#lines[@]}" 2
+  assert_line --index 1 --regexp "^rlock: Redis unreachable while waiting for 'down' \(.*$addr.*\); reconnecting for up to [0-9]+s more$"
+  run cat "$T/bounded.err"
+  assert_equal "${#lines[@]}" 2
+  assert_line --index 1 --regexp "^rlock: Redis unreachable while waiting for 'down' \(.*$addr.*\); reconnecting until --wait runs out in [0-9]+s$"
+  redis_restart # no persistence: the lock is gone with the data
+  for w in forever bounded quiet; do
+    bg_wait "${pid[$w]}" 15
+    [[ $BG_STATUS == 0 ]] || fail "$w exited $BG_STATUS: $(cat "$T/$w.err")"
+  done
+  for w in forever bounded; do
+    run cat "$T/$w.err"
+    assert_equal "${#lines[@]}" 4 # once unreachable, once back: not a line per retry
+    assert_line --index 2 --regexp "^rlock: reconnected to Redis \(unreachable for [0-9]+s\)$"
+    assert_line --index 3 --regexp "^rlock: acquired 'down' after "
+  done
+  assert_equal "$(cat "$T/quiet.err")" ""
+}
+
+@test "on a terminal, the live line says that Redis is unreachable instead of the holder's stale lease" {
+  command -v script >/dev/null || skip "script(1) is not installed"
+  tok=$("$RLOCK" acquire --ttl 30s ttydown)
+  bg_start tty script -qec "stty cols 200; \"$RLOCK\" run --wait 30s ttydown -- true" /dev/null
+  tty=$BG_PID
+  wait_until "has_waiters ttydown"
+  redis_kill
+  wait_until "grep -q 'unreachable' '$T/tty.out'" 5
+  tr '\r' '\n' <"$T/tty.out" | sed 's/\x1b\[K//g' | grep 'unreachable' | tail -1 >"$T/line"
+  grep -qE "^rlock: waiting [0-9]+s for 'ttydown'; Redis unreachable, reconnecting until --wait runs out in [0-9]+s \(.*127\.0\.0\.1:$REDIS_PORT.*\)$" \
+    "$T/line" || fail "$(cat "$T/line")"
+  redis_restart
+  bg_wait "$tty" 15
+  assert_equal "$BG_STATUS" 0
+}
+
 @test "a waiter whose connections are cut reconnects and still gets the lock" {
   proxy_start "$REDIS_PORT"
   tok=$("$RLOCK" acquire --ttl 30s cut)
@@ -341,4 +420,7 @@ cancel_wait() {
   bg_wait "$waiter" 10
   [[ $BG_STATUS == 0 ]] || fail "the waiter exited $BG_STATUS: $(cat "$T/waiter.err")"
   nothing_left cut
+  # A connection cut and at once restored is no outage worth a line.
+  run grep -c 'unreachable\|reconnected' "$T/waiter.err"
+  assert_output 0
 }

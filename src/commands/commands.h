@@ -18,11 +18,19 @@ int cmd_extend(const GlobalOptions& g, const std::string& key, const std::string
 int cmd_release(const GlobalOptions& g, const std::string& key, const std::string& token);
 int cmd_status(const GlobalOptions& g, const std::string& key);
 int cmd_list(const GlobalOptions& g, const std::string& pattern);
+/// `list --names`: the names only, one per line, at most kMaxListedNames, within
+/// one --timeout for everything (connecting included); what was found by then
+/// is printed before the unavailable Error that says the time ran out.
+int cmd_list_names(const GlobalOptions& g, const std::string& pattern);
+inline constexpr size_t kMaxListedNames = 1000;
 int cmd_break(const GlobalOptions& g, const std::string& key, bool yes);
 int cmd_forget(const GlobalOptions& g, const std::string& key, bool yes);
 
 /// Formats one lock's status for people (used by status and list).
 std::string status_text(const std::string& key, const LockStatus& s);
+/// status_text for a terminal `width` columns wide: a table of holders and
+/// waiters under a header row, whole seconds, every line within `width`.
+std::string status_table(const std::string& key, const LockStatus& s, size_t width);
 /// One JSON object for a lock's status (used by status --json and list --json).
 std::string status_json(const std::string& key, const LockStatus& s);
 

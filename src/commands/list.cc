@@ -2,11 +2,15 @@
 // every master (each master of a Cluster, every master of a quorum).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <optional>
 #include <set>
 
 #include "commands/commands.h"
+#include "duration.h"
 #include "output.h"
+#include "text.h"
+#include "table.h"
 
 namespace rlock {
 
@@ -22,37 +26,49 @@ std::string glob_escape(const std::string& s) {
   return out;
 }
 
-// The lock names under `head` ("lock:{") that SCAN MATCH `match` finds on one
-// node, added to `keys`: plain locks (PREFIX{KEY}) and semaphores
-// (PREFIX{KEY}:holders).
+// The lock name in Redis key `name` under `head` ("lock:{"): plain locks
+// (PREFIX{KEY}) and semaphores (PREFIX{KEY}:holders); nullopt for any other key.
+std::optional<std::string> lock_name(const std::string& name, const std::string& head) {
+  auto close = name.find('}', head.size());
+  if (name.compare(0, head.size(), head) != 0 || close == std::string::npos) return std::nullopt;
+  std::string rest = name.substr(close + 1);
+  if (!rest.empty() && rest != ":holders") return std::nullopt;
+  return name.substr(head.size(), close - head.size());
+}
+
+// One SCAN reply: the cursor to go on with ("0": done); the lock names are added to `keys`.
+std::string scan_step(const Reply& r, const std::string& head, std::set<std::string>& keys) {
+  auto& e = r.as_array("a SCAN reply", 2);
+  for (auto& k : e[1].as_array("SCAN keys"))
+    if (auto key = lock_name(k.as_string("a key name"), head)) keys.insert(*key);
+  return e[0].as_string("a SCAN cursor");
+}
+
+// The lock names that SCAN MATCH `match` finds on one node, added to `keys`.
 void scan(Client& client, const std::string& node, const std::string& match,
           const std::string& head, std::set<std::string>& keys) {
   std::string cursor = "0";
   do {
     Reply r = call(client, {"SCAN", cursor, "MATCH", match, "COUNT", "500"}, "SCAN",
                    CallOptions{Millis(0), {}, {}, node});
-    auto& e = r.as_array("a SCAN reply", 2);
-    cursor = e[0].as_string("a SCAN cursor");
-    for (auto& k : e[1].as_array("SCAN keys")) {
-      const std::string& name = k.as_string("a key name");
-      auto close = name.find('}', head.size());
-      if (name.compare(0, head.size(), head) != 0 || close == std::string::npos) continue;
-      std::string rest = name.substr(close + 1);
-      if (rest.empty() || rest == ":holders")
-        keys.insert(name.substr(head.size(), close - head.size()));
-    }
+    cursor = scan_step(r, head, keys);
   } while (cursor != "0");
+}
+
+// SCAN MATCH for the locks whose KEY matches `pattern` (usage Error for a bad one).
+std::string scan_match(const GlobalOptions& g, const std::string& pattern) {
+  if (pattern.empty() || pattern.find_first_of("{}") != std::string::npos)
+    throw_usage("invalid pattern: it is a glob over KEY, without '{' or '}'");
+  validate_prefix(g.prefix);
+  return glob_escape(g.prefix + "{") + pattern + "}*";
 }
 
 }  // namespace
 
 int cmd_list(const GlobalOptions& g, const std::string& pattern) {
-  if (pattern.empty() || pattern.find_first_of("{}") != std::string::npos)
-    throw_usage("invalid pattern: it is a glob over KEY, without '{' or '}'");
-  validate_prefix(g.prefix);
+  std::string match = scan_match(g, pattern);
   Session s(g);
   std::string head = g.prefix + "{";
-  std::string match = glob_escape(head) + pattern + "}*";
   std::set<std::string> keys;  // sorted, de-duplicated (SCAN may repeat)
   // Every master: one server, each master of a Cluster, every master of a quorum (a
   // key that a quorum holds is on a majority of them: any one of those names it).
@@ -81,6 +97,11 @@ int cmd_list(const GlobalOptions& g, const std::string& pattern) {
         fmt::format("cannot list: only {} of {} masters answered (a majority is {}); {}",
                     answered.size(), s.clients.size(), majority, failure->what()));
   }
+  // On a terminal: a table for people (a header, whole seconds, lines within
+  // its width); piped: bare tab-separated values, for scripts.
+  const bool table = !g.json && stdout_is_tty();
+  std::vector<std::vector<std::string>> rows{
+      {"KEY", "HOLDER", "LEFT", "FENCE", "WAITERS", "COMMAND"}};
   std::string out;
   for (auto& key : keys) {
     auto lock = s.found_lock(key, g.prefix, answered);
@@ -88,6 +109,18 @@ int cmd_list(const GlobalOptions& g, const std::string& pattern) {
     if (st.holders.empty()) continue;
     if (g.json) {
       out += (out.empty() ? "" : ",") + status_json(key, st);
+    } else if (table) {
+      const Holder& h = st.holders.front();
+      std::string who =
+          h.info.host.empty() ? "?" : fmt::format("{}:{}", escape_text(h.info.host), h.info.pid);
+      Millis left = h.ttl_left;
+      if (left >= Millis(1000)) left = std::chrono::ceil<std::chrono::seconds>(left);
+      // A lease kept by --min-hold runs no command any more.
+      std::string cmd = (h.kept_ms > 0 ? "(kept) " : "") + escape_text(h.info.cmd);
+      rows.push_back({escape_text(key),
+                      st.limit ? fmt::format("{}/{}", st.holder_count, st.limit) : who,
+                      format_duration(std::max(left, Millis(0))), std::to_string(h.fence),
+                      std::to_string(st.waiter_count), cmd});
     } else {
       // KEY HOLDER TTL_MS FENCE WAITERS CMD, bare values, tab-separated (cut -f):
       // every field is escaped, so none can hold a tab or newline.
@@ -99,7 +132,79 @@ int cmd_list(const GlobalOptions& g, const std::string& pattern) {
                          h.ttl_left.count(), h.fence, st.waiter_count, escape_text(h.info.cmd));
     }
   }
+  if (table && rows.size() > 1)
+    for (auto& line : layout_table(rows, stdout_columns(), 0, {{0, 32}, {1, 24}}).lines)
+      out += line + "\n";
   print_out(g.json ? "[" + out + "]\n" : out);
+  return exitcode::kOk;
+}
+
+// Names only, for shell completion: no round trip per key, at most
+// kMaxListedNames, and one deadline (--timeout) for connecting and every SCAN
+// on every master, so that neither a stalled server nor 100,000 keys keeps a
+// shell waiting. A master that fails is left out; the first failure is thrown
+// only when none answered.
+int cmd_list_names(const GlobalOptions& given, const std::string& pattern) {
+  std::string match = scan_match(given, pattern);
+  const auto deadline = later(Clock::now(), given.timeout);
+  GlobalOptions g = given;
+  g.connect_timeout = std::min(g.connect_timeout, g.timeout);
+  Session s(g);
+  std::string head = g.prefix + "{";
+  std::set<std::string> keys;
+  std::optional<Error> failure;
+  size_t answered = 0;
+  bool out_of_time = false;
+  auto left = [&] { return std::chrono::ceil<Millis>(deadline - Clock::now()); };
+  for (auto& client : s.clients) {
+    if (keys.size() >= kMaxListedNames || out_of_time) break;
+    try {
+      auto masters = settle_by<Outcome<std::vector<std::string>>>(
+          s.loop, deadline,
+          [&](Done<std::vector<std::string>> d) { client->masters(std::move(d)); });
+      if (!masters) {
+        out_of_time = true;
+        break;
+      }
+      if (masters->error) throw *masters->error;
+      for (const std::string& node : masters->value) {
+        std::string cursor = "0";
+        do {
+          if (keys.size() >= kMaxListedNames) break;
+          if (left() <= Millis(0)) {
+            out_of_time = true;
+            break;
+          }
+          CallOptions opt{left(), {}, {}, node};
+          auto r = settle_by<Result>(s.loop, deadline, [&](std::function<void(Result)> done) {
+            client->command({"SCAN", cursor, "MATCH", match, "COUNT", "1000"}, std::move(done),
+                            opt);
+          });
+          if (!r) {
+            out_of_time = true;
+            break;
+          }
+          cursor = scan_step(expect_ok(*r, "SCAN"), head, keys);
+        } while (cursor != "0");
+        if (out_of_time || keys.size() >= kMaxListedNames) break;
+      }
+      ++answered;
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::Usage) throw;
+      if (!failure) failure = e;
+    }
+  }
+  std::string out;
+  size_t n = 0;
+  for (auto& key : keys) {
+    if (n++ == kMaxListedNames) break;
+    out += escape_text(key) + "\n";
+  }
+  print_out(out);
+  if (out_of_time)
+    throw_unavailable(fmt::format("list --names: --timeout ({}ms) ran out after {} names",
+                                  given.timeout.count(), std::min(keys.size(), kMaxListedNames)));
+  if (answered == 0 && failure) throw *failure;
   return exitcode::kOk;
 }
 

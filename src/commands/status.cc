@@ -1,9 +1,13 @@
 // `rlock status KEY`: who holds it, since when, TTL, fence; who waits.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
+
 #include "commands/commands.h"
 #include "duration.h"
 #include "output.h"
+#include "table.h"
 
 namespace rlock {
 
@@ -18,6 +22,48 @@ int64_t elapsed_ms(int64_t now_ms, int64_t since_ms) {
 
 std::string age(int64_t now_ms, int64_t since_ms) {
   return format_duration(Millis(elapsed_ms(now_ms, since_ms)));
+}
+
+// A server time for people: "10:53:01Z" within a day of the server's now,
+// else with its date.
+std::string clock_time(int64_t ms, int64_t now_ms) {
+  std::string iso = utc_iso(ms);
+  if (std::max(elapsed_ms(ms, now_ms), elapsed_ms(now_ms, ms)) < 86'400'000)
+    return iso.substr(11, 8) + "Z";
+  return iso.substr(0, 19) + "Z";
+}
+
+// When the lease of a holder kept by --min-hold ends (server ms).
+int64_t kept_until(const Holder& h, int64_t now_ms) {
+  int64_t until = 0;
+  if (__builtin_add_overflow(now_ms, h.ttl_left.count(), &until)) until = INT64_MAX;
+  return until;
+}
+
+// "kept by --min-hold until 10:54:01Z; its command exited 0": a holder whose
+// command has ended, so that it does not read as a running one.
+std::string kept_words(const Holder& h, int64_t now_ms) {
+  std::string how = h.exit_status >= 0 ? fmt::format("its command exited {}", h.exit_status)
+                                       : std::string("its command has ended");
+  return fmt::format("kept by --min-hold until {}; {}", clock_time(kept_until(h, now_ms), now_ms),
+                     how);
+}
+
+// Durations in a terminal's columns: whole seconds once a second or more
+// (an age rounded down, a time left rounded up).
+std::string age_for_table(int64_t ms) {
+  if (ms >= 1000) ms -= ms % 1000;
+  return format_duration(Millis(ms));
+}
+std::string left_for_table(Millis left) {
+  if (left >= Millis(1000)) left = std::chrono::ceil<std::chrono::seconds>(left);
+  return format_duration(std::max(left, Millis(0)));
+}
+
+// "ci@ci-4:22836": who and where, in one column.
+std::string who_short(const HolderInfo& i) {
+  std::string user = i.user.empty() ? "" : escape_text(i.user) + "@";
+  return fmt::format("{}{}:{}", user, escape_text(i.host), i.pid);
 }
 
 // Holder details come from Redis: escaped, they cannot forge a line.
@@ -54,23 +100,47 @@ std::string master_json(const MasterStatus& m) {
                      json_string(m.name), s.fence, holder);
 }
 
+// The first line of status: "deploy: held (fence 7)", "deploy: free (last fence 7)".
+std::string headline(const std::string& key, const LockStatus& s) {
+  if (s.holders.empty()) return fmt::format("{}: free (last fence {})", key, s.fence);
+  if (s.limit > 0)
+    return fmt::format("{}: held by {} of {} (last fence {})", key, s.holder_count, s.limit,
+                       s.fence);
+  if (s.holders.front().since_ms == 0)
+    return fmt::format("{}: held by a client that is not rlock (last rlock fence {})", key,
+                       s.fence);
+  return fmt::format("{}: held (fence {})", key, s.holders.front().fence);
+}
+
+// The line after the holders listed when there are more.
+std::string more_holders(const LockStatus& s) {
+  if (s.holder_count <= static_cast<long>(s.holders.size())) return "";
+  return fmt::format("  … and {} more holders\n", s.holder_count - s.holders.size());
+}
+
+// What follows the waiters: the ones left out, and in quorum mode what each
+// master said.
+std::vector<std::string> tail_lines(const LockStatus& s) {
+  std::vector<std::string> out;
+  if (s.waiter_count > static_cast<long>(s.waiters.size()))
+    out.push_back(fmt::format("  … and {} more waiters", s.waiter_count - s.waiters.size()));
+  if (s.quorum > 0) {
+    out.push_back(fmt::format("  masters  {} of {} make a quorum", s.quorum, s.masters.size()));
+    for (auto& m : s.masters) out.push_back(fmt::format("    {}  {}", m.name, master_line(m)));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string status_text(const std::string& key, const LockStatus& s) {
-  std::string out;
-  if (s.holders.empty()) {
-    out += fmt::format("{}: free (last fence {})\n", key, s.fence);
-  } else if (s.limit > 0) {
-    out += fmt::format("{}: held by {} of {} (last fence {})\n", key, s.holder_count, s.limit,
-                       s.fence);
-  } else if (s.holders.front().since_ms == 0) {
-    out +=
-        fmt::format("{}: held by a client that is not rlock (last rlock fence {})\n", key, s.fence);
-  } else {
-    out += fmt::format("{}: held (fence {})\n", key, s.holders.front().fence);
-  }
+  std::string out = headline(key, s) + "\n";
   for (auto& h : s.holders) {
-    out += fmt::format("  holder  {}\n", who(h.info));
+    if (h.kept_ms > 0)
+      out +=
+          fmt::format("  holder  {}\n          ran as {}\n", kept_words(h, s.now_ms), who(h.info));
+    else
+      out += fmt::format("  holder  {}\n", who(h.info));
     if (h.since_ms > 0)
       out += fmt::format("          since {} ({} ago), {} left, fence {}, token {}\n",
                          utc_iso(h.since_ms), age(s.now_ms, h.since_ms),
@@ -79,17 +149,55 @@ std::string status_text(const std::string& key, const LockStatus& s) {
       out += fmt::format("          {} left, token {}\n", format_duration(h.ttl_left),
                          escape_text(h.token));
   }
-  if (s.holder_count > static_cast<long>(s.holders.size()))
-    out += fmt::format("  … and {} more holders\n", s.holder_count - s.holders.size());
+  out += more_holders(s);
   long n = 0;
   for (auto& w : s.waiters)
     out +=
         fmt::format("  waiter {}. {}, waiting {}\n", ++n, who(w.info), age(s.now_ms, w.since_ms));
-  if (s.waiter_count > n) out += fmt::format("  … and {} more waiters\n", s.waiter_count - n);
-  if (s.quorum > 0) {
-    out += fmt::format("  masters  {} of {} make a quorum\n", s.quorum, s.masters.size());
-    for (auto& m : s.masters) out += fmt::format("    {}  {}\n", m.name, master_line(m));
+  for (auto& l : tail_lines(s)) out += l + "\n";
+  return out;
+}
+
+std::string status_table(const std::string& key, const LockStatus& s, size_t width) {
+  std::string out = truncate_columns(headline(key, s), width) + "\n";
+  if (s.holders.empty() && s.waiters.empty()) return out;
+  std::vector<std::vector<std::string>> rows{
+      {"ROLE", "WHO", "SINCE", "AGE", "LEFT", "FENCE", "COMMAND"}};
+  for (auto& h : s.holders) {
+    const char* role = h.kept_ms > 0 ? "kept" : "holder";
+    if (h.info.host.empty() || h.since_ms == 0)
+      rows.push_back({role, h.info.host.empty() ? "not rlock" : who_short(h.info), "?", "?",
+                      left_for_table(h.ttl_left), "-", escape_text(h.info.cmd)});
+    else
+      rows.push_back({role, who_short(h.info), clock_time(h.since_ms, s.now_ms),
+                      age_for_table(elapsed_ms(s.now_ms, h.since_ms)), left_for_table(h.ttl_left),
+                      std::to_string(h.fence), escape_text(h.info.cmd)});
   }
+  long n = 0;
+  for (auto& w : s.waiters)
+    rows.push_back(
+        {fmt::format("waiter {}", ++n), who_short(w.info), clock_time(w.since_ms, s.now_ms),
+         age_for_table(elapsed_ms(s.now_ms, w.since_ms)), "", "", escape_text(w.info.cmd)});
+  // Who and where (user@host:pid) stay readable; the command gives way first,
+  // and on a narrow terminal SINCE (AGE says it too) before it is cut short.
+  size_t command = 0;
+  for (auto& r : rows) command = std::max(command, text_columns(r.back()));
+  Table t = layout_table(rows, width, 2, {{1, 32}});
+  if (t.widths.back() < std::min<size_t>(command, 16)) {
+    for (auto& r : rows) r.erase(r.begin() + 2);
+    t = layout_table(rows, width, 2, {{1, 32}});
+  }
+  std::string under(2 + t.widths[0] + 2, ' ');  // lines under a holder's row
+  out += t.lines[0] + "\n";
+  for (size_t i = 0; i < s.holders.size(); ++i) {
+    const Holder& h = s.holders[i];
+    out += t.lines[i + 1] + "\n";
+    if (h.kept_ms > 0) out += truncate_columns(under + kept_words(h, s.now_ms), width) + "\n";
+    out += truncate_columns(under + "token " + escape_text(h.token), width) + "\n";
+  }
+  out += more_holders(s);
+  for (size_t i = s.holders.size() + 1; i < t.lines.size(); ++i) out += t.lines[i] + "\n";
+  for (auto& l : tail_lines(s)) out += truncate_columns(l, width) + "\n";
   return out;
 }
 
@@ -99,11 +207,14 @@ std::string status_json(const std::string& key, const LockStatus& s) {
     if (!holders.empty()) holders += ",";
     holders += fmt::format(
         "{{\"token\":{},\"host\":{},\"pid\":{},\"user\":{},\"command\":{},\"since\":{},"
-        "\"since_ms\":{},\"age_ms\":{},\"ttl_left_ms\":{},\"ttl_ms\":{},\"fence\":{}}}",
+        "\"since_ms\":{},\"age_ms\":{},\"ttl_left_ms\":{},\"ttl_ms\":{},\"fence\":{},"
+        "\"kept\":{},\"kept_until\":{},\"exit_status\":{}}}",
         json_string(h.token), json_string(h.info.host), h.info.pid, json_string(h.info.user),
         json_string(h.info.cmd), h.since_ms ? json_string(utc_iso(h.since_ms)) : "null", h.since_ms,
         h.since_ms ? elapsed_ms(s.now_ms, h.since_ms) : 0, h.ttl_left.count(), h.ttl.count(),
-        h.fence);
+        h.fence, h.kept_ms > 0 ? "true" : "false",
+        h.kept_ms > 0 ? json_string(utc_iso(kept_until(h, s.now_ms))) : "null",
+        h.exit_status >= 0 ? std::to_string(h.exit_status) : "null");
   }
   long n = 0;
   for (auto& w : s.waiters) {
@@ -133,6 +244,8 @@ int cmd_status(const GlobalOptions& g, const std::string& key) {
   auto st = wait_for<LockStatus>(s.loop, [&](Done<LockStatus> d) { lock->status(std::move(d)); });
   if (g.json)
     print_out(status_json(key, st) + "\n");
+  else if (stdout_is_tty())
+    print_out(status_table(key, st, stdout_columns()));
   else
     print_out(status_text(key, st));
   return st.holders.empty() ? exitcode::kFree : exitcode::kOk;

@@ -25,9 +25,13 @@
 //             dropped): the request runs, its reply is lost; a word in `after` (or in
 //             `reset`, which still makes the cut an RST) picks the bytes to wait for
 //   SIGTERM, SIGINT, SIGHUP   exit 0
+// And by one file, read at each accept: with CONTROL_DIR/reset_first holding a number N,
+// each of the first N connections accepted (counted from the start, as `accepted`) is
+// reset (RST) at once, before a byte is read or the target is asked: a server that is
+// going down, whatever the client sends. Write it before the clients connect.
 // After every change it rewrites CONTROL_DIR/state atomically, lines KEY=VALUE:
 //   pid port mode(forward|blackhole) armed seq(signals handled) cuts accepted active
-//   delay_ms
+//   delay_ms resets(connections reset by reset_first)
 // so a test sends a signal and then waits for `seq` to grow instead of sleeping.
 // Single-threaded, one poll loop; signals arrive through a self-pipe.
 #include <netdb.h>
@@ -109,7 +113,7 @@ struct Proxy {
   bool blackhole = false;
   bool armed = false;                  // cut the next connection whose client sends something
   std::chrono::milliseconds delay{0};  // DELAY_MS: on bytes from the target
-  unsigned long seq = 0, cuts = 0, accepted = 0;
+  unsigned long seq = 0, cuts = 0, accepted = 0, resets = 0;
   std::vector<Session> sessions;
   std::string last_state;
 };
@@ -262,6 +266,18 @@ void accept_all(Proxy& p) {
   int fd;
   while ((fd = helper::accept_nonblocking(p.listen_fd)) >= 0) {
     ++p.accepted;
+    std::string first;
+    if (helper::read_file(p.control_dir + "/reset_first", first)) {
+      char* end = nullptr;
+      unsigned long n = std::strtoul(first.c_str(), &end, 10);
+      if (end != first.c_str() && p.accepted <= n) {
+        ++p.resets;
+        linger hard{1, 0};
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
+        close(fd);
+        continue;
+      }
+    }
     Session s;
     s.client = fd;
     s.upstream = socket(p.target.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -287,7 +303,8 @@ void write_state(Proxy& p) {
       "\nmode=" + (p.blackhole ? "blackhole" : "forward") + "\narmed=" + (p.armed ? "1" : "0") +
       "\nseq=" + std::to_string(p.seq) + "\ncuts=" + std::to_string(p.cuts) +
       "\naccepted=" + std::to_string(p.accepted) + "\nactive=" + std::to_string(p.sessions.size()) +
-      "\ndelay_ms=" + std::to_string(p.delay.count()) + "\n";
+      "\ndelay_ms=" + std::to_string(p.delay.count()) + "\nresets=" + std::to_string(p.resets) +
+      "\n";
   if (state == p.last_state) return;
   if (!helper::write_file_atomic(p.control_dir + "/state", state)) {
     helper::die(kProg, "writing the state file");

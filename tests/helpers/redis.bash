@@ -777,8 +777,18 @@ proxy_start_named() {
 # proxy_start TARGET_PORT [TARGET_HOST]: proxy_start_named PROXY … (PROXY_PORT, PROXY_URL…).
 proxy_start() { proxy_start_named PROXY "$@"; }
 
+# proxy_start_resetting NAME N TARGET_PORT: proxy_start_named NAME TARGET_PORT whose first
+# N connections are reset (RST) as soon as they are accepted (CONTROL_DIR/reset_first): a
+# server going down just as rlock connects. `proxy_state resets NAME` counts them.
+proxy_start_resetting() {
+  local dir="$BATS_FILE_TMPDIR/helper-$1"
+  mkdir -p "$dir"
+  printf '%s\n' "$2" >"$dir/reset_first"
+  proxy_start_named "$1" "$3"
+}
+
 # proxy_state KEY [NAME=PROXY]: prints KEY (mode, armed, seq, cuts, accepted, active, port, pid,
-# delay_ms) from the proxy's state file.
+# delay_ms, resets) from the proxy's state file.
 proxy_state() {
   local dir_var="${2:-PROXY}_DIR"
   sed -n "s/^$1=//p" "${!dir_var}/state"

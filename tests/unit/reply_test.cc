@@ -4,10 +4,12 @@
 #include <hiredis/hiredis.h>
 #include <openssl/evp.h>
 
+#include <cerrno>
 #include <set>
 #include <string>
 
 #include "scripts.h"
+#include "transport.h"
 
 namespace rlock {
 namespace {
@@ -30,6 +32,29 @@ TEST(Reply, ConvertsNestedArrays) {
   EXPECT_EQ(r.elements[0].as_string(), "OK");
   EXPECT_EQ(r.elements[1].as_int(), 42);
   EXPECT_TRUE(r.elements[2].elements[0].is_nil());
+}
+
+TEST(Error, CauseSurvivesRewording) {
+  Error reset(ErrorKind::Unavailable, "cannot read from 127.0.0.1:1: reset", -1, Cause::Reset);
+  EXPECT_TRUE(reset.transient());
+  Error worded = reset.reworded("sentinel 127.0.0.1:2: " + std::string(reset.what()));
+  EXPECT_EQ(worded.cause(), Cause::Reset);
+  EXPECT_EQ(worded.kind(), ErrorKind::Unavailable);
+  EXPECT_EQ(worded.exit_status(), 69);
+  EXPECT_TRUE(worded.transient());
+  Error copy = worded;  // as expect_ok throws it on
+  EXPECT_TRUE(copy.transient());
+  // Only an unavailable error may pass by itself; a refusal has no cause.
+  EXPECT_FALSE(Error(ErrorKind::Permission, "NOPERM", -1, Cause::Reset).transient());
+  EXPECT_FALSE(Error(ErrorKind::Unavailable, "cannot connect: Connection refused").transient());
+}
+
+TEST(Error, SocketErrorsThatMayPass) {
+  EXPECT_EQ(cause_of_errno(ECONNRESET), Cause::Reset);
+  EXPECT_EQ(cause_of_errno(EPIPE), Cause::Reset);
+  EXPECT_EQ(cause_of_errno(ETIMEDOUT), Cause::Timeout);
+  EXPECT_EQ(cause_of_errno(ECONNREFUSED), Cause::Other);
+  EXPECT_EQ(cause_of_errno(EHOSTUNREACH), Cause::Other);
 }
 
 TEST(Reply, TypeMismatchIsProtocolError) {
