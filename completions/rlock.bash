@@ -18,7 +18,8 @@ _rlock_sub_opts() {
     case $1 in
         run) echo "-c --command --ttl --wait -n --no-wait -E --conflict-exit-code --limit
                    --sync-replicas --min-hold --on-lost --kill-after --kill-leftovers" ;;
-        acquire) echo "--ttl --wait -n --no-wait -E --conflict-exit-code --limit --sync-replicas --json" ;;
+        acquire) echo "--ttl --wait -n --no-wait -E --conflict-exit-code --limit --sync-replicas
+                       --while-pid --on-lost --export --json" ;;
         extend) echo "--token --ttl --sync-replicas --json" ;;
         release) echo "--token" ;;
         status) echo "--json" ;;
@@ -34,7 +35,7 @@ _rlock_takes_value() {
             --tls-ca-cert | --tls-ca-dir | --tls-cert | \
             --tls-key | --tls-server-name | --connect-timeout | --timeout | --prefix | \
             -c | --command | --ttl | --wait | -E | --conflict-exit-code | --limit | \
-            --sync-replicas | --min-hold | --on-lost | --kill-after | --token)
+            --sync-replicas | --min-hold | --on-lost | --kill-after | --token | --while-pid)
             return 0 ;;
     esac
     return 1

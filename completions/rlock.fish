@@ -7,7 +7,7 @@
 set -g __rlock_value_opts -u --url --user --password-file --sentinel-user --sentinel-password-file \
     --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --tls-server-name --connect-timeout --timeout \
     --prefix -c --command --ttl --wait -E --conflict-exit-code --limit --sync-replicas --min-hold \
-    --on-lost --kill-after --token
+    --on-lost --kill-after --token --while-pid
 
 # Reads the line before the cursor: sets __rlock_sub (the subcommand), __rlock_key (1 once
 # its KEY is given) and __rlock_cmd (where run's command starts, as an index into the
@@ -187,6 +187,12 @@ complete -c rlock -n $rn -l on-lost -x -a 'term\t"SIGTERM then SIGKILL, the defa
 complete -c rlock -n $rn -l kill-after -x -d 'SIGKILL this long after SIGTERM (--on-lost term, --kill-leftovers; default 10s)'
 complete -c rlock -n $rn -l kill-leftovers -d 'when CMD exits, end what it left in its group instead of waiting for it'
 complete -c rlock -n __rlock_in_run_command -x -a '(__rlock_run_command)'
+
+# acquire only.
+set -l aq "__rlock_sub_is acquire"
+complete -c rlock -n $aq -l while-pid -x -a '(__fish_complete_pids)' -d 'hold KEY while process PID lives'
+complete -c rlock -n $aq -l on-lost -x -a 'term\t"SIGTERM to PID, the default" kill\t"SIGKILL to PID" warn\t"nothing"' -d 'with --while-pid: when the lease is lost'
+complete -c rlock -n $aq -l export -d 'print shell assignments to eval instead of the token'
 
 # extend, release, break.
 complete -c rlock -n '__rlock_sub_is extend release' -l token -x -d 'token printed by acquire (default $RLOCK_TOKEN)'

@@ -41,8 +41,9 @@ constexpr const char* kExitTable = R"(Exit status:
 Durations: 250ms, 30s, 5m, 2h, 1h30m, 1.5s, 7d (a bare number is seconds), at
 most 366d. Text from Redis is shown with control characters escaped as \xHH.
 Environment: RLOCK_URL, REDIS_URL, RLOCK_PASSWORD, REDISCLI_AUTH,
-RLOCK_SENTINEL_PASSWORD. The child of run sees RLOCK_KEY, RLOCK_TOKEN and
-RLOCK_FENCE. See rlock(1) for details.)";
+RLOCK_SENTINEL_PASSWORD. The child of run sees RLOCK_KEY, RLOCK_TOKEN,
+RLOCK_FENCE and RLOCK_HELD (every lock it is inside: a nested run of one of
+them runs at once). See rlock(1) for details.)";
 
 // Everything the command line gives. Durations and numbers are kept as text
 // and parsed afterwards (finish()), so that their errors name the flag; an
@@ -188,7 +189,7 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
 
   s.acquire = add_key(app.add_subcommand("acquire",
                                          "take KEY for --ttl and print the token; no process "
-                                         "stays behind"),
+                                         "stays behind (but with --while-pid)"),
                       v);
   add_lock_options(s.acquire, v,
                    "lease length (default 30s); extend renews it (with --while-pid, the keeper "
@@ -208,7 +209,7 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
                       "to eval instead of the token");
   s.acquire->footer(
       "In a script, for the script's whole life:\n"
-      "  eval \"$(rlock acquire --while-pid $$ --export KEY)\" || exit\n"
+      "  eval \"$(rlock acquire KEY --while-pid $$ --export)\" || exit\n"
       "Under a run or acquire that holds KEY (RLOCK_HELD, confirmed with Redis),\n"
       "acquire takes nothing and prints the token that holds it.");
 

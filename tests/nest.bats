@@ -264,3 +264,20 @@ EOF2
   [ "$status" -eq 64 ]
   is_free k
 }
+
+# --- other topologies -------------------------------------------------------------------------
+
+@test "quorum mode: a nested run runs at once; --while-pid keeps and frees the lock" {
+  redis_start_named Q2
+  redis_start_named Q3
+  export RLOCK_URL="$RLOCK_URL $Q2_URL $Q3_URL"
+  run timeout 30 rlock run --wait 3s qn -- rlock run --wait 3s qn -- sh -c 'echo "inner $RLOCK_KEY"'
+  [ "$status" -eq 0 ]
+  [[ $output == *"inner qn"* ]]
+  sleeper
+  rlock acquire --ttl 2s --while-pid "$SPID" qn >/dev/null
+  sleep 3 # past its TTL: renewed on the quorum
+  is_held qn
+  kill "$SPID"
+  _rlock_poll "qn to be free" 10 is_free qn
+}

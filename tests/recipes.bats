@@ -241,3 +241,42 @@ run_step() {
   assert_output free
   refute_output --partial null
 }
+
+@test "a lock for a whole script: two copies at once run one after the other; nested take; kill -9 frees it" {
+  export PATH="$T/bin:$PATH"
+  # make-report says it started, then waits for go; publish-report records its fence.
+  printf '#!/bin/sh\necho "start $$" >>"%s/runs"\nwhile [ ! -e "%s/go" ]; do sleep 0.05; done\n' \
+    "$T" "$T" >"$T/make-report"
+  printf '#!/bin/sh\necho "publish $RLOCK_FENCE" >>"%s/runs"\n' "$T" >"$T/publish-report"
+  chmod +x "$T/make-report" "$T/publish-report"
+  recipe_block script.md nightly-report.sh |
+    sed "s|/usr/local/bin/make-report|$T/make-report|; s|/usr/local/bin/publish-report|$T/publish-report|" \
+      >"$T/report.sh"
+  bg_start a sh "$T/report.sh"
+  a=$BG_PID
+  wait_until '[[ $(runs) == 1 ]]'
+  bg_start b sh "$T/report.sh"
+  b=$BG_PID
+  wait_until '[[ $(rcli zcard "lock:{nightly-report}:queue") == 1 ]]'
+  assert_equal "$(runs)" 1 # b waits
+  touch "$T/go"
+  bg_wait "$a" 30
+  assert_equal "$BG_STATUS" 0
+  bg_wait "$b" 30
+  assert_equal "$BG_STATUS" 0
+  # serialized, and the nested run inside each copy ran at once with that copy's fence
+  run cat "$T/runs"
+  assert_line --index 1 "publish 1"
+  assert_line --index 3 "publish 2"
+  [[ ${lines[0]} == start* && ${lines[2]} == start* ]]
+  wait_until '! rlock status nightly-report >/dev/null 2>&1'
+  # killed with -9 while it holds: the keeper frees the lock within about a second
+  rm -f "$T/go" "$T/runs"
+  bg_start c sh "$T/report.sh"
+  c=$BG_PID
+  wait_until '[[ $(runs) == 1 ]]'
+  kill -KILL "$c"
+  start=$(now_ms)
+  wait_until '! rlock status nightly-report >/dev/null 2>&1' 10
+  (($(now_ms) - start < $(slack 3000)))
+}
