@@ -357,7 +357,7 @@ END {
   for (i = 2; i <= n; i++) if (EN[i] - EN[i - 1] > gap) { gap = EN[i] - EN[i - 1]; gap_at = EN[i - 1] }
 
   # --- summary ---
-  printf "rlock soak: seed %s, %s contenders (%s direct, the rest through fault_proxy), persistence %s\n", M["seed"], M["contenders"], M["direct"], M["persistence"] == "1" ? "AOF appendfsync always" : "OFF"
+  printf "rlock soak: seed %s, %s contenders (%s), persistence %s\n", M["seed"], M["contenders"], REPL ? "every one direct" : M["direct"] " direct, the rest through fault_proxy", M["persistence"] == "1" ? "AOF appendfsync always" : "OFF"
   if (M["masters"] + 0 > 1) printf "  quorum mode       %s masters, a majority of %s; master 0 behind fault_proxy\n", M["masters"], M["quorum"]
   if (REPL) printf "  %-17s %s replica(s) per master, --sync-replicas %s%s; %s\n", M["topology"] " mode", M["replicas"], M["sync_replicas"] + 0, FAILOK ? "" : " (every replica: a failover explains nothing)", M["url"]
   printf "  rlock %s (%s), redis %s\n", M["rlock_version"], M["commit"], M["redis"]
