@@ -43,9 +43,22 @@
 #            + grace_ms before K (a grant within its lease of the kill), the later one B
 #            entered after K, and A was out by K + its TTL + grace_ms (it cannot renew on
 #            a dead master: it must lose its lease by then).
-#   A planned failover (`failover`: SENTINEL FAILOVER, CLUSTER FAILOVER without FORCE) and
-#   a slot migration (`migrate`) explain nothing, and with meta sync_replicas = replicas
-#   (soak.sh --sync-replicas covering every replica) no failover explains anything.
+#     planned: a Sentinel `failover` (SENTINEL FAILOVER) issued at S whose sentinels had
+#            all named the new master at N (its end; details named_ms): the promoted
+#            replica takes writes from before N while the old master still does, so a grant
+#            made there between S and N may be lost with it (rlock takes no grant the
+#            sentinels, asked after it, no longer confirm; a grant before they switch is
+#            the same unreplicated grant as above). Which of the two was granted on the
+#            old master is not in the history, so either may be: that one (O) entered at
+#            or after S and at most planned_grace_ms (meta, 300ms: the sentinels' answer
+#            and the command's start after the grant) after N and was out by N + its TTL
+#            + grace_ms, and the other entered after S. A run that entered later than
+#            N + planned_grace_ms is never O: a grant on the old master after the
+#            sentinels all named the new one stays a FAILURE.
+#   A Cluster planned failover (CLUSTER FAILOVER without FORCE), a Sentinel one logged
+#   without named_ms, and a slot migration (`migrate`) explain nothing, and with meta
+#   sync_replicas = replicas (soak.sh --sync-replicas covering every replica) no failover
+#   explains anything.
 #
 # Rules; each broken one is a VIOLATION and makes the verdict FAIL:
 #   (a) resource: replaying DIR/res/log, each decision is "accept iff the fence is above
@@ -135,10 +148,20 @@ function frozen_within(i, a, b,    k, f, lo, hi) {
 # "failover" when a master_kill explains that a (entered first) and b (entered later)
 # were both granted: a's grant, made within its lease before the kill, was lost with the
 # killed master (see the header); "" otherwise.
+# planned: o's grant on the old master fell in the window of failover k (o entered from
+# its start to planned_grace_ms after every sentinel named the new master) and o was out
+# by then + its TTL + grace_ms; n, granted on the new master, entered after the start
+function in_window(o, n, k) {
+  return ST[o] != "-" && EN[o] >= FS0[k] && EN[o] <= FE[k] + PGRACE && EN[n] > FS0[k] && \
+    leave_of(o) <= FE[k] + TTL[o] * 1000 + GRACE
+}
 function explain_failover(a, b,    k, K, ttl) {
   if (!FAILOK || ST[a] == "-") return ""
   ttl = TTL[a] * 1000
   for (k = 1; k <= nf; k++) {
+    if (FK[k] == "failover" && M["topology"] == "sentinel" && FKV[k, "planned"] == "1" && \
+        FKV[k, "named_ms"] != "" && (in_window(a, b, k) || in_window(b, a, k)))
+      return "failover"
     if (FK[k] != "master_kill") continue
     K = FS0[k]
     if (ST[a] + 0 < K && EN[a] >= K - ttl - GRACE && EN[b] > K && leave_of(a) <= K + ttl + GRACE)
@@ -215,6 +238,7 @@ END {
   if (!T0) T0 = M["t0"] + 0
   TEND = M["t_end"] + 0; TSTOP = M["t_stop"] + 0
   GRACE = M["grace_ms"] * 1000; BGRACE = M["break_grace_ms"] * 1000
+  PGRACE = (M["planned_grace_ms"] != "" ? M["planned_grace_ms"] : 300) * 1000
   REPL = (M["topology"] == "sentinel" || M["topology"] == "cluster")
   FAILOK = REPL && M["sync_replicas"] + 0 < M["replicas"] + 0
 
@@ -372,8 +396,8 @@ END {
   printf "  breaks            %d removed a holder; %d runs certainly broken while inside, their exits:%s; slowest out %s after the break (run %s)\n", nbroke, nbroken, out, ms(maxreact), maxreact_run
   printf "  overlaps          %d pairs, %d explained%s\n", npairs, npairs_ok, nreset ? sprintf(", %d after a fence reset", npairs_reset) : ""
   out = counts(SUPST)
-  printf "  superseded runs   %d (explained: %d by a freeze, %d by a break%s; unexplained %d), their exits:%s\n", nsup, NSW["stop"], NSW["break"], REPL ? sprintf(", %d by an unplanned failover", NSW["failover"]) : "", nsup - nsup_ok, out
-  if (REPL) printf "  explained         by an unplanned failover that lost a grant (README): %d superseded runs, %d fences granted twice, %d refused writes of runs that exited 0\n", NSW["failover"], ndupx, nrejx
+  printf "  superseded runs   %d (explained: %d by a freeze, %d by a break%s; unexplained %d), their exits:%s\n", nsup, NSW["stop"], NSW["break"], REPL ? sprintf(", %d by a failover", NSW["failover"]) : "", nsup - nsup_ok, out
+  if (REPL) printf "  explained         by a failover that lost an unreplicated grant (README): %d superseded runs, %d fences granted twice, %d refused writes of runs that exited 0\n", NSW["failover"], ndupx, nrejx
   if (nreset) printf "  fence resets      %d restart(s) set the fence counter back; %d runs were given used fences, %d of them stale\n", nreset, length(AFTERRESET), nsup_reset
   printf "  writes            %d attempts, %d accepted, %d rejected (%d of them by runs that exited 0), %d flock timeouts\n", nw, nacc, nrej, nrej0, nto
   out = counts(NHST)

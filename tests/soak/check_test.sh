@@ -331,5 +331,22 @@ run 0.0 5 0 10 4000 4005 76 R term
 fault master_kill 50 2500 planned=0 old=SMASTER:1 new=SREPLICA:2
 expect overlap "sentinel: a holder still inside 4s after the kill of its master (TTL 1s) is not explained"
 
+# A planned SENTINEL FAILOVER issued at 1000, every sentinel naming the new master at 2000:
+# 0.0 was granted fence 5 on the old master at 1500 (in the window, unreplicated), lost
+# its lease when it learned at 2300; 1.0 got fence 5 again on the new master at 2100.
+replicated_case sentinel 2
+run 0.0 5 900 1500 2300 2305 76 none term
+fault failover 1000 2000 planned=1 old=SMASTER:1 new=SREPLICA:2 named1_ms=800 named_ms=1000 settled_ms=3000
+run 1.0 5 1200 2100 2110 2115 0
+expect_explained 0 1 0 "sentinel: a grant on the old master before every sentinel named the new one is explained"
+
+# The same, but both entered more than 300ms after every sentinel named the new master:
+# neither can be a grant the sentinels still confirmed.
+replicated_case sentinel 2
+run 1.0 5 1200 2400 2700 2705 0
+run 0.0 5 900 2600 2800 2805 76 none term
+fault failover 1000 2000 planned=1 old=SMASTER:1 new=SREPLICA:2 named1_ms=800 named_ms=1000 settled_ms=3000
+expect overlap "sentinel: a grant on the old master after every sentinel named the new one is a failure"
+
 echo "$((n - failed)) of $n checker cases ok"
 ((failed == 0))

@@ -552,6 +552,40 @@ sentinel_agree() {
   _mport=$p
   [[ $(role_of "$_mname") == master ]]
 }
+# sentinel_switch_times OLD_PORT: asks each sentinel in turn (every ~20ms) until they
+# agree on a master other than OLD_PORT (sentinel_agree); _named1 / _named: when the first
+# / the last of them first named another master (µs, taken just before the question that
+# got that answer: the switch came after the answer before it, so the window these bound
+# is never wider than the truth by more than one question).
+sentinel_switch_times() {
+  local deadline i q t
+  local -a first=(0 0 0)
+  now_us
+  deadline=$((_now + 60000000))
+  while :; do
+    for i in 0 1 2; do
+      ((first[i])) && continue
+      now_us
+      t=$_now
+      q=$(rcli_to "SENT$((i + 1))" sentinel get-master-addr-by-name "$SENTINEL_MASTER" | sed -n 2p)
+      [[ -n $q && $q != "$1" ]] && first[i]=$t
+    done
+    if ((first[0] && first[1] && first[2])); then
+      _not_port=$1
+      sentinel_agree && break
+    fi
+    now_us
+    ((_now < deadline)) || return 1
+    sleep 0.02
+  done
+  _named1=${first[0]} _named=${first[0]}
+  for i in 1 2; do
+    ((first[i] < _named1)) && _named1=${first[i]}
+    ((first[i] > _named)) && _named=${first[i]}
+  done
+  return 0
+}
+
 sentinel_current() {
   _not_port=""
   poll_until 60 sentinel_agree || harness_error "the sentinels did not agree on a master within 60s"
@@ -677,14 +711,15 @@ fault_failover() {
       _kind=failover_skipped _detail="old=$oldn:$old: SENTINEL FAILOVER refused for 30s"
       return
     fi
-    _not_port=$old
-    poll_until 60 sentinel_agree || harness_error "SENTINEL FAILOVER did not complete within 60s"
+    sentinel_switch_times "$old" || harness_error "SENTINEL FAILOVER did not complete within 60s"
     newn=$_mname new=$_mport
-    now_us
-    _t1=$_now
+    _t1=$_named
     _not_port=""
     poll_until 60 sentinel_settled || harness_error "the replicas did not follow $newn within 60s"
     [[ $_mname == "$newn" ]] || newn+=",then:$_mname"
+    now_us
+    _detail="planned=1 old=$oldn:$old new=$newn:$new named1_ms=$(((_named1 - _t0) / 1000)) named_ms=$(((_named - _t0) / 1000)) settled_ms=$(((_now - _t1) / 1000))"
+    return
   fi
   now_us
   _detail="planned=1 old=$oldn:$old new=$newn:$new settled_ms=$(((_now - _t1) / 1000))"
@@ -1221,6 +1256,7 @@ T0=$_now
   echo "t0=$T0"
   echo "grace_ms=1000"
   echo "break_grace_ms=2000"
+  echo "planned_grace_ms=300"
   echo "rlock=$rlock"
   echo "rlock_version=$("$rlock" --version 2>&1 | head -n 1)"
   echo "commit=$(git -C "$(dirname "$rlock")" rev-parse --short HEAD 2>/dev/null || echo unknown)"
