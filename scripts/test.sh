@@ -5,7 +5,8 @@
 #   2. build-asan/  -DRLOCK_SANITIZE=ON (AddressSanitizer + UndefinedBehaviorSanitizer)
 #   3. build-fuzz/  scripts/fuzz.sh: each libFuzzer target of tests/fuzz for a bounded time
 # and, once, on the plain build: the soak's short form (tests/soak/soak.sh --short, then
-# in quorum mode with --masters 3), a
+# in quorum mode with --masters 3, in Sentinel mode with --sentinel and in Cluster mode
+# with --cluster), a
 # smoke run of the benchmark (bench/run.sh --smoke: it works; nothing is timed or asserted
 # about speed) and the packaging tests (tests/packaging: the .deb, the RPM, the recipes;
 # the recipe checks of docs/recipes run in the bats suites).
@@ -119,7 +120,10 @@ run_pass plain build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 # run_soak: the soak's short form (tests/soak/soak.sh --short: a few hundred contended
 # acquisitions under injected faults, then the history checker), once, on the plain build;
 # then its quorum form (--short --masters 3: three masters, a Redlock lock, faults on one
-# master at a time). Each invocation counts as one test: PASS passed, anything else failed.
+# master at a time), its Sentinel form (--short --sentinel: a master, two replicas, three
+# sentinels; planned and kill -9 failovers) and its Cluster form (--short --cluster: three
+# masters with a replica each; CLUSTER FAILOVER, kill -9, the lock's slot migrated), about
+# 100 s each. Each invocation counts as one test: PASS passed, anything else failed.
 run_soak_one() {
   local label=$1 log=$2 rc
   shift 2
@@ -137,12 +141,14 @@ run_soak_one() {
 
 run_soak() {
   if [[ ! -x build/rlock ]]; then
-    echo "==> [soak] no build/rlock: FAILED (both soak runs)"
-    total_failed=$((total_failed + 2))
+    echo "==> [soak] no build/rlock: FAILED (all four soak runs)"
+    total_failed=$((total_failed + 4))
     return
   fi
   run_soak_one soak build/soak.log --short
   run_soak_one soak-quorum build/soak-quorum.log --short --masters 3
+  run_soak_one soak-sentinel build/soak-sentinel.log --short --sentinel
+  run_soak_one soak-cluster build/soak-cluster.log --short --cluster
 }
 
 if [[ ${RLOCK_SKIP_SOAK:-0} == 1 ]]; then

@@ -121,19 +121,20 @@ AcquireReply parse_acquire(const Reply& r, int limit, const std::string& key) {
 template <class T>
 void run(Client& c, const Script& s, const LockNames& n, const Args& argv,
          std::function<T(const Reply&)> parse, Done<T> done, Millis timeout = Millis(0),
-         const std::vector<ScriptCall>& undo = {}) {
+         const std::vector<ScriptCall>& undo = {}, const std::string& node = {}) {
   run_script(
       c, s, keys_of(n), argv,
       [parse = std::move(parse), done = std::move(done), name = s.name](Result r) {
         Outcome<T> o;
         try {
           o.value = parse(expect_ok(r, fmt::format("{} script", name)));
+          if constexpr (requires(T & t) { t.node = r.node; }) o.value.node = r.node;
         } catch (const Error& e) {
           o.error = e;
         }
         done(std::move(o));
       },
-      timeout, undo);
+      timeout, undo, node);
 }
 
 }  // namespace
@@ -323,6 +324,28 @@ void SingleLock::release(const std::string& token, Millis min_hold, Done<Release
       names_.channel, std::to_string(tomb.count()),
       new_token(),    exit_status >= 0 && exit_status <= 255 ? std::to_string(exit_status) : ""};
   release_until(client_, names_, std::move(argv), later(Clock::now(), window), 0, std::move(done));
+}
+
+void SingleLock::confirm_master(const std::string& token, const AcquireReply& granted,
+                                Done<bool> done, Millis cleanup) {
+  std::string node = granted.node;
+  // Captured by value: the callback may outlive this Lock (not the Client).
+  Client* c = &client_;
+  LockNames n = names_;
+  client_.confirm_master(
+      node, [c, n, token, node, cleanup, done = std::move(done)](Outcome<bool> o) mutable {
+        if (o.error || o.value) return done(std::move(o));
+        // Void: released where it was made (token-checked, one try within
+        // `cleanup`), whatever the release says; the lease expires there anyway.
+        Millis tomb = cleanup + Millis(5000);
+        Args argv{token, "0", n.channel, std::to_string(tomb.count()), new_token()};
+        run<ReleaseReply>(
+            *c, release_script(), n, argv, parse_release,
+            [done = std::move(done)](Outcome<ReleaseReply>) {
+              done(Outcome<bool>{std::nullopt, false});
+            },
+            std::max(cleanup, Millis(1)), {}, node);
+      });
 }
 
 void SingleLock::leave(const std::string& token, Done<bool> done, Millis timeout) {

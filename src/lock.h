@@ -90,6 +90,7 @@ struct AcquireReply {
   long free = 0;                // free slots right now
   std::vector<Holder> holders;  // Taken / Queued: the first few
   long holder_count = 0;        // Taken / Queued: all of them
+  std::string node;             // the server that answered (Result::node)
 };
 
 struct ExtendReply {
@@ -166,6 +167,17 @@ class Lock {
   virtual void confirm_replicas(int replicas, Millis budget, const std::string& what,
                                 Done<bool> done) = 0;
 
+  /// Whether the grant `granted` of `token` stands: under Sentinel, whether
+  /// the sentinels, asked now, still name the master that made it (see
+  /// Client::confirm_master). When they do not, it is void: released there
+  /// (token-checked, within `cleanup`), and the outcome is false; the next
+  /// attempt goes to the master they name. Without Sentinel (and for a
+  /// quorum): true at once.
+  virtual void confirm_master(const std::string& /*token*/, const AcquireReply& /*granted*/,
+                              Done<bool> done, Millis /*cleanup*/) {
+    done(Outcome<bool>{std::nullopt, true});
+  }
+
   /// The deployments the lock lives on: one, or every master of a quorum (in
   /// the URLs' order).
   virtual std::vector<Client*> clients() = 0;
@@ -206,6 +218,8 @@ class SingleLock : public Lock {
   void forget(Done<ForgetReply> done) override;
   void confirm_replicas(int replicas, Millis budget, const std::string& what,
                         Done<bool> done) override;
+  void confirm_master(const std::string& token, const AcquireReply& granted, Done<bool> done,
+                      Millis cleanup) override;
   std::vector<Client*> clients() override { return {&client_}; }
 
   /// Quorum mode: raises the fence counter to at least `fence` and, if

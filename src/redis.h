@@ -202,6 +202,14 @@ class Client {
   /// This process will hold or wait for a while: watch for failovers too,
   /// instead of only noticing them when a command fails (Sentinel).
   virtual void stay() {}
+  /// Whether `node` (a Result::node) is still the master: under Sentinel the
+  /// sentinels are surveyed again (SentinelDiscovery::find) and, if they name
+  /// another master now, rlock moves there (ROLE-confirmed) and the outcome
+  /// is false; no sentinel answering is an unavailable Error. Without
+  /// Sentinel (or with an empty `node`): true, and `done` runs at once.
+  virtual void confirm_master(const std::string& /*node*/, Done<bool> done) {
+    done(Outcome<bool>{std::nullopt, true});
+  }
   /// The command timeout callers should assume.
   virtual Millis command_timeout() const = 0;
   /// The deployment for people: its URL without the password.

@@ -41,6 +41,9 @@ struct Result {
   /// With a failure: the command certainly never reached a server (the
   /// connection was never established), so sending it again is safe.
   bool unsent = false;
+  /// The server that answered (its address), when a Router sent it: under
+  /// Sentinel, which master a grant was made on (Client::confirm_master).
+  std::string node;
   bool ok() const { return !failure && !reply.is_error(); }
 };
 

@@ -132,7 +132,7 @@ void Router::command(Args args, ReplyCallback cb, CallOptions opt) {
 }
 
 void Router::dispatch(const CallPtr& c) {
-  if (sentinel_ && seed_.empty()) return need_master(c);
+  if (sentinel_ && seed_.empty() && c->opt.node.empty()) return need_master(c);
   std::string target = c->ask_node.empty() ? route(*c) : c->ask_node;
   bool asking = !c->ask_node.empty();
   c->ask_node.clear();
@@ -151,6 +151,7 @@ void Router::dispatch(const CallPtr& c) {
 }
 
 void Router::on_result(const CallPtr& c, const std::string& node_name, Result r) {
+  r.node = node_name;
   Millis left = std::chrono::duration_cast<Millis>(c->deadline - Clock::now());
   Millis pause = pause_for(c->tries);
   if (r.failure) {
@@ -177,7 +178,7 @@ void Router::on_result(const CallPtr& c, const std::string& node_name, Result r)
       if (starts_with(m, "CLUSTERDOWN")) refresh_slots();
       return retry_later(c, pause);
     }
-    if (not_master(m) && left > pause) {
+    if (not_master(m) && left > pause && c->opt.node.empty()) {
       // A master that was demoted (a failover): Sentinel is asked again; a plain
       // URL's connection is dropped, so that the next attempt looks the name up
       // again (a managed service moves its DNS name to the new master).
@@ -539,6 +540,35 @@ void Router::master_moved(const MasterInfo& info, const std::string& why) {
   if (auto it = nodes_.find(old); it != nodes_.end()) it->second->conn->close(e);
   topology_changed(e);
   if (!finding_) master_found(info);
+}
+
+// A grant counts only if the sentinels, asked after it was made, still name
+// the master that made it: one that was made on a master they no longer name
+// (a planned failover that has promoted a replica while the old master still
+// takes writes, until it is reconfigured) would give the lock a second time
+// once they switch. The survey is sent after the grant's reply arrived, so a
+// master they named by then is never trusted with it.
+void Router::confirm_master(const std::string& node, Done<bool> done) {
+  if (!sentinel_ || node.empty()) return done(Outcome<bool>{std::nullopt, true});
+  auto alive = alive_;
+  sentinel_->find([this, alive, node, done = std::move(done)](Outcome<MasterInfo> o) {
+    if (!*alive) return;
+    if (o.error) return done(Outcome<bool>{o.error, false});
+    std::string named = o.value.endpoint.address();
+    if (named == node) {
+      if (node == seed_) master_epoch_ = std::max(master_epoch_, o.value.epoch);
+      return done(Outcome<bool>{std::nullopt, true});
+    }
+    std::string why =
+        fmt::format("failover: the master of '{}' is now {}, not {}",
+                    escape_text(sentinel_->master_name()), escape_text(named), escape_text(node));
+    if (seed_ == node) {
+      master_moved(o.value, why);
+    } else if (cfg_.trace) {
+      cfg_.trace(why);
+    }
+    done(Outcome<bool>{std::nullopt, false});
+  });
 }
 
 void Router::stay() {

@@ -39,6 +39,7 @@ class Router : public Client {
   void learn(const std::string& error_reply) override;
   void masters(Done<std::vector<std::string>> done) override;
   void stay() override;
+  void confirm_master(const std::string& node, Done<bool> done) override;
   Millis command_timeout() const override { return cfg_.command_timeout; }
   std::string name() const override;
   Loop& loop() override { return loop_; }

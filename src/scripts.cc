@@ -544,7 +544,8 @@ std::optional<Error> acl_refusal(const Client& c, const Script& s, const Args& k
 }  // namespace
 
 void run_script(Client& client, const Script& script, const Args& keys, const Args& argv,
-                ReplyCallback given_cb, Millis timeout, const std::vector<ScriptCall>& undo) {
+                ReplyCallback given_cb, Millis timeout, const std::vector<ScriptCall>& undo,
+                const std::string& node) {
   // An ACL refusal becomes one line that says what to grant.
   ReplyCallback cb = [c = &client, sc = &script, keys, given_cb = std::move(given_cb)](Result r) {
     if (!r.failure && r.reply.is_error())
@@ -568,22 +569,22 @@ void run_script(Client& client, const Script& script, const Args& keys, const Ar
   client.command(
       std::move(evalsha),
       [c, sc, ro, keys_copy, argv_copy, eval = std::move(eval), cb = std::move(cb), timeout,
-       undo_cmds, undo](Result r) mutable {
+       undo_cmds, undo, node](Result r) mutable {
         if (ro && no_read_only_variant(r)) {
           c->server().no_eval_ro = true;
-          run_script(*c, *sc, keys_copy, argv_copy, std::move(cb), timeout, undo);
+          run_script(*c, *sc, keys_copy, argv_copy, std::move(cb), timeout, undo, node);
           return;
         }
         if (!r.failure && r.reply.is_error() && starts_with(r.reply.str, "NOSCRIPT")) {
           std::string key = keys_copy.empty() ? "" : keys_copy.front();
           c->command(std::move(eval), std::move(cb),
-                     CallOptions{timeout, std::move(undo_cmds), std::move(key), {}});
+                     CallOptions{timeout, std::move(undo_cmds), std::move(key), node});
           return;
         }
         cb(std::move(r));
       },
       // Every key of a lock shares one slot: the first names it.
-      CallOptions{timeout, undo_cmds, keys.empty() ? "" : keys.front(), {}});
+      CallOptions{timeout, undo_cmds, keys.empty() ? "" : keys.front(), node});
 }
 
 }  // namespace rlock

@@ -45,13 +45,14 @@ Args keys_of(const LockNames& names);
 /// NOSCRIPT (a read-only script: EVALSHA_RO and EVAL_RO, or the plain ones on
 /// a server without them). `cb` gets the final result.
 /// `undo` scripts (with their ARGV) are sent as EVAL on the same connection
-/// if this one times out (see Connection::command).
+/// if this one times out (see Connection::command). A non-empty `node` pins
+/// the call to that server (CallOptions::node).
 struct ScriptCall {
   const Script* script;
   Args argv;
 };
 void run_script(Client& client, const Script& script, const Args& keys, const Args& argv,
                 ReplyCallback cb, Millis timeout = Millis(0),
-                const std::vector<ScriptCall>& undo = {});
+                const std::vector<ScriptCall>& undo = {}, const std::string& node = {});
 
 }  // namespace rlock

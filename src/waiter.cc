@@ -7,6 +7,7 @@
 #include "duration.h"
 #include "output.h"
 #include "subscription.h"
+#include "text.h"
 
 namespace rlock {
 
@@ -19,6 +20,11 @@ constexpr Millis kHeadRecheck{1000};
 // Quorum mode: the most a waiter waits, at random, before it tries after a
 // release or a failed vote.
 constexpr Millis kRetryJitter{100};
+
+// Grants that did not count (made on a master the sentinels no longer name,
+// or whose lease ran out before it could be renewed) in a row: past this many
+// the deployment is not settling, and waiting on is pointless (69).
+constexpr int kMaxRegrants = 8;
 
 }  // namespace
 
@@ -179,7 +185,7 @@ void Acquirer::on_reply(Outcome<AcquireReply> o) {
   outage_over();
   const AcquireReply& a = o.value;
   if (a.state == AcquireReply::State::Acquired) {
-    if (spec_.sync_replicas == 0) return granted(a);
+    if (spec_.sync_replicas == 0) return confirm(a);
     // Not a grant until the replicas confirm it: a failover to one that had
     // not seen it would give the lock away again.
     auto alive = alive_;
@@ -188,9 +194,10 @@ void Acquirer::on_reply(Outcome<AcquireReply> o) {
                                   [this, alive, a](Outcome<bool> o) {
                                     if (!*alive || finished_) return;
                                     if (o.error) return fail_with_cleanup(*o.error);
-                                    granted(a);
+                                    confirm(a);
                                   });
   }
+  regrants_ = 0;
   if (a.state == AcquireReply::State::Taken && !spec_.no_wait && probing_) {
     last_ = a;
     return start_waiting();
@@ -220,9 +227,92 @@ void Acquirer::on_reply(Outcome<AcquireReply> o) {
   schedule(lock_.fair() ? delay : delay + jitter(kRetryJitter));
 }
 
-void Acquirer::granted(const AcquireReply& a) {
+// Under Sentinel a grant counts only once the sentinels, asked after it was
+// made, still name the master that made it (Lock::confirm_master): a planned
+// failover promotes a replica while the old master still takes writes, and a
+// grant there would be made a second time on the new one. A void grant is
+// released where it was made, and the waiter goes on, on the master the
+// sentinels name, within its --wait (its place in the old master's line is
+// lost with that master anyway).
+void Acquirer::confirm(const AcquireReply& a) {
+  auto alive = alive_;
+  Millis bound = std::min(lock_.command_timeout(), kCleanupBound);
+  lock_.confirm_master(
+      token_, a,
+      [this, alive, a, bound](Outcome<bool> o) {
+        if (!*alive || finished_) return;
+        if (o.error) {
+          // Nobody to ask whether it stands: not a grant (yet).
+          log_verbose(fmt::format("could not confirm the grant of '{}' with the sentinels: {}",
+                                  lock_.names().key, o.error->what()));
+          lock_.release(
+              token_, Millis(0), [](Outcome<ReleaseReply>) {}, bound);
+          if (ride_out(*o.error, retry_timer_, [this] { attempt(); })) return;
+          return fail_with_cleanup(*o.error);
+        }
+        if (o.value) return renew_if_late(a);
+        log_verbose(
+            fmt::format("'{}' was granted on {}, which the sentinels no longer name as "
+                        "the master: released there; trying again on the one they name",
+                        lock_.names().key, escape_text(a.node)));
+        regrant(Error(ErrorKind::Unavailable,
+                      fmt::format("'{}' was granted {} times on a master the sentinels no longer "
+                                  "name: the deployment does not settle",
+                                  lock_.names().key, kMaxRegrants)));
+      },
+      bound);
+}
+
+// A grant whose reply came late (a slow network or server, a failover) may
+// have little of its lease left: less than its holder needs to renew it in
+// time, and `run` would lose it before the command could start. Such a grant
+// is renewed first (token-checked); only if that fails is it not a grant.
+void Acquirer::renew_if_late(const AcquireReply& a) {
+  Clock::time_point now = Clock::now();
+  if (now < later(sent_, a.ttl / 3)) return granted(a, sent_, a.ttl);
+  log_verbose(
+      fmt::format("'{}' was granted late ({} of its {} lease left): renewing it before it counts",
+                  lock_.names().key,
+                  format_duration(std::max(
+                      Millis(0), std::chrono::duration_cast<Millis>(later(sent_, a.ttl) - now))),
+                  format_duration(a.ttl)));
+  auto alive = alive_;
+  Millis timeout = std::max(Millis(1), std::min(lock_.command_timeout(), a.ttl / 2));
+  lock_.extend(
+      token_, a.ttl,
+      [this, alive, a, now, timeout](Outcome<ExtendReply> o) {
+        if (!*alive || finished_) return;
+        if (o.error) {
+          if (ride_out(*o.error, retry_timer_, [this] { attempt(); })) return;
+          return fail_with_cleanup(*o.error);
+        }
+        if (!o.value.held)
+          return regrant(Error(ErrorKind::NotAcquired,
+                               fmt::format("'{}' was granted, but its lease ran out before it "
+                                           "could be renewed",
+                                           lock_.names().key)));
+        Millis ttl = std::clamp(o.value.ttl, Millis(0), a.ttl);
+        if (spec_.sync_replicas == 0) return granted(a, now, ttl);
+        lock_.confirm_replicas(spec_.sync_replicas, timeout, "the lease",
+                               [this, alive, a, now, ttl](Outcome<bool> c) {
+                                 if (!*alive || finished_) return;
+                                 if (c.error) return fail_with_cleanup(*c.error);
+                                 granted(a, now, ttl);
+                               });
+      },
+      timeout);
+}
+
+// A grant that did not count: tried again at once (a waiter keeps its
+// --wait), unless that keeps happening.
+void Acquirer::regrant(const Error& why) {
+  if (++regrants_ > kMaxRegrants) return fail_with_cleanup(why);
+  attempt();
+}
+
+void Acquirer::granted(const AcquireReply& a, Clock::time_point sent, Millis ttl) {
   if (waited_) report(WaitProgress::Kind::Acquired, &a, a.fence);
-  finish({std::nullopt, Acquired{a.fence, a.ttl, sent_}});
+  finish({std::nullopt, Acquired{a.fence, ttl, sent}});
 }
 
 void Acquirer::schedule(Millis delay) {

@@ -106,7 +106,10 @@ class Acquirer {
   Millis jitter(Millis most);
   void attempt();
   void on_reply(Outcome<AcquireReply> o);
-  void granted(const AcquireReply& a);
+  void confirm(const AcquireReply& a);
+  void renew_if_late(const AcquireReply& a);
+  void regrant(const Error& why);
+  void granted(const AcquireReply& a, Clock::time_point sent, Millis ttl);
   void schedule(Millis delay);
   void finish(Outcome<Acquired> o);
   /// No more attempts, timers or wake-ups; clears the status line.
@@ -135,6 +138,7 @@ class Acquirer {
   Loop::TimerId retry_timer_ = 0, resubscribe_timer_ = 0, deadline_timer_ = 0;
   bool probing_ = true;
   long attempts_ = 0;  // numbers each acquire attempt of token_
+  int regrants_ = 0;   // grants in a row that did not count (see regrant)
   bool in_flight_ = false, again_ = false, finished_ = false, waited_ = false;
   Clock::time_point started_, sent_;
   std::optional<AcquireReply> last_;

@@ -297,6 +297,22 @@ start_holder() {
   run -0 "$RLOCK" run -n lk -- sh -c 'echo "$RLOCK_FENCE" >> "$FENCES"'
 }
 
+@test "a grant whose reply comes late is renewed before the command starts" {
+  # The server is stopped before the request reaches it, and answers ~2.8s later: the
+  # lease it grants runs from then, but rlock counts it from when it asked (3s TTL, renewal
+  # deadline 2.4s): too little is left to renew it in time, so it is renewed first.
+  redis_pause
+  rlock_bg late -v --timeout 20s run --ttl 3s lk-late -- sh -c 'echo "$RLOCK_FENCE" >"$0/late.ran"' \
+    "$T"
+  late=$BG_PID
+  sleep 2.8 # how late the reply is (the fault itself, not a wait for an event)
+  redis_resume
+  bg_wait "$late" 30
+  assert_equal "$BG_STATUS" 0
+  [[ -s $T/late.ran ]] || fail "the command did not run: $(cat "$T/late.err")"
+  grep -q "'lk-late' was granted late" "$T/late.err" || fail "$(cat "$T/late.err")"
+}
+
 @test "fencing numbers strictly increase across all runs and faults of this file" {
   for _ in 1 2 3; do
     run -0 "$RLOCK" run lk -- sh -c 'echo "$RLOCK_FENCE" >> "$FENCES"'

@@ -7,6 +7,12 @@
 #
 # Every server is started by redis_start_named, so it is registered, verified and stopped
 # by the default teardown_file (redis_stop_all) like any other.
+#
+# The soak (tests/soak/soak.sh --sentinel, --cluster) sources this file too, with its own
+# versions of what it uses from helpers/redis: redis_start_named NAME [--config FILE]
+# ARGS... (exports NAME_PORT, NAME_SOCK, NAME_URL), rcli_to NAME ARGS..., free_port
+# (prints a port), _rlock_poll WHAT SECONDS CMD..., fail MESSAGE and BATS_FILE_TMPDIR (a
+# directory for configuration files). Nothing else from bats may be used here.
 
 # --- Redis Cluster ------------------------------------------------------------------------
 
@@ -17,13 +23,16 @@ _rlock_cluster_ok() {
     $info == *"cluster_known_nodes:$2"* ]]
 }
 
-# cluster_start [N=3]: a Redis Cluster of N masters (no replicas) on free loopback ports,
-# made with `redis-cli --cluster create`. The servers are CLUSTER1…CLUSTERN (CLUSTER1_PORT,
-# rcli_to CLUSTER2 …); exports CLUSTER_N and CLUSTER_URL (node 1, the seed the tests give
-# rlock). Returns once every node reports cluster_state:ok and knows every other.
+# cluster_start [N=3 [R=0]]: a Redis Cluster of N masters with R replicas each on free
+# loopback ports, made with `redis-cli --cluster create`. The servers are
+# CLUSTER1…CLUSTERM, M = N*(R+1) (CLUSTER1_PORT, rcli_to CLUSTER2 …; redis-cli makes the
+# first N the masters); exports CLUSTER_N (M: every node) and CLUSTER_URL (node 1, the seed
+# the tests give rlock). Returns once every node reports cluster_state:ok and knows every
+# other, and every replica is in sync.
 cluster_start() {
-  local n=${1:-3} i bus port_var
+  local masters=${1:-3} replicas=${2:-0} n i bus port_var
   local -a addrs=()
+  n=$((masters * (replicas + 1)))
   for ((i = 1; i <= n; i++)); do
     bus=$(free_port) || return 1
     redis_start_named "CLUSTER$i" --cluster-enabled yes --cluster-config-file nodes.conf \
@@ -31,7 +40,7 @@ cluster_start() {
     port_var="CLUSTER${i}_PORT"
     addrs+=("127.0.0.1:${!port_var}")
   done
-  if ! redis-cli --cluster create "${addrs[@]}" --cluster-replicas 0 --cluster-yes \
+  if ! redis-cli --cluster create "${addrs[@]}" --cluster-replicas "$replicas" --cluster-yes \
     >"$BATS_FILE_TMPDIR/cluster-create.log" 2>&1; then
     fail "redis-cli --cluster create failed: $(tail -n 20 "$BATS_FILE_TMPDIR/cluster-create.log")"
     return 1
@@ -40,16 +49,20 @@ cluster_start() {
     _rlock_poll "CLUSTER$i to report cluster_state:ok with $n nodes" 20 \
       _rlock_cluster_ok "CLUSTER$i" "$n" || return 1
   done
+  for ((i = masters + 1; i <= n; i++)); do
+    _rlock_poll "replica CLUSTER$i to sync" 30 _rlock_replica_linked "CLUSTER$i" || return 1
+  done
   export CLUSTER_N=$n CLUSTER_URL=$CLUSTER1_URL
 }
 
 # cluster_node_of KEY: prints i when CLUSTERi serves the slot of rlock's lock KEY
-# (the Redis key lock:{KEY}).
+# (the Redis key lock:{KEY}): it answers EXISTS itself (a replica answers MOVED, a node
+# that is down nothing).
 cluster_node_of() {
   local i reply
   for ((i = 1; i <= CLUSTER_N; i++)); do
     reply=$(rcli_to "CLUSTER$i" exists "lock:{$1}" 2>&1)
-    if [[ $reply != MOVED* && $reply != ASK* ]]; then
+    if [[ $reply =~ ^[0-9]+$ ]]; then
       echo "$i"
       return 0
     fi
@@ -76,9 +89,9 @@ cluster_slot() {
 
 # cluster_migrate_slot SLOT FROM TO [PAUSE_S=0]: moves SLOT from CLUSTER$FROM to CLUSTER$TO
 # the way `redis-cli --cluster reshard` does: IMPORTING on the target, MIGRATING on the
-# source, MIGRATE of every key, then SETSLOT NODE on every node. PAUSE_S keeps the slot
-# in the migrating state that long before the keys move (clients get ASK and TRYAGAIN
-# meanwhile).
+# source, MIGRATE of every key, then SETSLOT NODE on every master (replicas refuse it
+# and learn it from their masters). PAUSE_S keeps the slot in the migrating state that
+# long before the keys move (clients get ASK and TRYAGAIN meanwhile).
 cluster_migrate_slot() {
   local slot=$1 from=$2 to=$3 pause=${4:-0} from_id to_id i to_port_var keys
   from_id=$(rcli_to "CLUSTER$from" cluster myid)
@@ -96,7 +109,7 @@ cluster_migrate_slot() {
   rcli_to "CLUSTER$to" cluster setslot "$slot" node "$to_id" >/dev/null || return 1
   rcli_to "CLUSTER$from" cluster setslot "$slot" node "$to_id" >/dev/null || return 1
   for ((i = 1; i <= CLUSTER_N; i++)); do
-    if ((i != from && i != to)); then
+    if ((i != from && i != to)) && [[ $(rcli_to "CLUSTER$i" role 2>/dev/null | head -n 1) == master ]]; then
       rcli_to "CLUSTER$i" cluster setslot "$slot" node "$to_id" >/dev/null || return 1
     fi
   done
@@ -134,25 +147,31 @@ _rlock_replica_linked() {
   [[ $(rcli_to "$1" info replication 2>/dev/null | tr -d '\r') == *master_link_status:up* ]]
 }
 
-# sentinel_setup [MASTER_NAME=rlmaster]: a master (SMASTER), a replica (SREPLICA) and three
-# sentinels (SENT1..SENT3). Exports SENTINEL_MASTER and SENTINEL_URL
-# (redis-sentinel://127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3/MASTER_NAME). Returns once the
-# replica is in sync and every sentinel knows the replica and the two other sentinels.
+# sentinel_setup [MASTER_NAME=rlmaster [REPLICAS=1]]: a master (SMASTER), REPLICAS
+# replicas (SREPLICA, SREPLICA2, …) and three sentinels (SENT1..SENT3). Exports
+# SENTINEL_MASTER, SENTINEL_NODES (the data nodes' names, space-separated) and SENTINEL_URL
+# (redis-sentinel://127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3/MASTER_NAME). Returns once every
+# replica is in sync and every sentinel knows the replicas and the two other sentinels.
 sentinel_setup() {
-  local m=${1:-rlmaster} i
+  local m=${1:-rlmaster} replicas=${2:-1} i name nodes=SMASTER
   # No delay before a full sync (the default waits 5s for more replicas).
   redis_start_named SMASTER --repl-diskless-sync-delay 0 || return 1
-  redis_start_named SREPLICA --repl-diskless-sync-delay 0 --replicaof 127.0.0.1 "$SMASTER_PORT" ||
-    return 1
-  _rlock_poll "the replica to sync" 20 _rlock_replica_linked SREPLICA || return 1
+  for ((i = 1; i <= replicas; i++)); do
+    name=SREPLICA
+    ((i == 1)) || name+=$i
+    nodes+=" $name"
+    redis_start_named "$name" --repl-diskless-sync-delay 0 --replicaof 127.0.0.1 "$SMASTER_PORT" ||
+      return 1
+    _rlock_poll "replica $name to sync" 20 _rlock_replica_linked "$name" || return 1
+  done
   for i in 1 2 3; do
     sentinel_start_named "SENT$i" "$m" "$SMASTER_PORT" || return 1
   done
   for i in 1 2 3; do
-    _rlock_poll "sentinel $i to see the replica and the other sentinels" 30 \
-      _rlock_sentinel_sees "SENT$i" "$m" 1 2 || return 1
+    _rlock_poll "sentinel $i to see the replicas and the other sentinels" 30 \
+      _rlock_sentinel_sees "SENT$i" "$m" "$replicas" 2 || return 1
   done
-  export SENTINEL_MASTER=$m
+  export SENTINEL_MASTER=$m SENTINEL_NODES=$nodes
   export SENTINEL_URL="redis-sentinel://127.0.0.1:$SENT1_PORT,127.0.0.1:$SENT2_PORT,127.0.0.1:$SENT3_PORT/$m"
 }
 
@@ -161,9 +180,17 @@ sentinel_master_port() {
   rcli_to SENT1 sentinel get-master-addr-by-name "$SENTINEL_MASTER" | sed -n 2p
 }
 
-# sentinel_node_at PORT: SMASTER or SREPLICA, whichever listens on PORT.
+# sentinel_node_at PORT: the data node (SMASTER, SREPLICA, …) that listens on PORT.
 sentinel_node_at() {
-  if [[ $1 == "$SMASTER_PORT" ]]; then echo SMASTER; else echo SREPLICA; fi
+  local name port_var
+  for name in ${SENTINEL_NODES:-SMASTER SREPLICA}; do
+    port_var=${name}_PORT
+    if [[ $1 == "${!port_var}" ]]; then
+      echo "$name"
+      return 0
+    fi
+  done
+  return 1
 }
 
 _rlock_all_sentinels_name() {

@@ -34,6 +34,31 @@
 #   with appendfsync always must not let two holders in; in quorum mode (meta masters=N,
 #   soak.sh --masters N) neither must any of these on one master, nor a SIGSTOP of one
 #   master (master_stop). A restart's snapshots are then of the master it restarted.
+# - Sentinel and Cluster (meta topology=sentinel|cluster): a superseded run, a fence
+#   granted twice, and a write refused to a run that exited 0 are EXPLAINED (counted
+#   apart, not a violation) when an unplanned failover lost a grant, which is what the
+#   README says asynchronous replication does ("When the lock can still be given twice"):
+#     failover: a `master_kill` (kill -9 of the master) at K, the earlier of the two runs
+#            A (the one that entered first) started before K and entered at most its TTL
+#            + grace_ms before K (a grant within its lease of the kill), the later one B
+#            entered after K, and A was out by K + its TTL + grace_ms (it cannot renew on
+#            a dead master: it must lose its lease by then).
+#     planned: a Sentinel `failover` (SENTINEL FAILOVER) issued at S whose sentinels had
+#            all named the new master at N (its end; details named_ms): the promoted
+#            replica takes writes from before N while the old master still does, so a grant
+#            made there between S and N may be lost with it (rlock takes no grant the
+#            sentinels, asked after it, no longer confirm; a grant before they switch is
+#            the same unreplicated grant as above). Which of the two was granted on the
+#            old master is not in the history, so either may be: that one (O) entered at
+#            or after S and at most planned_grace_ms (meta, 300ms: the sentinels' answer
+#            and the command's start after the grant) after N and was out by N + its TTL
+#            + grace_ms, and the other entered after S. A run that entered later than
+#            N + planned_grace_ms is never O: a grant on the old master after the
+#            sentinels all named the new one stays a FAILURE.
+#   A Cluster planned failover (CLUSTER FAILOVER without FORCE), a Sentinel one logged
+#   without named_ms, and a slot migration (`migrate`) explain nothing, and with meta
+#   sync_replicas = replicas (soak.sh --sync-replicas covering every replica) no failover
+#   explains anything.
 #
 # Rules; each broken one is a VIOLATION and makes the verdict FAIL:
 #   (a) resource: replaying DIR/res/log, each decision is "accept iff the fence is above
@@ -48,8 +73,8 @@
 #       command not ended by a signal ("a loss is never hidden": such runs exit 76).
 #   break: a run whose lock `rlock break` removed while it was inside is out within
 #       break_grace_ms of the break (SPEC: "a holder hears a break within about a second").
-#   release: a failed release (rlock: "could not release") away from any restart: SPEC
-#       says it is retried on a new connection first.
+#   release: a failed release (rlock: "could not release") away from any restart or
+#       failover: SPEC says it is retried on a new connection first.
 #   shutdown: the lock is free after the soak and no process is left behind.
 #   target: the soak reached its number of acquisitions before --max-time.
 set -uo pipefail
@@ -120,6 +145,30 @@ function frozen_within(i, a, b,    k, f, lo, hi) {
   }
   return f
 }
+# "failover" when a master_kill explains that a (entered first) and b (entered later)
+# were both granted: a's grant, made within its lease before the kill, was lost with the
+# killed master (see the header); "" otherwise.
+# planned: o's grant on the old master fell in the window of failover k (o entered from
+# its start to planned_grace_ms after every sentinel named the new master) and o was out
+# by then + its TTL + grace_ms; n, granted on the new master, entered after the start
+function in_window(o, n, k) {
+  return ST[o] != "-" && EN[o] >= FS0[k] && EN[o] <= FE[k] + PGRACE && EN[n] > FS0[k] && \
+    leave_of(o) <= FE[k] + TTL[o] * 1000 + GRACE
+}
+function explain_failover(a, b,    k, K, ttl) {
+  if (!FAILOK || ST[a] == "-") return ""
+  ttl = TTL[a] * 1000
+  for (k = 1; k <= nf; k++) {
+    if (FK[k] == "failover" && M["topology"] == "sentinel" && FKV[k, "planned"] == "1" && \
+        FKV[k, "named_ms"] != "" && (in_window(a, b, k) || in_window(b, a, k)))
+      return "failover"
+    if (FK[k] != "master_kill") continue
+    K = FS0[k]
+    if (ST[a] + 0 < K && EN[a] >= K - ttl - GRACE && EN[b] > K && leave_of(a) <= K + ttl + GRACE)
+      return "failover"
+  }
+  return ""
+}
 # why X (index i, superseded first by index j) ran without the lock, or "" if unexplained
 function explain(i, j,    k, tY, lvX) {
   tY = EN[j]; lvX = leave_of(i)
@@ -131,7 +180,7 @@ function explain(i, j,    k, tY, lvX) {
         FE_[i] >= FKV[k, "fence"] + 0 && FE_[i] <= FKV[k, "fence1"] + 0)
       return "break"
   }
-  return ""
+  return EN[i] < EN[j] ? explain_failover(i, j) : explain_failover(j, i)
 }
 # the faults near [a, b] (for an unexplained finding)
 function near(a, b,    k, out) {
@@ -189,6 +238,9 @@ END {
   if (!T0) T0 = M["t0"] + 0
   TEND = M["t_end"] + 0; TSTOP = M["t_stop"] + 0
   GRACE = M["grace_ms"] * 1000; BGRACE = M["break_grace_ms"] * 1000
+  PGRACE = (M["planned_grace_ms"] != "" ? M["planned_grace_ms"] : 300) * 1000
+  REPL = (M["topology"] == "sentinel" || M["topology"] == "cluster")
+  FAILOK = REPL && M["sync_replicas"] + 0 < M["replicas"] + 0
 
   # --- rlock's stderr: evidence, losses it saw, failed releases ---
   nerrf = split(errlist, ERRF, " ")
@@ -205,7 +257,7 @@ END {
       if (line ~ /no longer held at release/) { NOTHELD[cur] = 1; nnotheld++ }
       if (line ~ /could not release/) {
         nrelfail++; e = A_NDT[cur] + 0; byrestart = 0
-        for (k = 1; k <= nf; k++) if (FK[k] == "restart" && FE[k] >= e - 6e6 && FS0[k] <= e) byrestart = 1
+        for (k = 1; k <= nf; k++) if ((FK[k] == "restart" || FK[k] == "master_kill" || FK[k] == "failover") && FE[k] >= e - 6e6 && FS0[k] <= e) byrestart = 1
         if (!byrestart) viol("release", sprintf("run %s: release failed and was not retried (no restart near its end at %s): %s", cur, sec(e), line), cur)
       }
     }
@@ -233,8 +285,10 @@ END {
     k = RESET[q]
     viol("persistence", sprintf("restart at %s: the fence counter went back from %s to %s; %d later runs were given fences already used", sec(FS0[k]), FKV[k, "fence"], FKV[k, "fence1"], RESETN[k]), "")
   }
-  for (i in DUP) if (!(i in AFTERRESET))
-    viol("overlap", sprintf("fence %.0f was granted twice: runs %s and %s", FE_[i], DUP[i], RUN[i]), RUN[i])
+  for (i in DUP) if (!(i in AFTERRESET)) {
+    if (explain_failover(IDX[DUP[i]], i) != "") { DUPX[i] = 1; ndupx++; continue }
+    viol("overlap", sprintf("fence %.0f was granted twice: runs %s and %s (faults near: %s)", FE_[i], DUP[i], RUN[i], near(EN[IDX[DUP[i]]], EN[i])), RUN[i])
+  }
 
   # --- (b) superseded runs and overlaps ---
   for (i = 1; i <= n; i++) {
@@ -304,8 +358,11 @@ END {
       viol("status", sprintf("run %s exited %s but its command never ran", id, s), id)
     if (!ran || s != 0) continue
     why = ""
-    if (WRES[id] == "R" && !(i in AFTERRESET)) why = add(why, sprintf("its write with fence %s was rejected as stale (resource max %s)", WF[id], WMAX[id]))
-    if (i in SUP) why = add(why, sprintf("run %s (fence %.0f) was granted the lock at/before %s while it was inside", RUN[SUP[i]], FE_[SUP[i]], sec(EN[SUP[i]])))
+    # a failover that lost a grant explains a stale fence (run i's own grant was sound)
+    fx = ((i in SUP) && SUPWHY[i] == "failover") || (i in DUPX)
+    if (WRES[id] == "R" && !(i in AFTERRESET) && !fx) why = add(why, sprintf("its write with fence %s was rejected as stale (resource max %s)", WF[id], WMAX[id]))
+    if ((i in SUP) && SUPWHY[i] != "failover") why = add(why, sprintf("run %s (fence %.0f) was granted the lock at/before %s while it was inside", RUN[SUP[i]], FE_[SUP[i]], sec(EN[SUP[i]])))
+    else if (fx && WRES[id] == "R") nrejx++
     if (i in STOPPED) { k = STOPPED[i]; if (FKV[k, "stop_ms"] + 0 > TTL[i] + 0 && FS0[k] < leave_of(i)) why = add(why, sprintf("its job was frozen %sms (TTL %sms) at %s", FKV[k, "stop_ms"], TTL[i], sec(FS0[k]))) }
     if (i in BROKEN) why = add(why, sprintf("rlock break removed its lock at %s while it was inside", sec(FS0[BROKEN[i]])))
     if (id in NOTHELD) why = add(why, "rlock logged that it was no longer held at release")
@@ -324,13 +381,14 @@ END {
   for (i = 2; i <= n; i++) if (EN[i] - EN[i - 1] > gap) { gap = EN[i] - EN[i - 1]; gap_at = EN[i - 1] }
 
   # --- summary ---
-  printf "rlock soak: seed %s, %s contenders (%s direct, the rest through fault_proxy), persistence %s\n", M["seed"], M["contenders"], M["direct"], M["persistence"] == "1" ? "AOF appendfsync always" : "OFF"
+  printf "rlock soak: seed %s, %s contenders (%s), persistence %s\n", M["seed"], M["contenders"], REPL ? "every one direct" : M["direct"] " direct, the rest through fault_proxy", M["persistence"] == "1" ? "AOF appendfsync always" : "OFF"
   if (M["masters"] + 0 > 1) printf "  quorum mode       %s masters, a majority of %s; master 0 behind fault_proxy\n", M["masters"], M["quorum"]
+  if (REPL) printf "  %-17s %s replica(s) per master, --sync-replicas %s%s; %s\n", M["topology"] " mode", M["replicas"], M["sync_replicas"] + 0, FAILOK ? "" : " (every replica: a failover explains nothing)", M["url"]
   printf "  rlock %s (%s), redis %s\n", M["rlock_version"], M["commit"], M["redis"]
   printf "  wall time         %.1fs\n", (TEND - T0) / 1e6
   printf "  acquisitions      %d (target %s)   runs %d   fences %.0f..%.0f\n", n, M["target"], nrun, (n ? FE_[1] : 0), PM[n]
   printf "  exit statuses    %s\n", counts(SC)
-  printf "  faults            %d:%s\n", nf - NK["stop_skipped"], counts(NK, "cut client_kill restart stop script_flush break master_stop stop_skipped")
+  printf "  faults            %d:%s\n", nf - NK["stop_skipped"] - NK["failover_skipped"] - NK["master_kill_skipped"], counts(NK, "cut client_kill restart stop script_flush break master_stop failover master_kill migrate stop_skipped failover_skipped master_kill_skipped")
   if (NK["restart"]) printf "  restarts          down (kill -9 to AOF loaded) avg %s, max %s%s\n", ms(sumdown / NK["restart"]), ms(maxdown), nblind ? sprintf("; %d without a readable state after the restart (not checked)", nblind) : ""
   out = counts(STOPST)
   printf "  frozen holders    %d, their exits:%s%s\n", nstopped, out, nstopped_late ? sprintf(" (and %d frozen only after their command ended)", nstopped_late) : ""
@@ -338,7 +396,8 @@ END {
   printf "  breaks            %d removed a holder; %d runs certainly broken while inside, their exits:%s; slowest out %s after the break (run %s)\n", nbroke, nbroken, out, ms(maxreact), maxreact_run
   printf "  overlaps          %d pairs, %d explained%s\n", npairs, npairs_ok, nreset ? sprintf(", %d after a fence reset", npairs_reset) : ""
   out = counts(SUPST)
-  printf "  superseded runs   %d (explained: %d by a freeze, %d by a break; unexplained %d), their exits:%s\n", nsup, NSW["stop"], NSW["break"], nsup - nsup_ok, out
+  printf "  superseded runs   %d (explained: %d by a freeze, %d by a break%s; unexplained %d), their exits:%s\n", nsup, NSW["stop"], NSW["break"], REPL ? sprintf(", %d by a failover", NSW["failover"]) : "", nsup - nsup_ok, out
+  if (REPL) printf "  explained         by a failover that lost an unreplicated grant (README): %d superseded runs, %d fences granted twice, %d refused writes of runs that exited 0\n", NSW["failover"], ndupx, nrejx
   if (nreset) printf "  fence resets      %d restart(s) set the fence counter back; %d runs were given used fences, %d of them stale\n", nreset, length(AFTERRESET), nsup_reset
   printf "  writes            %d attempts, %d accepted, %d rejected (%d of them by runs that exited 0), %d flock timeouts\n", nw, nacc, nrej, nrej0, nto
   out = counts(NHST)

@@ -246,5 +246,107 @@ run 1.0 7 5 300 310 315 0
 fault break 200 210 status=0 tok=tok0.0 fence=5 fences=6,5,5 fence1=7
 expect PASS "quorum mode: a broken holder (its own fence below a master's counter) overlaps the next one"
 
+# Sentinel and Cluster (soak.sh --sentinel/--cluster): a kill -9 of the master explains a
+# grant lost with it (the README's asynchronous-replication window), counted as explained;
+# a planned failover or a slot migration explains nothing; --sync-replicas covering every
+# replica lets no failover explain anything.
+replicated_case() {
+  new_case
+  printf 'topology=%s\nreplicas=%s\nsync_replicas=%s\n' "$1" "$2" "${3:-0}" >>"$D/meta"
+}
+
+# expect_explained N WHAT: PASS, and the "explained" line counts N superseded runs.
+expect_explained() {
+  local out rc=0
+  out=$(bash "$here/check.sh" "$D" 2>&1) || rc=$?
+  if ((rc == 0)) && grep -q '^PASS$' <<<"$out" &&
+    grep -q "^  explained .*: $1 superseded runs, $2 fences granted twice, $3 refused" <<<"$out"; then
+    echo "ok   $4"
+    return
+  fi
+  echo "FAIL $4: expected PASS with $1/$2/$3 explained, exit $rc:"
+  printf '     %s\n' "${out//$'\n'/$'\n'     }"
+  failed=$((failed + 1))
+}
+
+# The grants of 0.0 (fence 5) and 1.0 (fence 6) never reached the promoted replica; after
+# the failover 2.0 and 3.0 get fences 5 and 6 again and their writes are refused.
+lost_grants() {
+  run 0.0 5 0 10 20 25 0
+  run 1.0 6 5 30 40 45 0
+  fault master_kill 50 2500 planned=0 old=SMASTER:1 new=SREPLICA:2 offset=900 replica_offsets=800,700
+  run 2.0 5 2400 2600 2610 2615 0 R
+  run 3.0 6 2500 2620 2630 2635 0 R
+}
+
+replicated_case sentinel 2
+lost_grants
+expect_explained 1 2 2 "sentinel: grants lost by a kill -9 of the master are explained, not failures"
+
+replicated_case cluster 1
+lost_grants
+expect_explained 1 2 2 "cluster: grants lost by a kill -9 of the master are explained, not failures"
+
+replicated_case sentinel 2
+run 0.0 5 0 10 20 25 0
+run 1.0 6 5 30 40 45 0
+fault failover 50 1500 planned=1 old=SMASTER:1 new=SREPLICA:2 settled_ms=8000
+run 2.0 5 1400 1600 1610 1615 0 R
+expect overlap "sentinel: a planned SENTINEL FAILOVER that lost a grant is a failure"
+
+replicated_case cluster 1
+run 0.0 5 0 10 20 25 0
+fault migrate 30 800 slot=1 from=CLUSTER1 to=CLUSTER2 pause_ms=300
+run 1.0 5 700 900 910 915 0 R
+expect overlap "cluster: a fence granted twice across a slot migration is a failure"
+
+replicated_case sentinel 2 2
+lost_grants
+expect overlap "sentinel --sync-replicas 2: a kill -9 explains no lost grant"
+
+replicated_case sentinel 2
+run 0.0 5 0 10 20 25 0
+fault master_kill 50 2500 planned=0 old=SMASTER:1 new=SREPLICA:2
+run 1.0 5 2400 2600 2610 2615 0 R
+run 2.0 6 5000 5010 5020 5025 0
+fault master_kill 9000 11000 planned=0 old=SREPLICA:2 new=SMASTER:1
+expect_explained 0 1 1 "sentinel: the same fence twice across a kill -9 is explained"
+
+replicated_case sentinel 2
+run 0.0 5 0 10 20 25 0
+run 1.0 6 2000 2100 2110 2115 0
+fault master_kill 5000 7000 planned=0 old=SMASTER:1 new=SREPLICA:2
+run 2.0 6 6900 7100 7110 7115 0 R
+expect overlap "sentinel: a grant made longer than its TTL before the kill is not explained by it"
+
+replicated_case sentinel 2
+run 0.0 5 0 10 20 25 0
+run 1.0 4 30 40 50 55 0 R
+fault master_kill 100 2500 planned=0 old=SMASTER:1 new=SREPLICA:2
+expect overlap "sentinel: a kill -9 explains no stale fence granted before it"
+
+replicated_case sentinel 2
+run 1.0 6 2400 2600 2610 2615 0
+run 0.0 5 0 10 4000 4005 76 R term
+fault master_kill 50 2500 planned=0 old=SMASTER:1 new=SREPLICA:2
+expect overlap "sentinel: a holder still inside 4s after the kill of its master (TTL 1s) is not explained"
+
+# A planned SENTINEL FAILOVER issued at 1000, every sentinel naming the new master at 2000:
+# 0.0 was granted fence 5 on the old master at 1500 (in the window, unreplicated), lost
+# its lease when it learned at 2300; 1.0 got fence 5 again on the new master at 2100.
+replicated_case sentinel 2
+run 0.0 5 900 1500 2300 2305 76 none term
+fault failover 1000 2000 planned=1 old=SMASTER:1 new=SREPLICA:2 named1_ms=800 named_ms=1000 settled_ms=3000
+run 1.0 5 1200 2100 2110 2115 0
+expect_explained 0 1 0 "sentinel: a grant on the old master before every sentinel named the new one is explained"
+
+# The same, but both entered more than 300ms after every sentinel named the new master:
+# neither can be a grant the sentinels still confirmed.
+replicated_case sentinel 2
+run 1.0 5 1200 2400 2700 2705 0
+run 0.0 5 900 2600 2800 2805 76 none term
+fault failover 1000 2000 planned=1 old=SMASTER:1 new=SREPLICA:2 named1_ms=800 named_ms=1000 settled_ms=3000
+expect overlap "sentinel: a grant on the old master after every sentinel named the new one is a failure"
+
 echo "$((n - failed)) of $n checker cases ok"
 ((failed == 0))

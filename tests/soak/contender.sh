@@ -2,9 +2,10 @@
 # One soak contender; tests/soak/soak.sh starts it in a session of its own (setsid), so a
 # fault can freeze "the whole job" (this loop, rlock and rlock's guard) with one kill.
 #
-#   contender.sh DIR C SEED RLOCK URL KEY TTL_MS VIA STDERR_FAULTS
+#   contender.sh DIR C SEED RLOCK URL KEY TTL_MS VIA STDERR_FAULTS [RUN_OPTIONS]
 #
-# URL may be several URLs separated by spaces (quorum mode: one --url each).
+# URL may be several URLs separated by spaces (quorum mode: one --url each). RUN_OPTIONS
+# (space-separated, e.g. "--sync-replicas 2") go to every `rlock run`.
 # Loops `rlock -v --url URL run --ttl TTL_MS --wait W KEY -- bash cs.sh …` until DIR/stop
 # exists. W and the critical section's work come from a random stream seeded by SEED and
 # C, so a seed always asks for the same runs. After each run it appends to DIR/hist/C
@@ -19,6 +20,7 @@
 # stalled stderr neither kills rlock nor delays renewal.
 set -u
 dir=$1 c=$2 seed=$3 rlock=$4 url=$5 key=$6 ttl=$7 via=$8 stderr_faults=${9:-0}
+read -r -a run_opts <<<"${10:-}"
 cs="$(dirname "${BASH_SOURCE[0]}")/cs.sh"
 hist=$dir/hist/$c err=$dir/err/$c
 read -r -a urls <<<"$url"
@@ -71,7 +73,7 @@ for ((i = 0; ; i++)); do
   printf -v work_s '%d.%03d' $((work_ms / 1000)) $((work_ms % 1000))
   printf '== %s\n' "$run" >>"$err"
   [[ $mode == file ]] || printf 'stderr of this run: %s\n' "$mode" >>"$err"
-  set -- -v "${url_args[@]}" run --ttl "${ttl}ms" --wait "${wait_ms}ms" "$key" -- \
+  set -- -v "${url_args[@]}" run --ttl "${ttl}ms" --wait "${wait_ms}ms" "${run_opts[@]}" "$key" -- \
     bash "$cs" "$dir" "$c" "$run" "$work_s" "$ttl"
   t0=${EPOCHREALTIME/./}
   case $mode in

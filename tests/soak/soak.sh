@@ -6,7 +6,8 @@
 #   tests/soak/soak.sh [--acquisitions N] [--contenders C] [--seed S] [--short]
 #                      [--rlock PATH] [--proxy PATH] [--direct K] [--fault-every MS]
 #                      [--max-time S] [--no-persistence] [--no-stderr-faults] [--dir DIR]
-#                      [--masters N] [--keep] [--quiet]
+#                      [--masters N | --sentinel | --cluster] [--sync-replicas N]
+#                      [--keep] [--quiet]
 #
 # What it starts, all its own and all stopped at exit (trap on EXIT, INT, TERM, HUP):
 # - redis-server on a free loopback port with persistence (--appendonly yes
@@ -49,6 +50,33 @@
 #   master_stop    SIGSTOP a random master for 0.2-2.5s, then SIGCONT
 # The details of a fault on one master start with master=I. With --short, --max-time
 # defaults to 75 (not 110) in quorum mode.
+#
+# Sentinel mode, --sentinel: a master with two replicas and three sentinels
+# (tests/helpers/topology.bash, sentinel_setup; down-after 2s, failover-timeout 5s), the
+# data nodes in DIR/nodes/NAME with the persistence above; every contender connects
+# directly with the redis-sentinel:// URL (no proxy, no `cut`). Faults, the "current
+# master" being the one all three sentinels name:
+#   failover       SENTINEL FAILOVER (planned), until every sentinel names the promoted
+#                  replica and the old master has become its replica
+#   master_kill    kill -9 of the current master (an unplanned failover), until every
+#                  sentinel names a new one; then the killed server is started again
+#                  (same port and dir) as a replica of the new master, until it is in sync
+#   client_kill, script_flush   on the current master; stop, break   as above
+# Cluster mode, --cluster: a Redis Cluster of three masters with one replica each
+# (cluster_start 3 1; node timeout 2s); contender C is given node C mod 6 as its seed.
+# Faults act on the master serving the lock's slot (its keys share the hash tag {soak}):
+#   failover       CLUSTER FAILOVER (planned, no FORCE) on that master's replica
+#   master_kill    kill -9 of that master; once its replica serves the slot, the killed
+#                  node is started again (same port, dir, nodes.conf) and rejoins as a
+#                  replica
+#   migrate        the slot moved to another master: SETSLOT IMPORTING/MIGRATING, 0-1s in
+#                  that state, MIGRATE of every key, SETSLOT NODE (cluster_migrate_slot)
+#   client_kill, script_flush   on that master; stop, break   as above
+# Details name the nodes (old=NAME:PORT new=…) and, before a master_kill, the master's
+# replication offset and its replicas' (offset=… replica_offsets=…). --sync-replicas N
+# (Sentinel 1-2, Cluster 1) gives every run `--sync-replicas N`; with N = every replica
+# the checker explains nothing by a failover. With --short, a replicated mode defaults to
+# 250 acquisitions, a fault every ~2.5s, --max-time 100; by hand to 2,500, every ~3s.
 set -uo pipefail
 exec </dev/null
 
@@ -67,7 +95,8 @@ die_usage() {
 # --- options ------------------------------------------------------------------------------
 
 target="" contenders=8 seed="" short=0 rlock="" proxy_bin="" direct="" fault_every=""
-max_time="" persistence=1 stderr_faults=1 dir="" keep=0 quiet=0 masters=1
+max_time="" persistence=1 stderr_faults=1 dir="" keep=0 quiet=0 masters=1 topo=""
+sync_replicas=0
 while (($#)); do
   case $1 in
     --acquisitions) target=${2:-} && shift ;;
@@ -83,6 +112,11 @@ while (($#)); do
     --no-stderr-faults) stderr_faults=0 ;;
     --dir) dir=${2:-} && shift ;;
     --masters) masters=${2:-} && shift ;;
+    --sentinel | --cluster)
+      [[ -z $topo || $topo == "${1#--}" ]] || die_usage "--sentinel and --cluster exclude each other"
+      topo=${1#--}
+      ;;
+    --sync-replicas) sync_replicas=${2:-} && shift ;;
     --keep) keep=1 ;;
     --quiet) quiet=1 ;;
     -h | --help)
@@ -95,7 +129,14 @@ while (($#)); do
 done
 
 is_num() { [[ $1 =~ ^[0-9]+$ ]] && ((10#$1 <= 1000000000)); }
-if ((short)) && [[ $masters != 1 ]]; then # quorum mode's CI form: at most ~90s in all
+replicated=0
+[[ -n $topo ]] && replicated=1
+if ((short && replicated)); then # Sentinel and Cluster: about 100s each
+  : "${target:=250}" "${fault_every:=2500}" "${max_time:=100}"
+elif ((replicated)); then
+  : "${target:=2500}" "${fault_every:=3000}"
+  : "${max_time:=$((600 + target / 4))}"
+elif ((short)) && [[ $masters != 1 ]]; then # quorum mode's CI form: at most ~90s in all
   : "${target:=300}" "${fault_every:=600}" "${max_time:=75}"
 elif ((short)); then
   : "${target:=300}" "${fault_every:=600}" "${max_time:=110}"
@@ -104,8 +145,9 @@ else
   : "${max_time:=$((600 + target / 4))}"
 fi
 : "${seed:=$((EPOCHSECONDS % 1000000))}"
+if ((replicated)); then direct=$contenders; fi # no proxy: every contender connects directly
 : "${direct:=$((contenders / 4))}"
-for v in target contenders seed direct fault_every max_time masters; do
+for v in target contenders seed direct fault_every max_time masters sync_replicas; do
   is_num "${!v}" || die_usage "--${v//_/-} needs a whole number, got '${!v}'"
 done
 ((target >= 1)) || die_usage "--acquisitions must be at least 1"
@@ -114,7 +156,18 @@ done
 ((fault_every >= 50)) || die_usage "--fault-every must be at least 50 (ms)"
 ((masters == 1 || (masters >= 3 && masters <= 9))) ||
   die_usage "--masters must be 1, or 3..9 for quorum mode"
-seed=$((10#$seed)) masters=$((10#$masters))
+seed=$((10#$seed)) masters=$((10#$masters)) sync_replicas=$((10#$sync_replicas))
+((replicated == 0 || masters == 1)) || die_usage "--masters excludes --sentinel and --cluster"
+case $topo in
+  sentinel) REPLICAS=2 ;;
+  cluster) REPLICAS=1 ;;
+  *)
+    REPLICAS=0
+    topo=$([[ $masters == 1 ]] && echo single || echo quorum)
+    ;;
+esac
+((sync_replicas <= REPLICAS)) ||
+  die_usage "--sync-replicas must be at most $REPLICAS (the replicas of a master) here"
 
 : "${rlock:=$repo/build/rlock}"
 [[ -x $rlock ]] || die_usage "no rlock binary at $rlock (build it, or pass --rlock PATH)"
@@ -123,7 +176,8 @@ if [[ -z $proxy_bin ]]; then
   proxy_bin=$(dirname "$rlock")/tests/helpers/fault_proxy
   [[ -x $proxy_bin ]] || proxy_bin=$repo/build/tests/helpers/fault_proxy
 fi
-[[ -x $proxy_bin ]] || die_usage "no fault_proxy at $proxy_bin (build the tests, or pass --proxy)"
+((replicated)) || [[ -x $proxy_bin ]] ||
+  die_usage "no fault_proxy at $proxy_bin (build the tests, or pass --proxy)"
 for tool in redis-server redis-cli flock setsid timeout awk sort; do
   command -v "$tool" >/dev/null || {
     echo "soak: $tool is needed and not installed" >&2
@@ -229,7 +283,7 @@ claim_port() {
   mkdir "$d" 2>/dev/null
 }
 
-free_port() {
+pick_port() {
   local lo=32768 span p i
   { read -r lo _ </proc/sys/net/ipv4/ip_local_port_range; } 2>/dev/null || true
   if ((lo > 21000)); then span=$((lo - 20000)); else span=40000; fi
@@ -303,7 +357,7 @@ redis_launch() {
 redis_start() {
   local attempt rc
   for ((attempt = 1; attempt <= 8; attempt++)); do
-    free_port || harness_error "no free port"
+    pick_port || harness_error "no free port"
     REDIS_PORT=$_port PORT_CLAIM=$_port
     rc=0
     redis_launch || rc=$?
@@ -334,6 +388,417 @@ proxy_start() {
 proxy_seq() { sed -n 's/^seq=//p' "$W/proxy/state"; }
 proxy_seq_above() { (($(proxy_seq) > $1)); }
 
+# --- Sentinel and Cluster: the servers of tests/helpers/topology.bash ---------------------
+
+# topology.bash (shared with tests/sentinel.bats and tests/cluster.bats) sets the topology
+# up; these are the helpers it needs, in place of helpers/redis's bats versions. A node
+# NAME has NAME_PORT, NAME_SOCK, NAME_PID, NAME_URL, NAME_DIR (globals).
+NODES=()
+declare -A NODE_ARGS=() NODE_CLAIM=()
+BATS_FILE_TMPDIR=$W/topology # the sentinels' configuration files
+
+free_port() { pick_port && echo "$_port"; }
+fail() {
+  echo "soak: $*" >&2
+  return 1
+}
+_rlock_poll() {
+  local what=$1 secs=$2
+  shift 2
+  poll_until "$secs" "$@" && return 0
+  echo "soak: timed out after ${secs}s waiting for $what" >&2
+  return 1
+}
+rcli_to() {
+  local s="${1}_SOCK"
+  shift
+  timeout 5 redis-cli -s "${!s}" "$@" 2>/dev/null
+}
+
+node_answers() {
+  alive "$1" || return 0
+  local r
+  r=$(timeout 2 redis-cli -s "$2" ping 2>/dev/null)
+  [[ -n $r && $r != LOADING* ]]
+}
+
+# node_launch NAME PORT SOCK ARGS…: starts redis-server ARGS as node NAME, waits for it and
+# checks that the server on PORT is the one started. 0 ready, 2 port taken, 1 other failure.
+node_launch() {
+  local name=$1 port=$2 sock=$3 pid got
+  shift 3
+  (
+    close_fds
+    exec redis-server "$@" >>"$W/nodes/$name/redis.log" 2>&1
+  ) &
+  pid=$!
+  declare -g "${name}_PID=$pid"
+  if ! poll_until 20 node_answers "$pid" "$sock"; then
+    kill -KILL "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    return 1
+  fi
+  if ! alive "$pid"; then
+    wait "$pid" 2>/dev/null
+    tail -n 5 "$W/nodes/$name/redis.log" | grep -q -i 'address already in use' && return 2
+    return 1
+  fi
+  got=$(timeout 5 redis-cli -h 127.0.0.1 -p "$port" info server 2>/dev/null |
+    tr -d '\r' | sed -n 's/^process_id://p')
+  [[ $got == "$pid" ]] || return 2
+}
+
+# redis_start_named NAME [--config FILE] ARGS…: topology.bash's way to start a server (a
+# sentinel with --config FILE --sentinel). Data nodes get the soak's persistence.
+redis_start_named() {
+  local name=$1 conf="" dir sock attempt rc
+  shift
+  if [[ ${1:-} == --config ]]; then
+    conf=$2
+    shift 2
+  fi
+  dir=$W/nodes/$name sock=$W/nodes/$name/redis.sock
+  mkdir -p "$dir" || harness_error "cannot make $dir"
+  if ((${#sock} > 100)); then sock=$(mktemp -u /tmp/rlock-soak-sock.XXXXXX); fi
+  local -a args
+  for ((attempt = 1; attempt <= 8; attempt++)); do
+    pick_port || harness_error "no free port"
+    args=(${conf:+"$conf"} --port "$_port" --bind 127.0.0.1 --daemonize no --dir "$dir"
+      --unixsocket "$sock" --unixsocketperm 700 --save '')
+    if [[ -z $conf ]]; then
+      args+=(--maxmemory-policy noeviction)
+      if ((persistence)); then
+        args+=(--appendonly yes --appendfsync always)
+      else
+        args+=(--appendonly no)
+      fi
+    fi
+    args+=("$@")
+    rc=0
+    node_launch "$name" "$_port" "$sock" "${args[@]}" || rc=$?
+    if ((rc == 0)); then
+      NODES+=("$name")
+      NODE_CLAIM[$name]=$_port
+      NODE_ARGS[$name]=$(printf '%q ' "${args[@]}")
+      declare -g "${name}_PORT=$_port" "${name}_SOCK=$sock" "${name}_DIR=$dir" \
+        "${name}_URL=redis://127.0.0.1:$_port/0"
+      return 0
+    fi
+    rmdir "$PORT_DIR/$_port" 2>/dev/null
+    ((rc == 2)) || harness_error "redis-server $name did not start: $(tail -n 5 "$dir/redis.log")"
+  done
+  harness_error "no usable port for $name after 8 attempts"
+}
+
+# node_kill9 NAME: kill -9 (its port stays claimed). node_restart NAME [ARGS…]: starts it
+# again with its arguments (same port, dir, data) and ARGS after them.
+node_kill9() {
+  local pid_var=${1}_PID
+  touch "$PORT_DIR/${NODE_CLAIM[$1]}" 2>/dev/null
+  kill -KILL "${!pid_var}" 2>/dev/null
+  wait "${!pid_var}" 2>/dev/null
+}
+node_restart() {
+  local name=$1 port_var=${1}_PORT sock_var=${1}_SOCK rc=0
+  shift
+  local -a args
+  eval "args=(${NODE_ARGS[$name]})"
+  node_launch "$name" "${!port_var}" "${!sock_var}" "${args[@]}" "$@" || rc=$?
+  ((rc == 0)) || harness_error "$name did not come back after kill -9 (rc $rc)"
+}
+
+node_pids() {
+  local name v
+  _npids=" "
+  for name in "${NODES[@]}"; do
+    v=${name}_PID
+    _npids+="${!v} "
+  done
+}
+
+stop_nodes() {
+  local name pid_var sock_var a
+  for name in "${NODES[@]}"; do
+    pid_var=${name}_PID sock_var=${name}_SOCK
+    REDIS_PID=${!pid_var} PORT_CLAIM=${NODE_CLAIM[$name]} REDIS_SOCK=${!sock_var}
+    kill -CONT "$REDIS_PID" 2>/dev/null
+    stop_redis
+    # the cluster bus port claimed by cluster_start
+    a=${NODE_ARGS[$name]}
+    if [[ $a =~ --cluster-port\ ([0-9]+) ]]; then rmdir "$PORT_DIR/${BASH_REMATCH[1]}" 2>/dev/null; fi
+  done
+  NODES=()
+}
+
+# use_node NAME: REDIS_* (rcli, snapshot, redis_keys) are node NAME's.
+use_node() {
+  local p=${1}_PORT s=${1}_SOCK d=${1}_PID
+  REDIS_PORT=${!p} REDIS_SOCK=${!s} REDIS_PID=${!d}
+}
+
+role_of() { rcli_to "$1" role | head -n 1; }
+
+# Sentinel: _mname/_mport, the data node every sentinel names as the master and that says
+# so itself (ROLE), and not port _not_port.
+sentinel_agree() {
+  local i p="" q
+  for i in 1 2 3; do
+    q=$(rcli_to "SENT$i" sentinel get-master-addr-by-name "$SENTINEL_MASTER" | sed -n 2p)
+    [[ -n $q && ( -z $p || $q == "$p" ) ]] || return 1
+    p=$q
+  done
+  [[ $p != "${_not_port:-}" ]] || return 1
+  _mname=$(sentinel_node_at "$p") || return 1
+  _mport=$p
+  [[ $(role_of "$_mname") == master ]]
+}
+# sentinel_switch_times OLD_PORT: asks each sentinel in turn (every ~20ms) until they
+# agree on a master other than OLD_PORT (sentinel_agree); _named1 / _named: when the first
+# / the last of them first named another master (µs, taken just before the question that
+# got that answer: the switch came after the answer before it, so the window these bound
+# is never wider than the truth by more than one question).
+sentinel_switch_times() {
+  local deadline i q t
+  local -a first=(0 0 0)
+  now_us
+  deadline=$((_now + 60000000))
+  while :; do
+    for i in 0 1 2; do
+      ((first[i])) && continue
+      now_us
+      t=$_now
+      q=$(rcli_to "SENT$((i + 1))" sentinel get-master-addr-by-name "$SENTINEL_MASTER" | sed -n 2p)
+      [[ -n $q && $q != "$1" ]] && first[i]=$t
+    done
+    if ((first[0] && first[1] && first[2])); then
+      _not_port=$1
+      sentinel_agree && break
+    fi
+    now_us
+    ((_now < deadline)) || return 1
+    sleep 0.02
+  done
+  _named1=${first[0]} _named=${first[0]}
+  for i in 1 2; do
+    ((first[i] < _named1)) && _named1=${first[i]}
+    ((first[i] > _named)) && _named=${first[i]}
+  done
+  return 0
+}
+
+sentinel_current() {
+  _not_port=""
+  poll_until 60 sentinel_agree || harness_error "the sentinels did not agree on a master within 60s"
+}
+
+# sentinel_settled: the sentinels agree on a master (not _not_port) and every other data
+# node replicates it, in sync. A loaded master may be failed over again meanwhile.
+sentinel_settled() { sentinel_agree && replicas_linked "$_mname" "$_mport"; }
+
+# _rlock_is_replica_of NAME PORT (topology.bash) for every data node but the master.
+replicas_linked() {
+  local n
+  for n in $SENTINEL_NODES; do
+    [[ $n == "$1" ]] && continue
+    _rlock_is_replica_of "$n" "$2" || return 1
+  done
+}
+
+# Cluster: _owner (a node number) serves the lock's slot, every live node says
+# cluster_state:ok and the owner is a master.
+cluster_settled() {
+  local i pid_var info
+  for ((i = 1; i <= CLUSTER_N; i++)); do
+    pid_var=CLUSTER${i}_PID
+    alive "${!pid_var}" || continue
+    info=$(rcli_to "CLUSTER$i" cluster info | tr -d '\r')
+    [[ $info == *cluster_state:ok* ]] || return 1
+  done
+  _owner=$(cluster_node_of "$KEY" 2>/dev/null) || return 1
+  [[ -n $_owner && $(role_of "CLUSTER$_owner") == master ]]
+}
+cluster_current() {
+  poll_until 60 cluster_settled || harness_error "the cluster did not settle within 60s"
+}
+
+# cluster_replica_of I: _rep = a node in sync with CLUSTERi as its replica.
+cluster_replica_of() {
+  local j p=CLUSTER${1}_PORT
+  for ((j = 1; j <= CLUSTER_N; j++)); do
+    ((j == $1)) && continue
+    if _rlock_is_replica_of "CLUSTER$j" "${!p}"; then
+      _rep=$j
+      return 0
+    fi
+  done
+  return 1
+}
+
+# repl_offsets NAME: _offs = "offset=O replica_offsets=A,B" from NAME's INFO replication.
+repl_offsets() {
+  local info
+  info=$(rcli_to "$1" info replication | tr -d '\r')
+  _offs="offset=$(sed -n 's/^master_repl_offset://p' <<<"$info")"
+  _offs+=" replica_offsets=$(sed -n 's/^slave[0-9]*:.*offset=\([0-9]*\).*/\1/p' <<<"$info" | paste -sd, -)"
+}
+
+topology_start() {
+  # shellcheck source=/dev/null
+  source "$repo/tests/helpers/topology.bash"
+  mkdir -p "$BATS_FILE_TMPDIR" || exit 2
+  if [[ $topo == sentinel ]]; then
+    # down-after 2s: on a busy 2-core machine a promoted replica busy for a second
+    # (AOF fsync, rewriting its config) was failed over again with 1s
+    SENTINEL_DOWN_AFTER_MS=2000 SENTINEL_FAILOVER_TIMEOUT_MS=5000 \
+      sentinel_setup soakmaster 2 || harness_error "the Sentinel topology did not come up"
+    TOPO_URL=$SENTINEL_URL
+    sentinel_current
+    use_node "$_mname"
+  else
+    cluster_start 3 1 || harness_error "the Cluster did not come up"
+    TOPO_URL=$CLUSTER1_URL
+    cluster_current
+    SLOT=$(rcli_to "CLUSTER$_owner" cluster keyslot "$LOCK_KEY")
+    use_node "CLUSTER$_owner"
+  fi
+}
+
+# pick_node: REDIS_* are the current master's (the lock slot's in a Cluster), _mdetail
+# "node=NAME ".
+pick_node() {
+  if [[ $topo == sentinel ]]; then
+    sentinel_current
+    _mdetail="node=$_mname "
+    use_node "$_mname"
+  else
+    cluster_current
+    _mdetail="node=CLUSTER$_owner "
+    use_node "CLUSTER$_owner"
+  fi
+}
+
+fault_failover() {
+  local old oldn new newn
+  if [[ $topo == cluster ]]; then
+    cluster_current
+    oldn=CLUSTER$_owner
+    if ! cluster_replica_of "$_owner"; then
+      _kind=failover_skipped _detail="old=$oldn: no replica in sync"
+      return
+    fi
+    newn=CLUSTER$_rep
+    old=${oldn}_PORT new=${newn}_PORT
+    old=${!old} new=${!new}
+    now_us
+    _t0=$_now
+    if ! _rlock_poll "CLUSTER FAILOVER to be accepted" 30 \
+      eval "[[ \$(rcli_to $newn cluster failover) == OK ]]"; then
+      _kind=failover_skipped _detail="old=$oldn:$old new=$newn:$new: CLUSTER FAILOVER refused"
+      return
+    fi
+    poll_until 60 eval "cluster_settled && [[ \$_owner == ${newn#CLUSTER} ]]" ||
+      harness_error "CLUSTER FAILOVER to $newn did not complete within 60s"
+    now_us
+    _t1=$_now
+    poll_until 60 _rlock_is_replica_of "$oldn" "$new" ||
+      harness_error "$oldn did not become a replica of $newn within 60s"
+  else
+    sentinel_current
+    oldn=$_mname old=$_mport
+    now_us
+    _t0=$_now
+    if ! _rlock_poll "SENTINEL FAILOVER to be accepted" 30 _rlock_failover_started; then
+      _kind=failover_skipped _detail="old=$oldn:$old: SENTINEL FAILOVER refused for 30s"
+      return
+    fi
+    sentinel_switch_times "$old" || harness_error "SENTINEL FAILOVER did not complete within 60s"
+    newn=$_mname new=$_mport
+    _t1=$_named
+    _not_port=""
+    poll_until 60 sentinel_settled || harness_error "the replicas did not follow $newn within 60s"
+    [[ $_mname == "$newn" ]] || newn+=",then:$_mname"
+    now_us
+    _detail="planned=1 old=$oldn:$old new=$newn:$new named1_ms=$(((_named1 - _t0) / 1000)) named_ms=$(((_named - _t0) / 1000)) settled_ms=$(((_now - _t1) / 1000))"
+    return
+  fi
+  now_us
+  _detail="planned=1 old=$oldn:$old new=$newn:$new settled_ms=$(((_now - _t1) / 1000))"
+}
+
+fault_master_kill() {
+  local old oldn new newn t_kill t_new
+  if [[ $topo == cluster ]]; then
+    cluster_current
+    oldn=CLUSTER$_owner
+    if ! cluster_replica_of "$_owner"; then
+      _kind=master_kill_skipped _detail="old=$oldn: no replica in sync"
+      return
+    fi
+  else
+    sentinel_current
+    oldn=$_mname
+  fi
+  old=${oldn}_PORT
+  old=${!old}
+  repl_offsets "$oldn"
+  node_kill9 "$oldn"
+  now_us
+  t_kill=$_now
+  if [[ $topo == cluster ]]; then
+    poll_until 60 eval "cluster_settled && [[ CLUSTER\$_owner != $oldn ]]" ||
+      harness_error "no replica took over from $oldn within 60s"
+    newn=CLUSTER$_owner
+  else
+    _not_port=$old
+    poll_until 60 sentinel_agree || harness_error "the sentinels did not fail $oldn over within 60s"
+    newn=$_mname
+  fi
+  new=${newn}_PORT
+  new=${!new}
+  now_us
+  t_new=$_now
+  if [[ $topo == cluster ]]; then
+    node_restart "$oldn"
+  else
+    node_restart "$oldn" --replicaof 127.0.0.1 "$new"
+  fi
+  if [[ $topo == sentinel ]]; then
+    _not_port=""
+    poll_until 60 sentinel_settled ||
+      harness_error "$oldn and the other replica did not follow $newn within 60s"
+    [[ $_mname == "$newn" ]] || newn+=",then:$_mname"
+  else
+    poll_until 60 _rlock_is_replica_of "$oldn" "$new" ||
+      harness_error "$oldn did not rejoin as a replica of $newn within 60s"
+    cluster_current
+  fi
+  now_us
+  _t0=$t_kill _t1=$t_new
+  _detail="planned=0 old=$oldn:$old new=$newn:$new $_offs failover_ms=$(((t_new - t_kill) / 1000)) rejoin_ms=$(((_now - t_new) / 1000))"
+}
+
+fault_migrate() {
+  local from to pause i
+  local -a masters_=()
+  cluster_current
+  from=$_owner
+  for ((i = 1; i <= CLUSTER_N; i++)); do
+    ((i != from)) && [[ $(role_of "CLUSTER$i") == master ]] && masters_+=("$i")
+  done
+  rnd 0 $((${#masters_[@]} - 1))
+  to=${masters_[$_r]}
+  rnd 0 1000
+  pause=$_r
+  now_us
+  _t0=$_now
+  cluster_migrate_slot "$SLOT" "$from" "$to" "$(printf '%d.%03d' $((pause / 1000)) $((pause % 1000)))" ||
+    harness_error "moving slot $SLOT from CLUSTER$from to CLUSTER$to failed"
+  now_us
+  _t1=$_now
+  cluster_current
+  _detail="slot=$SLOT from=CLUSTER$from to=CLUSTER$to pause_ms=$pause"
+}
+
 # --- contenders ---------------------------------------------------------------------------
 
 ttl_of() {
@@ -359,9 +824,15 @@ url_args() {
 }
 
 start_contenders() {
-  local c url via
+  local c url via node opts=""
+  ((sync_replicas == 0)) || opts="--sync-replicas $sync_replicas"
   for ((c = 0; c < contenders; c++)); do
-    if ((masters > 1)); then
+    if [[ $topo == sentinel ]]; then
+      url=$TOPO_URL via=direct
+    elif [[ $topo == cluster ]]; then
+      node=CLUSTER$((c % CLUSTER_N + 1))_URL
+      url=${!node} via=direct
+    elif ((masters > 1)); then
       master_urls
       if ((c >= contenders - direct)); then url=$_urls via=direct; else url=$_purls via=proxy; fi
     elif ((c >= contenders - direct)); then
@@ -372,7 +843,7 @@ start_contenders() {
     : >"$W/hist/$c"
     : >"$W/err/$c"
     setsid bash "$here/contender.sh" "$W" "$c" "$seed" "$rlock" "$url" "$KEY" \
-      "$(ttl_of "$c")" "$via" $((c == 0 ? stderr_faults : 0)) </dev/null >/dev/null 2>>"$W/err/contender.$c" &
+      "$(ttl_of "$c")" "$via" $((c == 0 ? stderr_faults : 0)) "$opts" </dev/null >/dev/null 2>>"$W/err/contender.$c" &
     CONT_PIDS+=($!)
   done
 }
@@ -408,11 +879,12 @@ end_contenders() {
 our_leftovers() {
   local f pid args st ppid
   _left=()
+  node_pids
   for f in /proc/[0-9]*/cmdline; do
     pid=${f#/proc/}
     pid=${pid%/cmdline}
     [[ $pid == "$$" || $pid == "$REDIS_PID" || $pid == "$PROXY_PID" ]] && continue
-    [[ " ${M_PID[*]} " == *" $pid "* ]] && continue
+    [[ " ${M_PID[*]} " == *" $pid "* || $_npids == *" $pid "* ]] && continue
     { read -r st <"/proc/$pid/stat"; } 2>/dev/null || continue
     st=${st##*) }
     read -r _ ppid _ <<<"$st"
@@ -459,7 +931,9 @@ cleanup() {
     poll_until 5 eval '! alive $PROXY_PID' || kill -KILL "$PROXY_PID" 2>/dev/null
     wait "$PROXY_PID" 2>/dev/null
   fi
-  if ((masters > 1)); then
+  if ((replicated)); then
+    stop_nodes
+  elif ((masters > 1)); then
     stop_masters
   else
     stop_redis
@@ -528,13 +1002,17 @@ qsnapshot() {
 # _mdetail "master=I "; one server: master 0, no detail. done_master: master 0 again.
 pick_master() {
   _m=0 _mdetail=""
+  if ((replicated)); then
+    pick_node
+    return
+  fi
   ((masters > 1)) || return 0
   rnd 0 $((masters - 1))
   _m=$_r _mdetail="master=$_r "
   use_master "$_m"
 }
 done_master() {
-  ((masters > 1)) || return 0
+  ((masters > 1)) || return 0 # (replicated: the next fault picks the master again)
   save_master "$_m"
   use_master 0
 }
@@ -605,11 +1083,16 @@ fault_break() {
     fault_break_quorum
     return
   fi
+  local url="redis://127.0.0.1:$REDIS_PORT/0"
+  if ((replicated)); then
+    pick_node
+    url=$TOPO_URL
+  fi
   snapshot
-  _detail="$_snap"
+  _detail="$_mdetail$_snap"
   now_us
   _t0=$_now
-  timeout 15 "$rlock" --url "redis://127.0.0.1:$REDIS_PORT/0" break "$KEY" --yes \
+  timeout 15 "$rlock" --url "$url" break "$KEY" --yes \
     2>>"$W/faults.err" || st=$?
   now_us
   _t1=$_now
@@ -692,6 +1175,12 @@ WEIGHTS=(3 2 1 2 1 1)
 if ((masters > 1)); then
   KINDS+=(master_stop)
   WEIGHTS=(3 2 2 2 1 1 2)
+elif [[ $topo == sentinel ]]; then
+  KINDS=(failover master_kill client_kill stop script_flush break)
+  WEIGHTS=(3 3 1 2 1 1)
+elif [[ $topo == cluster ]]; then
+  KINDS=(failover master_kill migrate client_kill stop script_flush break)
+  WEIGHTS=(3 3 3 1 2 1 1)
 fi
 fault_no=0
 first_kinds=()
@@ -739,7 +1228,9 @@ acquisitions() {
 
 # --- the run ------------------------------------------------------------------------------
 
-if ((masters > 1)); then
+if ((replicated)); then
+  topology_start
+elif ((masters > 1)); then
   for ((m = 0; m < masters; m++)); do
     use_master "$m"
     redis_start
@@ -749,7 +1240,7 @@ if ((masters > 1)); then
 else
   redis_start
 fi
-proxy_start
+((replicated)) || proxy_start
 now_us
 T0=$_now
 {
@@ -765,6 +1256,7 @@ T0=$_now
   echo "t0=$T0"
   echo "grace_ms=1000"
   echo "break_grace_ms=2000"
+  echo "planned_grace_ms=300"
   echo "rlock=$rlock"
   echo "rlock_version=$("$rlock" --version 2>&1 | head -n 1)"
   echo "commit=$(git -C "$(dirname "$rlock")" rev-parse --short HEAD 2>/dev/null || echo unknown)"
@@ -775,9 +1267,15 @@ T0=$_now
     echo "quorum=$QUORUM"
     echo "urls=$_urls"
   fi
+  echo "topology=$topo"
+  echo "replicas=$REPLICAS"
+  echo "sync_replicas=$sync_replicas"
+  ((replicated)) && echo "url=$TOPO_URL"
 } >"$W/meta"
 
 ((masters == 1)) || log "quorum mode: $masters masters ($_urls), master 0 behind the proxy"
+((replicated == 0)) || log "$topo mode ($TOPO_URL), $REPLICAS replica(s) per master," \
+  "--sync-replicas $sync_replicas"
 log "seed $seed, $contenders contenders ($direct direct), target $target acquisitions," \
   "a fault every ~${fault_every}ms, at most ${max_time}s; history in $W"
 start_contenders
@@ -824,7 +1322,9 @@ t_end=$_now
 # The lock must be free once every holder is gone (at most one TTL, 2s, later).
 lock_free() {
   local rc=0
-  if ((masters > 1)); then
+  if ((replicated)); then
+    timeout 10 "$rlock" --url "$TOPO_URL" status "$KEY" >/dev/null 2>&1 || rc=$?
+  elif ((masters > 1)); then
     master_urls
     url_args "$_urls"
     timeout 10 "$rlock" "${_uargs[@]}" status "$KEY" >/dev/null 2>&1 || rc=$?
@@ -857,7 +1357,10 @@ fi
   echo "final_free=$final_free"
   echo "leftovers=$leftovers"
   # release tombstones (lock:{KEY}:r:TOKEN) expire by themselves within seconds: counted
-  if ((masters > 1)); then
+  if ((replicated)); then
+    pick_node
+    echo "redis_keys=$_mdetail$(redis_keys)"
+  elif ((masters > 1)); then
     keys=""
     for ((m = 0; m < masters; m++)); do
       use_master "$m"

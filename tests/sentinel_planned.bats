@@ -1,0 +1,49 @@
+#!/usr/bin/env bats
+# Redis Sentinel, a planned failover (SENTINEL FAILOVER) that stays half done: the
+# sentinels name the promoted replica while the old master still takes writes (issue 20
+# item 1). A grant counts only if the sentinels, asked after it was made, still name the
+# master that made it; a void one is released there and the waiter goes on, on the master
+# they name. Real servers and sentinels (tests/helpers/topology.bash, slow_failover_setup).
+
+bats_require_minimum_version 1.5.0
+
+load helpers/redis
+load helpers/topology
+
+setup() {
+  T=$BATS_TEST_TMPDIR
+  write_gate "$T/gate"
+}
+
+@test "a waiter granted on a master the sentinels no longer name does not run there: it gets the lock on the new one" {
+  slow_failover_setup PC plannedC
+  # The waiter's sentinel user may only ask for the address: answers without an epoch,
+  # which never move a process that stays (only a newer epoch or +switch-master do), so
+  # it stays on the old master however often it asks.
+  local i
+  for i in 1 2 3; do
+    rcli_to "PCSENT$i" acl setuser getaddr on '>pw' -@all '+sentinel|get-master-addr-by-name' \
+      >/dev/null
+  done
+  tok=$("$RLOCK" --url "$PC_URL1" acquire --ttl 60s s-void)
+  RLOCK_SENTINEL_PASSWORD=pw rlock_bg w -v --sentinel-user getaddr --url "$PC_URL1" \
+    run --wait 60s s-void -- sh -c 'echo "$RLOCK_FENCE" >>"$0/w.fences"' "$T"
+  waiter=$BG_PID
+  wait_until "[[ \$(rcli_to PCMASTER zcard 'lock:{s-void}:queue') == 1 ]]"
+  slow_failover_start PC plannedC
+  # Released on the old master, which still answers ROLE with master: the waiter, first
+  # in its line there, is granted there, after every sentinel named the new master.
+  "$RLOCK" --url "redis://127.0.0.1:$PCMASTER_PORT" release s-void --token "$tok"
+  "$RLOCK" --url "redis://127.0.0.1:$PCREPLICA_PORT" release s-void --token "$tok"
+  bg_wait "$waiter" 30
+  assert_equal "$BG_STATUS" 0
+  # It ran once, with the new master's fence.
+  assert_equal "$(cat "$T/w.fences")" 2
+  assert_equal "$(rcli_to PCREPLICA get 'lock:{s-void}:fence')" 2
+  grep -q "which the sentinels no longer name as the master: released there" "$T/w.err" ||
+    fail "$(cat "$T/w.err")"
+  # Released on the old master too.
+  assert_equal "$(rcli_to PCMASTER exists 'lock:{s-void}')" 0
+  planned_window_open PC plannedC || fail "the failover ended too early: the window was not tested"
+  redis_resume PCSLOW
+}
