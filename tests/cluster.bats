@@ -271,3 +271,16 @@ _shard_subscribers() {
   assert_regex "$stderr" "did not answer"
   for i in 1 2 3; do _rlock_poll "CLUSTER$i ok" 20 _rlock_cluster_ok "CLUSTER$i" 3; done
 }
+
+@test "nesting and acquire --while-pid work in a Cluster" {
+  run timeout 30 "$RLOCK" run --wait 3s cnest -- "$RLOCK" run --wait 3s cnest -- sh -c 'echo "inner $RLOCK_KEY"'
+  [ "$status" -eq 0 ]
+  [[ $output == *"inner cnest"* ]]
+  sleep 1000 &
+  spid=$!
+  "$RLOCK" acquire --ttl 2s --while-pid "$spid" cnest >/dev/null
+  sleep 3 # past its TTL: renewed through the Cluster
+  "$RLOCK" status cnest >/dev/null
+  kill "$spid"
+  _rlock_poll "cnest to be free" 10 eval '! "$RLOCK" status cnest >/dev/null 2>&1'
+}

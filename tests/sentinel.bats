@@ -416,3 +416,16 @@ _watchers() {
   rl --url "redis-sentinel://127.0.0.1:$STLS_PORT/tlsm" --connect-timeout 1s status k
   assert_error 69
 }
+
+@test "nesting and acquire --while-pid work through Sentinel" {
+  run timeout 30 "$RLOCK" run --wait 3s snest -- "$RLOCK" run --wait 3s snest -- sh -c 'echo "inner $RLOCK_KEY"'
+  [ "$status" -eq 0 ]
+  [[ $output == *"inner snest"* ]]
+  sleep 1000 &
+  spid=$!
+  "$RLOCK" acquire --ttl 2s --while-pid "$spid" snest >/dev/null
+  sleep 3 # past its TTL: renewed on the master the sentinels name
+  "$RLOCK" status snest >/dev/null
+  kill "$spid"
+  _rlock_poll "snest to be free" 10 eval '! "$RLOCK" status snest >/dev/null 2>&1'
+}
