@@ -37,20 +37,30 @@ std::vector<HeldEntry> parse_held(const char* text) {
   for (std::string_view line : split(all, '\n')) {
     if (out.size() >= kMaxHeldEntries) break;
     auto f = split(line, '\t');
-    if (f.size() != 4 && f.size() != 5) continue;
+    if (f.size() < 4 || f.size() > 6) continue;
     bool ok = !f[0].empty() && f[0].size() <= 128 && !f[1].empty() && f[1].size() <= 512;
     for (auto field : f) ok = ok && plain_field(field);
     if (!ok) continue;
-    HeldEntry e{std::string(f[0]), std::string(f[1]), std::string(f[2]), std::string(f[3]), 0};
-    if (f.size() == 5) {
+    HeldEntry e{std::string(f[0]), std::string(f[1]), std::string(f[2]), std::string(f[3])};
+    if (f.size() >= 5) {
+      // keeper=PID:START
       std::string_view k = f[4];
       if (k.substr(0, 7) != "keeper=") continue;
-      std::string digits(k.substr(7));
-      if (digits.empty() || digits.size() > 9 ||
-          digits.find_first_not_of("0123456789") != std::string::npos)
-        continue;
-      e.keeper = std::atol(digits.c_str());
-      if (e.keeper <= 1) continue;
+      k.remove_prefix(7);
+      size_t colon = k.find(':');
+      if (colon == std::string_view::npos) continue;
+      std::string pid(k.substr(0, colon)), start(k.substr(colon + 1));
+      auto digits = [](const std::string& d, size_t max) {
+        return !d.empty() && d.size() <= max && d.find_first_not_of("0123456789") == std::string::npos;
+      };
+      if (!digits(pid, 9) || !digits(start, 19)) continue;
+      e.keeper = std::atol(pid.c_str());
+      e.keeper_start = std::strtoull(start.c_str(), nullptr, 10);
+      if (e.keeper < 1) continue;
+    }
+    if (f.size() == 6) {
+      if (f[5] != "nested") continue;
+      e.nested = true;
     }
     out.push_back(std::move(e));
   }
@@ -64,7 +74,10 @@ std::string format_held(const std::vector<HeldEntry>& entries) {
   for (const auto& e : entries) {
     if (!out.empty()) out += '\n';
     out += fmt::format("{}\t{}\t{}\t{}", e.token, e.key, e.prefix, e.where);
-    if (e.keeper > 0) out += fmt::format("\tkeeper={}", e.keeper);
+    if (e.keeper > 0) {
+      out += fmt::format("\tkeeper={}:{}", e.keeper, e.keeper_start);
+      if (e.nested) out += "\tnested";
+    }
   }
   return out;
 }
@@ -113,7 +126,8 @@ std::optional<Holder> verify_held(Loop& loop, Lock& lock, const HeldEntry& entry
     why = fmt::format("its holder is on another host ({})", escape_text(h->info.host));
     return std::nullopt;
   }
-  if (h->info.pid <= 1 || h->info.pid > 0x7fffffff ||
+  // pid 1 too: a container's entrypoint script may hold a lock for its life.
+  if (h->info.pid < 1 || h->info.pid > 0x7fffffff ||
       !is_ancestor(static_cast<pid_t>(h->info.pid), getpid())) {
     why = fmt::format("its holder (pid {}) is not an ancestor of this process", h->info.pid);
     return std::nullopt;

@@ -1,10 +1,11 @@
 // Reentrancy by inheritance (SPEC "Shell scripts"): the locks a process holds
 // travel to everything it runs in RLOCK_HELD, one line per lock:
 //
-//   TOKEN <tab> KEY <tab> PREFIX <tab> WHERE [<tab> keeper=PID]
+//   TOKEN <tab> KEY <tab> PREFIX <tab> WHERE [<tab> keeper=PID:START [<tab> nested]]
 //
 // WHERE names the deployment (its URLs as people see them, no password, joined
-// by spaces); keeper= marks a lock kept by `acquire --while-pid`. A nested
+// by spaces); keeper= marks a lock kept by `acquire --while-pid` (its keeper's pid
+// and start time), and `nested` the copy a nested run or acquire passes on. A nested
 // `run` of a lock listed there runs its command at once, but only once Redis
 // confirms it: the token holds the lock, and its holder is on this host and is
 // an ancestor of this process (a running `run`, or the process a keeper
@@ -12,6 +13,7 @@
 // --min-hold keeps after its run ended, is never trusted.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,6 +26,8 @@ namespace rlock {
 struct HeldEntry {
   std::string token, key, prefix, where;
   long keeper = 0;  // the pid of the --while-pid keeper, 0 for a `run`
+  uint64_t keeper_start = 0;  // its start time (proc_info), to tell a reused pid
+  bool nested = false;        // passed on by a nested run or acquire
 };
 
 /// At most this many bytes of RLOCK_HELD are read, and this many entries kept.

@@ -18,8 +18,9 @@ bool watched_alive(long pid, uint64_t start);
 
 /// Detaches from the caller (no terminal, no descriptor of the caller's: its
 /// standard ones go to /dev/null, every inherited one is closed) and keeps the
-/// lease of `token` until PID ends, a stop signal arrives (the owner's
-/// `release`), or the lease is lost. Returns the keeper's exit status.
+/// lease of `token` until PID ends, the owner's `release` stops it
+/// (SIGUSR1), or the lease is lost (or another stop signal gives it up:
+/// --on-lost applies to PID). Returns the keeper's exit status.
 int keep_while_pid(Lock& lock, const std::string& token, const Acquired& acquired,
                    const LockOptions& o, uint64_t pid_start);
 

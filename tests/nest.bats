@@ -281,3 +281,58 @@ EOF2
   kill "$SPID"
   _rlock_poll "qn to be free" 10 is_free qn
 }
+
+# --- what the fault injection found -----------------------------------------------------------
+
+@test "a plain acquire --export adds nothing to RLOCK_HELD: the script's own release frees the lock" {
+  run timeout 20 sh -c 'eval "$(rlock acquire k --ttl 60s --export)" || exit 9
+    printf "%s" "$RLOCK_HELD" >"$T/held"
+    rlock release k || exit 8
+    rlock status k >/dev/null || echo freed'
+  [ "$status" -eq 0 ]
+  [[ $output == *freed* ]]
+  [ ! -s "$T/held" ]
+}
+
+@test "the owner's release from a subshell or \$(...) stops the keeper quietly" {
+  cat >"$T/script.sh" <<'EOF2'
+trap 'echo got-term; exit 143' TERM
+eval "$(rlock acquire k --ttl 1s --while-pid $$ --export)" || exit 9
+out=$( (rlock release k) ) || exit 8
+rlock status k >/dev/null || echo freed
+sleep 2
+echo done
+EOF2
+  run timeout 20 sh "$T/script.sh"
+  [ "$status" -eq 0 ]
+  [[ $output == *freed* ]]
+  [[ $output == *done* ]]
+  [[ $output != *got-term* ]]
+}
+
+@test "a script the owner runs may take the lock again: its acquire and release do nothing" {
+  printf '%s\n' 'eval "$(rlock acquire k --wait 2s --export)" || exit 7' \
+    'rlock release k || exit 6' >"$T/inner.sh"
+  cat >"$T/script.sh" <<'EOF2'
+eval "$(rlock acquire k --while-pid $$ --export)" || exit 9
+sh "$T/inner.sh" || exit $?
+rlock status k >/dev/null && echo still-held
+rlock release k
+EOF2
+  run timeout 20 sh "$T/script.sh"
+  [ "$status" -eq 0 ]
+  [[ $output == *still-held* ]]
+  is_free k
+}
+
+@test "an operator's SIGTERM to the keeper gives the lock up, and PID hears of it as a loss" {
+  sh -c 'trap "touch \"$T/term\"; exit 0" TERM; while :; do sleep 0.05; done' &
+  spid=$!
+  echo "$spid" >"$T/sleeper"
+  out=$(rlock acquire k --while-pid "$spid" --export)
+  keeper=$(keeper_of "$out")
+  [ -n "$keeper" ]
+  kill -TERM "$keeper"
+  _rlock_poll "SIGTERM to PID" 10 test -e "$T/term"
+  _rlock_poll "k to be free" 10 is_free k
+}

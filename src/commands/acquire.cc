@@ -111,6 +111,15 @@ int fork_keeper(Lock& lock, const std::string& token, const Acquired& a, const L
   }
   close_inherited_descriptors();
   (void)chdir("/");  // nor the caller's directory (an unmountable file system)
+  // A signal meant for the caller (a Ctrl-C while it printed) is pending here
+  // too: discarded (POSIX: setting SIG_IGN discards a pending signal), so that
+  // the keeper does not take it for its own. The keeper installs its handlers.
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1}) {
+    struct sigaction ign {};
+    ign.sa_handler = SIG_IGN;
+    sigemptyset(&ign.sa_mask);
+    sigaction(sig, &ign, nullptr);
+  }
   sigprocmask(SIG_SETMASK, &old, nullptr);
   if (n != 1 || c != 'g') {
     wait_for<ReleaseReply>(lock.loop(),
@@ -139,7 +148,9 @@ int cmd_acquire(const GlobalOptions& g, const LockOptions& o) {
       log_verbose(fmt::format("'{}' is already held by an enclosing holder (pid {}): taking "
                               "nothing",
                               o.key, h->info.pid));
-      print_out(output_of(g, o, e->token, h->fence, h->ttl_left, format_held(held)));
+      HeldEntry passed = *e;
+      passed.nested = true;  // a release under this copy is a nested one
+      print_out(output_of(g, o, e->token, h->fence, h->ttl_left, held_with(held, passed)));
       return exitcode::kOk;
     }
     log_verbose(fmt::format("RLOCK_HELD lists '{}', but {}: taking it as usual", o.key, why));
@@ -170,9 +181,14 @@ int cmd_acquire(const GlobalOptions& g, const LockOptions& o) {
     throw *out->error;
   }
   const Acquired& a = out->value;
-  HeldEntry mine{token, o.key, g.prefix, where, 0};
+  HeldEntry mine{token, o.key, g.prefix, where};
+  // RLOCK_HELD gains this lock only when a keeper holds it: a plain acquire's
+  // lease has no holder that goes on (nothing renews it), so nothing may nest
+  // in it, and the script's own release must release it.
   auto text = [&](long keeper) {
+    if (keeper <= 0) return output_of(g, o, token, a.fence, a.ttl, format_held(held));
     mine.keeper = keeper;
+    if (auto k = proc_info(static_cast<pid_t>(keeper))) mine.keeper_start = k->start;
     return output_of(g, o, token, a.fence, a.ttl, held_with(held, mine));
   };
   if (o.while_pid) {

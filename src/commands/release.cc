@@ -21,9 +21,9 @@ enum class Nested { No, Inside, Owner };
 //   while the release comes from deeper down: a nested release, which never
 //   frees the outer lock while its holder goes on (SPEC "Reentrant by
 //   inheritance"): nothing to do;
-// - Owner: the process a keeper watches releases its own lock: the keeper is
-//   told to release it and stop (SIGTERM), so that it does not take the
-//   release for a lost lease.
+// - Owner: a release under the RLOCK_HELD the keeper's owner evaluated (not a
+//   nested copy): the keeper is told to release and stop (SIGUSR1), so that it
+//   does not take the release for a lost lease.
 Nested nested_release(Session& s, Lock& lock, const GlobalOptions& g, const std::string& key,
                       const std::string& token, HeldEntry& entry, Holder& holder) {
   std::vector<HeldEntry> held = held_from_env();
@@ -37,16 +37,20 @@ Nested nested_release(Session& s, Lock& lock, const GlobalOptions& g, const std:
     return Nested::No;
   }
   holder = *h;
-  if (entry.keeper > 0 && h->info.pid == static_cast<long>(getppid())) return Nested::Owner;
+  // The environment the keeper's owner evals (not a nested copy): the
+  // script, a subshell of it or a script it runs without taking the lock again.
+  if (entry.keeper > 0 && !entry.nested) return Nested::Owner;
   return Nested::Inside;
 }
 
-// The keeper of a --while-pid lock, if `pid` still is one: a session leader
-// running rlock with --while-pid (a reused pid is left alone).
-bool is_keeper(long pid) {
-  if (pid <= 1 || getsid(static_cast<pid_t>(pid)) != static_cast<pid_t>(pid)) return false;
-  std::string cmd = proc_command_line(static_cast<pid_t>(pid), 4096);
-  return cmd.find("rlock") != std::string::npos && cmd.find("--while-pid") != std::string::npos;
+// The keeper of a --while-pid lock, if it still runs: a session leader with
+// the start time RLOCK_HELD recorded (a reused pid is left alone).
+bool is_keeper(const HeldEntry& e) {
+  auto pid = static_cast<pid_t>(e.keeper);
+  if (pid < 1 || getsid(pid) != pid) return false;
+  if (!kProcInfoKnown) return true;
+  auto info = proc_info(pid);
+  return info && info->start == e.keeper_start;
 }
 
 }  // namespace
@@ -64,9 +68,10 @@ int cmd_release(const GlobalOptions& g, const std::string& key, const std::strin
                               key, holder.info.pid));
       return exitcode::kOk;
     case Nested::Owner:
-      if (is_keeper(entry.keeper) && kill(static_cast<pid_t>(entry.keeper), SIGTERM) == 0) {
-        // The keeper releases and exits; wait for it (bounded), then make
-        // sure below (a release that finds it released is fine).
+      // SIGUSR1: "your owner releases": the keeper releases and exits without
+      // a word to PID (any other stop signal is a loss for PID). Waited for
+      // (bounded), then made sure of below (finding it released is fine).
+      if (is_keeper(entry) && kill(static_cast<pid_t>(entry.keeper), SIGUSR1) == 0) {
         auto until = Clock::now() + lock->command_timeout();
         while (kill(static_cast<pid_t>(entry.keeper), 0) == 0 && Clock::now() < until)
           std::this_thread::sleep_for(std::chrono::milliseconds(10));

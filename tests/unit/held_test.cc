@@ -14,27 +14,34 @@ namespace rlock {
 namespace {
 
 TEST(Held, RoundTrip) {
-  std::vector<HeldEntry> in{{"tok1", "a key", "lock:", "redis://h:1/0", 0},
-                            {"tok2", "b", "p:", "redis://x:2/0 redis://y:3/0", 4242}};
+  std::vector<HeldEntry> in{{"tok1", "a key", "lock:", "redis://h:1/0"},
+                            {"tok2", "b", "p:", "redis://x:2/0 redis://y:3/0", 4242, 77, true}};
   auto out = parse_held(format_held(in).c_str());
   ASSERT_EQ(out.size(), 2u);
   EXPECT_EQ(out[0].key, "a key");
   EXPECT_EQ(out[1].where, "redis://x:2/0 redis://y:3/0");
   EXPECT_EQ(out[1].keeper, 4242);
+  EXPECT_EQ(out[1].keeper_start, 77u);
+  EXPECT_TRUE(out[1].nested);
+  EXPECT_FALSE(out[0].nested);
 }
 
 TEST(Held, MalformedLinesAreSkipped) {
   auto out = parse_held(
       "only-two\tfields\n"
       "t\tk\tp\tw\tkeeper=abc\n"
-      "t\tk\tp\tw\tkeeper=1\n"
+      "t\tk\tp\tw\tkeeper=12\n"
+      "t\tk\tp\tw\tkeeper=12:x\n"
+      "t\tk\tp\tw\tkeeper=12:5\tdeeper\n"
       "t\tk\tp\tw\tnot-a-keeper=5\n"
       "\tk\tp\tw\n"
       "t\t\tp\tw\n"
       "t\tk\tp\tw\x01\n"
-      "good\tk\tp\tw");
-  ASSERT_EQ(out.size(), 1u);
+      "good\tk\tp\tw\n"
+      "pid1\tk\tp\tw\tkeeper=1:5");
+  ASSERT_EQ(out.size(), 2u);
   EXPECT_EQ(out[0].token, "good");
+  EXPECT_EQ(out[1].keeper, 1);  // a container's entrypoint may be pid 1
 }
 
 TEST(Held, TooLongIsIgnoredWhole) {
@@ -44,8 +51,8 @@ TEST(Held, TooLongIsIgnoredWhole) {
 }
 
 TEST(Held, HeldWithReplacesTheSameLock) {
-  std::vector<HeldEntry> in{{"old", "k", "lock:", "w", 0}, {"x", "j", "lock:", "w", 0}};
-  auto out = parse_held(held_with(in, {"new", "k", "lock:", "w", 0}).c_str());
+  std::vector<HeldEntry> in{{"old", "k", "lock:", "w"}, {"x", "j", "lock:", "w"}};
+  auto out = parse_held(held_with(in, {"new", "k", "lock:", "w"}).c_str());
   ASSERT_EQ(out.size(), 2u);
   EXPECT_EQ(out[0].key, "j");
   EXPECT_EQ(out[1].token, "new");
