@@ -131,6 +131,9 @@ done
 is_num() { [[ $1 =~ ^[0-9]+$ ]] && ((10#$1 <= 1000000000)); }
 replicated=0
 [[ -n $topo ]] && replicated=1
+# The detail of the master a fault acts on (pick_master, pick_node): empty until one is
+# picked (one server: a break may come before any fault that picks one).
+_mdetail=""
 if ((short && replicated)); then # Sentinel and Cluster: about 100s each
   : "${target:=250}" "${fault_every:=2500}" "${max_time:=100}"
 elif ((replicated)); then
@@ -1089,7 +1092,7 @@ fault_break() {
     url=$TOPO_URL
   fi
   snapshot
-  _detail="$_mdetail$_snap"
+  _detail="${_mdetail-}$_snap"
   now_us
   _t0=$_now
   timeout 15 "$rlock" --url "$url" break "$KEY" --yes \
