@@ -200,9 +200,10 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
                    "releases it within about a second after PID exits (the one acquire that "
                    "leaves a process behind)")
       ->type_name("PID");
-  s.acquire->add_option("--on-lost", v.on_lost,
-                        "with --while-pid, when the lease is lost: term (SIGTERM to PID alone, "
-                        "the default), kill (SIGKILL), or warn (nothing)")
+  s.acquire
+      ->add_option("--on-lost", v.on_lost,
+                   "with --while-pid, when the lease is lost: term (SIGTERM to PID alone, "
+                   "the default), kill (SIGKILL), or warn (nothing)")
       ->type_name("ACTION");
   s.acquire->add_flag("--export", v.o.export_env,
                       "print shell assignments (RLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE, RLOCK_HELD) "

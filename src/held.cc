@@ -25,7 +25,9 @@ std::vector<std::string_view> split(std::string_view s, char sep) {
   }
 }
 
-bool plain_field(std::string_view f) { return valid_utf8_no_controls(f); }
+bool plain_field(std::string_view f) {
+  return valid_utf8_no_controls(f);
+}
 
 }  // namespace
 
@@ -51,7 +53,8 @@ std::vector<HeldEntry> parse_held(const char* text) {
       if (colon == std::string_view::npos) continue;
       std::string pid(k.substr(0, colon)), start(k.substr(colon + 1));
       auto digits = [](const std::string& d, size_t max) {
-        return !d.empty() && d.size() <= max && d.find_first_not_of("0123456789") == std::string::npos;
+        return !d.empty() && d.size() <= max &&
+               d.find_first_not_of("0123456789") == std::string::npos;
       };
       if (!digits(pid, 9) || !digits(start, 19)) continue;
       e.keeper = std::atol(pid.c_str());
@@ -67,7 +70,9 @@ std::vector<HeldEntry> parse_held(const char* text) {
   return out;
 }
 
-std::vector<HeldEntry> held_from_env() { return parse_held(getenv("RLOCK_HELD")); }
+std::vector<HeldEntry> held_from_env() {
+  return parse_held(getenv("RLOCK_HELD"));
+}
 
 std::string format_held(const std::vector<HeldEntry>& entries) {
   std::string out;
@@ -114,7 +119,8 @@ std::string held_with(std::vector<HeldEntry> entries, const HeldEntry& add) {
 
 std::optional<Holder> verify_held(Loop& loop, Lock& lock, const HeldEntry& entry,
                                   std::string& why) {
-  LockStatus st = wait_for<LockStatus>(loop, [&](Done<LockStatus> d) { lock.status(std::move(d)); });
+  LockStatus st =
+      wait_for<LockStatus>(loop, [&](Done<LockStatus> d) { lock.status(std::move(d)); });
   const Holder* h = nullptr;
   for (const auto& x : st.holders)
     if (x.token == entry.token) h = &x;

@@ -25,7 +25,7 @@ namespace rlock {
 
 struct HeldEntry {
   std::string token, key, prefix, where;
-  long keeper = 0;  // the pid of the --while-pid keeper, 0 for a `run`
+  long keeper = 0;            // the pid of the --while-pid keeper, 0 for a `run`
   uint64_t keeper_start = 0;  // its start time (proc_info), to tell a reused pid
   bool nested = false;        // passed on by a nested run or acquire
 };

@@ -31,8 +31,7 @@ class Keeper {
     // signal (an operator's kill) gives the lock up while PID runs: PID hears
     // of it as of a lost lease.
     loop.on_signal(SIGUSR1, [this](int) { finish(); });
-    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT})
-      loop.on_signal(sig, [this](int) { lost(); });
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) loop.on_signal(sig, [this](int) { lost(); });
     lock_.stay();  // and follow failovers (Sentinel)
     arm_lost_timer();
     schedule_renewal(later(acquired_.sent, acquired_.ttl / 3));

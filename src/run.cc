@@ -183,8 +183,8 @@ class Runner {
     SpawnSpec spec = command_spec(cmd_);
     spec.env = {"RLOCK_KEY=" + lock_->names().key, "RLOCK_TOKEN=" + token_,
                 fmt::format("RLOCK_FENCE={}", acquired_.fence),
-                "RLOCK_HELD=" + held_with(held_, {token_, lock_->names().key,
-                                                  lock_->names().prefix, where_})};
+                "RLOCK_HELD=" +
+                    held_with(held_, {token_, lock_->names().key, lock_->names().prefix, where_})};
     // What the command leaves behind is reparented to rlock, which reaps it.
     become_subreaper();
     try {
@@ -591,14 +591,16 @@ void run_nested_if_held(const GlobalOptions& g, const LockOptions& o, const RunC
       return;
     }
   }  // the connections are closed before the command replaces this process
-  log_verbose(fmt::format("'{}' is held by an enclosing holder (pid {}): running the command "
-                          "inside it (nested: nothing is renewed or released here)",
-                          o.key, holder->info.pid));
+  log_verbose(
+      fmt::format("'{}' is held by an enclosing holder (pid {}): running the command "
+                  "inside it (nested: nothing is renewed or released here)",
+                  o.key, holder->info.pid));
   SpawnSpec spec = command_spec(c);
   HeldEntry passed = *e;
   passed.nested = true;  // a release in the command is a nested one
   spec.env = {"RLOCK_KEY=" + o.key, "RLOCK_TOKEN=" + e->token,
-              fmt::format("RLOCK_FENCE={}", holder->fence), "RLOCK_HELD=" + held_with(held, passed)};
+              fmt::format("RLOCK_FENCE={}", holder->fence),
+              "RLOCK_HELD=" + held_with(held, passed)};
   exec_in_place(spec);
 }
 

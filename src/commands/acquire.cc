@@ -70,9 +70,10 @@ int fork_keeper(Lock& lock, const std::string& token, const Acquired& a, const L
     sigprocmask(SIG_SETMASK, &old, nullptr);
     close(go[0]);
     close(go[1]);
-    wait_for<ReleaseReply>(lock.loop(),
-                           [&](Done<ReleaseReply> d) { lock.release(token, Millis(0), std::move(d)); });
-    throw Error(ErrorKind::Exec, fmt::format("cannot start the keeper: fork: {}", strerror(err)), 71);
+    wait_for<ReleaseReply>(
+        lock.loop(), [&](Done<ReleaseReply> d) { lock.release(token, Millis(0), std::move(d)); });
+    throw Error(ErrorKind::Exec, fmt::format("cannot start the keeper: fork: {}", strerror(err)),
+                71);
   }
   if (pid > 0) {
     close(go[0]);
@@ -122,8 +123,8 @@ int fork_keeper(Lock& lock, const std::string& token, const Acquired& a, const L
   }
   sigprocmask(SIG_SETMASK, &old, nullptr);
   if (n != 1 || c != 'g') {
-    wait_for<ReleaseReply>(lock.loop(),
-                           [&](Done<ReleaseReply> d) { lock.release(token, Millis(0), std::move(d)); });
+    wait_for<ReleaseReply>(
+        lock.loop(), [&](Done<ReleaseReply> d) { lock.release(token, Millis(0), std::move(d)); });
     _exit(exitcode::kProtocol);
   }
   _exit(keep_while_pid(lock, token, a, o, start));
@@ -145,9 +146,10 @@ int cmd_acquire(const GlobalOptions& g, const LockOptions& o) {
   if (const HeldEntry* e = find_held(held, o.key, g.prefix, where)) {
     std::string why;
     if (auto h = verify_held(s.loop, *lock, *e, why)) {
-      log_verbose(fmt::format("'{}' is already held by an enclosing holder (pid {}): taking "
-                              "nothing",
-                              o.key, h->info.pid));
+      log_verbose(
+          fmt::format("'{}' is already held by an enclosing holder (pid {}): taking "
+                      "nothing",
+                      o.key, h->info.pid));
       HeldEntry passed = *e;
       passed.nested = true;  // a release under this copy is a nested one
       print_out(output_of(g, o, e->token, h->fence, h->ttl_left, held_with(held, passed)));

@@ -9,8 +9,8 @@
 #include "commands/commands.h"
 #include "duration.h"
 #include "output.h"
-#include "text.h"
 #include "table.h"
+#include "text.h"
 
 namespace rlock {
 

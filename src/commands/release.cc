@@ -6,8 +6,8 @@
 #include <thread>
 
 #include "commands/commands.h"
-#include "output.h"
 #include "held.h"
+#include "output.h"
 #include "procinfo.h"
 
 namespace rlock {
@@ -63,9 +63,10 @@ int cmd_release(const GlobalOptions& g, const std::string& key, const std::strin
   Holder holder;
   switch (nested_release(s, *lock, g, key, token, entry, holder)) {
     case Nested::Inside:
-      log_verbose(fmt::format("'{}' stays held: its holder (pid {}) encloses this process and "
-                              "releases it when it ends (a nested release does nothing)",
-                              key, holder.info.pid));
+      log_verbose(
+          fmt::format("'{}' stays held: its holder (pid {}) encloses this process and "
+                      "releases it when it ends (a nested release does nothing)",
+                      key, holder.info.pid));
       return exitcode::kOk;
     case Nested::Owner:
       // SIGUSR1: "your owner releases": the keeper releases and exits without

@@ -1,12 +1,13 @@
 // RLOCK_HELD's line format (hostile input is skipped, never trusted) and the process
 // facts nesting and --while-pid rely on (a reused PID is told apart by its start time).
+#include "held.h"
+
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <string>
 
-#include "held.h"
 #include "keeper.h"
 #include "procinfo.h"
 
