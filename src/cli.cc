@@ -53,7 +53,7 @@ struct Values {
   LockOptions o;
   std::vector<std::string> urls;
   std::optional<std::string> connect_timeout, timeout, ttl, wait, min_hold, kill_after, on_lost,
-      limit, conflict_exit, sync_replicas, while_pid;
+      limit, conflict_exit, sync_replicas, while_pid, done_for;
   std::string key, token, pattern = "*";
   bool yes = false, names = false;
   RunCommand rc;
@@ -143,6 +143,10 @@ void add_lock_options(CLI::App* sub, Values& v, const std::string& ttl) {
       ->type_name("N");
   sub->add_option("--limit", v.limit, "counting semaphore: at most N holders at once")
       ->type_name("N");
+  sub->add_flag("-s,--shared", v.o.shared,
+                "a shared lock, as flock -s: any number of shared holders at once, or one "
+                "exclusive holder (the default); the line stays first come, first served "
+                "across both kinds");
   add_sync_replicas(sub, v,
                     "count the lease as granted (and renewed) only once N replicas confirm it; "
                     "fewer is 69");
@@ -155,6 +159,10 @@ void add_run_options(CLI::App* run, Values& v) {
   duration(run, "--min-hold", v.min_hold,
            "keep the lock at least this long after acquisition, even if CMD ends sooner "
            "(status shows it as kept)");
+  duration(run, "--done-for", v.done_for,
+           "once per period: when CMD exits 0, KEY stays taken this long from its end (status "
+           "shows it as done) and every run of KEY meanwhile, waiting ones included, is not "
+           "acquired (75); when CMD fails, KEY is released at once so another host may retry");
   run->add_option("--on-lost", v.on_lost,
                   "when the lease is lost: term (SIGTERM, then SIGKILL after --kill-after; "
                   "the default), kill, or warn (let CMD finish)")
@@ -551,6 +559,11 @@ void finish(Values& v) {
   if (v.wait) o.wait = parse_duration(*v.wait, "--wait");
   if (v.min_hold) o.min_hold = parse_duration(*v.min_hold, "--min-hold");
   if (v.kill_after) o.kill_after = parse_duration(*v.kill_after, "--kill-after");
+  if (v.done_for) {
+    o.done_for = parse_duration(*v.done_for, "--done-for");
+    if (o.done_for < Millis(1000))
+      throw_usage("--done-for must be at least 1s: it is how long a success counts");
+  }
   if (v.while_pid)
     o.while_pid = whole_number(*v.while_pid, 1, 2147483647, "--while-pid", "a process id");
   std::string on_lost = v.on_lost.value_or("term");

@@ -128,6 +128,10 @@ std::optional<Holder> verify_held(Loop& loop, Lock& lock, const HeldEntry& entry
     why = "its token no longer holds the lock (the run that took it has ended?)";
     return std::nullopt;
   }
+  if (h->kept_ms > 0 || h->done_ms > 0) {
+    why = "its lease is kept after its command ended (--min-hold or --done-for)";
+    return std::nullopt;
+  }
   if (h->info.host != local_holder_info("", 0).host) {
     why = fmt::format("its holder is on another host ({})", escape_text(h->info.host));
     return std::nullopt;
@@ -139,6 +143,14 @@ std::optional<Holder> verify_held(Loop& loop, Lock& lock, const HeldEntry& entry
     return std::nullopt;
   }
   return *h;
+}
+
+void refuse_upgrade(const LockOptions& o, const Holder& enclosing) {
+  if (!enclosing.shared || o.shared) return;
+  throw_usage(fmt::format(
+      "'{}' is held shared by an enclosing holder (pid {}): an exclusive hold inside it would "
+      "wait for itself; use --shared here, or take it exclusively around both",
+      o.key, enclosing.info.pid));
 }
 
 }  // namespace rlock

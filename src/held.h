@@ -55,4 +55,9 @@ std::string held_with(std::vector<HeldEntry> entries, const HeldEntry& add);
 /// the reason in `why`, when it does not. Errors (the server) propagate.
 std::optional<Holder> verify_held(Loop& loop, Lock& lock, const HeldEntry& entry, std::string& why);
 
+/// A nested run or acquire asking for more than the enclosing holder has (an
+/// exclusive hold inside a shared one: an upgrade, which would wait for
+/// itself) is a usage Error; anything else returns.
+void refuse_upgrade(const LockOptions& o, const Holder& enclosing);
+
 }  // namespace rlock

@@ -45,6 +45,11 @@ struct Holder {
   /// before protocol 4), and how that command ended (-1 = not known).
   int64_t kept_ms = 0;
   int exit_status = -1;
+  /// A shared holder (--shared), one of possibly many.
+  bool shared = false;
+  /// `run --done-for`: its command succeeded at this server time (Unix ms; 0 =
+  /// not done); the lease, kept until the period ends, says "done" to others.
+  int64_t done_ms = 0;
 };
 
 struct Waiter {
@@ -52,6 +57,7 @@ struct Waiter {
   Millis lease_left{0};
   HolderInfo info;
   int64_t since_ms = 0;  // server time when it joined the queue
+  bool shared = false;   // waits for a shared hold (--shared)
 };
 
 struct MasterStatus;
@@ -82,7 +88,9 @@ struct MasterStatus {
 inline constexpr long kStatusRecords = 1000;
 
 struct AcquireReply {
-  enum class State { Acquired, Taken, Queued } state = State::Taken;
+  /// Done: taken by a lease that `run --done-for` keeps after a success (its
+  /// holder, first in `holders`, has done_ms): nobody takes it before it ends.
+  enum class State { Acquired, Taken, Queued, Done } state = State::Taken;
   int64_t fence = 0;            // Acquired
   Millis ttl{0};                // Acquired
   int64_t now_ms = 0;           // Acquired: the server's time of the grant (Unix ms); 0 = unknown
@@ -101,8 +109,15 @@ struct ExtendReply {
 
 struct ReleaseReply {
   /// AlreadyReleased: a retried release whose first try had released it.
-  enum class State { Released, NotHeld, KeptForMinHold, AlreadyReleased } state = State::NotHeld;
-  Millis left{0};  // KeptForMinHold: until acquisition + --min-hold
+  /// KeptAsDone: kept for --done-for after a success (marked done).
+  enum class State {
+    Released,
+    NotHeld,
+    KeptForMinHold,
+    AlreadyReleased,
+    KeptAsDone
+  } state = State::NotHeld;
+  Millis left{0};  // KeptForMinHold, KeptAsDone: how long it stays held
 };
 
 struct ForgetReply {
@@ -149,9 +164,12 @@ class Lock {
   /// the release leaves a tombstone so that a retry whose first try did
   /// release reports AlreadyReleased, not NotHeld.
   /// `exit_status` (0-255, -1 = not known) is how the command ended: a lease
-  /// kept for min_hold is marked with it, so that status can say so.
+  /// kept for min_hold is marked with it, so that status can say so. With
+  /// `done_for` and an exit status of 0 the lease is kept that long (or
+  /// until acquisition + min_hold, if later) and marked done (KeptAsDone).
   virtual void release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
-                       Millis timeout = Millis(0), int exit_status = -1) = 0;
+                       Millis timeout = Millis(0), int exit_status = -1,
+                       Millis done_for = Millis(0)) = 0;
   /// Leaves the line; true if the token had a place.
   virtual void leave(const std::string& token, Done<bool> done, Millis timeout = Millis(0)) = 0;
   virtual void status(Done<LockStatus> done) = 0;
@@ -194,10 +212,15 @@ class Lock {
   }
   const LockNames& names() const { return names_; }
   int limit() const { return limit_; }
+  /// Whether acquire asks for a shared hold (--shared) rather than the
+  /// exclusive one.
+  bool shared() const { return shared_; }
+  virtual void set_shared(bool shared) { shared_ = shared; }
 
  protected:
   LockNames names_;
   int limit_;
+  bool shared_ = false;
 };
 
 /// The lock on one Redis deployment: each operation is one script there.
@@ -211,7 +234,8 @@ class SingleLock : public Lock {
   void extend(const std::string& token, Millis ttl, Done<ExtendReply> done,
               Millis timeout = Millis(0)) override;
   void release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
-               Millis timeout = Millis(0), int exit_status = -1) override;
+               Millis timeout = Millis(0), int exit_status = -1,
+               Millis done_for = Millis(0)) override;
   void leave(const std::string& token, Done<bool> done, Millis timeout = Millis(0)) override;
   void status(Done<LockStatus> done) override;
   void break_lock(Done<long> done) override;

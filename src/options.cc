@@ -233,6 +233,13 @@ void validate(const LockOptions& o) {
   if (o.conflict_exit < 0 || o.conflict_exit > 255)
     throw_usage("--conflict-exit-code must be between 0 and 255");
   if (o.no_wait && o.wait) throw_usage("--wait and --no-wait contradict each other; give one");
+  if (o.shared && o.limit > 0)
+    throw_usage(
+        "--shared and --limit: a KEY is either a shared lock or a semaphore; give one of them");
+  if (o.done_for.count() > 0 && (o.shared || o.limit > 0))
+    throw_usage(
+        fmt::format("--done-for and {}: once per period needs one exclusive holder at a time",
+                    o.shared ? "--shared" : "--limit"));
 }
 
 }  // namespace rlock

@@ -43,6 +43,8 @@ struct LockOptions {
   int sync_replicas = 0;        // --sync-replicas: WAIT for this many after each write
   long while_pid = 0;           // acquire --while-pid: hold while this process lives
   bool export_env = false;      // acquire --export: print shell assignments
+  bool shared = false;          // --shared: one of many shared holders, or the exclusive one
+  Millis done_for{0};           // run --done-for: after a success, keep KEY taken this long
 };
 
 /// At most this many bytes of a --password-file's first line.

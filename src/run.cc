@@ -70,7 +70,7 @@ class Runner {
       : opts_(o),
         cmd_(c),
         session_(g),
-        lock_(session_.lock(o.key, g.prefix, o.limit)),
+        lock_(session_.lock(o.key, g.prefix, o.limit, o.shared)),
         token_(new_token()),
         held_(std::move(held)),
         where_(lock_location(g)) {}
@@ -525,6 +525,9 @@ class Runner {
       } else if (o.value.state == ReleaseReply::State::KeptForMinHold) {
         log_verbose(fmt::format("'{}' stays held for {} more (--min-hold)", key,
                                 format_duration(o.value.left)));
+      } else if (o.value.state == ReleaseReply::State::KeptAsDone) {
+        log_verbose(fmt::format("'{}' is done: it stays taken for {} more (--done-for)", key,
+                                format_duration(o.value.left)));
       } else if (o.value.state == ReleaseReply::State::NotHeld && !lost_ && child_) {
         std::string why =
             "it was no longer held when the command ended (it expired, was deleted or broken, "
@@ -540,7 +543,10 @@ class Runner {
       }
       exit_status_ = status;
     };
-    lock_->release(token_, opts_.min_hold, std::move(done), Millis(0), command);
+    // Done only when the command itself succeeded and the lease was kept
+    // throughout (a loss is never turned into a success for the period).
+    Millis done_for = lost_ ? Millis(0) : opts_.done_for;
+    lock_->release(token_, opts_.min_hold, std::move(done), Millis(0), command, done_for);
   }
 
   LockOptions opts_;
@@ -583,13 +589,14 @@ void run_nested_if_held(const GlobalOptions& g, const LockOptions& o, const RunC
   std::optional<Holder> holder;
   {
     Session s(g);
-    auto lock = s.lock(o.key, g.prefix, o.limit);
+    auto lock = s.lock(o.key, g.prefix, o.limit, o.shared);
     std::string why;
     holder = verify_held(s.loop, *lock, *e, why);
     if (!holder) {
       log_verbose(fmt::format("RLOCK_HELD lists '{}', but {}: taking it as usual", o.key, why));
       return;
     }
+    refuse_upgrade(o, *holder);
   }  // the connections are closed before the command replaces this process
   log_verbose(
       fmt::format("'{}' is held by an enclosing holder (pid {}): running the command "

@@ -96,10 +96,13 @@ void Session::refuse_same_server() {
   }
 }
 
-std::unique_ptr<Lock> Session::lock(const std::string& key, const std::string& prefix, int limit) {
+std::unique_ptr<Lock> Session::lock(const std::string& key, const std::string& prefix, int limit,
+                                    bool shared) {
   validate_key(key);
   validate_prefix(prefix);
-  return make_lock(key, prefix, limit);
+  auto l = make_lock(key, prefix, limit);
+  l->set_shared(shared);
+  return l;
 }
 
 std::unique_ptr<Lock> Session::found_lock(const std::string& key, const std::string& prefix,

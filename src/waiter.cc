@@ -198,6 +198,13 @@ void Acquirer::on_reply(Outcome<AcquireReply> o) {
                                   });
   }
   regrants_ = 0;
+  if (a.state == AcquireReply::State::Done) {
+    // run --done-for: the job was done for this period; waiting on is pointless.
+    Error e(ErrorKind::NotAcquired, fmt::format("'{}' was already done for this period: {}",
+                                                lock_.names().key, holder_text(a)));
+    if (probing_) return finish({e, {}});
+    return fail_with_cleanup(e);  // leaves the line (the script left it already)
+  }
   if (a.state == AcquireReply::State::Taken && !spec_.no_wait && probing_) {
     last_ = a;
     return start_waiting();

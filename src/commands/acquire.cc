@@ -137,7 +137,7 @@ int cmd_acquire(const GlobalOptions& g, const LockOptions& o) {
   uint64_t start = 0;
   check_watched(o, start);
   Session s(g);
-  auto lock = s.lock(o.key, g.prefix, o.limit);
+  auto lock = s.lock(o.key, g.prefix, o.limit, o.shared);
   std::vector<HeldEntry> held = held_from_env();
   const std::string where = lock_location(g);
   // Nested in a holder of KEY (RLOCK_HELD, confirmed with Redis): nothing is
@@ -146,6 +146,7 @@ int cmd_acquire(const GlobalOptions& g, const LockOptions& o) {
   if (const HeldEntry* e = find_held(held, o.key, g.prefix, where)) {
     std::string why;
     if (auto h = verify_held(s.loop, *lock, *e, why)) {
+      refuse_upgrade(o, *h);
       log_verbose(
           fmt::format("'{}' is already held by an enclosing holder (pid {}): taking "
                       "nothing",

@@ -9,7 +9,7 @@ local n = 0
 local t = redis.call('GET', LOCK)
 if t then
   redis.call('DEL', LOCK, hkey(t))
-  n = n + 1
+  if t ~= SHARED then n = n + 1 end
 end
 for _, h in ipairs(redis.call('ZRANGE', HOLDERS, 0, -1)) do
   redis.call('DEL', hkey(h))

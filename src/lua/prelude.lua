@@ -9,37 +9,63 @@ local function wkey(t) return BASE .. 'w:' .. t end
 local function rkey(t) return BASE .. 'r:' .. t end
 local tm = redis.call('TIME')
 local NOW = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
+-- The value of LOCK while shared holders hold it (--shared): it keeps SET NX
+-- clients and older rlock hosts out, and no token equals it (tokens have no
+-- spaces). The shared holders themselves are the members of HOLDERS.
+local SHARED = 'shared lock'
+-- The most waiters one script wakes at a time.
+local WAKE_MAX = 256
 
--- Semaphore holders whose lease ran out leave.
+-- Semaphore and shared holders whose lease ran out leave.
 local function purge_holders()
   local dead = redis.call('ZRANGEBYSCORE', HOLDERS, '-inf', NOW)
   for _, t in ipairs(dead) do redis.call('DEL', hkey(t)) end
   if #dead > 0 then redis.call('ZREMRANGEBYSCORE', HOLDERS, '-inf', NOW) end
 end
 
--- The first n live waiters in arrival order. A waiter is live while its
--- w: hash exists (its queue lease, a server-side expiry); dead ones met on
--- the way are dropped from the queue.
-local function live_head(n)
-  local out, dead, from = {}, {}, 0
-  while #out < n do
+-- Calls visit(t) for the live waiters in arrival order until it returns true.
+-- A waiter is live while its w: hash exists (its queue lease, a server-side
+-- expiry); dead ones met on the way are dropped from the queue.
+local function walk_line(visit)
+  local dead, from, stop = {}, 0, false
+  while not stop do
     local batch = redis.call('ZRANGE', QUEUE, from, from + 31)
     if #batch == 0 then break end
     for _, t in ipairs(batch) do
-      if #out >= n then break end
-      if redis.call('EXISTS', wkey(t)) == 1 then out[#out + 1] = t else dead[#dead + 1] = t end
+      if redis.call('EXISTS', wkey(t)) == 0 then
+        dead[#dead + 1] = t
+      elseif visit(t) then
+        stop = true
+        break
+      end
     end
     from = from + #batch
   end
   for _, t in ipairs(dead) do redis.call('ZREM', QUEUE, t) end
   if redis.call('EXISTS', QUEUE) == 0 then redis.call('DEL', QSEQ) end
+end
+
+-- The first n live waiters in arrival order.
+local function live_head(n)
+  local out = {}
+  if n > 0 then walk_line(function(t) out[#out + 1] = t return #out >= n end) end
   return out
 end
 
--- Free slots right now: 0 or 1 for a plain lock, limit - holders otherwise.
+-- Whether waiter `t` waits for a shared hold.
+local function waits_shared(t) return redis.call('HGET', wkey(t), 'mode') == 'shared' end
+
+-- Free slots right now: 0 or 1 for a lock (0 while shared holders hold it),
+-- limit - holders for a semaphore. A marker left without shared holders (a
+-- release by an older host) goes.
 local function capacity(limit)
   if limit == 0 then
-    if redis.call('EXISTS', LOCK) == 1 then return 0 end
+    local v = redis.call('GET', LOCK)
+    if v == SHARED and redis.call('EXISTS', HOLDERS) == 0 then
+      redis.call('DEL', LOCK)
+      v = false
+    end
+    if v then return 0 end
     return 1
   end
   return limit - redis.call('ZCARD', HOLDERS)
@@ -60,7 +86,7 @@ local function publish(chan, msg)
   redis.call('PUBLISH', chan, msg)
 end
 
--- Wakes only the waiters whose turn it is (no thundering herd).
+-- Wakes the first n live waiters.
 local function notify(chan, n)
   if n <= 0 then return end
   for _, t in ipairs(live_head(n)) do publish(chan .. ':' .. t, 'turn') end
@@ -77,23 +103,42 @@ local function current_limit()
   return tonumber(cur)
 end
 
+-- Wakes only the waiters whose turn it is (no thundering herd): as many as a
+-- semaphore has free places; for a lock, its first waiter when nobody holds
+-- it, and the shared waiters in a row at the head of the line when nobody or
+-- only shared holders hold it (they may all hold it together).
+local function wake(chan)
+  local limit = current_limit()
+  if limit > 0 then return notify(chan, capacity(limit)) end
+  local free = capacity(0) == 1
+  if not free and redis.call('GET', LOCK) ~= SHARED then return end
+  local n = 0
+  walk_line(function(t)
+    local shared = waits_shared(t)
+    if not shared and (not free or n > 0) then return true end
+    publish(chan .. ':' .. t, 'turn')
+    n = n + 1
+    return not shared or n >= WAKE_MAX
+  end)
+end
+
 -- A stored field as a reply shows it: at most 1 KiB, so that no holder or
 -- waiter record (written by any client) can make a reply large.
 local function field(v) return string.sub(v or '', 1, 1024) end
 
 local function holder_fields(t, pttl)
   local h = redis.call('HMGET', hkey(t), 'host', 'pid', 'user', 'cmd', 'since', 'fence', 'ttl',
-                       'kept', 'exit')
+                       'kept', 'exit', 'mode', 'done')
   return {field(t), pttl, field(h[1]), field(h[2]), field(h[3]), field(h[4]), field(h[5]),
-          field(h[6]), field(h[7]), field(h[8]), field(h[9])}
+          field(h[6]), field(h[7]), field(h[8]), field(h[9]), field(h[10]), field(h[11])}
 end
 
 -- Up to `max` live holders, {token, pttl, host, pid, user, cmd, since, fence,
--- ttl, kept, exit} each, and how many there are. Reads only.
+-- ttl, kept, exit, mode, done} each, and how many there are. Reads only.
 local function holders(max)
   local out, n = {}, 0
   local t = redis.call('GET', LOCK)
-  if t then
+  if t and t ~= SHARED then
     out[1] = holder_fields(t, redis.call('PTTL', LOCK))
     n = 1
   end
@@ -107,10 +152,17 @@ local function holders(max)
   return out, n
 end
 
--- 'plain', 'semaphore' or nil: how `t` holds the lock, if it does.
+-- 'plain', 'semaphore', 'shared' or nil: how `t` holds the lock, if it does.
+-- A shared holder whose marker has gone (deleted, broken by an older host)
+-- holds nothing: others may have taken the lock since.
 local function held_by(t)
-  if redis.call('GET', LOCK) == t then return 'plain' end
-  if redis.call('ZSCORE', HOLDERS, t) then return 'semaphore' end
+  local v = redis.call('GET', LOCK)
+  if v == t then return 'plain' end
+  if redis.call('ZSCORE', HOLDERS, t) then
+    if v == SHARED then return 'shared' end
+    if redis.call('HGET', hkey(t), 'mode') == 'shared' then return nil end
+    return 'semaphore'
+  end
   return nil
 end
 
@@ -119,12 +171,25 @@ local function stamp_of(key)
   return tonumber(redis.call('HGET', key, 'att') or '0') or 0
 end
 
+-- The marker lasts as long as the longest shared lease...
+local function cover_shared(ttl)
+  if redis.call('PTTL', LOCK) < ttl then redis.call('SET', LOCK, SHARED, 'PX', ttl) end
+end
+
+-- ...and goes with the last shared holder.
+local function uncover_shared()
+  local top = redis.call('ZRANGE', HOLDERS, -1, -1, 'WITHSCORES')
+  local left = #top == 2 and tonumber(top[2]) - NOW or 0
+  if left > 0 then redis.call('PEXPIRE', LOCK, left) else redis.call('DEL', LOCK) end
+end
+
 -- The lease of `t` (held as `how`) ends `ttl` ms from now.
 local function set_lease(t, how, ttl)
   if how == 'plain' then
     redis.call('PEXPIRE', LOCK, ttl)
   else
     redis.call('ZADD', HOLDERS, 'XX', NOW + ttl, t)
+    if how == 'shared' then cover_shared(ttl) end
   end
   redis.call('PEXPIRE', hkey(t), ttl)
 end
@@ -136,17 +201,22 @@ local function drop_holder(t, how, chan, tomb, rid)
   -- Publish first: a script's writes are not rolled back, so a PUBLISH the
   -- ACL refuses must fail before anything is deleted.
   publish(chan, t)
-  if how == 'plain' then redis.call('DEL', LOCK) else redis.call('ZREM', HOLDERS, t) end
+  if how == 'plain' then
+    redis.call('DEL', LOCK)
+  else
+    redis.call('ZREM', HOLDERS, t)
+    if how == 'shared' then uncover_shared() end
+  end
   redis.call('DEL', hkey(t))
   if tomb > 0 then redis.call('SET', rkey(t), rid, 'PX', tomb) end
-  notify(chan, capacity(current_limit()))
+  wake(chan)
 end
 
 -- `t` leaves the line; the waiters whose turn it now is are woken.
 local function drop_waiter(t, chan)
   local was = redis.call('ZREM', QUEUE, t)
   redis.call('DEL', wkey(t))
-  if was == 1 then notify(chan, capacity(current_limit())) end
+  if was == 1 then wake(chan) end
   if redis.call('EXISTS', QUEUE) == 0 then redis.call('DEL', QSEQ) end
   return was
 end

@@ -1,7 +1,8 @@
 -- Read-only, so that it runs for read-only users and on replicas: dead
 -- holders and waiters are skipped, never removed. ARGV: max records (default
 -- 1000). Returns {limit, fence_counter, now, holders, waiters, holder_count,
--- waiter_count}; each waiter is {token, pttl, host, pid, user, cmd, since}.
+-- waiter_count}; each waiter is {token, pttl, host, pid, user, cmd, since,
+-- mode} (mode since protocol 4: 'shared', or empty for an exclusive one).
 -- >8 -- rlock sends the rest of this file, from the newline ending this line on
 local max = tonumber(ARGV[1] or '1000') or 1000
 local hs, nh = holders(max)
@@ -14,9 +15,9 @@ while true do
     if pttl > 0 or pttl == -1 then
       nw = nw + 1
       if #waiters < max then
-        local h = redis.call('HMGET', wkey(t), 'host', 'pid', 'user', 'cmd', 'since')
+        local h = redis.call('HMGET', wkey(t), 'host', 'pid', 'user', 'cmd', 'since', 'mode')
         waiters[#waiters + 1] = {field(t), pttl, field(h[1]), field(h[2]), field(h[3]), field(h[4]),
-                                 field(h[5])}
+                                 field(h[5]), field(h[6])}
       end
     end
   end
