@@ -284,3 +284,25 @@ _shard_subscribers() {
   kill "$spid"
   _rlock_poll "cnest to be free" 10 eval '! "$RLOCK" status cnest >/dev/null 2>&1'
 }
+
+@test "shared locks and --done-for work in a Cluster, on the node that serves the slot" {
+  k=$(cluster_key_on 3 shc)
+  t1=$("$RLOCK" acquire -s --ttl 60s "$k")
+  t2=$("$RLOCK" acquire -s --ttl 60s "$k")
+  assert_equal "$(rcli_to CLUSTER3 get "lock:{$k}")" "shared lock"
+  run -75 "$RLOCK" acquire -n "$k"
+  # an exclusive waiter is woken by the last shared release (sharded channel)
+  rlock_bg x run --wait 30s "$k" -- touch "$T/x.ran"
+  x=$BG_PID
+  wait_until "[[ \$(rcli_to CLUSTER3 zcard 'lock:{$k}:queue') == 1 ]]"
+  "$RLOCK" release "$k" --token "$t1"
+  run -0 "$RLOCK" status "$k"
+  assert_output --partial "held shared by 1 holder"
+  "$RLOCK" release "$k" --token "$t2"
+  bg_wait "$x" 10
+  assert_equal "$BG_STATUS" 0
+  d=$(cluster_key_on 2 done)
+  run -0 "$RLOCK" run --done-for 1h "$d" -- true
+  run -75 "$RLOCK" run --done-for 1h "$d" -- true
+  assert_output --partial "already done"
+}

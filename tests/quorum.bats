@@ -489,3 +489,25 @@ stale_and_empty() {
   done
   assert_equal "$(tr '\n' ' ' <"$T/fences")" "1 2 3 "
 }
+
+@test "shared holds in quorum mode: shared ones hold together on a majority, an exclusive one stays out" {
+  t1=$("$RLOCK" acquire -s --ttl 60s q-sh)
+  t2=$("$RLOCK" acquire -s --ttl 60s q-sh)
+  assert_equal "$(on_masters q-sh)" 5
+  run -75 "$RLOCK" acquire -n --ttl 60s q-sh
+  # one master down: still shared by a majority, still no exclusive
+  redis_kill M1
+  run -75 "$RLOCK" acquire -n --ttl 60s q-sh
+  run -0 "$RLOCK" release q-sh --token "$t1"
+  run -0 "$RLOCK" release q-sh --token "$t2"
+  run -0 "$RLOCK" run --ttl 6s q-sh -- true
+  redis_restart M1
+}
+
+@test "--done-for in quorum mode: done on a majority is done" {
+  run -0 "$RLOCK" run --ttl 6s --done-for 1h q-done -- true
+  run -75 "$RLOCK" run --ttl 6s --done-for 1h q-done -- true
+  assert_output --partial "already done"
+  run -0 "$RLOCK" status q-done --json
+  assert_output --partial '"done":true'
+}
