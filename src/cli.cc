@@ -55,6 +55,7 @@ struct Values {
   std::optional<std::string> connect_timeout, timeout, ttl, wait, min_hold, kill_after, on_lost,
       limit, conflict_exit, sync_replicas, while_pid, done_for;
   std::string key, token, pattern = "*";
+  std::vector<std::string> and_keys;
   bool yes = false, names = false;
   RunCommand rc;
 };
@@ -129,6 +130,14 @@ CLI::App* add_key(CLI::App* sub, Values& v) {
   return sub;
 }
 
+// --and KEY (repeatable): more keys, taken all or nothing with one token.
+void add_and(CLI::App* sub, Values& v, const char* what) {
+  sub->add_option("--and", v.and_keys, what)
+      ->type_name("KEY")
+      // One KEY per --and: "--and B -- CMD" must leave the rest alone.
+      ->allow_extra_args(false);
+}
+
 void add_sync_replicas(CLI::App* sub, Values& v, const char* what) {
   sub->add_option("--sync-replicas", v.sync_replicas, what)->type_name("N");
 }
@@ -143,6 +152,9 @@ void add_lock_options(CLI::App* sub, Values& v, const std::string& ttl) {
       ->type_name("N");
   sub->add_option("--limit", v.limit, "counting semaphore: at most N holders at once")
       ->type_name("N");
+  add_and(sub, v,
+          "also hold KEY2 (repeatable): every key or none, taken in one global order "
+          "(no deadlock between runs that name them in other orders), one token for all");
   sub->add_flag("-s,--shared", v.o.shared,
                 "a shared lock, as flock -s: any number of shared holders at once, or one "
                 "exclusive holder (the default); the line stays first come, first served "
@@ -224,6 +236,7 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
 
   s.extend = add_key(app.add_subcommand("extend", "renew a lease that --token still holds"), v);
   add_token(s.extend, v);
+  add_and(s.extend, v, "renew KEY2 too (a token acquire --and printed; repeatable)");
   duration(s.extend, "--ttl", v.ttl, "new lease length (default: the TTL it was acquired with)");
   add_sync_replicas(s.extend, v, "count the renewal only once N replicas confirm it; fewer is 69");
 
@@ -232,6 +245,7 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
                                          "waiter"),
                       v);
   add_token(s.release, v);
+  add_and(s.release, v, "release KEY2 too (a token acquire --and printed; repeatable)");
 
   s.status = add_key(
       app.add_subcommand("status", "show holders and waiters; exit 0 when held, 1 when free"), v);
@@ -586,6 +600,7 @@ void finish(Values& v) {
         whole_number(*v.sync_replicas, 1, 1000, "--sync-replicas", "a whole number from 1 to 1000");
   g.urls = v.urls;
   o.key = v.key;
+  o.and_keys = v.and_keys;
 }
 
 // --- dispatch ---------------------------------------------------------------------------------
@@ -620,9 +635,9 @@ int dispatch(Values& v, const Subcommands& s, CLI::App& app, const Words& w) {
   if (s.extend->parsed()) {
     std::optional<Millis> ttl;
     if (v.ttl) ttl = v.o.ttl;
-    return cmd_extend(g, v.key, v.token, ttl, v.o.sync_replicas);
+    return cmd_extend(g, v.o.keys(), v.token, ttl, v.o.sync_replicas);
   }
-  if (s.release->parsed()) return cmd_release(g, v.key, v.token);
+  if (s.release->parsed()) return cmd_release(g, v.o.keys(), v.token);
   if (s.status->parsed()) return cmd_status(g, v.key);
   if (s.list->parsed()) {
     if (v.names && g.json) throw_usage("--names and --json: give one of them");

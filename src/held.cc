@@ -117,6 +117,32 @@ std::string held_with(std::vector<HeldEntry> entries, const HeldEntry& add) {
   return format_held(entries);
 }
 
+std::vector<HeldEntry> find_all_held(const std::vector<HeldEntry>& entries,
+                                     const std::vector<std::string>& keys,
+                                     const std::string& prefix, const std::string& where) {
+  std::vector<HeldEntry> found;
+  for (const std::string& k : keys)
+    if (const HeldEntry* e = find_held(entries, k, prefix, where)) found.push_back(*e);
+  if (!found.empty() && found.size() < keys.size())
+    throw_usage(fmt::format(
+        "'{}' is held by an enclosing holder, but not every key given here is: taking the rest "
+        "inside it could deadlock with a holder that takes them the other way round; take them "
+        "all together around both (--and)",
+        escape_text(found.front().key)));
+  return found;
+}
+
+std::string held_with_each(std::vector<HeldEntry> entries, const std::vector<HeldEntry>& add) {
+  for (const HeldEntry& a : add) {
+    std::erase_if(entries, [&](const HeldEntry& e) {
+      return e.key == a.key && e.prefix == a.prefix && e.where == a.where;
+    });
+    entries.push_back(a);
+  }
+  while (entries.size() > kMaxHeldEntries) entries.erase(entries.begin());
+  return format_held(entries);
+}
+
 std::optional<Holder> verify_held(Loop& loop, Lock& lock, const HeldEntry& entry,
                                   std::string& why) {
   LockStatus st =

@@ -203,6 +203,9 @@ class Lock {
   /// masters' lines could disagree): its waiters try again when they hear a
   /// release.
   virtual bool fair() const { return true; }
+  /// The locks of the single keys this is made of (`--and`: several, in the
+  /// user's order; else this one).
+  virtual std::vector<Lock*> parts() { return {this}; }
 
   Loop& loop() { return clients().front()->loop(); }
   Millis command_timeout() { return clients().front()->command_timeout(); }

@@ -31,6 +31,7 @@ enum class OnLost { Term, Kill, Warn };
 /// Locking options of `run` and `acquire`.
 struct LockOptions {
   std::string key;
+  std::vector<std::string> and_keys;  // --and: more keys, all or nothing
   Millis ttl{30000};
   std::optional<Millis> wait;  // nullopt = forever
   bool no_wait = false;
@@ -45,6 +46,12 @@ struct LockOptions {
   bool export_env = false;      // acquire --export: print shell assignments
   bool shared = false;          // --shared: one of many shared holders, or the exclusive one
   Millis done_for{0};           // run --done-for: after a success, keep KEY taken this long
+  /// KEY and every --and KEY, in the user's order.
+  std::vector<std::string> keys() const {
+    std::vector<std::string> k{key};
+    k.insert(k.end(), and_keys.begin(), and_keys.end());
+    return k;
+  }
 };
 
 /// At most this many bytes of a --password-file's first line.

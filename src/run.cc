@@ -44,6 +44,28 @@ SpawnSpec command_spec(const RunCommand& c) {
   return spec;
 }
 
+// What the command sees: RLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE (the first
+// key's), RLOCK_KEYS and RLOCK_FENCES (every key's, one a line, in the user's
+// order: `--and`), and RLOCK_HELD with every one of them added.
+std::vector<std::string> command_env(const std::vector<Lock*>& parts, const std::string& token,
+                                     const Acquired& a, const std::vector<HeldEntry>& held,
+                                     const std::string& where) {
+  std::string keys, fences;
+  std::vector<HeldEntry> mine;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const LockNames& n = parts[i]->names();
+    keys += (i ? "\n" : "") + n.key;
+    fences += fmt::format("{}{}", i ? "\n" : "", i < a.fences.size() ? a.fences[i] : a.fence);
+    mine.push_back({token, n.key, n.prefix, where});
+  }
+  return {"RLOCK_KEY=" + parts.front()->names().key,
+          "RLOCK_TOKEN=" + token,
+          fmt::format("RLOCK_FENCE={}", a.fence),
+          "RLOCK_KEYS=" + keys,
+          "RLOCK_FENCES=" + fences,
+          "RLOCK_HELD=" + held_with_each(held, mine)};
+}
+
 // How often the command's process group is looked at after the command has
 // exited, while processes it left behind keep the lock.
 constexpr Millis kGroupPoll{100};
@@ -70,7 +92,7 @@ class Runner {
       : opts_(o),
         cmd_(c),
         session_(g),
-        lock_(session_.lock(o.key, g.prefix, o.limit, o.shared)),
+        lock_(session_.locks(o.keys(), g.prefix, o.limit, o.shared)),
         token_(new_token()),
         held_(std::move(held)),
         where_(lock_location(g)) {}
@@ -80,7 +102,7 @@ class Runner {
     WaitSpec spec{opts_.ttl, opts_.wait, opts_.no_wait,
                   local_holder_info(join_command(cmd_), static_cast<long>(getpid())),
                   opts_.sync_replicas};
-    acquirer_ = std::make_unique<Acquirer>(*lock_, token_, spec);
+    acquirer_ = make_acquisition(*lock_, token_, spec);
     acquirer_->on_progress([this](const WaitProgress& p) { reporter_.report(p); });
     acquirer_->start([this](Outcome<Acquired> o) { on_acquired(std::move(o)); });
     // The guard is forked once the first request is on its way (timers run
@@ -181,10 +203,7 @@ class Runner {
     log_verbose(fmt::format("acquired '{}' (fence {}, ttl {})", lock_->names().key, acquired_.fence,
                             format_duration(acquired_.ttl)));
     SpawnSpec spec = command_spec(cmd_);
-    spec.env = {"RLOCK_KEY=" + lock_->names().key, "RLOCK_TOKEN=" + token_,
-                fmt::format("RLOCK_FENCE={}", acquired_.fence),
-                "RLOCK_HELD=" +
-                    held_with(held_, {token_, lock_->names().key, lock_->names().prefix, where_})};
+    spec.env = command_env(lock_->parts(), token_, acquired_, held_, where_);
     // What the command leaves behind is reparented to rlock, which reaps it.
     become_subreaper();
     try {
@@ -296,7 +315,7 @@ class Runner {
   // a subscription lost to an outage is taken up again (the renewals stay the
   // safety net either way).
   void watch_for_break() {
-    if (!holding() || lost_ || holder_subs_) return;
+    if (!holding() || lost_ || !holder_subs_.empty()) return;
     lock_->stay();  // and for failovers (Sentinel)
     Subscription::Events ev;
     ev.message = [this](const std::string& what) {
@@ -322,18 +341,22 @@ class Runner {
           "will be refused too (the ACL user needs '&{}*')",
           e.what(), escape_text(lock_->names().prefix)));
     };
-    holder_subs_ =
-        std::make_unique<Subscriptions>(lock_->clients(), lock_->names().channel, std::move(ev));
-    holder_subs_->start();
+    for (Lock* part : lock_->parts()) {
+      holder_subs_.push_back(
+          std::make_unique<Subscriptions>(part->clients(), part->names().channel, ev));
+      holder_subs_.back()->start();
+    }
   }
 
   void drop_subscription() {
     loop().cancel(listen_timer_);
     listen_timer_ = 0;
-    if (!holder_subs_) return;
-    // Not destroyed here: this may run inside one of its own callbacks.
-    std::shared_ptr<Subscriptions> subs(std::move(holder_subs_));
-    loop().after(Millis(0), [subs] {});
+    // Not destroyed here: this may run inside one of their own callbacks.
+    for (auto& sub : holder_subs_) {
+      std::shared_ptr<Subscriptions> subs(std::move(sub));
+      loop().after(Millis(0), [subs] {});
+    }
+    holder_subs_.clear();
   }
 
   void lease_lost(const std::string& why) {
@@ -557,10 +580,10 @@ class Runner {
   std::vector<HeldEntry> held_;  // RLOCK_HELD as inherited
   std::string where_;
   WaitReporter reporter_{session_.loop, opts_.key, opts_.limit};
-  std::unique_ptr<Acquirer> acquirer_;
+  std::unique_ptr<Acquisition> acquirer_;
   std::optional<Child> child_;
   GroupGuard guard_;
-  std::unique_ptr<Subscriptions> holder_subs_;
+  std::vector<std::unique_ptr<Subscriptions>> holder_subs_;  // one per key
   Acquired acquired_;
   Clock::time_point deadline_;
   Loop::TimerId renew_timer_ = 0, lost_timer_ = 0, kill_timer_ = 0, group_timer_ = 0,
@@ -584,30 +607,43 @@ namespace {
 // its exit status is the run's). Returns when the lock must be taken as usual.
 void run_nested_if_held(const GlobalOptions& g, const LockOptions& o, const RunCommand& c,
                         const std::vector<HeldEntry>& held) {
-  const HeldEntry* e = find_held(held, o.key, g.prefix, lock_location(g));
-  if (!e) return;
-  std::optional<Holder> holder;
+  const std::vector<std::string> keys = o.keys();
+  const std::string where = lock_location(g);
+  std::vector<HeldEntry> found = find_all_held(held, keys, g.prefix, where);
+  if (found.empty()) return;
+  std::vector<Holder> holders;
   {
     Session s(g);
-    auto lock = s.lock(o.key, g.prefix, o.limit, o.shared);
-    std::string why;
-    holder = verify_held(s.loop, *lock, *e, why);
-    if (!holder) {
-      log_verbose(fmt::format("RLOCK_HELD lists '{}', but {}: taking it as usual", o.key, why));
-      return;
+    for (const HeldEntry& e : found) {
+      auto lock = s.lock(e.key, g.prefix, o.limit, o.shared);
+      std::string why;
+      auto holder = verify_held(s.loop, *lock, e, why);
+      if (!holder) {
+        log_verbose(fmt::format("RLOCK_HELD lists '{}', but {}: taking it as usual", e.key, why));
+        return;
+      }
+      refuse_upgrade(o, *holder);
+      holders.push_back(*holder);
     }
-    refuse_upgrade(o, *holder);
   }  // the connections are closed before the command replaces this process
   log_verbose(
       fmt::format("'{}' is held by an enclosing holder (pid {}): running the command "
                   "inside it (nested: nothing is renewed or released here)",
-                  o.key, holder->info.pid));
+                  o.key, holders.front().info.pid));
   SpawnSpec spec = command_spec(c);
-  HeldEntry passed = *e;
-  passed.nested = true;  // a release in the command is a nested one
-  spec.env = {"RLOCK_KEY=" + o.key, "RLOCK_TOKEN=" + e->token,
-              fmt::format("RLOCK_FENCE={}", holder->fence),
-              "RLOCK_HELD=" + held_with(held, passed)};
+  std::string fences;
+  for (size_t i = 0; i < found.size(); ++i) {
+    found[i].nested = true;  // a release in the command is a nested one
+    fences += fmt::format("{}{}", i ? "\n" : "", holders[i].fence);
+  }
+  std::string joined;
+  for (size_t i = 0; i < keys.size(); ++i) joined += (i ? "\n" : "") + keys[i];
+  spec.env = {"RLOCK_KEY=" + o.key,
+              "RLOCK_TOKEN=" + found.front().token,
+              fmt::format("RLOCK_FENCE={}", holders.front().fence),
+              "RLOCK_KEYS=" + joined,
+              "RLOCK_FENCES=" + fences,
+              "RLOCK_HELD=" + held_with_each(held, found)};
   exec_in_place(spec);
 }
 

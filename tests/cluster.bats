@@ -306,3 +306,15 @@ _shard_subscribers() {
   run -75 "$RLOCK" run --done-for 1h "$d" -- true
   assert_output --partial "already done"
 }
+
+@test "--and takes keys in different slots on different nodes, all or nothing" {
+  a=$(cluster_key_on 1 and)
+  b=$(cluster_key_on 3 and)
+  t=$("$RLOCK" acquire --ttl 60s "$b")
+  run -75 "$RLOCK" run -n "$a" --and "$b" -- touch "$T/ran"
+  [ ! -e "$T/ran" ]
+  assert_equal "$(rcli_to CLUSTER1 exists "lock:{$a}")" 0
+  "$RLOCK" release "$b" --token "$t"
+  run -0 "$RLOCK" run "$b" --and "$a" -- sh -c 'echo "$RLOCK_KEYS" | wc -l'
+  assert_output 2
+}

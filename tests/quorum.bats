@@ -511,3 +511,13 @@ stale_and_empty() {
   run -0 "$RLOCK" status q-done --json
   assert_output --partial '"done":true'
 }
+
+@test "--and in quorum mode: every key on a majority, all or nothing" {
+  t=$("$RLOCK" acquire --ttl 30s q-and2)
+  run -75 "$RLOCK" run -n --ttl 6s q-and1 --and q-and2 -- touch "$T/ran"
+  [ ! -e "$T/ran" ]
+  assert_equal "$(on_masters q-and1)" 0
+  "$RLOCK" release q-and2 --token "$t"
+  run -0 "$RLOCK" run --ttl 6s q-and2 --and q-and1 -- sh -c 'echo "$RLOCK_FENCES" | wc -l'
+  assert_output 2
+}

@@ -27,16 +27,36 @@ std::string shell_quote(std::string_view s) {
 
 // What acquire prints: the token; with --json an object; with --export the
 // assignments a script evals to have what a run's command would have.
+// `fences`: every key's, in the user's order (`--and`: several).
 std::string output_of(const GlobalOptions& g, const LockOptions& o, const std::string& token,
-                      int64_t fence, Millis ttl, const std::string& held) {
-  if (g.json)
-    return fmt::format("{{\"key\":{},\"token\":{},\"fence\":{},\"ttl_ms\":{}}}\n",
-                       json_string(o.key), json_string(token), fence, ttl.count());
-  if (o.export_env)
+                      const std::vector<int64_t>& fences, Millis ttl, const std::string& held) {
+  const std::vector<std::string> keys = o.keys();
+  if (g.json) {
+    std::string more;
+    if (keys.size() > 1) {
+      std::string k, f;
+      for (size_t i = 0; i < keys.size(); ++i) {
+        k += (i ? "," : "") + json_string(keys[i]);
+        f += fmt::format("{}{}", i ? "," : "", fences[i]);
+      }
+      more = fmt::format(",\"keys\":[{}],\"fences\":[{}]", k, f);
+    }
+    return fmt::format("{{\"key\":{},\"token\":{},\"fence\":{},\"ttl_ms\":{}{}}}\n",
+                       json_string(o.key), json_string(token), fences.front(), ttl.count(), more);
+  }
+  if (o.export_env) {
+    std::string k, f;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      k += (i ? "\n" : "") + keys[i];
+      f += fmt::format("{}{}", i ? "\n" : "", fences[i]);
+    }
     return fmt::format(
-        "RLOCK_KEY={}; RLOCK_TOKEN={}; RLOCK_FENCE={}; RLOCK_HELD={}; "
-        "export RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE RLOCK_HELD\n",
-        shell_quote(o.key), shell_quote(token), fence, shell_quote(held));
+        "RLOCK_KEY={}; RLOCK_TOKEN={}; RLOCK_FENCE={}; RLOCK_KEYS={}; RLOCK_FENCES={}; "
+        "RLOCK_HELD={}; export RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE RLOCK_KEYS RLOCK_FENCES "
+        "RLOCK_HELD\n",
+        shell_quote(o.key), shell_quote(token), fences.front(), shell_quote(k), shell_quote(f),
+        shell_quote(held));
+  }
   return token + "\n";
 }
 
@@ -137,26 +157,38 @@ int cmd_acquire(const GlobalOptions& g, const LockOptions& o) {
   uint64_t start = 0;
   check_watched(o, start);
   Session s(g);
-  auto lock = s.lock(o.key, g.prefix, o.limit, o.shared);
+  auto lock = s.locks(o.keys(), g.prefix, o.limit, o.shared);
   std::vector<HeldEntry> held = held_from_env();
   const std::string where = lock_location(g);
   // Nested in a holder of KEY (RLOCK_HELD, confirmed with Redis): nothing is
   // taken, and the token that holds it is printed (a release of it from
   // inside is a no-op, cmd_release).
-  if (const HeldEntry* e = find_held(held, o.key, g.prefix, where)) {
-    std::string why;
-    if (auto h = verify_held(s.loop, *lock, *e, why)) {
+  if (auto found = find_all_held(held, o.keys(), g.prefix, where); !found.empty()) {
+    std::vector<int64_t> fences;
+    std::optional<Holder> first;
+    auto parts = lock->parts();
+    for (size_t i = 0; i < found.size(); ++i) {
+      std::string why;
+      auto h = verify_held(s.loop, *parts[i], found[i], why);
+      if (!h) {
+        log_verbose(
+            fmt::format("RLOCK_HELD lists '{}', but {}: taking it as usual", found[i].key, why));
+        break;
+      }
       refuse_upgrade(o, *h);
+      if (!first) first = h;
+      fences.push_back(h->fence);
+      found[i].nested = true;  // a release under this copy is a nested one
+    }
+    if (fences.size() == found.size()) {
       log_verbose(
           fmt::format("'{}' is already held by an enclosing holder (pid {}): taking "
                       "nothing",
-                      o.key, h->info.pid));
-      HeldEntry passed = *e;
-      passed.nested = true;  // a release under this copy is a nested one
-      print_out(output_of(g, o, e->token, h->fence, h->ttl_left, held_with(held, passed)));
+                      o.key, first->info.pid));
+      print_out(output_of(g, o, found.front().token, fences, first->ttl_left,
+                          held_with_each(held, found)));
       return exitcode::kOk;
     }
-    log_verbose(fmt::format("RLOCK_HELD lists '{}', but {}: taking it as usual", o.key, why));
   }
   HolderInfo info =
       o.while_pid
@@ -165,17 +197,17 @@ int cmd_acquire(const GlobalOptions& g, const LockOptions& o) {
           : local_holder_info("rlock acquire", getppid());
   WaitSpec spec{o.ttl, o.wait, o.no_wait, info, o.sync_replicas};
   std::string token = new_token();
-  Acquirer acquirer(*lock, token, spec);
+  auto acquirer = make_acquisition(*lock, token, spec);
   WaitReporter reporter(s.loop, o.key, o.limit);
-  acquirer.on_progress([&](const WaitProgress& p) { reporter.report(p); });
+  acquirer->on_progress([&](const WaitProgress& p) { reporter.report(p); });
   // A signal while waiting leaves the line at once (as `run` does) instead
   // of leaving a dead place behind until its lease runs out.
   std::optional<int> cancelled;
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT})
     if (!ignored_at_start(sig))
-      s.loop.on_signal(sig, [&](int n) { acquirer.cancel([&, n] { cancelled = 128 + n; }); });
+      s.loop.on_signal(sig, [&](int n) { acquirer->cancel([&, n] { cancelled = 128 + n; }); });
   std::optional<Outcome<Acquired>> out;
-  acquirer.start([&](Outcome<Acquired> r) { out = std::move(r); });
+  acquirer->start([&](Outcome<Acquired> r) { out = std::move(r); });
   s.loop.run_until([&] { return out.has_value() || cancelled.has_value(); });
   if (cancelled) return *cancelled;
   if (out->error) {
@@ -184,15 +216,18 @@ int cmd_acquire(const GlobalOptions& g, const LockOptions& o) {
     throw *out->error;
   }
   const Acquired& a = out->value;
-  HeldEntry mine{token, o.key, g.prefix, where};
+  const std::vector<int64_t> fences = a.fences.empty() ? std::vector<int64_t>{a.fence} : a.fences;
   // RLOCK_HELD gains this lock only when a keeper holds it: a plain acquire's
   // lease has no holder that goes on (nothing renews it), so nothing may nest
   // in it, and the script's own release must release it.
   auto text = [&](long keeper) {
-    if (keeper <= 0) return output_of(g, o, token, a.fence, a.ttl, format_held(held));
-    mine.keeper = keeper;
-    if (auto k = proc_info(static_cast<pid_t>(keeper))) mine.keeper_start = k->start;
-    return output_of(g, o, token, a.fence, a.ttl, held_with(held, mine));
+    if (keeper <= 0) return output_of(g, o, token, fences, a.ttl, format_held(held));
+    std::vector<HeldEntry> mine;
+    uint64_t keeper_start = 0;
+    if (auto k = proc_info(static_cast<pid_t>(keeper))) keeper_start = k->start;
+    for (const std::string& key : o.keys())
+      mine.push_back({token, key, g.prefix, where, keeper, keeper_start});
+    return output_of(g, o, token, fences, a.ttl, held_with_each(held, mine));
   };
   if (o.while_pid) {
     if (!watched_alive(o.while_pid, start)) {
