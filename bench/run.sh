@@ -5,6 +5,9 @@
 #
 #   1. uncontended `rlock run k -- true` beside bench/minimal.c (the same Redis work in a
 #      minimal C program), flock(1), one redis-cli call and `etcdctl lock`
+#   1b. lock shapes: a shared run (-s), a three-key run (--and twice) and a --done-for run
+#      refused because the job was done this period (the other hosts of a cron job), beside
+#      part 1's plain run
 #   2. `rlock --version` beside an empty C program (process start-up floor)
 #   3. handoff gap, contenders already waiting: 8 contenders started together, 20 runs
 #      each, a 10 ms critical section (bench/stamp.c); the gap runs from one command's
@@ -118,6 +121,19 @@ row "bench/minimal (same Redis work, C)" minimal "$(ratio "${T[rlock]}" "${T[min
 row "flock FILE true" flock "$(ratio "${T[rlock]}" "${T[flock]}")"
 row "redis-cli SET (one command)" redis-cli "$(ratio "${T[rlock]}" "${T[redis-cli]}")"
 if ((have_etcd)); then row "etcdctl lock k true" etcd "$(ratio "${T[rlock]}" "${T[etcd]}")"; else echo "$etcd_note"; fi
+
+# --- 1b. lock shapes (issue 23) ---------------------------------------------------------
+echo
+echo "== 1b. lock shapes, uncontended: median of $RUNS runs (ms), beside part 1's plain run"
+measure_cmd shared "$RLOCK" run -s bench-s1 -- true
+measure_cmd and3 "$RLOCK" run bench-a1 --and bench-a2 --and bench-a3 -- true
+# the cron case: the job was done this period, and every other host is refused at once
+"$RLOCK" run --done-for 1h bench-d -- true
+measure_cmd donefor "$RLOCK" -q run -E 0 --done-for 1h bench-d -- true
+printf '%-34s %9s %12s\n' "command" "median_ms" "ratio"
+row "rlock run -s k -- true (shared)" shared "$(ratio "${T[shared]}" "${T[rlock]}")"
+row "rlock run k1 --and k2 --and k3" and3 "$(ratio "${T[and3]}" "${T[rlock]}")"
+row "run --done-for, already done" donefor "$(ratio "${T[donefor]}" "${T[rlock]}")"
 
 # --- 2. --version ------------------------------------------------------------------------
 echo
