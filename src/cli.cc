@@ -53,7 +53,7 @@ struct Values {
   LockOptions o;
   std::vector<std::string> urls;
   std::optional<std::string> connect_timeout, timeout, ttl, wait, min_hold, kill_after, on_lost,
-      limit, conflict_exit, sync_replicas, while_pid, done_for;
+      limit, conflict_exit, sync_replicas, while_pid, done_for, label, priority, max_waiters;
   std::string key, token, pattern = "*";
   std::vector<std::string> and_keys;
   bool yes = false, names = false;
@@ -155,6 +155,21 @@ void add_lock_options(CLI::App* sub, Values& v, const std::string& ttl) {
   add_and(sub, v,
           "also hold KEY2 (repeatable): every key or none, taken in one global order "
           "(no deadlock between runs that name them in other orders), one token for all");
+  sub->add_option("--label", v.label,
+                  "what this job is, shown to others with the lock (at most 256 bytes; default "
+                  "$RLOCK_LABEL, else the CI job's URL in GitHub Actions, GitLab CI, Jenkins "
+                  "and Buildkite)")
+      ->type_name("LABEL");
+  sub->add_option("--priority", v.priority,
+                  "place in line: a higher priority is served first, equal ones first come, "
+                  "first served (-1000 to 1000, default 0)")
+      ->type_name("N");
+  sub->add_flag("--supersede", v.o.supersede,
+                "deploy only the latest: replace the waiter that asked for it before (it exits "
+                "not acquired, 75); a later one replaces this one");
+  sub->add_option("--max-waiters", v.max_waiters,
+                  "not acquired at once (75) when N waiters are in line already")
+      ->type_name("N");
   sub->add_flag("-s,--shared", v.o.shared,
                 "a shared lock, as flock -s: any number of shared holders at once, or one "
                 "exclusive holder (the default); the line stays first come, first served "
@@ -259,7 +274,8 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
 
   s.list = app.add_subcommand("list",
                               "list held locks whose KEY matches PATTERN (a glob; default *), "
-                              "one tab-separated line each: KEY HOLDER TTL_MS FENCE WAITERS CMD");
+                              "one tab-separated line each: KEY HOLDER TTL_MS FENCE WAITERS CMD "
+                              "LABEL");
   s.list->add_option("pattern", v.pattern, "a glob over KEY (default *)");
   s.list->add_flag("--names", v.names,
                    "print only the names, one per line, at most 1000, with --timeout for the "
@@ -598,6 +614,16 @@ void finish(Values& v) {
   if (v.sync_replicas)
     o.sync_replicas =
         whole_number(*v.sync_replicas, 1, 1000, "--sync-replicas", "a whole number from 1 to 1000");
+  if (v.priority) {
+    const std::string& p = *v.priority;
+    bool negative = !p.empty() && p[0] == '-';
+    int n = whole_number(negative ? p.substr(1) : p, 0, 1000, "--priority",
+                         "a whole number from -1000 to 1000");
+    o.priority = negative ? -n : n;
+  }
+  if (v.max_waiters)
+    o.max_waiters = whole_number(*v.max_waiters, 1, 1'000'000, "--max-waiters",
+                                 "a whole number from 1 to 1000000");
   g.urls = v.urls;
   o.key = v.key;
   o.and_keys = v.and_keys;
@@ -614,6 +640,7 @@ int dispatch(Values& v, const Subcommands& s, CLI::App& app, const Words& w) {
           fmt::format("--json does not apply to {}: it is for acquire, extend, status "
                       "and list",
                       sub->get_name()));
+  if (s.run->parsed() || s.acquire->parsed()) v.o.label = resolve_label(v.label);
   if (s.run->parsed()) {
     v.rc.argv = w.split ? w.command : app.remaining();
     if (w.split && !app.remaining().empty())

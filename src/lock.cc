@@ -66,6 +66,10 @@ std::vector<Holder> parse_holders(const Reply& r) {
       x.shared = e[11].str == "shared";
       x.done_ms = std::max<int64_t>(0, num(e[12]));
     }
+    if (e.size() >= 15) {
+      x.info.label = e[13].text();
+      x.slot = std::clamp<int64_t>(num(e[14]), 0, 1'000'000);
+    }
     out.push_back(std::move(x));
   }
   return out;
@@ -81,6 +85,10 @@ std::vector<Waiter> parse_waiters(const Reply& r) {
     x.info = info_from(f, 2);
     x.since_ms = num(f[6]);
     x.shared = f.size() >= 8 && f[7].str == "shared";
+    if (f.size() >= 10) {
+      x.info.label = f[8].text();
+      x.priority = static_cast<int>(std::clamp<int64_t>(num(f[9]), -1000, 1000));
+    }
     out.push_back(std::move(x));
   }
   return out;
@@ -96,10 +104,15 @@ AcquireReply parse_acquire(const Reply& r, int limit, bool shared, const std::st
     a.fence = num(e[1]);
     a.ttl = Millis(num(e[2]));
     if (e.size() > 3) a.now_ms = num(e[3]);
-  } else if (tag == "TAKEN" || tag == "QUEUED" || tag == "DONE") {
+    if (e.size() > 4) a.slot = static_cast<long>(std::clamp<int64_t>(num(e[4]), 0, 1'000'000));
+  } else if (tag == "SUPERSEDED") {
+    a.state = AcquireReply::State::Superseded;
+    a.by = e[1].text();
+  } else if (tag == "TAKEN" || tag == "QUEUED" || tag == "DONE" || tag == "FULL") {
     a.state = tag == "TAKEN"    ? AcquireReply::State::Taken
               : tag == "QUEUED" ? AcquireReply::State::Queued
-                                : AcquireReply::State::Done;
+              : tag == "DONE"   ? AcquireReply::State::Done
+                                : AcquireReply::State::Full;
     if (e.size() < 4) throw_protocol("short acquire reply");
     a.position = static_cast<long>(num(e[1]));
     a.free = static_cast<long>(num(e[2]));
@@ -110,6 +123,9 @@ AcquireReply parse_acquire(const Reply& r, int limit, bool shared, const std::st
       throw_protocol("a DONE acquire reply without the holder that did it");
   } else if (tag == "MIXED") {
     long stored = static_cast<long>(num(e[1]));
+    if (stored < 0)
+      throw_usage(fmt::format(
+          "'{}' is held as a shared lock (--shared); --limit {} cannot share it", key, limit));
     if (shared)
       throw_usage(fmt::format("'{}' is a semaphore with --limit {}; --shared cannot share it", key,
                               stored));
@@ -230,6 +246,11 @@ HolderWords holder_words(const AcquireReply& a, int limit, Millis elapsed, size_
             fmt::format("free again in {}", format_duration(left))};
   std::string since =
       h.since_ms > 0 && with_since ? " since " + utc_iso(h.since_ms).substr(11, 8) + "Z" : "";
+  // A label says what the job is (a CI job's URL): it stands for host, pid and command.
+  if (!h.info.label.empty())
+    return {
+        fmt::format("held{} by {}{}", h.shared ? " shared" : "", escape_text(h.info.label), since),
+        lease};
   return {fmt::format("held{} by {} pid {}{}{}", h.shared ? " shared" : "",
                       escape_text(h.info.host), h.info.pid, cmd, since),
           lease};
@@ -262,7 +283,11 @@ void SingleLock::acquire(const std::string& token, Millis ttl, bool queue, const
             info.user,
             info.cmd,
             std::to_string(attempt),
-            shared_ ? "shared" : ""};
+            shared_ ? "shared" : "",
+            info.label,
+            std::to_string(line_.priority),
+            line_.supersede ? "1" : "",
+            std::to_string(line_.max_waiters)};
   int limit = limit_;
   bool shared = shared_;
   std::string key = names_.key;

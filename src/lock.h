@@ -18,6 +18,18 @@ namespace rlock {
 struct HolderInfo {
   std::string host, user, cmd;
   long pid = 0;
+  std::string label;  // --label: what the job is (a CI job's URL), or empty
+};
+
+/// The longest --label stored (bytes).
+inline constexpr size_t kMaxLabel = 256;
+
+/// How a waiter stands in the line (--priority, --supersede, --max-waiters).
+struct LinePolicy {
+  int priority = 0;        // -1000 to 1000: a higher one is served first
+  bool supersede = false;  // replaces the superseding waiter that came before
+  int max_waiters = 0;     // a line this long refuses newcomers (0: no cap)
+  bool plain() const { return priority == 0 && !supersede && max_waiters == 0; }
 };
 
 /// The longest host, user or command stored with a lease (bytes).
@@ -50,6 +62,9 @@ struct Holder {
   /// `run --done-for`: its command succeeded at this server time (Unix ms; 0 =
   /// not done); the lease, kept until the period ends, says "done" to others.
   int64_t done_ms = 0;
+  /// A semaphore holder's slot (1…limit, the lowest free at its grant; 0 =
+  /// none: not a semaphore, or a holder from before the release that has them).
+  long slot = 0;
 };
 
 struct Waiter {
@@ -58,6 +73,7 @@ struct Waiter {
   HolderInfo info;
   int64_t since_ms = 0;  // server time when it joined the queue
   bool shared = false;   // waits for a shared hold (--shared)
+  int priority = 0;      // --priority
 };
 
 struct MasterStatus;
@@ -90,7 +106,11 @@ inline constexpr long kStatusRecords = 1000;
 struct AcquireReply {
   /// Done: taken by a lease that `run --done-for` keeps after a success (its
   /// holder, first in `holders`, has done_ms): nobody takes it before it ends.
-  enum class State { Acquired, Taken, Queued, Done } state = State::Taken;
+  /// Full: not taken and the line has --max-waiters already. Superseded: a
+  /// newer --supersede waiter replaced this one (`by` says who).
+  enum class State { Acquired, Taken, Queued, Done, Full, Superseded } state = State::Taken;
+  long slot = 0;                // Acquired: a semaphore's slot (0: none)
+  std::string by;               // Superseded
   int64_t fence = 0;            // Acquired
   Millis ttl{0};                // Acquired
   int64_t now_ms = 0;           // Acquired: the server's time of the grant (Unix ms); 0 = unknown
@@ -219,11 +239,16 @@ class Lock {
   /// exclusive one.
   bool shared() const { return shared_; }
   virtual void set_shared(bool shared) { shared_ = shared; }
+  /// How acquire stands in the line; a policy a lock without a line (a
+  /// quorum) cannot keep is a usage Error.
+  const LinePolicy& line_policy() const { return line_; }
+  virtual void set_line_policy(const LinePolicy& p) { line_ = p; }
 
  protected:
   LockNames names_;
   int limit_;
   bool shared_ = false;
+  LinePolicy line_;
 };
 
 /// The lock on one Redis deployment: each operation is one script there.

@@ -25,6 +25,11 @@ std::vector<Lock*> MultiLock::in_order() {
   return out;
 }
 
+void MultiLock::set_line_policy(const LinePolicy& p) {
+  Lock::set_line_policy(p);
+  for (auto& part : parts_) part->set_line_policy(p);
+}
+
 void MultiLock::set_shared(bool shared) {
   Lock::set_shared(shared);
   for (auto& p : parts_) p->set_shared(shared);

@@ -51,6 +51,7 @@ class MultiLock : public Lock {
   bool fair() const override;
   std::vector<Lock*> parts() override;
   void set_shared(bool shared) override;
+  void set_line_policy(const LinePolicy& p) override;
 
   /// The parts in the order they are taken (byte order of their lock names).
   std::vector<Lock*> in_order();

@@ -326,6 +326,14 @@ void QuorumLock::extend(const std::string& token, Millis ttl, Done<ExtendReply> 
       });
 }
 
+void QuorumLock::set_line_policy(const LinePolicy& p) {
+  if (!p.plain())
+    throw_usage(
+        "--priority, --supersede and --max-waiters need a line, and quorum mode has none (its "
+        "waiters try again when they hear a release): use one deployment");
+  Lock::set_line_policy(p);
+}
+
 void QuorumLock::set_shared(bool shared) {
   Lock::set_shared(shared);
   for (auto& l : locks_) l->set_shared(shared);

@@ -63,6 +63,9 @@ class QuorumLock : public Lock {
   /// Shared holds are asked of every master: a shared and an exclusive
   /// majority would share a master, which grants only one kind at a time.
   void set_shared(bool shared) override;
+  /// A quorum has no line: --priority, --supersede and --max-waiters are a
+  /// usage Error.
+  void set_line_policy(const LinePolicy& p) override;
 
   size_t quorum() const { return total_ / 2 + 1; }
 

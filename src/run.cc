@@ -46,7 +46,8 @@ SpawnSpec command_spec(const RunCommand& c) {
 
 // What the command sees: RLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE (the first
 // key's), RLOCK_KEYS and RLOCK_FENCES (every key's, one a line, in the user's
-// order: `--and`), and RLOCK_HELD with every one of them added.
+// order: `--and`), RLOCK_HELD with every one of them added, and RLOCK_SLOT
+// for a semaphore's holder.
 std::vector<std::string> command_env(const std::vector<Lock*>& parts, const std::string& token,
                                      const Acquired& a, const std::vector<HeldEntry>& held,
                                      const std::string& where) {
@@ -58,12 +59,15 @@ std::vector<std::string> command_env(const std::vector<Lock*>& parts, const std:
     fences += fmt::format("{}{}", i ? "\n" : "", i < a.fences.size() ? a.fences[i] : a.fence);
     mine.push_back({token, n.key, n.prefix, where});
   }
-  return {"RLOCK_KEY=" + parts.front()->names().key,
-          "RLOCK_TOKEN=" + token,
-          fmt::format("RLOCK_FENCE={}", a.fence),
-          "RLOCK_KEYS=" + keys,
-          "RLOCK_FENCES=" + fences,
-          "RLOCK_HELD=" + held_with_each(held, mine)};
+  std::vector<std::string> env{"RLOCK_KEY=" + parts.front()->names().key,
+                               "RLOCK_TOKEN=" + token,
+                               fmt::format("RLOCK_FENCE={}", a.fence),
+                               "RLOCK_KEYS=" + keys,
+                               "RLOCK_FENCES=" + fences,
+                               "RLOCK_HELD=" + held_with_each(held, mine)};
+  // A pool (--limit N): which of the N this holder is, unique among live holders.
+  if (a.slot > 0) env.push_back(fmt::format("RLOCK_SLOT={}", a.slot));
+  return env;
 }
 
 // How often the command's process group is looked at after the command has
@@ -92,16 +96,16 @@ class Runner {
       : opts_(o),
         cmd_(c),
         session_(g),
-        lock_(session_.locks(o.keys(), g.prefix, o.limit, o.shared)),
+        lock_(session_.locks(o, g.prefix)),
         token_(new_token()),
         held_(std::move(held)),
         where_(lock_location(g)) {}
 
   int run() {
     install_signals();
-    WaitSpec spec{opts_.ttl, opts_.wait, opts_.no_wait,
-                  local_holder_info(join_command(cmd_), static_cast<long>(getpid())),
-                  opts_.sync_replicas};
+    HolderInfo info = local_holder_info(join_command(cmd_), static_cast<long>(getpid()));
+    info.label = opts_.label;
+    WaitSpec spec{opts_.ttl, opts_.wait, opts_.no_wait, info, opts_.sync_replicas};
     acquirer_ = make_acquisition(*lock_, token_, spec);
     acquirer_->on_progress([this](const WaitProgress& p) { reporter_.report(p); });
     acquirer_->start([this](Outcome<Acquired> o) { on_acquired(std::move(o)); });

@@ -124,6 +124,12 @@ std::unique_ptr<Lock> Session::locks(const std::vector<std::string>& keys,
   return std::make_unique<MultiLock>(std::move(parts));
 }
 
+std::unique_ptr<Lock> Session::locks(const LockOptions& o, const std::string& prefix) {
+  auto l = locks(o.keys(), prefix, o.limit, o.shared);
+  l->set_line_policy(LinePolicy{o.priority, o.supersede, o.max_waiters});
+  return l;
+}
+
 std::unique_ptr<Lock> Session::found_lock(const std::string& key, const std::string& prefix,
                                           const std::vector<Client*>& only) {
   if (!quorum() || only.empty()) return make_lock(key, prefix, 0);

@@ -32,6 +32,9 @@ struct Session {
   /// usage Error.
   std::unique_ptr<Lock> locks(const std::vector<std::string>& keys, const std::string& prefix,
                               int limit = 0, bool shared = false);
+  /// The lock `run` or `acquire` takes: every KEY of `o`, its --limit,
+  /// --shared and line policy (--priority, --supersede, --max-waiters).
+  std::unique_ptr<Lock> locks(const LockOptions& o, const std::string& prefix);
   /// The lock of a key found in Redis (list): any name, as it is. In quorum
   /// mode, `only` names the masters to ask (those that answered), if not all.
   std::unique_ptr<Lock> found_lock(const std::string& key, const std::string& prefix,

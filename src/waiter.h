@@ -75,6 +75,8 @@ struct Acquired {
   Clock::time_point sent;
   /// `--and`: every key's fence, in the user's order (empty for one key).
   std::vector<int64_t> fences;
+  /// A semaphore's slot (RLOCK_SLOT), 0 for none.
+  long slot = 0;
 };
 
 /// Getting a lock, waiting for it if need be: one (Acquirer) or several

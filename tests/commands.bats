@@ -118,7 +118,7 @@ need_python() {
   HOST=$(hostname) USER_NAME=$(id -un) PID=$BASHPID TOK=$TOK json_assert "$output" \
     'd["key"] == "holder-json"' 'd["held"] is True' 'd["limit"] == 0' \
     'd["waiters"] == []' 'len(d["holders"]) == 1' \
-    'sorted(d["holders"][0]) == ["age_ms", "command", "done", "done_at", "exit_status", "fence", "host", "kept", "kept_until", "mode", "pid", "since", "since_ms", "token", "ttl_left_ms", "ttl_ms", "user"]' \
+    'sorted(d["holders"][0]) == ["age_ms", "command", "done", "done_at", "exit_status", "fence", "host", "kept", "kept_until", "label", "mode", "pid", "since", "since_ms", "slot", "token", "ttl_left_ms", "ttl_ms", "user"]' \
     'd["holders"][0]["token"] == E["TOK"]' \
     'd["holders"][0]["host"] == E["HOST"]' \
     'd["holders"][0]["pid"] == int(E["PID"])' \
@@ -285,7 +285,7 @@ need_python() {
   # acquire records its parent as the pid: here the background subshell that started it.
   HOST=$(hostname) USER_NAME=$(id -un) json_assert "$output" \
     'len(d["waiters"]) == 1' \
-    'sorted(d["waiters"][0]) == ["command", "host", "mode", "pid", "position", "since", "token", "user", "waited_ms"]' \
+    'sorted(d["waiters"][0]) == ["command", "host", "label", "mode", "pid", "position", "priority", "since", "token", "user", "waited_ms"]' \
     'd["waiters"][0]["position"] == 1' \
     'd["waiters"][0]["host"] == E["HOST"]' \
     'd["waiters"][0]["user"] == E["USER_NAME"]' \
@@ -538,7 +538,7 @@ assert_fits() {
   assert_line --index 1 --regexp "^tty-l1 +$(hostname):$BASHPID +[0-9]+s +[0-9]+ +0 +rlock acquire$"
   assert_fits 80
   rl list 'tty-l*'
-  assert_output --regexp "^tty-l1	$(hostname):$BASHPID	[0-9]+	[0-9]+	0	rlock acquire$"
+  assert_output --regexp "^tty-l1	$(hostname):$BASHPID	[0-9]+	[0-9]+	0	rlock acquire	$"
 }
 
 @test "a lease kept by --min-hold after its command ended: status says so, with the exit status" {

@@ -521,3 +521,12 @@ stale_and_empty() {
   run -0 "$RLOCK" run --ttl 6s q-and2 --and q-and1 -- sh -c 'echo "$RLOCK_FENCES" | wc -l'
   assert_output 2
 }
+
+@test "quorum mode has no line: --priority, --supersede and --max-waiters are 64; --label works" {
+  run -64 "$RLOCK" run --priority 5 q-ci -- true
+  assert_output --partial "quorum mode has none"
+  run -64 "$RLOCK" run --supersede q-ci -- true
+  run -64 "$RLOCK" acquire --max-waiters 3 q-ci
+  run -0 "$RLOCK" run --ttl 6s --label job-7 q-ci -- sh -c '"$0" status q-ci --json' "$RLOCK"
+  assert_output --partial '"label":"job-7"'
+}

@@ -581,3 +581,67 @@ sacq() {
   run -0 v2 release dn2 tok 0 'lock:release:{dn2}' 10000 rid 3 60000
   assert_output 1
 }
+
+@test "break of a marker left without shared holders: nothing to break (1), nothing published, the marker gone" {
+  run -0 first_line sacq v2 shq s1
+  run -0 p3 release shq s1 0 'lock:release:{shq}' 10000 rid
+  listen 'lock:release:{shq}'
+  run -1 "$RLOCK" break --yes shq
+  assert_equal "$(rcli exists 'lock:{shq}')" 0
+  assert_equal "$(messages)" 0
+}
+
+# --- CI policies beside protocol 3 (issue 24) ---------------------------------------------------
+
+# pacq KEY TOKEN PRIORITY [SUPERSEDE] [CAP] [ATTEMPT=1]: a waiting acquire of these scripts
+# with a line policy (ARGV[13-16]).
+pacq() {
+  v2 acquire "$1" "$2" 30000 0 wait 6000 "lock:release:{$1}" host 42 user cmd "${6:-1}" '' \
+    "label-$2" "$3" "${4:-}" "${5:-0}"
+}
+
+@test "mixed versions: protocol 3 waiters stand in line as priority 0, first come, first served" {
+  run -0 first_line acq v2 mp h 30000 1
+  run -0 first_line acq p3 mp old1 30000 1 wait
+  run -0 first_line pacq mp new0 0
+  run -0 first_line acq p3 mp old2 30000 1 wait
+  run -0 first_line pacq mp hi 1
+  assert_equal "$(rcli zrange 'lock:{mp}:queue' 0 -1 | tr '\n' ' ')" "hi old1 new0 old2 "
+  # a protocol 3 release wakes the head, whoever put it there
+  listen 'lock:release:{mp}:hi'
+  run -0 p3 release mp h 0 'lock:release:{mp}' 10000 rid
+  wait_until '(( $(messages) == 1 ))' 5
+}
+
+@test "supersede is one script: the older superseding waiter is gone from the line and marked, in the same call" {
+  run -0 first_line acq v2 ss h 30000 1
+  run -0 first_line pacq ss s1 0 1
+  assert_output QUEUED
+  assert_equal "$(rcli get 'lock:{ss}:sup')" s1
+  run -0 first_line pacq ss s2 0 1
+  assert_output QUEUED
+  assert_equal "$(rcli zrange 'lock:{ss}:queue' 0 -1 | tr '\n' ' ')" "s2 "
+  assert_equal "$(rcli get 'lock:{ss}:x:s1')" label-s2
+  assert [ "$(rcli pttl 'lock:{ss}:x:s1')" -gt 500000 ]
+  # s1's next attempt, as a retry or after missing the message
+  run -0 pacq ss s1 0 1 0 2
+  assert_line --index 0 SUPERSEDED
+  assert_line --index 1 label-s2
+  assert_equal "$(rcli zcard 'lock:{ss}:queue')" 1
+  # granted: the index forgets it
+  run -0 v2 release ss h 0 'lock:release:{ss}' 10000 rid 0
+  run -0 first_line pacq ss s2 0 1 0 2
+  assert_output OK
+  assert_equal "$(rcli exists 'lock:{ss}:sup')" 0
+}
+
+@test "the line cap counts live waiters only" {
+  run -0 first_line acq v2 mc h 30000 1
+  run -0 first_line pacq mc w1 0 '' 2
+  run -0 first_line pacq mc w2 0 '' 2
+  run -0 first_line pacq mc w3 0 '' 2
+  assert_output FULL
+  rcli del 'lock:{mc}:w:w1' >/dev/null # w1 died: its place lease ran out
+  run -0 first_line pacq mc w3 0 '' 2 2
+  assert_output QUEUED
+}

@@ -268,6 +268,7 @@ order_is() { assert_equal "$(tr '\n' ' ' <"$T/order")" "$* "; }
   "$RLOCK" release sm --token "$t"
   t=$("$RLOCK" acquire -s --ttl 60s sm)
   run -64 "$RLOCK" acquire --limit 2 -n sm
+  assert_output --partial "'sm' is held as a shared lock (--shared); --limit 2 cannot share it"
   "$RLOCK" release sm --token "$t"
 }
 

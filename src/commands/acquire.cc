@@ -29,7 +29,8 @@ std::string shell_quote(std::string_view s) {
 // assignments a script evals to have what a run's command would have.
 // `fences`: every key's, in the user's order (`--and`: several).
 std::string output_of(const GlobalOptions& g, const LockOptions& o, const std::string& token,
-                      const std::vector<int64_t>& fences, Millis ttl, const std::string& held) {
+                      const std::vector<int64_t>& fences, Millis ttl, const std::string& held,
+                      long slot = 0) {
   const std::vector<std::string> keys = o.keys();
   if (g.json) {
     std::string more;
@@ -41,6 +42,7 @@ std::string output_of(const GlobalOptions& g, const LockOptions& o, const std::s
       }
       more = fmt::format(",\"keys\":[{}],\"fences\":[{}]", k, f);
     }
+    if (slot > 0) more += fmt::format(",\"slot\":{}", slot);
     return fmt::format("{{\"key\":{},\"token\":{},\"fence\":{},\"ttl_ms\":{}{}}}\n",
                        json_string(o.key), json_string(token), fences.front(), ttl.count(), more);
   }
@@ -50,12 +52,13 @@ std::string output_of(const GlobalOptions& g, const LockOptions& o, const std::s
       k += (i ? "\n" : "") + keys[i];
       f += fmt::format("{}{}", i ? "\n" : "", fences[i]);
     }
+    std::string pool = slot > 0 ? fmt::format("RLOCK_SLOT={}; export RLOCK_SLOT; ", slot) : "";
     return fmt::format(
-        "RLOCK_KEY={}; RLOCK_TOKEN={}; RLOCK_FENCE={}; RLOCK_KEYS={}; RLOCK_FENCES={}; "
+        "{}RLOCK_KEY={}; RLOCK_TOKEN={}; RLOCK_FENCE={}; RLOCK_KEYS={}; RLOCK_FENCES={}; "
         "RLOCK_HELD={}; export RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE RLOCK_KEYS RLOCK_FENCES "
         "RLOCK_HELD\n",
-        shell_quote(o.key), shell_quote(token), fences.front(), shell_quote(k), shell_quote(f),
-        shell_quote(held));
+        pool, shell_quote(o.key), shell_quote(token), fences.front(), shell_quote(k),
+        shell_quote(f), shell_quote(held));
   }
   return token + "\n";
 }
@@ -157,7 +160,7 @@ int cmd_acquire(const GlobalOptions& g, const LockOptions& o) {
   uint64_t start = 0;
   check_watched(o, start);
   Session s(g);
-  auto lock = s.locks(o.keys(), g.prefix, o.limit, o.shared);
+  auto lock = s.locks(o, g.prefix);
   std::vector<HeldEntry> held = held_from_env();
   const std::string where = lock_location(g);
   // Nested in a holder of KEY (RLOCK_HELD, confirmed with Redis): nothing is
@@ -195,6 +198,7 @@ int cmd_acquire(const GlobalOptions& g, const LockOptions& o) {
           ? local_holder_info(proc_command_line(static_cast<pid_t>(o.while_pid), kMaxHolderField),
                               o.while_pid)
           : local_holder_info("rlock acquire", getppid());
+  info.label = o.label;
   WaitSpec spec{o.ttl, o.wait, o.no_wait, info, o.sync_replicas};
   std::string token = new_token();
   auto acquirer = make_acquisition(*lock, token, spec);
@@ -221,13 +225,13 @@ int cmd_acquire(const GlobalOptions& g, const LockOptions& o) {
   // lease has no holder that goes on (nothing renews it), so nothing may nest
   // in it, and the script's own release must release it.
   auto text = [&](long keeper) {
-    if (keeper <= 0) return output_of(g, o, token, fences, a.ttl, format_held(held));
+    if (keeper <= 0) return output_of(g, o, token, fences, a.ttl, format_held(held), a.slot);
     std::vector<HeldEntry> mine;
     uint64_t keeper_start = 0;
     if (auto k = proc_info(static_cast<pid_t>(keeper))) keeper_start = k->start;
     for (const std::string& key : o.keys())
       mine.push_back({token, key, g.prefix, where, keeper, keeper_start});
-    return output_of(g, o, token, fences, a.ttl, held_with_each(held, mine));
+    return output_of(g, o, token, fences, a.ttl, held_with_each(held, mine), a.slot);
   };
   if (o.while_pid) {
     if (!watched_alive(o.while_pid, start)) {

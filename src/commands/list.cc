@@ -120,8 +120,11 @@ int cmd_list(const GlobalOptions& g, const std::string& pattern) {
       out += (out.empty() ? "" : ",") + status_json(key, st);
     } else if (table) {
       const Holder& h = st.holders.front();
-      std::string who =
-          h.info.host.empty() ? "?" : fmt::format("{}:{}", escape_text(h.info.host), h.info.pid);
+      // A label (a CI job's URL) says more than host:pid.
+      std::string who = !h.info.label.empty() ? escape_text(h.info.label)
+                        : h.info.host.empty()
+                            ? "?"
+                            : fmt::format("{}:{}", escape_text(h.info.host), h.info.pid);
       Millis left = h.ttl_left;
       if (left >= Millis(1000)) left = std::chrono::ceil<std::chrono::seconds>(left);
       // A lease kept by --min-hold or --done-for runs no command any more.
@@ -133,13 +136,14 @@ int cmd_list(const GlobalOptions& g, const std::string& pattern) {
                       format_duration(std::max(left, Millis(0))), std::to_string(h.fence),
                       std::to_string(st.waiter_count), cmd});
     } else {
-      // KEY HOLDER TTL_MS FENCE WAITERS CMD, bare values, tab-separated (cut -f):
+      // KEY HOLDER TTL_MS FENCE WAITERS CMD LABEL, bare values, tab-separated (cut -f):
       // every field is escaped, so none can hold a tab or newline.
       const Holder& h = st.holders.front();
       std::string who =
           h.info.host.empty() ? "?" : fmt::format("{}:{}", escape_text(h.info.host), h.info.pid);
-      out += fmt::format("{}\t{}\t{}\t{}\t{}\t{}\n", escape_text(key), holder_column(st, who),
-                         h.ttl_left.count(), h.fence, st.waiter_count, escape_text(h.info.cmd));
+      out += fmt::format("{}\t{}\t{}\t{}\t{}\t{}\t{}\n", escape_text(key), holder_column(st, who),
+                         h.ttl_left.count(), h.fence, st.waiter_count, escape_text(h.info.cmd),
+                         escape_text(h.info.label));
     }
   }
   if (table && rows.size() > 1)

@@ -151,19 +151,26 @@ std::string status_text(const std::string& key, const LockStatus& s) {
                          who(h.info));
     else
       out += fmt::format("  {}  {}\n", role, who(h.info));
+    if (!h.info.label.empty())
+      out += fmt::format("          label {}\n", escape_text(h.info.label));
     if (h.since_ms > 0)
-      out += fmt::format("          since {} ({} ago), {} left, fence {}, token {}\n",
+      out += fmt::format("          since {} ({} ago), {} left, fence {}{}, token {}\n",
                          utc_iso(h.since_ms), age(s.now_ms, h.since_ms),
-                         format_duration(h.ttl_left), h.fence, escape_text(h.token));
+                         format_duration(h.ttl_left), h.fence,
+                         h.slot > 0 ? fmt::format(", slot {}", h.slot) : "", escape_text(h.token));
     else
       out += fmt::format("          {} left, token {}\n", format_duration(h.ttl_left),
                          escape_text(h.token));
   }
   out += more_holders(s);
   long n = 0;
-  for (auto& w : s.waiters)
-    out += fmt::format("  waiter {}. {}{}, waiting {}\n", ++n, w.shared ? "(shared) " : "",
-                       who(w.info), age(s.now_ms, w.since_ms));
+  for (auto& w : s.waiters) {
+    out += fmt::format("  waiter {}. {}{}{}, waiting {}\n", ++n, w.shared ? "(shared) " : "",
+                       w.priority ? fmt::format("(priority {}) ", w.priority) : "", who(w.info),
+                       age(s.now_ms, w.since_ms));
+    if (!w.info.label.empty())
+      out += fmt::format("          label {}\n", escape_text(w.info.label));
+  }
   for (auto& l : tail_lines(s)) out += l + "\n";
   return out;
 }
@@ -182,13 +189,16 @@ std::string status_table(const std::string& key, const LockStatus& s, size_t wid
       rows.push_back({role, h.info.host.empty() ? "not rlock" : who_short(h.info), "?", "?",
                       left_for_table(h.ttl_left), "-", escape_text(h.info.cmd)});
     else
-      rows.push_back({role, who_short(h.info), clock_time(h.since_ms, s.now_ms),
+      rows.push_back({role, h.info.label.empty() ? who_short(h.info) : escape_text(h.info.label),
+                      clock_time(h.since_ms, s.now_ms),
                       age_for_table(elapsed_ms(s.now_ms, h.since_ms)), left_for_table(h.ttl_left),
                       std::to_string(h.fence), escape_text(h.info.cmd)});
   }
   long n = 0;
   for (auto& w : s.waiters)
-    rows.push_back({fmt::format("waiter {}{}", ++n, w.shared ? " s" : ""), who_short(w.info),
+    rows.push_back({fmt::format("waiter {}{}{}", ++n, w.shared ? " s" : "",
+                                w.priority ? fmt::format(" p{}", w.priority) : ""),
+                    w.info.label.empty() ? who_short(w.info) : escape_text(w.info.label),
                     clock_time(w.since_ms, s.now_ms),
                     age_for_table(elapsed_ms(s.now_ms, w.since_ms)), "", "",
                     escape_text(w.info.cmd)});
@@ -207,6 +217,10 @@ std::string status_table(const std::string& key, const LockStatus& s, size_t wid
     const Holder& h = s.holders[i];
     out += t.lines[i + 1] + "\n";
     if (h.kept_ms > 0) out += truncate_columns(under + kept_words(h, s.now_ms), width) + "\n";
+    // Under a label, who and where it runs; a semaphore's slot.
+    std::string more = h.info.label.empty() ? "" : who_short(h.info);
+    if (h.slot > 0) more += fmt::format("{}slot {}", more.empty() ? "" : ", ", h.slot);
+    if (!more.empty()) out += truncate_columns(under + more, width) + "\n";
     out += truncate_columns(under + "token " + escape_text(h.token), width) + "\n";
   }
   out += more_holders(s);
@@ -223,7 +237,7 @@ std::string status_json(const std::string& key, const LockStatus& s) {
         "{{\"token\":{},\"host\":{},\"pid\":{},\"user\":{},\"command\":{},\"since\":{},"
         "\"since_ms\":{},\"age_ms\":{},\"ttl_left_ms\":{},\"ttl_ms\":{},\"fence\":{},"
         "\"kept\":{},\"kept_until\":{},\"exit_status\":{},\"mode\":{},\"done\":{},"
-        "\"done_at\":{}}}",
+        "\"done_at\":{},\"label\":{},\"slot\":{}}}",
         json_string(h.token), json_string(h.info.host), h.info.pid, json_string(h.info.user),
         json_string(h.info.cmd), h.since_ms ? json_string(utc_iso(h.since_ms)) : "null", h.since_ms,
         h.since_ms ? elapsed_ms(s.now_ms, h.since_ms) : 0, h.ttl_left.count(), h.ttl.count(),
@@ -231,17 +245,20 @@ std::string status_json(const std::string& key, const LockStatus& s) {
         h.kept_ms > 0 ? json_string(utc_iso(kept_until(h, s.now_ms))) : "null",
         h.exit_status >= 0 ? std::to_string(h.exit_status) : "null",
         h.shared ? "\"shared\"" : "\"exclusive\"", h.done_ms > 0 ? "true" : "false",
-        h.done_ms > 0 ? json_string(utc_iso(h.done_ms)) : "null");
+        h.done_ms > 0 ? json_string(utc_iso(h.done_ms)) : "null",
+        h.info.label.empty() ? "null" : json_string(h.info.label),
+        h.slot > 0 ? std::to_string(h.slot) : "null");
   }
   long n = 0;
   for (auto& w : s.waiters) {
     if (!waiters.empty()) waiters += ",";
     waiters += fmt::format(
         "{{\"position\":{},\"token\":{},\"host\":{},\"pid\":{},\"user\":{},\"command\":{},"
-        "\"since\":{},\"waited_ms\":{},\"mode\":{}}}",
+        "\"since\":{},\"waited_ms\":{},\"mode\":{},\"label\":{},\"priority\":{}}}",
         ++n, json_string(w.token), json_string(w.info.host), w.info.pid, json_string(w.info.user),
         json_string(w.info.cmd), json_string(utc_iso(w.since_ms)), elapsed_ms(s.now_ms, w.since_ms),
-        w.shared ? "\"shared\"" : "\"exclusive\"");
+        w.shared ? "\"shared\"" : "\"exclusive\"",
+        w.info.label.empty() ? "null" : json_string(w.info.label), w.priority);
   }
   std::string masters;
   if (s.quorum > 0) {

@@ -3,6 +3,10 @@
 -- >8 -- rlock sends the rest of this file, from the newline ending this line on
 local chan = ARGV[1]
 purge_holders()
+-- A shared marker left without holders (by an older host) is no holder: it goes quietly.
+if redis.call('EXISTS', HOLDERS) == 0 and redis.call('GET', LOCK) == SHARED then
+  redis.call('DEL', LOCK)
+end
 if redis.call('EXISTS', LOCK) == 0 and redis.call('EXISTS', HOLDERS) == 0 then return 0 end
 publish(chan, 'break')  -- first, for the same reason as in release
 local n = 0
@@ -21,5 +25,5 @@ for _, w in ipairs(redis.call('ZRANGE', QUEUE, 0, -1)) do
   redis.call('DEL', wkey(w))
   publish(chan .. ':' .. w, 'break')
 end
-redis.call('DEL', QUEUE, QSEQ)
+redis.call('DEL', QUEUE, QSEQ, SUP)
 return n

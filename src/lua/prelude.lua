@@ -7,6 +7,11 @@ local BASE = LOCK .. ':'
 local function hkey(t) return BASE .. 'h:' .. t end
 local function wkey(t) return BASE .. 'w:' .. t end
 local function rkey(t) return BASE .. 'r:' .. t end
+-- The waiter that asked to supersede the others (--supersede), and the mark
+-- of one it replaced: by whom (kept SUPERSEDED_MS, so that it never rejoins).
+local SUP = BASE .. 'sup'
+local function xkey(t) return BASE .. 'x:' .. t end
+local SUPERSEDED_MS = 600000
 local tm = redis.call('TIME')
 local NOW = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
 -- The value of LOCK while shared holders hold it (--shared): it keeps SET NX
@@ -128,13 +133,15 @@ local function field(v) return string.sub(v or '', 1, 1024) end
 
 local function holder_fields(t, pttl)
   local h = redis.call('HMGET', hkey(t), 'host', 'pid', 'user', 'cmd', 'since', 'fence', 'ttl',
-                       'kept', 'exit', 'mode', 'done')
+                       'kept', 'exit', 'mode', 'done', 'label', 'slot')
   return {field(t), pttl, field(h[1]), field(h[2]), field(h[3]), field(h[4]), field(h[5]),
-          field(h[6]), field(h[7]), field(h[8]), field(h[9]), field(h[10]), field(h[11])}
+          field(h[6]), field(h[7]), field(h[8]), field(h[9]), field(h[10]), field(h[11]),
+          field(h[12]), field(h[13])}
 end
 
 -- Up to `max` live holders, {token, pttl, host, pid, user, cmd, since, fence,
--- ttl, kept, exit, mode, done} each, and how many there are. Reads only.
+-- ttl, kept, exit, mode, done, label, slot} each, and how many there are.
+-- Reads only.
 local function holders(max)
   local out, n = {}, 0
   local t = redis.call('GET', LOCK)
@@ -216,6 +223,7 @@ end
 local function drop_waiter(t, chan)
   local was = redis.call('ZREM', QUEUE, t)
   redis.call('DEL', wkey(t))
+  if redis.call('GET', SUP) == t then redis.call('DEL', SUP) end
   if was == 1 then wake(chan) end
   if redis.call('EXISTS', QUEUE) == 0 then redis.call('DEL', QSEQ) end
   return was

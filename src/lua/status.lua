@@ -2,7 +2,8 @@
 -- holders and waiters are skipped, never removed. ARGV: max records (default
 -- 1000). Returns {limit, fence_counter, now, holders, waiters, holder_count,
 -- waiter_count}; each waiter is {token, pttl, host, pid, user, cmd, since,
--- mode} (mode since protocol 4: 'shared', or empty for an exclusive one).
+-- mode, label, priority} (the last three since protocol 4; mode is 'shared'
+-- or empty for an exclusive one, priority empty for 0).
 -- >8 -- rlock sends the rest of this file, from the newline ending this line on
 local max = tonumber(ARGV[1] or '1000') or 1000
 local hs, nh = holders(max)
@@ -15,9 +16,10 @@ while true do
     if pttl > 0 or pttl == -1 then
       nw = nw + 1
       if #waiters < max then
-        local h = redis.call('HMGET', wkey(t), 'host', 'pid', 'user', 'cmd', 'since', 'mode')
+        local h = redis.call('HMGET', wkey(t), 'host', 'pid', 'user', 'cmd', 'since', 'mode',
+                             'label', 'prio')
         waiters[#waiters + 1] = {field(t), pttl, field(h[1]), field(h[2]), field(h[3]), field(h[4]),
-                                 field(h[5]), field(h[6])}
+                                 field(h[5]), field(h[6]), field(h[7]), field(h[8])}
       end
     end
   end
