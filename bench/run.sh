@@ -224,13 +224,18 @@ printf '%-34s %9s %12s\n' "bench/minimal ... sleep $SLEEP_RSS" "$r_min" "$(ratio
 # --- 6. Redis work -------------------------------------------------------------------------
 echo
 echo "== 6. Redis work per acquisition (INFO commandstats)"
-redis_work() { # CONTENDERS TOTAL: prints "rt cmds" per acquisition
-  local n=$1 total=$2 per key="w-$1-$RANDOM" i stats
+redis_work() { # CONTENDERS TOTAL [prio]: prints "rt cmds" per acquisition
+  local n=$1 total=$2 prio=${3:-} per key="w-$1-$RANDOM" i stats
   per=$(((total + n - 1) / n))
   export LOG="$work/$key.log"
   rcli CONFIG RESETSTAT >/dev/null
   for ((i = 0; i < n; i++)); do
-    (for ((j = 0; j < per; j++)); do "$RLOCK" run -q --ttl 30s "$key" -- "$STAMP" 0; done) 3>&- &
+    # with "prio", each contender waits with its own priority (0 to 3)
+    local extra=()
+    [[ -n $prio ]] && extra=(--priority $((i % 4)))
+    (for ((j = 0; j < per; j++)); do
+      "$RLOCK" run -q --ttl 30s "${extra[@]}" "$key" -- "$STAMP" 0
+    done) 3>&- &
   done
   wait_contenders
   stats=$(rcli INFO commandstats | tr -d '\r')
@@ -244,6 +249,11 @@ read -r rt cmds < <(redis_work 1 $((ACQ / 4)))
 printf '%-12s %8s %10s\n' 1 "$rt" "$cmds"
 for n in "${SIZES[@]}"; do
   read -r rt cmds < <(redis_work "$n" "$ACQ")
+  printf '%-12s %8s %10s\n' "$n" "$rt" "$cmds"
+done
+echo "with --priority 0 to 3 (each contender its own): the line is sorted, the work stays flat"
+for n in "${SIZES[@]}"; do
+  read -r rt cmds < <(redis_work "$n" "$ACQ" prio)
   printf '%-12s %8s %10s\n' "$n" "$rt" "$cmds"
 done
 # --- 7. quorum mode ------------------------------------------------------------------------
