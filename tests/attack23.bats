@@ -1,0 +1,103 @@
+#!/usr/bin/env bats
+# Fault injection against the third wave's lock shapes (shared locks, run --done-for,
+# --and): each test states a promise of SPEC "Shell scripts"/"Cron" and fails while the
+# code breaks it.
+
+# shellcheck disable=SC2016 # single-quoted scripts are expanded by the child's shell
+load helpers/redis
+
+bats_require_minimum_version 1.5.0
+
+setup_file() { redis_start; }
+
+setup() {
+  T=$BATS_TEST_TMPDIR
+  write_gate "$T/gate.sh"
+}
+
+# --- --done-for with --and ----------------------------------------------------------------
+
+@test "--done-for --and: a run that lost one of its keys (76) marks none of them done" {
+  # the command succeeds, but one key was deleted under it (no renewal noticed it yet):
+  # the run reports the loss, so the period must not count as done on the other key
+  run -76 "$RLOCK" run --done-for 1h dfa --and dfb -- sh -c 'redis-cli -p "$0" del "lock:{dfb}" >/dev/null' "$REDIS_PORT"
+  run -0 "$RLOCK" run -n dfa -- true
+}
+
+# --- nesting under --and ------------------------------------------------------------------
+
+@test "a nested release --and never releases an outer key, whichever key it names first" {
+  # inside `run na --and nb`, a release naming a key the run does not hold first and one
+  # it holds second must not free the held one while the run goes on
+  run -0 "$RLOCK" run na --and nb -- sh -c '
+    "$0" release --token "$RLOCK_TOKEN" nc --and na
+    "$0" status na >/dev/null || echo "na freed under its run"' "$RLOCK"
+  refute_output --partial "freed under its run"
+}
+
+@test "many --and keys: a nested run of one of them runs at once instead of waiting for itself" {
+  # 260 keys: RLOCK_HELD keeps only 256 entries, dropping the first keys given
+  args=()
+  for i in $(seq 1 260); do args+=(--and "mk$i"); done
+  run "$RLOCK" run mk0 "${args[@]}" -- sh -c '"$0" run --wait 3s mk0 -- echo nested-ran' "$RLOCK"
+  # refusing that many keys up front (64) keeps the promise too
+  if ((status != 64)); then
+    assert_equal "$status" 0
+    assert_output --partial nested-ran
+  fi
+}
+
+@test "long --and keys: RLOCK_HELD past 64 KiB still lets a nested release leave the outer lock held" {
+  # 126 keys of ~500 bytes make RLOCK_HELD larger than 64 KiB, and the child ignores all of it
+  p=$(printf 'k%.0s' $(seq 1 500))
+  args=()
+  for i in $(seq 1 125); do args+=(--and "$p$i"); done
+  run "$RLOCK" run "$p" "${args[@]}" -- sh -c '
+    "$0" release --token "$RLOCK_TOKEN" "$RLOCK_KEY"
+    "$0" status "$RLOCK_KEY" >/dev/null || echo "outer key freed under its run"' "$RLOCK"
+  # refusing that many keys up front (64) keeps the promise too
+  if ((status != 64)); then
+    assert_equal "$status" 0
+    refute_output --partial "freed under its run"
+  fi
+}
+
+@test "--and: a key lost while the next key's first contact is retried is taken again before the command runs" {
+  # the second key's first acquire is cut (RST); while rlock retries it (--wait), the
+  # server loses the first key (a restart without data, here a DEL): the command must
+  # not start until it holds the first key again
+  proxy_start "$REDIS_PORT"
+  printf '%s\n' '{gz2}' >"$PROXY_DIR/reset"
+  proxy_arm_cut
+  bg_start g "$RLOCK" --url "$PROXY_URL" --timeout 1s run --wait 30s gz1 --and gz2 -- sh -c '
+    [ "$(redis-cli -p "$0" get "lock:{gz1}")" = "$RLOCK_TOKEN" ] || echo "ran without gz1"' "$REDIS_PORT"
+  g=$BG_PID
+  wait_until '[ "$(proxy_state armed)" = 0 ]' 20
+  proxy_partition
+  rcli del 'lock:{gz1}' >/dev/null
+  sleep 1
+  proxy_heal
+  bg_wait "$g" "$(slack 30)"
+  run cat "$T/g.out"
+  refute_output --partial "ran without gz1"
+}
+
+@test "--and: a confirmation of the held keys that fails does not start the command" {
+  # holding ck1 while waiting for ck2, ck1 is lost (deleted behind its back); when ck2
+  # comes, the held keys are renewed once more before the command may start, and that
+  # renewal's connection is cut: the command must not start on an unconfirmed ck1
+  t=$("$RLOCK" acquire --ttl 60s ck2)
+  proxy_start "$REDIS_PORT"
+  bg_start c "$RLOCK" --url "$PROXY_URL" run --wait 30s ck1 --and ck2 -- sh -c '
+    [ "$(redis-cli -p "$0" get "lock:{$RLOCK_KEY}")" = "$RLOCK_TOKEN" ] || echo "ran without $RLOCK_KEY"' "$REDIS_PORT"
+  c=$BG_PID
+  wait_until '[ "$(rcli zcard "lock:{ck2}:queue")" = 1 ]' 20
+  rcli del 'lock:{ck1}' >/dev/null
+  printf '%s\n' '{ck1}' >"$PROXY_DIR/reset"
+  proxy_arm_cut
+  "$RLOCK" release ck2 --token "$t"
+  bg_wait "$c" "$(slack 30)"
+  [ "$(proxy_state armed)" = 0 ] || fail "the confirmation was never sent"
+  run cat "$T/c.out"
+  refute_output --partial "ran without ck1"
+}
