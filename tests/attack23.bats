@@ -101,3 +101,39 @@ setup() {
   run cat "$T/c.out"
   refute_output --partial "ran without ck1"
 }
+
+# --- the marker and --limit keys ------------------------------------------------------------
+
+# p3_acquire KEY TOKEN TTL_MS LIMIT: rlock 0.4.0's acquire script (protocol 3), try mode.
+p3_acquire() {
+  local k=$1
+  rcli --raw eval "$(<"$BATS_TEST_DIRNAME/fixtures/protocol-v3/acquire.lua")" 6 "lock:{$k}" \
+    "lock:{$k}:fence" "lock:{$k}:holders" "lock:{$k}:limit" "lock:{$k}:queue" "lock:{$k}:qseq" \
+    "$2" "$3" "$4" try 6000 "lock:release:{$k}" host 42 user cmd 1
+}
+
+@test "a --limit key never keeps the shared marker: 0.4.0 semaphore hosts are not refused" {
+  # a shared holder shortens its lease (extend --ttl 1s) and lets it run out: the marker,
+  # made for its first 60s lease, outlives it; a semaphore then takes the key
+  t=$("$RLOCK" acquire -s --ttl 60s lm)
+  "$RLOCK" extend lm --token "$t" --ttl 1s
+  sleep 1.2
+  s=$("$RLOCK" acquire --limit 2 --ttl 30s lm)
+  "$RLOCK" extend lm --token "$s" --ttl 30s
+  # SPEC: a marker on a --limit key makes 0.4.0 hosts refuse it during a rolling upgrade
+  assert_equal "$(rcli get 'lock:{lm}')" ""
+  run -0 p3_acquire lm old 30000 2
+  assert_line --index 0 OK
+}
+
+# --- the done mark and a refused PUBLISH ----------------------------------------------------
+
+@test "--done-for: a release the ACL refuses (77, 'expires by itself within 30s') records nothing as done" {
+  # an ACL user without rlock's channels: the release's PUBLISH is refused. Every other
+  # release publishes first, so that a refusal changes nothing; the done path writes first
+  rcli acl setuser dfnochan on '>pw' '~lock:*' resetchannels '&other:*' '+@all' >/dev/null
+  run -77 "$RLOCK" --url "redis://dfnochan:pw@127.0.0.1:$REDIS_PORT/0" run --done-for 1h dacl -- true
+  assert_output --partial "expires by itself within 30s"
+  run "$RLOCK" status dacl --json
+  refute_output --partial '"done":true'
+}
