@@ -137,3 +137,22 @@ p3_acquire() {
   run "$RLOCK" status dacl --json
   refute_output --partial '"done":true'
 }
+
+@test "--done-for in a nested run is not silently dropped: refused (64), or the period counts as done" {
+  run "$RLOCK" run ndf -- "$RLOCK" run --done-for 1h ndf -- true
+  if ((status != 64)); then
+    assert_equal "$status" 0
+    run -75 "$RLOCK" run -n ndf -- true
+  fi
+}
+
+@test "acquire --and --while-pid: releasing one of the keys leaves the other held (or is refused)" {
+  # the script releases wka only; its keeper must not give wkb back behind its back
+  run -0 bash -c '
+    eval "$("$0" acquire --export --while-pid $$ wka --and wkb)" || exit 9
+    "$0" release --token "$RLOCK_TOKEN" wka && rel=0 || rel=$?
+    sleep 0.5
+    "$0" status wkb >/dev/null && echo "wkb held (release $rel)" || echo "wkb free (release $rel)"' "$RLOCK"
+  # a refusal (non-zero) that leaves both held keeps the promise too
+  [[ $output == "wkb held"* ]] || fail "$output"
+}
