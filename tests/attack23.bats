@@ -156,3 +156,12 @@ p3_acquire() {
   # a refusal (non-zero) that leaves both held keeps the promise too
   [[ $output == "wkb held"* ]] || fail "$output"
 }
+
+@test "--done-for: extend with the done holder's token (status shows it) does not cut the period short" {
+  run -0 "$RLOCK" run --done-for 1h --ttl 5s dext -- true
+  tok=$("$RLOCK" status dext --json | grep -o '"token":"[0-9a-f]*"' | head -n 1 | cut -d'"' -f4)
+  [[ -n $tok ]] || fail "no token in status"
+  "$RLOCK" extend dext --token "$tok" || true # refusing it is fine too
+  pttl=$(rcli pttl 'lock:{dext}')
+  ((pttl > 3000000)) || fail "the done lease now ends in ${pttl}ms instead of about 1h"
+}
