@@ -193,6 +193,7 @@ int cmd_acquire(const GlobalOptions& g, const LockOptions& o) {
       return exitcode::kOk;
     }
   }
+  check_held_room(held, o.keys(), g.prefix, where);
   HolderInfo info =
       o.while_pid
           ? local_holder_info(proc_command_line(static_cast<pid_t>(o.while_pid), kMaxHolderField),
