@@ -17,12 +17,14 @@ _rlock_global_opts="-u --url --user --password-file --sentinel-user --sentinel-p
 _rlock_sub_opts() {
     case $1 in
         run) echo "-c --command --ttl --wait -n --no-wait -E --conflict-exit-code --limit
-                   -s --shared --sync-replicas --min-hold --done-for --on-lost --kill-after
+                   --and --label --priority --supersede --max-waiters -s --shared
+                   --sync-replicas --min-hold --done-for --on-lost --kill-after
                    --kill-leftovers" ;;
-        acquire) echo "--ttl --wait -n --no-wait -E --conflict-exit-code --limit -s --shared
-                       --sync-replicas --while-pid --on-lost --export --json" ;;
-        extend) echo "--token --ttl --sync-replicas --json" ;;
-        release) echo "--token" ;;
+        acquire) echo "--ttl --wait -n --no-wait -E --conflict-exit-code --limit --and --label
+                       --priority --supersede --max-waiters -s --shared --sync-replicas
+                       --while-pid --on-lost --export --json" ;;
+        extend) echo "--token --and --ttl --sync-replicas --json" ;;
+        release) echo "--token --and" ;;
         status) echo "--json" ;;
         list) echo "--names --json" ;;
         break | forget) echo "-y --yes" ;;
@@ -37,7 +39,7 @@ _rlock_takes_value() {
             --tls-key | --tls-server-name | --connect-timeout | --timeout | --prefix | \
             -c | --command | --ttl | --wait | -E | --conflict-exit-code | --limit | \
             --sync-replicas | --min-hold | --done-for | --on-lost | --kill-after | --token | \
-            --while-pid)
+            --while-pid | --and | --label | --priority | --max-waiters)
             return 0 ;;
     esac
     return 1
@@ -202,8 +204,15 @@ _rlock_candidates() {
         --token)
             [[ -n ${RLOCK_TOKEN-} ]] && COMPREPLY=($(compgen -W "$RLOCK_TOKEN" -- "$cur"))
             return ;;
+        --and)
+            # Another KEY, from the server, as KEY itself.
+            local names
+            mapfile -t names < <(_rlock_key_names "$cur")
+            COMPREPLY=("${names[@]}")
+            return ;;
         -c | --command | --user | --sentinel-user | --tls-server-name | --prefix | -E | \
-            --conflict-exit-code | --limit | --sync-replicas)
+            --conflict-exit-code | --limit | --sync-replicas | --label | --priority | \
+            --max-waiters)
             return ;;
     esac
 

@@ -7,7 +7,7 @@
 set -g __rlock_value_opts -u --url --user --password-file --sentinel-user --sentinel-password-file \
     --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --tls-server-name --connect-timeout --timeout \
     --prefix -c --command --ttl --wait -E --conflict-exit-code --limit --sync-replicas --min-hold \
-    --done-for --on-lost --kill-after --token --while-pid
+    --done-for --on-lost --kill-after --token --while-pid --and --label --priority --max-waiters
 
 # Reads the line before the cursor: sets __rlock_sub (the subcommand), __rlock_key (1 once
 # its KEY is given) and __rlock_cmd (where run's command starts, as an index into the
@@ -92,7 +92,9 @@ function __rlock_key_names
     test -n "$url" -o -n "$RLOCK_URL" -o -n "$REDIS_URL"; or return
     set -l bin $words[1]
     command -sq -- $bin; or set bin rlock
-    set -l pattern (string replace -ra -- '([\\\\*?\[\]])' '\\\\$1' (commandline -ct))
+    # The value of --and=KEY2 is completed as KEY.
+    set -l typed (string replace -r -- '^--and=' '' (commandline -ct))
+    set -l pattern (string replace -ra -- '([\\\\*?\[\]])' '\\\\$1' $typed)
     command $bin list --names $conn --timeout 500ms "$pattern*" 2>/dev/null </dev/null
 end
 
@@ -177,6 +179,11 @@ complete -c rlock -n $lk -l wait -x -d 'wait at most this long (default: forever
 complete -c rlock -n $lk -s n -l no-wait -d 'fail at once when taken'
 complete -c rlock -n $lk -s E -l conflict-exit-code -x -d 'exit status when not acquired (default 75)'
 complete -c rlock -n $lk -l limit -x -d 'counting semaphore: at most N holders'
+complete -c rlock -n $lk -l and -x -a '(__rlock_key_names)' -d 'also hold KEY2 (repeatable): every key or none'
+complete -c rlock -n $lk -l label -x -d 'what this job is, shown to others (default $RLOCK_LABEL, else the CI job URL)'
+complete -c rlock -n $lk -l priority -x -d 'place in line: a higher priority is served first (-1000 to 1000)'
+complete -c rlock -n $lk -l supersede -d 'deploy only the latest: replace the waiter that asked for it before'
+complete -c rlock -n $lk -l max-waiters -x -d 'not acquired at once when N waiters are in line already'
 complete -c rlock -n $lk -s s -l shared -d 'a shared lock (as flock -s): many shared holders, or one exclusive'
 complete -c rlock -n $lk -l sync-replicas -x -d 'count a lease only once N replicas confirm it'
 
@@ -198,6 +205,8 @@ complete -c rlock -n $aq -l export -d 'print shell assignments to eval instead o
 
 # extend, release, break.
 complete -c rlock -n '__rlock_sub_is extend release' -l token -x -d 'token printed by acquire (default $RLOCK_TOKEN)'
+complete -c rlock -n '__rlock_sub_is extend' -l and -x -a '(__rlock_key_names)' -d 'renew KEY2 too (repeatable)'
+complete -c rlock -n '__rlock_sub_is release' -l and -x -a '(__rlock_key_names)' -d 'release KEY2 too (repeatable)'
 complete -c rlock -n '__rlock_sub_is extend' -l ttl -x -d 'new lease length'
 complete -c rlock -n '__rlock_sub_is extend' -l sync-replicas -x -d 'count the renewal only once N replicas confirm it'
 complete -c rlock -n '__rlock_sub_is list' -l names -d 'print only the names, one per line'

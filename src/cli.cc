@@ -41,9 +41,11 @@ constexpr const char* kExitTable = R"(Exit status:
 Durations: 250ms, 30s, 5m, 2h, 1h30m, 1.5s, 7d (a bare number is seconds), at
 most 366d. Text from Redis is shown with control characters escaped as \xHH.
 Environment: RLOCK_URL, REDIS_URL, RLOCK_PASSWORD, REDISCLI_AUTH,
-RLOCK_SENTINEL_PASSWORD. The child of run sees RLOCK_KEY, RLOCK_TOKEN,
-RLOCK_FENCE and RLOCK_HELD (every lock it is inside: a nested run of one of
-them runs at once). See rlock(1) for details.)";
+RLOCK_SENTINEL_PASSWORD, RLOCK_LABEL. The child of run sees RLOCK_KEY,
+RLOCK_TOKEN, RLOCK_FENCE, RLOCK_KEYS and RLOCK_FENCES (every key and its fence,
+one per line, as --and gave them), RLOCK_SLOT (with --limit) and RLOCK_HELD
+(every lock it is inside: a nested run of one of them runs at once). See
+rlock(1) for details.)";
 
 // Everything the command line gives. Durations and numbers are kept as text
 // and parsed afterwards (finish()), so that their errors name the flag; an
@@ -133,7 +135,7 @@ CLI::App* add_key(CLI::App* sub, Values& v) {
 // --and KEY (repeatable): more keys, taken all or nothing with one token.
 void add_and(CLI::App* sub, Values& v, const char* what) {
   sub->add_option("--and", v.and_keys, what)
-      ->type_name("KEY")
+      ->type_name("KEY2")
       // One KEY per --and: "--and B -- CMD" must leave the rest alone.
       ->allow_extra_args(false);
 }
@@ -241,8 +243,9 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
                    "the default), kill (SIGKILL), or warn (nothing)")
       ->type_name("ACTION");
   s.acquire->add_flag("--export", v.o.export_env,
-                      "print shell assignments (RLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE, RLOCK_HELD) "
-                      "to eval instead of the token");
+                      "print shell assignments (RLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE, RLOCK_KEYS, "
+                      "RLOCK_FENCES, RLOCK_HELD; RLOCK_SLOT with --limit) to eval instead of the "
+                      "token");
   s.acquire->footer(
       "In a script, for the script's whole life:\n"
       "  eval \"$(rlock acquire KEY --while-pid $$ --export)\" || exit\n"
@@ -270,6 +273,9 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
       "A lease that run --min-hold keeps after its command ended says so: \"kept by\n"
       "--min-hold until 10:54:01Z; its command exited 0\" (--json: kept, kept_until,\n"
       "exit_status).\n"
+      "A holder's or waiter's --label is shown below it (in the table: in WHO, with\n"
+      "user@host:pid below), a waiter's --priority before it, and a --limit\n"
+      "holder's slot after its fence (in the table: below it).\n"
       "Reads only: works for a read-only ACL user and on a replica.");
 
   s.list = app.add_subcommand("list",
@@ -281,9 +287,10 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
                    "print only the names, one per line, at most 1000, with --timeout for the "
                    "whole listing (for shell completion)");
   s.list->footer(
-      "On a terminal: a table under a header (KEY HOLDER LEFT FENCE WAITERS COMMAND),\n"
-      "durations like 29s, each line within the terminal; piped: the bare\n"
-      "tab-separated values above, for scripts.");
+      "On a terminal: a table under a header (KEY HOLDER LEFT FENCE WAITERS COMMAND;\n"
+      "HOLDER is the holder's --label when it has one), durations like 29s, each\n"
+      "line within the terminal; piped: the bare tab-separated values above, for\n"
+      "scripts (LABEL empty when there is none).");
 
   s.brk = add_key(
       app.add_subcommand("break", "delete a stuck lock and wake its waiters (asks first)"), v);

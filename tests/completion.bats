@@ -129,6 +129,19 @@ help_subcommands() {
   assert_line sh
 }
 
+@test "'rlock run KEY --and KEY2 ' goes on with options and the command; the CI options' values are not the command" {
+  run complete_line 'rlock run deploy --and db --su'
+  assert_candidates --supersede
+  run complete_line 'rlock run deploy --and db -- '
+  assert_line sh
+  for opt in --label --priority --max-waiters; do
+    run complete_line "rlock run deploy $opt "
+    assert_output ""
+  done
+  run complete_line 'rlock run deploy --label x --priority 5 --max-waiters 1 -- '
+  assert_line sh
+}
+
 @test "'rlock run KEY --ttl 5m --on-lost k' completes kill" {
   run complete_line 'rlock run deploy --ttl 5m --on-lost k'
   assert_candidates kill
@@ -403,6 +416,13 @@ assert_names_completed() {
   run candidates "$1" 'rlock run deploy:s'
   assert_candidates deploy:stage
   run candidates "$1" 'rlock release --token t deploy:p'
+  assert_candidates deploy:prod
+  # --and KEY2 (run, acquire, extend, release) completes as KEY does.
+  run candidates "$1" 'rlock run other --and deploy:s'
+  assert_candidates deploy:stage
+  run candidates "$1" 'rlock acquire other --and dep'
+  assert_candidates deploy:prod deploy:stage
+  run candidates "$1" 'rlock release --token t other --and deploy:p'
   assert_candidates deploy:prod
   unset RLOCK_URL
   run candidates "$1" "rlock -u $url break dep"

@@ -18,6 +18,9 @@ setup_file() { redis_start; }
 setup() {
   T=$BATS_TEST_TMPDIR
   rcli flushall >/dev/null # the samples use the same lock names
+  # No CI of the machine running the tests labels the samples' holders (README's CI
+  # samples set their own GitHub Actions variables).
+  unset GITHUB_ACTIONS GITLAB_CI JENKINS_URL BUILDKITE RLOCK_LABEL
 }
 
 # readme_sample COMMAND: the lines README shows after `$ COMMAND` in a console block, up
@@ -57,15 +60,18 @@ in_ws() {
   bg_start "$name" sh -c 'cd "$1" && shift && exec "$@"' sh "$T/ws" "$RLOCK" "$@"
 }
 
-# holder_and_waiter: README's deploy example: a holder that has started, then a waiter.
-# Sets holder and waiter to their pids.
+# holder_and_waiter: README's deploy example: a holder that has started, then a waiter,
+# each a GitHub Actions run (runs 4242 and 4243 of acme/shop: their labels are the runs'
+# URLs, from the variables the runner sets). Sets holder and waiter to their pids.
 holder_and_waiter() {
   write_deploy
-  in_ws holder run deploy:prod -- ./deploy.sh
+  export GITHUB_ACTIONS=true GITHUB_SERVER_URL=https://github.com GITHUB_REPOSITORY=acme/shop
+  GITHUB_RUN_ID=4242 in_ws holder run deploy:prod -- ./deploy.sh
   holder=$BG_PID
   wait_until 'compgen -G "$T/ws/started.*" >/dev/null'
-  in_ws waiter run deploy:prod --wait 30m -- ./deploy.sh
+  GITHUB_RUN_ID=4243 in_ws waiter run deploy:prod --wait 30m -- ./deploy.sh
   waiter=$BG_PID
+  unset GITHUB_ACTIONS
 }
 
 @test "README's waiting sample is what a waiter prints off a terminal" {
@@ -194,6 +200,54 @@ outage_lines() {
   assert_success
   assert_equal "$(normalize <<<"$output")" \
     "$(readme_sample 'rlock status nightly-report' | normalize)"
+}
+
+# readme_line PATTERN: README's command line (in a code block) that matches the extended
+# regexp PATTERN, without its comment, as words for in_ws (without the leading `rlock`).
+readme_line() {
+  local line
+  line=$(grep -E "^rlock $1" "$README" | sed 's/ *#.*//')
+  [[ -n $line ]] || fail "no README line matches: rlock $1"
+  read -ra words <<<"${line#rlock }"
+}
+
+@test "README's CI policy lines say what rlock prints: superseded by the newer run; a full line" {
+  mkdir -p "$T/ws"
+  printf '#!/bin/sh\nexit 0\n' >"$T/ws/deploy.sh"
+  chmod +x "$T/ws/deploy.sh"
+  tok=$("$RLOCK" acquire deploy:prod --ttl 60s)
+  # Two GitHub Actions runs ask to deploy only the latest: run 4251 replaces run 4250.
+  export GITHUB_ACTIONS=true GITHUB_SERVER_URL=https://github.com GITHUB_REPOSITORY=acme/shop
+  readme_line 'run deploy:prod .*--supersede '
+  GITHUB_RUN_ID=4250 in_ws older "${words[@]}"
+  older=$BG_PID
+  wait_until '[[ $(rcli zcard "lock:{deploy:prod}:queue") == 1 ]]'
+  GITHUB_RUN_ID=4251 in_ws newer "${words[@]}"
+  newer=$BG_PID
+  bg_wait "$older" 10
+  assert_equal "$BG_STATUS" 75
+  want=$(grep -o "rlock: no longer waiting for [^\`]*" "$README")
+  assert_equal "$(tail -n 1 "$T/older.err")" "$want"
+  unset GITHUB_ACTIONS
+  # Five waiters in line: README's --max-waiters 5 is not acquired at once.
+  pids=("$newer")
+  for i in 1 2 3 4; do
+    in_ws "w$i" run deploy:prod --wait 1h -- ./deploy.sh
+    pids+=("$BG_PID")
+  done
+  wait_until '[[ $(rcli zcard "lock:{deploy:prod}:queue") == 5 ]]'
+  readme_line 'run deploy:prod .*--max-waiters 5 '
+  in_ws full "${words[@]}"
+  bg_wait "$BG_PID" 10
+  assert_equal "$BG_STATUS" 75
+  want=$(grep -o "rlock: 'deploy:prod' is held by … and [^\`]*" "$README")
+  got=$(tail -n 1 "$T/full.err")
+  [[ $got == "${want%%…*}"* && $got == *"${want#*…}" ]] || fail "README: $want; rlock: $got"
+  "$RLOCK" release deploy:prod --token "$tok"
+  for pid in "${pids[@]}"; do
+    bg_wait "$pid" 30
+    assert_equal "$BG_STATUS" 0
+  done
 }
 
 # The exit table as "CODE|MEANING" lines, from each of the three places.

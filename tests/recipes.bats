@@ -17,6 +17,9 @@ setup_file() {
 setup() {
   T=$BATS_TEST_TMPDIR
   rcli flushall >/dev/null # the recipes use the same lock names
+  # No CI of the machine running the tests labels anything: the CI tests set the runners'
+  # variables themselves.
+  unset GITHUB_ACTIONS GITLAB_CI JENKINS_URL BUILDKITE RLOCK_LABEL
   # `rlock` on PATH is the binary under test (as a package would put it in /usr/bin).
   mkdir -p "$T/bin"
   ln -sf "$(realpath "$RLOCK")" "$T/bin/rlock"
@@ -207,12 +210,47 @@ run_step() {
   STEP_PID=$BG_PID
 }
 
-@test "GitHub Actions: the step as the runner runs it; cancelled while deploying, it frees the lock" {
+# gha_steps: the recipe's workflow as JSON in $T/deploy.json; the deploy step's script (the
+# step that runs rlock) in $T/step.sh, and the install step's (the one that runs dpkg -i)
+# in $T/install.sh.
+gha_steps() {
   recipe_block github-actions.md deploy.yml >"$T/deploy.yml"
   yaml_json "$T/deploy.yml" >"$T/deploy.json"
-  jq -r '.jobs.deploy.steps[] | select(.run) | .run' "$T/deploy.json" >"$T/step.sh"
-  assert_equal "$(jq -r '.jobs.deploy.steps[] | select(.run) | .shell' "$T/deploy.json")" bash
+  local steps='.jobs.deploy.steps[] | select(.run)'
+  jq -r "$steps | select(.run | test(\"rlock run \")) | .run" "$T/deploy.json" >"$T/step.sh"
+  assert_equal "$(jq -r "$steps | select(.run | test(\"rlock run \")) | .shell" "$T/deploy.json")" bash
   grep -q '^exec rlock run ' "$T/step.sh" || fail "the step should exec rlock: $(cat "$T/step.sh")"
+  jq -r "$steps | select(.run | test(\"dpkg -i\")) | .run" "$T/deploy.json" >"$T/install.sh"
+}
+
+# As the runner runs a `shell: bash` step: `bash --noprofile --norc -eo pipefail FILE`.
+GHA_BASH=(bash --noprofile --norc -eo pipefail)
+
+@test "GitHub Actions: a hosted runner; the install step downloads the .deb scripts/package.sh builds and runs dpkg -i" {
+  gha_steps
+  runs_on=$(jq -r '.jobs.deploy["runs-on"]' "$T/deploy.json")
+  [[ $runs_on == ubuntu-* ]] || fail "the recipe should run on a GitHub-hosted runner: $runs_on"
+  # The name scripts/package.sh gives the package matches the pattern the step downloads.
+  grep -qF 'deb_file=$out/rlock_${version}_${arch}.deb' "$BATS_TEST_DIRNAME/../scripts/package.sh" ||
+    fail "scripts/package.sh names its .deb differently"
+  deb="rlock_$("$RLOCK" --version | awk '{print $2}')_amd64.deb"
+  pattern=$(grep -o -- "--pattern '[^']*'" "$T/install.sh" | cut -d"'" -f2)
+  # shellcheck disable=SC2053 # a glob, as gh matches it
+  [[ $deb == $pattern ]] || fail "--pattern '$pattern' does not match $deb"
+  # The step's lines, with gh, sudo and dpkg standing in: gh puts the asset in --dir.
+  mkdir -p "$T/fake" "$T/runner-temp"
+  printf '#!/bin/sh\nwhile [ $# -gt 0 ]; do [ "$1" = --dir ] && d=$2; shift; done\n: >"$d/%s"\n' \
+    "$deb" >"$T/fake/gh"
+  printf '#!/bin/sh\nexec "$@"\n' >"$T/fake/sudo"
+  printf '#!/bin/sh\necho "$@" >"%s/dpkg.args"\n' "$T" >"$T/fake/dpkg"
+  chmod +x "$T/fake/gh" "$T/fake/sudo" "$T/fake/dpkg"
+  PATH="$T/fake:$PATH" RUNNER_TEMP="$T/runner-temp" GH_TOKEN=t run "${GHA_BASH[@]}" "$T/install.sh"
+  assert_success
+  assert_equal "$(cat "$T/dpkg.args")" "-i $T/runner-temp/$deb"
+}
+
+@test "GitHub Actions: the step as the runner runs it; cancelled while deploying, it frees the lock" {
+  gha_steps
   mkdir -p "$T/ws"
   write_deploy "$T/ws"
   # shell: bash runs the step as `bash --noprofile --norc -eo pipefail FILE`.
@@ -235,6 +273,49 @@ run_step() {
   assert_equal "$BG_STATUS" 130
   run "$RLOCK" status deploy:prod
   assert_equal "$status" 1
+}
+
+# holder_label KEY: the label of KEY's first holder (null: none, or free).
+holder_label() { { "$RLOCK" status --json "$1" || true; } | jq -r '.holders[0].label'; }
+# waiter_labels KEY: the labels of KEY's waiters in line order, on one line.
+waiter_labels() { { "$RLOCK" status --json "$1" || true; } | jq -r '[.waiters[].label] | join(" ")'; }
+
+@test "GitHub Actions: deploy only the latest: a newer run supersedes the waiting one; runs are named by their URLs" {
+  gha_steps
+  mkdir -p "$T/ws"
+  write_deploy "$T/ws"
+  # What the runner sets for run N of acme/shop.
+  export GITHUB_ACTIONS=true GITHUB_SERVER_URL=https://github.com GITHUB_REPOSITORY=acme/shop
+  runs=https://github.com/acme/shop/actions/runs
+  GITHUB_RUN_ID=101 run_step r101 "${GHA_BASH[@]}" "$T/step.sh"
+  r101=$STEP_PID
+  wait_for_file "$T/deploy.started"
+  GITHUB_RUN_ID=102 run_step r102 "${GHA_BASH[@]}" "$T/step.sh"
+  r102=$STEP_PID
+  wait_until '[[ $(rcli zcard "lock:{deploy:prod}:queue") == 1 ]]'
+  # The waiting run's log names the deploying run by its URL.
+  wait_until "grep -q 'held by $runs/101 since ' '$T/r102.err'" 10
+  # A newer push: run 103 replaces run 102 in the line; 102's step fails, saying by whom.
+  GITHUB_RUN_ID=103 run_step r103 "${GHA_BASH[@]}" "$T/step.sh"
+  r103=$STEP_PID
+  bg_wait "$r102" 10
+  assert_equal "$BG_STATUS" 75
+  grep -qF "superseded by $runs/103 (--supersede)" "$T/r102.err" || fail "$(cat "$T/r102.err")"
+  assert_equal "$(holder_label deploy:prod)" "$runs/101"
+  assert_equal "$(waiter_labels deploy:prod)" "$runs/103"
+  run "$RLOCK" status deploy:prod
+  assert_line "          label $runs/101"
+  assert_line "          label $runs/103"
+  # Run 101 is done (cancelled here): the newest run deploys, never the superseded one.
+  rm -f "$T/deploy.started"
+  kill -INT "$r101"
+  bg_wait "$r101" 10
+  assert_equal "$BG_STATUS" 130
+  wait_for_file "$T/deploy.started" 5
+  assert_equal "$(holder_label deploy:prod)" "$runs/103"
+  kill -INT "$r103"
+  bg_wait "$r103" 10
+  assert_equal "$BG_STATUS" 130
 }
 
 @test "GitLab CI: the job's script as the runner runs it; cancelled while waiting or deploying" {
@@ -263,6 +344,111 @@ run_step() {
   assert_equal "$BG_STATUS" 143
   run "$RLOCK" status deploy:prod
   assert_equal "$status" 1
+}
+
+# gitlab_job JOB: the recipe's job JOB as the runner's shell script ($T/JOB.sh): set -eo
+# pipefail, then the job's lines.
+gitlab_job() {
+  recipe_block gitlab-ci.md .gitlab-ci.yml >"$T/gitlab.yml"
+  yaml_json "$T/gitlab.yml" >"$T/gitlab.json"
+  { echo 'set -eo pipefail'; jq -r --arg j "$1" '.[$j].script[]' "$T/gitlab.json"; } >"$T/$1.sh"
+  grep -q '^exec rlock run ' "$T/$1.sh" || fail "job $1 should exec rlock"
+}
+
+@test "GitLab CI: a hotfix goes ahead of the waiting deploy; a newer deploy supersedes it; jobs are named by CI_JOB_URL" {
+  gitlab_job deploy
+  gitlab_job hotfix
+  mkdir -p "$T/ws"
+  write_deploy "$T/ws"
+  export GITLAB_CI=true
+  jobs=https://gitlab.example.com/acme/shop/-/jobs
+  CI_JOB_URL=$jobs/1 run_step j1 bash "$T/deploy.sh"
+  j1=$STEP_PID
+  wait_for_file "$T/deploy.started"
+  CI_JOB_URL=$jobs/2 run_step j2 bash "$T/deploy.sh"
+  j2=$STEP_PID
+  wait_until '[[ $(rcli zcard "lock:{deploy:prod}:queue") == 1 ]]'
+  wait_until "grep -q 'held by $jobs/1 since ' '$T/j2.err'" 10
+  # The hotfix stands ahead of the deploy that came first.
+  CI_JOB_URL=$jobs/3 run_step j3 bash "$T/hotfix.sh"
+  j3=$STEP_PID
+  wait_until '[[ $(rcli zcard "lock:{deploy:prod}:queue") == 2 ]]'
+  assert_equal "$(waiter_labels deploy:prod)" "$jobs/3 $jobs/2"
+  run "$RLOCK" status deploy:prod
+  assert_line --partial "waiter 1. (priority 10) "
+  # A newer pipeline of main: its deploy replaces the waiting one, behind the hotfix.
+  CI_JOB_URL=$jobs/4 run_step j4 bash "$T/deploy.sh"
+  j4=$STEP_PID
+  bg_wait "$j2" 10
+  assert_equal "$BG_STATUS" 75
+  grep -qF "superseded by $jobs/4 (--supersede)" "$T/j2.err" || fail "$(cat "$T/j2.err")"
+  assert_equal "$(waiter_labels deploy:prod)" "$jobs/3 $jobs/4"
+  # They deploy in that order (each cancelled here once it deploys).
+  for next in "$j3:3" "$j4:4"; do
+    rm -f "$T/deploy.started"
+    kill -TERM "$j1"
+    bg_wait "$j1" 10
+    assert_equal "$BG_STATUS" 143
+    wait_for_file "$T/deploy.started" 5
+    assert_equal "$(holder_label deploy:prod)" "$jobs/${next#*:}"
+    j1=${next%:*}
+  done
+  kill -TERM "$j1"
+  bg_wait "$j1" 10
+  assert_equal "$BG_STATUS" 143
+  run "$RLOCK" status deploy:prod
+  assert_equal "$status" 1
+}
+
+# A stand-in psql in $T/bin: it logs "start DB", runs until $T/go.DB exists, logs "end DB".
+write_psql() {
+  printf '#!/bin/sh\necho "start $1" >>"%s/psql.log"\nwhile [ ! -e "%s/go.$1" ]; do sleep 0.05; done\necho "end $1" >>"%s/psql.log"\n' \
+    "$T" "$T" "$T" >"$T/bin/psql"
+  chmod +x "$T/bin/psql"
+}
+started() { grep -c '^start ' "$T/psql.log" 2>/dev/null || echo 0; }
+
+@test "pool: five jobs at once: four on four different databases, the fifth on the first one freed" {
+  write_psql
+  recipe_block pool.md integration-tests.sh >"$T/it.sh"
+  grep -q 'RLOCK_SLOT' "$T/it.sh" || fail "the script should use RLOCK_SLOT"
+  pids=()
+  for i in 1 2 3 4 5; do
+    bg_start "job$i" env PATH="$T/bin:$PATH" RLOCK_URL="$RLOCK_URL" sh "$T/it.sh"
+    pids+=("$BG_PID")
+  done
+  wait_until '[[ $(started) == 4 && $(rcli zcard "lock:{test-db}:queue") == 1 ]]' 20
+  assert_equal "$(sed -n 's/^start //p' "$T/psql.log" | sort | tr '\n' ' ')" \
+    "test_db_1 test_db_2 test_db_3 test_db_4 "
+  run "$RLOCK" status test-db
+  assert_output --regexp 'fence [0-9]+, slot 3, token'
+  # test_db_3 is done: the fifth job gets it.
+  touch "$T/go.test_db_3"
+  wait_until '[[ $(started) == 5 ]]' 10
+  assert_equal "$(grep '^start ' "$T/psql.log" | tail -n 1)" "start test_db_3"
+  touch "$T"/go.test_db_{1,2,3,4}
+  for pid in "${pids[@]}"; do
+    bg_wait "$pid" 20
+    assert_equal "$BG_STATUS" 0
+  done
+}
+
+@test "pool: the script form holds one slot for both of its steps, and frees it when it exits" {
+  write_psql
+  touch "$T"/go.test_db_{1,2,3,4}
+  export PATH="$T/bin:$PATH"
+  recipe_block pool.md several-steps.sh >"$T/steps.sh"
+  # Two jobs hold slots 1 and 2.
+  t1=$(rlock acquire test-db --limit 4 --ttl 60s)
+  t2=$(rlock acquire test-db --limit 4 --ttl 60s)
+  run sh "$T/steps.sh"
+  assert_success
+  assert_equal "$(grep -c '^start test_db_3$' "$T/psql.log")" 2
+  assert_equal "$(grep -c '^start ' "$T/psql.log")" 2
+  # The keeper releases slot 3 within about a second after the script exited.
+  wait_until '[[ $(status_json test-db | jq "[.holders[].slot] | sort | join(\" \")") == "\"1 2\"" ]]' 5
+  rlock release test-db --token "$t1"
+  rlock release test-db --token "$t2"
 }
 
 @test "Kubernetes: the CronJob says what it should; its command, in two pods at once, runs once" {
