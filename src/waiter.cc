@@ -213,9 +213,9 @@ void Acquirer::on_reply(Outcome<AcquireReply> o) {
   if (a.state == AcquireReply::State::Full)
     return fail_with_cleanup(
         Error(ErrorKind::NotAcquired,
-              fmt::format("'{}' is {} and {} or more wait already (--max-waiters {})",
-                          lock_.names().key, holder_text(a), lock_.line_policy().max_waiters,
-                          lock_.line_policy().max_waiters)));
+              fmt::format("'{}' has {} or more waiters already (--max-waiters {}); it is {}",
+                          lock_.names().key, lock_.line_policy().max_waiters,
+                          lock_.line_policy().max_waiters, holder_text(a))));
   if (a.state == AcquireReply::State::Taken && !spec_.no_wait && probing_) {
     last_ = a;
     return start_waiting();

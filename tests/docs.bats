@@ -240,7 +240,7 @@ readme_line() {
   in_ws full "${words[@]}"
   bg_wait "$BG_PID" 10
   assert_equal "$BG_STATUS" 75
-  want=$(grep -o "rlock: 'deploy:prod' is held by … and [^\`]*" "$README")
+  want=$(grep -o "rlock: 'deploy:prod' has 5 or more waiters already [^\`]*" "$README")
   got=$(tail -n 1 "$T/full.err")
   [[ $got == "${want%%…*}"* && $got == *"${want#*…}" ]] || fail "README: $want; rlock: $got"
   "$RLOCK" release deploy:prod --token "$tok"

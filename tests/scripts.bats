@@ -645,3 +645,39 @@ pacq() {
   run -0 first_line pacq mc w3 0 '' 2 2
   assert_output QUEUED
 }
+
+@test "a retried semaphore grant answers its slot again" {
+  run -0 v2 acquire rs tok 30000 2 try 6000 'lock:release:{rs}' host 42 user cmd 1
+  assert_line --index 0 OK
+  assert_line --index 4 1
+  run -0 v2 acquire rs tok 30000 2 try 6000 'lock:release:{rs}' host 42 user cmd 2
+  assert_line --index 0 OK
+  assert_line --index 4 1
+}
+
+@test "a superseding newcomer that the cap refuses replaces nobody" {
+  run -0 first_line acq v2 sc h 30000 1
+  run -0 first_line pacq sc a 0 '' 0
+  run -0 first_line pacq sc b 0 '' 0
+  run -0 first_line pacq sc s1 0 1 0
+  # a, b and s1 wait; a cap of 2 counts a and b once s1 would have left: full
+  run -0 first_line pacq sc s2 0 1 2
+  assert_output FULL
+  assert_equal "$(rcli zrange 'lock:{sc}:queue' 0 -1 | tr '\n' ' ')" "a b s1 "
+  assert_equal "$(rcli exists 'lock:{sc}:x:s1')" 0
+  # a cap of 3 leaves room once s1 has left
+  run -0 first_line pacq sc s3 0 1 3
+  assert_output QUEUED
+  assert_equal "$(rcli zrange 'lock:{sc}:queue' 0 -1 | tr '\n' ' ')" "a b s3 "
+}
+
+@test "the index of the superseding waiter lives as long as its place, renewed by its attempts" {
+  run -0 first_line acq v2 sx h 30000 1
+  run -0 first_line pacq sx s1 0 1
+  p=$(rcli pttl 'lock:{sx}:sup')
+  assert [ "$p" -gt 0 ]
+  assert [ "$p" -le 6000 ]
+  rcli pexpire 'lock:{sx}:sup' 1000 >/dev/null
+  run -0 first_line pacq sx s1 0 1 0 2
+  assert [ "$(rcli pttl 'lock:{sx}:sup')" -gt 5000 ]
+}

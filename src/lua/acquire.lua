@@ -38,11 +38,14 @@ local function free_slot()
   while used[n] do n = n + 1 end
   return n
 end
--- The line has `cap` live waiters or more.
-local function full()
-  if redis.call('ZCARD', QUEUE) < cap then return false end
+-- The line has `cap` live waiters or more, `except` (a token, or nil) not counted.
+local function full(except)
+  if redis.call('ZCARD', QUEUE) - (except and 1 or 0) < cap then return false end
   local n = 0
-  walk_line(function() n = n + 1 return n >= cap end)
+  walk_line(function(t)
+    if t ~= except then n = n + 1 end
+    return n >= cap
+  end)
   return n >= cap
 end
 purge_holders()
@@ -68,7 +71,8 @@ if how then
   if att > 0 and att <= seen then return {'STALE', seen} end
   set_lease(tok, how, ttl)
   if att > 0 then redis.call('HSET', hkey(tok), 'att', att) end
-  return {'OK', tonumber(redis.call('HGET', hkey(tok), 'fence') or '0'), ttl, NOW}
+  local h = redis.call('HMGET', hkey(tok), 'fence', 'slot')
+  return {'OK', tonumber(h[1] or '0') or 0, ttl, NOW, tonumber(h[2] or '0') or 0}
 end
 local queued = redis.call('ZSCORE', QUEUE, tok)
 if queued and att > 0 and att < stamp_of(wkey(tok)) then
@@ -146,11 +150,19 @@ if mode ~= 'wait' then
   return {'TAKEN', -1, free, hs, n}
 end
 if not queued then
-  if supersede then
+  -- The superseding waiter this one would replace, if it is in line.
+  local old = supersede and redis.call('GET', SUP) or nil
+  if old == tok or (old and not redis.call('ZSCORE', QUEUE, old)) then old = nil end
+  -- The cap counts the line as it will be once `old` has left; a newcomer
+  -- refused by it replaces nobody.
+  if cap > 0 and full(old) then
+    local hs, n = holders(10)
+    return {'FULL', -1, free, hs, n}
+  end
+  if old then
     -- "Only the latest": the superseding waiter before this one leaves the
     -- line, is told so, and is marked so that it never joins again.
-    local old = redis.call('GET', SUP)
-    if old and old ~= tok and redis.call('ZREM', QUEUE, old) == 1 then
+    if redis.call('ZREM', QUEUE, old) == 1 then
       local by = label
       if by == '' then by = ARGV[7] .. ' pid ' .. ARGV[8] end
       redis.call('DEL', wkey(old))
@@ -159,17 +171,15 @@ if not queued then
       wake(chan)  -- it may have been the one whose turn it was
     end
   end
-  if cap > 0 and full() then
-    local hs, n = holders(10)
-    return {'FULL', -1, free, hs, n}
-  end
   -- Higher priorities sort first; equal ones by arrival (0 keeps the score
   -- every version gives: the arrival number).
   redis.call('ZADD', QUEUE, redis.call('INCR', QSEQ) - prio * 1e12, tok)
   describe(wkey(tok))
   if prio ~= 0 then redis.call('HSET', wkey(tok), 'prio', prio) end
-  if supersede then redis.call('SET', SUP, tok) end
+  if supersede then redis.call('SET', SUP, tok, 'PX', qlease) end
 end
+-- The superseding waiter's index lives as long as its place in line.
+if supersede and queued and redis.call('GET', SUP) == tok then redis.call('PEXPIRE', SUP, qlease) end
 if att > 0 then redis.call('HSET', wkey(tok), 'att', att) end
 redis.call('PEXPIRE', wkey(tok), qlease)
 local hs, n = holders(10)

@@ -46,6 +46,10 @@ _rlock_load_bats_libs
 
 # --- paths ------------------------------------------------------------------------------
 
+# The suites run inside CI systems too: a CI's variables would label every holder
+# (--label's default), and RLOCK_* of the caller would change what rlock does.
+unset GITHUB_ACTIONS GITLAB_CI JENKINS_URL BUILDKITE RLOCK_LABEL RLOCK_HISTORY RLOCK_LAYOUT
+
 RLOCK="${RLOCK_BIN:-$BATS_TEST_DIRNAME/../build/rlock}"
 HELPERS="${RLOCK_HELPERS:-$BATS_TEST_DIRNAME/../build/tests/helpers}"
 export RLOCK HELPERS
