@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
@@ -87,31 +88,56 @@ std::string format_held(const std::vector<HeldEntry>& entries) {
   return out;
 }
 
-std::string lock_location(const GlobalOptions& g) {
-  std::string out;
-  for (const auto& url : effective_urls(g)) {
-    if (!out.empty()) out += ' ';
-    // Shown in the environment of every command: never a password, never a
-    // control character (a tab or newline would break the line format).
-    std::string shown = redact_url(url);
-    for (char& c : shown)
-      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-    out += shown;
+namespace {
+
+// WHERE spelled one way: each URL canonical (one server spelled two ways is
+// one lock), in sorted order (a quorum's masters in any order), never a
+// control character (a tab or newline would break the line format).
+std::string canonical_where(const std::vector<std::string>& urls) {
+  std::vector<std::string> shown;
+  for (const auto& url : urls) {
+    std::string c = canonical_url(url);
+    for (char& ch : c)
+      if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = '?';
+    shown.push_back(std::move(c));
   }
+  std::sort(shown.begin(), shown.end());
+  std::string out;
+  for (const auto& c : shown) out += (out.empty() ? "" : " ") + c;
   return out;
+}
+
+std::vector<std::string> urls_of(std::string_view where) {
+  std::vector<std::string> urls;
+  for (auto u : split(where, ' '))
+    if (!u.empty()) urls.emplace_back(u);
+  return urls;
+}
+
+// WHERE of an entry is compared canonically too: one written by hand, or by
+// a version that wrote URLs as given, still names its lock.
+bool same_lock(const HeldEntry& e, const std::string& key, const std::string& prefix,
+               const std::string& where) {
+  if (e.key != key || e.prefix != prefix) return false;
+  return e.where == where || canonical_where(urls_of(e.where)) == canonical_where(urls_of(where));
+}
+
+}  // namespace
+
+std::string lock_location(const GlobalOptions& g) {
+  return canonical_where(effective_urls(g));
 }
 
 const HeldEntry* find_held(const std::vector<HeldEntry>& entries, const std::string& key,
                            const std::string& prefix, const std::string& where) {
   for (const auto& e : entries)
-    if (e.key == key && e.prefix == prefix && e.where == where) return &e;
+    if (same_lock(e, key, prefix, where)) return &e;
   return nullptr;
 }
 
 std::string held_with(std::vector<HeldEntry> entries, const HeldEntry& add) {
-  std::erase_if(entries, [&](const HeldEntry& e) {
-    return e.key == add.key && e.prefix == add.prefix && e.where == add.where;
-  });
+  std::erase_if(entries,
+                [&](const HeldEntry& e) { return same_lock(e, add.key, add.prefix, add.where); });
   entries.push_back(add);
   while (entries.size() > kMaxHeldEntries) entries.erase(entries.begin());
   return format_held(entries);

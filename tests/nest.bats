@@ -336,3 +336,27 @@ EOF2
   _rlock_poll "SIGTERM to PID" 10 test -e "$T/term"
   _rlock_poll "k to be free" 10 is_free k
 }
+
+# --- the second review ------------------------------------------------------------------------
+
+@test "one server spelled two ways is one lock: a nested run under another spelling runs at once" {
+  # shellcheck disable=SC2153 # exported by redis_start
+  local tcp="redis://127.0.0.1:$REDIS_PORT" sock="unix://$REDIS_SOCK"
+  run timeout 20 rlock -u "$tcp/0" run --wait 3s k -- \
+    rlock -u "$tcp" run --wait 3s k -- rlock -u "$tcp/" run --wait 3s k -- echo inner-tcp
+  [ "$status" -eq 0 ]
+  [[ $output == *inner-tcp* ]]
+  run timeout 20 rlock -u "$sock?db=0" run --wait 3s k -- rlock -u "$sock" run --wait 3s k -- \
+    echo inner-unix
+  [ "$status" -eq 0 ]
+  [[ $output == *inner-unix* ]]
+  # a quorum's masters in another order are the same deployment
+  redis_start_named SPELL
+  run timeout 20 rlock -u "$tcp/0" -u "$SPELL_URL" run --wait 3s q -- \
+    rlock -u "$SPELL_URL" -u "$tcp" run --wait 3s q -- echo inner-quorum
+  redis_stop SPELL
+  [ "$status" -eq 0 ]
+  [[ $output == *inner-quorum* ]]
+  is_free k
+}
+
