@@ -74,7 +74,7 @@ int cmd_release(const GlobalOptions& g, const std::string& key, const std::strin
       // (bounded), then made sure of below (finding it released is fine).
       if (is_keeper(entry) && kill(static_cast<pid_t>(entry.keeper), SIGUSR1) == 0) {
         auto until = Clock::now() + lock->command_timeout();
-        while (kill(static_cast<pid_t>(entry.keeper), 0) == 0 && Clock::now() < until)
+        while (is_keeper(entry) && Clock::now() < until)  // (a zombie is not)
           std::this_thread::sleep_for(std::chrono::milliseconds(10));
         auto r = wait_for<ReleaseReply>(
             s.loop, [&](Done<ReleaseReply> d) { lock->release(token, Millis(0), std::move(d)); });
