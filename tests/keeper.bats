@@ -275,6 +275,23 @@ EOF2
   [[ $output == *freed* ]]
 }
 
+@test "status shows the user PID runs as, not the caller's" {
+  [ "$(id -u)" -eq 0 ] || skip "needs root to start a process as another user"
+  command -v setpriv >/dev/null || skip "no setpriv"
+  id nobody >/dev/null 2>&1 || skip "no user nobody"
+  setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups sleep 1000 &
+  pid=$!
+  echo "$pid" >"$T/pid.other"
+  wait_until '[[ $(ps -o user= -p '"$pid"') == nobody && $(ps -o comm= -p '"$pid"') == sleep ]]'
+  rlock acquire k --while-pid "$pid" >/dev/null
+  run "$RLOCK" status k
+  [[ $output == *"pid $pid user nobody: sleep 1000"* ]] || fail "$output"
+  run "$RLOCK" status --json k
+  [[ $output == *'"user":"nobody"'* ]]
+  kill "$pid"
+  _rlock_poll "k to be free" 10 is_free k
+}
+
 # --- the caller -------------------------------------------------------------------------------
 
 @test "a caller that exits before its keeper is ready leaves nothing held, and no keeper behind" {

@@ -197,6 +197,10 @@ int cmd_acquire(const GlobalOptions& g, const LockOptions& o) {
           ? local_holder_info(proc_command_line(static_cast<pid_t>(o.while_pid), kMaxHolderField),
                               o.while_pid)
           : local_holder_info("rlock acquire", getppid());
+  // The holder is PID, with its command line and its user (root may keep a
+  // lock for another user's process).
+  if (o.while_pid)
+    if (auto uid = proc_uid(static_cast<pid_t>(o.while_pid))) info.user = user_name(*uid);
   WaitSpec spec{o.ttl, o.wait, o.no_wait, info, o.sync_replicas};
   std::string token = new_token();
   Acquirer acquirer(*lock, token, spec);
