@@ -360,3 +360,27 @@ EOF2
   is_free k
 }
 
+@test "a nested acquire --while-pid of a process under the holder takes nothing and starts no keeper" {
+  run timeout 20 rlock run k -- sh -c '
+    out=$(rlock -v acquire k --while-pid $$ --export 2>"$T/err") || exit 9
+    eval "$out"
+    [ "$RLOCK_TOKEN" = "$(rlock status --json k | sed -n "s/.*\"token\":\"\([^\"]*\)\".*/\1/p")" ] &&
+      echo same-token
+    rlock release k && echo released-ok
+    rlock status k >/dev/null && echo still-held'
+  [ "$status" -eq 0 ]
+  [[ $output == *same-token* ]]
+  [[ $output == *released-ok* ]]
+  [[ $output == *still-held* ]]
+  grep -q "taking nothing and starting no keeper" "$T/err"
+  is_free k
+  ! pgrep -f "acquire k --while-pid" >/dev/null
+}
+
+@test "a nested acquire --while-pid of a process outside the holder is 64, with the reason" {
+  sleeper
+  run timeout 20 rlock run k -- rlock acquire k --while-pid "$SPID"
+  [ "$status" -eq 64 ]
+  [[ $output == *"does not run under it"* ]]
+  is_free k
+}

@@ -181,10 +181,23 @@ int cmd_acquire(const GlobalOptions& g, const LockOptions& o) {
   if (const HeldEntry* e = find_held(held, o.key, g.prefix, where)) {
     std::string why;
     if (auto h = verify_held(s.loop, *lock, *e, why)) {
-      log_verbose(
-          fmt::format("'{}' is already held by an enclosing holder (pid {}): taking "
-                      "nothing",
-                      o.key, h->info.pid));
+      // --while-pid: the enclosing holder keeps it for PID's life only if PID
+      // runs under it (the script that takes its lock again); anything else
+      // would be unlocked once the holder ends, with nobody told.
+      if (o.while_pid &&
+          !is_ancestor(static_cast<pid_t>(h->info.pid), static_cast<pid_t>(o.while_pid)))
+        throw_usage(fmt::format(
+            "--while-pid {}: '{}' is already held by an enclosing holder (pid {}), and "
+            "process {} does not run under it: the lock could not be kept for its life (take "
+            "it outside the holder, or run that process under it)",
+            o.while_pid, o.key, h->info.pid, o.while_pid));
+      log_verbose(fmt::format(
+          "'{}' is already held by an enclosing holder (pid {}): taking nothing{}", o.key,
+          h->info.pid,
+          o.while_pid ? fmt::format(" and starting no keeper (process {} runs under the holder, "
+                                    "which keeps it)",
+                                    o.while_pid)
+                      : ""));
       HeldEntry passed = *e;
       passed.nested = true;  // a release under this copy is a nested one
       print_out(output_of(g, o, e->token, h->fence, h->ttl_left, held_with(held, passed)));
