@@ -48,14 +48,14 @@ keeper_of() { sed -n 's/.*keeper=\([0-9]*\).*/\1/p' <<<"$1" | head -1; }
 # watched NAME: a process for --while-pid that creates $T/NAME.term when it gets SIGTERM
 # (and exits); sets WPID. Killed by teardown if a test leaves it.
 watched() {
-  sh -c 'trap "touch \"$0.term\"; exit 0" TERM; while :; do sleep 0.05; done' "$T/$1" &
+  sh -c 'trap "touch \"$0.term\"; exit 0" TERM; while :; do sleep 0.05; done' "$T/$1" 3>&- &
   WPID=$!
   echo "$WPID" >"$T/pid.$1"
 }
 
 # sleeper NAME: a plain process for --while-pid; sets SPID.
 sleeper() {
-  sleep 1000 &
+  sleep 1000 3>&- &
   SPID=$!
   echo "$SPID" >"$T/pid.$1"
 }
@@ -140,7 +140,7 @@ EOF2
     for how in env token; do
       run timeout 20 sh "$T/script.sh" "$how"
       [ "$status" -eq 0 ] || fail "$how, round $i: status $status: $output"
-      [[ $output == done ]] || fail "$how, round $i: $output"
+      [[ $output == "done" ]] || fail "$how, round $i: $output"
     done
   done
   _rlock_poll "k to be free" 10 is_free k
@@ -279,7 +279,7 @@ EOF2
   [ "$(id -u)" -eq 0 ] || skip "needs root to start a process as another user"
   command -v setpriv >/dev/null || skip "no setpriv"
   id nobody >/dev/null 2>&1 || skip "no user nobody"
-  setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups sleep 1000 &
+  setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups sleep 1000 3>&- &
   pid=$!
   echo "$pid" >"$T/pid.other"
   wait_until '[[ $(ps -o user= -p '"$pid"') == nobody && $(ps -o comm= -p '"$pid"') == sleep ]]'
@@ -321,7 +321,7 @@ EOF2
 @test "many keepers at once: each key is held while its PID lives and freed when it ends" {
   local -a pids=()
   for i in $(seq 1 16); do
-    sleep 1000 &
+    sleep 1000 3>&- &
     pids+=($!)
     echo "$!" >"$T/pid.s$i"
   done

@@ -194,7 +194,8 @@ EOF2
   [ -n "$keeper" ]
   echo "$keeper" >"$T/keeper"
   [ -d "/proc/$keeper" ] || skip "no /proc"
-  ! ls -l "/proc/$keeper/fd" | grep -q "$T/nine"
+  # (a bare `! cmd` never fails a bats test unless it comes last)
+  if [[ $(readlink "/proc/$keeper/fd/"*) == *"$T/nine"* ]]; then fail "the keeper holds $T/nine"; fi
   for fd in 0 1 2; do [ "$(readlink "/proc/$keeper/fd/$fd")" = /dev/null ]; done
   [ "$(ps -o tty= -p "$keeper" | tr -d ' ')" = "?" ]
   kill "$SPID"
@@ -280,6 +281,16 @@ EOF2
   is_held qn
   kill "$SPID"
   _rlock_poll "qn to be free" 10 is_free qn
+  # the owner's release with the bare token stops the keeper quietly; a break reaches PID
+  sh -c 'trap "touch \"$0.term\"; exit 0" TERM; while :; do sleep 0.05; done' "$BATS_TEST_TMPDIR/w" 3>&- &
+  wpid=$!
+  tok=$("$RLOCK" acquire --ttl 1s --while-pid "$wpid" qn)
+  "$RLOCK" release --token "$tok" qn
+  _rlock_poll "the keeper to end" 10 eval '! pgrep -f "acquire --ttl 1s --while-pid $wpid qn" >/dev/null'
+  [ ! -e "$BATS_TEST_TMPDIR/w.term" ]
+  "$RLOCK" acquire --while-pid "$wpid" qn >/dev/null
+  "$RLOCK" break --yes qn
+  _rlock_poll "SIGTERM to PID" 10 test -e "$BATS_TEST_TMPDIR/w.term"
 }
 
 # --- what the fault injection found -----------------------------------------------------------
@@ -374,7 +385,7 @@ EOF2
   [[ $output == *still-held* ]]
   grep -q "taking nothing and starting no keeper" "$T/err"
   is_free k
-  ! pgrep -f "acquire k --while-pid" >/dev/null
+  [ -z "$(pgrep -f "acquire k --while-pid")" ]
 }
 
 @test "a nested acquire --while-pid of a process outside the holder is 64, with the reason" {
