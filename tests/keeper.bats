@@ -36,6 +36,7 @@ suite_teardown() {
   done
   redis_stop REPLICA
   redis_stop AOF
+  redis_stop SLOW
   return 0
 }
 
@@ -370,4 +371,21 @@ EOF2
   run rlock acquire k --ttl 99ms --while-pid "$$"
   [ "$status" -eq 64 ]
   is_free k
+}
+
+@test "the keeper killed with -9 before it is ready: acquire says so (71) and the lease is released" {
+  # every reply a second late: the keeper's subscription takes a second, time enough to kill it
+  proxy_start_named SLOW "$REDIS_PORT" 127.0.0.1 1000
+  sleeper s
+  bg_start acq "$RLOCK" --url "$SLOW_URL" --timeout 10s acquire kd --while-pid "$SPID"
+  acq=$BG_PID
+  # the keeper: the acquire's child once the lease is granted
+  wait_until '[[ -n $(pgrep -P '"$acq"' -f "acquire kd") ]]' 30
+  kill -KILL "$(pgrep -P "$acq" -f "acquire kd")"
+  bg_wait "$acq" 60
+  [ "$BG_STATUS" -eq 71 ] || fail "status $BG_STATUS: $(cat "$T/acq.err")"
+  grep -q "cannot start the keeper" "$T/acq.err"
+  [ ! -s "$T/acq.out" ]
+  _rlock_poll "kd to be free" 30 is_free kd
+  redis_stop SLOW
 }
