@@ -5,6 +5,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <variant>
+
 #include "commands/commands.h"
 #include "held.h"
 #include "keeper.h"
@@ -165,68 +167,65 @@ int fork_keeper(const GlobalOptions& g, Lock& lock, const std::string& token, co
   _exit(keep_while_pid(lock, token, a, o, start, ready[1], go[0], old));
 }
 
-}  // namespace
-
-int cmd_acquire(const GlobalOptions& g, const LockOptions& o) {
-  validate(o);
-  uint64_t start = 0;
-  check_watched(o, start);
-  Session s(g);
-  auto lock = s.lock(o.key, g.prefix, o.limit);
-  std::vector<HeldEntry> held = held_from_env();
-  const std::string where = lock_location(g);
-  // Nested in a holder of KEY (RLOCK_HELD, confirmed with Redis): nothing is
-  // taken, and the token that holds it is printed (a release of it from
-  // inside is a no-op, cmd_release).
-  if (const HeldEntry* e = find_held(held, o.key, g.prefix, where)) {
-    std::string why;
-    if (auto h = verify_held(s.loop, *lock, *e, why)) {
-      // --while-pid: the enclosing holder keeps it for PID's life only if PID
-      // runs under it (the script that takes its lock again); anything else
-      // would be unlocked once the holder ends, with nobody told.
-      if (o.while_pid &&
-          !is_ancestor(static_cast<pid_t>(h->info.pid), static_cast<pid_t>(o.while_pid)))
-        throw_usage(fmt::format(
-            "--while-pid {}: '{}' is already held by an enclosing holder (pid {}), and "
-            "process {} does not run under it: the lock could not be kept for its life (take "
-            "it outside the holder, or run that process under it)",
-            o.while_pid, o.key, h->info.pid, o.while_pid));
-      log_verbose(fmt::format(
-          "'{}' is already held by an enclosing holder (pid {}): taking nothing{}", o.key,
-          h->info.pid,
-          o.while_pid ? fmt::format(" and starting no keeper (process {} runs under the holder, "
-                                    "which keeps it)",
-                                    o.while_pid)
-                      : ""));
-      HeldEntry passed = *e;
-      passed.nested = true;  // a release under this copy is a nested one
-      print_out(output_of(g, o, e->token, h->fence, h->ttl_left, held_with(held, passed)));
-      return exitcode::kOk;
-    }
+// Nested in a holder of KEY (RLOCK_HELD, confirmed with Redis): nothing is
+// taken, and the token that holds it is printed (a release of it from inside
+// is a no-op, cmd_release). False when the lock must be taken as usual.
+bool acquire_nested(Session& s, Lock& lock, const GlobalOptions& g, const LockOptions& o,
+                    const std::vector<HeldEntry>& held, const std::string& where) {
+  const HeldEntry* e = find_held(held, o.key, g.prefix, where);
+  if (!e) return false;
+  std::string why;
+  auto h = verify_held(s.loop, lock, *e, why);
+  if (!h) {
     log_verbose(fmt::format("RLOCK_HELD lists '{}', but {}: taking it as usual", o.key, why));
+    return false;
   }
-  HolderInfo info =
-      o.while_pid
-          ? local_holder_info(proc_command_line(static_cast<pid_t>(o.while_pid), kMaxHolderField),
-                              o.while_pid)
-          : local_holder_info("rlock acquire", getppid());
-  // The holder is PID, with its command line and its user (root may keep a
-  // lock for another user's process).
-  if (o.while_pid)
-    if (auto uid = proc_uid(static_cast<pid_t>(o.while_pid))) info.user = user_name(*uid);
-  WaitSpec spec{o.ttl, o.wait, o.no_wait, info, o.sync_replicas};
-  std::string token = new_token();
-  Acquirer acquirer(*lock, token, spec);
+  // --while-pid: the enclosing holder keeps it for PID's life only if PID
+  // runs under it (the script that takes its lock again); anything else
+  // would be unlocked once the holder ends, with nobody told.
+  if (o.while_pid && !is_ancestor(static_cast<pid_t>(h->info.pid), static_cast<pid_t>(o.while_pid)))
+    throw_usage(fmt::format(
+        "--while-pid {}: '{}' is already held by an enclosing holder (pid {}), and "
+        "process {} does not run under it: the lock could not be kept for its life (take "
+        "it outside the holder, or run that process under it)",
+        o.while_pid, o.key, h->info.pid, o.while_pid));
+  log_verbose(fmt::format(
+      "'{}' is already held by an enclosing holder (pid {}): taking nothing{}", o.key, h->info.pid,
+      o.while_pid ? fmt::format(" and starting no keeper (process {} runs under the holder, "
+                                "which keeps it)",
+                                o.while_pid)
+                  : ""));
+  HeldEntry passed = *e;
+  passed.nested = true;  // a release under this copy is a nested one
+  print_out(output_of(g, o, e->token, h->fence, h->ttl_left, held_with(held, passed)));
+  return true;
+}
+
+// Who holds: with --while-pid, PID with its command line and its user (root
+// may keep a lock for another user's process); else the caller.
+HolderInfo holder_info(const LockOptions& o) {
+  if (!o.while_pid) return local_holder_info("rlock acquire", getppid());
+  auto pid = static_cast<pid_t>(o.while_pid);
+  HolderInfo info = local_holder_info(proc_command_line(pid, kMaxHolderField), o.while_pid);
+  if (auto uid = proc_uid(pid)) info.user = user_name(*uid);
+  return info;
+}
+
+// Takes the lock, waiting as the options say. A signal while waiting leaves
+// the line at once (as `run` does) instead of leaving a dead place behind
+// until its lease runs out: its 128+N is returned. PID (--while-pid, started
+// at `start`) is watched while waiting too: once it has ended, the line is
+// left at once (the lock would be released as soon as it was granted).
+std::variant<Acquired, int> take(Session& s, Lock& lock, const LockOptions& o,
+                                 const std::string& token, uint64_t start) {
+  Acquirer acquirer(lock, token,
+                    WaitSpec{o.ttl, o.wait, o.no_wait, holder_info(o), o.sync_replicas});
   WaitReporter reporter(s.loop, o.key, o.limit);
   acquirer.on_progress([&](const WaitProgress& p) { reporter.report(p); });
-  // A signal while waiting leaves the line at once (as `run` does) instead
-  // of leaving a dead place behind until its lease runs out.
   std::optional<int> cancelled;
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT})
     if (!ignored_at_start(sig))
       s.loop.on_signal(sig, [&](int n) { acquirer.cancel([&, n] { cancelled = 128 + n; }); });
-  // PID watched while waiting too: once it has ended, the line is left at
-  // once (the lock would be released as soon as it was granted).
   std::optional<Outcome<Acquired>> out;
   bool pid_ended = false;
   Loop::TimerId watch_timer = 0;
@@ -251,7 +250,24 @@ int cmd_acquire(const GlobalOptions& g, const LockOptions& o) {
       throw Error(ErrorKind::NotAcquired, out->error->what(), o.conflict_exit);
     throw *out->error;
   }
-  const Acquired& a = out->value;
+  return out->value;
+}
+
+}  // namespace
+
+int cmd_acquire(const GlobalOptions& g, const LockOptions& o) {
+  validate(o);
+  uint64_t start = 0;
+  check_watched(o, start);
+  Session s(g);
+  auto lock = s.lock(o.key, g.prefix, o.limit);
+  std::vector<HeldEntry> held = held_from_env();
+  const std::string where = lock_location(g);
+  if (acquire_nested(s, *lock, g, o, held, where)) return exitcode::kOk;
+  std::string token = new_token();
+  auto taken = take(s, *lock, o, token, start);
+  if (auto* status = std::get_if<int>(&taken)) return *status;
+  const Acquired& a = std::get<Acquired>(taken);
   HeldEntry mine{token, o.key, g.prefix, where};
   // RLOCK_HELD gains this lock only when a keeper holds it: a plain acquire's
   // lease has no holder that goes on (nothing renews it), so nothing may nest
