@@ -126,13 +126,13 @@ EOF2
   cat >"$T/script.sh" <<'EOF2'
 trap 'echo got-term; exit 143' TERM
 if [ "$1" = env ]; then
-  eval "$(rlock acquire k --ttl 100ms --while-pid $$ --export)" || exit 9
+  eval "$(rlock acquire k --ttl 500ms --while-pid $$ --export)" || exit 9
   rlock release k || exit 8
 else
-  tok=$(rlock acquire k --ttl 100ms --while-pid $$) || exit 9
+  tok=$(rlock acquire k --ttl 500ms --while-pid $$) || exit 9
   rlock release k --token "$tok" || exit 8
 fi
-# renewals every 33ms: one racing the release would take it for a loss
+# renewals every 166ms: one racing the release would take it for a loss
 i=0
 while [ $i -lt 6 ]; do sleep 0.05; i=$((i + 1)); done
 echo done
