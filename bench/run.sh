@@ -5,6 +5,9 @@
 #
 #   1. uncontended `rlock run k -- true` beside bench/minimal.c (the same Redis work in a
 #      minimal C program), flock(1), one redis-cli call and `etcdctl lock`
+#   1b. lock shapes: a shared run (-s), a three-key run (--and twice) and a --done-for run
+#      refused because the job was done this period (the other hosts of a cron job), beside
+#      part 1's plain run
 #   2. `rlock --version` beside an empty C program (process start-up floor)
 #   3. handoff gap, contenders already waiting: 8 contenders started together, 20 runs
 #      each, a 10 ms critical section (bench/stamp.c); the gap runs from one command's
@@ -119,6 +122,19 @@ row "flock FILE true" flock "$(ratio "${T[rlock]}" "${T[flock]}")"
 row "redis-cli SET (one command)" redis-cli "$(ratio "${T[rlock]}" "${T[redis-cli]}")"
 if ((have_etcd)); then row "etcdctl lock k true" etcd "$(ratio "${T[rlock]}" "${T[etcd]}")"; else echo "$etcd_note"; fi
 
+# --- 1b. lock shapes (issue 23) ---------------------------------------------------------
+echo
+echo "== 1b. lock shapes, uncontended: median of $RUNS runs (ms), beside part 1's plain run"
+measure_cmd shared "$RLOCK" run -s bench-s1 -- true
+measure_cmd and3 "$RLOCK" run bench-a1 --and bench-a2 --and bench-a3 -- true
+# the cron case: the job was done this period, and every other host is refused at once
+"$RLOCK" run --done-for 1h bench-d -- true
+measure_cmd donefor "$RLOCK" -q run -E 0 --done-for 1h bench-d -- true
+printf '%-34s %9s %12s\n' "command" "median_ms" "ratio"
+row "rlock run -s k -- true (shared)" shared "$(ratio "${T[shared]}" "${T[rlock]}")"
+row "rlock run k1 --and k2 --and k3" and3 "$(ratio "${T[and3]}" "${T[rlock]}")"
+row "run --done-for, already done" donefor "$(ratio "${T[donefor]}" "${T[rlock]}")"
+
 # --- 2. --version ------------------------------------------------------------------------
 echo
 echo "== 2. start-up: median of $RUNS runs (ms)"
@@ -208,13 +224,18 @@ printf '%-34s %9s %12s\n' "bench/minimal ... sleep $SLEEP_RSS" "$r_min" "$(ratio
 # --- 6. Redis work -------------------------------------------------------------------------
 echo
 echo "== 6. Redis work per acquisition (INFO commandstats)"
-redis_work() { # CONTENDERS TOTAL: prints "rt cmds" per acquisition
-  local n=$1 total=$2 per key="w-$1-$RANDOM" i stats
+redis_work() { # CONTENDERS TOTAL [prio]: prints "rt cmds" per acquisition
+  local n=$1 total=$2 prio=${3:-} per key="w-$1-$RANDOM" i stats
   per=$(((total + n - 1) / n))
   export LOG="$work/$key.log"
   rcli CONFIG RESETSTAT >/dev/null
   for ((i = 0; i < n; i++)); do
-    (for ((j = 0; j < per; j++)); do "$RLOCK" run -q --ttl 30s "$key" -- "$STAMP" 0; done) 3>&- &
+    # with "prio", each contender waits with its own priority (0 to 3)
+    local extra=()
+    [[ -n $prio ]] && extra=(--priority $((i % 4)))
+    (for ((j = 0; j < per; j++)); do
+      "$RLOCK" run -q --ttl 30s "${extra[@]}" "$key" -- "$STAMP" 0
+    done) 3>&- &
   done
   wait_contenders
   stats=$(rcli INFO commandstats | tr -d '\r')
@@ -228,6 +249,11 @@ read -r rt cmds < <(redis_work 1 $((ACQ / 4)))
 printf '%-12s %8s %10s\n' 1 "$rt" "$cmds"
 for n in "${SIZES[@]}"; do
   read -r rt cmds < <(redis_work "$n" "$ACQ")
+  printf '%-12s %8s %10s\n' "$n" "$rt" "$cmds"
+done
+echo "with --priority 0 to 3 (each contender its own): the line is sorted, the work stays flat"
+for n in "${SIZES[@]}"; do
+  read -r rt cmds < <(redis_work "$n" "$ACQ" prio)
   printf '%-12s %8s %10s\n' "$n" "$rt" "$cmds"
 done
 # --- 7. quorum mode ------------------------------------------------------------------------

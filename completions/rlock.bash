@@ -17,9 +17,10 @@ _rlock_global_opts="-u --url --user --password-file --sentinel-user --sentinel-p
 _rlock_sub_opts() {
     case $1 in
         run) echo "-c --command --ttl --wait -n --no-wait -E --conflict-exit-code --limit
-                   --sync-replicas --min-hold --on-lost --kill-after --kill-leftovers" ;;
-        acquire) echo "--ttl --wait -n --no-wait -E --conflict-exit-code --limit --sync-replicas
-                       --while-pid --on-lost --export --json" ;;
+                   -s --shared --sync-replicas --min-hold --done-for --on-lost --kill-after
+                   --kill-leftovers" ;;
+        acquire) echo "--ttl --wait -n --no-wait -E --conflict-exit-code --limit -s --shared
+                       --sync-replicas --while-pid --on-lost --export --json" ;;
         extend) echo "--token --ttl --sync-replicas --json" ;;
         release) echo "--token" ;;
         status) echo "--json" ;;
@@ -35,7 +36,8 @@ _rlock_takes_value() {
             --tls-ca-cert | --tls-ca-dir | --tls-cert | \
             --tls-key | --tls-server-name | --connect-timeout | --timeout | --prefix | \
             -c | --command | --ttl | --wait | -E | --conflict-exit-code | --limit | \
-            --sync-replicas | --min-hold | --on-lost | --kill-after | --token | --while-pid)
+            --sync-replicas | --min-hold | --done-for | --on-lost | --kill-after | --token | \
+            --while-pid)
             return 0 ;;
     esac
     return 1
@@ -193,6 +195,9 @@ _rlock_candidates() {
             return ;;
         --ttl | --wait | --min-hold | --kill-after | --connect-timeout | --timeout)
             COMPREPLY=($(compgen -W "250ms 5s 30s 5m 30m 1h" -- "$cur"))
+            return ;;
+        --done-for)
+            COMPREPLY=($(compgen -W "1h 20h 23h 7d" -- "$cur"))
             return ;;
         --token)
             [[ -n ${RLOCK_TOKEN-} ]] && COMPREPLY=($(compgen -W "$RLOCK_TOKEN" -- "$cur"))

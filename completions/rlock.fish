@@ -7,7 +7,7 @@
 set -g __rlock_value_opts -u --url --user --password-file --sentinel-user --sentinel-password-file \
     --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --tls-server-name --connect-timeout --timeout \
     --prefix -c --command --ttl --wait -E --conflict-exit-code --limit --sync-replicas --min-hold \
-    --on-lost --kill-after --token --while-pid
+    --done-for --on-lost --kill-after --token --while-pid
 
 # Reads the line before the cursor: sets __rlock_sub (the subcommand), __rlock_key (1 once
 # its KEY is given) and __rlock_cmd (where run's command starts, as an index into the
@@ -177,12 +177,14 @@ complete -c rlock -n $lk -l wait -x -d 'wait at most this long (default: forever
 complete -c rlock -n $lk -s n -l no-wait -d 'fail at once when taken'
 complete -c rlock -n $lk -s E -l conflict-exit-code -x -d 'exit status when not acquired (default 75)'
 complete -c rlock -n $lk -l limit -x -d 'counting semaphore: at most N holders'
+complete -c rlock -n $lk -s s -l shared -d 'a shared lock (as flock -s): many shared holders, or one exclusive'
 complete -c rlock -n $lk -l sync-replicas -x -d 'count a lease only once N replicas confirm it'
 
 # run only.
 set -l rn "__rlock_sub_is run"
 complete -c rlock -n $rn -s c -l command -x -d 'run this shell string with /bin/sh -c'
 complete -c rlock -n $rn -l min-hold -x -d 'keep the lock at least this long'
+complete -c rlock -n $rn -l done-for -x -d 'once per period: after a success, KEY stays taken (done) this long'
 complete -c rlock -n $rn -l on-lost -x -a 'term\t"SIGTERM then SIGKILL, the default" kill\t"SIGKILL at once" warn\t"warn and let CMD finish"' -d 'when the lease is lost'
 complete -c rlock -n $rn -l kill-after -x -d 'SIGKILL this long after SIGTERM (--on-lost term, --kill-leftovers; default 10s)'
 complete -c rlock -n $rn -l kill-leftovers -d 'when CMD exits, end what it left in its group instead of waiting for it'

@@ -53,8 +53,9 @@ struct Values {
   LockOptions o;
   std::vector<std::string> urls;
   std::optional<std::string> connect_timeout, timeout, ttl, wait, min_hold, kill_after, on_lost,
-      limit, conflict_exit, sync_replicas, while_pid;
+      limit, conflict_exit, sync_replicas, while_pid, done_for, label, priority, max_waiters;
   std::string key, token, pattern = "*";
+  std::vector<std::string> and_keys;
   bool yes = false, names = false;
   RunCommand rc;
 };
@@ -129,6 +130,14 @@ CLI::App* add_key(CLI::App* sub, Values& v) {
   return sub;
 }
 
+// --and KEY (repeatable): more keys, taken all or nothing with one token.
+void add_and(CLI::App* sub, Values& v, const char* what) {
+  sub->add_option("--and", v.and_keys, what)
+      ->type_name("KEY")
+      // One KEY per --and: "--and B -- CMD" must leave the rest alone.
+      ->allow_extra_args(false);
+}
+
 void add_sync_replicas(CLI::App* sub, Values& v, const char* what) {
   sub->add_option("--sync-replicas", v.sync_replicas, what)->type_name("N");
 }
@@ -143,6 +152,28 @@ void add_lock_options(CLI::App* sub, Values& v, const std::string& ttl) {
       ->type_name("N");
   sub->add_option("--limit", v.limit, "counting semaphore: at most N holders at once")
       ->type_name("N");
+  add_and(sub, v,
+          "also hold KEY2 (repeatable): every key or none, taken in one global order "
+          "(no deadlock between runs that name them in other orders), one token for all");
+  sub->add_option("--label", v.label,
+                  "what this job is, shown to others with the lock (at most 256 bytes; default "
+                  "$RLOCK_LABEL, else the CI job's URL in GitHub Actions, GitLab CI, Jenkins "
+                  "and Buildkite)")
+      ->type_name("LABEL");
+  sub->add_option("--priority", v.priority,
+                  "place in line: a higher priority is served first, equal ones first come, "
+                  "first served (-1000 to 1000, default 0)")
+      ->type_name("N");
+  sub->add_flag("--supersede", v.o.supersede,
+                "deploy only the latest: replace the waiter that asked for it before (it exits "
+                "not acquired, 75); a later one replaces this one");
+  sub->add_option("--max-waiters", v.max_waiters,
+                  "not acquired at once (75) when N waiters are in line already")
+      ->type_name("N");
+  sub->add_flag("-s,--shared", v.o.shared,
+                "a shared lock, as flock -s: any number of shared holders at once, or one "
+                "exclusive holder (the default); the line stays first come, first served "
+                "across both kinds");
   add_sync_replicas(sub, v,
                     "count the lease as granted (and renewed) only once N replicas confirm it; "
                     "fewer is 69");
@@ -155,6 +186,10 @@ void add_run_options(CLI::App* run, Values& v) {
   duration(run, "--min-hold", v.min_hold,
            "keep the lock at least this long after acquisition, even if CMD ends sooner "
            "(status shows it as kept)");
+  duration(run, "--done-for", v.done_for,
+           "once per period: when CMD exits 0, KEY stays taken this long from its end (status "
+           "shows it as done) and every run of KEY meanwhile, waiting ones included, is not "
+           "acquired (75); when CMD fails, KEY is released at once so another host may retry");
   run->add_option("--on-lost", v.on_lost,
                   "when the lease is lost: term (SIGTERM, then SIGKILL after --kill-after; "
                   "the default), kill, or warn (let CMD finish)")
@@ -220,6 +255,7 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
 
   s.extend = add_key(app.add_subcommand("extend", "renew a lease that --token still holds"), v);
   add_token(s.extend, v);
+  add_and(s.extend, v, "renew KEY2 too (a token acquire --and printed; repeatable)");
   duration(s.extend, "--ttl", v.ttl, "new lease length (default: the TTL it was acquired with)");
   add_sync_replicas(s.extend, v, "count the renewal only once N replicas confirm it; fewer is 69");
 
@@ -228,6 +264,7 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
                                          "waiter"),
                       v);
   add_token(s.release, v);
+  add_and(s.release, v, "release KEY2 too (a token acquire --and printed; repeatable)");
 
   s.status = add_key(
       app.add_subcommand("status", "show holders and waiters; exit 0 when held, 1 when free"), v);
@@ -241,7 +278,8 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
 
   s.list = app.add_subcommand("list",
                               "list held locks whose KEY matches PATTERN (a glob; default *), "
-                              "one tab-separated line each: KEY HOLDER TTL_MS FENCE WAITERS CMD");
+                              "one tab-separated line each: KEY HOLDER TTL_MS FENCE WAITERS CMD "
+                              "LABEL");
   s.list->add_option("pattern", v.pattern, "a glob over KEY (default *)");
   s.list->add_flag("--names", v.names,
                    "print only the names, one per line, at most 1000, with --timeout for the "
@@ -555,6 +593,11 @@ void finish(Values& v) {
   if (v.wait) o.wait = parse_duration(*v.wait, "--wait");
   if (v.min_hold) o.min_hold = parse_duration(*v.min_hold, "--min-hold");
   if (v.kill_after) o.kill_after = parse_duration(*v.kill_after, "--kill-after");
+  if (v.done_for) {
+    o.done_for = parse_duration(*v.done_for, "--done-for");
+    if (o.done_for < Millis(1000))
+      throw_usage("--done-for must be at least 1s: it is how long a success counts");
+  }
   if (v.while_pid)
     o.while_pid = whole_number(*v.while_pid, 1, 2147483647, "--while-pid", "a process id");
   std::string on_lost = v.on_lost.value_or("term");
@@ -575,8 +618,19 @@ void finish(Values& v) {
   if (v.sync_replicas)
     o.sync_replicas =
         whole_number(*v.sync_replicas, 1, 1000, "--sync-replicas", "a whole number from 1 to 1000");
+  if (v.priority) {
+    const std::string& p = *v.priority;
+    bool negative = !p.empty() && p[0] == '-';
+    int n = whole_number(negative ? p.substr(1) : p, 0, 1000, "--priority",
+                         "a whole number from -1000 to 1000");
+    o.priority = negative ? -n : n;
+  }
+  if (v.max_waiters)
+    o.max_waiters = whole_number(*v.max_waiters, 1, 1'000'000, "--max-waiters",
+                                 "a whole number from 1 to 1000000");
   g.urls = v.urls;
   o.key = v.key;
+  o.and_keys = v.and_keys;
 }
 
 // --- dispatch ---------------------------------------------------------------------------------
@@ -590,6 +644,7 @@ int dispatch(Values& v, const Subcommands& s, CLI::App& app, const Words& w) {
           fmt::format("--json does not apply to {}: it is for acquire, extend, status "
                       "and list",
                       sub->get_name()));
+  if (s.run->parsed() || s.acquire->parsed()) v.o.label = resolve_label(v.label);
   if (s.run->parsed()) {
     v.rc.argv = w.split ? w.command : app.remaining();
     if (w.split && !app.remaining().empty())
@@ -611,9 +666,9 @@ int dispatch(Values& v, const Subcommands& s, CLI::App& app, const Words& w) {
   if (s.extend->parsed()) {
     std::optional<Millis> ttl;
     if (v.ttl) ttl = v.o.ttl;
-    return cmd_extend(g, v.key, v.token, ttl, v.o.sync_replicas);
+    return cmd_extend(g, v.o.keys(), v.token, ttl, v.o.sync_replicas);
   }
-  if (s.release->parsed()) return cmd_release(g, v.key, v.token);
+  if (s.release->parsed()) return cmd_release(g, v.o.keys(), v.token);
   if (s.status->parsed()) return cmd_status(g, v.key);
   if (s.list->parsed()) {
     if (v.names && g.json) throw_usage("--names and --json: give one of them");

@@ -143,6 +143,31 @@ std::string held_with(std::vector<HeldEntry> entries, const HeldEntry& add) {
   return format_held(entries);
 }
 
+std::vector<HeldEntry> find_all_held(const std::vector<HeldEntry>& entries,
+                                     const std::vector<std::string>& keys,
+                                     const std::string& prefix, const std::string& where) {
+  std::vector<HeldEntry> found;
+  for (const std::string& k : keys)
+    if (const HeldEntry* e = find_held(entries, k, prefix, where)) found.push_back(*e);
+  if (!found.empty() && found.size() < keys.size())
+    throw_usage(fmt::format(
+        "'{}' is held by an enclosing holder, but not every key given here is: taking the rest "
+        "inside it could deadlock with a holder that takes them the other way round; take them "
+        "all together around both (--and)",
+        escape_text(found.front().key)));
+  return found;
+}
+
+std::string held_with_each(std::vector<HeldEntry> entries, const std::vector<HeldEntry>& add) {
+  for (const HeldEntry& a : add) {
+    std::erase_if(entries,
+                  [&](const HeldEntry& e) { return same_lock(e, a.key, a.prefix, a.where); });
+    entries.push_back(a);
+  }
+  while (entries.size() > kMaxHeldEntries) entries.erase(entries.begin());
+  return format_held(entries);
+}
+
 std::optional<Holder> verify_held(Loop& loop, Lock& lock, const HeldEntry& entry,
                                   std::string& why) {
   LockStatus st =
@@ -152,6 +177,10 @@ std::optional<Holder> verify_held(Loop& loop, Lock& lock, const HeldEntry& entry
     if (x.token == entry.token) h = &x;
   if (!h) {
     why = "its token no longer holds the lock (the run that took it has ended?)";
+    return std::nullopt;
+  }
+  if (h->kept_ms > 0 || h->done_ms > 0) {
+    why = "its lease is kept after its command ended (--min-hold or --done-for)";
     return std::nullopt;
   }
   if (h->info.host != local_holder_info("", 0).host) {
@@ -165,6 +194,14 @@ std::optional<Holder> verify_held(Loop& loop, Lock& lock, const HeldEntry& entry
     return std::nullopt;
   }
   return *h;
+}
+
+void refuse_upgrade(const LockOptions& o, const Holder& enclosing) {
+  if (!enclosing.shared || o.shared) return;
+  throw_usage(fmt::format(
+      "'{}' is held shared by an enclosing holder (pid {}): an exclusive hold inside it would "
+      "wait for itself; use --shared here, or take it exclusively around both",
+      o.key, enclosing.info.pid));
 }
 
 }  // namespace rlock

@@ -51,10 +51,25 @@ const HeldEntry* find_held(const std::vector<HeldEntry>& entries, const std::str
 /// `entries` without any for the same lock as `add`, then `add`: what a
 /// holder passes to its command.
 std::string held_with(std::vector<HeldEntry> entries, const HeldEntry& add);
+/// The entries for every KEY of `keys` (`--and`), or none: empty when none
+/// is listed; a usage Error when only some are (taking the rest inside the
+/// enclosing holder could deadlock with a holder that takes them the other
+/// way round).
+std::vector<HeldEntry> find_all_held(const std::vector<HeldEntry>& entries,
+                                     const std::vector<std::string>& keys,
+                                     const std::string& prefix, const std::string& where);
+
+/// held_with for several locks (`--and`: one entry per KEY, one token).
+std::string held_with_each(std::vector<HeldEntry> entries, const std::vector<HeldEntry>& add);
 
 /// Asks Redis whether `entry` holds `lock` for an ancestor of this process
 /// (see the file comment). The holder's record when it does; nullopt, with
 /// the reason in `why`, when it does not. Errors (the server) propagate.
 std::optional<Holder> verify_held(Loop& loop, Lock& lock, const HeldEntry& entry, std::string& why);
+
+/// A nested run or acquire asking for more than the enclosing holder has (an
+/// exclusive hold inside a shared one: an upgrade, which would wait for
+/// itself) is a usage Error; anything else returns.
+void refuse_upgrade(const LockOptions& o, const Holder& enclosing);
 
 }  // namespace rlock

@@ -61,6 +61,15 @@ std::vector<Holder> parse_holders(const Reply& r) {
           !t.empty() && t.size() <= 3 && t.find_first_not_of("0123456789") == std::string::npos;
       if (x.kept_ms > 0 && digits && code <= 255) x.exit_status = static_cast<int>(code);
     }
+    // The release after 0.4.0 adds the mode and the done mark.
+    if (e.size() >= 13) {
+      x.shared = e[11].str == "shared";
+      x.done_ms = std::max<int64_t>(0, num(e[12]));
+    }
+    if (e.size() >= 15) {
+      x.info.label = e[13].text();
+      x.slot = std::clamp<int64_t>(num(e[14]), 0, 1'000'000);
+    }
     out.push_back(std::move(x));
   }
   return out;
@@ -75,12 +84,17 @@ std::vector<Waiter> parse_waiters(const Reply& r) {
     x.lease_left = Millis(num(f[1]));
     x.info = info_from(f, 2);
     x.since_ms = num(f[6]);
+    x.shared = f.size() >= 8 && f[7].str == "shared";
+    if (f.size() >= 10) {
+      x.info.label = f[8].text();
+      x.priority = static_cast<int>(std::clamp<int64_t>(num(f[9]), -1000, 1000));
+    }
     out.push_back(std::move(x));
   }
   return out;
 }
 
-AcquireReply parse_acquire(const Reply& r, int limit, const std::string& key) {
+AcquireReply parse_acquire(const Reply& r, int limit, bool shared, const std::string& key) {
   auto& e = r.as_array("an acquire reply", 2);
   const std::string& tag = e[0].as_string("an acquire status");
   AcquireReply a;
@@ -90,16 +104,31 @@ AcquireReply parse_acquire(const Reply& r, int limit, const std::string& key) {
     a.fence = num(e[1]);
     a.ttl = Millis(num(e[2]));
     if (e.size() > 3) a.now_ms = num(e[3]);
-  } else if (tag == "TAKEN" || tag == "QUEUED") {
-    a.state = tag == "TAKEN" ? AcquireReply::State::Taken : AcquireReply::State::Queued;
+    if (e.size() > 4) a.slot = static_cast<long>(std::clamp<int64_t>(num(e[4]), 0, 1'000'000));
+  } else if (tag == "SUPERSEDED") {
+    a.state = AcquireReply::State::Superseded;
+    a.by = e[1].text();
+  } else if (tag == "TAKEN" || tag == "QUEUED" || tag == "DONE" || tag == "FULL") {
+    a.state = tag == "TAKEN"    ? AcquireReply::State::Taken
+              : tag == "QUEUED" ? AcquireReply::State::Queued
+              : tag == "DONE"   ? AcquireReply::State::Done
+                                : AcquireReply::State::Full;
     if (e.size() < 4) throw_protocol("short acquire reply");
     a.position = static_cast<long>(num(e[1]));
     a.free = static_cast<long>(num(e[2]));
     a.holders = parse_holders(e[3]);
     a.holder_count =
         e.size() > 4 ? static_cast<long>(num(e[4])) : static_cast<long>(a.holders.size());
+    if (a.state == AcquireReply::State::Done && (a.holders.empty() || a.holders[0].done_ms <= 0))
+      throw_protocol("a DONE acquire reply without the holder that did it");
   } else if (tag == "MIXED") {
     long stored = static_cast<long>(num(e[1]));
+    if (stored < 0)
+      throw_usage(fmt::format(
+          "'{}' is held as a shared lock (--shared); --limit {} cannot share it", key, limit));
+    if (shared)
+      throw_usage(fmt::format("'{}' is a semaphore with --limit {}; --shared cannot share it", key,
+                              stored));
     if (stored == 0)
       throw_usage(
           fmt::format("'{}' is held as a plain lock (without --limit); --limit {} cannot share it",
@@ -192,9 +221,11 @@ HolderWords holder_words(const AcquireReply& a, int limit, Millis elapsed, size_
     if (a.position > 0) return {fmt::format("free, with {} waiting ahead", a.position), ""};
     return {"taken", ""};
   }
+  const Holder& h = a.holders.front();
+  if (h.shared && a.holder_count > 1)
+    return {fmt::format("held shared by {} holders", a.holder_count), ""};
   if (a.holder_count > 1 || limit > 0)
     return {fmt::format("held by {} of {} holders", a.holder_count, std::max(limit, 1)), ""};
-  const Holder& h = a.holders.front();
   // Whole seconds (rounded up) once it is a second or more: a line redrawn
   // every second ticks down by one. A live holder renews its lease every
   // third of its TTL, so the figure jumps back up: the words say it is not
@@ -209,9 +240,19 @@ HolderWords holder_words(const AcquireReply& a, int limit, Millis elapsed, size_
             lease};
   std::string cmd =
       cmd_columns == 0 ? "" : " [" + truncate_columns(escape_text(h.info.cmd), cmd_columns) + "]";
+  if (h.done_ms > 0)
+    return {fmt::format("done by {} pid {}{} at {}Z", escape_text(h.info.host), h.info.pid, cmd,
+                        utc_iso(h.done_ms).substr(11, 8)),
+            fmt::format("free again in {}", format_duration(left))};
   std::string since =
       h.since_ms > 0 && with_since ? " since " + utc_iso(h.since_ms).substr(11, 8) + "Z" : "";
-  return {fmt::format("held by {} pid {}{}{}", escape_text(h.info.host), h.info.pid, cmd, since),
+  // A label says what the job is (a CI job's URL): it stands for host, pid and command.
+  if (!h.info.label.empty())
+    return {
+        fmt::format("held{} by {}{}", h.shared ? " shared" : "", escape_text(h.info.label), since),
+        lease};
+  return {fmt::format("held{} by {} pid {}{}{}", h.shared ? " shared" : "",
+                      escape_text(h.info.host), h.info.pid, cmd, since),
           lease};
 }
 
@@ -241,16 +282,23 @@ void SingleLock::acquire(const std::string& token, Millis ttl, bool queue, const
             std::to_string(info.pid),
             info.user,
             info.cmd,
-            std::to_string(attempt)};
+            std::to_string(attempt),
+            shared_ ? "shared" : "",
+            info.label,
+            std::to_string(line_.priority),
+            line_.supersede ? "1" : "",
+            std::to_string(line_.max_waiters)};
   int limit = limit_;
+  bool shared = shared_;
   std::string key = names_.key;
-  run<AcquireReply>(client_, acquire_script(), names_, argv,
-                    [limit, key](const Reply& r) { return parse_acquire(r, limit, key); },
-                    std::move(done), timeout,
-                    // A timed-out attempt may still run on the server: its undo goes right
-                    // behind it on the same connection, and touches nothing a later attempt
-                    // of this token did.
-                    {ScriptCall{&undo_script(), {token, std::to_string(attempt), names_.channel}}});
+  run<AcquireReply>(
+      client_, acquire_script(), names_, argv,
+      [limit, shared, key](const Reply& r) { return parse_acquire(r, limit, shared, key); },
+      std::move(done), timeout,
+      // A timed-out attempt may still run on the server: its undo goes right
+      // behind it on the same connection, and touches nothing a later attempt
+      // of this token did.
+      {ScriptCall{&undo_script(), {token, std::to_string(attempt), names_.channel}}});
 }
 
 void SingleLock::extend(const std::string& token, Millis ttl, Done<ExtendReply> done,
@@ -286,6 +334,10 @@ ReleaseReply parse_release(const Reply& r) {
     case 3:
       x.state = ReleaseReply::State::AlreadyReleased;
       break;
+    case 4:
+      x.state = ReleaseReply::State::KeptAsDone;
+      x.left = Millis(e.size() > 1 ? num(e[1]) : 0);
+      break;
     default:
       x.state = ReleaseReply::State::NotHeld;
   }
@@ -314,15 +366,18 @@ void release_until(Client& c, const LockNames& n, Args argv, Clock::time_point u
 }  // namespace
 
 void SingleLock::release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
-                         Millis timeout, int exit_status) {
+                         Millis timeout, int exit_status, Millis done_for) {
   Millis window = timeout.count() > 0 ? timeout : client_.command_timeout();
   // The tombstone outlives every retry of this release.
   Millis tomb = std::min(window + Millis(5000), Millis(86'400'000));
   // The id tells a retry of this release from another release of the token.
-  Args argv{
-      token,          std::to_string(min_hold.count()),
-      names_.channel, std::to_string(tomb.count()),
-      new_token(),    exit_status >= 0 && exit_status <= 255 ? std::to_string(exit_status) : ""};
+  Args argv{token,
+            std::to_string(min_hold.count()),
+            names_.channel,
+            std::to_string(tomb.count()),
+            new_token(),
+            exit_status >= 0 && exit_status <= 255 ? std::to_string(exit_status) : "",
+            std::to_string(done_for.count())};
   release_until(client_, names_, std::move(argv), later(Clock::now(), window), 0, std::move(done));
 }
 

@@ -18,6 +18,18 @@ namespace rlock {
 struct HolderInfo {
   std::string host, user, cmd;
   long pid = 0;
+  std::string label;  // --label: what the job is (a CI job's URL), or empty
+};
+
+/// The longest --label stored (bytes).
+inline constexpr size_t kMaxLabel = 256;
+
+/// How a waiter stands in the line (--priority, --supersede, --max-waiters).
+struct LinePolicy {
+  int priority = 0;        // -1000 to 1000: a higher one is served first
+  bool supersede = false;  // replaces the superseding waiter that came before
+  int max_waiters = 0;     // a line this long refuses newcomers (0: no cap)
+  bool plain() const { return priority == 0 && !supersede && max_waiters == 0; }
 };
 
 /// The longest host, user or command stored with a lease (bytes).
@@ -45,6 +57,14 @@ struct Holder {
   /// before protocol 4), and how that command ended (-1 = not known).
   int64_t kept_ms = 0;
   int exit_status = -1;
+  /// A shared holder (--shared), one of possibly many.
+  bool shared = false;
+  /// `run --done-for`: its command succeeded at this server time (Unix ms; 0 =
+  /// not done); the lease, kept until the period ends, says "done" to others.
+  int64_t done_ms = 0;
+  /// A semaphore holder's slot (1…limit, the lowest free at its grant; 0 =
+  /// none: not a semaphore, or a holder from before the release that has them).
+  long slot = 0;
 };
 
 struct Waiter {
@@ -52,6 +72,8 @@ struct Waiter {
   Millis lease_left{0};
   HolderInfo info;
   int64_t since_ms = 0;  // server time when it joined the queue
+  bool shared = false;   // waits for a shared hold (--shared)
+  int priority = 0;      // --priority
 };
 
 struct MasterStatus;
@@ -82,7 +104,13 @@ struct MasterStatus {
 inline constexpr long kStatusRecords = 1000;
 
 struct AcquireReply {
-  enum class State { Acquired, Taken, Queued } state = State::Taken;
+  /// Done: taken by a lease that `run --done-for` keeps after a success (its
+  /// holder, first in `holders`, has done_ms): nobody takes it before it ends.
+  /// Full: not taken and the line has --max-waiters already. Superseded: a
+  /// newer --supersede waiter replaced this one (`by` says who).
+  enum class State { Acquired, Taken, Queued, Done, Full, Superseded } state = State::Taken;
+  long slot = 0;                // Acquired: a semaphore's slot (0: none)
+  std::string by;               // Superseded
   int64_t fence = 0;            // Acquired
   Millis ttl{0};                // Acquired
   int64_t now_ms = 0;           // Acquired: the server's time of the grant (Unix ms); 0 = unknown
@@ -101,8 +129,15 @@ struct ExtendReply {
 
 struct ReleaseReply {
   /// AlreadyReleased: a retried release whose first try had released it.
-  enum class State { Released, NotHeld, KeptForMinHold, AlreadyReleased } state = State::NotHeld;
-  Millis left{0};  // KeptForMinHold: until acquisition + --min-hold
+  /// KeptAsDone: kept for --done-for after a success (marked done).
+  enum class State {
+    Released,
+    NotHeld,
+    KeptForMinHold,
+    AlreadyReleased,
+    KeptAsDone
+  } state = State::NotHeld;
+  Millis left{0};  // KeptForMinHold, KeptAsDone: how long it stays held
 };
 
 struct ForgetReply {
@@ -149,9 +184,12 @@ class Lock {
   /// the release leaves a tombstone so that a retry whose first try did
   /// release reports AlreadyReleased, not NotHeld.
   /// `exit_status` (0-255, -1 = not known) is how the command ended: a lease
-  /// kept for min_hold is marked with it, so that status can say so.
+  /// kept for min_hold is marked with it, so that status can say so. With
+  /// `done_for` and an exit status of 0 the lease is kept that long (or
+  /// until acquisition + min_hold, if later) and marked done (KeptAsDone).
   virtual void release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
-                       Millis timeout = Millis(0), int exit_status = -1) = 0;
+                       Millis timeout = Millis(0), int exit_status = -1,
+                       Millis done_for = Millis(0)) = 0;
   /// Leaves the line; true if the token had a place.
   virtual void leave(const std::string& token, Done<bool> done, Millis timeout = Millis(0)) = 0;
   virtual void status(Done<LockStatus> done) = 0;
@@ -185,6 +223,9 @@ class Lock {
   /// masters' lines could disagree): its waiters try again when they hear a
   /// release.
   virtual bool fair() const { return true; }
+  /// The locks of the single keys this is made of (`--and`: several, in the
+  /// user's order; else this one).
+  virtual std::vector<Lock*> parts() { return {this}; }
 
   Loop& loop() { return clients().front()->loop(); }
   Millis command_timeout() { return clients().front()->command_timeout(); }
@@ -194,10 +235,20 @@ class Lock {
   }
   const LockNames& names() const { return names_; }
   int limit() const { return limit_; }
+  /// Whether acquire asks for a shared hold (--shared) rather than the
+  /// exclusive one.
+  bool shared() const { return shared_; }
+  virtual void set_shared(bool shared) { shared_ = shared; }
+  /// How acquire stands in the line; a policy a lock without a line (a
+  /// quorum) cannot keep is a usage Error.
+  const LinePolicy& line_policy() const { return line_; }
+  virtual void set_line_policy(const LinePolicy& p) { line_ = p; }
 
  protected:
   LockNames names_;
   int limit_;
+  bool shared_ = false;
+  LinePolicy line_;
 };
 
 /// The lock on one Redis deployment: each operation is one script there.
@@ -211,7 +262,8 @@ class SingleLock : public Lock {
   void extend(const std::string& token, Millis ttl, Done<ExtendReply> done,
               Millis timeout = Millis(0)) override;
   void release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
-               Millis timeout = Millis(0), int exit_status = -1) override;
+               Millis timeout = Millis(0), int exit_status = -1,
+               Millis done_for = Millis(0)) override;
   void leave(const std::string& token, Done<bool> done, Millis timeout = Millis(0)) override;
   void status(Done<LockStatus> done) override;
   void break_lock(Done<long> done) override;

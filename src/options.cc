@@ -11,6 +11,8 @@
 #include <cstring>
 
 #include "error.h"
+#include "key.h"
+#include "lock.h"
 #include "output.h"
 #include "text.h"
 
@@ -227,12 +229,55 @@ ConnectionConfig connection_config(const GlobalOptions& g, const std::string& ur
   return c;
 }
 
+std::string resolve_label(const std::optional<std::string>& given) {
+  std::optional<std::string> label = given;
+  const char* what = "--label";
+  if (!label)
+    if (const char* l = env("RLOCK_LABEL")) {
+      label = l;
+      what = "RLOCK_LABEL";
+    }
+  if (label) {
+    if (label->size() > kMaxLabel || !valid_utf8_no_controls(*label))
+      throw_usage(fmt::format("invalid {}: at most {} bytes of text without control characters",
+                              what, kMaxLabel));
+    return *label;
+  }
+  // The CI's own link to the job (each CI's documented variables).
+  std::string ci;
+  auto var = [](const char* n) { return std::string(env(n) ? env(n) : ""); };
+  if (var("GITHUB_ACTIONS") == "true" && !var("GITHUB_RUN_ID").empty()) {
+    std::string server =
+        var("GITHUB_SERVER_URL").empty() ? "https://github.com" : var("GITHUB_SERVER_URL");
+    ci = server + "/" + var("GITHUB_REPOSITORY") + "/actions/runs/" + var("GITHUB_RUN_ID");
+  } else if (var("GITLAB_CI") == "true") {
+    ci = var("CI_JOB_URL");
+  } else if (!var("JENKINS_URL").empty()) {
+    ci = var("BUILD_URL");
+  } else if (var("BUILDKITE") == "true" && !var("BUILDKITE_BUILD_URL").empty()) {
+    ci = var("BUILDKITE_BUILD_URL");
+    if (!var("BUILDKITE_JOB_ID").empty()) ci += "#" + var("BUILDKITE_JOB_ID");
+  }
+  if (!valid_utf8_no_controls(ci)) return "";
+  return truncate_text(ci, kMaxLabel);
+}
+
 void validate(const LockOptions& o) {
   if (o.ttl < Millis(100)) throw_usage("--ttl must be at least 100ms");
   if (o.limit < 0) throw_usage("--limit must be a positive number");
   if (o.conflict_exit < 0 || o.conflict_exit > 255)
     throw_usage("--conflict-exit-code must be between 0 and 255");
   if (o.no_wait && o.wait) throw_usage("--wait and --no-wait contradict each other; give one");
+  if (o.shared && o.limit > 0)
+    throw_usage(
+        "--shared and --limit: a KEY is either a shared lock or a semaphore; give one of them");
+  if (o.priority < -1000 || o.priority > 1000)
+    throw_usage("--priority must be a whole number from -1000 to 1000");
+  if (o.max_waiters < 0) throw_usage("--max-waiters must be a positive number");
+  if (o.done_for.count() > 0 && (o.shared || o.limit > 0))
+    throw_usage(
+        fmt::format("--done-for and {}: once per period needs one exclusive holder at a time",
+                    o.shared ? "--shared" : "--limit"));
 }
 
 }  // namespace rlock

@@ -31,6 +31,7 @@ enum class OnLost { Term, Kill, Warn };
 /// Locking options of `run` and `acquire`.
 struct LockOptions {
   std::string key;
+  std::vector<std::string> and_keys;  // --and: more keys, all or nothing
   Millis ttl{30000};
   std::optional<Millis> wait;  // nullopt = forever
   bool no_wait = false;
@@ -43,6 +44,18 @@ struct LockOptions {
   int sync_replicas = 0;        // --sync-replicas: WAIT for this many after each write
   long while_pid = 0;           // acquire --while-pid: hold while this process lives
   bool export_env = false;      // acquire --export: print shell assignments
+  bool shared = false;          // --shared: one of many shared holders, or the exclusive one
+  Millis done_for{0};           // run --done-for: after a success, keep KEY taken this long
+  std::string label;            // --label (else RLOCK_LABEL, else the CI job's URL)
+  int priority = 0;             // --priority: a higher one goes first in line
+  bool supersede = false;       // --supersede: replace the older superseding waiter
+  int max_waiters = 0;          // --max-waiters: refuse to join a line this long (0: no cap)
+  /// KEY and every --and KEY, in the user's order.
+  std::vector<std::string> keys() const {
+    std::vector<std::string> k{key};
+    k.insert(k.end(), and_keys.begin(), and_keys.end());
+    return k;
+  }
 };
 
 /// At most this many bytes of a --password-file's first line.
@@ -66,6 +79,14 @@ std::vector<std::string> effective_urls(const GlobalOptions& g);
 /// RLOCK_SENTINEL_PASSWORD), TLS flags (a --tls-* file flag with redis:// is a
 /// usage error naming rediss://), timeouts, and -v.
 ConnectionConfig connection_config(const GlobalOptions& g, const std::string& url);
+
+/// The label stored with a holder or waiter: `given` (--label), else
+/// $RLOCK_LABEL, else the URL of the CI job this runs in, from the CI's own
+/// documented variables (GitHub Actions: the workflow run; GitLab CI, Jenkins,
+/// Buildkite: the job), else empty. A given one (flag or RLOCK_LABEL) that
+/// is longer than kMaxLabel bytes or holds control characters is a usage
+/// Error; a CI's is cut to kMaxLabel and skipped when it is not text.
+std::string resolve_label(const std::optional<std::string>& given);
 
 /// Checks the locking options for contradictions (zero TTL, --limit < 0 …).
 void validate(const LockOptions& o);

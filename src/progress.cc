@@ -51,6 +51,7 @@ std::string WaitReporter::place() const {
 }
 
 void WaitReporter::report(const WaitProgress& p) {
+  if (!p.key.empty()) key_ = p.key;  // --and: the key being waited for now
   switch (p.kind) {
     case WaitProgress::Kind::Waiting: {
       last_ = *p.reply;

@@ -168,6 +168,10 @@ void QuorumLock::acquire(const std::string& token, Millis ttl, bool /*queue*/,
               o.value.holder_count = 1;
               break;
             }
+          // Done (run --done-for) when a majority keeps it as done: a minority
+          // that does is only taken.
+          if (votes >= quorum() && !o.value.holders.empty() && o.value.holders.front().done_ms > 0)
+            o.value.state = AcquireReply::State::Done;
         }
         give_back(token, ttl, [done, o] { done(o); });
       },
@@ -322,8 +326,21 @@ void QuorumLock::extend(const std::string& token, Millis ttl, Done<ExtendReply> 
       });
 }
 
+void QuorumLock::set_line_policy(const LinePolicy& p) {
+  if (!p.plain())
+    throw_usage(
+        "--priority, --supersede and --max-waiters need a line, and quorum mode has none (its "
+        "waiters try again when they hear a release): use one deployment");
+  Lock::set_line_policy(p);
+}
+
+void QuorumLock::set_shared(bool shared) {
+  Lock::set_shared(shared);
+  for (auto& l : locks_) l->set_shared(shared);
+}
+
 void QuorumLock::release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
-                         Millis timeout, int exit_status) {
+                         Millis timeout, int exit_status, Millis done_for) {
   // Every master gets its release, not only the first majority: a master left
   // holding (its release answered NOSCRIPT and not yet sent again as EVAL, or
   // merely slow) keeps the token for a whole TTL, and an outage of another
@@ -334,7 +351,7 @@ void QuorumLock::release(const std::string& token, Millis min_hold, Done<Release
   if (timeout.count() > 0) linger = std::min(linger, timeout);
   fan_out<ReleaseReply>(
       [=](SingleLock& l, Done<ReleaseReply> d) {
-        l.release(token, min_hold, std::move(d), timeout, exit_status);
+        l.release(token, min_hold, std::move(d), timeout, exit_status, done_for);
       },
       [this, done](std::vector<Outcome<ReleaseReply>> rs) {
         size_t held = 0, not_held = 0;
@@ -347,8 +364,9 @@ void QuorumLock::release(const std::string& token, Millis min_hold, Done<Release
             continue;
           }
           ++held;
-          if (r.value.state == ReleaseReply::State::KeptForMinHold) {
-            out.state = ReleaseReply::State::KeptForMinHold;
+          if (r.value.state == ReleaseReply::State::KeptForMinHold ||
+              r.value.state == ReleaseReply::State::KeptAsDone) {
+            if (out.state != ReleaseReply::State::KeptAsDone) out.state = r.value.state;
             out.left = std::max(out.left, r.value.left);
           }
         }

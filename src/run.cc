@@ -44,6 +44,32 @@ SpawnSpec command_spec(const RunCommand& c) {
   return spec;
 }
 
+// What the command sees: RLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE (the first
+// key's), RLOCK_KEYS and RLOCK_FENCES (every key's, one a line, in the user's
+// order: `--and`), RLOCK_HELD with every one of them added, and RLOCK_SLOT
+// for a semaphore's holder.
+std::vector<std::string> command_env(const std::vector<Lock*>& parts, const std::string& token,
+                                     const Acquired& a, const std::vector<HeldEntry>& held,
+                                     const std::string& where) {
+  std::string keys, fences;
+  std::vector<HeldEntry> mine;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const LockNames& n = parts[i]->names();
+    keys += (i ? "\n" : "") + n.key;
+    fences += fmt::format("{}{}", i ? "\n" : "", i < a.fences.size() ? a.fences[i] : a.fence);
+    mine.push_back({token, n.key, n.prefix, where});
+  }
+  std::vector<std::string> env{"RLOCK_KEY=" + parts.front()->names().key,
+                               "RLOCK_TOKEN=" + token,
+                               fmt::format("RLOCK_FENCE={}", a.fence),
+                               "RLOCK_KEYS=" + keys,
+                               "RLOCK_FENCES=" + fences,
+                               "RLOCK_HELD=" + held_with_each(held, mine)};
+  // A pool (--limit N): which of the N this holder is, unique among live holders.
+  if (a.slot > 0) env.push_back(fmt::format("RLOCK_SLOT={}", a.slot));
+  return env;
+}
+
 // How often the command's process group is looked at after the command has
 // exited, while processes it left behind keep the lock.
 constexpr Millis kGroupPoll{100};
@@ -70,17 +96,17 @@ class Runner {
       : opts_(o),
         cmd_(c),
         session_(g),
-        lock_(session_.lock(o.key, g.prefix, o.limit)),
+        lock_(session_.locks(o, g.prefix)),
         token_(new_token()),
         held_(std::move(held)),
         where_(lock_location(g)) {}
 
   int run() {
     install_signals();
-    WaitSpec spec{opts_.ttl, opts_.wait, opts_.no_wait,
-                  local_holder_info(join_command(cmd_), static_cast<long>(getpid())),
-                  opts_.sync_replicas};
-    acquirer_ = std::make_unique<Acquirer>(*lock_, token_, spec);
+    HolderInfo info = local_holder_info(join_command(cmd_), static_cast<long>(getpid()));
+    info.label = opts_.label;
+    WaitSpec spec{opts_.ttl, opts_.wait, opts_.no_wait, info, opts_.sync_replicas};
+    acquirer_ = make_acquisition(*lock_, token_, spec);
     acquirer_->on_progress([this](const WaitProgress& p) { reporter_.report(p); });
     acquirer_->start([this](Outcome<Acquired> o) { on_acquired(std::move(o)); });
     // The guard is forked once the first request is on its way (timers run
@@ -180,10 +206,7 @@ class Runner {
     log_verbose(fmt::format("acquired '{}' (fence {}, ttl {})", lock_->names().key, acquired_.fence,
                             format_duration(acquired_.ttl)));
     SpawnSpec spec = command_spec(cmd_);
-    spec.env = {"RLOCK_KEY=" + lock_->names().key, "RLOCK_TOKEN=" + token_,
-                fmt::format("RLOCK_FENCE={}", acquired_.fence),
-                "RLOCK_HELD=" +
-                    held_with(held_, {token_, lock_->names().key, lock_->names().prefix, where_})};
+    spec.env = command_env(lock_->parts(), token_, acquired_, held_, where_);
     // What the command leaves behind is reparented to rlock, which reaps it.
     become_subreaper();
     try {
@@ -399,6 +422,9 @@ class Runner {
       } else if (o.value.state == ReleaseReply::State::KeptForMinHold) {
         log_verbose(fmt::format("'{}' stays held for {} more (--min-hold)", key,
                                 format_duration(o.value.left)));
+      } else if (o.value.state == ReleaseReply::State::KeptAsDone) {
+        log_verbose(fmt::format("'{}' is done: it stays taken for {} more (--done-for)", key,
+                                format_duration(o.value.left)));
       } else if (o.value.state == ReleaseReply::State::NotHeld && !lost_ && child_) {
         std::string why =
             "it was no longer held when the command ended (it expired, was deleted or broken, "
@@ -414,7 +440,10 @@ class Runner {
       }
       exit_status_ = status;
     };
-    lock_->release(token_, opts_.min_hold, std::move(done), Millis(0), command);
+    // Done only when the command itself succeeded and the lease was kept
+    // throughout (a loss is never turned into a success for the period).
+    Millis done_for = lost_ ? Millis(0) : opts_.done_for;
+    lock_->release(token_, opts_.min_hold, std::move(done), Millis(0), command, done_for);
   }
 
   LockOptions opts_;
@@ -425,7 +454,7 @@ class Runner {
   std::vector<HeldEntry> held_;  // RLOCK_HELD as inherited
   std::string where_;
   WaitReporter reporter_{session_.loop, opts_.key, opts_.limit};
-  std::unique_ptr<Acquirer> acquirer_;
+  std::unique_ptr<Acquisition> acquirer_;
   std::optional<Child> child_;
   GroupGuard guard_;
   Acquired acquired_;
@@ -449,29 +478,43 @@ namespace {
 // its exit status is the run's). Returns when the lock must be taken as usual.
 void run_nested_if_held(const GlobalOptions& g, const LockOptions& o, const RunCommand& c,
                         const std::vector<HeldEntry>& held) {
-  const HeldEntry* e = find_held(held, o.key, g.prefix, lock_location(g));
-  if (!e) return;
-  std::optional<Holder> holder;
+  const std::vector<std::string> keys = o.keys();
+  const std::string where = lock_location(g);
+  std::vector<HeldEntry> found = find_all_held(held, keys, g.prefix, where);
+  if (found.empty()) return;
+  std::vector<Holder> holders;
   {
     Session s(g);
-    auto lock = s.lock(o.key, g.prefix, o.limit);
-    std::string why;
-    holder = verify_held(s.loop, *lock, *e, why);
-    if (!holder) {
-      log_verbose(fmt::format("RLOCK_HELD lists '{}', but {}: taking it as usual", o.key, why));
-      return;
+    for (const HeldEntry& e : found) {
+      auto lock = s.lock(e.key, g.prefix, o.limit, o.shared);
+      std::string why;
+      auto holder = verify_held(s.loop, *lock, e, why);
+      if (!holder) {
+        log_verbose(fmt::format("RLOCK_HELD lists '{}', but {}: taking it as usual", e.key, why));
+        return;
+      }
+      refuse_upgrade(o, *holder);
+      holders.push_back(*holder);
     }
   }  // the connections are closed before the command replaces this process
   log_verbose(
       fmt::format("'{}' is held by an enclosing holder (pid {}): running the command "
                   "inside it (nested: nothing is renewed or released here)",
-                  o.key, holder->info.pid));
+                  o.key, holders.front().info.pid));
   SpawnSpec spec = command_spec(c);
-  HeldEntry passed = *e;
-  passed.nested = true;  // a release in the command is a nested one
-  spec.env = {"RLOCK_KEY=" + o.key, "RLOCK_TOKEN=" + e->token,
-              fmt::format("RLOCK_FENCE={}", holder->fence),
-              "RLOCK_HELD=" + held_with(held, passed)};
+  std::string fences;
+  for (size_t i = 0; i < found.size(); ++i) {
+    found[i].nested = true;  // a release in the command is a nested one
+    fences += fmt::format("{}{}", i ? "\n" : "", holders[i].fence);
+  }
+  std::string joined;
+  for (size_t i = 0; i < keys.size(); ++i) joined += (i ? "\n" : "") + keys[i];
+  spec.env = {"RLOCK_KEY=" + o.key,
+              "RLOCK_TOKEN=" + found.front().token,
+              fmt::format("RLOCK_FENCE={}", holders.front().fence),
+              "RLOCK_KEYS=" + joined,
+              "RLOCK_FENCES=" + fences,
+              "RLOCK_HELD=" + held_with_each(held, found)};
   exec_in_place(spec);
 }
 

@@ -1,6 +1,7 @@
-// The Lua scripts of the lock protocol and how they are run: EVALSHA first,
-// EVAL on NOSCRIPT (after SCRIPT FLUSH or a failover). Nothing else in rlock
-// knows Lua. docs/PROTOCOL.md describes the same scripts in prose.
+// The Lua scripts of the lock protocol (src/lua/*.lua, embedded at build time)
+// and how they are run: EVALSHA first, EVAL on NOSCRIPT (after SCRIPT FLUSH or
+// a failover). Nothing else in rlock knows Lua. docs/PROTOCOL.md describes the
+// same scripts in prose.
 #pragma once
 
 #include <string>

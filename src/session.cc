@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 
+#include "multi.h"
 #include "quorum.h"
 #include "text.h"
 
@@ -96,10 +97,37 @@ void Session::refuse_same_server() {
   }
 }
 
-std::unique_ptr<Lock> Session::lock(const std::string& key, const std::string& prefix, int limit) {
+std::unique_ptr<Lock> Session::lock(const std::string& key, const std::string& prefix, int limit,
+                                    bool shared) {
   validate_key(key);
   validate_prefix(prefix);
-  return make_lock(key, prefix, limit);
+  auto l = make_lock(key, prefix, limit);
+  l->set_shared(shared);
+  return l;
+}
+
+std::unique_ptr<Lock> Session::locks(const std::vector<std::string>& keys,
+                                     const std::string& prefix, int limit, bool shared) {
+  if (keys.size() == 1) return lock(keys.front(), prefix, limit, shared);
+  if (limit > 0)
+    throw_usage(
+        "--and and --limit: several keys are taken all or nothing, one holder each; a "
+        "semaphore's places are counted per KEY");
+  std::vector<std::unique_ptr<Lock>> parts;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    for (size_t j = 0; j < i; ++j)
+      if (keys[j] == keys[i])
+        throw_usage(
+            fmt::format("'{}' is given twice: each --and names another KEY", escape_text(keys[i])));
+    parts.push_back(lock(keys[i], prefix, 0, shared));
+  }
+  return std::make_unique<MultiLock>(std::move(parts));
+}
+
+std::unique_ptr<Lock> Session::locks(const LockOptions& o, const std::string& prefix) {
+  auto l = locks(o.keys(), prefix, o.limit, o.shared);
+  l->set_line_policy(LinePolicy{o.priority, o.supersede, o.max_waiters});
+  return l;
 }
 
 std::unique_ptr<Lock> Session::found_lock(const std::string& key, const std::string& prefix,

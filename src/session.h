@@ -25,7 +25,16 @@ struct Session {
   /// The lock of `key`: on the one deployment, or a quorum of the masters.
   /// `limit` (a semaphore) is a usage Error in quorum mode, as is a KEY or
   /// prefix that validate_key/validate_prefix refuse.
-  std::unique_ptr<Lock> lock(const std::string& key, const std::string& prefix, int limit = 0);
+  std::unique_ptr<Lock> lock(const std::string& key, const std::string& prefix, int limit = 0,
+                             bool shared = false);
+  /// The lock of every KEY of `keys` as one (`--and`: a MultiLock, multi.h),
+  /// or of the one KEY. The same KEY twice, or --limit with several, is a
+  /// usage Error.
+  std::unique_ptr<Lock> locks(const std::vector<std::string>& keys, const std::string& prefix,
+                              int limit = 0, bool shared = false);
+  /// The lock `run` or `acquire` takes: every KEY of `o`, its --limit,
+  /// --shared and line policy (--priority, --supersede, --max-waiters).
+  std::unique_ptr<Lock> locks(const LockOptions& o, const std::string& prefix);
   /// The lock of a key found in Redis (list): any name, as it is. In quorum
   /// mode, `only` names the masters to ask (those that answered), if not all.
   std::unique_ptr<Lock> found_lock(const std::string& key, const std::string& prefix,

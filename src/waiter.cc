@@ -198,6 +198,24 @@ void Acquirer::on_reply(Outcome<AcquireReply> o) {
                                   });
   }
   regrants_ = 0;
+  if (a.state == AcquireReply::State::Done) {
+    // run --done-for: the job was done for this period; waiting on is pointless.
+    Error e(ErrorKind::NotAcquired, fmt::format("'{}' was already done for this period: {}",
+                                                lock_.names().key, holder_text(a)));
+    if (probing_) return finish({e, {}});
+    return fail_with_cleanup(e);  // leaves the line (the script left it already)
+  }
+  if (a.state == AcquireReply::State::Superseded)
+    return fail_with_cleanup(
+        Error(ErrorKind::NotAcquired,
+              fmt::format("no longer waiting for '{}': superseded by {} (--supersede)",
+                          lock_.names().key, escape_text(truncate_text(a.by, kMaxLabel)))));
+  if (a.state == AcquireReply::State::Full)
+    return fail_with_cleanup(
+        Error(ErrorKind::NotAcquired,
+              fmt::format("'{}' is {} and {} or more wait already (--max-waiters {})",
+                          lock_.names().key, holder_text(a), lock_.line_policy().max_waiters,
+                          lock_.line_policy().max_waiters)));
   if (a.state == AcquireReply::State::Taken && !spec_.no_wait && probing_) {
     last_ = a;
     return start_waiting();
@@ -312,7 +330,9 @@ void Acquirer::regrant(const Error& why) {
 
 void Acquirer::granted(const AcquireReply& a, Clock::time_point sent, Millis ttl) {
   if (waited_) report(WaitProgress::Kind::Acquired, &a, a.fence);
-  finish({std::nullopt, Acquired{a.fence, ttl, sent}});
+  Acquired got{a.fence, ttl, sent};
+  got.slot = a.slot;
+  finish({std::nullopt, got});
 }
 
 void Acquirer::schedule(Millis delay) {

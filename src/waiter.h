@@ -56,6 +56,8 @@ struct WaitProgress {
   Clock::time_point started, replied, since, until;
   bool until_wait = false;
   int64_t fence = 0;
+  /// `--and`: the key this is about (empty: the only one).
+  std::string key;
 };
 
 // Time kept between "the lease might run out" and "it does": the renewal
@@ -71,7 +73,27 @@ struct Acquired {
   /// Monotonic time the successful attempt was sent: the lease runs out no
   /// earlier than this + ttl, so deadlines derive from it.
   Clock::time_point sent;
+  /// `--and`: every key's fence, in the user's order (empty for one key).
+  std::vector<int64_t> fences;
+  /// A semaphore's slot (RLOCK_SLOT), 0 for none.
+  long slot = 0;
 };
+
+/// Getting a lock, waiting for it if need be: one (Acquirer) or several
+/// keys at once (MultiAcquirer, multi.h).
+class Acquisition {
+ public:
+  virtual ~Acquisition() = default;
+  virtual void start(Done<Acquired> done) = 0;
+  /// Where the progress of a wait goes (nowhere by default).
+  virtual void on_progress(std::function<void(const WaitProgress&)> cb) = 0;
+  /// Stops waiting: leaves the line (best effort), then calls `done`. The
+  /// start() callback is not called afterwards.
+  virtual void cancel(std::function<void()> done) = 0;
+};
+
+/// The Acquisition for `lock`: a MultiAcquirer for a MultiLock, else an Acquirer.
+std::unique_ptr<Acquisition> make_acquisition(Lock& lock, std::string token, WaitSpec spec);
 
 /// One attempt to get the lock, possibly waiting. Outcomes: Acquired, or an
 /// Error: NotAcquired (taken and not waiting, or --wait ran out), a usage
@@ -80,19 +102,18 @@ struct Acquired {
 /// (the lease is then released again). A
 /// failed attempt leaves nothing behind in Redis (best-effort cleanup with
 /// the token).
-class Acquirer {
+class Acquirer : public Acquisition {
  public:
   Acquirer(Lock& lock, std::string token, WaitSpec spec);
-  ~Acquirer();
+  ~Acquirer() override;
   Acquirer(const Acquirer&) = delete;
   Acquirer& operator=(const Acquirer&) = delete;
 
-  void start(Done<Acquired> done);
-  /// Where the progress of a wait goes (nowhere by default).
-  void on_progress(std::function<void(const WaitProgress&)> cb) { progress_ = std::move(cb); }
-  /// Stops waiting: leaves the line (best effort), then calls `done`. The
-  /// start() callback is not called afterwards.
-  void cancel(std::function<void()> done);
+  void start(Done<Acquired> done) override;
+  void on_progress(std::function<void(const WaitProgress&)> cb) override {
+    progress_ = std::move(cb);
+  }
+  void cancel(std::function<void()> done) override;
 
  private:
   void start_waiting();

@@ -131,7 +131,7 @@ void Watchdog::renewed(Clock::time_point sent, Clock::time_point deadline) {
 void Watchdog::not_held() {
   std::string why = heard_.empty() ? kGone : heard_;
   if (!ev_.released) return report_lost(why);
-  if (heard_token_ || !subs_) {
+  if (heard_token_ || subs_.empty()) {
     if (heard_token_) {
       stop();
       return ev_.released();
@@ -143,13 +143,15 @@ void Watchdog::not_held() {
   renew_timer_ = lost_timer_ = 0;
   renewing_ = true;  // nothing else is sent meanwhile
   auto alive = alive_;
-  subs_->barrier([this, alive, why] {
-    if (!*alive || stopped_) return;
-    renewing_ = false;
-    if (!heard_token_) return report_lost(heard_.empty() ? why : heard_);
-    stop();
-    ev_.released();
-  });
+  auto left = std::make_shared<size_t>(subs_.size());
+  for (auto& subs : subs_)
+    subs->barrier([this, alive, why, left] {
+      if (!*alive || stopped_ || --*left > 0) return;
+      renewing_ = false;
+      if (!heard_token_) return report_lost(heard_.empty() ? why : heard_);
+      stop();
+      ev_.released();
+    });
 }
 
 void Watchdog::report_lost(const std::string& why) {
@@ -159,9 +161,11 @@ void Watchdog::report_lost(const std::string& why) {
 }
 
 void Watchdog::listen(std::function<void()> settled) {
-  if (stopped_ || subs_) return;
+  if (stopped_ || !subs_.empty()) return;
   lock_.stay();  // and follow failovers (Sentinel)
-  auto answers = std::make_shared<size_t>(lock_.clients().size());
+  size_t deployments = 0;
+  for (Lock* part : lock_.parts()) deployments += part->clients().size();
+  auto answers = std::make_shared<size_t>(deployments);
   auto settle = [answers, settled = std::move(settled)] {
     if (*answers == 0) return;
     if (--*answers == 0 && settled) settled();
@@ -196,15 +200,19 @@ void Watchdog::listen(std::function<void()> settled) {
         "will be refused too (the ACL user needs '&{}*')",
         e.what(), escape_text(lock_.names().prefix)));
   };
-  subs_ = std::make_unique<Subscriptions>(lock_.clients(), lock_.names().channel, std::move(ev));
-  subs_->start();
+  for (Lock* part : lock_.parts()) {
+    subs_.push_back(std::make_unique<Subscriptions>(part->clients(), part->names().channel, ev));
+    subs_.back()->start();
+  }
 }
 
 void Watchdog::drop_subscription() {
-  if (!subs_) return;
-  // Not destroyed here: this may run inside one of its own callbacks.
-  std::shared_ptr<Subscriptions> subs(std::move(subs_));
-  loop().after(Millis(0), [subs] {});
+  // Not destroyed here: this may run inside one of their own callbacks.
+  for (auto& sub : subs_) {
+    std::shared_ptr<Subscriptions> subs(std::move(sub));
+    loop().after(Millis(0), [subs] {});
+  }
+  subs_.clear();
 }
 
 }  // namespace rlock

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "lock.h"
 #include "subscription.h"
@@ -38,9 +39,9 @@ class Watchdog {
 
   /// Arms the deadline and the first renewal (at acquisition + TTL/3).
   void start();
-  /// Subscribes to the release channel (once; again by itself after an
-  /// outage). `settled` (optional) runs once every deployment has answered
-  /// the first subscription, subscribed or refused.
+  /// Subscribes to the release channel of every key (once; again by itself
+  /// after an outage). `settled` (optional) runs once every deployment of
+  /// every key has answered the first subscription, subscribed or refused.
   void listen(std::function<void()> settled = {});
   /// Renews now (after a renewal in flight, if there is one).
   void renew();
@@ -67,7 +68,7 @@ class Watchdog {
   int sync_replicas_;
   Events ev_;
   Clock::time_point deadline_;
-  std::unique_ptr<Subscriptions> subs_;
+  std::vector<std::unique_ptr<Subscriptions>> subs_;  // one per key (`--and`)
   Loop::TimerId renew_timer_ = 0, lost_timer_ = 0;
   bool renewing_ = false, recheck_ = false, stopped_ = false, heard_token_ = false;
   // What the channel said (heard_: why, for people), and how many messages

@@ -294,3 +294,37 @@ _shard_subscribers() {
   "$RLOCK" break --yes cnest
   _rlock_poll "SIGTERM to PID" 10 test -e "$BATS_TEST_TMPDIR/w.term"
 }
+
+@test "shared locks and --done-for work in a Cluster, on the node that serves the slot" {
+  k=$(cluster_key_on 3 shc)
+  t1=$("$RLOCK" acquire -s --ttl 60s "$k")
+  t2=$("$RLOCK" acquire -s --ttl 60s "$k")
+  assert_equal "$(rcli_to CLUSTER3 get "lock:{$k}")" "shared lock"
+  run -75 "$RLOCK" acquire -n "$k"
+  # an exclusive waiter is woken by the last shared release (sharded channel)
+  rlock_bg x run --wait 30s "$k" -- touch "$T/x.ran"
+  x=$BG_PID
+  wait_until "[[ \$(rcli_to CLUSTER3 zcard 'lock:{$k}:queue') == 1 ]]"
+  "$RLOCK" release "$k" --token "$t1"
+  run -0 "$RLOCK" status "$k"
+  assert_output --partial "held shared by 1 holder"
+  "$RLOCK" release "$k" --token "$t2"
+  bg_wait "$x" 10
+  assert_equal "$BG_STATUS" 0
+  d=$(cluster_key_on 2 done)
+  run -0 "$RLOCK" run --done-for 1h "$d" -- true
+  run -75 "$RLOCK" run --done-for 1h "$d" -- true
+  assert_output --partial "already done"
+}
+
+@test "--and takes keys in different slots on different nodes, all or nothing" {
+  a=$(cluster_key_on 1 and)
+  b=$(cluster_key_on 3 and)
+  t=$("$RLOCK" acquire --ttl 60s "$b")
+  run -75 "$RLOCK" run -n "$a" --and "$b" -- touch "$T/ran"
+  [ ! -e "$T/ran" ]
+  assert_equal "$(rcli_to CLUSTER1 exists "lock:{$a}")" 0
+  "$RLOCK" release "$b" --token "$t"
+  run -0 "$RLOCK" run "$b" --and "$a" -- sh -c 'echo "$RLOCK_KEYS" | wc -l'
+  assert_output 2
+}

@@ -118,13 +118,15 @@ need_python() {
   HOST=$(hostname) USER_NAME=$(id -un) PID=$BASHPID TOK=$TOK json_assert "$output" \
     'd["key"] == "holder-json"' 'd["held"] is True' 'd["limit"] == 0' \
     'd["waiters"] == []' 'len(d["holders"]) == 1' \
-    'sorted(d["holders"][0]) == ["age_ms", "command", "exit_status", "fence", "host", "kept", "kept_until", "pid", "since", "since_ms", "token", "ttl_left_ms", "ttl_ms", "user"]' \
+    'sorted(d["holders"][0]) == ["age_ms", "command", "done", "done_at", "exit_status", "fence", "host", "kept", "kept_until", "label", "mode", "pid", "since", "since_ms", "slot", "token", "ttl_left_ms", "ttl_ms", "user"]' \
     'd["holders"][0]["token"] == E["TOK"]' \
     'd["holders"][0]["host"] == E["HOST"]' \
     'd["holders"][0]["pid"] == int(E["PID"])' \
     'd["holders"][0]["user"] == E["USER_NAME"]' \
     'd["holders"][0]["command"] == "rlock acquire"' \
     'd["holders"][0]["ttl_ms"] == 30000' \
+    'd["holders"][0]["mode"] == "exclusive"' 'd["holders"][0]["done"] is False' \
+    'd["done"] is False' \
     'd["holders"][0]["fence"] == d["fence"] >= 1' \
     '0 < d["holders"][0]["ttl_left_ms"] <= 30000' \
     '0 <= d["holders"][0]["age_ms"] < 10000' \
@@ -283,7 +285,7 @@ need_python() {
   # acquire records its parent as the pid: here the background subshell that started it.
   HOST=$(hostname) USER_NAME=$(id -un) json_assert "$output" \
     'len(d["waiters"]) == 1' \
-    'sorted(d["waiters"][0]) == ["command", "host", "pid", "position", "since", "token", "user", "waited_ms"]' \
+    'sorted(d["waiters"][0]) == ["command", "host", "label", "mode", "pid", "position", "priority", "since", "token", "user", "waited_ms"]' \
     'd["waiters"][0]["position"] == 1' \
     'd["waiters"][0]["host"] == E["HOST"]' \
     'd["waiters"][0]["user"] == E["USER_NAME"]' \
@@ -536,7 +538,7 @@ assert_fits() {
   assert_line --index 1 --regexp "^tty-l1 +$(hostname):$BASHPID +[0-9]+s +[0-9]+ +0 +rlock acquire$"
   assert_fits 80
   rl list 'tty-l*'
-  assert_output --regexp "^tty-l1	$(hostname):$BASHPID	[0-9]+	[0-9]+	0	rlock acquire$"
+  assert_output --regexp "^tty-l1	$(hostname):$BASHPID	[0-9]+	[0-9]+	0	rlock acquire	$"
 }
 
 @test "a lease kept by --min-hold after its command ended: status says so, with the exit status" {

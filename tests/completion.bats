@@ -119,6 +119,16 @@ help_subcommands() {
   assert_candidates term kill warn
 }
 
+@test "'rlock run KEY --done-for ' completes a period (not commands); its value is not the command" {
+  run complete_line 'rlock run report --done-for '
+  assert_success
+  assert_candidates 1h 20h 23h 7d
+  run complete_line 'rlock run report --done-for 20h -s --'
+  assert_line --shared
+  run complete_line 'rlock run report --done-for 20h -- '
+  assert_line sh
+}
+
 @test "'rlock run KEY --ttl 5m --on-lost k' completes kill" {
   run complete_line 'rlock run deploy --ttl 5m --on-lost k'
   assert_candidates kill

@@ -28,14 +28,15 @@ readme_sample() {
 }
 
 # normalize: what differs from one run to the next, replaced by a word: host names, pids,
-# users, times, tokens, durations, fences and the bare numbers of `list`.
+# users, times (also HH:MM:SSZ), tokens, durations, fences and the bare numbers of `list`.
 normalize() {
   sed -E \
     -e 's/[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z/TIME/g' \
     -e 's/since [0-9:]+Z/since TIME/g' \
+    -e 's/\b[0-9]{2}:[0-9]{2}:[0-9]{2}Z/TIME/g' \
     -e 's/token [0-9a-f]{32}/token TOKEN/g' \
-    -e 's/(held by|holder ) +[^ ]+ pid [0-9]+/\1 HOST pid PID/g' \
-    -e 's/(waiter [0-9]+\.) [^ ]+ pid [0-9]+/\1 HOST pid PID/g' \
+    -e 's/(held by|holder |shared |ran as|done by) +[^ ]+ pid [0-9]+/\1 HOST pid PID/g' \
+    -e 's/(waiter [0-9]+\.( \(shared\))?) [^ ]+ pid [0-9]+/\1 HOST pid PID/g' \
     -e 's/ user [^:]+:/ user USER:/g' \
     -e 's/\b[0-9]+(\.[0-9]+)?(ms|s|m|h)([0-9]+(ms|s|m|h))*\b/DUR/g' \
     -e 's/fence [0-9]+/fence N/g' \
@@ -136,6 +137,63 @@ outage_lines() {
   touch "$T/ws/done"
   bg_wait "$holder"
   bg_wait "$waiter"
+}
+
+@test "README's shared-lock status sample is what status prints (piped): holders, then the line in order" {
+  mkdir -p "$T/ws"
+  # ./dump.sh NAME and ./migrate.sh: say they started, then run until $T/ws/done exists.
+  printf '#!/bin/sh\ntouch "started.${1:-migrate}"\nwhile [ ! -e done ]; do sleep 0.1; done\n' \
+    >"$T/ws/dump.sh"
+  cp "$T/ws/dump.sh" "$T/ws/migrate.sh"
+  chmod +x "$T/ws/dump.sh" "$T/ws/migrate.sh"
+  pids=()
+  in_ws orders run db:orders -s -- ./dump.sh orders
+  pids+=("$BG_PID")
+  wait_for_file "$T/ws/started.orders"
+  in_ws users run db:orders -s -- ./dump.sh users
+  pids+=("$BG_PID")
+  wait_for_file "$T/ws/started.users"
+  in_ws migrate run db:orders --wait 1h -- ./migrate.sh
+  pids+=("$BG_PID")
+  wait_until '[[ $(rcli zcard "lock:{db:orders}:queue") == 1 ]]'
+  in_ws items run db:orders -s --wait 1h -- ./dump.sh items
+  pids+=("$BG_PID")
+  wait_until '[[ $(rcli zcard "lock:{db:orders}:queue") == 2 ]]'
+  run "$RLOCK" status db:orders
+  assert_success
+  # The holders come in the order their leases end, which renewals change: the same lines,
+  # and the waiters in the same order.
+  got=$(normalize <<<"$output")
+  want=$(readme_sample 'rlock status db:orders' | normalize)
+  assert_equal "$(sort <<<"$got")" "$(sort <<<"$want")"
+  assert_equal "$(grep waiter <<<"$got")" "$(grep waiter <<<"$want")"
+  assert_equal "$(head -n 1 <<<"$got")" "$(head -n 1 <<<"$want")"
+  # The marker README names, in the lock's own key.
+  assert_equal "$(rcli get 'lock:{db:orders}')" "shared lock"
+  touch "$T/ws/done"
+  for pid in "${pids[@]}"; do
+    bg_wait "$pid" 30
+    assert_equal "$BG_STATUS" 0
+  done
+}
+
+@test "README's once-per-period samples are what run and status print for a done lock (piped)" {
+  mkdir -p "$T/ws"
+  printf '#!/bin/sh\nexit 0\n' >"$T/ws/report.sh"
+  chmod +x "$T/ws/report.sh"
+  in_ws first run nightly-report --done-for 20h -- ./report.sh
+  bg_wait "$BG_PID"
+  assert_equal "$BG_STATUS" 0
+  in_ws again run nightly-report --done-for 20h -- ./report.sh
+  bg_wait "$BG_PID"
+  assert_equal "$BG_STATUS" 75
+  sample=$(readme_sample 'rlock run nightly-report --done-for 20h -- ./report.sh')
+  assert [ -n "$sample" ]
+  assert_equal "$(normalize <"$T/again.err")" "$(normalize <<<"$sample")"
+  run "$RLOCK" status nightly-report
+  assert_success
+  assert_equal "$(normalize <<<"$output")" \
+    "$(readme_sample 'rlock status nightly-report' | normalize)"
 }
 
 # The exit table as "CODE|MEANING" lines, from each of the three places.

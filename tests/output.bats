@@ -145,7 +145,7 @@ no_raw_controls() {
   assert_line --partial 'new\x0aline'
   for line in "${lines[@]}"; do
     n=$(awk -F'\t' '{print NF}' <<<"$line")
-    assert_equal "$n" 6
+    assert_equal "$n" 7
   done
   run "$RLOCK" list --json
   assert_success

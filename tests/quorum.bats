@@ -489,3 +489,44 @@ stale_and_empty() {
   done
   assert_equal "$(tr '\n' ' ' <"$T/fences")" "1 2 3 "
 }
+
+@test "shared holds in quorum mode: shared ones hold together on a majority, an exclusive one stays out" {
+  t1=$("$RLOCK" acquire -s --ttl 60s q-sh)
+  t2=$("$RLOCK" acquire -s --ttl 60s q-sh)
+  assert_equal "$(on_masters q-sh)" 5
+  run -75 "$RLOCK" acquire -n --ttl 60s q-sh
+  # one master down: still shared by a majority, still no exclusive
+  redis_kill M1
+  run -75 "$RLOCK" acquire -n --ttl 60s q-sh
+  run -0 "$RLOCK" release q-sh --token "$t1"
+  run -0 "$RLOCK" release q-sh --token "$t2"
+  run -0 "$RLOCK" run --ttl 6s q-sh -- true
+  redis_restart M1
+}
+
+@test "--done-for in quorum mode: done on a majority is done" {
+  run -0 "$RLOCK" run --ttl 6s --done-for 1h q-done -- true
+  run -75 "$RLOCK" run --ttl 6s --done-for 1h q-done -- true
+  assert_output --partial "already done"
+  run -0 "$RLOCK" status q-done --json
+  assert_output --partial '"done":true'
+}
+
+@test "--and in quorum mode: every key on a majority, all or nothing" {
+  t=$("$RLOCK" acquire --ttl 30s q-and2)
+  run -75 "$RLOCK" run -n --ttl 6s q-and1 --and q-and2 -- touch "$T/ran"
+  [ ! -e "$T/ran" ]
+  assert_equal "$(on_masters q-and1)" 0
+  "$RLOCK" release q-and2 --token "$t"
+  run -0 "$RLOCK" run --ttl 6s q-and2 --and q-and1 -- sh -c 'echo "$RLOCK_FENCES" | wc -l'
+  assert_output 2
+}
+
+@test "quorum mode has no line: --priority, --supersede and --max-waiters are 64; --label works" {
+  run -64 "$RLOCK" run --priority 5 q-ci -- true
+  assert_output --partial "quorum mode has none"
+  run -64 "$RLOCK" run --supersede q-ci -- true
+  run -64 "$RLOCK" acquire --max-waiters 3 q-ci
+  run -0 "$RLOCK" run --ttl 6s --label job-7 q-ci -- sh -c '"$0" status q-ci --json' "$RLOCK"
+  assert_output --partial '"label":"job-7"'
+}

@@ -35,9 +35,11 @@ yaml_json() {
   ruby -ryaml -rjson -e 'puts JSON.generate(YAML.safe_load(File.read(ARGV[0]), aliases: true))' "$1"
 }
 
-# A job that counts its runs in $T/runs and takes a second.
+# A job that counts its runs in $T/runs and takes a second; while $T/fail exists it
+# fails (exit 1) and removes it, so that only its first run fails.
 write_job() {
-  printf '#!/bin/sh\necho run >>"%s/runs"\nsleep 1\n' "$T" >"$T/job.sh"
+  printf '#!/bin/sh\necho run >>"%s/runs"\nsleep 1\n[ ! -e "%s/fail" ] || { rm -f "%s/fail"; exit 1; }\n' \
+    "$T" "$T" "$T" >"$T/job.sh"
   chmod +x "$T/job.sh"
 }
 
@@ -49,12 +51,14 @@ write_deploy() {
 
 runs() { [[ -f $T/runs ]] && wc -l <"$T/runs" || echo 0; }
 
-@test "cron: the line as Debian's cron runs it, on two hosts at once: one runs, both quiet" {
-  write_job
+# cron_line: the recipe's crontab line as Debian's cron would run it: sets vars (the
+# crontab's variables, RLOCK_URL the test server's) and cmd (the command, with this rlock
+# and the test's job swapped in).
+cron_line() {
   recipe_block cron.md rlock.cron >"$T/crontab"
   assert [ -s "$T/crontab" ]
-  # cron's environment: PATH=/usr/bin:/bin and the crontab's variables, nothing else.
-  local -a vars=()
+  vars=()
+  local line job
   while IFS= read -r line; do
     [[ $line =~ ^RLOCK_URL= ]] && line="RLOCK_URL=$RLOCK_URL"
     vars+=("$line")
@@ -65,9 +69,20 @@ runs() { [[ -f $T/runs ]] && wc -l <"$T/runs" || echo 0; }
   [[ $cmd == /usr/local/bin/rlock\ * ]] || fail "the recipe should name rlock by its path: $cmd"
   cmd=${cmd/\/usr\/local\/bin\/rlock/$RLOCK}
   cmd=${cmd/\/opt\/report\/nightly.sh/$T/job.sh}
+}
+
+# cron_job NAME [COMMAND]: COMMAND (default: the recipe's) in cron's environment, in the
+# background (bg_start): PATH=/usr/bin:/bin and the crontab's variables, nothing else.
+cron_job() {
+  bg_start "$1" env -i PATH=/usr/bin:/bin HOME="$T" LOGNAME=report "${vars[@]}" \
+    /bin/sh -c "${2:-$cmd}"
+}
+
+@test "cron: the line as Debian's cron runs it, on two hosts at once: one runs, both quiet; then done" {
+  write_job
+  cron_line
   for host in a b; do
-    bg_start "cron-$host" env -i PATH=/usr/bin:/bin HOME="$T" LOGNAME=report "${vars[@]}" \
-      /bin/sh -c "$cmd"
+    cron_job "cron-$host"
     eval "pid_$host=\$BG_PID"
   done
   bg_wait "$pid_a"
@@ -77,14 +92,59 @@ runs() { [[ -f $T/runs ]] && wc -l <"$T/runs" || echo 0; }
   assert_equal "$(runs)" 1
   # Nothing for cron to mail.
   assert_equal "$(cat "$T/cron-a.err" "$T/cron-b.err")" ""
-  # A host whose clock is late by a few seconds starts the same slot after the first
-  # finished: --min-hold still holds the lock.
-  run env -i PATH=/usr/bin:/bin HOME="$T" "${vars[@]}" /bin/sh -c "$cmd"
+  # status says it is done for the period, as the page shows.
+  run "$RLOCK" status nightly-report
   assert_success
+  assert_line --index 0 --regexp '^nightly-report: done \(fence [0-9]+\)$'
+  assert_output --regexp 'done at [0-9:]{8}Z; taken until [0-9:]{8}Z \(--done-for\)'
+  # A host whose clock is late starts the same slot after the first finished, or the line
+  # is run again later that day: done, exit 0, quiet.
+  cron_job late
+  bg_wait "$BG_PID"
+  assert_equal "$BG_STATUS" 0
+  assert_equal "$(cat "$T/late.err")" ""
   assert_equal "$(runs)" 1
+  # Without -E 0 the same is 75, still without a word (-q).
+  [[ $cmd == *" -E 0 "* ]] || fail "the recipe should say -E 0: $cmd"
+  cron_job no-e "${cmd/ -E 0 / }"
+  bg_wait "$BG_PID"
+  assert_equal "$BG_STATUS" 75
+  assert_equal "$(cat "$T/no-e.err")" ""
+  assert_equal "$(runs)" 1
+  # The page's way to run it again within the period.
+  "$RLOCK" break --yes nightly-report
+  cron_job again
+  bg_wait "$BG_PID"
+  assert_equal "$BG_STATUS" 0
+  assert_equal "$(runs)" 2
 }
 
-@test "systemd: systemd-analyze verify accepts the service and the timer; its command runs" {
+@test "cron: the report fails on the first host; the next host in line runs it; then it is done" {
+  write_job
+  cron_line
+  touch "$T/fail"
+  for host in a b c; do
+    cron_job "cron-$host"
+    eval "pid_$host=\$BG_PID"
+  done
+  statuses=()
+  for pid in "$pid_a" "$pid_b" "$pid_c"; do
+    bg_wait "$pid" 30
+    statuses+=("$BG_STATUS")
+  done
+  # One host's report failed (cron mails its status), one ran it again and succeeded,
+  # the third found it done.
+  assert_equal "$(printf '%s\n' "${statuses[@]}" | sort | tr '\n' ' ')" "0 0 1 "
+  assert_equal "$(runs)" 2
+  assert [ ! -e "$T/fail" ]
+  assert_equal "$(cat "$T"/cron-?.err)" ""
+  cron_job late
+  bg_wait "$BG_PID"
+  assert_equal "$BG_STATUS" 0
+  assert_equal "$(runs)" 2
+}
+
+@test "systemd: systemd-analyze verify accepts the service and the timer; a catch-up run at boot is a quiet no-op" {
   command -v systemd-analyze >/dev/null || skip "systemd-analyze is not installed"
   recipe_block systemd.md nightly-report.service >"$T/nightly-report.service"
   recipe_block systemd.md nightly-report.timer >"$T/nightly-report.timer"
@@ -93,11 +153,11 @@ runs() { [[ -f $T/runs ]] && wc -l <"$T/runs" || echo 0; }
   run systemd-analyze verify "$T/nightly-report.service" "$T/nightly-report.timer"
   assert_success
   assert_output "" # not even a warning
-  # No catch-up run at boot: a host that was down at 02:00 would find the lock free again
-  # and run the report a second time that night (--done-for, a later release, is the fix).
-  ! grep -qiE '^Persistent *= *(true|yes|on|1)' "$T/nightly-report.timer" ||
-    fail "Persistent=true runs the report twice"
-  grep -q -- '--done-for' "$RECIPES/systemd.md" || fail "the page should say what the fix is"
+  # A catch-up run at boot for a missed 02:00 (Persistent=true): --done-for makes it a
+  # quiet no-op when another host did the night's report.
+  grep -qiE '^Persistent *= *(true|yes|on|1)' "$T/nightly-report.timer" ||
+    fail "the timer should catch up a missed run (Persistent=true)"
+  grep -q -- ' --done-for ' "$T/nightly-report.service" || fail "no --done-for in ExecStart"
   # The command line, with %d (the credentials directory) and the job swapped in.
   mkdir -p "$T/creds"
   printf 'unused\n' >"$T/creds/redis-password"
@@ -110,6 +170,31 @@ runs() { [[ -f $T/runs ]] && wc -l <"$T/runs" || echo 0; }
   run env -i PATH=/usr/bin:/bin RLOCK_URL="$RLOCK_URL" $exec_start
   assert_success
   assert_equal "$(runs)" 1
+  # The catch-up run of a host that was down at 02:00: done, exit 0, not a word.
+  run env -i PATH=/usr/bin:/bin RLOCK_URL="$RLOCK_URL" $exec_start
+  assert_success
+  assert_output ""
+  assert_equal "$(runs)" 1
+}
+
+@test "systemd: after a failed report, a host's catch-up run at boot runs it, and only once" {
+  recipe_block systemd.md nightly-report.service >"$T/nightly-report.service"
+  write_job
+  exec_start=$(sed -n 's/^ExecStart=//p' "$T/nightly-report.service")
+  exec_start=${exec_start/--password-file %d\/redis-password /}
+  exec_start=${exec_start/\/usr\/bin\/rlock/$RLOCK}
+  exec_start=${exec_start/\/opt\/report\/nightly.sh/$T/job.sh}
+  touch "$T/fail"
+  run env -i PATH=/usr/bin:/bin RLOCK_URL="$RLOCK_URL" $exec_start
+  assert_equal "$status" 1 # the report's own status: the journal shows the failure
+  assert_equal "$(runs)" 1
+  run -1 "$RLOCK" status nightly-report # released at once: not done
+  for boot in 1 2; do
+    run env -i PATH=/usr/bin:/bin RLOCK_URL="$RLOCK_URL" $exec_start
+    assert_success
+    assert_output ""
+  done
+  assert_equal "$(runs)" 2
 }
 
 # run_step LABEL SHELL... : the step's script ($T/step.sh) in $T/ws, with rlock on PATH

@@ -466,3 +466,182 @@ holder_record() {
   run -0 jq -r '.holders[0] | "\(.kept) \(.exit_status) \(.kept_until | test("Z$"))"' <<<"$output"
   assert_output "true 0 true"
 }
+
+# --- shared locks and done leases beside protocol 3 (issue 23) ----------------------------------
+
+# sacq VERSION KEY TOKEN [MODE=try] [ATTEMPT=1]: a shared acquire (ARGV[12]).
+sacq() {
+  local ver=$1 k=$2 tok=$3 mode=${4:-try} att=${5:-1}
+  "$ver" acquire "$k" "$tok" 30000 0 "$mode" 6000 "lock:release:{$k}" host 42 user cmd "$att" shared
+}
+
+@test "shared holders put a marker no token can equal in PREFIX{KEY}; it goes with the last of them" {
+  run -0 first_line sacq v2 shm a
+  assert_output OK
+  run -0 first_line sacq v2 shm b
+  assert_output OK
+  assert_equal "$(rcli get 'lock:{shm}')" "shared lock"
+  assert_equal "$(rcli zcard 'lock:{shm}:holders')" 2
+  assert_equal "$(rcli hget 'lock:{shm}:h:a' mode)" shared
+  run -0 v2 release shm a 0 'lock:release:{shm}' 10000 rid 0
+  assert_output 1
+  assert_equal "$(rcli get 'lock:{shm}')" "shared lock"
+  run -0 v2 release shm b 0 'lock:release:{shm}' 10000 rid 0
+  assert_equal "$(rcli exists 'lock:{shm}')" 0
+}
+
+@test "mixed versions: protocol 3 never takes a lock that protocol 4 shared holders hold" {
+  run -0 first_line sacq v2 sh3 s1
+  # a plain try, a wait, and a --limit try of 0.4.0's scripts
+  run -0 first_line acq p3 sh3 old 30000 1
+  assert_output TAKEN
+  run -0 first_line acq p3 sh3 oldw 30000 1 wait
+  assert_output QUEUED
+  run -0 first_line acq p3 sh3 olds 30000 1 try 3
+  assert_output MIXED
+  # the shared holder leaves: the 0.4.0 waiter is woken (the line is shared) and gets in
+  listen 'lock:release:{sh3}:oldw'
+  run -0 v2 release sh3 s1 0 'lock:release:{sh3}' 10000 rid 0
+  wait_until '(( $(messages) == 1 ))' 5
+  run -0 first_line acq p3 sh3 oldw 30000 2 wait
+  assert_output OK
+  # and while 0.4.0 holds it, nobody shares it
+  run -0 first_line sacq v2 sh3 s2
+  assert_output TAKEN
+}
+
+@test "mixed versions: a protocol 3 break removes the shared holders; they do not come back with a new marker" {
+  run -0 first_line sacq v2 shb s1
+  run -0 p3 break shb 'lock:release:{shb}'
+  assert_output 2 # 0.4.0 counts the marker as a holder too
+  assert_equal "$(rcli exists 'lock:{shb}' 'lock:{shb}:holders')" 0
+  run -0 first_line v2 extend shb s1 0
+  assert_output 0
+  # a new shared holder does not revive one whose marker went behind its back
+  run -0 first_line sacq v2 shb s2
+  rcli del 'lock:{shb}' >/dev/null # the marker deleted behind s2's back
+  run -0 first_line v2 extend shb s2 0
+  assert_output 0
+  run -0 first_line sacq v2 shb s3
+  assert_output OK
+  run -0 first_line v2 extend shb s2 0
+  assert_output 0
+  assert_equal "$(rcli zcard 'lock:{shb}:holders')" 1
+}
+
+@test "a protocol 3 release of a shared token leaves the marker; the next protocol 4 script clears it" {
+  run -0 first_line sacq v2 shr s1
+  run -0 p3 release shr s1 0 'lock:release:{shr}' 10000 rid
+  assert_output 1
+  assert_equal "$(rcli get 'lock:{shr}')" "shared lock" # 0.4.0 knows nothing of it
+  run -0 first_line acq v2 shr x 30000 1
+  assert_output OK
+  assert_equal "$(rcli get 'lock:{shr}')" x
+}
+
+@test "the line across kinds: a shared newcomer waits behind an exclusive waiter, shared waiters behind it" {
+  run -0 first_line sacq v2 shl s1
+  run -0 first_line acq v2 shl x 30000 1 wait
+  assert_output QUEUED
+  run -0 first_line sacq v2 shl s2 wait
+  assert_output QUEUED
+  run -0 first_line sacq v2 shl s3 wait
+  assert_output QUEUED
+  # s1 leaves: x alone is woken (shared ones wait behind it)
+  listen 'lock:release:{shl}:x'
+  run -0 v2 release shl s1 0 'lock:release:{shl}' 10000 rid 0
+  wait_until '(( $(messages) == 1 ))' 5
+  run -0 first_line acq v2 shl x 30000 2 wait
+  assert_output OK
+  run -0 first_line sacq v2 shl s2 wait 2
+  assert_output QUEUED
+  # x leaves: both shared waiters may go
+  run -0 v2 release shl x 0 'lock:release:{shl}' 10000 rid 0
+  run -0 first_line sacq v2 shl s3 wait 2
+  assert_output OK
+  run -0 first_line sacq v2 shl s2 wait 3
+  assert_output OK
+}
+
+@test "mixed versions: a done lease is a held lock to protocol 3; protocol 4 answers DONE with its holder" {
+  run -0 first_line acq v2 dn tok 30000 1
+  run -0 v2 release dn tok 0 'lock:release:{dn}' 10000 rid 0 60000
+  assert_line --index 0 4
+  assert [ "$(rcli pttl 'lock:{dn}')" -gt 50000 ]
+  assert [ -n "$(rcli hget 'lock:{dn}:h:tok' done)" ]
+  run -0 first_line acq p3 dn old 30000 1
+  assert_output TAKEN
+  run -0 acq v2 dn new 30000 1 wait
+  assert_line --index 0 DONE
+  assert_line --index 3 tok
+  # not in the line: a waiter that meets DONE leaves it
+  assert_equal "$(rcli zcard 'lock:{dn}:queue')" 0
+  # a failure is no success: released at once
+  run -0 first_line acq v2 dn2 tok 30000 1
+  run -0 v2 release dn2 tok 0 'lock:release:{dn2}' 10000 rid 3 60000
+  assert_output 1
+}
+
+@test "break of a marker left without shared holders: nothing to break (1), nothing published, the marker gone" {
+  run -0 first_line sacq v2 shq s1
+  run -0 p3 release shq s1 0 'lock:release:{shq}' 10000 rid
+  listen 'lock:release:{shq}'
+  run -1 "$RLOCK" break --yes shq
+  assert_equal "$(rcli exists 'lock:{shq}')" 0
+  assert_equal "$(messages)" 0
+}
+
+# --- CI policies beside protocol 3 (issue 24) ---------------------------------------------------
+
+# pacq KEY TOKEN PRIORITY [SUPERSEDE] [CAP] [ATTEMPT=1]: a waiting acquire of these scripts
+# with a line policy (ARGV[13-16]).
+pacq() {
+  v2 acquire "$1" "$2" 30000 0 wait 6000 "lock:release:{$1}" host 42 user cmd "${6:-1}" '' \
+    "label-$2" "$3" "${4:-}" "${5:-0}"
+}
+
+@test "mixed versions: protocol 3 waiters stand in line as priority 0, first come, first served" {
+  run -0 first_line acq v2 mp h 30000 1
+  run -0 first_line acq p3 mp old1 30000 1 wait
+  run -0 first_line pacq mp new0 0
+  run -0 first_line acq p3 mp old2 30000 1 wait
+  run -0 first_line pacq mp hi 1
+  assert_equal "$(rcli zrange 'lock:{mp}:queue' 0 -1 | tr '\n' ' ')" "hi old1 new0 old2 "
+  # a protocol 3 release wakes the head, whoever put it there
+  listen 'lock:release:{mp}:hi'
+  run -0 p3 release mp h 0 'lock:release:{mp}' 10000 rid
+  wait_until '(( $(messages) == 1 ))' 5
+}
+
+@test "supersede is one script: the older superseding waiter is gone from the line and marked, in the same call" {
+  run -0 first_line acq v2 ss h 30000 1
+  run -0 first_line pacq ss s1 0 1
+  assert_output QUEUED
+  assert_equal "$(rcli get 'lock:{ss}:sup')" s1
+  run -0 first_line pacq ss s2 0 1
+  assert_output QUEUED
+  assert_equal "$(rcli zrange 'lock:{ss}:queue' 0 -1 | tr '\n' ' ')" "s2 "
+  assert_equal "$(rcli get 'lock:{ss}:x:s1')" label-s2
+  assert [ "$(rcli pttl 'lock:{ss}:x:s1')" -gt 500000 ]
+  # s1's next attempt, as a retry or after missing the message
+  run -0 pacq ss s1 0 1 0 2
+  assert_line --index 0 SUPERSEDED
+  assert_line --index 1 label-s2
+  assert_equal "$(rcli zcard 'lock:{ss}:queue')" 1
+  # granted: the index forgets it
+  run -0 v2 release ss h 0 'lock:release:{ss}' 10000 rid 0
+  run -0 first_line pacq ss s2 0 1 0 2
+  assert_output OK
+  assert_equal "$(rcli exists 'lock:{ss}:sup')" 0
+}
+
+@test "the line cap counts live waiters only" {
+  run -0 first_line acq v2 mc h 30000 1
+  run -0 first_line pacq mc w1 0 '' 2
+  run -0 first_line pacq mc w2 0 '' 2
+  run -0 first_line pacq mc w3 0 '' 2
+  assert_output FULL
+  rcli del 'lock:{mc}:w:w1' >/dev/null # w1 died: its place lease ran out
+  run -0 first_line pacq mc w3 0 '' 2 2
+  assert_output QUEUED
+}

@@ -439,3 +439,16 @@ _watchers() {
   "$RLOCK" break --yes snest
   _rlock_poll "SIGTERM to PID" 10 test -e "$BATS_TEST_TMPDIR/w.term"
 }
+
+@test "shared locks and --done-for work through Sentinel" {
+  t1=$("$RLOCK" acquire -s --ttl 60s sshared)
+  t2=$("$RLOCK" acquire -s --ttl 60s sshared)
+  run -75 "$RLOCK" acquire -n sshared
+  run -0 "$RLOCK" status sshared
+  [[ $output == *"held shared by 2 holders"* ]]
+  "$RLOCK" release sshared --token "$t1"
+  "$RLOCK" release sshared --token "$t2"
+  run -0 "$RLOCK" run --done-for 1h sdone -- true
+  run -75 "$RLOCK" run --done-for 1h sdone -- true
+  [[ $output == *"already done"* ]]
+}

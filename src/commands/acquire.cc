@@ -35,16 +35,39 @@ std::string shell_quote(std::string_view s) {
 
 // What acquire prints: the token; with --json an object; with --export the
 // assignments a script evals to have what a run's command would have.
+// `fences`: every key's, in the user's order (`--and`: several).
 std::string output_of(const GlobalOptions& g, const LockOptions& o, const std::string& token,
-                      int64_t fence, Millis ttl, const std::string& held) {
-  if (g.json)
-    return fmt::format("{{\"key\":{},\"token\":{},\"fence\":{},\"ttl_ms\":{}}}\n",
-                       json_string(o.key), json_string(token), fence, ttl.count());
-  if (o.export_env)
+                      const std::vector<int64_t>& fences, Millis ttl, const std::string& held,
+                      long slot = 0) {
+  const std::vector<std::string> keys = o.keys();
+  if (g.json) {
+    std::string more;
+    if (keys.size() > 1) {
+      std::string k, f;
+      for (size_t i = 0; i < keys.size(); ++i) {
+        k += (i ? "," : "") + json_string(keys[i]);
+        f += fmt::format("{}{}", i ? "," : "", fences[i]);
+      }
+      more = fmt::format(",\"keys\":[{}],\"fences\":[{}]", k, f);
+    }
+    if (slot > 0) more += fmt::format(",\"slot\":{}", slot);
+    return fmt::format("{{\"key\":{},\"token\":{},\"fence\":{},\"ttl_ms\":{}{}}}\n",
+                       json_string(o.key), json_string(token), fences.front(), ttl.count(), more);
+  }
+  if (o.export_env) {
+    std::string k, f;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      k += (i ? "\n" : "") + keys[i];
+      f += fmt::format("{}{}", i ? "\n" : "", fences[i]);
+    }
+    std::string pool = slot > 0 ? fmt::format("RLOCK_SLOT={}; export RLOCK_SLOT; ", slot) : "";
     return fmt::format(
-        "RLOCK_KEY={}; RLOCK_TOKEN={}; RLOCK_FENCE={}; RLOCK_HELD={}; "
-        "export RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE RLOCK_HELD\n",
-        shell_quote(o.key), shell_quote(token), fence, shell_quote(held));
+        "{}RLOCK_KEY={}; RLOCK_TOKEN={}; RLOCK_FENCE={}; RLOCK_KEYS={}; RLOCK_FENCES={}; "
+        "RLOCK_HELD={}; export RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE RLOCK_KEYS RLOCK_FENCES "
+        "RLOCK_HELD\n",
+        pool, shell_quote(o.key), shell_quote(token), fences.front(), shell_quote(k),
+        shell_quote(f), shell_quote(held));
+  }
   return token + "\n";
 }
 
@@ -167,47 +190,66 @@ int fork_keeper(const GlobalOptions& g, Lock& lock, const std::string& token, co
   _exit(keep_while_pid(lock, token, a, o, start, ready[1], go[0], old));
 }
 
-// Nested in a holder of KEY (RLOCK_HELD, confirmed with Redis): nothing is
-// taken, and the token that holds it is printed (a release of it from inside
-// is a no-op, cmd_release). False when the lock must be taken as usual.
+// --while-pid inside an enclosing holder: it keeps the lock for PID's life
+// only if PID runs under it (the script that takes its lock again); anything
+// else would be unlocked once the holder ends, with nobody told: 64.
+void refuse_foreign_pid(const LockOptions& o, const std::string& key, const Holder& enclosing) {
+  if (!o.while_pid ||
+      is_ancestor(static_cast<pid_t>(enclosing.info.pid), static_cast<pid_t>(o.while_pid)))
+    return;
+  throw_usage(fmt::format(
+      "--while-pid {}: '{}' is already held by an enclosing holder (pid {}), and process {} "
+      "does not run under it: the lock could not be kept for its life (take it outside the "
+      "holder, or run that process under it)",
+      o.while_pid, key, enclosing.info.pid, o.while_pid));
+}
+
+// Nested in a holder of every KEY (RLOCK_HELD, confirmed with Redis): nothing
+// is taken, and the token that holds them is printed (a release of it from
+// inside is a no-op, cmd_release). False when the lock must be taken as usual.
 bool acquire_nested(Session& s, Lock& lock, const GlobalOptions& g, const LockOptions& o,
                     const std::vector<HeldEntry>& held, const std::string& where) {
-  const HeldEntry* e = find_held(held, o.key, g.prefix, where);
-  if (!e) return false;
-  std::string why;
-  auto h = verify_held(s.loop, lock, *e, why);
-  if (!h) {
-    log_verbose(fmt::format("RLOCK_HELD lists '{}', but {}: taking it as usual", o.key, why));
-    return false;
+  auto found = find_all_held(held, o.keys(), g.prefix, where);
+  if (found.empty()) return false;
+  std::vector<int64_t> fences;
+  std::optional<Holder> first;
+  auto parts = lock.parts();
+  for (size_t i = 0; i < found.size(); ++i) {
+    std::string why;
+    auto h = verify_held(s.loop, *parts[i], found[i], why);
+    if (!h) {
+      log_verbose(
+          fmt::format("RLOCK_HELD lists '{}', but {}: taking it as usual", found[i].key, why));
+      return false;
+    }
+    refuse_upgrade(o, *h);
+    refuse_foreign_pid(o, found[i].key, *h);
+    if (!first) first = h;
+    fences.push_back(h->fence);
+    found[i].nested = true;  // a release under this copy is a nested one
   }
-  // --while-pid: the enclosing holder keeps it for PID's life only if PID
-  // runs under it (the script that takes its lock again); anything else
-  // would be unlocked once the holder ends, with nobody told.
-  if (o.while_pid && !is_ancestor(static_cast<pid_t>(h->info.pid), static_cast<pid_t>(o.while_pid)))
-    throw_usage(fmt::format(
-        "--while-pid {}: '{}' is already held by an enclosing holder (pid {}), and "
-        "process {} does not run under it: the lock could not be kept for its life (take "
-        "it outside the holder, or run that process under it)",
-        o.while_pid, o.key, h->info.pid, o.while_pid));
   log_verbose(fmt::format(
-      "'{}' is already held by an enclosing holder (pid {}): taking nothing{}", o.key, h->info.pid,
+      "'{}' is already held by an enclosing holder (pid {}): taking nothing{}", o.key,
+      first->info.pid,
       o.while_pid ? fmt::format(" and starting no keeper (process {} runs under the holder, "
                                 "which keeps it)",
                                 o.while_pid)
                   : ""));
-  HeldEntry passed = *e;
-  passed.nested = true;  // a release under this copy is a nested one
-  print_out(output_of(g, o, e->token, h->fence, h->ttl_left, held_with(held, passed)));
+  print_out(
+      output_of(g, o, found.front().token, fences, first->ttl_left, held_with_each(held, found)));
   return true;
 }
 
 // Who holds: with --while-pid, PID with its command line and its user (root
-// may keep a lock for another user's process); else the caller.
+// may keep a lock for another user's process); else the caller. With --label.
 HolderInfo holder_info(const LockOptions& o) {
-  if (!o.while_pid) return local_holder_info("rlock acquire", getppid());
   auto pid = static_cast<pid_t>(o.while_pid);
-  HolderInfo info = local_holder_info(proc_command_line(pid, kMaxHolderField), o.while_pid);
-  if (auto uid = proc_uid(pid)) info.user = user_name(*uid);
+  HolderInfo info = o.while_pid
+                        ? local_holder_info(proc_command_line(pid, kMaxHolderField), o.while_pid)
+                        : local_holder_info("rlock acquire", getppid());
+  if (o.while_pid)
+    if (auto uid = proc_uid(pid)) info.user = user_name(*uid);
+  info.label = o.label;
   return info;
 }
 
@@ -218,14 +260,14 @@ HolderInfo holder_info(const LockOptions& o) {
 // left at once (the lock would be released as soon as it was granted).
 std::variant<Acquired, int> take(Session& s, Lock& lock, const LockOptions& o,
                                  const std::string& token, uint64_t start) {
-  Acquirer acquirer(lock, token,
-                    WaitSpec{o.ttl, o.wait, o.no_wait, holder_info(o), o.sync_replicas});
+  auto acquirer = make_acquisition(
+      lock, token, WaitSpec{o.ttl, o.wait, o.no_wait, holder_info(o), o.sync_replicas});
   WaitReporter reporter(s.loop, o.key, o.limit);
-  acquirer.on_progress([&](const WaitProgress& p) { reporter.report(p); });
+  acquirer->on_progress([&](const WaitProgress& p) { reporter.report(p); });
   std::optional<int> cancelled;
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT})
     if (!ignored_at_start(sig))
-      s.loop.on_signal(sig, [&](int n) { acquirer.cancel([&, n] { cancelled = 128 + n; }); });
+      s.loop.on_signal(sig, [&](int n) { acquirer->cancel([&, n] { cancelled = 128 + n; }); });
   std::optional<Outcome<Acquired>> out;
   bool pid_ended = false;
   Loop::TimerId watch_timer = 0;
@@ -234,11 +276,11 @@ std::variant<Acquired, int> take(Session& s, Lock& lock, const LockOptions& o,
       watch_timer = 0;
       if (out || cancelled) return;
       if (watched_alive(o.while_pid, start)) return watch_pid();
-      acquirer.cancel([&] { pid_ended = true; });
+      acquirer->cancel([&] { pid_ended = true; });
     });
   };
   if (o.while_pid) watch_pid();
-  acquirer.start([&](Outcome<Acquired> r) { out = std::move(r); });
+  acquirer->start([&](Outcome<Acquired> r) { out = std::move(r); });
   s.loop.run_until([&] { return out.has_value() || cancelled.has_value() || pid_ended; });
   s.loop.cancel(watch_timer);
   if (cancelled) return *cancelled;
@@ -260,7 +302,7 @@ int cmd_acquire(const GlobalOptions& g, const LockOptions& o) {
   uint64_t start = 0;
   check_watched(o, start);
   Session s(g);
-  auto lock = s.lock(o.key, g.prefix, o.limit);
+  auto lock = s.locks(o, g.prefix);
   std::vector<HeldEntry> held = held_from_env();
   const std::string where = lock_location(g);
   if (acquire_nested(s, *lock, g, o, held, where)) return exitcode::kOk;
@@ -268,15 +310,18 @@ int cmd_acquire(const GlobalOptions& g, const LockOptions& o) {
   auto taken = take(s, *lock, o, token, start);
   if (auto* status = std::get_if<int>(&taken)) return *status;
   const Acquired& a = std::get<Acquired>(taken);
-  HeldEntry mine{token, o.key, g.prefix, where};
+  const std::vector<int64_t> fences = a.fences.empty() ? std::vector<int64_t>{a.fence} : a.fences;
   // RLOCK_HELD gains this lock only when a keeper holds it: a plain acquire's
   // lease has no holder that goes on (nothing renews it), so nothing may nest
   // in it, and the script's own release must release it.
   auto text = [&](long keeper) {
-    if (keeper <= 0) return output_of(g, o, token, a.fence, a.ttl, format_held(held));
-    mine.keeper = keeper;
-    if (auto k = proc_info(static_cast<pid_t>(keeper))) mine.keeper_start = k->start;
-    return output_of(g, o, token, a.fence, a.ttl, held_with(held, mine));
+    if (keeper <= 0) return output_of(g, o, token, fences, a.ttl, format_held(held), a.slot);
+    std::vector<HeldEntry> mine;
+    uint64_t keeper_start = 0;
+    if (auto k = proc_info(static_cast<pid_t>(keeper))) keeper_start = k->start;
+    for (const std::string& key : o.keys())
+      mine.push_back({token, key, g.prefix, where, keeper, keeper_start});
+    return output_of(g, o, token, fences, a.ttl, held_with_each(held, mine), a.slot);
   };
   if (o.while_pid) {
     if (!watched_alive(o.while_pid, start)) {

@@ -13,9 +13,10 @@
 namespace rlock {
 
 int cmd_acquire(const GlobalOptions& g, const LockOptions& o);
-int cmd_extend(const GlobalOptions& g, const std::string& key, const std::string& token,
-               std::optional<Millis> ttl, int sync_replicas);
-int cmd_release(const GlobalOptions& g, const std::string& key, const std::string& token);
+int cmd_extend(const GlobalOptions& g, const std::vector<std::string>& keys,
+               const std::string& token, std::optional<Millis> ttl, int sync_replicas);
+int cmd_release(const GlobalOptions& g, const std::vector<std::string>& keys,
+                const std::string& token);
 int cmd_status(const GlobalOptions& g, const std::string& key);
 int cmd_list(const GlobalOptions& g, const std::string& pattern);
 /// `list --names`: the names only, one per line, at most kMaxListedNames, within

@@ -6,19 +6,22 @@
 
 namespace rlock {
 
-int cmd_extend(const GlobalOptions& g, const std::string& key, const std::string& token,
-               std::optional<Millis> ttl, int sync_replicas) {
+int cmd_extend(const GlobalOptions& g, const std::vector<std::string>& keys,
+               const std::string& token, std::optional<Millis> ttl, int sync_replicas) {
+  const std::string& key = keys.front();
   validate_token(token);
   if (ttl && *ttl < Millis(100)) throw_usage("--ttl must be at least 100ms");
   Session s(g);
-  auto lock = s.lock(key, g.prefix);
+  auto lock = s.locks(keys, g.prefix);
   auto r = wait_for<ExtendReply>(s.loop, [&](Done<ExtendReply> d) {
     lock->extend(token, ttl.value_or(Millis(0)), std::move(d));
   });
   if (!r.held)
-    throw Error(ErrorKind::Lost, fmt::format("'{}' is not held by this token (expired, released "
-                                             "or broken); acquire it again",
-                                             key));
+    throw Error(
+        ErrorKind::Lost,
+        fmt::format("'{}' is not held by this token (expired, released or broken); "
+                    "acquire it again",
+                    keys.size() > 1 ? fmt::format("{} (or another of its keys)", key) : key));
   if (sync_replicas > 0) {
     try {
       wait_for<bool>(s.loop, [&](Done<bool> d) {

@@ -63,6 +63,15 @@ std::string scan_match(const GlobalOptions& g, const std::string& pattern) {
   return glob_escape(g.prefix + "{") + pattern + "}*";
 }
 
+// The HOLDER column: host:pid of a single holder, "2/3" for a semaphore, "3
+// shared" for the shared holders of a lock.
+std::string holder_column(const LockStatus& st, const std::string& who) {
+  if (st.limit) return fmt::format("{}/{}", st.holder_count, st.limit);
+  if (!st.holders.empty() && st.holders.front().shared)
+    return fmt::format("{} shared", st.holder_count);
+  return who;
+}
+
 }  // namespace
 
 int cmd_list(const GlobalOptions& g, const std::string& pattern) {
@@ -111,25 +120,30 @@ int cmd_list(const GlobalOptions& g, const std::string& pattern) {
       out += (out.empty() ? "" : ",") + status_json(key, st);
     } else if (table) {
       const Holder& h = st.holders.front();
-      std::string who =
-          h.info.host.empty() ? "?" : fmt::format("{}:{}", escape_text(h.info.host), h.info.pid);
+      // A label (a CI job's URL) says more than host:pid.
+      std::string who = !h.info.label.empty() ? escape_text(h.info.label)
+                        : h.info.host.empty()
+                            ? "?"
+                            : fmt::format("{}:{}", escape_text(h.info.host), h.info.pid);
       Millis left = h.ttl_left;
       if (left >= Millis(1000)) left = std::chrono::ceil<std::chrono::seconds>(left);
-      // A lease kept by --min-hold runs no command any more.
-      std::string cmd = (h.kept_ms > 0 ? "(kept) " : "") + escape_text(h.info.cmd);
-      rows.push_back({escape_text(key),
-                      st.limit ? fmt::format("{}/{}", st.holder_count, st.limit) : who,
+      // A lease kept by --min-hold or --done-for runs no command any more.
+      std::string cmd = (h.done_ms > 0   ? "(done) "
+                         : h.kept_ms > 0 ? "(kept) "
+                                         : "") +
+                        escape_text(h.info.cmd);
+      rows.push_back({escape_text(key), holder_column(st, who),
                       format_duration(std::max(left, Millis(0))), std::to_string(h.fence),
                       std::to_string(st.waiter_count), cmd});
     } else {
-      // KEY HOLDER TTL_MS FENCE WAITERS CMD, bare values, tab-separated (cut -f):
+      // KEY HOLDER TTL_MS FENCE WAITERS CMD LABEL, bare values, tab-separated (cut -f):
       // every field is escaped, so none can hold a tab or newline.
       const Holder& h = st.holders.front();
       std::string who =
           h.info.host.empty() ? "?" : fmt::format("{}:{}", escape_text(h.info.host), h.info.pid);
-      out += fmt::format("{}\t{}\t{}\t{}\t{}\t{}\n", escape_text(key),
-                         st.limit ? fmt::format("{}/{}", st.holder_count, st.limit) : who,
-                         h.ttl_left.count(), h.fence, st.waiter_count, escape_text(h.info.cmd));
+      out += fmt::format("{}\t{}\t{}\t{}\t{}\t{}\t{}\n", escape_text(key), holder_column(st, who),
+                         h.ttl_left.count(), h.fence, st.waiter_count, escape_text(h.info.cmd),
+                         escape_text(h.info.label));
     }
   }
   if (table && rows.size() > 1)

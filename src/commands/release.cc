@@ -55,10 +55,12 @@ bool is_keeper(const HeldEntry& e) {
 
 }  // namespace
 
-int cmd_release(const GlobalOptions& g, const std::string& key, const std::string& token) {
+int cmd_release(const GlobalOptions& g, const std::vector<std::string>& keys,
+                const std::string& token) {
   validate_token(token);
+  const std::string& key = keys.front();
   Session s(g);
-  auto lock = s.lock(key, g.prefix);
+  auto lock = s.locks(keys, g.prefix);
   HeldEntry entry;
   Holder holder;
   switch (nested_release(s, *lock, g, key, token, entry, holder)) {
@@ -91,7 +93,8 @@ int cmd_release(const GlobalOptions& g, const std::string& key, const std::strin
   // try had released it.
   if (r.state == ReleaseReply::State::NotHeld)
     throw Error(ErrorKind::Lost,
-                fmt::format("'{}' is not held by this token (expired, released or broken)", key));
+                fmt::format("'{}'{} is not held by this token (expired, released or broken)", key,
+                            keys.size() > 1 ? " (or another of its keys)" : ""));
   return exitcode::kOk;
 }
 

@@ -43,6 +43,10 @@ int64_t kept_until(const Holder& h, int64_t now_ms) {
 // "kept by --min-hold until 10:54:01Z; its command exited 0": a holder whose
 // command has ended, so that it does not read as a running one.
 std::string kept_words(const Holder& h, int64_t now_ms) {
+  // run --done-for: "done at 10:02:11Z; taken until 11:02:11Z (--done-for)".
+  if (h.done_ms > 0)
+    return fmt::format("done at {}; taken until {} (--done-for)", clock_time(h.done_ms, now_ms),
+                       clock_time(kept_until(h, now_ms), now_ms));
   std::string how = h.exit_status >= 0 ? fmt::format("its command exited {}", h.exit_status)
                                        : std::string("its command has ended");
   return fmt::format("kept by --min-hold until {}; {}", clock_time(kept_until(h, now_ms), now_ms),
@@ -103,6 +107,11 @@ std::string master_json(const MasterStatus& m) {
 // The first line of status: "deploy: held (fence 7)", "deploy: free (last fence 7)".
 std::string headline(const std::string& key, const LockStatus& s) {
   if (s.holders.empty()) return fmt::format("{}: free (last fence {})", key, s.fence);
+  if (s.holders.front().done_ms > 0)
+    return fmt::format("{}: done (fence {})", key, s.holders.front().fence);
+  if (s.holders.front().shared)
+    return fmt::format("{}: held shared by {} holder{} (last fence {})", key, s.holder_count,
+                       s.holder_count == 1 ? "" : "s", s.fence);
   if (s.limit > 0)
     return fmt::format("{}: held by {} of {} (last fence {})", key, s.holder_count, s.limit,
                        s.fence);
@@ -136,24 +145,32 @@ std::vector<std::string> tail_lines(const LockStatus& s) {
 std::string status_text(const std::string& key, const LockStatus& s) {
   std::string out = headline(key, s) + "\n";
   for (auto& h : s.holders) {
+    const char* role = h.done_ms > 0 ? "done  " : h.shared ? "shared" : "holder";
     if (h.kept_ms > 0)
-      out +=
-          fmt::format("  holder  {}\n          ran as {}\n", kept_words(h, s.now_ms), who(h.info));
+      out += fmt::format("  {}  {}\n          ran as {}\n", role, kept_words(h, s.now_ms),
+                         who(h.info));
     else
-      out += fmt::format("  holder  {}\n", who(h.info));
+      out += fmt::format("  {}  {}\n", role, who(h.info));
+    if (!h.info.label.empty())
+      out += fmt::format("          label {}\n", escape_text(h.info.label));
     if (h.since_ms > 0)
-      out += fmt::format("          since {} ({} ago), {} left, fence {}, token {}\n",
+      out += fmt::format("          since {} ({} ago), {} left, fence {}{}, token {}\n",
                          utc_iso(h.since_ms), age(s.now_ms, h.since_ms),
-                         format_duration(h.ttl_left), h.fence, escape_text(h.token));
+                         format_duration(h.ttl_left), h.fence,
+                         h.slot > 0 ? fmt::format(", slot {}", h.slot) : "", escape_text(h.token));
     else
       out += fmt::format("          {} left, token {}\n", format_duration(h.ttl_left),
                          escape_text(h.token));
   }
   out += more_holders(s);
   long n = 0;
-  for (auto& w : s.waiters)
-    out +=
-        fmt::format("  waiter {}. {}, waiting {}\n", ++n, who(w.info), age(s.now_ms, w.since_ms));
+  for (auto& w : s.waiters) {
+    out += fmt::format("  waiter {}. {}{}{}, waiting {}\n", ++n, w.shared ? "(shared) " : "",
+                       w.priority ? fmt::format("(priority {}) ", w.priority) : "", who(w.info),
+                       age(s.now_ms, w.since_ms));
+    if (!w.info.label.empty())
+      out += fmt::format("          label {}\n", escape_text(w.info.label));
+  }
   for (auto& l : tail_lines(s)) out += l + "\n";
   return out;
 }
@@ -164,20 +181,27 @@ std::string status_table(const std::string& key, const LockStatus& s, size_t wid
   std::vector<std::vector<std::string>> rows{
       {"ROLE", "WHO", "SINCE", "AGE", "LEFT", "FENCE", "COMMAND"}};
   for (auto& h : s.holders) {
-    const char* role = h.kept_ms > 0 ? "kept" : "holder";
+    const char* role = h.done_ms > 0   ? "done"
+                       : h.kept_ms > 0 ? "kept"
+                       : h.shared      ? "shared"
+                                       : "holder";
     if (h.info.host.empty() || h.since_ms == 0)
       rows.push_back({role, h.info.host.empty() ? "not rlock" : who_short(h.info), "?", "?",
                       left_for_table(h.ttl_left), "-", escape_text(h.info.cmd)});
     else
-      rows.push_back({role, who_short(h.info), clock_time(h.since_ms, s.now_ms),
+      rows.push_back({role, h.info.label.empty() ? who_short(h.info) : escape_text(h.info.label),
+                      clock_time(h.since_ms, s.now_ms),
                       age_for_table(elapsed_ms(s.now_ms, h.since_ms)), left_for_table(h.ttl_left),
                       std::to_string(h.fence), escape_text(h.info.cmd)});
   }
   long n = 0;
   for (auto& w : s.waiters)
-    rows.push_back(
-        {fmt::format("waiter {}", ++n), who_short(w.info), clock_time(w.since_ms, s.now_ms),
-         age_for_table(elapsed_ms(s.now_ms, w.since_ms)), "", "", escape_text(w.info.cmd)});
+    rows.push_back({fmt::format("waiter {}{}{}", ++n, w.shared ? " s" : "",
+                                w.priority ? fmt::format(" p{}", w.priority) : ""),
+                    w.info.label.empty() ? who_short(w.info) : escape_text(w.info.label),
+                    clock_time(w.since_ms, s.now_ms),
+                    age_for_table(elapsed_ms(s.now_ms, w.since_ms)), "", "",
+                    escape_text(w.info.cmd)});
   // Who and where (user@host:pid) stay readable; the command gives way first,
   // and on a narrow terminal SINCE (AGE says it too) before it is cut short.
   size_t command = 0;
@@ -193,6 +217,10 @@ std::string status_table(const std::string& key, const LockStatus& s, size_t wid
     const Holder& h = s.holders[i];
     out += t.lines[i + 1] + "\n";
     if (h.kept_ms > 0) out += truncate_columns(under + kept_words(h, s.now_ms), width) + "\n";
+    // Under a label, who and where it runs; a semaphore's slot.
+    std::string more = h.info.label.empty() ? "" : who_short(h.info);
+    if (h.slot > 0) more += fmt::format("{}slot {}", more.empty() ? "" : ", ", h.slot);
+    if (!more.empty()) out += truncate_columns(under + more, width) + "\n";
     out += truncate_columns(under + "token " + escape_text(h.token), width) + "\n";
   }
   out += more_holders(s);
@@ -208,23 +236,29 @@ std::string status_json(const std::string& key, const LockStatus& s) {
     holders += fmt::format(
         "{{\"token\":{},\"host\":{},\"pid\":{},\"user\":{},\"command\":{},\"since\":{},"
         "\"since_ms\":{},\"age_ms\":{},\"ttl_left_ms\":{},\"ttl_ms\":{},\"fence\":{},"
-        "\"kept\":{},\"kept_until\":{},\"exit_status\":{}}}",
+        "\"kept\":{},\"kept_until\":{},\"exit_status\":{},\"mode\":{},\"done\":{},"
+        "\"done_at\":{},\"label\":{},\"slot\":{}}}",
         json_string(h.token), json_string(h.info.host), h.info.pid, json_string(h.info.user),
         json_string(h.info.cmd), h.since_ms ? json_string(utc_iso(h.since_ms)) : "null", h.since_ms,
         h.since_ms ? elapsed_ms(s.now_ms, h.since_ms) : 0, h.ttl_left.count(), h.ttl.count(),
         h.fence, h.kept_ms > 0 ? "true" : "false",
         h.kept_ms > 0 ? json_string(utc_iso(kept_until(h, s.now_ms))) : "null",
-        h.exit_status >= 0 ? std::to_string(h.exit_status) : "null");
+        h.exit_status >= 0 ? std::to_string(h.exit_status) : "null",
+        h.shared ? "\"shared\"" : "\"exclusive\"", h.done_ms > 0 ? "true" : "false",
+        h.done_ms > 0 ? json_string(utc_iso(h.done_ms)) : "null",
+        h.info.label.empty() ? "null" : json_string(h.info.label),
+        h.slot > 0 ? std::to_string(h.slot) : "null");
   }
   long n = 0;
   for (auto& w : s.waiters) {
     if (!waiters.empty()) waiters += ",";
     waiters += fmt::format(
         "{{\"position\":{},\"token\":{},\"host\":{},\"pid\":{},\"user\":{},\"command\":{},"
-        "\"since\":{},\"waited_ms\":{}}}",
+        "\"since\":{},\"waited_ms\":{},\"mode\":{},\"label\":{},\"priority\":{}}}",
         ++n, json_string(w.token), json_string(w.info.host), w.info.pid, json_string(w.info.user),
-        json_string(w.info.cmd), json_string(utc_iso(w.since_ms)),
-        elapsed_ms(s.now_ms, w.since_ms));
+        json_string(w.info.cmd), json_string(utc_iso(w.since_ms)), elapsed_ms(s.now_ms, w.since_ms),
+        w.shared ? "\"shared\"" : "\"exclusive\"",
+        w.info.label.empty() ? "null" : json_string(w.info.label), w.priority);
   }
   std::string masters;
   if (s.quorum > 0) {
@@ -232,9 +266,10 @@ std::string status_json(const std::string& key, const LockStatus& s) {
     masters = fmt::format(",\"quorum\":{},\"masters\":[{}]", s.quorum, masters);
   }
   return fmt::format(
-      "{{\"key\":{},\"held\":{},\"limit\":{},\"fence\":{},\"server_time\":{},\"holders\":[{}],"
-      "\"waiters\":[{}],\"holder_count\":{},\"waiter_count\":{}{}}}",
-      json_string(key), s.holders.empty() ? "false" : "true", s.limit, s.fence,
+      "{{\"key\":{},\"held\":{},\"done\":{},\"limit\":{},\"fence\":{},\"server_time\":{},"
+      "\"holders\":[{}],\"waiters\":[{}],\"holder_count\":{},\"waiter_count\":{}{}}}",
+      json_string(key), s.holders.empty() ? "false" : "true",
+      !s.holders.empty() && s.holders.front().done_ms > 0 ? "true" : "false", s.limit, s.fence,
       json_string(utc_iso(s.now_ms)), holders, waiters, s.holder_count, s.waiter_count, masters);
 }
 

@@ -26,7 +26,8 @@ std::string trim(std::string s) {
 TEST(ProtocolDoc, QuotesThePreludeVerbatim) {
   std::string doc = read_doc();
   ASSERT_FALSE(doc.empty()) << "docs/PROTOCOL.md not found";
-  EXPECT_NE(doc.find(trim(script_prelude())), std::string::npos);
+  EXPECT_NE(doc.find(trim(script_prelude())), std::string::npos)
+      << "docs/PROTOCOL.md does not quote the prelude as in src/lua/prelude.lua";
 }
 
 TEST(ProtocolDoc, QuotesEveryScriptVerbatim) {
@@ -36,7 +37,8 @@ TEST(ProtocolDoc, QuotesEveryScriptVerbatim) {
         &status_script(), &break_script(), &forget_script(), &fence_script()}) {
     std::string body = trim(s->source.substr(script_prelude().size()));
     EXPECT_NE(doc.find(body), std::string::npos)
-        << "docs/PROTOCOL.md does not quote the " << s->name << " script as in src/scripts.cc";
+        << "docs/PROTOCOL.md does not quote the " << s->name << " script as in src/lua/" << s->name
+        << ".lua";
   }
 }
 

@@ -1,0 +1,172 @@
+-- ARGV: token, ttl_ms, limit (0 = plain), mode ('try'|'wait'), queue_lease_ms,
+--       channel, host, pid, user, cmd, attempt (optional: >= 1, grows with
+--       every attempt of one token; 0 or absent = not tracked); protocol 4,
+--       each optional: kind ('shared' for a shared hold; else exclusive),
+--       label, priority (an integer from -1000 to 1000; higher goes first),
+--       supersede ('1': replace the waiter that asked for it before),
+--       max_waiters (a line of that many refuses newcomers; 0 = no cap)
+-- Returns {'OK', fence, ttl, now, slot} (slot: a semaphore's, else 0)
+--       | {'TAKEN', position, free, holders, count}
+--       | {'QUEUED', position, free, holders, count}
+--       | {'DONE', -1, 0, {holder}, 1} (kept by run --done-for)
+--       | {'FULL', -1, free, holders, count} (max_waiters reached)
+--       | {'SUPERSEDED', by} (a newer superseding waiter replaced this one)
+--       | {'MIXED', stored_limit} (-1: a shared lock) | {'STALE', newest_attempt}
+-- >8 -- rlock sends the rest of this file, from the newline ending this line on
+local tok, ttl, limit, mode = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
+local qlease, chan = tonumber(ARGV[5]), ARGV[6]
+local att = tonumber(ARGV[11] or '0') or 0
+local shared = ARGV[12] == 'shared' and limit == 0
+local label = ARGV[13] or ''
+local prio = math.max(-1000, math.min(1000, math.floor(tonumber(ARGV[14] or '0') or 0)))
+local supersede, cap = ARGV[15] == '1', tonumber(ARGV[16] or '0') or 0
+-- A holder's or a waiter's record: who (ARGV[7-10]) and since when, and more.
+local function describe(key, ...)
+  redis.call('HSET', key, 'host', ARGV[7], 'pid', ARGV[8], 'user', ARGV[9], 'cmd', ARGV[10],
+             'since', NOW, ...)
+  if shared then redis.call('HSET', key, 'mode', 'shared') end
+  if label ~= '' then redis.call('HSET', key, 'label', field(label)) end
+end
+-- The lowest semaphore slot (1, 2 ...) no live holder has.
+local function free_slot()
+  local used = {}
+  for _, t in ipairs(redis.call('ZRANGE', HOLDERS, 0, -1)) do
+    local n = tonumber(redis.call('HGET', hkey(t), 'slot') or '')
+    if n then used[n] = true end
+  end
+  local n = 1
+  while used[n] do n = n + 1 end
+  return n
+end
+-- The line has `cap` live waiters or more.
+local function full()
+  if redis.call('ZCARD', QUEUE) < cap then return false end
+  local n = 0
+  walk_line(function() n = n + 1 return n >= cap end)
+  return n >= cap
+end
+purge_holders()
+local cur = current_limit()
+if limit == 0 and cur > 0 then return {'MIXED', cur} end
+if limit > 0 then
+  local v = redis.call('GET', LOCK)
+  if v == SHARED and redis.call('EXISTS', HOLDERS) == 1 then return {'MIXED', -1} end
+  if v and v ~= SHARED then return {'MIXED', 0} end
+  if cur > 0 and cur ~= limit then return {'MIXED', cur} end
+end
+-- The token already holds: a retry whose first reply was lost, or a late copy
+-- of an earlier attempt. A retry renews the lease, so that it ends ttl after
+-- this reply was asked for; an older attempt than the newest seen changes
+-- nothing (its undo, right behind it, then finds it not the newest either).
+local how = held_by(tok)
+if how then
+  local seen = stamp_of(hkey(tok))
+  if att > 0 and att <= seen then return {'STALE', seen} end
+  set_lease(tok, how, ttl)
+  if att > 0 then redis.call('HSET', hkey(tok), 'att', att) end
+  return {'OK', tonumber(redis.call('HGET', hkey(tok), 'fence') or '0'), ttl, NOW}
+end
+local queued = redis.call('ZSCORE', QUEUE, tok)
+if queued and att > 0 and att < stamp_of(wkey(tok)) then
+  return {'STALE', stamp_of(wkey(tok))}
+end
+-- Replaced by a newer superseding waiter: it never joins again.
+if not queued and mode == 'wait' then
+  local by = redis.call('GET', xkey(tok))
+  if by then return {'SUPERSEDED', by} end
+end
+-- Done for this period (run --done-for): nobody takes it until the lease ends,
+-- and a waiter leaves the line.
+local v = redis.call('GET', LOCK)
+if v and v ~= SHARED and redis.call('HEXISTS', hkey(v), 'done') == 1 then
+  if queued then
+    redis.call('ZREM', QUEUE, tok)
+    redis.call('DEL', wkey(tok))
+  end
+  return {'DONE', -1, 0, {holder_fields(v, redis.call('PTTL', LOCK))}, 1}
+end
+local free = capacity(limit)
+local eligible = false
+if shared and (free == 1 or redis.call('GET', LOCK) == SHARED) then
+  -- Beside other shared holders, unless an exclusive waiter came first: the
+  -- line is first come, first served across both kinds.
+  eligible = true
+  walk_line(function(t)
+    if t == tok then return true end
+    if not waits_shared(t) then eligible = false return true end
+    return false
+  end)
+else
+  local heads = live_head(math.max(free, 1))
+  if free > 0 and not shared then
+    if queued then
+      for i = 1, math.min(free, #heads) do if heads[i] == tok then eligible = true end end
+    else
+      eligible = #heads < free
+    end
+  end
+end
+if eligible then
+  if shared then
+    if free == 1 then
+      -- No marker: shared holders still listed lost it (deleted, or broken by
+      -- an older host) and must not come back to life with the new one.
+      for _, t in ipairs(redis.call('ZRANGE', HOLDERS, 0, -1)) do redis.call('DEL', hkey(t)) end
+      redis.call('DEL', HOLDERS)
+    end
+    redis.call('ZADD', HOLDERS, NOW + ttl, tok)
+    cover_shared(ttl)
+  elseif limit == 0 then
+    redis.call('SET', LOCK, tok, 'PX', ttl)
+  else
+    redis.call('ZADD', HOLDERS, NOW + ttl, tok)
+    redis.call('SET', LIMIT, limit)
+  end
+  local fence = redis.call('INCR', FENCE)
+  local slot = 0
+  if limit > 0 then slot = free_slot() end
+  redis.call('DEL', hkey(tok), rkey(tok))
+  describe(hkey(tok), 'fence', fence, 'ttl', ttl, 'att', att)
+  if slot > 0 then redis.call('HSET', hkey(tok), 'slot', slot) end
+  redis.call('PEXPIRE', hkey(tok), ttl)
+  if queued then
+    redis.call('ZREM', QUEUE, tok)
+    redis.call('DEL', wkey(tok))
+    if redis.call('GET', SUP) == tok then redis.call('DEL', SUP) end
+  end
+  if limit > 0 then notify(chan, free - 1) end
+  return {'OK', fence, ttl, NOW, slot}
+end
+if mode ~= 'wait' then
+  local hs, n = holders(10)
+  return {'TAKEN', -1, free, hs, n}
+end
+if not queued then
+  if supersede then
+    -- "Only the latest": the superseding waiter before this one leaves the
+    -- line, is told so, and is marked so that it never joins again.
+    local old = redis.call('GET', SUP)
+    if old and old ~= tok and redis.call('ZREM', QUEUE, old) == 1 then
+      local by = label
+      if by == '' then by = ARGV[7] .. ' pid ' .. ARGV[8] end
+      redis.call('DEL', wkey(old))
+      redis.call('SET', xkey(old), field(by), 'PX', SUPERSEDED_MS)
+      publish(chan .. ':' .. old, 'superseded')
+      wake(chan)  -- it may have been the one whose turn it was
+    end
+  end
+  if cap > 0 and full() then
+    local hs, n = holders(10)
+    return {'FULL', -1, free, hs, n}
+  end
+  -- Higher priorities sort first; equal ones by arrival (0 keeps the score
+  -- every version gives: the arrival number).
+  redis.call('ZADD', QUEUE, redis.call('INCR', QSEQ) - prio * 1e12, tok)
+  describe(wkey(tok))
+  if prio ~= 0 then redis.call('HSET', wkey(tok), 'prio', prio) end
+  if supersede then redis.call('SET', SUP, tok) end
+end
+if att > 0 then redis.call('HSET', wkey(tok), 'att', att) end
+redis.call('PEXPIRE', wkey(tok), qlease)
+local hs, n = holders(10)
+return {'QUEUED', redis.call('ZRANK', QUEUE, tok), free, hs, n}

@@ -1,0 +1,29 @@
+-- Operator override. ARGV: channel. Removes every holder and the queue, wakes
+-- every waiter; the fence counter stays. Returns the number of holders removed.
+-- >8 -- rlock sends the rest of this file, from the newline ending this line on
+local chan = ARGV[1]
+purge_holders()
+-- A shared marker left without holders (by an older host) is no holder: it goes quietly.
+if redis.call('EXISTS', HOLDERS) == 0 and redis.call('GET', LOCK) == SHARED then
+  redis.call('DEL', LOCK)
+end
+if redis.call('EXISTS', LOCK) == 0 and redis.call('EXISTS', HOLDERS) == 0 then return 0 end
+publish(chan, 'break')  -- first, for the same reason as in release
+local n = 0
+local t = redis.call('GET', LOCK)
+if t then
+  redis.call('DEL', LOCK, hkey(t))
+  if t ~= SHARED then n = n + 1 end
+end
+for _, h in ipairs(redis.call('ZRANGE', HOLDERS, 0, -1)) do
+  redis.call('DEL', hkey(h))
+  n = n + 1
+end
+if n == 0 then return 0 end
+redis.call('DEL', HOLDERS, LIMIT)
+for _, w in ipairs(redis.call('ZRANGE', QUEUE, 0, -1)) do
+  redis.call('DEL', wkey(w))
+  publish(chan .. ':' .. w, 'break')
+end
+redis.call('DEL', QUEUE, QSEQ, SUP)
+return n

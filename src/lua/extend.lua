@@ -1,0 +1,13 @@
+-- ARGV: token, ttl_ms (0 = the TTL it was acquired with)
+-- Returns {1, ttl, fence} when renewed, {0} when the token no longer holds.
+-- Never re-creates a lock that has gone.
+-- >8 -- rlock sends the rest of this file, from the newline ending this line on
+local tok = ARGV[1]
+purge_holders()
+local how = held_by(tok)
+if not how then return {0} end
+local ttl = tonumber(ARGV[2])
+if ttl == 0 then ttl = tonumber(redis.call('HGET', hkey(tok), 'ttl') or '0') end
+if ttl == 0 then ttl = math.max(redis.call('PTTL', LOCK), 1000) end
+set_lease(tok, how, ttl)
+return {1, ttl, tonumber(redis.call('HGET', hkey(tok), 'fence') or '0')}

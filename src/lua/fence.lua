@@ -1,0 +1,13 @@
+-- Quorum mode (several masters, docs/PROTOCOL.md "Quorum mode"): raises the
+-- fence counter to at least ARGV[2]; if ARGV[1] holds the lock here, its
+-- record gets that fence. Returns {the counter, 1 if ARGV[1] holds here}.
+-- >8 -- rlock sends the rest of this file, from the newline ending this line on
+local tok, f = ARGV[1], tonumber(ARGV[2])
+local cur = tonumber(redis.call('GET', FENCE) or '0') or 0
+if f > cur then
+  redis.call('SET', FENCE, f)
+  cur = f
+end
+if not held_by(tok) then return {cur, 0} end
+redis.call('HSET', hkey(tok), 'fence', f)
+return {cur, 1}

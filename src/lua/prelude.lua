@@ -1,0 +1,230 @@
+-- Shared by every script. Times come from the server (TIME), never from a
+-- client: a client with a wrong clock cannot reorder or stall anything.
+-- >8 -- rlock sends the rest of this file, from the newline ending this line on
+-- rlock lock protocol 4 (docs/PROTOCOL.md)
+local LOCK, FENCE, HOLDERS, LIMIT, QUEUE, QSEQ = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local BASE = LOCK .. ':'
+local function hkey(t) return BASE .. 'h:' .. t end
+local function wkey(t) return BASE .. 'w:' .. t end
+local function rkey(t) return BASE .. 'r:' .. t end
+-- The waiter that asked to supersede the others (--supersede), and the mark
+-- of one it replaced: by whom (kept SUPERSEDED_MS, so that it never rejoins).
+local SUP = BASE .. 'sup'
+local function xkey(t) return BASE .. 'x:' .. t end
+local SUPERSEDED_MS = 600000
+local tm = redis.call('TIME')
+local NOW = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
+-- The value of LOCK while shared holders hold it (--shared): it keeps SET NX
+-- clients and older rlock hosts out, and no token equals it (tokens have no
+-- spaces). The shared holders themselves are the members of HOLDERS.
+local SHARED = 'shared lock'
+-- The most waiters one script wakes at a time.
+local WAKE_MAX = 256
+
+-- Semaphore and shared holders whose lease ran out leave.
+local function purge_holders()
+  local dead = redis.call('ZRANGEBYSCORE', HOLDERS, '-inf', NOW)
+  for _, t in ipairs(dead) do redis.call('DEL', hkey(t)) end
+  if #dead > 0 then redis.call('ZREMRANGEBYSCORE', HOLDERS, '-inf', NOW) end
+end
+
+-- Calls visit(t) for the live waiters in arrival order until it returns true.
+-- A waiter is live while its w: hash exists (its queue lease, a server-side
+-- expiry); dead ones met on the way are dropped from the queue.
+local function walk_line(visit)
+  local dead, from, stop = {}, 0, false
+  while not stop do
+    local batch = redis.call('ZRANGE', QUEUE, from, from + 31)
+    if #batch == 0 then break end
+    for _, t in ipairs(batch) do
+      if redis.call('EXISTS', wkey(t)) == 0 then
+        dead[#dead + 1] = t
+      elseif visit(t) then
+        stop = true
+        break
+      end
+    end
+    from = from + #batch
+  end
+  for _, t in ipairs(dead) do redis.call('ZREM', QUEUE, t) end
+  if redis.call('EXISTS', QUEUE) == 0 then redis.call('DEL', QSEQ) end
+end
+
+-- The first n live waiters in arrival order.
+local function live_head(n)
+  local out = {}
+  if n > 0 then walk_line(function(t) out[#out + 1] = t return #out >= n end) end
+  return out
+end
+
+-- Whether waiter `t` waits for a shared hold.
+local function waits_shared(t) return redis.call('HGET', wkey(t), 'mode') == 'shared' end
+
+-- Free slots right now: 0 or 1 for a lock (0 while shared holders hold it),
+-- limit - holders for a semaphore. A marker left without shared holders (a
+-- release by an older host) goes.
+local function capacity(limit)
+  if limit == 0 then
+    local v = redis.call('GET', LOCK)
+    if v == SHARED and redis.call('EXISTS', HOLDERS) == 0 then
+      redis.call('DEL', LOCK)
+      v = false
+    end
+    if v then return 0 end
+    return 1
+  end
+  return limit - redis.call('ZCARD', HOLDERS)
+end
+
+-- Notices go by sharded pub/sub (SPUBLISH) on a Redis 7 Cluster node, so that
+-- they stay on the lock's shard instead of crossing the whole Cluster, and by
+-- PUBLISH elsewhere (or where SPUBLISH is unknown or refused). Subscribers ask
+-- for both kinds. A PUBLISH that is refused raises an error.
+local sharded
+local function publish(chan, msg)
+  if sharded == nil then sharded = type(redis.pcall('CLUSTER', 'MYID')) == 'string' end
+  if sharded then
+    local r = redis.pcall('SPUBLISH', chan, msg)
+    if type(r) ~= 'table' or not r.err then return end
+    sharded = false
+  end
+  redis.call('PUBLISH', chan, msg)
+end
+
+-- Wakes the first n live waiters.
+local function notify(chan, n)
+  if n <= 0 then return end
+  for _, t in ipairs(live_head(n)) do publish(chan .. ':' .. t, 'turn') end
+end
+
+-- The stored --limit, forgotten once nobody holds or waits.
+local function current_limit()
+  local cur = redis.call('GET', LIMIT)
+  if not cur then return 0 end
+  if redis.call('EXISTS', HOLDERS) == 0 and #live_head(1) == 0 then
+    redis.call('DEL', LIMIT)
+    return 0
+  end
+  return tonumber(cur)
+end
+
+-- Wakes only the waiters whose turn it is (no thundering herd): as many as a
+-- semaphore has free places; for a lock, its first waiter when nobody holds
+-- it, and the shared waiters in a row at the head of the line when nobody or
+-- only shared holders hold it (they may all hold it together).
+local function wake(chan)
+  local limit = current_limit()
+  if limit > 0 then return notify(chan, capacity(limit)) end
+  local free = capacity(0) == 1
+  if not free and redis.call('GET', LOCK) ~= SHARED then return end
+  local n = 0
+  walk_line(function(t)
+    local shared = waits_shared(t)
+    if not shared and (not free or n > 0) then return true end
+    publish(chan .. ':' .. t, 'turn')
+    n = n + 1
+    return not shared or n >= WAKE_MAX
+  end)
+end
+
+-- A stored field as a reply shows it: at most 1 KiB, so that no holder or
+-- waiter record (written by any client) can make a reply large.
+local function field(v) return string.sub(v or '', 1, 1024) end
+
+local function holder_fields(t, pttl)
+  local h = redis.call('HMGET', hkey(t), 'host', 'pid', 'user', 'cmd', 'since', 'fence', 'ttl',
+                       'kept', 'exit', 'mode', 'done', 'label', 'slot')
+  return {field(t), pttl, field(h[1]), field(h[2]), field(h[3]), field(h[4]), field(h[5]),
+          field(h[6]), field(h[7]), field(h[8]), field(h[9]), field(h[10]), field(h[11]),
+          field(h[12]), field(h[13])}
+end
+
+-- Up to `max` live holders, {token, pttl, host, pid, user, cmd, since, fence,
+-- ttl, kept, exit, mode, done, label, slot} each, and how many there are.
+-- Reads only.
+local function holders(max)
+  local out, n = {}, 0
+  local t = redis.call('GET', LOCK)
+  if t and t ~= SHARED then
+    out[1] = holder_fields(t, redis.call('PTTL', LOCK))
+    n = 1
+  end
+  local live = '(' .. NOW
+  n = n + redis.call('ZCOUNT', HOLDERS, live, '+inf')
+  local z = redis.call('ZRANGEBYSCORE', HOLDERS, live, '+inf', 'WITHSCORES', 'LIMIT', 0, max)
+  for i = 1, #z, 2 do
+    if #out >= max then break end
+    out[#out + 1] = holder_fields(z[i], tonumber(z[i + 1]) - NOW)
+  end
+  return out, n
+end
+
+-- 'plain', 'semaphore', 'shared' or nil: how `t` holds the lock, if it does.
+-- A shared holder whose marker has gone (deleted, broken by an older host)
+-- holds nothing: others may have taken the lock since.
+local function held_by(t)
+  local v = redis.call('GET', LOCK)
+  if v == t then return 'plain' end
+  if redis.call('ZSCORE', HOLDERS, t) then
+    if v == SHARED then return 'shared' end
+    if redis.call('HGET', hkey(t), 'mode') == 'shared' then return nil end
+    return 'semaphore'
+  end
+  return nil
+end
+
+-- The attempt number last stamped on a holder's or waiter's hash (0: none).
+local function stamp_of(key)
+  return tonumber(redis.call('HGET', key, 'att') or '0') or 0
+end
+
+-- The marker lasts as long as the longest shared lease...
+local function cover_shared(ttl)
+  if redis.call('PTTL', LOCK) < ttl then redis.call('SET', LOCK, SHARED, 'PX', ttl) end
+end
+
+-- ...and goes with the last shared holder.
+local function uncover_shared()
+  local top = redis.call('ZRANGE', HOLDERS, -1, -1, 'WITHSCORES')
+  local left = #top == 2 and tonumber(top[2]) - NOW or 0
+  if left > 0 then redis.call('PEXPIRE', LOCK, left) else redis.call('DEL', LOCK) end
+end
+
+-- The lease of `t` (held as `how`) ends `ttl` ms from now.
+local function set_lease(t, how, ttl)
+  if how == 'plain' then
+    redis.call('PEXPIRE', LOCK, ttl)
+  else
+    redis.call('ZADD', HOLDERS, 'XX', NOW + ttl, t)
+    if how == 'shared' then cover_shared(ttl) end
+  end
+  redis.call('PEXPIRE', hkey(t), ttl)
+end
+
+-- `t` (held as `how`) lets go: say so on the release channel, then wake
+-- whoever's turn it is. A tombstone holding release id `rid` for `tomb` ms
+-- (0: none) lets a retry of the same release tell "done" from "lost".
+local function drop_holder(t, how, chan, tomb, rid)
+  -- Publish first: a script's writes are not rolled back, so a PUBLISH the
+  -- ACL refuses must fail before anything is deleted.
+  publish(chan, t)
+  if how == 'plain' then
+    redis.call('DEL', LOCK)
+  else
+    redis.call('ZREM', HOLDERS, t)
+    if how == 'shared' then uncover_shared() end
+  end
+  redis.call('DEL', hkey(t))
+  if tomb > 0 then redis.call('SET', rkey(t), rid, 'PX', tomb) end
+  wake(chan)
+end
+
+-- `t` leaves the line; the waiters whose turn it now is are woken.
+local function drop_waiter(t, chan)
+  local was = redis.call('ZREM', QUEUE, t)
+  redis.call('DEL', wkey(t))
+  if redis.call('GET', SUP) == t then redis.call('DEL', SUP) end
+  if was == 1 then wake(chan) end
+  if redis.call('EXISTS', QUEUE) == 0 then redis.call('DEL', QSEQ) end
+  return was
+end

@@ -1,0 +1,46 @@
+-- ARGV: token, min_hold_ms, channel, tombstone_ms and release id (optional:
+-- a retry of one release sends the same id), the command's exit status
+-- (optional, protocol 4; '' = not known), done_for_ms (optional, protocol 4:
+-- run --done-for; 0 = not)
+-- Returns {1} released, {2, ms_left} kept until acquisition + min_hold,
+-- {3} released by an earlier try of this same release, {0} not held,
+-- {4, ms_left} kept as done (protocol 4).
+-- A kept lease's holder record says so ('kept': when; 'exit': how its
+-- command ended), so that status does not show it as a running holder. A
+-- lease kept as done says when ('done'): until it ends, every acquire is
+-- answered DONE, and the waiters are told at once.
+-- >8 -- rlock sends the rest of this file, from the newline ending this line on
+local tok, minhold, chan = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+local tomb, rid = tonumber(ARGV[4] or '0') or 0, ARGV[5] or ''
+local donefor = tonumber(ARGV[7] or '0') or 0
+purge_holders()
+local how = held_by(tok)
+if not how then
+  if rid ~= '' and redis.call('GET', rkey(tok)) == rid then return {3} end
+  return {0}
+end
+local since = tonumber(redis.call('HGET', hkey(tok), 'since') or '0') or 0
+local left = 0
+if minhold > 0 and since > 0 then left = since + minhold - NOW end
+if donefor > 0 and how == 'plain' and ARGV[6] == '0' then
+  local keep = math.max(donefor, left)
+  set_lease(tok, how, keep)
+  redis.call('HSET', hkey(tok), 'kept', NOW, 'exit', '0', 'done', NOW)
+  -- Every waiter tries again, hears DONE and leaves the line.
+  publish(chan, 'done')
+  local n = 0
+  walk_line(function(t)
+    publish(chan .. ':' .. t, 'done')
+    n = n + 1
+    return n >= WAKE_MAX
+  end)
+  return {4, keep}
+end
+if left > 0 then
+  set_lease(tok, how, left)
+  redis.call('HSET', hkey(tok), 'kept', NOW, 'exit', field(ARGV[6]))
+  return {2, left}
+end
+if rid == '' then tomb = 0 end
+drop_holder(tok, how, chan, tomb, rid)
+return {1}

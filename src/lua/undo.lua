@@ -1,0 +1,18 @@
+-- Undoes one acquire attempt that timed out, and only that one: sent right
+-- behind it on the same connection. ARGV: token, attempt, channel.
+-- Returns 1 (released what it granted), 2 (left the place it took) or 0
+-- (a newer attempt of the token, or nothing, is there: left alone).
+-- >8 -- rlock sends the rest of this file, from the newline ending this line on
+local tok, att, chan = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+purge_holders()
+local how = held_by(tok)
+if how then
+  if stamp_of(hkey(tok)) ~= att then return 0 end
+  drop_holder(tok, how, chan, 0, '')
+  return 1
+end
+if redis.call('ZSCORE', QUEUE, tok) and stamp_of(wkey(tok)) == att then
+  drop_waiter(tok, chan)
+  return 2
+end
+return 0
