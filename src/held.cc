@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
@@ -156,6 +157,25 @@ std::vector<HeldEntry> find_all_held(const std::vector<HeldEntry>& entries,
         "all together around both (--and)",
         escape_text(found.front().key)));
   return found;
+}
+
+void check_held_room(const std::vector<HeldEntry>& entries, const std::vector<std::string>& keys,
+                     const std::string& prefix, const std::string& where) {
+  std::vector<HeldEntry> mine;
+  for (const std::string& k : keys)
+    // The longest a line can be: a token of rlock's and a keeper's fields.
+    mine.push_back({std::string(32, 'f'), k, prefix, where, 2147483647, UINT64_MAX, true});
+  std::vector<HeldEntry> all = entries;
+  std::erase_if(all, [&](const HeldEntry& e) {
+    return std::any_of(mine.begin(), mine.end(),
+                       [&](const HeldEntry& m) { return same_lock(e, m.key, m.prefix, m.where); });
+  });
+  all.insert(all.end(), mine.begin(), mine.end());
+  if (all.size() > kMaxHeldEntries || format_held(all).size() > kMaxHeldBytes)
+    throw_usage(fmt::format(
+        "too many keys or too long names: RLOCK_HELD, which tells the command what it holds, "
+        "would pass its {} entries or {} bytes; take fewer keys (--and) in one run",
+        kMaxHeldEntries, kMaxHeldBytes));
 }
 
 std::string held_with_each(std::vector<HeldEntry> entries, const std::vector<HeldEntry>& add) {

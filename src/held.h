@@ -59,6 +59,12 @@ std::vector<HeldEntry> find_all_held(const std::vector<HeldEntry>& entries,
                                      const std::vector<std::string>& keys,
                                      const std::string& prefix, const std::string& where);
 
+/// Whether RLOCK_HELD has room for every KEY of `keys` beside `entries`
+/// (kMaxHeldEntries, kMaxHeldBytes): a usage Error when it has not, so that
+/// a nested run of one of them can never miss that it is inside it.
+void check_held_room(const std::vector<HeldEntry>& entries, const std::vector<std::string>& keys,
+                     const std::string& prefix, const std::string& where);
+
 /// held_with for several locks (`--and`: one entry per KEY, one token).
 std::string held_with_each(std::vector<HeldEntry> entries, const std::vector<HeldEntry>& add);
 

@@ -95,6 +95,24 @@ void MultiLock::extend(const std::string& token, Millis ttl, Done<ExtendReply> d
 
 void MultiLock::release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
                         Millis timeout, int exit_status, Millis done_for) {
+  if (done_for.count() > 0 && exit_status == 0) {
+    // Done (--done-for) only if every key is still held: a run that lost one
+    // of them did not do its job under the lock, and marks none done.
+    extend(
+        token, Millis(0),
+        [this, token, min_hold, done = std::move(done), timeout,
+         done_for](Outcome<ExtendReply> o) mutable {
+          bool all = !o.error && o.value.held;
+          release_all(token, min_hold, std::move(done), timeout, 0, all ? done_for : Millis(0));
+        },
+        timeout);
+    return;
+  }
+  release_all(token, min_hold, std::move(done), timeout, exit_status, Millis(0));
+}
+
+void MultiLock::release_all(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
+                            Millis timeout, int exit_status, Millis done_for) {
   each<ReleaseReply>(
       [=](Lock& l, Done<ReleaseReply> d) {
         l.release(token, min_hold, std::move(d), timeout, exit_status, done_for);
@@ -175,10 +193,11 @@ void MultiAcquirer::start(Done<Acquired> done) {
 
 void MultiAcquirer::next() {
   if (held_.size() == order_.size()) {
-    // Keys held while it waited for others may have been lost meanwhile (a
+    // Keys held while it took the others may have been lost meanwhile (a
     // server restarted without its data; a renewal may not have noticed yet):
-    // they are renewed once more before the command may start.
-    if (waited_ && held_.size() > 1) {
+    // every key is renewed once more, and confirmed, before the command may
+    // start.
+    if (held_.size() > 1) {
       if (renewing_) {
         confirm_ = true;
         return;
@@ -231,9 +250,7 @@ void MultiAcquirer::take_next() {
   auto alive = alive_;
   std::string key = part->names().key;
   current_->on_progress([this, alive, key](const WaitProgress& p) {
-    if (!*alive) return;
-    if (p.kind != WaitProgress::Kind::Stopped) waited_ = true;
-    if (!progress_) return;
+    if (!*alive || !progress_) return;
     WaitProgress q = p;
     q.key = key;
     progress_(q);
@@ -337,6 +354,7 @@ void MultiAcquirer::renew(bool finishing) {
   auto alive = alive_;
   auto pending = std::make_shared<size_t>(held_.size());
   auto failure = std::make_shared<std::optional<Error>>();
+  auto unanswered = std::make_shared<bool>(false);  // a part to ask again (its lease has time)
   for (size_t i = 0; i < held_.size(); ++i) {
     Held& h = held_[i];
     Clock::time_point sent = Clock::now();
@@ -346,7 +364,8 @@ void MultiAcquirer::renew(bool finishing) {
         std::min(lock_.command_timeout(), std::chrono::duration_cast<Millis>(lost_at - sent)));
     h.part->extend(
         token_, h.acquired.ttl,
-        [this, alive, i, sent, lost_at, pending, failure, finishing](Outcome<ExtendReply> o) {
+        [this, alive, i, sent, lost_at, pending, failure, unanswered,
+         finishing](Outcome<ExtendReply> o) {
           if (!*alive || finished_) return;
           Held& h = held_[i];
           Millis retry = std::min(Millis(250), h.acquired.ttl / 10);
@@ -365,6 +384,7 @@ void MultiAcquirer::renew(bool finishing) {
                                   h.part->names().key, o.error->what()));
           } else {
             h.next = later(Clock::now(), retry);  // its lease still has time
+            *unanswered = true;
           }
           if (--*pending > 0) return;
           renewing_ = false;
@@ -373,6 +393,17 @@ void MultiAcquirer::renew(bool finishing) {
             // All are held now; this round may have started before a loss.
             confirm_ = false;
             return renew(true);
+          }
+          if (finishing && *unanswered) {
+            // The command starts only once every key is confirmed: ask again.
+            auto again = alive_;
+            renew_timer_ = lock_.loop().after(
+                std::min(Millis(250), held_.front().acquired.ttl / 10), [this, again] {
+                  if (!*again) return;
+                  renew_timer_ = 0;
+                  renew(true);
+                });
+            return;
           }
           if (finishing) return finish_all();
           schedule_renewal();

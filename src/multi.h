@@ -64,6 +64,10 @@ class MultiLock : public Lock {
   template <class T>
   void each(std::function<void(Lock&, Done<T>)> op, Combine<T> combine, Done<T> done);
 
+  /// release() on every part at once.
+  void release_all(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
+                   Millis timeout, int exit_status, Millis done_for);
+
   std::vector<std::unique_ptr<Lock>> parts_;
 };
 
@@ -119,7 +123,6 @@ class MultiAcquirer : public Acquisition {
   Clock::time_point started_;
   Loop::TimerId renew_timer_ = 0;
   bool renewing_ = false, finished_ = false;
-  bool waited_ = false;   // a part had to wait (or ride out an outage)
   bool confirm_ = false;  // every part is held: confirm after the renewal in flight
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

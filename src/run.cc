@@ -495,6 +495,11 @@ void run_nested_if_held(const GlobalOptions& g, const LockOptions& o, const RunC
       }
       refuse_upgrade(o, *holder);
       holders.push_back(*holder);
+      if (o.done_for.count() > 0 || o.min_hold.count() > 0)
+        throw_usage(fmt::format(
+            "'{}' is held by an enclosing holder (pid {}), which decides when it is released: "
+            "--done-for and --min-hold go on the outer run",
+            e.key, holder->info.pid));
     }
   }  // the connections are closed before the command replaces this process
   log_verbose(
@@ -524,6 +529,7 @@ int cmd_run(const GlobalOptions& g, const LockOptions& o, const RunCommand& cmd)
   validate(o);
   std::vector<HeldEntry> held = held_from_env();
   run_nested_if_held(g, o, cmd, held);
+  check_held_room(held, o.keys(), g.prefix, lock_location(g));
   Runner r(g, o, cmd, std::move(held));
   return r.run();
 }

@@ -306,6 +306,7 @@ int cmd_acquire(const GlobalOptions& g, const LockOptions& o) {
   std::vector<HeldEntry> held = held_from_env();
   const std::string where = lock_location(g);
   if (acquire_nested(s, *lock, g, o, held, where)) return exitcode::kOk;
+  check_held_room(held, o.keys(), g.prefix, where);
   std::string token = new_token();
   auto taken = take(s, *lock, o, token, start);
   if (auto* status = std::get_if<int>(&taken)) return *status;

@@ -50,8 +50,12 @@ local cur = current_limit()
 if limit == 0 and cur > 0 then return {'MIXED', cur} end
 if limit > 0 then
   local v = redis.call('GET', LOCK)
-  if v == SHARED and redis.call('EXISTS', HOLDERS) == 1 then return {'MIXED', -1} end
-  if v and v ~= SHARED then return {'MIXED', 0} end
+  if v == SHARED then
+    if redis.call('EXISTS', HOLDERS) == 1 then return {'MIXED', -1} end
+    redis.call('DEL', LOCK)  -- a marker left without shared holders
+  elseif v then
+    return {'MIXED', 0}
+  end
   if cur > 0 and cur ~= limit then return {'MIXED', cur} end
 end
 -- The token already holds: a retry whose first reply was lost, or a late copy
@@ -115,7 +119,7 @@ if eligible then
       redis.call('DEL', HOLDERS)
     end
     redis.call('ZADD', HOLDERS, NOW + ttl, tok)
-    cover_shared(ttl)
+    fit_marker()
   elseif limit == 0 then
     redis.call('SET', LOCK, tok, 'PX', ttl)
   else

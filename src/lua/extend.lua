@@ -9,5 +9,11 @@ if not how then return {0} end
 local ttl = tonumber(ARGV[2])
 if ttl == 0 then ttl = tonumber(redis.call('HGET', hkey(tok), 'ttl') or '0') end
 if ttl == 0 then ttl = math.max(redis.call('PTTL', LOCK), 1000) end
+-- A lease kept after its command ended (--min-hold, --done-for) is never cut short.
+if redis.call('HEXISTS', hkey(tok), 'kept') == 1 then
+  local left = redis.call('PTTL', LOCK)
+  if how ~= 'plain' then left = tonumber(redis.call('ZSCORE', HOLDERS, tok)) - NOW end
+  ttl = math.max(ttl, left)
+end
 set_lease(tok, how, ttl)
 return {1, ttl, tonumber(redis.call('HGET', hkey(tok), 'fence') or '0')}

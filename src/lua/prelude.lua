@@ -166,9 +166,8 @@ local function held_by(t)
   local v = redis.call('GET', LOCK)
   if v == t then return 'plain' end
   if redis.call('ZSCORE', HOLDERS, t) then
+    if redis.call('HGET', hkey(t), 'mode') ~= 'shared' then return 'semaphore' end
     if v == SHARED then return 'shared' end
-    if redis.call('HGET', hkey(t), 'mode') == 'shared' then return nil end
-    return 'semaphore'
   end
   return nil
 end
@@ -178,16 +177,12 @@ local function stamp_of(key)
   return tonumber(redis.call('HGET', key, 'att') or '0') or 0
 end
 
--- The marker lasts as long as the longest shared lease...
-local function cover_shared(ttl)
-  if redis.call('PTTL', LOCK) < ttl then redis.call('SET', LOCK, SHARED, 'PX', ttl) end
-end
-
--- ...and goes with the last shared holder.
-local function uncover_shared()
+-- The marker lasts exactly as long as the longest shared lease (a lease cut
+-- short cuts it too), and goes with the last shared holder.
+local function fit_marker()
   local top = redis.call('ZRANGE', HOLDERS, -1, -1, 'WITHSCORES')
   local left = #top == 2 and tonumber(top[2]) - NOW or 0
-  if left > 0 then redis.call('PEXPIRE', LOCK, left) else redis.call('DEL', LOCK) end
+  if left > 0 then redis.call('SET', LOCK, SHARED, 'PX', left) else redis.call('DEL', LOCK) end
 end
 
 -- The lease of `t` (held as `how`) ends `ttl` ms from now.
@@ -196,7 +191,7 @@ local function set_lease(t, how, ttl)
     redis.call('PEXPIRE', LOCK, ttl)
   else
     redis.call('ZADD', HOLDERS, 'XX', NOW + ttl, t)
-    if how == 'shared' then cover_shared(ttl) end
+    if how == 'shared' then fit_marker() end
   end
   redis.call('PEXPIRE', hkey(t), ttl)
 end
@@ -212,7 +207,7 @@ local function drop_holder(t, how, chan, tomb, rid)
     redis.call('DEL', LOCK)
   else
     redis.call('ZREM', HOLDERS, t)
-    if how == 'shared' then uncover_shared() end
+    if how == 'shared' then fit_marker() end
   end
   redis.call('DEL', hkey(t))
   if tomb > 0 then redis.call('SET', rkey(t), rid, 'PX', tomb) end

@@ -23,11 +23,13 @@ local since = tonumber(redis.call('HGET', hkey(tok), 'since') or '0') or 0
 local left = 0
 if minhold > 0 and since > 0 then left = since + minhold - NOW end
 if donefor > 0 and how == 'plain' and ARGV[6] == '0' then
+  -- Publish first: a script's writes are not rolled back, so a PUBLISH the
+  -- ACL refuses must fail before anything is written.
+  publish(chan, 'done')
   local keep = math.max(donefor, left)
   set_lease(tok, how, keep)
   redis.call('HSET', hkey(tok), 'kept', NOW, 'exit', '0', 'done', NOW)
   -- Every waiter tries again, hears DONE and leaves the line.
-  publish(chan, 'done')
   local n = 0
   walk_line(function(t)
     publish(chan .. ':' .. t, 'done')

@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # Fault injection against the third wave's lock shapes (shared locks, run --done-for,
 # --and): each test states a promise of SPEC "Shell scripts"/"Cron" and fails while the
-# code breaks it.
+# code breaks it (each was found by a fault-injection review and fixed).
 
 # shellcheck disable=SC2016 # single-quoted scripts are expanded by the child's shell
 load helpers/redis
@@ -66,6 +66,7 @@ setup() {
   # the second key's first acquire is cut (RST); while rlock retries it (--wait), the
   # server loses the first key (a restart without data, here a DEL): the command must
   # not start until it holds the first key again
+  redis_stop PROXY # one fault proxy per test
   proxy_start "$REDIS_PORT"
   printf '%s\n' '{gz2}' >"$PROXY_DIR/reset"
   proxy_arm_cut
@@ -87,6 +88,7 @@ setup() {
   # comes, the held keys are renewed once more before the command may start, and that
   # renewal's connection is cut: the command must not start on an unconfirmed ck1
   t=$("$RLOCK" acquire --ttl 60s ck2)
+  redis_stop PROXY # one fault proxy per test
   proxy_start "$REDIS_PORT"
   bg_start c "$RLOCK" --url "$PROXY_URL" run --wait 30s ck1 --and ck2 -- sh -c '
     [ "$(redis-cli -p "$0" get "lock:{$RLOCK_KEY}")" = "$RLOCK_TOKEN" ] || echo "ran without $RLOCK_KEY"' "$REDIS_PORT"
