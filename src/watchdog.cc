@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "output.h"
 #include "text.h"
 
@@ -85,7 +87,7 @@ void Watchdog::renew() {
         // What was heard before this renewal was sent did not cost the lease.
         if (heard == heard_count_) {
           heard_.clear();
-          heard_token_ = false;
+          heard_token_.assign(heard_token_.size(), false);
         }
         Clock::time_point deadline = later(sent, std::clamp(o.value.ttl, Millis(0), acquired_.ttl));
         if (sync_replicas_ == 0) return renewed(sent, deadline);
@@ -131,8 +133,8 @@ void Watchdog::renewed(Clock::time_point sent, Clock::time_point deadline) {
 void Watchdog::not_held() {
   std::string why = heard_.empty() ? kGone : heard_;
   if (!ev_.released) return report_lost(why);
-  if (heard_token_ || subs_.empty()) {
-    if (heard_token_) {
+  if (heard_token_everywhere() || subs_.empty()) {
+    if (heard_token_everywhere()) {
       stop();
       return ev_.released();
     }
@@ -148,7 +150,7 @@ void Watchdog::not_held() {
     subs->barrier([this, alive, why, left] {
       if (!*alive || stopped_ || --*left > 0) return;
       renewing_ = false;
-      if (!heard_token_) return report_lost(heard_.empty() ? why : heard_);
+      if (!heard_token_everywhere()) return report_lost(heard_.empty() ? why : heard_);
       stop();
       ev_.released();
     });
@@ -170,15 +172,17 @@ void Watchdog::listen(std::function<void()> settled) {
     if (*answers == 0) return;
     if (--*answers == 0 && settled) settled();
   };
+  std::vector<Lock*> parts = lock_.parts();
+  heard_token_.assign(parts.size(), false);
   Subscription::Events ev;
-  ev.message = [this](const std::string& what) {
+  auto message = [this](size_t part, const std::string& what) {
     if (stopped_ || (what != "break" && what != token_)) return;
     ++heard_count_;
-    if (what == token_) heard_token_ = true;
+    if (what == token_) heard_token_[part] = true;
     heard_ = what == "break" ? "it was broken (rlock break)"
                              : "it was released with its token by another process";
-    log_verbose(fmt::format("heard on {}: {}; checking the lease", lock_.names().channel,
-                            escape_text(what)));
+    log_verbose(fmt::format("heard on {}: {}; checking the lease",
+                            lock_.parts()[part]->names().channel, escape_text(what)));
     renew();
   };
   // A break that came before this subscription (or while it was down) was
@@ -200,10 +204,17 @@ void Watchdog::listen(std::function<void()> settled) {
         "will be refused too (the ACL user needs '&{}*')",
         e.what(), escape_text(lock_.names().prefix)));
   };
-  for (Lock* part : lock_.parts()) {
-    subs_.push_back(std::make_unique<Subscriptions>(part->clients(), part->names().channel, ev));
+  for (size_t i = 0; i < parts.size(); ++i) {
+    ev.message = [message, i](const std::string& what) { message(i, what); };
+    subs_.push_back(
+        std::make_unique<Subscriptions>(parts[i]->clients(), parts[i]->names().channel, ev));
     subs_.back()->start();
   }
+}
+
+bool Watchdog::heard_token_everywhere() const {
+  return !heard_token_.empty() &&
+         std::all_of(heard_token_.begin(), heard_token_.end(), [](bool b) { return b; });
 }
 
 void Watchdog::drop_subscription() {

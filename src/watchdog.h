@@ -70,7 +70,12 @@ class Watchdog {
   Clock::time_point deadline_;
   std::vector<std::unique_ptr<Subscriptions>> subs_;  // one per key (`--and`)
   Loop::TimerId renew_timer_ = 0, lost_timer_ = 0;
-  bool renewing_ = false, recheck_ = false, stopped_ = false, heard_token_ = false;
+  bool renewing_ = false, recheck_ = false, stopped_ = false;
+  // The keys (parts) on whose channel a release with the token was heard:
+  // released only once it was heard for every one (`--and`: one key
+  // released alone is a loss of the lock).
+  std::vector<bool> heard_token_;
+  bool heard_token_everywhere() const;
   // What the channel said (heard_: why, for people), and how many messages
   // were heard: a renewal sent before the last one cannot clear it.
   std::string last_renew_error_, heard_;

@@ -389,3 +389,17 @@ EOF2
   _rlock_poll "kd to be free" 30 is_free kd
   redis_stop SLOW
 }
+
+@test "--and: the bare token releasing one key is a loss for PID; releasing every key is quiet" {
+  watched w
+  tok=$(rlock acquire --while-pid "$WPID" ka --and kb)
+  env -u RLOCK_HELD rlock release ka --token "$tok"
+  # kb alone is not the lock PID asked for: PID hears of it, and kb is given back
+  _rlock_poll "SIGTERM to PID" 10 test -e "$T/w.term"
+  _rlock_poll "kb to be free" 10 is_free kb
+  watched v
+  tok=$(rlock acquire --while-pid "$WPID" ka --and kb)
+  env -u RLOCK_HELD rlock release ka --and kb --token "$tok"
+  _rlock_poll "the keeper to end" 10 eval '! pgrep -f "acquire --while-pid $WPID ka" >/dev/null'
+  [ ! -e "$T/v.term" ]
+}
