@@ -250,7 +250,11 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
       "In a script, for the script's whole life:\n"
       "  eval \"$(rlock acquire KEY --while-pid $$ --export)\" || exit\n"
       "Under a run or acquire that holds KEY (RLOCK_HELD, confirmed with Redis),\n"
-      "acquire takes nothing and prints the token that holds it.");
+      "acquire takes nothing and prints the token that holds it; with --while-pid\n"
+      "only for a PID that runs under that holder (no keeper is started), else 64.\n"
+      "The keeper signals PID only for a lost lease (a break, an expiry), never for\n"
+      "the owner's release: rlock release KEY in the evaluated environment, or\n"
+      "rlock release KEY --token T from anywhere.");
 
   s.extend = add_key(app.add_subcommand("extend", "renew a lease that --token still holds"), v);
   add_token(s.extend, v);

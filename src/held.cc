@@ -89,31 +89,56 @@ std::string format_held(const std::vector<HeldEntry>& entries) {
   return out;
 }
 
-std::string lock_location(const GlobalOptions& g) {
-  std::string out;
-  for (const auto& url : effective_urls(g)) {
-    if (!out.empty()) out += ' ';
-    // Shown in the environment of every command: never a password, never a
-    // control character (a tab or newline would break the line format).
-    std::string shown = redact_url(url);
-    for (char& c : shown)
-      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-    out += shown;
+namespace {
+
+// WHERE spelled one way: each URL canonical (one server spelled two ways is
+// one lock), in sorted order (a quorum's masters in any order), never a
+// control character (a tab or newline would break the line format).
+std::string canonical_where(const std::vector<std::string>& urls) {
+  std::vector<std::string> shown;
+  for (const auto& url : urls) {
+    std::string c = canonical_url(url);
+    for (char& ch : c)
+      if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = '?';
+    shown.push_back(std::move(c));
   }
+  std::sort(shown.begin(), shown.end());
+  std::string out;
+  for (const auto& c : shown) out += (out.empty() ? "" : " ") + c;
   return out;
+}
+
+std::vector<std::string> urls_of(std::string_view where) {
+  std::vector<std::string> urls;
+  for (auto u : split(where, ' '))
+    if (!u.empty()) urls.emplace_back(u);
+  return urls;
+}
+
+// WHERE of an entry is compared canonically too: one written by hand, or by
+// a version that wrote URLs as given, still names its lock.
+bool same_lock(const HeldEntry& e, const std::string& key, const std::string& prefix,
+               const std::string& where) {
+  if (e.key != key || e.prefix != prefix) return false;
+  return e.where == where || canonical_where(urls_of(e.where)) == canonical_where(urls_of(where));
+}
+
+}  // namespace
+
+std::string lock_location(const GlobalOptions& g) {
+  return canonical_where(effective_urls(g));
 }
 
 const HeldEntry* find_held(const std::vector<HeldEntry>& entries, const std::string& key,
                            const std::string& prefix, const std::string& where) {
   for (const auto& e : entries)
-    if (e.key == key && e.prefix == prefix && e.where == where) return &e;
+    if (same_lock(e, key, prefix, where)) return &e;
   return nullptr;
 }
 
 std::string held_with(std::vector<HeldEntry> entries, const HeldEntry& add) {
-  std::erase_if(entries, [&](const HeldEntry& e) {
-    return e.key == add.key && e.prefix == add.prefix && e.where == add.where;
-  });
+  std::erase_if(entries,
+                [&](const HeldEntry& e) { return same_lock(e, add.key, add.prefix, add.where); });
   entries.push_back(add);
   while (entries.size() > kMaxHeldEntries) entries.erase(entries.begin());
   return format_held(entries);
@@ -142,9 +167,8 @@ void check_held_room(const std::vector<HeldEntry>& entries, const std::vector<st
     mine.push_back({std::string(32, 'f'), k, prefix, where, 2147483647, UINT64_MAX, true});
   std::vector<HeldEntry> all = entries;
   std::erase_if(all, [&](const HeldEntry& e) {
-    return std::any_of(mine.begin(), mine.end(), [&](const HeldEntry& m) {
-      return e.key == m.key && e.prefix == m.prefix && e.where == m.where;
-    });
+    return std::any_of(mine.begin(), mine.end(),
+                       [&](const HeldEntry& m) { return same_lock(e, m.key, m.prefix, m.where); });
   });
   all.insert(all.end(), mine.begin(), mine.end());
   if (all.size() > kMaxHeldEntries || format_held(all).size() > kMaxHeldBytes)
@@ -156,9 +180,8 @@ void check_held_room(const std::vector<HeldEntry>& entries, const std::vector<st
 
 std::string held_with_each(std::vector<HeldEntry> entries, const std::vector<HeldEntry>& add) {
   for (const HeldEntry& a : add) {
-    std::erase_if(entries, [&](const HeldEntry& e) {
-      return e.key == a.key && e.prefix == a.prefix && e.where == a.where;
-    });
+    std::erase_if(entries,
+                  [&](const HeldEntry& e) { return same_lock(e, a.key, a.prefix, a.where); });
     entries.push_back(a);
   }
   while (entries.size() > kMaxHeldEntries) entries.erase(entries.begin());

@@ -3,8 +3,9 @@
 //
 //   TOKEN <tab> KEY <tab> PREFIX <tab> WHERE [<tab> keeper=PID:START [<tab> nested]]
 //
-// WHERE names the deployment (its URLs as people see them, no password, joined
-// by spaces); keeper= marks a lock kept by `acquire --while-pid` (its keeper's pid
+// WHERE names the deployment (its URLs spelled one way by canonical_url, no user
+// and no password, sorted and joined by spaces: one server spelled two ways is
+// one lock); keeper= marks a lock kept by `acquire --while-pid` (its keeper's pid
 // and start time), and `nested` the copy a nested run or acquire passes on. A nested
 // `run` of a lock listed there runs its command at once, but only once Redis
 // confirms it: the token holds the lock, and its holder is on this host and is
@@ -39,10 +40,11 @@ std::vector<HeldEntry> parse_held(const char* text);
 std::vector<HeldEntry> held_from_env();
 std::string format_held(const std::vector<HeldEntry>& entries);
 
-/// WHERE for the deployment `g` names.
+/// WHERE for the deployment `g` names (canonical: see the file comment).
 std::string lock_location(const GlobalOptions& g);
 
-/// The entry for `key` taken with `prefix` on `where`, if any.
+/// The entry for `key` taken with `prefix` on `where` (compared canonically),
+/// if any.
 const HeldEntry* find_held(const std::vector<HeldEntry>& entries, const std::string& key,
                            const std::string& prefix, const std::string& where);
 

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <poll.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -11,90 +12,103 @@
 #include <vector>
 
 #include "procinfo.h"
+#include "watchdog.h"
 
 namespace rlock {
 
 namespace {
 
-// How often the keeper looks at PID: "within about a second" after it ends.
-constexpr Millis kWatchEvery{200};
+void write_byte(int fd, char c) {
+  while (write(fd, &c, 1) < 0 && errno == EINTR) {
+  }
+}
 
 class Keeper {
  public:
-  Keeper(Lock& lock, std::string token, const Acquired& a, const LockOptions& o, uint64_t start)
-      : lock_(lock), token_(std::move(token)), acquired_(a), opts_(o), start_(start) {}
-
-  int run() {
-    Loop& loop = lock_.loop();
-    deadline_ = later(acquired_.sent, acquired_.ttl);
+  Keeper(Lock& lock, std::string token, const Acquired& a, const LockOptions& o, uint64_t start,
+         int ready_fd, int go_fd)
+      : lock_(lock),
+        token_(std::move(token)),
+        opts_(o),
+        start_(start),
+        ready_fd_(ready_fd),
+        go_fd_(go_fd),
+        watchdog_(lock, token_, a, o.sync_replicas,
+                  Watchdog::Events{[this](const std::string&) { lost(); }, [this] { finish(); }}) {
     // SIGUSR1 is the owner's release (rlock release): quietly. Any other stop
     // signal (an operator's kill) gives the lock up while PID runs: PID hears
     // of it as of a lost lease.
-    loop.on_signal(SIGUSR1, [this](int) { finish(); });
-    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) loop.on_signal(sig, [this](int) { lost(); });
-    lock_.stay();  // and follow failovers (Sentinel)
-    arm_lost_timer();
-    schedule_renewal(later(acquired_.sent, acquired_.ttl / 3));
+    loop().on_signal(SIGUSR1, [this](int) { finish(); });
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT})
+      loop().on_signal(sig, [this](int) { lost(); });
+  }
+
+  ~Keeper() {
+    loop().cancel(watch_timer_);
+    loop().cancel(ready_timer_);
+    if (go_fd_ >= 0) loop().unwatch(go_fd_);
+  }
+
+  int run() {
+    watchdog_.start();
+    // Ready once the release channel is subscribed (a release with the token
+    // is heard from the first moment the caller has it), or after the
+    // command timeout without it (renewals find a release all the same).
+    watchdog_.listen([this] { ready(); });
+    ready_timer_ = loop().after(lock_.command_timeout(), [this] {
+      ready_timer_ = 0;
+      ready();
+    });
     watch();
-    loop.run_until([this] { return done_; });
+    loop().run_until([this] { return done_; });
     return lost_ ? exitcode::kLost : exitcode::kOk;
   }
 
  private:
   Loop& loop() { return lock_.loop(); }
-  Clock::time_point lost_at() const { return later(deadline_, -safety_margin(acquired_.ttl)); }
+
+  void ready() {
+    if (ready_fd_ < 0) return;
+    loop().cancel(ready_timer_);
+    ready_timer_ = 0;
+    write_byte(ready_fd_, kKeeperReady);
+    close(ready_fd_);
+    ready_fd_ = -1;
+    loop().watch(go_fd_, POLLIN, [this](short) { on_go(); });
+  }
+
+  // The caller has the token ('g'), or the forking process could not hand it
+  // over (EOF): nobody could ever release it then.
+  void on_go() {
+    char c = 0;
+    ssize_t n;
+    do {
+      n = read(go_fd_, &c, 1);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0 && errno == EAGAIN) return;
+    loop().unwatch(go_fd_);
+    close(go_fd_);
+    go_fd_ = -1;
+    if (n != 1 || c != kKeeperGo) finish();
+  }
 
   void watch() {
-    watch_timer_ = loop().after(kWatchEvery, [this] {
+    watch_timer_ = loop().after(kWatchPidEvery, [this] {
       watch_timer_ = 0;
       if (!watched_alive(opts_.while_pid, start_)) return finish();
       watch();
     });
   }
 
-  void arm_lost_timer() {
-    loop().cancel(lost_timer_);
-    lost_timer_ = loop().at(lost_at(), [this] {
-      lost_timer_ = 0;
-      lost();
-    });
-  }
-
-  void schedule_renewal(Clock::time_point when) {
-    loop().cancel(renew_timer_);
-    renew_timer_ = loop().at(when, [this] {
-      renew_timer_ = 0;
-      renew();
-    });
-  }
-
-  void renew() {
-    if (finishing_ || renewing_) return;
-    renewing_ = true;
-    auto sent = Clock::now();
-    auto left = std::chrono::duration_cast<Millis>(lost_at() - sent);
-    Millis timeout = std::max(Millis(10), std::min(lock_.command_timeout(), left));
-    lock_.extend(
-        token_, acquired_.ttl,
-        [this, sent](Outcome<ExtendReply> o) {
-          renewing_ = false;
-          if (finishing_) return;
-          if (o.error) {
-            auto retry = Clock::now() + std::min(Millis(250), acquired_.ttl / 10);
-            if (retry < lost_at()) schedule_renewal(retry);
-            return;
-          }
-          if (!o.value.held) return lost();
-          deadline_ = later(sent, std::clamp(o.value.ttl, Millis(0), acquired_.ttl));
-          arm_lost_timer();
-          schedule_renewal(later(sent, acquired_.ttl / 3));
-        },
-        timeout);
-  }
-
   // The lease is gone (or could not be renewed in time): PID alone hears of
   // it, as --on-lost says, and the keeper ends.
   void lost() {
+    if (finishing_) return;
+    // The owner's release signals the keeper (SIGUSR1) before it releases in
+    // Redis: a release that made the lease look lost has its signal here
+    // already, maybe unread (a keeper stopped past the release and continued
+    // finds its timers due too). PID is never signalled for its own release.
+    loop().deliver_signals();
     if (finishing_) return;
     lost_ = true;
     if (watched_alive(opts_.while_pid, start_)) {
@@ -109,20 +123,27 @@ class Keeper {
   void finish() {
     if (finishing_) return;
     finishing_ = true;
-    loop().cancel(renew_timer_);
-    loop().cancel(lost_timer_);
+    watchdog_.stop();
     loop().cancel(watch_timer_);
+    watch_timer_ = 0;
+    if (ready_fd_ >= 0) {  // PID ended before the caller had the token
+      loop().cancel(ready_timer_);
+      ready_timer_ = 0;
+      write_byte(ready_fd_, kKeeperEnded);
+      close(ready_fd_);
+      ready_fd_ = -1;
+    }
     lock_.release(token_, Millis(0), [this](Outcome<ReleaseReply>) { done_ = true; });
   }
 
   Lock& lock_;
   std::string token_;
-  Acquired acquired_;
   LockOptions opts_;
   uint64_t start_;
-  Clock::time_point deadline_;
-  Loop::TimerId renew_timer_ = 0, lost_timer_ = 0, watch_timer_ = 0;
-  bool renewing_ = false, finishing_ = false, lost_ = false, done_ = false;
+  int ready_fd_, go_fd_;
+  Watchdog watchdog_;
+  Loop::TimerId watch_timer_ = 0, ready_timer_ = 0;
+  bool finishing_ = false, lost_ = false, done_ = false;
 };
 
 }  // namespace
@@ -156,8 +177,10 @@ void close_inherited_descriptors() {
 }
 
 int keep_while_pid(Lock& lock, const std::string& token, const Acquired& acquired,
-                   const LockOptions& o, uint64_t pid_start) {
-  Keeper k(lock, token, acquired, o, pid_start);
+                   const LockOptions& o, uint64_t pid_start, int ready_fd, int go_fd,
+                   const sigset_t& mask) {
+  Keeper k(lock, token, acquired, o, pid_start, ready_fd, go_fd);
+  sigprocmask(SIG_SETMASK, &mask, nullptr);
   return k.run();
 }
 

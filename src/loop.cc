@@ -145,6 +145,9 @@ void Loop::run_once(Millis max_wait) {
   for (auto& [fd, w] : watches_) fds.push_back({fd, w.events, 0});
   int n = poll(fds.data(), fds.size(), static_cast<int>(wait.count()));
   if (n < 0 && errno != EINTR) throw std::system_error(errno, std::generic_category(), "poll");
+  // Interrupted: a handler wrote to the self-pipe (a stopped process that is
+  // continued may also find its timers due); the signal comes first.
+  if (n < 0) drain_signals();
   if (n > 0) {
     if (fds[0].revents) drain_signals();
     if (fds[1].revents) stderr_pump();

@@ -49,7 +49,13 @@ class Loop {
   /// SA_RESTART); the destructor puts back SIG_DFL.
   void on_signal(int sig, std::function<void(int)> cb);
 
+  /// Runs the callbacks of the signals that arrived and were not handled yet
+  /// (their handler ran; the loop has not read them). For a decision that a
+  /// signal already sent must be able to change.
+  void deliver_signals() { drain_signals(); }
+
   /// Waits for the next event (or `max_wait`) and runs the callbacks due.
+  /// Signals that arrived are handled before the timers that are due.
   void run_once(Millis max_wait = Millis(60'000));
   /// Runs until `done()` is true. `done` is checked before every wait.
   void run_until(const std::function<bool()>& done);

@@ -1,11 +1,16 @@
 #include "procinfo.h"
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
 #include <string_view>
+#include <vector>
+
+#include "lock.h"
+#include "text.h"
 
 #if defined(__APPLE__)
 #include <sys/sysctl.h>
@@ -85,6 +90,40 @@ bool is_ancestor(pid_t ancestor, pid_t pid) {
     pid = info->ppid;
   }
   return pid == ancestor;
+}
+
+std::optional<uid_t> proc_uid(pid_t pid) {
+  if (pid <= 0) return std::nullopt;
+#if defined(__linux__)
+  char path[40];
+  snprintf(path, sizeof path, "/proc/%ld/status", static_cast<long>(pid));
+  std::string status = read_small(path, 4096);
+  // "Uid:\treal\teffective\tsaved\tfs"
+  size_t at = status.find("\nUid:");
+  if (at == std::string::npos) return std::nullopt;
+  unsigned long real = 0, effective = 0;
+  if (sscanf(status.c_str() + at + 5, "%lu %lu", &real, &effective) != 2) return std::nullopt;
+  return static_cast<uid_t>(effective);
+#elif defined(__APPLE__)
+  int mib[4] = {CTL_KERN, KERN_PROC, KERN_PROC_PID, static_cast<int>(pid)};
+  struct kinfo_proc kp;
+  size_t len = sizeof kp;
+  memset(&kp, 0, sizeof kp);
+  if (sysctl(mib, 4, &kp, &len, nullptr, 0) != 0 || len == 0) return std::nullopt;
+  return kp.kp_eproc.e_ucred.cr_uid;
+#else
+  return std::nullopt;
+#endif
+}
+
+std::string user_name(uid_t uid) {
+  if (uid == geteuid()) return login_name_from_env();
+  std::vector<char> buf(16384);
+  struct passwd pw, *found = nullptr;
+  if (getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) == 0 && found && found->pw_name &&
+      *found->pw_name)
+    return truncate_text(found->pw_name, 32);
+  return uid == 0 ? "root" : "uid " + std::to_string(uid);
 }
 
 std::string proc_command_line(pid_t pid, size_t limit) {

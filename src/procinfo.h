@@ -1,6 +1,7 @@
 // What rlock needs to know of other processes on this host: a process's parent
 // and start time (so that a reused PID is told from the process it replaced),
-// whether one process is an ancestor of another, and a command line for people.
+// whether one process is an ancestor of another, and its user and command line
+// for people.
 // Linux reads /proc; macOS asks sysctl(KERN_PROC); elsewhere nothing is known
 // (every answer is "unknown", and callers take the safe side).
 #pragma once
@@ -34,6 +35,15 @@ std::optional<ProcInfo> proc_info(pid_t pid);
 /// True when `ancestor` is `pid` itself or one of its ancestors (at most 256
 /// generations are walked). False when unknown.
 bool is_ancestor(pid_t ancestor, pid_t pid);
+
+/// The effective user id `pid` runs as (what ps shows as its user);
+/// nullopt when there is no such process or this system cannot tell.
+std::optional<uid_t> proc_uid(pid_t pid);
+
+/// The name of the user `uid`, for people: the caller's own name
+/// (login_name_from_env) for its own uid, else the user database's, else
+/// "uid N".
+std::string user_name(uid_t uid);
 
 /// The command line of `pid` for people (arguments joined by spaces, at most
 /// `limit` bytes); empty when unknown.

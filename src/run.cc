@@ -19,9 +19,9 @@
 #include "progress.h"
 #include "session.h"
 #include "signals.h"
-#include "subscription.h"
 #include "text.h"
 #include "waiter.h"
+#include "watchdog.h"
 
 namespace rlock {
 
@@ -184,11 +184,11 @@ class Runner {
     if (!holding()) return;
     // Stopped past the renewal deadline, the lease may be gone and someone
     // else may hold the lock: --on-lost applies before the command runs again.
-    if (!lost_ && Clock::now() >= lost_at())
+    if (!lost_ && Clock::now() >= watchdog_->lost_at())
       lease_lost("rlock was stopped past the lease's renewal deadline");
     log_verbose("continued: continuing the command");
     child_->resume();  // and the terminal, if rlock was continued in the foreground
-    if (!lost_) renew();
+    if (!lost_) watchdog_->renew();
   }
 
   void on_acquired(Outcome<Acquired> o) {
@@ -203,7 +203,6 @@ class Runner {
     acquired_ = o.value;
     // The TTL in the reply is the server's word: kept within what rlock asked.
     acquired_.ttl = std::clamp(acquired_.ttl, Millis(0), opts_.ttl);
-    deadline_ = later(acquired_.sent, acquired_.ttl);
     log_verbose(fmt::format("acquired '{}' (fence {}, ttl {})", lock_->names().key, acquired_.fence,
                             format_duration(acquired_.ttl)));
     SpawnSpec spec = command_spec(cmd_);
@@ -220,154 +219,25 @@ class Runner {
       release_and_exit(e.exit_status());
       return;
     }
-    arm_lost_timer();
-    schedule_renewal(later(acquired_.sent, acquired_.ttl / 3));
-    // A short command never pays for the subscription; the check that follows
-    // it covers a break in between.
+    watchdog_ = std::make_unique<Watchdog>(
+        *lock_, token_, acquired_, opts_.sync_replicas,
+        Watchdog::Events{[this](const std::string& why) { lease_lost(why); }, {}});
+    watchdog_->start();
+    // A short command never pays for the subscription (to hear a `break`);
+    // the check that follows it covers a break in between.
     listen_timer_ = loop().after(kListenAfter, [this] {
       listen_timer_ = 0;
-      watch_for_break();
+      if (holding() && !lost_) watchdog_->listen();
     });
     reap();  // the child may already have ended
   }
 
-  // ---- watchdog ----
-
-  Clock::time_point lost_at() const { return later(deadline_, -safety_margin(acquired_.ttl)); }
-
-  void arm_lost_timer() {
-    loop().cancel(lost_timer_);
-    lost_timer_ = loop().at(lost_at(), [this] {
-      lost_timer_ = 0;
-      lease_lost(fmt::format("could not renew it before its deadline ({})",
-                             last_renew_error_.empty() ? "no reply" : last_renew_error_));
-    });
-  }
-
-  void schedule_renewal(Clock::time_point when) {
-    loop().cancel(renew_timer_);
-    renew_timer_ = loop().at(when, [this] {
-      renew_timer_ = 0;
-      renew();
-    });
-  }
-
-  void renew() {
-    if (lost_ || !holding()) return;
-    if (renewing_) {
-      recheck_ = true;  // the renewal in flight may predate what we heard
-      return;
-    }
-    renewing_ = true;
-    auto sent = Clock::now();
-    auto left = std::chrono::duration_cast<Millis>(lost_at() - sent);
-    Millis timeout = std::max(Millis(10), std::min(lock_->command_timeout(), left));
-    lock_->extend(
-        token_, acquired_.ttl,
-        [this, sent, timeout](Outcome<ExtendReply> o) {
-          renewing_ = false;
-          if (lost_ || !holding()) return;
-          if (o.error) return renewal_failed(o.error->what());
-          if (!o.value.held) {
-            lease_lost(heard_.empty()
-                           ? "it was deleted or taken over (renewal found another token or none)"
-                           : heard_);
-            return;
-          }
-          heard_.clear();  // what was heard did not cost the lease
-          Clock::time_point deadline =
-              later(sent, std::clamp(o.value.ttl, Millis(0), acquired_.ttl));
-          if (opts_.sync_replicas == 0) return renewed(sent, deadline);
-          // Renewed only once the replicas confirm it (--sync-replicas); until
-          // then it is a renewal that failed, retried until the deadline.
-          renewing_ = true;
-          Millis budget = std::max(
-              Millis(10),
-              std::min(timeout, std::chrono::duration_cast<Millis>(lost_at() - Clock::now())));
-          lock_->confirm_replicas(opts_.sync_replicas, budget, "the renewal",
-                                  [this, sent, deadline](Outcome<bool> c) {
-                                    renewing_ = false;
-                                    if (lost_ || !holding()) return;
-                                    if (c.error) return renewal_failed(c.error->what());
-                                    renewed(sent, deadline);
-                                  });
-        },
-        timeout);
-  }
-
-  void renewal_failed(const std::string& why) {
-    last_renew_error_ = why;
-    log_verbose(fmt::format("renewal failed: {}; retrying", last_renew_error_));
-    auto retry = Clock::now() + std::min(Millis(250), acquired_.ttl / 10);
-    if (retry < lost_at()) schedule_renewal(retry);
-  }
-
-  void renewed(Clock::time_point sent, Clock::time_point deadline) {
-    deadline_ = deadline;
-    arm_lost_timer();
-    schedule_renewal(later(sent, acquired_.ttl / 3));
-    if (recheck_) {
-      recheck_ = false;
-      renew();
-    }
-  }
-
-  // A holder hears about a `break` (or a release of its token by someone
-  // else) on the lock's release channel (on every master of a quorum) and
-  // checks its lease at once, instead of running on until its next renewal.
-  // Set up only once the command runs, so it costs the acquisition nothing;
-  // a subscription lost to an outage is taken up again (the renewals stay the
-  // safety net either way).
-  void watch_for_break() {
-    if (!holding() || lost_ || !holder_subs_.empty()) return;
-    lock_->stay();  // and for failovers (Sentinel)
-    Subscription::Events ev;
-    ev.message = [this](const std::string& what) {
-      if (what != "break" && what != token_) return;
-      heard_ = what == "break" ? "it was broken (rlock break)"
-                               : "it was released with its token by another process";
-      log_verbose(fmt::format("heard on {}: {}; checking the lease", lock_->names().channel,
-                              escape_text(what)));
-      renew();
-    };
-    // A break that came before this subscription (or while it was down) was
-    // not heard: check the lease once now.
-    ev.ready = [this] { renew(); };
-    ev.failed = [this](const Error& e) {
-      if (e.kind() == ErrorKind::Unavailable) {
-        log_verbose(fmt::format("release channel: {}; subscribing again", e.what()));
-        return;
-      }
-      // An ACL without the channel: the release, which publishes there, will
-      // be refused too. Say so now, while the command runs.
-      log_error(fmt::format(
-          "warning: {}: a break will only be noticed at the next renewal, and the release "
-          "will be refused too (the ACL user needs '&{}*')",
-          e.what(), escape_text(lock_->names().prefix)));
-    };
-    for (Lock* part : lock_->parts()) {
-      holder_subs_.push_back(
-          std::make_unique<Subscriptions>(part->clients(), part->names().channel, ev));
-      holder_subs_.back()->start();
-    }
-  }
-
-  void drop_subscription() {
-    loop().cancel(listen_timer_);
-    listen_timer_ = 0;
-    // Not destroyed here: this may run inside one of their own callbacks.
-    for (auto& sub : holder_subs_) {
-      std::shared_ptr<Subscriptions> subs(std::move(sub));
-      loop().after(Millis(0), [subs] {});
-    }
-    holder_subs_.clear();
-  }
+  // ---- the lease (renewals and the release channel: Watchdog) ----
 
   void lease_lost(const std::string& why) {
     if (lost_ || !holding()) return;
     lost_ = true;
-    loop().cancel(renew_timer_);
-    loop().cancel(lost_timer_);
+    watchdog_->stop();
     switch (opts_.on_lost) {
       case OnLost::Term:
         log_error(
@@ -520,11 +390,11 @@ class Runner {
   }
 
   void finish() {
-    loop().cancel(renew_timer_);
-    loop().cancel(lost_timer_);
     loop().cancel(kill_timer_);
     loop().cancel(group_timer_);
-    drop_subscription();
+    loop().cancel(listen_timer_);
+    listen_timer_ = 0;
+    if (watchdog_) watchdog_->stop();
     // The group is gone: the guard stands down now and is reaped after the
     // release (a blocking wait for it here would sit on the handoff path).
     guard_.stand_down();
@@ -587,16 +457,13 @@ class Runner {
   std::unique_ptr<Acquisition> acquirer_;
   std::optional<Child> child_;
   GroupGuard guard_;
-  std::vector<std::unique_ptr<Subscriptions>> holder_subs_;  // one per key
   Acquired acquired_;
-  Clock::time_point deadline_;
-  Loop::TimerId renew_timer_ = 0, lost_timer_ = 0, kill_timer_ = 0, group_timer_ = 0,
-                listen_timer_ = 0, guard_timer_ = 0;
+  std::unique_ptr<Watchdog> watchdog_;
+  Loop::TimerId kill_timer_ = 0, group_timer_ = 0, listen_timer_ = 0, guard_timer_ = 0;
   bool guard_stood_down_ = false;
-  bool lost_ = false, stopped_ = false, draining_ = false, renewing_ = false, recheck_ = false;
+  bool lost_ = false, stopped_ = false, draining_ = false;
   bool stop_requested_ = false, ending_leftovers_ = false, notice_pending_ = false;
   std::optional<int> command_status_;
-  std::string last_renew_error_, heard_;
   std::optional<int> exit_status_;
   std::optional<Error> error_;
 };

@@ -86,6 +86,19 @@ void Subscription::on_push(const Reply& r) {
   if (e.size() >= 3) ev_.message(e[2].str);
 }
 
+void Subscription::barrier(std::function<void()> done) {
+  if (!conn_ || !client_) {
+    if (client_)
+      client_->loop().after(Millis(0), std::move(done));
+    else
+      done();
+    return;
+  }
+  // In RESP2 a subscribed connection answers PING with ["pong", ""], in
+  // order with the messages it pushes.
+  conn_->command({"PING"}, [done = std::move(done)](Result) { done(); });
+}
+
 void Subscription::end(const Error& why) {
   if (!conn_) return;
   fail(why);
@@ -152,6 +165,20 @@ Subscriptions::~Subscriptions() {
 
 void Subscriptions::start() {
   for (auto& s : subs_) s->start();
+}
+
+void Subscriptions::barrier(std::function<void()> done) {
+  if (subs_.empty()) {
+    loop_.after(Millis(0), std::move(done));
+    return;
+  }
+  auto left = std::make_shared<size_t>(subs_.size());
+  auto shared = std::make_shared<std::function<void()>>(std::move(done));
+  auto alive = alive_;
+  for (auto& s : subs_)
+    s->barrier([alive, left, shared] {
+      if (*alive && --*left == 0) (*shared)();
+    });
 }
 
 }  // namespace rlock

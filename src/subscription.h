@@ -42,6 +42,11 @@ class Subscription {
   /// Ends the subscription as if its connection had been lost: failed(why).
   void end(const Error& why);
   const std::string& channel() const { return channel_; }
+  /// Calls `done` (from the loop) once every message the server published on
+  /// the channel before it answers a PING sent now has been delivered: what
+  /// was published before a command whose reply has arrived is heard by
+  /// then. At once without a connection; after a failure too.
+  void barrier(std::function<void()> done);
   /// The last failure was the channel's server changing (a failover, see
   /// Client::topology_changed): its new home is known or being found, so
   /// there is no reason to wait before subscribing again.
@@ -80,6 +85,8 @@ class Subscriptions {
   Subscriptions& operator=(const Subscriptions&) = delete;
 
   void start();
+  /// Subscription::barrier on every deployment; `done` once all are through.
+  void barrier(std::function<void()> done);
 
  private:
   Loop& loop_;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 
@@ -295,6 +296,49 @@ SentinelUrl parse_sentinel_url(std::string_view url) {
   }
   if (!query.empty()) parse_query(query, out.master, url);
   return out;
+}
+
+namespace {
+
+std::string lower(std::string s) {
+  for (char& c : s)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return s;
+}
+
+// host:port, IPv6 in brackets, the host in lower case (names are not resolved).
+std::string canonical_address(const Endpoint& ep) {
+  std::string h = lower(ep.host);
+  if (h.find(':') != std::string::npos) h = "[" + h + "]";
+  return fmt::format("{}:{}", escape_text(h), ep.port);
+}
+
+}  // namespace
+
+std::string canonical_url(std::string_view url) {
+  try {
+    if (is_sentinel_url(url)) {
+      SentinelUrl s = parse_sentinel_url(url);
+      std::vector<std::string> hosts;
+      for (const auto& e : s.sentinels) hosts.push_back(canonical_address(e));
+      std::sort(hosts.begin(), hosts.end());
+      hosts.erase(std::unique(hosts.begin(), hosts.end()), hosts.end());
+      std::string joined;
+      for (const auto& h : hosts) joined += (joined.empty() ? "" : ",") + h;
+      return fmt::format("{}://{}/{}/{}", s.master.tls ? "rediss-sentinel" : "redis-sentinel",
+                         joined, escape_text(s.master_name), s.master.db);
+    }
+    Endpoint ep = parse_url(url);
+    if (ep.kind == Endpoint::Kind::Unix) {
+      std::string path;
+      for (char c : ep.path)
+        if (c != '/' || path.empty() || path.back() != '/') path += c;
+      return fmt::format("unix://{}?db={}", escape_text(path), ep.db);
+    }
+    return fmt::format("{}://{}/{}", ep.tls ? "rediss" : "redis", canonical_address(ep), ep.db);
+  } catch (const Error&) {
+    return redact_url(url);
+  }
 }
 
 }  // namespace rlock

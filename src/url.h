@@ -40,6 +40,14 @@ Endpoint parse_url(std::string_view url);
 /// URLs too.
 std::string redact_url(std::string_view url);
 
+/// The server (or Sentinel master) and database `url` names, spelled one way
+/// whatever the spelling: default port and db filled in, host in lower case,
+/// repeated slashes of a socket path collapsed, sentinels sorted; no user and
+/// no password ("redis://127.0.0.1:6379/0", "unix:///run/r.sock?db=0",
+/// "redis-sentinel://a:26379,b:26379/mymaster/0"). Two URLs of one server and
+/// db give one string; a URL that does not parse gives redact_url(url).
+std::string canonical_url(std::string_view url);
+
 /// A redis-sentinel:// (rediss-sentinel://: TLS for sentinels and master)
 /// URL: redis-sentinel://[user[:password]@]host[:port][,host[:port]…]/MASTERNAME[/db].
 struct SentinelUrl {

@@ -283,6 +283,16 @@ _shard_subscribers() {
   "$RLOCK" status cnest >/dev/null
   kill "$spid"
   _rlock_poll "cnest to be free" 10 eval '! "$RLOCK" status cnest >/dev/null 2>&1'
+  # the owner's release with the bare token stops the keeper quietly; a break reaches PID
+  sh -c 'trap "touch \"$0.term\"; exit 0" TERM; while :; do sleep 0.05; done' "$BATS_TEST_TMPDIR/w" 3>&- &
+  wpid=$!
+  tok=$("$RLOCK" acquire --ttl 1s --while-pid "$wpid" cnest)
+  "$RLOCK" release --token "$tok" cnest
+  _rlock_poll "the keeper to end" 10 eval '! pgrep -f "acquire --ttl 1s --while-pid $wpid cnest" >/dev/null'
+  [ ! -e "$BATS_TEST_TMPDIR/w.term" ]
+  "$RLOCK" acquire --while-pid "$wpid" cnest >/dev/null
+  "$RLOCK" break --yes cnest
+  _rlock_poll "SIGTERM to PID" 10 test -e "$BATS_TEST_TMPDIR/w.term"
 }
 
 @test "shared locks and --done-for work in a Cluster, on the node that serves the slot" {

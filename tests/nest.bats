@@ -194,7 +194,8 @@ EOF2
   [ -n "$keeper" ]
   echo "$keeper" >"$T/keeper"
   [ -d "/proc/$keeper" ] || skip "no /proc"
-  ! ls -l "/proc/$keeper/fd" | grep -q "$T/nine"
+  # (a bare `! cmd` never fails a bats test unless it comes last)
+  if [[ $(readlink "/proc/$keeper/fd/"*) == *"$T/nine"* ]]; then fail "the keeper holds $T/nine"; fi
   for fd in 0 1 2; do [ "$(readlink "/proc/$keeper/fd/$fd")" = /dev/null ]; done
   [ "$(ps -o tty= -p "$keeper" | tr -d ' ')" = "?" ]
   kill "$SPID"
@@ -280,6 +281,16 @@ EOF2
   is_held qn
   kill "$SPID"
   _rlock_poll "qn to be free" 10 is_free qn
+  # the owner's release with the bare token stops the keeper quietly; a break reaches PID
+  sh -c 'trap "touch \"$0.term\"; exit 0" TERM; while :; do sleep 0.05; done' "$BATS_TEST_TMPDIR/w" 3>&- &
+  wpid=$!
+  tok=$("$RLOCK" acquire --ttl 1s --while-pid "$wpid" qn)
+  "$RLOCK" release --token "$tok" qn
+  _rlock_poll "the keeper to end" 10 eval '! pgrep -f "acquire --ttl 1s --while-pid $wpid qn" >/dev/null'
+  [ ! -e "$BATS_TEST_TMPDIR/w.term" ]
+  "$RLOCK" acquire --while-pid "$wpid" qn >/dev/null
+  "$RLOCK" break --yes qn
+  _rlock_poll "SIGTERM to PID" 10 test -e "$BATS_TEST_TMPDIR/w.term"
 }
 
 # --- what the fault injection found -----------------------------------------------------------
@@ -335,4 +346,52 @@ EOF2
   kill -TERM "$keeper"
   _rlock_poll "SIGTERM to PID" 10 test -e "$T/term"
   _rlock_poll "k to be free" 10 is_free k
+}
+
+# --- the second review ------------------------------------------------------------------------
+
+@test "one server spelled two ways is one lock: a nested run under another spelling runs at once" {
+  # shellcheck disable=SC2153 # exported by redis_start
+  local tcp="redis://127.0.0.1:$REDIS_PORT" sock="unix://$REDIS_SOCK"
+  run timeout 20 rlock -u "$tcp/0" run --wait 3s k -- \
+    rlock -u "$tcp" run --wait 3s k -- rlock -u "$tcp/" run --wait 3s k -- echo inner-tcp
+  [ "$status" -eq 0 ]
+  [[ $output == *inner-tcp* ]]
+  run timeout 20 rlock -u "$sock?db=0" run --wait 3s k -- rlock -u "$sock" run --wait 3s k -- \
+    echo inner-unix
+  [ "$status" -eq 0 ]
+  [[ $output == *inner-unix* ]]
+  # a quorum's masters in another order are the same deployment
+  redis_start_named SPELL
+  run timeout 20 rlock -u "$tcp/0" -u "$SPELL_URL" run --wait 3s q -- \
+    rlock -u "$SPELL_URL" -u "$tcp" run --wait 3s q -- echo inner-quorum
+  redis_stop SPELL
+  [ "$status" -eq 0 ]
+  [[ $output == *inner-quorum* ]]
+  is_free k
+}
+
+@test "a nested acquire --while-pid of a process under the holder takes nothing and starts no keeper" {
+  run timeout 20 rlock run k -- sh -c '
+    out=$(rlock -v acquire k --while-pid $$ --export 2>"$T/err") || exit 9
+    eval "$out"
+    [ "$RLOCK_TOKEN" = "$(rlock status --json k | sed -n "s/.*\"token\":\"\([^\"]*\)\".*/\1/p")" ] &&
+      echo same-token
+    rlock release k && echo released-ok
+    rlock status k >/dev/null && echo still-held'
+  [ "$status" -eq 0 ]
+  [[ $output == *same-token* ]]
+  [[ $output == *released-ok* ]]
+  [[ $output == *still-held* ]]
+  grep -q "taking nothing and starting no keeper" "$T/err"
+  is_free k
+  [ -z "$(pgrep -f "acquire k --while-pid")" ]
+}
+
+@test "a nested acquire --while-pid of a process outside the holder is 64, with the reason" {
+  sleeper
+  run timeout 20 rlock run k -- rlock acquire k --while-pid "$SPID"
+  [ "$status" -eq 64 ]
+  [[ $output == *"does not run under it"* ]]
+  is_free k
 }

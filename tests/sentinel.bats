@@ -428,6 +428,16 @@ _watchers() {
   "$RLOCK" status snest >/dev/null
   kill "$spid"
   _rlock_poll "snest to be free" 10 eval '! "$RLOCK" status snest >/dev/null 2>&1'
+  # the owner's release with the bare token stops the keeper quietly; a break reaches PID
+  sh -c 'trap "touch \"$0.term\"; exit 0" TERM; while :; do sleep 0.05; done' "$BATS_TEST_TMPDIR/w" 3>&- &
+  wpid=$!
+  tok=$("$RLOCK" acquire --ttl 1s --while-pid "$wpid" snest)
+  "$RLOCK" release --token "$tok" snest
+  _rlock_poll "the keeper to end" 10 eval '! pgrep -f "acquire --ttl 1s --while-pid $wpid snest" >/dev/null'
+  [ ! -e "$BATS_TEST_TMPDIR/w.term" ]
+  "$RLOCK" acquire --while-pid "$wpid" snest >/dev/null
+  "$RLOCK" break --yes snest
+  _rlock_poll "SIGTERM to PID" 10 test -e "$BATS_TEST_TMPDIR/w.term"
 }
 
 @test "shared locks and --done-for work through Sentinel" {

@@ -5,6 +5,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <variant>
+
 #include "commands/commands.h"
 #include "held.h"
 #include "keeper.h"
@@ -13,11 +15,17 @@
 #include "progress.h"
 #include "signals.h"
 #include "stderr_writer.h"
+#include "text.h"
 #include "waiter.h"
 
 namespace rlock {
 
 namespace {
+
+void write_byte_to(int fd, char c) {
+  while (write(fd, &c, 1) < 0 && errno == EINTR) {
+  }
+}
 
 std::string shell_quote(std::string_view s) {
   std::string out = "'";
@@ -72,18 +80,44 @@ void check_watched(const LockOptions& o, uint64_t& start) {
   start = info ? info->start : 0;
 }
 
-// The keeper: forked once the lease is granted. The parent prints what the
-// caller wants and leaves at once by _exit (its connections are the
-// keeper's now: no destructor may close or shut them down); the keeper
-// waits for the parent's word that the output was written, then detaches.
-int fork_keeper(Lock& lock, const std::string& token, const Acquired& a, const LockOptions& o,
-                uint64_t start, const std::function<std::string(long keeper)>& text) {
-  int go[2];
-  if (pipe(go) != 0) throw Error(ErrorKind::Exec, fmt::format("pipe: {}", strerror(errno)), 71);
-  fcntl(go[0], F_SETFD, FD_CLOEXEC);
-  fcntl(go[1], F_SETFD, FD_CLOEXEC);
-  // Blocked across the fork and, in the parent, until its _exit: a signal
-  // handler of the parent would write to the self-pipe the keeper shares.
+// Releases `token` on connections of its own: the forking process's are
+// shared with a keeper that may have used them since.
+void release_afresh(const GlobalOptions& g, const LockOptions& o, const std::string& token) {
+  try {
+    Session fresh(g);
+    auto lock = fresh.lock(o.key, g.prefix, o.limit);
+    wait_for<ReleaseReply>(
+        fresh.loop, [&](Done<ReleaseReply> d) { lock->release(token, Millis(0), std::move(d)); });
+  } catch (const Error&) {
+    // it expires after its TTL
+  }
+}
+
+char read_byte(int fd) {
+  char c = 0;
+  ssize_t n;
+  do {
+    n = read(fd, &c, 1);
+  } while (n < 0 && errno == EINTR);
+  return n == 1 ? c : 0;
+}
+
+// The keeper: forked once the lease is granted. It detaches at once (a
+// session of its own, none of the caller's descriptors) and says when it is
+// ready to be told to stop; only then does this process print what the
+// caller wants (so that the caller's release always finds a keeper that
+// hears it), tell the keeper the caller has it, and leave by _exit (its
+// connections are the keeper's now: no destructor may close or shut them).
+int fork_keeper(const GlobalOptions& g, Lock& lock, const std::string& token, const Acquired& a,
+                const LockOptions& o, uint64_t start,
+                const std::function<std::string(long keeper)>& text) {
+  int ready[2], go[2];
+  if (pipe(ready) != 0 || pipe(go) != 0)
+    throw Error(ErrorKind::Exec, fmt::format("pipe: {}", strerror(errno)), 71);
+  for (int fd : {ready[0], ready[1], go[0], go[1]}) fcntl(fd, F_SETFD, FD_CLOEXEC);
+  // Blocked across the fork: in this process until its _exit (a signal
+  // handler here would write to the self-pipe the keeper shares); in the
+  // keeper until its own handlers are in place.
   sigset_t all, old;
   sigfillset(&all);
   sigprocmask(SIG_SETMASK, &all, &old);
@@ -91,40 +125,48 @@ int fork_keeper(Lock& lock, const std::string& token, const Acquired& a, const L
   if (pid < 0) {
     int err = errno;
     sigprocmask(SIG_SETMASK, &old, nullptr);
-    close(go[0]);
-    close(go[1]);
+    for (int fd : {ready[0], ready[1], go[0], go[1]}) close(fd);
     wait_for<ReleaseReply>(
         lock.loop(), [&](Done<ReleaseReply> d) { lock.release(token, Millis(0), std::move(d)); });
     throw Error(ErrorKind::Exec, fmt::format("cannot start the keeper: fork: {}", strerror(err)),
                 71);
   }
   if (pid > 0) {
+    close(ready[1]);
     close(go[0]);
-    bool printed = true;
-    try {
-      print_out(text(pid));
-    } catch (const Error& e) {
-      printed = false;
-      log_error(e.what());
-    }
-    if (printed) {
-      char c = 'g';
-      while (write(go[1], &c, 1) < 0 && errno == EINTR) {
+    char said = read_byte(ready[0]);
+    close(ready[0]);
+    int status = exitcode::kOk;
+    if (said == kKeeperReady) {
+      try {
+        print_out(text(pid));
+        write_byte_to(go[1], kKeeperGo);
+      } catch (const Error& e) {
+        // Not printed: the keeper releases (nobody could release a lease
+        // whose token was not printed) when it reads EOF.
+        log_error(e.what());
+        status = exitcode::kProtocol;
       }
+    } else if (said == kKeeperEnded) {
+      // PID ended while the keeper started: released.
+      log_error(fmt::format("--while-pid {}: the process ended", o.while_pid));
+      status = exitcode::kUsage;
+    } else {
+      close(go[1]);
+      release_afresh(g, o, token);
+      log_error(fmt::format("cannot start the keeper: it ended (pid {}); '{}' is released",
+                            static_cast<long>(pid), escape_text(o.key)));
+      status = 71;
     }
     close(go[1]);
     stderr_drain(Millis(500));
-    // Not printed: the keeper releases (nobody could release a lease whose
-    // token was not printed) and the caller hears the failure.
-    _exit(printed ? exitcode::kOk : exitcode::kProtocol);
+    _exit(status);
   }
+  close(ready[0]);
   close(go[1]);
-  char c = 0;
-  ssize_t n;
-  do {
-    n = read(go[0], &c, 1);
-  } while (n < 0 && errno == EINTR);
-  close(go[0]);
+  // Detached at once: no terminal (a Ctrl-C at the caller's prompt is not
+  // the keeper's), nothing of the caller's kept open ($(...) returns as soon
+  // as the caller exits), nor its directory (an unmountable file system).
   setsid();
   int null = open("/dev/null", O_RDWR);
   if (null >= 0) {
@@ -134,23 +176,123 @@ int fork_keeper(Lock& lock, const std::string& token, const Acquired& a, const L
     if (null > 2) close(null);
   }
   close_inherited_descriptors();
-  (void)chdir("/");  // nor the caller's directory (an unmountable file system)
-  // A signal meant for the caller (a Ctrl-C while it printed) is pending here
-  // too: discarded (POSIX: setting SIG_IGN discards a pending signal), so that
-  // the keeper does not take it for its own. The keeper installs its handlers.
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1}) {
+  (void)chdir("/");
+  // A signal meant for the caller's group (a Ctrl-C while it printed) may be
+  // pending here too: discarded (POSIX: setting SIG_IGN discards a pending
+  // signal), so that the keeper does not take it for its own. SIGUSR1 stays
+  // blocked, never discarded: it can only be the owner's release.
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) {
     struct sigaction ign {};
     ign.sa_handler = SIG_IGN;
     sigemptyset(&ign.sa_mask);
     sigaction(sig, &ign, nullptr);
   }
-  sigprocmask(SIG_SETMASK, &old, nullptr);
-  if (n != 1 || c != 'g') {
-    wait_for<ReleaseReply>(
-        lock.loop(), [&](Done<ReleaseReply> d) { lock.release(token, Millis(0), std::move(d)); });
-    _exit(exitcode::kProtocol);
+  _exit(keep_while_pid(lock, token, a, o, start, ready[1], go[0], old));
+}
+
+// --while-pid inside an enclosing holder: it keeps the lock for PID's life
+// only if PID runs under it (the script that takes its lock again); anything
+// else would be unlocked once the holder ends, with nobody told: 64.
+void refuse_foreign_pid(const LockOptions& o, const std::string& key, const Holder& enclosing) {
+  if (!o.while_pid ||
+      is_ancestor(static_cast<pid_t>(enclosing.info.pid), static_cast<pid_t>(o.while_pid)))
+    return;
+  throw_usage(fmt::format(
+      "--while-pid {}: '{}' is already held by an enclosing holder (pid {}), and process {} "
+      "does not run under it: the lock could not be kept for its life (take it outside the "
+      "holder, or run that process under it)",
+      o.while_pid, key, enclosing.info.pid, o.while_pid));
+}
+
+// Nested in a holder of every KEY (RLOCK_HELD, confirmed with Redis): nothing
+// is taken, and the token that holds them is printed (a release of it from
+// inside is a no-op, cmd_release). False when the lock must be taken as usual.
+bool acquire_nested(Session& s, Lock& lock, const GlobalOptions& g, const LockOptions& o,
+                    const std::vector<HeldEntry>& held, const std::string& where) {
+  auto found = find_all_held(held, o.keys(), g.prefix, where);
+  if (found.empty()) return false;
+  std::vector<int64_t> fences;
+  std::optional<Holder> first;
+  auto parts = lock.parts();
+  for (size_t i = 0; i < found.size(); ++i) {
+    std::string why;
+    auto h = verify_held(s.loop, *parts[i], found[i], why);
+    if (!h) {
+      log_verbose(
+          fmt::format("RLOCK_HELD lists '{}', but {}: taking it as usual", found[i].key, why));
+      return false;
+    }
+    refuse_upgrade(o, *h);
+    refuse_foreign_pid(o, found[i].key, *h);
+    if (!first) first = h;
+    fences.push_back(h->fence);
+    found[i].nested = true;  // a release under this copy is a nested one
   }
-  _exit(keep_while_pid(lock, token, a, o, start));
+  log_verbose(fmt::format(
+      "'{}' is already held by an enclosing holder (pid {}): taking nothing{}", o.key,
+      first->info.pid,
+      o.while_pid ? fmt::format(" and starting no keeper (process {} runs under the holder, "
+                                "which keeps it)",
+                                o.while_pid)
+                  : ""));
+  print_out(
+      output_of(g, o, found.front().token, fences, first->ttl_left, held_with_each(held, found)));
+  return true;
+}
+
+// Who holds: with --while-pid, PID with its command line and its user (root
+// may keep a lock for another user's process); else the caller. With --label.
+HolderInfo holder_info(const LockOptions& o) {
+  auto pid = static_cast<pid_t>(o.while_pid);
+  HolderInfo info = o.while_pid
+                        ? local_holder_info(proc_command_line(pid, kMaxHolderField), o.while_pid)
+                        : local_holder_info("rlock acquire", getppid());
+  if (o.while_pid)
+    if (auto uid = proc_uid(pid)) info.user = user_name(*uid);
+  info.label = o.label;
+  return info;
+}
+
+// Takes the lock, waiting as the options say. A signal while waiting leaves
+// the line at once (as `run` does) instead of leaving a dead place behind
+// until its lease runs out: its 128+N is returned. PID (--while-pid, started
+// at `start`) is watched while waiting too: once it has ended, the line is
+// left at once (the lock would be released as soon as it was granted).
+std::variant<Acquired, int> take(Session& s, Lock& lock, const LockOptions& o,
+                                 const std::string& token, uint64_t start) {
+  auto acquirer = make_acquisition(
+      lock, token, WaitSpec{o.ttl, o.wait, o.no_wait, holder_info(o), o.sync_replicas});
+  WaitReporter reporter(s.loop, o.key, o.limit);
+  acquirer->on_progress([&](const WaitProgress& p) { reporter.report(p); });
+  std::optional<int> cancelled;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT})
+    if (!ignored_at_start(sig))
+      s.loop.on_signal(sig, [&](int n) { acquirer->cancel([&, n] { cancelled = 128 + n; }); });
+  std::optional<Outcome<Acquired>> out;
+  bool pid_ended = false;
+  Loop::TimerId watch_timer = 0;
+  std::function<void()> watch_pid = [&] {
+    watch_timer = s.loop.after(kWatchPidEvery, [&] {
+      watch_timer = 0;
+      if (out || cancelled) return;
+      if (watched_alive(o.while_pid, start)) return watch_pid();
+      acquirer->cancel([&] { pid_ended = true; });
+    });
+  };
+  if (o.while_pid) watch_pid();
+  acquirer->start([&](Outcome<Acquired> r) { out = std::move(r); });
+  s.loop.run_until([&] { return out.has_value() || cancelled.has_value() || pid_ended; });
+  s.loop.cancel(watch_timer);
+  if (cancelled) return *cancelled;
+  if (pid_ended)
+    throw_usage(fmt::format("--while-pid {}: the process ended while waiting for '{}'", o.while_pid,
+                            o.key));
+  if (out->error) {
+    if (out->error->kind() == ErrorKind::NotAcquired)
+      throw Error(ErrorKind::NotAcquired, out->error->what(), o.conflict_exit);
+    throw *out->error;
+  }
+  return out->value;
 }
 
 }  // namespace
@@ -163,64 +305,12 @@ int cmd_acquire(const GlobalOptions& g, const LockOptions& o) {
   auto lock = s.locks(o, g.prefix);
   std::vector<HeldEntry> held = held_from_env();
   const std::string where = lock_location(g);
-  // Nested in a holder of KEY (RLOCK_HELD, confirmed with Redis): nothing is
-  // taken, and the token that holds it is printed (a release of it from
-  // inside is a no-op, cmd_release).
-  if (auto found = find_all_held(held, o.keys(), g.prefix, where); !found.empty()) {
-    std::vector<int64_t> fences;
-    std::optional<Holder> first;
-    auto parts = lock->parts();
-    for (size_t i = 0; i < found.size(); ++i) {
-      std::string why;
-      auto h = verify_held(s.loop, *parts[i], found[i], why);
-      if (!h) {
-        log_verbose(
-            fmt::format("RLOCK_HELD lists '{}', but {}: taking it as usual", found[i].key, why));
-        break;
-      }
-      refuse_upgrade(o, *h);
-      if (!first) first = h;
-      fences.push_back(h->fence);
-      found[i].nested = true;  // a release under this copy is a nested one
-    }
-    if (fences.size() == found.size()) {
-      log_verbose(
-          fmt::format("'{}' is already held by an enclosing holder (pid {}): taking "
-                      "nothing",
-                      o.key, first->info.pid));
-      print_out(output_of(g, o, found.front().token, fences, first->ttl_left,
-                          held_with_each(held, found)));
-      return exitcode::kOk;
-    }
-  }
+  if (acquire_nested(s, *lock, g, o, held, where)) return exitcode::kOk;
   check_held_room(held, o.keys(), g.prefix, where);
-  HolderInfo info =
-      o.while_pid
-          ? local_holder_info(proc_command_line(static_cast<pid_t>(o.while_pid), kMaxHolderField),
-                              o.while_pid)
-          : local_holder_info("rlock acquire", getppid());
-  info.label = o.label;
-  WaitSpec spec{o.ttl, o.wait, o.no_wait, info, o.sync_replicas};
   std::string token = new_token();
-  auto acquirer = make_acquisition(*lock, token, spec);
-  WaitReporter reporter(s.loop, o.key, o.limit);
-  acquirer->on_progress([&](const WaitProgress& p) { reporter.report(p); });
-  // A signal while waiting leaves the line at once (as `run` does) instead
-  // of leaving a dead place behind until its lease runs out.
-  std::optional<int> cancelled;
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT})
-    if (!ignored_at_start(sig))
-      s.loop.on_signal(sig, [&](int n) { acquirer->cancel([&, n] { cancelled = 128 + n; }); });
-  std::optional<Outcome<Acquired>> out;
-  acquirer->start([&](Outcome<Acquired> r) { out = std::move(r); });
-  s.loop.run_until([&] { return out.has_value() || cancelled.has_value(); });
-  if (cancelled) return *cancelled;
-  if (out->error) {
-    if (out->error->kind() == ErrorKind::NotAcquired)
-      throw Error(ErrorKind::NotAcquired, out->error->what(), o.conflict_exit);
-    throw *out->error;
-  }
-  const Acquired& a = out->value;
+  auto taken = take(s, *lock, o, token, start);
+  if (auto* status = std::get_if<int>(&taken)) return *status;
+  const Acquired& a = std::get<Acquired>(taken);
   const std::vector<int64_t> fences = a.fences.empty() ? std::vector<int64_t>{a.fence} : a.fences;
   // RLOCK_HELD gains this lock only when a keeper holds it: a plain acquire's
   // lease has no holder that goes on (nothing renews it), so nothing may nest
@@ -240,7 +330,7 @@ int cmd_acquire(const GlobalOptions& g, const LockOptions& o) {
           s.loop, [&](Done<ReleaseReply> d) { lock->release(token, Millis(0), std::move(d)); });
       throw_usage(fmt::format("--while-pid {}: the process ended", o.while_pid));
     }
-    return fork_keeper(*lock, token, a, o, start, text);
+    return fork_keeper(g, *lock, token, a, o, start, text);
   }
   try {
     print_out(text(0));

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "commands/commands.h"
@@ -16,31 +17,51 @@ namespace {
 
 enum class Nested { No, Inside, Owner };
 
-// A release of a token RLOCK_HELD lists, confirmed with Redis:
+// A release of a token RLOCK_HELD lists (for any of the keys named: a lock of
+// several keys, --and, is listed once per key), confirmed with Redis:
 // - Inside: the holder is an enclosing `run`, or the process a keeper watches
 //   while the release comes from deeper down: a nested release, which never
 //   frees the outer lock while its holder goes on (SPEC "Reentrant by
-//   inheritance"): nothing to do;
+//   inheritance"): nothing to do, whichever keys it names;
 // - Owner: a release under the RLOCK_HELD the keeper's owner evaluated (not a
 //   nested copy): the keeper is told to release and stop (SIGUSR1), so that it
-//   does not take the release for a lost lease.
-Nested nested_release(Session& s, Lock& lock, const GlobalOptions& g, const std::string& key,
-                      const std::string& token, HeldEntry& entry, Holder& holder) {
+//   does not take the release for a lost lease. It releases every key it
+//   keeps, so a release that names only some of them is refused (64).
+Nested nested_release(Session& s, Lock& lock, const GlobalOptions& g,
+                      const std::vector<std::string>& keys, const std::string& token,
+                      HeldEntry& entry, Holder& holder) {
   std::vector<HeldEntry> held = held_from_env();
-  const HeldEntry* e = find_held(held, key, g.prefix, lock_location(g));
-  if (!e || e->token != token) return Nested::No;
-  entry = *e;
-  std::string why;
-  auto h = verify_held(s.loop, lock, entry, why);
-  if (!h) {
-    log_verbose(fmt::format("RLOCK_HELD lists this token, but {}: releasing as usual", why));
-    return Nested::No;
+  const std::string where = lock_location(g);
+  std::vector<Lock*> parts = lock.parts();
+  for (size_t i = 0; i < keys.size() && i < parts.size(); ++i) {
+    const HeldEntry* e = find_held(held, keys[i], g.prefix, where);
+    if (!e || e->token != token) continue;
+    std::string why;
+    auto h = verify_held(s.loop, *parts[i], *e, why);
+    if (!h) {
+      log_verbose(fmt::format("RLOCK_HELD lists this token for '{}', but {}: releasing as usual",
+                              keys[i], why));
+      return Nested::No;
+    }
+    entry = *e;
+    holder = *h;
+    // The environment the keeper's owner evals (not a nested copy): the
+    // script, a subshell of it or a script it runs without taking the lock
+    // again.
+    if (entry.keeper <= 0 || entry.nested) return Nested::Inside;
+    for (const HeldEntry& kept : held) {
+      if (kept.token != token || kept.keeper != entry.keeper ||
+          std::find(keys.begin(), keys.end(), kept.key) != keys.end())
+        continue;
+      throw_usage(fmt::format(
+          "'{}' is kept together with '{}' by one keeper (acquire --and --while-pid): release "
+          "them together (rlock release {} --and {}), or let the keeper release them when "
+          "process {} ends",
+          keys[i], kept.key, keys[i], kept.key, holder.info.pid));
+    }
+    return Nested::Owner;
   }
-  holder = *h;
-  // The environment the keeper's owner evals (not a nested copy): the
-  // script, a subshell of it or a script it runs without taking the lock again.
-  if (entry.keeper > 0 && !entry.nested) return Nested::Owner;
-  return Nested::Inside;
+  return Nested::No;
 }
 
 // The keeper of a --while-pid lock, if it still runs: a session leader with
@@ -63,7 +84,7 @@ int cmd_release(const GlobalOptions& g, const std::vector<std::string>& keys,
   auto lock = s.locks(keys, g.prefix);
   HeldEntry entry;
   Holder holder;
-  switch (nested_release(s, *lock, g, key, token, entry, holder)) {
+  switch (nested_release(s, *lock, g, keys, token, entry, holder)) {
     case Nested::Inside:
       log_verbose(
           fmt::format("'{}' stays held: its holder (pid {}) encloses this process and "
@@ -76,7 +97,7 @@ int cmd_release(const GlobalOptions& g, const std::vector<std::string>& keys,
       // (bounded), then made sure of below (finding it released is fine).
       if (is_keeper(entry) && kill(static_cast<pid_t>(entry.keeper), SIGUSR1) == 0) {
         auto until = Clock::now() + lock->command_timeout();
-        while (kill(static_cast<pid_t>(entry.keeper), 0) == 0 && Clock::now() < until)
+        while (is_keeper(entry) && Clock::now() < until)  // (a zombie is not)
           std::this_thread::sleep_for(std::chrono::milliseconds(10));
         auto r = wait_for<ReleaseReply>(
             s.loop, [&](Done<ReleaseReply> d) { lock->release(token, Millis(0), std::move(d)); });

@@ -132,6 +132,28 @@ TEST(Url, RedactKeepsTheUserAndEscapesControls) {
   EXPECT_EQ(redact_url(esc), "redis://h\\x1b[2J");
 }
 
+TEST(Url, CanonicalSpellsOneServerOneWay) {
+  for (std::string url : {"redis://localhost:6379/0", "redis://localhost", "redis://localhost/",
+                          "redis://LocalHost:6379", "redis://alice:pw@localhost/0",
+                          "redis://localhost:6379?db=0", "redis://u@localhost:6379/"})
+    EXPECT_EQ(canonical_url(url), "redis://localhost:6379/0") << url;
+  EXPECT_EQ(canonical_url("rediss://[::1]:7000/2"), "rediss://[::1]:7000/2");
+  EXPECT_NE(canonical_url("redis://localhost/1"), canonical_url("redis://localhost/0"));
+  EXPECT_NE(canonical_url("redis://localhost:6380"), canonical_url("redis://localhost"));
+  for (std::string url : {
+           "unix:///run/r.sock",
+           "unix:///run/r.sock?db=0",
+           "unix:////run//r.sock",
+       })
+    EXPECT_EQ(canonical_url(url), "unix:///run/r.sock?db=0") << url;
+  EXPECT_EQ(canonical_url("redis-sentinel://u:pw@b,A:26380/m"),
+            canonical_url("redis-sentinel://a:26380,b:26379/m/0"));
+  EXPECT_EQ(canonical_url("redis-sentinel://b,a:26380/m/0"),
+            "redis-sentinel://a:26380,b:26379/m/0");
+  // never a password, even in a URL that does not parse
+  EXPECT_EQ(canonical_url("redis://u:s3cret@h:99999").find("s3cret"), std::string::npos);
+}
+
 TEST(Url, SentinelIsNotYetSupportedButSaysSo) {
   try {
     parse_url("redis-sentinel://h:26379/mymaster");
