@@ -55,14 +55,18 @@ struct Values {
   LockOptions o;
   std::vector<std::string> urls;
   std::optional<std::string> connect_timeout, timeout, ttl, wait, min_hold, kill_after, on_lost,
-      limit, conflict_exit, sync_replicas, while_pid, done_for, label, priority, max_waiters;
+      limit, conflict_exit, sync_replicas, while_pid, done_for, label, priority, max_waiters,
+      history;
   std::string key, token, pattern = "*";
+  std::optional<std::string> count;
+  bool follow = false;
   std::vector<std::string> and_keys;
-  bool yes = false, names = false;
+  bool yes = false, names = false, prometheus = false;
   RunCommand rc;
 };
 
 struct Subcommands {
+  CLI::App* history;
   CLI::App* run;
   CLI::App* acquire;
   CLI::App* extend;
@@ -124,6 +128,11 @@ void add_output_options(CLI::App& app, Values& v) {
   app.add_flag("-q,--quiet", v.g.quiet, "no informational messages (errors are still printed)")
       ->group("Output");
   app.add_flag("--json", v.g.json, "machine-readable output (acquire, extend, status, list)")
+      ->group("Output");
+  app.add_option("--history", v.history,
+                 "events each lock's history keeps, written by run, acquire, extend, release "
+                 "and break (default $RLOCK_HISTORY, else 100; 0 records nothing)")
+      ->type_name("N")
       ->group("Output");
 }
 
@@ -287,6 +296,9 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
                               "one tab-separated line each: KEY HOLDER TTL_MS FENCE WAITERS CMD "
                               "LABEL");
   s.list->add_option("pattern", v.pattern, "a glob over KEY (default *)");
+  s.list->add_flag("--prometheus", v.prometheus,
+                   "print the Prometheus text format for node_exporter's textfile collector "
+                   "(held, holders, waiters, lease left, time held, fence per lock)");
   s.list->add_flag("--names", v.names,
                    "print only the names, one per line, at most 1000, with --timeout for the "
                    "whole listing (for shell completion)");
@@ -310,6 +322,23 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
       "Refused (exit 1) while KEY is held or waited for. A resource that checks\n"
       "RLOCK_FENCE must forget KEY too: it would refuse the new, lower fences.");
 
+  s.history = add_key(app.add_subcommand("history",
+                                         "show what happened to KEY: who held it, how long, "
+                                         "how it ended (newest last, times in UTC)"),
+                      v);
+  s.history->add_option("-n,--lines", v.count, "show the newest N events (default 20)")
+      ->type_name("N");
+  s.history->add_flag("-f,--follow", v.follow,
+                      "then show each new event as it happens, until interrupted");
+  s.history->footer(
+      "Events: acquired, released, kept (--min-hold), done (--done-for), expired\n"
+      "(a lease that ran out without a release, noticed by the next command that\n"
+      "touches KEY), lost (its holder said why), broken, superseded, gave-up. Each\n"
+      "lock keeps its newest --history events (100 by default) for 7 days after the\n"
+      "last one. --json: an array (with --follow, one object per line). In quorum\n"
+      "mode every master's log, merged: an event says on how many masters it was.\n"
+      "Exit 0, also for a KEY without history.");
+
   for (auto* sub : app.get_subcommands({})) sub->fallthrough();
   return s;
 }
@@ -326,6 +355,7 @@ HelpLayout help_layout() {
   h.usage["list"] = "rlock list [PATTERN] [--names] [OPTIONS]";
   h.usage["break"] = "rlock break KEY [--yes] [OPTIONS]";
   h.usage["forget"] = "rlock forget KEY [--yes] [OPTIONS]";
+  h.usage["history"] = "rlock history KEY [-n N] [--follow] [OPTIONS]";
   // --json only where there is something to print as JSON.
   for (const char* sub : {"run", "release", "break", "forget"}) h.hidden_output[sub] = {"--json"};
   return h;
@@ -350,11 +380,19 @@ bool takes_separate_value(CLI::App* sub, const std::string& arg) {
 // Like takes_separate_value, for an option of rlock itself or of any
 // subcommand: a subcommand's option written before the subcommand still has
 // its value after it ("--wait 30m run …").
+// A name that is a flag of one subcommand and takes a value in another (-n:
+// run's --no-wait, history's count) takes none here: "-n acquire K" is the
+// flag before the subcommand, not -n with the value "acquire".
 bool takes_value_anywhere(CLI::App& app, const std::string& arg) {
   if (takes_separate_value(&app, arg)) return true;
-  for (CLI::App* sub : app.get_subcommands({}))
-    if (takes_separate_value(sub, arg)) return true;
-  return false;
+  bool value = false;
+  for (CLI::App* sub : app.get_subcommands({})) {
+    if (takes_separate_value(sub, arg))
+      value = true;
+    else if (is_option_word(arg) && sub->get_option_no_throw(arg.substr(0, arg.find('='))))
+      return false;
+  }
+  return value;
 }
 
 // The index of the subcommand's name among `words` (the first word that is
@@ -544,8 +582,8 @@ std::string parse_error_message(CLI::App& app, const std::vector<std::string>& g
     size_t at = subcommand_at(given, app);
     if (at < given.size())
       return fmt::format("unknown command '{}' (see rlock --help)", escape_text(given[at]));
-    return "a subcommand is required: run, acquire, extend, release, status, list, break or "
-           "forget (see rlock --help)";
+    return "a subcommand is required: run, acquire, extend, release, status, list, history, "
+           "break or forget (see rlock --help)";
   }
   if (dynamic_cast<const CLI::RequiredError*>(&e))
     if (auto m = missing_message(subs.front())) return *m;
@@ -635,6 +673,13 @@ void finish(Values& v) {
   if (v.max_waiters)
     o.max_waiters = whole_number(*v.max_waiters, 1, 1'000'000, "--max-waiters",
                                  "a whole number from 1 to 1000000");
+  if (!v.history)
+    if (const char* h = std::getenv("RLOCK_HISTORY"); h && *h)
+      g.history =
+          whole_number(h, 0, kMaxHistory, "RLOCK_HISTORY", "a whole number from 0 to 10000");
+  if (v.history)
+    g.history =
+        whole_number(*v.history, 0, kMaxHistory, "--history", "a whole number from 0 to 10000");
   g.urls = v.urls;
   o.key = v.key;
   o.and_keys = v.and_keys;
@@ -678,11 +723,17 @@ int dispatch(Values& v, const Subcommands& s, CLI::App& app, const Words& w) {
   if (s.release->parsed()) return cmd_release(g, v.o.keys(), v.token);
   if (s.status->parsed()) return cmd_status(g, v.key);
   if (s.list->parsed()) {
-    if (v.names && g.json) throw_usage("--names and --json: give one of them");
-    return v.names ? cmd_list_names(g, v.pattern) : cmd_list(g, v.pattern);
+    if (int(v.names) + int(g.json) + int(v.prometheus) > 1)
+      throw_usage("--names, --json and --prometheus: give one of them");
+    return v.names ? cmd_list_names(g, v.pattern) : cmd_list(g, v.pattern, v.prometheus);
   }
   if (s.brk->parsed()) return cmd_break(g, v.key, v.yes);
   if (s.forget->parsed()) return cmd_forget(g, v.key, v.yes);
+  if (s.history->parsed()) {
+    long n =
+        v.count ? whole_number(*v.count, 1, 10000, "-n", "a whole number from 1 to 10000") : 20;
+    return cmd_history(g, v.key, n, v.follow);
+  }
   return exitcode::kUsage;
 }
 

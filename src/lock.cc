@@ -287,7 +287,8 @@ void SingleLock::acquire(const std::string& token, Millis ttl, bool queue, const
             info.label,
             std::to_string(line_.priority),
             line_.supersede ? "1" : "",
-            std::to_string(line_.max_waiters)};
+            std::to_string(line_.max_waiters),
+            std::to_string(history_)};
   int limit = limit_;
   bool shared = shared_;
   std::string key = names_.key;
@@ -298,13 +299,15 @@ void SingleLock::acquire(const std::string& token, Millis ttl, bool queue, const
       // A timed-out attempt may still run on the server: its undo goes right
       // behind it on the same connection, and touches nothing a later attempt
       // of this token did.
-      {ScriptCall{&undo_script(), {token, std::to_string(attempt), names_.channel}}});
+      {ScriptCall{&undo_script(),
+                  {token, std::to_string(attempt), names_.channel, std::to_string(history_)}}});
 }
 
 void SingleLock::extend(const std::string& token, Millis ttl, Done<ExtendReply> done,
                         Millis timeout) {
   run<ExtendReply>(
-      client_, extend_script(), names_, {token, std::to_string(ttl.count())},
+      client_, extend_script(), names_,
+      {token, std::to_string(ttl.count()), std::to_string(history_)},
       [](const Reply& r) {
         auto& e = r.as_array("an extend reply", 1);
         ExtendReply x;
@@ -366,7 +369,8 @@ void release_until(Client& c, const LockNames& n, Args argv, Clock::time_point u
 }  // namespace
 
 void SingleLock::release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
-                         Millis timeout, int exit_status, Millis done_for) {
+                         Millis timeout, int exit_status, Millis done_for,
+                         const std::string& lost) {
   Millis window = timeout.count() > 0 ? timeout : client_.command_timeout();
   // The tombstone outlives every retry of this release.
   Millis tomb = std::min(window + Millis(5000), Millis(86'400'000));
@@ -377,7 +381,9 @@ void SingleLock::release(const std::string& token, Millis min_hold, Done<Release
             std::to_string(tomb.count()),
             new_token(),
             exit_status >= 0 && exit_status <= 255 ? std::to_string(exit_status) : "",
-            std::to_string(done_for.count())};
+            std::to_string(done_for.count()),
+            std::to_string(history_),
+            truncate_text(lost, 512)};
   release_until(client_, names_, std::move(argv), later(Clock::now(), window), 0, std::move(done));
 }
 
@@ -405,7 +411,7 @@ void SingleLock::confirm_master(const std::string& token, const AcquireReply& gr
 
 void SingleLock::leave(const std::string& token, Done<bool> done, Millis timeout) {
   run<bool>(
-      client_, leave_script(), names_, {token, names_.channel},
+      client_, leave_script(), names_, {token, names_.channel, std::to_string(history_)},
       [](const Reply& r) { return r.as_int("a leave reply") == 1; }, std::move(done), timeout);
 }
 
@@ -422,14 +428,20 @@ void SingleLock::status(Done<LockStatus> done) {
         s.waiters = parse_waiters(e[4]);
         s.holder_count = e.size() > 6 ? static_cast<long>(num(e[5])) : s.holders.size();
         s.waiter_count = e.size() > 6 ? static_cast<long>(num(e[6])) : s.waiters.size();
+        if (e.size() > 7 && e[7].type == Reply::Type::Array)
+          for (auto& ev : e[7].elements)
+            if (Event x = parse_flat_event(ev); x.ms > 0 && s.last.size() < 8) s.last.push_back(x);
         return s;
       },
       std::move(done));
 }
 
 void SingleLock::break_lock(Done<long> done) {
+  // Who breaks it, for the history: the operator's user, host and pid.
+  HolderInfo me = local_holder_info("rlock break", static_cast<long>(getpid()));
+  std::string by = fmt::format("{}@{} pid {}", me.user, me.host, me.pid);
   run<long>(
-      client_, break_script(), names_, {names_.channel},
+      client_, break_script(), names_, {names_.channel, std::to_string(history_), by},
       [](const Reply& r) { return static_cast<long>(r.as_int("a break reply")); }, std::move(done));
 }
 

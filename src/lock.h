@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "history.h"
 #include "key.h"
 #include "redis.h"
 
@@ -23,6 +24,10 @@ struct HolderInfo {
 
 /// The longest --label stored (bytes).
 inline constexpr size_t kMaxLabel = 256;
+
+/// Events a lock's history keeps unless --history says otherwise.
+inline constexpr int kDefaultHistory = 100;
+inline constexpr int kMaxHistory = 10000;
 
 /// How a waiter stands in the line (--priority, --supersede, --max-waiters).
 struct LinePolicy {
@@ -86,6 +91,7 @@ struct LockStatus {
   std::vector<Waiter> waiters;  // in line order, the first kStatusRecords
   long holder_count = 0;        // all of them
   long waiter_count = 0;
+  std::vector<Event> last;  // the newest events of its history, newest first (protocol 4)
   /// Quorum mode: how many masters make a majority, and what each said (in
   /// the URLs' order); the fields above are the quorum's view.
   int quorum = 0;
@@ -187,9 +193,11 @@ class Lock {
   /// kept for min_hold is marked with it, so that status can say so. With
   /// `done_for` and an exit status of 0 the lease is kept that long (or
   /// until acquisition + min_hold, if later) and marked done (KeptAsDone).
+  /// `lost`: why its holder knows the lease was lost (recorded in the history
+  /// when the release finds it gone), or empty.
   virtual void release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
                        Millis timeout = Millis(0), int exit_status = -1,
-                       Millis done_for = Millis(0)) = 0;
+                       Millis done_for = Millis(0), const std::string& lost = "") = 0;
   /// Leaves the line; true if the token had a place.
   virtual void leave(const std::string& token, Done<bool> done, Millis timeout = Millis(0)) = 0;
   virtual void status(Done<LockStatus> done) = 0;
@@ -243,12 +251,16 @@ class Lock {
   /// quorum) cannot keep is a usage Error.
   const LinePolicy& line_policy() const { return line_; }
   virtual void set_line_policy(const LinePolicy& p) { line_ = p; }
+  /// How many events the lock's history keeps (--history; 0: none recorded).
+  int history() const { return history_; }
+  virtual void set_history(int n) { history_ = n; }
 
  protected:
   LockNames names_;
   int limit_;
   bool shared_ = false;
   LinePolicy line_;
+  int history_ = kDefaultHistory;
 };
 
 /// The lock on one Redis deployment: each operation is one script there.
@@ -262,8 +274,8 @@ class SingleLock : public Lock {
   void extend(const std::string& token, Millis ttl, Done<ExtendReply> done,
               Millis timeout = Millis(0)) override;
   void release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
-               Millis timeout = Millis(0), int exit_status = -1,
-               Millis done_for = Millis(0)) override;
+               Millis timeout = Millis(0), int exit_status = -1, Millis done_for = Millis(0),
+               const std::string& lost = "") override;
   void leave(const std::string& token, Done<bool> done, Millis timeout = Millis(0)) override;
   void status(Done<LockStatus> done) override;
   void break_lock(Done<long> done) override;

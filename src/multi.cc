@@ -30,6 +30,11 @@ void MultiLock::set_line_policy(const LinePolicy& p) {
   for (auto& part : parts_) part->set_line_policy(p);
 }
 
+void MultiLock::set_history(int n) {
+  Lock::set_history(n);
+  for (auto& p : parts_) p->set_history(n);
+}
+
 void MultiLock::set_shared(bool shared) {
   Lock::set_shared(shared);
   for (auto& p : parts_) p->set_shared(shared);
@@ -94,7 +99,7 @@ void MultiLock::extend(const std::string& token, Millis ttl, Done<ExtendReply> d
 }
 
 void MultiLock::release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
-                        Millis timeout, int exit_status, Millis done_for) {
+                        Millis timeout, int exit_status, Millis done_for, const std::string& lost) {
   if (done_for.count() > 0 && exit_status == 0) {
     // Done (--done-for) only if every key is still held: a run that lost one
     // of them did not do its job under the lock, and marks none done.
@@ -103,19 +108,20 @@ void MultiLock::release(const std::string& token, Millis min_hold, Done<ReleaseR
         [this, token, min_hold, done = std::move(done), timeout,
          done_for](Outcome<ExtendReply> o) mutable {
           bool all = !o.error && o.value.held;
-          release_all(token, min_hold, std::move(done), timeout, 0, all ? done_for : Millis(0));
+          release_all(token, min_hold, std::move(done), timeout, 0, all ? done_for : Millis(0), "");
         },
         timeout);
     return;
   }
-  release_all(token, min_hold, std::move(done), timeout, exit_status, Millis(0));
+  release_all(token, min_hold, std::move(done), timeout, exit_status, Millis(0), lost);
 }
 
 void MultiLock::release_all(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
-                            Millis timeout, int exit_status, Millis done_for) {
+                            Millis timeout, int exit_status, Millis done_for,
+                            const std::string& lost) {
   each<ReleaseReply>(
       [=](Lock& l, Done<ReleaseReply> d) {
-        l.release(token, min_hold, std::move(d), timeout, exit_status, done_for);
+        l.release(token, min_hold, std::move(d), timeout, exit_status, done_for, lost);
       },
       [](std::vector<Outcome<ReleaseReply>>& outs) {
         Outcome<ReleaseReply> r;

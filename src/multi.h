@@ -38,8 +38,8 @@ class MultiLock : public Lock {
   /// Every part; NotHeld when any part was no longer held (the others are
   /// released all the same); an Error when a part failed.
   void release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
-               Millis timeout = Millis(0), int exit_status = -1,
-               Millis done_for = Millis(0)) override;
+               Millis timeout = Millis(0), int exit_status = -1, Millis done_for = Millis(0),
+               const std::string& lost = "") override;
   void leave(const std::string& token, Done<bool> done, Millis timeout = Millis(0)) override;
   /// The first part's.
   void status(Done<LockStatus> done) override;
@@ -51,6 +51,7 @@ class MultiLock : public Lock {
   bool fair() const override;
   std::vector<Lock*> parts() override;
   void set_shared(bool shared) override;
+  void set_history(int n) override;
   void set_line_policy(const LinePolicy& p) override;
 
   /// The parts in the order they are taken (byte order of their lock names).
@@ -66,7 +67,7 @@ class MultiLock : public Lock {
 
   /// release() on every part at once.
   void release_all(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
-                   Millis timeout, int exit_status, Millis done_for);
+                   Millis timeout, int exit_status, Millis done_for, const std::string& lost);
 
   std::vector<std::unique_ptr<Lock>> parts_;
 };

@@ -24,6 +24,7 @@ struct GlobalOptions {
   bool verbose = false;
   bool quiet = false;
   bool json = false;
+  int history = 100;  // --history / RLOCK_HISTORY: events a lock's history keeps (0: none)
 };
 
 enum class OnLost { Term, Kill, Warn };

@@ -334,13 +334,19 @@ void QuorumLock::set_line_policy(const LinePolicy& p) {
   Lock::set_line_policy(p);
 }
 
+void QuorumLock::set_history(int n) {
+  Lock::set_history(n);
+  for (auto& l : locks_) l->set_history(n);
+}
+
 void QuorumLock::set_shared(bool shared) {
   Lock::set_shared(shared);
   for (auto& l : locks_) l->set_shared(shared);
 }
 
 void QuorumLock::release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
-                         Millis timeout, int exit_status, Millis done_for) {
+                         Millis timeout, int exit_status, Millis done_for,
+                         const std::string& lost) {
   // Every master gets its release, not only the first majority: a master left
   // holding (its release answered NOSCRIPT and not yet sent again as EVAL, or
   // merely slow) keeps the token for a whole TTL, and an outage of another
@@ -351,7 +357,7 @@ void QuorumLock::release(const std::string& token, Millis min_hold, Done<Release
   if (timeout.count() > 0) linger = std::min(linger, timeout);
   fan_out<ReleaseReply>(
       [=](SingleLock& l, Done<ReleaseReply> d) {
-        l.release(token, min_hold, std::move(d), timeout, exit_status, done_for);
+        l.release(token, min_hold, std::move(d), timeout, exit_status, done_for, lost);
       },
       [this, done](std::vector<Outcome<ReleaseReply>> rs) {
         size_t held = 0, not_held = 0;
@@ -432,6 +438,13 @@ void QuorumLock::status(Done<LockStatus> done) {
                           q.holders = {best};
                           q.holder_count = 1;
                         }
+                        // Each master keeps its own history: merged, newest first.
+                        std::vector<std::vector<Event>> lasts;
+                        for (auto& r : rs)
+                          if (!r.error)
+                            lasts.emplace_back(r.value.last.rbegin(), r.value.last.rend());
+                        q.last = merge_events(lasts, static_cast<int>(total_));
+                        std::reverse(q.last.begin(), q.last.end());
                         done({std::nullopt, q});
                       });
 }

@@ -47,8 +47,8 @@ class QuorumLock : public Lock {
   /// clamp(TTL/50, 50 ms, --timeout) more (TTL: of the last acquire, else
   /// the default 30 s).
   void release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
-               Millis timeout = Millis(0), int exit_status = -1,
-               Millis done_for = Millis(0)) override;
+               Millis timeout = Millis(0), int exit_status = -1, Millis done_for = Millis(0),
+               const std::string& lost = "") override;
   void leave(const std::string& token, Done<bool> done, Millis timeout = Millis(0)) override;
   /// Every master's view, and the quorum's: held when one token holds on a
   /// majority. An unavailable Error when fewer than a majority answer.
@@ -63,6 +63,7 @@ class QuorumLock : public Lock {
   /// Shared holds are asked of every master: a shared and an exclusive
   /// majority would share a master, which grants only one kind at a time.
   void set_shared(bool shared) override;
+  void set_history(int n) override;
   /// A quorum has no line: --priority, --supersede and --max-waiters are a
   /// usage Error.
   void set_line_policy(const LinePolicy& p) override;

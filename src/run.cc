@@ -237,6 +237,7 @@ class Runner {
   void lease_lost(const std::string& why) {
     if (lost_ || !holding()) return;
     lost_ = true;
+    lost_why_ = why;
     watchdog_->stop();
     switch (opts_.on_lost) {
       case OnLost::Term:
@@ -443,11 +444,13 @@ class Runner {
     // Done only when the command itself succeeded and the lease was kept
     // throughout (a loss is never turned into a success for the period).
     Millis done_for = lost_ ? Millis(0) : opts_.done_for;
-    lock_->release(token_, opts_.min_hold, std::move(done), Millis(0), command, done_for);
+    lock_->release(token_, opts_.min_hold, std::move(done), Millis(0), command, done_for,
+                   lost_why_);
   }
 
   LockOptions opts_;
   RunCommand cmd_;
+  std::string lost_why_;  // why the lease was lost, for the history
   Session session_;
   std::unique_ptr<Lock> lock_;
   std::string token_;

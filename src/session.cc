@@ -51,7 +51,7 @@ constexpr Millis kIdentifyBound{250};
 
 }  // namespace
 
-Session::Session(const GlobalOptions& g) {
+Session::Session(const GlobalOptions& g) : history(g.history) {
   std::vector<std::string> urls = effective_urls(g);
   if (urls.size() > kMaxMasters)
     throw_usage(
@@ -138,6 +138,13 @@ std::unique_ptr<Lock> Session::found_lock(const std::string& key, const std::str
 
 std::unique_ptr<Lock> Session::make_lock(const std::string& key, const std::string& prefix,
                                          int limit) {
+  std::unique_ptr<Lock> l = make_lock_on(key, prefix, limit);
+  l->set_history(history);
+  return l;
+}
+
+std::unique_ptr<Lock> Session::make_lock_on(const std::string& key, const std::string& prefix,
+                                            int limit) {
   if (!quorum())
     return std::make_unique<SingleLock>(*clients.front(), LockNames(key, prefix), limit);
   if (limit > 0)

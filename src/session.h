@@ -41,9 +41,11 @@ struct Session {
                                    const std::vector<Client*>& only = {});
   bool quorum() const { return clients.size() > 1; }
   std::unique_ptr<Lock> make_lock(const std::string& key, const std::string& prefix, int limit);
+  std::unique_ptr<Lock> make_lock_on(const std::string& key, const std::string& prefix, int limit);
 
   Loop loop;
   std::vector<std::unique_ptr<Client>> clients;
+  int history = 100;  // for every lock made here (--history)
 
  private:
   void refuse_same_server();

@@ -79,7 +79,7 @@ dead_url() {
   rl
   assert_usage_error
   assert_equal "${stderr_lines[0]}" "rlock: a subcommand is required: run, acquire, extend, \
-release, status, list, break or forget (see rlock --help)"
+release, status, list, history, break or forget (see rlock --help)"
   rl -q
   assert_usage_error
   [[ $stderr == "rlock: a subcommand is required"* ]] || fail "$stderr"

@@ -328,3 +328,15 @@ _shard_subscribers() {
   run -0 "$RLOCK" run "$b" --and "$a" -- sh -c 'echo "$RLOCK_KEYS" | wc -l'
   assert_output 2
 }
+
+@test "history and list --prometheus work in a Cluster" {
+  k=$(cluster_key_on 3 hist)
+  run -0 "$RLOCK" run "$k" -- true
+  run -0 "$RLOCK" history "$k"
+  assert_equal "${#lines[@]}" 2
+  assert_equal "$(rcli_to CLUSTER3 xlen "lock:{$k}:log")" 2
+  t=$("$RLOCK" acquire --ttl 60s "$k")
+  run -0 "$RLOCK" list --prometheus
+  assert_output --partial "rlock_held{key=\"$k\"} 1"
+  "$RLOCK" release "$k" --token "$t"
+}

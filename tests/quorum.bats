@@ -530,3 +530,16 @@ stale_and_empty() {
   run -0 "$RLOCK" run --ttl 6s --label job-7 q-ci -- sh -c '"$0" status q-ci --json' "$RLOCK"
   assert_output --partial '"label":"job-7"'
 }
+
+@test "history in quorum mode: each master keeps its own log; history merges them, saying on how many" {
+  run -0 "$RLOCK" run --ttl 6s q-hist -- true
+  for i in 1 2 3 4 5; do
+    assert_equal "$(rcli_to "M$i" xlen 'lock:{q-hist}:log')" 2
+  done
+  run -0 "$RLOCK" history q-hist
+  assert_equal "${#lines[@]}" 2
+  assert_line --index 0 --partial "acquired"
+  assert_line --index 0 --partial "(on 5 of 5 masters)"
+  run -0 "$RLOCK" history q-hist --json
+  assert_equal "$(jq -r '.[1] | "\(.event) \(.masters) \(.of)"' <<<"$output")" "released 5 5"
+}

@@ -18,7 +18,8 @@ int cmd_extend(const GlobalOptions& g, const std::vector<std::string>& keys,
 int cmd_release(const GlobalOptions& g, const std::vector<std::string>& keys,
                 const std::string& token);
 int cmd_status(const GlobalOptions& g, const std::string& key);
-int cmd_list(const GlobalOptions& g, const std::string& pattern);
+/// `prometheus`: the Prometheus text format (node_exporter's textfile collector).
+int cmd_list(const GlobalOptions& g, const std::string& pattern, bool prometheus = false);
 /// `list --names`: the names only, one per line, at most kMaxListedNames, within
 /// one --timeout for everything (connecting included); what was found by then
 /// is printed before the unavailable Error that says the time ran out.
@@ -26,6 +27,9 @@ int cmd_list_names(const GlobalOptions& g, const std::string& pattern);
 inline constexpr size_t kMaxListedNames = 1000;
 int cmd_break(const GlobalOptions& g, const std::string& key, bool yes);
 int cmd_forget(const GlobalOptions& g, const std::string& key, bool yes);
+/// `history`: the newest `count` events of KEY's history, oldest first; with
+/// `follow`, then every new one until a stop signal (exit 0).
+int cmd_history(const GlobalOptions& g, const std::string& key, long count, bool follow);
 
 /// Formats one lock's status for people (used by status and list).
 std::string status_text(const std::string& key, const LockStatus& s);

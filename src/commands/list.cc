@@ -72,9 +72,57 @@ std::string holder_column(const LockStatus& st, const std::string& who) {
   return who;
 }
 
+// The Prometheus text format, one gauge family after another (each sample of
+// a family together, under its HELP and TYPE), for node_exporter's textfile
+// collector: per held lock, whether it is held, how many hold and wait, the
+// first holder's lease left and time held, and its fence.
+class Prometheus {
+ public:
+  void add(const std::string& key, const LockStatus& st) {
+    const Holder& h = st.holders.front();
+    std::string k = "{key=\"" + label_value(key) + "\"}";
+    int64_t held_ms = h.since_ms > 0 && st.now_ms > h.since_ms ? st.now_ms - h.since_ms : 0;
+    values_[0] += fmt::format("rlock_held{} 1\n", k);
+    values_[1] += fmt::format("rlock_holders{} {}\n", k, st.holder_count);
+    values_[2] += fmt::format("rlock_waiters{} {}\n", k, st.waiter_count);
+    values_[3] += fmt::format("rlock_lease_left_seconds{} {:.3f}\n", k,
+                              std::max<int64_t>(0, h.ttl_left.count()) / 1000.0);
+    values_[4] += fmt::format("rlock_held_seconds{} {:.3f}\n", k, held_ms / 1000.0);
+    values_[5] += fmt::format("rlock_fence{} {}\n", k, h.fence);
+  }
+  std::string text() const {
+    static const char* kHelp[][2] = {
+        {"rlock_held", "1 for a lock that is held (free locks are not listed)."},
+        {"rlock_holders", "How many hold the lock (a semaphore's or shared lock's holders)."},
+        {"rlock_waiters", "How many wait in the lock's line."},
+        {"rlock_lease_left_seconds",
+         "Seconds left on the first holder's lease (a live holder renews it)."},
+        {"rlock_held_seconds", "Seconds since the first holder acquired the lock."},
+        {"rlock_fence", "The first holder's fencing token."}};
+    std::string out;
+    for (size_t i = 0; i < 6; ++i)
+      out += fmt::format("# HELP {} {}\n# TYPE {} gauge\n{}", kHelp[i][0], kHelp[i][1], kHelp[i][0],
+                         values_[i]);
+    return out;
+  }
+
+ private:
+  // A label value: text from Redis escaped (no control characters), then
+  // backslash, double quote and newline as the format wants them.
+  static std::string label_value(const std::string& s) {
+    std::string out;
+    for (char c : escape_controls(s)) {
+      if (c == '\\' || c == '"') out += '\\';
+      out += c;
+    }
+    return out;
+  }
+  std::string values_[6];
+};
+
 }  // namespace
 
-int cmd_list(const GlobalOptions& g, const std::string& pattern) {
+int cmd_list(const GlobalOptions& g, const std::string& pattern, bool prometheus) {
   std::string match = scan_match(g, pattern);
   Session s(g);
   std::string head = g.prefix + "{";
@@ -108,7 +156,8 @@ int cmd_list(const GlobalOptions& g, const std::string& pattern) {
   }
   // On a terminal: a table for people (a header, whole seconds, lines within
   // its width); piped: bare tab-separated values, for scripts.
-  const bool table = !g.json && stdout_is_tty();
+  const bool table = !g.json && !prometheus && stdout_is_tty();
+  Prometheus metrics;
   std::vector<std::vector<std::string>> rows{
       {"KEY", "HOLDER", "LEFT", "FENCE", "WAITERS", "COMMAND"}};
   std::string out;
@@ -116,7 +165,9 @@ int cmd_list(const GlobalOptions& g, const std::string& pattern) {
     auto lock = s.found_lock(key, g.prefix, answered);
     auto st = wait_for<LockStatus>(s.loop, [&](Done<LockStatus> d) { lock->status(std::move(d)); });
     if (st.holders.empty()) continue;
-    if (g.json) {
+    if (prometheus) {
+      metrics.add(key, st);
+    } else if (g.json) {
       out += (out.empty() ? "" : ",") + status_json(key, st);
     } else if (table) {
       const Holder& h = st.holders.front();
@@ -149,6 +200,7 @@ int cmd_list(const GlobalOptions& g, const std::string& pattern) {
   if (table && rows.size() > 1)
     for (auto& line : layout_table(rows, stdout_columns(), 0, {{0, 32}, {1, 24}}).lines)
       out += line + "\n";
+  if (prometheus) out = metrics.text();
   print_out(g.json ? "[" + out + "]\n" : out);
   return exitcode::kOk;
 }

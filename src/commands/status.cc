@@ -142,8 +142,17 @@ std::vector<std::string> tail_lines(const LockStatus& s) {
 
 }  // namespace
 
+// A free lock's last events (its history): who held it last and how it ended.
+std::string last_lines(const LockStatus& s) {
+  if (!s.holders.empty() || !s.waiters.empty()) return "";
+  std::string out;
+  for (auto it = s.last.rbegin(); it != s.last.rend(); ++it)
+    out += "  last    " + event_line(*it) + "\n";
+  return out;
+}
+
 std::string status_text(const std::string& key, const LockStatus& s) {
-  std::string out = headline(key, s) + "\n";
+  std::string out = headline(key, s) + "\n" + last_lines(s);
   for (auto& h : s.holders) {
     const char* role = h.done_ms > 0 ? "done  " : h.shared ? "shared" : "holder";
     if (h.kept_ms > 0)
@@ -177,7 +186,11 @@ std::string status_text(const std::string& key, const LockStatus& s) {
 
 std::string status_table(const std::string& key, const LockStatus& s, size_t width) {
   std::string out = truncate_columns(headline(key, s), width) + "\n";
-  if (s.holders.empty() && s.waiters.empty()) return out;
+  if (s.holders.empty() && s.waiters.empty()) {
+    for (auto it = s.last.rbegin(); it != s.last.rend(); ++it)
+      out += truncate_columns("  " + event_line(*it), width) + "\n";
+    return out;
+  }
   std::vector<std::vector<std::string>> rows{
       {"ROLE", "WHO", "SINCE", "AGE", "LEFT", "FENCE", "COMMAND"}};
   for (auto& h : s.holders) {
@@ -265,6 +278,11 @@ std::string status_json(const std::string& key, const LockStatus& s) {
     for (auto& m : s.masters) masters += (masters.empty() ? "" : ",") + master_json(m);
     masters = fmt::format(",\"quorum\":{},\"masters\":[{}]", s.quorum, masters);
   }
+  // The newest events of its history, oldest first (what `history -n 3` shows).
+  std::string last;
+  for (auto it = s.last.rbegin(); it != s.last.rend(); ++it)
+    last += (last.empty() ? "" : ",") + event_json(*it);
+  masters += fmt::format(",\"last_events\":[{}]", last);
   return fmt::format(
       "{{\"key\":{},\"held\":{},\"done\":{},\"limit\":{},\"fence\":{},\"server_time\":{},"
       "\"holders\":[{}],\"waiters\":[{}],\"holder_count\":{},\"waiter_count\":{}{}}}",

@@ -4,7 +4,8 @@
 --       each optional: kind ('shared' for a shared hold; else exclusive),
 --       label, priority (an integer from -1000 to 1000; higher goes first),
 --       supersede ('1': replace the waiter that asked for it before),
---       max_waiters (a line of that many refuses newcomers; 0 = no cap)
+--       max_waiters (a line of that many refuses newcomers; 0 = no cap),
+--       history cap (events kept; 0 = none)
 -- Returns {'OK', fence, ttl, now, slot} (slot: a semaphore's, else 0)
 --       | {'TAKEN', position, free, holders, count}
 --       | {'QUEUED', position, free, holders, count}
@@ -20,6 +21,7 @@ local shared = ARGV[12] == 'shared' and limit == 0
 local label = ARGV[13] or ''
 local prio = math.max(-1000, math.min(1000, math.floor(tonumber(ARGV[14] or '0') or 0)))
 local supersede, cap = ARGV[15] == '1', tonumber(ARGV[16] or '0') or 0
+HISTORY = history_cap(ARGV[17])
 -- A holder's or a waiter's record: who (ARGV[7-10]) and since when, and more.
 local function describe(key, ...)
   redis.call('HSET', key, 'host', ARGV[7], 'pid', ARGV[8], 'user', ARGV[9], 'cmd', ARGV[10],
@@ -49,6 +51,7 @@ local function full(except)
   return n >= cap
 end
 purge_holders()
+notice_expired()
 local cur = current_limit()
 if limit == 0 and cur > 0 then return {'MIXED', cur} end
 if limit > 0 then
@@ -137,6 +140,10 @@ if eligible then
   describe(hkey(tok), 'fence', fence, 'ttl', ttl, 'att', att)
   if slot > 0 then redis.call('HSET', hkey(tok), 'slot', slot) end
   redis.call('PEXPIRE', hkey(tok), ttl)
+  local waited = 0
+  if queued then waited = NOW - (tonumber(redis.call('HGET', wkey(tok), 'since') or '') or NOW) end
+  record_acquired(tok, fence, 'mode', shared and 'shared' or 'exclusive', 'waited', waited,
+                  'slot', slot, 'cmd', string.sub(ARGV[10], 1, 200))
   if queued then
     redis.call('ZREM', QUEUE, tok)
     redis.call('DEL', wkey(tok))
@@ -167,6 +174,7 @@ if not queued then
       if by == '' then by = ARGV[7] .. ' pid ' .. ARGV[8] end
       redis.call('DEL', wkey(old))
       redis.call('SET', xkey(old), field(by), 'PX', SUPERSEDED_MS)
+      record('superseded', old, 'by', field(by))
       publish(chan .. ':' .. old, 'superseded')
       wake(chan)  -- it may have been the one whose turn it was
     end

@@ -1,8 +1,12 @@
--- Operator override. ARGV: channel. Removes every holder and the queue, wakes
--- every waiter; the fence counter stays. Returns the number of holders removed.
+-- Operator override. ARGV: channel; protocol 4, optional: the history cap
+-- (events kept; 0 = none) and who breaks it. Removes every holder and the
+-- queue, wakes every waiter; the fence counter stays. Returns the number of
+-- holders removed.
 -- >8 -- rlock sends the rest of this file, from the newline ending this line on
-local chan = ARGV[1]
+local chan, by = ARGV[1], field(ARGV[3])
+HISTORY = history_cap(ARGV[2])
 purge_holders()
+notice_expired()
 -- A shared marker left without holders (by an older host) is no holder: it goes quietly.
 if redis.call('EXISTS', HOLDERS) == 0 and redis.call('GET', LOCK) == SHARED then
   redis.call('DEL', LOCK)
@@ -13,11 +17,15 @@ local n = 0
 local t = redis.call('GET', LOCK)
 if t then
   redis.call('DEL', LOCK, hkey(t))
-  if t ~= SHARED then n = n + 1 end
+  if t ~= SHARED then
+    n = n + 1
+    record_end('broken', t, 'by', by)
+  end
 end
 for _, h in ipairs(redis.call('ZRANGE', HOLDERS, 0, -1)) do
   redis.call('DEL', hkey(h))
   n = n + 1
+  record_end('broken', h, 'by', by)
 end
 if n == 0 then return 0 end
 redis.call('DEL', HOLDERS, LIMIT)

@@ -1,9 +1,12 @@
 -- ARGV: token, ttl_ms (0 = the TTL it was acquired with)
 -- Returns {1, ttl, fence} when renewed, {0} when the token no longer holds.
 -- Never re-creates a lock that has gone.
+-- ARGV[3] (protocol 4, optional): the history cap (events kept; 0 = none).
 -- >8 -- rlock sends the rest of this file, from the newline ending this line on
 local tok = ARGV[1]
+HISTORY = history_cap(ARGV[3])
 purge_holders()
+notice_expired()
 local how = held_by(tok)
 if not how then return {0} end
 local ttl = tonumber(ARGV[2])

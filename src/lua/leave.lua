@@ -1,4 +1,12 @@
 -- A waiter gives up its place. ARGV: token, channel. Returns 1 if it had one.
+-- ARGV[3] (protocol 4, optional): the history cap (events kept; 0 = none).
 -- >8 -- rlock sends the rest of this file, from the newline ending this line on
+local tok, chan = ARGV[1], ARGV[2]
+HISTORY = history_cap(ARGV[3])
 purge_holders()
-return drop_waiter(ARGV[1], ARGV[2])
+notice_expired()
+if HISTORY > 0 and redis.call('ZSCORE', QUEUE, tok) and redis.call('EXISTS', wkey(tok)) == 1 then
+  local since = tonumber(redis.call('HGET', wkey(tok), 'since') or '') or NOW
+  record('gave-up', tok, 'who', who_of(wkey(tok)), 'waited', NOW - since)
+end
+return drop_waiter(tok, chan)

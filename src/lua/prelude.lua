@@ -12,6 +12,15 @@ local function rkey(t) return BASE .. 'r:' .. t end
 local SUP = BASE .. 'sup'
 local function xkey(t) return BASE .. 'x:' .. t end
 local SUPERSEDED_MS = 600000
+-- The lock's history: a capped stream of events that the scripts changing the
+-- state write in the same call (each script sets HISTORY from its ARGV: how
+-- many events to keep, 0 = none), and the holders it has recorded as
+-- acquired and not yet as ended (token -> "fence<TAB>who"), so that an expiry
+-- without release is recorded by the next script that notices it. Both
+-- expire after LOG_IDLE_MS without an event.
+local LOG, LIVE = BASE .. 'log', BASE .. 'live'
+local LOG_IDLE_MS = 604800000
+local HISTORY = 100
 local tm = redis.call('TIME')
 local NOW = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
 -- The value of LOCK while shared holders hold it (--shared): it keeps SET NX
@@ -170,6 +179,59 @@ local function held_by(t)
     if v == SHARED then return 'shared' end
   end
   return nil
+end
+
+-- History ----------------------------------------------------------------
+
+-- The number of events to keep, from a script's ARGV (absent: 100).
+local function history_cap(arg)
+  return math.max(0, math.min(10000, math.floor(tonumber(arg or '100') or 100)))
+end
+
+-- "LABEL" or "HOST pid PID": who a holder or waiter is, in an event.
+local function who_of(key)
+  local h = redis.call('HMGET', key, 'label', 'host', 'pid')
+  if h[1] and h[1] ~= '' then return field(h[1]) end
+  if not h[2] then return '' end
+  return field(h[2]) .. ' pid ' .. field(h[3])
+end
+
+-- Appends an event: its name, the token it is about, then field/value pairs.
+local function record(ev, t, ...)
+  if HISTORY <= 0 then return end
+  redis.call('XADD', LOG, 'MAXLEN', HISTORY, '*', 'ev', ev, 'tok', field(t), ...)
+  redis.call('PEXPIRE', LOG, LOG_IDLE_MS)
+end
+
+-- `t` has been granted (fence, who): recorded as acquired, and as live.
+local function record_acquired(t, fence, ...)
+  if HISTORY <= 0 then return end
+  local who = who_of(hkey(t))
+  record('acquired', t, 'fence', fence, 'who', who, ...)
+  redis.call('HSET', LIVE, t, fence .. '\t' .. who)
+  redis.call('PEXPIRE', LIVE, LOG_IDLE_MS)
+end
+
+-- `t`'s tenure ends with event `ev` (released, kept, done, broken, lost): its
+-- fence and who it was come from the live record.
+local function record_end(ev, t, ...)
+  local live = redis.call('HGET', LIVE, t)
+  if live then redis.call('HDEL', LIVE, t) end
+  if HISTORY <= 0 then return end
+  local fence, who = string.match(live or '', '^([^\t]*)\t(.*)$')
+  if not live then  -- not live (a lease kept on purpose): its hash says
+    fence, who = field(redis.call('HGET', hkey(t), 'fence')), who_of(hkey(t))
+  end
+  record(ev, t, 'fence', fence or '', 'who', who or '', ...)
+end
+
+-- Holders recorded as live whose lease is gone: expired without a release,
+-- each noticed by the first script that looks.
+local function notice_expired()
+  local live = redis.call('HKEYS', LIVE)
+  for _, t in ipairs(live) do
+    if not held_by(t) then record_end('expired', t) end
+  end
 end
 
 -- The attempt number last stamped on a holder's or waiter's hash (0: none).

@@ -1,7 +1,9 @@
 -- ARGV: token, min_hold_ms, channel, tombstone_ms and release id (optional:
 -- a retry of one release sends the same id), the command's exit status
 -- (optional, protocol 4; '' = not known), done_for_ms (optional, protocol 4:
--- run --done-for; 0 = not)
+-- run --done-for; 0 = not), the history cap (protocol 4: events kept; 0 =
+-- none) and why the lease was lost (protocol 4: '' = it was not, as far as
+-- the holder knows)
 -- Returns {1} released, {2, ms_left} kept until acquisition + min_hold,
 -- {3} released by an earlier try of this same release, {0} not held,
 -- {4, ms_left} kept as done (protocol 4).
@@ -13,13 +15,21 @@
 local tok, minhold, chan = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local tomb, rid = tonumber(ARGV[4] or '0') or 0, ARGV[5] or ''
 local donefor = tonumber(ARGV[7] or '0') or 0
+HISTORY = history_cap(ARGV[8])
 purge_holders()
 local how = held_by(tok)
 if not how then
   if rid ~= '' and redis.call('GET', rkey(tok)) == rid then return {3} end
+  -- Its holder knows why it lost it: said so, rather than "expired".
+  if (ARGV[9] or '') ~= '' and redis.call('HEXISTS', LIVE, tok) == 1 then
+    record_end('lost', tok, 'why', field(ARGV[9]))
+  end
+  notice_expired()
   return {0}
 end
+notice_expired()
 local since = tonumber(redis.call('HGET', hkey(tok), 'since') or '0') or 0
+local held = since > 0 and NOW - since or ''
 local left = 0
 if minhold > 0 and since > 0 then left = since + minhold - NOW end
 if donefor > 0 and how == 'plain' and ARGV[6] == '0' then
@@ -29,6 +39,7 @@ if donefor > 0 and how == 'plain' and ARGV[6] == '0' then
   local keep = math.max(donefor, left)
   set_lease(tok, how, keep)
   redis.call('HSET', hkey(tok), 'kept', NOW, 'exit', '0', 'done', NOW)
+  record_end('done', tok, 'held', held, 'exit', '0', 'until', NOW + keep)
   -- Every waiter tries again, hears DONE and leaves the line.
   local n = 0
   walk_line(function(t)
@@ -41,8 +52,10 @@ end
 if left > 0 then
   set_lease(tok, how, left)
   redis.call('HSET', hkey(tok), 'kept', NOW, 'exit', field(ARGV[6]))
+  record_end('kept', tok, 'held', held, 'exit', field(ARGV[6]), 'until', NOW + left)
   return {2, left}
 end
 if rid == '' then tomb = 0 end
+record_end('released', tok, 'held', held, 'exit', field(ARGV[6]))
 drop_holder(tok, how, chan, tomb, rid)
 return {1}

@@ -1,7 +1,7 @@
 -- Read-only, so that it runs for read-only users and on replicas: dead
 -- holders and waiters are skipped, never removed. ARGV: max records (default
 -- 1000). Returns {limit, fence_counter, now, holders, waiters, holder_count,
--- waiter_count}; each waiter is {token, pttl, host, pid, user, cmd, since,
+-- waiter_count, last_events (protocol 4)}; each waiter is {token, pttl, host, pid, user, cmd, since,
 -- mode, label, priority} (the last three since protocol 4; mode is 'shared'
 -- or empty for an exclusive one, priority empty for 0).
 -- >8 -- rlock sends the rest of this file, from the newline ending this line on
@@ -27,4 +27,12 @@ while true do
 end
 local limit = 0
 if nh > 0 or nw > 0 then limit = tonumber(redis.call('GET', LIMIT) or '0') or 0 end
-return {limit, tonumber(redis.call('GET', FENCE) or '0'), NOW, hs, waiters, nh, nw}
+-- The newest events of its history (protocol 4), newest first, each {id,
+-- field, value, ...}: what a free lock's status tells of its last holder.
+local last = {}
+for _, e in ipairs(redis.call('XREVRANGE', LOG, '+', '-', 'COUNT', 3)) do
+  local ev = {field(e[1])}
+  for i = 1, math.min(#e[2], 32) do ev[#ev + 1] = field(e[2][i]) end
+  last[#last + 1] = ev
+end
+return {limit, tonumber(redis.call('GET', FENCE) or '0'), NOW, hs, waiters, nh, nw, last}

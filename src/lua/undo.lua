@@ -2,12 +2,16 @@
 -- behind it on the same connection. ARGV: token, attempt, channel.
 -- Returns 1 (released what it granted), 2 (left the place it took) or 0
 -- (a newer attempt of the token, or nothing, is there: left alone).
+-- ARGV[4] (protocol 4, optional): the history cap (events kept; 0 = none).
 -- >8 -- rlock sends the rest of this file, from the newline ending this line on
 local tok, att, chan = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+HISTORY = history_cap(ARGV[4])
 purge_holders()
+notice_expired()
 local how = held_by(tok)
 if how then
   if stamp_of(hkey(tok)) ~= att then return 0 end
+  record_end('released', tok, 'why', 'its attempt timed out and was undone')
   drop_holder(tok, how, chan, 0, '')
   return 1
 end

@@ -1021,7 +1021,8 @@ EOF
 
 # assert_only_fence_left KEY: of KEY's Redis keys only the fence counter is left, apart
 # from release tombstones (lock:{KEY}:r:TOKEN, kept a few seconds so that a retried
-# release can tell "done" from "lost"), which must be on their way out.
+# release can tell "done" from "lost"), which must be on their way out, and the lock's
+# history (lock:{KEY}:log and :live, which expire 7 days after the last event).
 assert_only_fence_left() {
   local k pttl found=0
   run -0 rcli --raw keys "lock:{$1}*"
@@ -1029,6 +1030,8 @@ assert_only_fence_left() {
   for k in "${lines[@]}"; do
     if [[ $k == "lock:{$1}:fence" ]]; then
       found=1
+    elif [[ $k == "lock:{$1}:log" || $k == "lock:{$1}:live" ]]; then
+      : # the lock's history (kept 7 days after its last event)
     elif [[ $k == "lock:{$1}:r:"* ]]; then
       pttl=$(rcli pttl "$k")
       ((pttl > 0 && pttl <= 15000)) || fail "release tombstone $k has PTTL $pttl"

@@ -1,0 +1,224 @@
+#!/usr/bin/env bats
+# The operators' flight recorder (issue 25): every acquisition, release (with the
+# command's exit status and how long it held), lease kept on purpose, expiry without a
+# release, loss, break, supersede and give-up is recorded in a capped stream per key by
+# the scripts that change the state; `rlock history KEY [-n N] [--json] [--follow]` shows
+# it; `status` of a free key shows its last events; `list --prometheus` prints metrics.
+
+# shellcheck disable=SC2016 # single-quoted scripts are expanded by the child's shell
+load helpers/redis
+
+bats_require_minimum_version 1.5.0
+
+setup_file() { redis_start; }
+
+setup() {
+  T=$BATS_TEST_TMPDIR
+  write_gate "$T/gate.sh"
+}
+
+# events KEY: the event names of KEY's history, oldest first, on one line.
+events() { "$RLOCK" history "$1" --json | jq -r '[.[].event] | join(" ")'; }
+
+n_waiters() {
+  local j
+  j=$(status_json "$1") || return 1
+  j=${j#*\"waiters\":}
+  j=${j%%\"holder_count\"*}
+  grep -o '"token":' <<<"$j" | grep -c . || true
+}
+
+@test "a run is recorded: acquired (who, fence, command) and released (exit status, time held)" {
+  run -0 "$RLOCK" run --label job-42 h1 -- sh -c 'exit 0'
+  run -3 "$RLOCK" run h1 -- sh -c 'exit 3'
+  run -0 "$RLOCK" history h1 --json
+  assert_equal "$(jq -r '[.[].event] | join(" ")' <<<"$output")" "acquired released acquired released"
+  assert_equal "$(jq -r '.[0] | "\(.who) \(.fence) \(.cmd) \(.mode) \(.waited)"' <<<"$output")" \
+    "job-42 1 sh -c 'exit 0' exclusive 0"
+  assert_equal "$(jq -r '.[3] | "\(.fence) \(.exit)"' <<<"$output")" "2 3"
+  held=$(jq -r '.[3].held' <<<"$output")
+  assert [ "$held" -ge 0 ]
+  assert [ "$held" -lt 60000 ]
+  # for people: newest last, times in UTC, human units
+  run -0 "$RLOCK" history h1
+  assert_equal "${#lines[@]}" 4
+  assert_line --index 0 --regexp '^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8}Z  acquired    fence 1, job-42, \[sh -c .exit 0.\]$'
+  assert_line --index 3 --regexp '^[0-9-]{10} [0-9:]{8}Z  released    fence 2, .+ pid [0-9]+, held [0-9.]+m?s, exit 3$'
+}
+
+@test "-n shows the newest N events; a key without history is exit 0 and prints nothing" {
+  for i in 1 2 3; do "$RLOCK" run nn -- true; done
+  run -0 "$RLOCK" history nn -n 2
+  assert_equal "${#lines[@]}" 2
+  assert_line --index 0 --partial "acquired    fence 3"
+  assert_line --index 1 --partial "released    fence 3"
+  run --separate-stderr -0 "$RLOCK" history never-used
+  assert_output ""
+  run -0 "$RLOCK" history never-used --json
+  assert_output "[]"
+  run -64 "$RLOCK" history nn -n 0
+  run -64 "$RLOCK" history nn -n x
+  run -64 "$RLOCK" history 'bad{key}'
+}
+
+@test "a lease that runs out without a release is recorded as expired, by the next command that looks" {
+  "$RLOCK" acquire --ttl 1s ex >/dev/null # nothing releases it
+  wait_until '! "$RLOCK" status ex >/dev/null' 10
+  assert_equal "$(events ex)" "acquired"
+  run -0 "$RLOCK" run ex -- true
+  assert_equal "$(events ex)" "acquired expired acquired released"
+  run -0 "$RLOCK" history ex
+  assert_line --index 1 --partial "expired     fence 1"
+  assert_line --index 1 --partial "its lease ran out without a release"
+}
+
+@test "leases kept on purpose are kept or done, not expired; a later break is recorded with who broke it" {
+  "$RLOCK" run --min-hold 1s kp -- true
+  wait_until '! "$RLOCK" status kp >/dev/null' 10
+  "$RLOCK" run --done-for 1h kp -- true
+  assert_equal "$(events kp)" "acquired kept acquired done"
+  run -0 "$RLOCK" break --yes kp
+  assert_equal "$(events kp)" "acquired kept acquired done broken"
+  run -0 "$RLOCK" history kp --json
+  assert_equal "$(jq -r '.[4].by' <<<"$output")" "$(id -un)@$(hostname) pid $(jq -r '.[4].by' <<<"$output" | sed 's/.* pid //')"
+  assert_equal "$(jq -r '.[3].until | tonumber > 0' <<<"$output")" true
+}
+
+@test "a lost lease is recorded with the reason its holder knows" {
+  bg_start l "$RLOCK" run --ttl 2s --on-lost warn lo -- sh "$T/gate.sh" "$T" l
+  l=$BG_PID
+  wait_for_file "$T/l.started" 20
+  rcli del 'lock:{lo}' >/dev/null
+  touch "$T/l.go"
+  bg_wait "$l" 20
+  run -0 "$RLOCK" history lo --json
+  # the holder's renewal or its release notices first: either way the lease is accounted for
+  last=$(jq -r '.[-1].event' <<<"$output")
+  [[ $last == expired || $last == lost ]] || fail "last event: $last"
+}
+
+@test "a waiter that gives up is recorded, with how long it waited" {
+  t=$("$RLOCK" acquire --ttl 60s gu)
+  run -75 "$RLOCK" run --wait 1s gu -- true
+  run -0 "$RLOCK" history gu --json
+  assert_equal "$(jq -r '.[-1].event' <<<"$output")" gave-up
+  waited=$(jq -r '.[-1].waited' <<<"$output")
+  assert [ "$waited" -ge 900 ]
+  "$RLOCK" release gu --token "$t"
+}
+
+@test "a superseded waiter is recorded with the label of the one that replaced it" {
+  t=$("$RLOCK" acquire --ttl 60s sp)
+  bg_start a "$RLOCK" run --wait 60s --supersede sp -- true
+  a=$BG_PID
+  wait_until '[ "$(n_waiters sp)" -eq 1 ]' 30
+  bg_start b "$RLOCK" run --wait 60s --supersede --label newer sp -- true
+  bg_wait "$a" 10
+  run -0 "$RLOCK" history sp --json
+  assert_equal "$(jq -r '[.[] | select(.event == "superseded") | .by] | join(" ")' <<<"$output")" newer
+  "$RLOCK" release sp --token "$t"
+}
+
+@test "status of a free key shows its last events: the last holder and how it ended" {
+  "$RLOCK" run --label deploy-7 fr -- sh -c 'exit 2' || true
+  run -1 "$RLOCK" status fr
+  assert_line --index 0 --partial "fr: free (last fence 1)"
+  assert_line --index 1 --partial "  last    "
+  assert_line --index 2 --regexp "  last    .*released    fence 1, deploy-7, held .*, exit 2$"
+  run -1 "$RLOCK" status fr --json
+  assert_equal "$(jq -r '.last_events[-1].event' <<<"$output")" released
+}
+
+@test "--history 0 (or RLOCK_HISTORY=0) records nothing; --history N keeps the newest N" {
+  "$RLOCK" --history 0 run off -- true
+  RLOCK_HISTORY=0 "$RLOCK" run off -- true
+  assert_equal "$(rcli exists 'lock:{off}:log')" 0
+  for i in 1 2 3 4; do "$RLOCK" --history 3 run cap -- true; done
+  assert_equal "$(rcli xlen 'lock:{cap}:log')" 3
+  run -64 "$RLOCK" --history -1 run cap -- true
+  run -64 "$RLOCK" --history 10001 run cap -- true
+  RLOCK_HISTORY=many run -64 "$RLOCK" run cap -- true
+}
+
+@test "the history is bounded: every field cut to 1 KiB, the stream expires 7 days after its last event" {
+  "$RLOCK" run --label "$(printf 'x%.0s' {1..256})" bd -- true
+  ttl=$(rcli pttl 'lock:{bd}:log')
+  assert [ "$ttl" -gt 604000000 ]
+  assert [ "$ttl" -le 604800000 ]
+  # a foreign writer's event: huge and hostile fields, shown bounded and escaped
+  rcli xadd 'lock:{bd}:log' '*' ev $'evil\e[2J' tok t who "$(printf 'y%.0s' {1..5000})" >/dev/null
+  run -0 "$RLOCK" history bd -n 1
+  assert_output --partial 'evil\x1b[2J'
+  assert [ "${#output}" -lt 2500 ]
+  run -0 "$RLOCK" history bd -n 1 --json
+  who=$(jq -r '.[0].who' <<<"$output")
+  assert [ "$(printf %s "$who" | wc -c)" -le 1024 ]
+  assert [ "$(printf %s "$who" | wc -c)" -gt 1000 ]
+}
+
+@test "forget removes the history with the rest" {
+  "$RLOCK" run fg -- true
+  assert_equal "$(rcli exists 'lock:{fg}:log')" 1
+  run -0 "$RLOCK" forget --yes fg
+  assert_equal "$(rcli exists 'lock:{fg}:log')" 0
+}
+
+@test "history --follow shows new events as they happen and ends on SIGTERM with 0" {
+  "$RLOCK" run fo -- true
+  bg_start f env --default-signal=TERM "$RLOCK" history fo --follow -n 1
+  f=$BG_PID
+  wait_until "grep -q 'released' '$T/f.out'" 10
+  "$RLOCK" run --label second fo -- true
+  wait_until "grep -c 'second' '$T/f.out' | grep -qx 2" 15
+  kill -TERM "$f"
+  bg_wait "$f" 10
+  assert_equal "$BG_STATUS" 0
+  assert_equal "$(grep -c . "$T/f.out")" 3
+}
+
+@test "history --follow rides out a server restart and goes on from the last event" {
+  "$RLOCK" run fr2 -- true
+  rcli save >/dev/null
+  bg_start f env --default-signal=TERM "$RLOCK" history fr2 --follow --json
+  f=$BG_PID
+  wait_until "grep -q released '$T/f.out'" 10
+  redis_restart
+  "$RLOCK" run --label after-restart fr2 -- true
+  wait_until "grep -q after-restart '$T/f.out'" "$(slack 20)"
+  kill -TERM "$f"
+  bg_wait "$f" 10
+  assert_equal "$BG_STATUS" 0
+  # one JSON object per line, none twice
+  assert_equal "$(jq -r .id "$T/f.out" | sort | uniq -d)" ""
+}
+
+@test "list --prometheus: the text format, one family after another, label values escaped" {
+  t1=$("$RLOCK" acquire --ttl 60s 'prom"a\b')
+  t2=$("$RLOCK" acquire --limit 3 --ttl 60s prom-sem)
+  run -0 "$RLOCK" list --prometheus 'prom*'
+  assert_line '# TYPE rlock_held gauge'
+  assert_line 'rlock_held{key="prom\"a\\b"} 1'
+  assert_line 'rlock_holders{key="prom-sem"} 1'
+  assert_line 'rlock_fence{key="prom-sem"} 1'
+  assert_line --regexp '^rlock_lease_left_seconds\{key="prom-sem"\} [0-9]+\.[0-9]{3}$'
+  # every sample of a family right under its HELP and TYPE
+  assert_equal "$(grep -c '^# TYPE' <<<"$output")" 6
+  run -64 "$RLOCK" list --prometheus --json
+  "$RLOCK" release 'prom"a\b' --token "$t1"
+  "$RLOCK" release prom-sem --token "$t2"
+}
+
+@test "recording adds no Redis command: an uncontended run is still two script calls" {
+  rcli config resetstat >/dev/null
+  "$RLOCK" run calls -- true
+  calls=$(rcli info commandstats | tr -d '\r' |
+    awk -F'[=,:]' '$1 ~ /^cmdstat_(evalsha|eval)$/ {n += $3} END {print n + 0}')
+  assert_equal "$calls" 2
+}
+
+@test "a read-only user sees the history" {
+  rcli acl setuser histro on '>pw' '~*' '&*' +@read +@connection +@scripting >/dev/null
+  "$RLOCK" run ro -- true
+  run -0 "$RLOCK" --url "redis://histro:pw@127.0.0.1:$REDIS_PORT/0" history ro
+  assert_equal "${#lines[@]}" 2
+}
