@@ -21,6 +21,10 @@
 #   7. quorum mode: `rlock run k -- true` on three masters beside part 1's one server
 #   8. Sentinel: `rlock run k -- true` through three sentinels that watch part 1's server
 #      (every sentinel asked, then ROLE) beside part 1's direct URL
+#   9. history (issue 25): an uncontended run with recording on and off, back to back; the
+#      server time per script call (INFO commandstats usec_per_call); the memory an idle
+#      key costs with its history and without (part 3 shows rlock-h0, the handoff with
+#      recording off, beside rlock)
 #
 # Usage: bench/run.sh [--smoke]
 #   --smoke  tiny counts: checks that every part works (CI), measures nothing
@@ -148,6 +152,7 @@ row "empty C program" empty "$(ratio "${T[version]}" "${T[empty]}")"
 acquire_with() { # TOOL KEY: one critical section under TOOL's lock
   case $1 in
     rlock) "$RLOCK" run -q --ttl 30s "$2" -- "$STAMP" 10 ;;
+    rlock-h0) "$RLOCK" --history 0 run -q --ttl 30s "$2" -- "$STAMP" 10 ;;
     flock) flock "$work/$2.flock" "$STAMP" 10 ;;
     etcd) etcdctl --endpoints="127.0.0.1:$cport" lock "$2" "$STAMP" 10 >/dev/null ;;
     naive)
@@ -186,7 +191,8 @@ wait_contenders() { # every background job but the servers
   done
 }
 
-tools=(rlock flock naive)
+# rlock-h0: rlock with its history off (--history 0), beside it (issue 25)
+tools=(rlock rlock-h0 flock naive)
 ((have_etcd)) && tools+=(etcd)
 declare -A P50 P99
 print_handoff() { # TITLE CONTENDERS PER
@@ -293,6 +299,36 @@ measure_cmd sentinel "$RLOCK" --url "redis-sentinel://$surl/bench" run bench-s -
 printf '%-34s %9s %12s\n' "command" "median_ms" "ratio"
 row "rlock run, 3 sentinels" sentinel ""
 row "rlock run, one server (part 1)" rlock "$(ratio "${T[sentinel]}" "${T[rlock]}")"
+
+# --- 9. history (issue 25) ------------------------------------------------------------------
+echo
+echo "== 9. history: recording on (default, 100 events) and off (--history 0), back to back"
+measure_cmd hist_on "$RLOCK" run bench-h1 -- true
+measure_cmd hist_off "$RLOCK" --history 0 run bench-h0 -- true
+printf '%-34s %9s %12s\n' "command" "median_ms" "ratio"
+row "rlock run k -- true (history on)" hist_on ""
+row "rlock --history 0 run k -- true" hist_off "$(ratio "${T[hist_on]}" "${T[hist_off]}")"
+script_usec() { # HISTORY: server time per script call (usec_per_call of evalsha), uncontended
+  rcli CONFIG RESETSTAT >/dev/null
+  for ((i = 0; i < RUNS; i++)); do "$RLOCK" --history "$1" run -q "bench-us-$1" -- true; done
+  rcli INFO commandstats | tr -d '\r' |
+    awk -F'[=,:]' '$1 == "cmdstat_evalsha" { for (i = 2; i < NF; i += 2) if ($i == "usec_per_call") print $(i + 1) }'
+}
+printf '%-34s %9s\n' "server time per script call" "usec"
+printf '%-34s %9s\n' "history on" "$(script_usec 100)"
+printf '%-34s %9s\n' "history off" "$(script_usec 0)"
+idle_bytes() { # HISTORY: used_memory per idle key after one run each (its fence, its log)
+  local n=$((ACQ < 200 ? 200 : ACQ)) before after i
+  rcli FLUSHALL >/dev/null
+  before=$(rcli INFO memory | tr -d '\r' | awk -F: '$1 == "used_memory" {print $2}')
+  for ((i = 0; i < n; i++)); do echo "$i"; done |
+    xargs -P 4 -I{} "$RLOCK" --history "$1" run -q "idle-{}" -- true
+  after=$(rcli INFO memory | tr -d '\r' | awk -F: '$1 == "used_memory" {print $2}')
+  echo $(((after - before) / n))
+}
+printf '%-34s %9s\n' "memory per idle key (bytes)" ""
+printf '%-34s %9s\n' "history on (2 events)" "$(idle_bytes 100)"
+printf '%-34s %9s\n' "history off (the fence alone)" "$(idle_bytes 0)"
 
 echo
 echo "rlock $("$RLOCK" --version | head -n 1); $(redis-server --version | awk '{print $1, $2, $3}'); $(nproc) cores"
