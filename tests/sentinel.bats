@@ -452,3 +452,10 @@ _watchers() {
   run -75 "$RLOCK" run --done-for 1h sdone -- true
   [[ $output == *"already done"* ]]
 }
+
+@test "history works through Sentinel" {
+  run -0 "$RLOCK" run shist -- true
+  run -0 "$RLOCK" history shist
+  [ "${#lines[@]}" -eq 2 ]
+  [[ ${lines[1]} == *released* ]]
+}
