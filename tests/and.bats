@@ -17,13 +17,6 @@ setup() {
   T=$BATS_TEST_TMPDIR
   write_gate "$T/gate.sh"
 }
-
-n_waiters() {
-  local j
-  j=$(status_json "$1") || return 1
-  j=${j#*\"waiters\":}
-  grep -o '"token":' <<<"$j" | grep -c . || true
-}
 holder_pid() {
   local j
   j=$(status_json "$1") || return 1

@@ -20,13 +20,6 @@ setup() {
   # no CI of the machine running the tests may label anything here
   unset GITHUB_ACTIONS GITLAB_CI JENKINS_URL BUILDKITE RLOCK_LABEL
 }
-
-n_waiters() {
-  local j
-  j=$(status_json "$1") || return 1
-  j=${j#*\"waiters\":}
-  grep -o '"token":' <<<"$j" | grep -c . || true
-}
 # waiter_labels KEY: the waiters' labels in line order, one per line.
 waiter_labels() {
   status_json "$1" | jq -r '.waiters[].label'

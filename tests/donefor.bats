@@ -18,13 +18,6 @@ setup() {
   write_gate "$T/gate.sh"
 }
 
-n_waiters() {
-  local j
-  j=$(status_json "$1") || return 1
-  j=${j#*\"waiters\":}
-  grep -o '"token":' <<<"$j" | grep -c . || true
-}
-
 @test "after a success, a later run within the period is not acquired and says who did it, and when" {
   run -0 "$RLOCK" run --done-for 1h report -- true
   run -75 "$RLOCK" run --done-for 1h report -- touch "$T/twice"

@@ -20,14 +20,6 @@ setup() {
 # events KEY: the event names of KEY's history, oldest first, on one line.
 events() { "$RLOCK" history "$1" --json | jq -r '[.[].event] | join(" ")'; }
 
-n_waiters() {
-  local j
-  j=$(status_json "$1") || return 1
-  j=${j#*\"waiters\":}
-  j=${j%%\"holder_count\"*}
-  grep -o '"token":' <<<"$j" | grep -c . || true
-}
-
 @test "a run is recorded: acquired (who, fence, command) and released (exit status, time held)" {
   run -0 "$RLOCK" run --label job-42 h1 -- sh -c 'exit 0'
   run -3 "$RLOCK" run h1 -- sh -c 'exit 3'

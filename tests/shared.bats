@@ -30,13 +30,6 @@ holders_json() {
   j=${j#*\"holders\":}
   echo "${j%%,\"waiters\":*}"
 }
-waiters_json() {
-  local j
-  j=$(status_json "$1") || return 1
-  echo "${j#*\"waiters\":}"
-}
-n_holders() { field_values "$(holders_json "$1")" token | grep -c . || true; }
-n_waiters() { field_values "$(waiters_json "$1")" token | grep -c . || true; }
 order_is() { assert_equal "$(tr '\n' ' ' <"$T/order")" "$* "; }
 
 # --- many shared, or one exclusive ---------------------------------------------------------

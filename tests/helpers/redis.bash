@@ -1006,6 +1006,10 @@ status_json() {
   ((rc <= 1))
 }
 
+# n_holders KEY / n_waiters KEY: how many hold / wait (every one, not only those listed).
+n_holders() { status_json "$1" | jq '.holder_count'; }
+n_waiters() { status_json "$1" | jq '.waiter_count'; }
+
 # write_gate FILE: writes a child script, run as `sh FILE DIR NAME [WORD]`, that appends
 # WORD (if given) to DIR/order, creates DIR/NAME.started and then holds on until the test
 # creates DIR/NAME.go (bounded: 120s). Tests use it to decide when a holder lets go.
