@@ -222,7 +222,7 @@ on_masters() {
   redis_kill M2
   run "$RLOCK" list 'q-ops*'
   assert_success
-  assert_line --regexp "^q-ops	.*	[0-9]+	[0-9]+	0	rlock acquire$"
+  assert_line --regexp "^q-ops	.*	[0-9]+	[0-9]+	0	rlock acquire	$"
   run "$RLOCK" status q-ops
   assert_success
   assert_line --regexp "$M2_URL  no answer: "
