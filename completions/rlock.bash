@@ -5,13 +5,13 @@
 # line, $RLOCK_URL or $REDIS_URL), through `rlock list --names`, which gives up
 # after --timeout 500ms in all: a dead or stalled server never hangs the shell.
 
-_rlock_subcommands="run acquire extend release status list break forget"
+_rlock_subcommands="run acquire extend release status list history break forget"
 
 # Options every subcommand accepts (before or after the subcommand). --json is
 # not among them: run, release, break and forget refuse it.
 _rlock_global_opts="-u --url --user --password-file --sentinel-user --sentinel-password-file
   --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --tls-server-name --tls-insecure --connect-timeout --timeout --prefix
-  -v --verbose -q --quiet -h --help"
+  -v --verbose -q --quiet --history -h --help"
 
 # The options of subcommand $1 besides the global ones: what `rlock $1 --help` lists.
 _rlock_sub_opts() {
@@ -26,20 +26,23 @@ _rlock_sub_opts() {
         extend) echo "--token --and --ttl --sync-replicas --json" ;;
         release) echo "--token --and" ;;
         status) echo "--json" ;;
-        list) echo "--names --json" ;;
+        list) echo "--names --prometheus --json" ;;
+        history) echo "-n --lines -f --follow --json" ;;
         break | forget) echo "-y --yes" ;;
     esac
 }
 
-# True when option $1 takes its value as the next word.
+# True when option $1 takes its value as the next word (after subcommand $2, if
+# given: -n is history's count of lines, run's and acquire's --no-wait).
 _rlock_takes_value() {
+    [[ $2 == history && ( $1 == -n || $1 == --lines ) ]] && return 0
     case $1 in
         -u | --url | --user | --password-file | --sentinel-user | --sentinel-password-file | \
             --tls-ca-cert | --tls-ca-dir | --tls-cert | \
             --tls-key | --tls-server-name | --connect-timeout | --timeout | --prefix | \
             -c | --command | --ttl | --wait | -E | --conflict-exit-code | --limit | \
             --sync-replicas | --min-hold | --done-for | --on-lost | --kill-after | --token | \
-            --while-pid | --and | --label | --priority | --max-waiters)
+            --while-pid | --and | --label | --priority | --max-waiters | --history)
             return 0 ;;
     esac
     return 1
@@ -134,7 +137,7 @@ _rlock() {
             continue
         fi
         if [[ $w == -* ]]; then
-            [[ $w != *=* ]] && _rlock_takes_value "$w" && ((i++))
+            [[ $w != *=* ]] && _rlock_takes_value "$w" "$sub" && ((i++))
             continue
         fi
         if [[ -z $sub ]]; then
@@ -212,9 +215,11 @@ _rlock_candidates() {
             return ;;
         -c | --command | --user | --sentinel-user | --tls-server-name | --prefix | -E | \
             --conflict-exit-code | --limit | --sync-replicas | --label | --priority | \
-            --max-waiters)
+            --max-waiters | --history)
             return ;;
     esac
+    # history -n N (-n is a flag of run and acquire).
+    [[ $sub == history && ( $prev == -n || $prev == --lines ) ]] && return
 
     if [[ -z $sub ]]; then
         if [[ $cur == -* ]]; then
@@ -234,7 +239,7 @@ _rlock_candidates() {
     # KEY (list: PATTERN), from the server.
     [[ -n $key_seen ]] && return
     case $sub in
-        run | acquire | extend | release | status | list | break | forget)
+        run | acquire | extend | release | status | list | history | break | forget)
             local names
             mapfile -t names < <(_rlock_key_names "$cur")
             COMPREPLY=("${names[@]}") ;;

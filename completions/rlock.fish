@@ -7,7 +7,8 @@
 set -g __rlock_value_opts -u --url --user --password-file --sentinel-user --sentinel-password-file \
     --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --tls-server-name --connect-timeout --timeout \
     --prefix -c --command --ttl --wait -E --conflict-exit-code --limit --sync-replicas --min-hold \
-    --done-for --on-lost --kill-after --token --while-pid --and --label --priority --max-waiters
+    --done-for --on-lost --kill-after --token --while-pid --and --label --priority --max-waiters \
+    --history
 
 # Reads the line before the cursor: sets __rlock_sub (the subcommand), __rlock_key (1 once
 # its KEY is given) and __rlock_cmd (where run's command starts, as an index into the
@@ -28,6 +29,9 @@ function __rlock_parse
             end
         else if string match -q -- '-*' $w
             if not string match -q -- '*=*' $w; and contains -- $w $__rlock_value_opts
+                set i (math $i + 1)
+            else if test "$__rlock_sub" = history; and contains -- $w -n --lines
+                # history's count of lines (-n is run's and acquire's --no-wait)
                 set i (math $i + 1)
             end
         else if test -z "$__rlock_sub"
@@ -61,6 +65,9 @@ function __rlock_wants_key
     test -n "$__rlock_sub" -a -z "$__rlock_key" -a -z "$__rlock_cmd"
     and not string match -q -- '-*' (commandline -ct)
     and not contains -- (commandline -opc)[-1] $__rlock_value_opts
+    and not begin
+        test "$__rlock_sub" = history; and contains -- (commandline -opc)[-1] -n --lines
+    end
 end
 
 # Lock names that start with the current word, from the server.
@@ -107,7 +114,7 @@ function __rlock_no_subcommand
             set skip 0
             continue
         end
-        if contains -- $w -u --url --user --password-file --sentinel-user --sentinel-password-file --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --tls-server-name --connect-timeout --timeout --prefix
+        if contains -- $w -u --url --user --password-file --sentinel-user --sentinel-password-file --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --tls-server-name --connect-timeout --timeout --prefix --history
             set skip 1
         else if not string match -q -- '-*' $w
             return 1
@@ -142,6 +149,7 @@ complete -c rlock -n __rlock_no_subcommand -a extend -d 'renew a lease that --to
 complete -c rlock -n __rlock_no_subcommand -a release -d 'release KEY if --token still holds it'
 complete -c rlock -n __rlock_no_subcommand -a status -d 'show holders and waiters; exit 0 held, 1 free'
 complete -c rlock -n __rlock_no_subcommand -a list -d 'list held locks whose KEY matches PATTERN'
+complete -c rlock -n __rlock_no_subcommand -a history -d 'show what happened to KEY: who held it, how it ended'
 complete -c rlock -n __rlock_no_subcommand -a break -d 'delete a stuck lock and wake its waiters'
 complete -c rlock -n __rlock_no_subcommand -a forget -d 'remove every trace of a free, unwaited key'
 complete -c rlock -n __rlock_no_subcommand -l version -d 'print the version and exit'
@@ -164,10 +172,11 @@ complete -c rlock -n $g -l timeout -x -d 'limit for one Redis command (default 5
 complete -c rlock -n $g -l prefix -x -d 'prefix of every Redis key (default lock:)'
 complete -c rlock -n $g -s v -l verbose -d 'log each Redis round trip'
 complete -c rlock -n $g -s q -l quiet -d 'no informational messages'
+complete -c rlock -n $g -l history -x -d 'events each lock history keeps (default $RLOCK_HISTORY, else 100; 0: none)'
 complete -c rlock -n $g -s h -l help -d 'print help and exit'
 
 # --json: where there is something to print as JSON.
-complete -c rlock -n '__rlock_no_subcommand; or __rlock_sub_is acquire extend status list' -l json -d 'machine-readable output'
+complete -c rlock -n '__rlock_no_subcommand; or __rlock_sub_is acquire extend status list history' -l json -d 'machine-readable output'
 
 # KEY, from the server.
 complete -c rlock -n __rlock_wants_key -x -a '(__rlock_key_names)'
@@ -210,4 +219,9 @@ complete -c rlock -n '__rlock_sub_is release' -l and -x -a '(__rlock_key_names)'
 complete -c rlock -n '__rlock_sub_is extend' -l ttl -x -d 'new lease length'
 complete -c rlock -n '__rlock_sub_is extend' -l sync-replicas -x -d 'count the renewal only once N replicas confirm it'
 complete -c rlock -n '__rlock_sub_is list' -l names -d 'print only the names, one per line'
+complete -c rlock -n '__rlock_sub_is list' -l prometheus -d 'print the Prometheus text format for node_exporter'
+
+# history.
+complete -c rlock -n '__rlock_sub_is history' -s n -l lines -x -d 'show the newest N events (default 20)'
+complete -c rlock -n '__rlock_sub_is history' -s f -l follow -d 'then show each new event as it happens, until interrupted'
 complete -c rlock -n '__rlock_sub_is break forget' -s y -l yes -d 'do not ask for confirmation'

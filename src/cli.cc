@@ -41,11 +41,11 @@ constexpr const char* kExitTable = R"(Exit status:
 Durations: 250ms, 30s, 5m, 2h, 1h30m, 1.5s, 7d (a bare number is seconds), at
 most 366d. Text from Redis is shown with control characters escaped as \xHH.
 Environment: RLOCK_URL, REDIS_URL, RLOCK_PASSWORD, REDISCLI_AUTH,
-RLOCK_SENTINEL_PASSWORD, RLOCK_LABEL. The child of run sees RLOCK_KEY,
-RLOCK_TOKEN, RLOCK_FENCE, RLOCK_KEYS and RLOCK_FENCES (every key and its fence,
-one per line, as --and gave them), RLOCK_SLOT (with --limit) and RLOCK_HELD
-(every lock it is inside: a nested run of one of them runs at once). See
-rlock(1) for details.)";
+RLOCK_SENTINEL_PASSWORD, RLOCK_LABEL, RLOCK_HISTORY. The child of run sees
+RLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE, RLOCK_KEYS and RLOCK_FENCES (every key and
+its fence, one per line, as --and gave them), RLOCK_SLOT (with --limit) and
+RLOCK_HELD (every lock it is inside: a nested run of one of them runs at once).
+See rlock(1) for details.)";
 
 // Everything the command line gives. Durations and numbers are kept as text
 // and parsed afterwards (finish()), so that their errors name the flag; an
@@ -127,7 +127,7 @@ void add_output_options(CLI::App& app, Values& v) {
       ->group("Output");
   app.add_flag("-q,--quiet", v.g.quiet, "no informational messages (errors are still printed)")
       ->group("Output");
-  app.add_flag("--json", v.g.json, "machine-readable output (acquire, extend, status, list)")
+  app.add_flag("--json", v.g.json, "machine-readable output (acquire, extend, status, list, history)")
       ->group("Output");
   app.add_option("--history", v.history,
                  "events each lock's history keeps, written by run, acquire, extend, release "
@@ -289,6 +289,8 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
       "A holder's or waiter's --label is shown below it (in the table: in WHO, with\n"
       "user@host:pid below), a waiter's --priority before it, and a --limit\n"
       "holder's slot after its fence (in the table: below it).\n"
+      "A free KEY shows its last events from its history, oldest first: \"last\"\n"
+      "lines, as rlock history prints them (--json: last_events, always there).\n"
       "Reads only: works for a read-only ACL user and on a replica.");
 
   s.list = app.add_subcommand("list",
@@ -352,10 +354,10 @@ HelpLayout help_layout() {
   h.usage["extend"] = "rlock extend KEY [--token TOKEN] [OPTIONS]";
   h.usage["release"] = "rlock release KEY [--token TOKEN] [OPTIONS]";
   h.usage["status"] = "rlock status KEY [OPTIONS]";
-  h.usage["list"] = "rlock list [PATTERN] [--names] [OPTIONS]";
+  h.usage["list"] = "rlock list [PATTERN] [--names | --prometheus] [OPTIONS]";
   h.usage["break"] = "rlock break KEY [--yes] [OPTIONS]";
   h.usage["forget"] = "rlock forget KEY [--yes] [OPTIONS]";
-  h.usage["history"] = "rlock history KEY [-n N] [--follow] [OPTIONS]";
+  h.usage["history"] = "rlock history KEY [-n N] [--follow] [--json] [OPTIONS]";
   // --json only where there is something to print as JSON.
   for (const char* sub : {"run", "release", "break", "forget"}) h.hidden_output[sub] = {"--json"};
   return h;

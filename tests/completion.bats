@@ -90,10 +90,10 @@ help_subcommands() {
   assert_output --partial "rlock"
 }
 
-@test "'rlock ' completes the subcommands run acquire extend release status list break forget" {
+@test "'rlock ' completes the subcommands run acquire extend release status list history break forget" {
   run complete_line 'rlock '
   assert_success
-  assert_candidates run acquire extend release status list break forget
+  assert_candidates run acquire extend release status list history break forget
 }
 
 @test "the completed subcommands are the ones rlock --help lists" {
@@ -188,6 +188,29 @@ help_subcommands() {
   assert_line --token
 }
 
+@test "'rlock history k -' offers -n, --lines, -f, --follow and --json; 'rlock list --p' --prometheus" {
+  run complete_line 'rlock history k -'
+  for opt in -n --lines -f --follow --json --history; do
+    assert_line -- "$opt"
+  done
+  run complete_line 'rlock list --p'
+  assert_candidates --prometheus --password-file --prefix
+}
+
+@test "history's -n takes a count (no lock names after it); run's -n is a flag, KEY comes next" {
+  hold_keys deploy:prod
+  run complete_line 'rlock history -n '
+  assert_output ""
+  run complete_line 'rlock history --lines 5 deploy:p'
+  assert_candidates deploy:prod
+  run complete_line 'rlock run -n deploy:p'
+  assert_candidates deploy:prod
+  run complete_line 'rlock --history 0 run deploy:p'
+  assert_candidates deploy:prod
+  run complete_line 'rlock --history '
+  assert_output ""
+}
+
 @test "'rlock break k --' offers --yes" {
   run complete_line 'rlock break k --'
   assert_line --yes
@@ -224,7 +247,7 @@ fish_candidates() {
 @test "zsh: subcommands, URL schemes (not ftp://), option values" {
   command -v zsh >/dev/null || skip "zsh is not installed"
   run zsh_candidates 'rlock '
-  assert_candidates run acquire extend release status list break forget
+  assert_candidates run acquire extend release status list history break forget
   run zsh_candidates 'rlock -u '
   assert_candidates redis:// rediss:// unix:/// redis-sentinel:// rediss-sentinel://
   run zsh_candidates 'rlock run k --on-lost '
@@ -248,7 +271,7 @@ fish_candidates() {
 @test "fish: subcommands, URL schemes, option values, and run's command with its arguments" {
   command -v fish >/dev/null || skip "fish is not installed"
   run fish_candidates 'rlock '
-  assert_candidates run acquire extend release status list break forget
+  assert_candidates run acquire extend release status list history break forget
   run fish_candidates 'rlock -u '
   assert_candidates redis:// rediss:// unix:/// redis-sentinel:// rediss-sentinel://
   run fish_candidates 'rlock run k --on-lost '
@@ -288,7 +311,7 @@ offered() {
 # options of its --help.
 assert_offers_help_options() {
   local sub want got
-  for sub in "" run acquire extend release status list break forget; do
+  for sub in "" run acquire extend release status list history break forget; do
     want=$(help_options "$sub")
     [[ -n $want ]] || fail "no options in rlock $sub --help"
     got=$(offered "$1" "$sub")
@@ -424,6 +447,13 @@ assert_names_completed() {
   assert_candidates deploy:prod deploy:stage
   run candidates "$1" 'rlock release --token t other --and deploy:p'
   assert_candidates deploy:prod
+  # history KEY, also after its -n N (not after run's -n: a flag).
+  run candidates "$1" 'rlock history dep'
+  assert_candidates deploy:prod deploy:stage
+  run candidates "$1" 'rlock history -n 5 deploy:s'
+  assert_candidates deploy:stage
+  run candidates "$1" 'rlock history -n '
+  assert_output ""
   unset RLOCK_URL
   run candidates "$1" "rlock -u $url break dep"
   assert_candidates deploy:prod deploy:stage

@@ -2,7 +2,8 @@
 # The documentation agrees with the binary and with itself: README's sample output is what
 # rlock prints (up to host names, pids, times and durations), the exit table is the same
 # in README, `rlock --help` and the man page, the docs write a subcommand's options after
-# KEY (both orders work), and README's cron line is the one docs/recipes/cron.md tests.
+# KEY (both orders work), and README's cron lines (the report, the metrics) are the ones
+# docs/recipes/cron.md and docs/recipes/prometheus.md test.
 
 # shellcheck disable=SC2016 # single-quoted scripts are expanded by the child's shell
 bats_require_minimum_version 1.5.0
@@ -200,6 +201,52 @@ outage_lines() {
   assert_success
   assert_equal "$(normalize <<<"$output")" \
     "$(readme_sample 'rlock status nightly-report' | normalize)"
+}
+
+# normalize_history: normalize, and what a history line has besides: the date, and who
+# (a host and pid, or an operator's USER@HOST and pid).
+normalize_history() {
+  normalize | sed -E -e 's/^[0-9]{4}-[0-9]{2}-[0-9]{2} /DATE /' -e 's/[^ ,]+ pid [0-9]+/HOST pid PID/g'
+}
+
+@test "README's history and metrics samples are what history and list --prometheus print" {
+  holder_and_waiter
+  wait_until '[[ $(rcli zcard "lock:{deploy:prod}:queue") == 1 ]]'
+  # While run 4242 deploys and run 4243 waits: the first families of the metrics.
+  mapfile -t sample < <(readme_sample "rlock list --prometheus 'deploy:*'")
+  assert [ "${#sample[@]}" -ge 6 ]
+  run "$RLOCK" list --prometheus 'deploy:*'
+  assert_success
+  assert_equal "$(head -n "${#sample[@]}" <<<"$output")" "$(printf '%s\n' "${sample[@]}")"
+  # The runner of run 4242 dies with its deploy; its lease runs out (after 30s: at once
+  # here), and run 4243, next in line, takes the lock.
+  kill -KILL "$holder"
+  rcli pexpire 'lock:{deploy:prod}' 1 >/dev/null
+  wait_until "grep -q 'acquired' '$T/waiter.err'" 10
+  # Its deploy hangs; an operator breaks the lock.
+  "$RLOCK" break --yes deploy:prod 2>/dev/null
+  bg_wait "$waiter"
+  assert_equal "$BG_STATUS" 76
+  touch "$T/ws/done"
+  run "$RLOCK" history deploy:prod
+  assert_success
+  assert_equal "$(normalize_history <<<"$output")" \
+    "$(readme_sample 'rlock history deploy:prod' | normalize_history)"
+  # A free lock's status shows the last three of them, oldest first, after `last`.
+  run -1 "$RLOCK" status deploy:prod
+  assert_equal "${#lines[@]}" 4
+  assert_equal "$(tail -n 3 <<<"$output" | sed 's/^  last    //')" \
+    "$("$RLOCK" history deploy:prod -n 3)"
+}
+
+@test "README's and the man page's metrics line is the cron line docs/recipes/prometheus.md tests" {
+  readme=$(grep -E '^\* \* \* \* \* ' "$README")
+  recipe=$(grep -E '^\* \* \* \* \* ' "$ROOT/docs/recipes/prometheus.md")
+  assert_equal "$readme" "$recipe"
+  [[ $readme == *" list --prometheus >rlock.prom.\$\$ && mv rlock.prom.\$\$ rlock.prom "* ]] ||
+    fail "$readme"
+  man=$(sed -e 's/\\-/-/g' "$MAN" | grep -E '^\* \* \* \* \* ')
+  assert_equal "$man" "$recipe"
 }
 
 # readme_line PATTERN: README's command line (in a code block) that matches the extended

@@ -491,6 +491,10 @@ started() { grep -c '^start ' "$T/psql.log" 2>/dev/null || echo 0; }
   assert_success
   assert_output --partial "deploy:prod: held"
   assert_output --partial "waiter 1."
+  # What happened before: the stopped holder's acquisition, newest last, in UTC.
+  run bash -e -c "$(recipe_block stuck-lock.md history.sh)"
+  assert_success
+  assert_line --index 0 --regexp "^[0-9-]{10} [0-9:]{8}Z  acquired    fence 1, [^ ]+ pid $holder, \\[sleep 600\\]$"
   run bash -e -o pipefail -c "$(recipe_block stuck-lock.md step3.sh)"
   assert_success
   assert_output --regexp " pid $holder since [0-9T:.-]+Z, [0-9]+ ms left$"
@@ -503,6 +507,12 @@ started() { grep -c '^start ' "$T/psql.log" 2>/dev/null || echo 0; }
   run bash -e -c "$(recipe_block stuck-lock.md step5.sh)"
   assert_success
   refute_output --partial "pid $holder "
+  # The history says who broke it, and that the next job got it.
+  run bash -e -c "$(recipe_block stuck-lock.md after.sh)"
+  assert_success
+  assert_equal "${#lines[@]}" 2
+  assert_line --index 0 --regexp "  broken      fence 1, [^ ]+ pid $holder, broken by $(id -un)@[^ ]+ pid [0-9]+$"
+  assert_line --index 1 --regexp "  acquired    fence 2, [^ ]+ pid [0-9]+, \\[sh -c .*\\]$"
   kill -CONT "$holder"
 }
 
@@ -511,6 +521,128 @@ started() { grep -c '^start ' "$T/psql.log" 2>/dev/null || echo 0; }
   run -1 bash -e -o pipefail -c "$(recipe_block stuck-lock.md step3.sh)"
   assert_output free
   refute_output --partial null
+}
+
+# metrics_files: the files in $T/textfile, the collector's directory, one per line.
+metrics_files() { ls -A "$T/textfile"; }
+
+# assert_metrics_complete FILE: FILE is a whole `list --prometheus` of the locks the
+# metrics tests hold (deploy:prod, and test-db with two holders): six gauge families,
+# each under its HELP and TYPE, and every sample of each.
+assert_metrics_complete() {
+  local f=$1
+  assert_equal "$(grep -c '^# HELP rlock_' "$f")" 6
+  assert_equal "$(grep -c '^# TYPE rlock_[a-z_]* gauge$' "$f")" 6
+  assert_equal "$(grep -vc '^#' "$f")" 12
+  grep -qx 'rlock_held{key="deploy:prod"} 1' "$f" || fail "$(cat "$f")"
+  grep -qx 'rlock_holders{key="test-db"} 2' "$f" || fail "$(cat "$f")"
+  assert_equal "$(tail -n 1 "$f")" 'rlock_fence{key="test-db"} 1'
+}
+
+hold_metrics_locks() {
+  "$RLOCK" acquire --ttl 60s deploy:prod >/dev/null
+  "$RLOCK" acquire --ttl 60s --limit 4 test-db >/dev/null
+  "$RLOCK" acquire --ttl 60s --limit 4 test-db >/dev/null
+  mkdir -p "$T/textfile"
+}
+
+@test "Prometheus: the cron line as cron runs it replaces the textfile whole, and leaves no temporary file" {
+  hold_metrics_locks
+  recipe_block prometheus.md rlock-metrics.cron >"$T/crontab"
+  local dir=/var/lib/node_exporter/textfile_collector line
+  vars=()
+  while IFS= read -r line; do
+    [[ $line =~ ^RLOCK_URL= ]] && line="RLOCK_URL=$RLOCK_URL"
+    vars+=("$line")
+  done < <(grep -E '^[A-Z_]+=' "$T/crontab")
+  cmd=$(grep -E '^[0-9*]' "$T/crontab" |
+    awk '{for (i = 7; i <= NF; i++) printf "%s%s", $i, (i < NF ? " " : "")}')
+  [[ $cmd == "cd $dir && "* ]] || fail "the recipe should write in the collector's directory: $cmd"
+  [[ $cmd == *" /usr/local/bin/rlock list --prometheus >rlock.prom.\$\$ && mv "* ]] ||
+    fail "the recipe should write a temporary file, then rename it: $cmd"
+  cmd=${cmd//$dir/$T/textfile}
+  cmd=${cmd/\/usr\/local\/bin\/rlock/$RLOCK}
+  cron_job metrics
+  bg_wait "$BG_PID"
+  assert_equal "$BG_STATUS" 0
+  assert_equal "$(cat "$T/metrics.err")" ""
+  assert_equal "$(metrics_files)" rlock.prom
+  assert_metrics_complete "$T/textfile/rlock.prom"
+  # The next run renames a new file over it: a reader that has the old one open reads
+  # the whole old file, never a mix.
+  inode=$(stat -c %i "$T/textfile/rlock.prom")
+  exec 7<"$T/textfile/rlock.prom"
+  cron_job again
+  bg_wait "$BG_PID"
+  assert_equal "$BG_STATUS" 0
+  assert [ "$(stat -c %i "$T/textfile/rlock.prom")" != "$inode" ]
+  assert_metrics_complete /dev/fd/7
+  exec 7<&-
+  # Two runs that overlap write two files of their own; both are renamed.
+  cron_job a
+  a=$BG_PID
+  cron_job b
+  bg_wait "$a"
+  assert_equal "$BG_STATUS" 0
+  bg_wait "$BG_PID"
+  assert_equal "$BG_STATUS" 0
+  assert_equal "$(metrics_files)" rlock.prom
+  assert_metrics_complete "$T/textfile/rlock.prom"
+  # Redis unreachable: rlock's error for cron to mail, the old file untouched, no
+  # temporary file left.
+  cp "$T/textfile/rlock.prom" "$T/before"
+  vars=("${vars[@]/#RLOCK_URL=*/RLOCK_URL=redis://127.0.0.1:1/0}")
+  cron_job down
+  bg_wait "$BG_PID"
+  grep -q '^rlock: ' "$T/down.err" || fail "no error for cron to mail: $(cat "$T/down.err")"
+  assert_equal "$(metrics_files)" rlock.prom
+  cmp "$T/before" "$T/textfile/rlock.prom"
+}
+
+@test "Prometheus: systemd-analyze verify accepts the service and the timer; ExecStart, then ExecStopPost, replace the file and leave no temporary one" {
+  command -v systemd-analyze >/dev/null || skip "systemd-analyze is not installed"
+  hold_metrics_locks
+  recipe_block prometheus.md rlock-metrics.service >"$T/rlock-metrics.service"
+  recipe_block prometheus.md rlock-metrics.timer >"$T/rlock-metrics.timer"
+  run systemd-analyze verify "$T/rlock-metrics.service" "$T/rlock-metrics.timer"
+  assert_success
+  assert_output "" # not even a warning
+  grep -qx 'Type=oneshot' "$T/rlock-metrics.service" || fail "a oneshot never overlaps itself"
+  grep -qx 'WorkingDirectory=/var/lib/node_exporter/textfile_collector' \
+    "$T/rlock-metrics.service" || fail "no WorkingDirectory"
+  # The service's commands as systemd runs them: ExecStart, then ExecStopPost (also after
+  # a failure), in WorkingDirectory (this test's), with the unit's environment.
+  local start stop
+  start=$(sed -n 's/^ExecStart=//p' "$T/rlock-metrics.service")
+  stop=$(sed -n 's/^ExecStopPost=//p' "$T/rlock-metrics.service")
+  [[ $start == *"/usr/bin/rlock list --prometheus >rlock.prom.tmp && "*" mv rlock.prom.tmp rlock.prom"* ]] ||
+    fail "ExecStart should write a temporary file, then rename it: $start"
+  start=${start/\/usr\/bin\/rlock/$RLOCK}
+  service() {
+    (
+      cd "$T/textfile" || exit 1
+      eval "set -- $start"
+      env -i PATH=/usr/bin:/bin RLOCK_URL="$1" "${@:2}"
+      rc=$?
+      eval "set -- $stop"
+      env -i PATH=/usr/bin:/bin "$@"
+      exit $rc
+    )
+  }
+  start="'$RLOCK_URL' $start"
+  run service
+  assert_success
+  assert_equal "$(metrics_files)" rlock.prom
+  assert_metrics_complete "$T/textfile/rlock.prom"
+  # Redis unreachable: the unit fails (the journal has rlock's message), the file stays
+  # as it was, and ExecStopPost removes the temporary one.
+  cp "$T/textfile/rlock.prom" "$T/before"
+  start="'redis://127.0.0.1:1/0' ${start#* }"
+  run service
+  assert_failure 69
+  assert_output --partial "rlock: "
+  assert_equal "$(metrics_files)" rlock.prom
+  cmp "$T/before" "$T/textfile/rlock.prom"
 }
 
 @test "a lock for a whole script: two copies at once run one after the other; nested take; kill -9 frees it" {
