@@ -127,7 +127,8 @@ void add_output_options(CLI::App& app, Values& v) {
       ->group("Output");
   app.add_flag("-q,--quiet", v.g.quiet, "no informational messages (errors are still printed)")
       ->group("Output");
-  app.add_flag("--json", v.g.json, "machine-readable output (acquire, extend, status, list, history)")
+  app.add_flag("--json", v.g.json,
+               "machine-readable output (acquire, extend, status, list, history)")
       ->group("Output");
   app.add_option("--history", v.history,
                  "events each lock's history keeps, written by run, acquire, extend, release "

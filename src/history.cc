@@ -52,6 +52,51 @@ std::string when(int64_t ms) {
   return iso.substr(0, 10) + " " + iso.substr(11, 8) + "Z";
 }
 
+bool is_ending(const std::string& ev) {
+  return ev == "released" || ev == "kept" || ev == "done" || ev == "expired" || ev == "lost" ||
+         ev == "broken";
+}
+
+void set_field(Event& e, const std::string& name, const std::string& value) {
+  for (auto& [k, v] : e.fields)
+    if (k == name) {
+      v = value;
+      return;
+    }
+  e.fields.emplace_back(name, value);
+}
+
+// Quorum mode: one tenure has one ending. When masters disagree (one missed
+// the release and later saw the lease expire), the ending most masters
+// recorded stands, and says what the others saw; the acquisition shows the
+// fence its holder used (the ending's: the committed one, above each
+// master's own counter).
+void settle_endings(std::vector<Event>& out) {
+  std::map<std::string, std::vector<size_t>> endings;  // tok -> indexes
+  for (size_t i = 0; i < out.size(); ++i)
+    if (is_ending(out[i].ev) && !out[i].get("tok").empty()) endings[out[i].get("tok")].push_back(i);
+  std::vector<bool> drop(out.size(), false);
+  for (auto& [tok, idx] : endings) {
+    size_t best = idx.front();
+    for (size_t i : idx)
+      if (out[i].masters > out[best].masters) best = i;
+    std::string also;
+    for (size_t i : idx) {
+      if (i == best) continue;
+      also += fmt::format("{}{} on {}", also.empty() ? "" : ", ", out[i].ev, out[i].masters);
+      drop[i] = true;
+    }
+    if (!also.empty()) set_field(out[best], "also", also);
+    std::string fence = out[best].get("fence");
+    for (auto& e : out)
+      if (e.ev == "acquired" && e.get("tok") == tok && !fence.empty()) set_field(e, "fence", fence);
+  }
+  std::vector<Event> kept;
+  for (size_t i = 0; i < out.size(); ++i)
+    if (!drop[i]) kept.push_back(std::move(out[i]));
+  out = std::move(kept);
+}
+
 }  // namespace
 
 std::string Event::get(const std::string& name) const {
@@ -103,6 +148,7 @@ std::vector<Event> merge_events(const std::vector<std::vector<Event>>& per_maste
     out.back().masters = 1;
     out.back().of = of;
   }
+  settle_endings(out);
   return out;
 }
 
@@ -142,6 +188,8 @@ std::string event_line(const Event& e) {
     for (auto& [k, v] : e.fields)
       if (k != "tok") parts.push_back(escape_text(k) + " " + escape_text(v));
   }
+  // Quorum mode: what a minority of masters recorded instead (settle_endings).
+  if (!e.get("also").empty()) parts.push_back("also: " + f("also"));
   std::string line = fmt::format("{}  {:<10}  ", when(e.ms), escape_text(ev));
   for (size_t i = 0; i < parts.size(); ++i) line += (i ? ", " : "") + parts[i];
   if (e.of > 0) {

@@ -67,6 +67,10 @@ const Script& fence_script() {
   static const Script s = make<lua::kFence>("fence");
   return s;
 }
+const Script& history_script() {
+  static const Script s = make<lua::kHistory>("history", true);
+  return s;
+}
 
 Args keys_of(const LockNames& n) {
   return {n.lock, n.sub("fence"), n.sub("holders"), n.sub("limit"), n.sub("queue"), n.sub("qseq")};

@@ -34,6 +34,8 @@ const Script& status_script();
 const Script& break_script();
 const Script& forget_script();
 const Script& fence_script();
+/// Reads the lock's history, bounded (read-only; protocol 4).
+const Script& history_script();
 
 /// The Lua every script starts with (shared helpers); a script's own part is
 /// its source after this prefix. Exposed so tests can check docs/PROTOCOL.md.

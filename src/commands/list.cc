@@ -107,11 +107,12 @@ class Prometheus {
   }
 
  private:
-  // A label value: text from Redis escaped (no control characters), then
-  // backslash, double quote and newline as the format wants them.
+  // A label value: text from Redis escaped as everywhere (a backslash
+  // doubled, control characters as \xHH, so that two keys never give one
+  // series), then backslash and double quote as the format wants them.
   static std::string label_value(const std::string& s) {
     std::string out;
-    for (char c : escape_controls(s)) {
+    for (char c : escape_text(s)) {
       if (c == '\\' || c == '"') out += '\\';
       out += c;
     }

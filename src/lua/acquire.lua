@@ -50,8 +50,7 @@ local function full(except)
   end)
   return n >= cap
 end
-purge_holders()
-notice_expired()
+notice_expired(purge_holders())
 local cur = current_limit()
 if limit == 0 and cur > 0 then return {'MIXED', cur} end
 if limit > 0 then
@@ -95,6 +94,43 @@ if v and v ~= SHARED and redis.call('HEXISTS', hkey(v), 'done') == 1 then
     redis.call('DEL', wkey(tok))
   end
   return {'DONE', -1, 0, {holder_fields(v, redis.call('PTTL', LOCK))}, 1}
+end
+-- A superseding waiter joining the line: replaces the superseding waiter
+-- before it (first, so that it may take the lock that one leaves free), or
+-- is replaced by it when that one first joined later (this one is an older
+-- job back from an outage). Each superseding waiter's first join is kept in
+-- :sups (token -> server ms) as long as the marks of replaced ones.
+if supersede and mode == 'wait' and not queued then
+  local me = tonumber(redis.call('HGET', SUPS, tok) or '') or NOW
+  redis.call('HSETNX', SUPS, tok, NOW)
+  redis.call('PEXPIRE', SUPS, SUPERSEDED_MS)
+  local old = redis.call('GET', SUP)
+  if old == tok or (old and not redis.call('ZSCORE', QUEUE, old)) then old = nil end
+  local theirs = old and tonumber(redis.call('HGET', SUPS, old) or '') or 0
+  if old and theirs > me then
+    local by = who_of(wkey(old))
+    redis.call('SET', xkey(tok), by, 'PX', SUPERSEDED_MS)
+    record('superseded', tok, 'by', by)
+    return {'SUPERSEDED', by}
+  end
+  -- The cap counts the line as it will be once `old` has left; a newcomer
+  -- refused by it replaces nobody.
+  if cap > 0 and full(old) then
+    local hs, n = holders(10)
+    return {'FULL', -1, capacity(limit), hs, n}
+  end
+  if old and redis.call('ZREM', QUEUE, old) == 1 then
+    -- "Only the latest": the one before leaves the line, is told so, and is
+    -- marked so that it never joins again.
+    local by = label
+    if by == '' then by = ARGV[7] .. ' pid ' .. ARGV[8] end
+    redis.call('DEL', wkey(old), SUP)
+    redis.call('HDEL', SUPS, old)
+    redis.call('SET', xkey(old), field(by), 'PX', SUPERSEDED_MS)
+    record('superseded', old, 'by', field(by))
+    publish(chan .. ':' .. old, 'superseded')
+    wake(chan)  -- it may have been the one whose turn it was
+  end
 end
 local free = capacity(limit)
 local eligible = false
@@ -142,13 +178,14 @@ if eligible then
   redis.call('PEXPIRE', hkey(tok), ttl)
   local waited = 0
   if queued then waited = NOW - (tonumber(redis.call('HGET', wkey(tok), 'since') or '') or NOW) end
-  record_acquired(tok, fence, 'mode', shared and 'shared' or 'exclusive', 'waited', waited,
-                  'slot', slot, 'cmd', string.sub(ARGV[10], 1, 200))
+  record_acquired(tok, fence, not shared and limit == 0, 'mode', shared and 'shared' or 'exclusive', 'waited', waited,
+                  'slot', slot, 'cmd', cut(ARGV[10], 200))
   if queued then
     redis.call('ZREM', QUEUE, tok)
     redis.call('DEL', wkey(tok))
     if redis.call('GET', SUP) == tok then redis.call('DEL', SUP) end
   end
+  if supersede then redis.call('HDEL', SUPS, tok) end
   if limit > 0 then notify(chan, free - 1) end
   return {'OK', fence, ttl, NOW, slot}
 end
@@ -157,27 +194,10 @@ if mode ~= 'wait' then
   return {'TAKEN', -1, free, hs, n}
 end
 if not queued then
-  -- The superseding waiter this one would replace, if it is in line.
-  local old = supersede and redis.call('GET', SUP) or nil
-  if old == tok or (old and not redis.call('ZSCORE', QUEUE, old)) then old = nil end
-  -- The cap counts the line as it will be once `old` has left; a newcomer
-  -- refused by it replaces nobody.
-  if cap > 0 and full(old) then
+  -- (a superseding newcomer's cap was counted above, before it replaced anyone)
+  if cap > 0 and not supersede and full(nil) then
     local hs, n = holders(10)
     return {'FULL', -1, free, hs, n}
-  end
-  if old then
-    -- "Only the latest": the superseding waiter before this one leaves the
-    -- line, is told so, and is marked so that it never joins again.
-    if redis.call('ZREM', QUEUE, old) == 1 then
-      local by = label
-      if by == '' then by = ARGV[7] .. ' pid ' .. ARGV[8] end
-      redis.call('DEL', wkey(old))
-      redis.call('SET', xkey(old), field(by), 'PX', SUPERSEDED_MS)
-      record('superseded', old, 'by', field(by))
-      publish(chan .. ':' .. old, 'superseded')
-      wake(chan)  -- it may have been the one whose turn it was
-    end
   end
   -- Higher priorities sort first; equal ones by arrival (0 keeps the score
   -- every version gives: the arrival number).

@@ -5,8 +5,7 @@
 -- >8 -- rlock sends the rest of this file, from the newline ending this line on
 local chan, by = ARGV[1], field(ARGV[3])
 HISTORY = history_cap(ARGV[2])
-purge_holders()
-notice_expired()
+notice_expired(purge_holders())
 -- A shared marker left without holders (by an older host) is no holder: it goes quietly.
 if redis.call('EXISTS', HOLDERS) == 0 and redis.call('GET', LOCK) == SHARED then
   redis.call('DEL', LOCK)
@@ -16,16 +15,18 @@ publish(chan, 'break')  -- first, for the same reason as in release
 local n = 0
 local t = redis.call('GET', LOCK)
 if t then
+  local info = ending(t)
   redis.call('DEL', LOCK, hkey(t))
   if t ~= SHARED then
     n = n + 1
-    record_end('broken', t, 'by', by)
+    record_end('broken', t, info, 'by', by)
   end
 end
 for _, h in ipairs(redis.call('ZRANGE', HOLDERS, 0, -1)) do
+  local info = ending(h)
   redis.call('DEL', hkey(h))
   n = n + 1
-  record_end('broken', h, 'by', by)
+  record_end('broken', h, info, 'by', by)
 end
 if n == 0 then return 0 end
 redis.call('DEL', HOLDERS, LIMIT)
@@ -33,5 +34,5 @@ for _, w in ipairs(redis.call('ZRANGE', QUEUE, 0, -1)) do
   redis.call('DEL', wkey(w))
   publish(chan .. ':' .. w, 'break')
 end
-redis.call('DEL', QUEUE, QSEQ, SUP)
+redis.call('DEL', QUEUE, QSEQ, SUP, SUPS)
 return n

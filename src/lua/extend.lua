@@ -5,8 +5,7 @@
 -- >8 -- rlock sends the rest of this file, from the newline ending this line on
 local tok = ARGV[1]
 HISTORY = history_cap(ARGV[3])
-purge_holders()
-notice_expired()
+notice_expired(purge_holders(), tok)
 local how = held_by(tok)
 if not how then return {0} end
 local ttl = tonumber(ARGV[2])
@@ -19,4 +18,7 @@ if redis.call('HEXISTS', hkey(tok), 'kept') == 1 then
   ttl = math.max(ttl, left)
 end
 set_lease(tok, how, ttl)
+-- A hold longer than the history's idle expiry keeps its live record, so
+-- that its end is still recorded.
+if HISTORY > 0 then hcall('PEXPIRE', LIVE, LOG_IDLE_MS) end
 return {1, ttl, tonumber(redis.call('HGET', hkey(tok), 'fence') or '0')}

@@ -10,4 +10,10 @@ if f > cur then
 end
 if not held_by(tok) then return {cur, 0} end
 redis.call('HSET', hkey(tok), 'fence', f)
+-- Its history's live record takes the fence the holder uses, so that the
+-- event that ends its tenure says it.
+local live = hcall('HGET', LIVE, tok)
+if type(live) == 'string' then
+  hcall('HSET', LIVE, tok, f .. string.sub(live, (string.find(live, '\t', 1, true) or #live + 1)))
+end
 return {cur, 1}

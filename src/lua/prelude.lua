@@ -7,9 +7,10 @@ local BASE = LOCK .. ':'
 local function hkey(t) return BASE .. 'h:' .. t end
 local function wkey(t) return BASE .. 'w:' .. t end
 local function rkey(t) return BASE .. 'r:' .. t end
--- The waiter that asked to supersede the others (--supersede), and the mark
--- of one it replaced: by whom (kept SUPERSEDED_MS, so that it never rejoins).
-local SUP = BASE .. 'sup'
+-- The waiter that asked to supersede the others (--supersede), the first
+-- join of every superseding waiter (SUPS), and the mark of one it replaced:
+-- by whom (each kept SUPERSEDED_MS, so that it never rejoins).
+local SUP, SUPS = BASE .. 'sup', BASE .. 'sups'
 local function xkey(t) return BASE .. 'x:' .. t end
 local SUPERSEDED_MS = 600000
 -- The lock's history: a capped stream of events that the scripts changing the
@@ -30,11 +31,12 @@ local SHARED = 'shared lock'
 -- The most waiters one script wakes at a time.
 local WAKE_MAX = 256
 
--- Semaphore and shared holders whose lease ran out leave.
+-- Semaphore and shared holders whose lease ran out leave; returns them.
 local function purge_holders()
   local dead = redis.call('ZRANGEBYSCORE', HOLDERS, '-inf', NOW)
   for _, t in ipairs(dead) do redis.call('DEL', hkey(t)) end
   if #dead > 0 then redis.call('ZREMRANGEBYSCORE', HOLDERS, '-inf', NOW) end
+  return dead
 end
 
 -- Calls visit(t) for the live waiters in arrival order until it returns true.
@@ -136,9 +138,26 @@ local function wake(chan)
   end)
 end
 
+-- `s` cut to at most `n` bytes, never inside a UTF-8 sequence.
+local function cut(s, n)
+  s = s or ''
+  if #s <= n then return s end
+  s = string.sub(s, 1, n)
+  for i = #s, math.max(1, #s - 3), -1 do
+    local b = string.byte(s, i)
+    if b < 0x80 then break end
+    if b >= 0xC0 then
+      local need = (b >= 0xF0 and 4) or (b >= 0xE0 and 3) or 2
+      if #s - i + 1 < need then s = string.sub(s, 1, i - 1) end
+      break
+    end
+  end
+  return s
+end
+
 -- A stored field as a reply shows it: at most 1 KiB, so that no holder or
 -- waiter record (written by any client) can make a reply large.
-local function field(v) return string.sub(v or '', 1, 1024) end
+local function field(v) return cut(v, 1024) end
 
 local function holder_fields(t, pttl)
   local h = redis.call('HMGET', hkey(t), 'host', 'pid', 'user', 'cmd', 'since', 'fence', 'ttl',
@@ -182,6 +201,18 @@ local function held_by(t)
 end
 
 -- History ----------------------------------------------------------------
+-- Best effort: a foreign value at :log or :live, or an ACL without the
+-- stream commands, costs the history, never the lock. Every history command
+-- goes through hcall (redis.pcall), whose errors are ignored.
+
+local function hcall(...)
+  local r = redis.pcall(...)
+  if type(r) == 'table' and r.err then return nil end
+  return r
+end
+
+-- The :live field that names the plain holder recorded as live.
+local PLAIN = '=plain'
 
 -- The number of events to keep, from a script's ARGV (absent: 100).
 local function history_cap(arg)
@@ -190,7 +221,8 @@ end
 
 -- "LABEL" or "HOST pid PID": who a holder or waiter is, in an event.
 local function who_of(key)
-  local h = redis.call('HMGET', key, 'label', 'host', 'pid')
+  local h = hcall('HMGET', key, 'label', 'host', 'pid')
+  if type(h) ~= 'table' then return '' end
   if h[1] and h[1] ~= '' then return field(h[1]) end
   if not h[2] then return '' end
   return field(h[2]) .. ' pid ' .. field(h[3])
@@ -199,38 +231,65 @@ end
 -- Appends an event: its name, the token it is about, then field/value pairs.
 local function record(ev, t, ...)
   if HISTORY <= 0 then return end
-  redis.call('XADD', LOG, 'MAXLEN', HISTORY, '*', 'ev', ev, 'tok', field(t), ...)
-  redis.call('PEXPIRE', LOG, LOG_IDLE_MS)
+  if hcall('XADD', LOG, 'MAXLEN', HISTORY, '*', 'ev', ev, 'tok', field(t), ...) then
+    hcall('PEXPIRE', LOG, LOG_IDLE_MS)
+    hcall('PEXPIRE', LIVE, LOG_IDLE_MS)
+  end
 end
 
--- `t` has been granted (fence, who): recorded as acquired, and as live.
-local function record_acquired(t, fence, ...)
+-- `t` has been granted (fence): recorded as acquired, and as live (`plain`:
+-- as the plain holder).
+local function record_acquired(t, fence, plain, ...)
   if HISTORY <= 0 then return end
   local who = who_of(hkey(t))
   record('acquired', t, 'fence', fence, 'who', who, ...)
-  redis.call('HSET', LIVE, t, fence .. '\t' .. who)
-  redis.call('PEXPIRE', LIVE, LOG_IDLE_MS)
-end
-
--- `t`'s tenure ends with event `ev` (released, kept, done, broken, lost): its
--- fence and who it was come from the live record.
-local function record_end(ev, t, ...)
-  local live = redis.call('HGET', LIVE, t)
-  if live then redis.call('HDEL', LIVE, t) end
-  if HISTORY <= 0 then return end
-  local fence, who = string.match(live or '', '^([^\t]*)\t(.*)$')
-  if not live then  -- not live (a lease kept on purpose): its hash says
-    fence, who = field(redis.call('HGET', hkey(t), 'fence')), who_of(hkey(t))
+  if plain then
+    hcall('HSET', LIVE, t, fence .. '\t' .. who, PLAIN, t)
+  else
+    hcall('HSET', LIVE, t, fence .. '\t' .. who)
   end
-  record(ev, t, 'fence', fence or '', 'who', who or '', ...)
+  hcall('PEXPIRE', LIVE, LOG_IDLE_MS)
 end
 
--- Holders recorded as live whose lease is gone: expired without a release,
--- each noticed by the first script that looks.
-local function notice_expired()
-  local live = redis.call('HKEYS', LIVE)
-  for _, t in ipairs(live) do
-    if not held_by(t) then record_end('expired', t) end
+-- What an ending event says of `t`, read before its hash goes: {fence, who,
+-- live}, from its live record, else from its hash (a lease kept on purpose
+-- is no longer live); nil when nothing is recorded (HISTORY 0).
+local function ending(t)
+  if HISTORY <= 0 then return nil end
+  local live = hcall('HGET', LIVE, t)
+  if type(live) ~= 'string' then live = nil end
+  local fence, who = string.match(live or '', '^([^\t]*)\t(.*)$')
+  if not live then
+    fence, who = hcall('HGET', hkey(t), 'fence'), who_of(hkey(t))
+    if type(fence) ~= 'string' then fence = '' end
+  end
+  return {field(fence), who or '', live ~= nil}
+end
+
+-- `t`'s tenure ended with event `ev` (released, kept, done, expired, lost,
+-- broken), `info` (ending(t)) saying who it was.
+local function record_end(ev, t, info, ...)
+  if not info then return end
+  if info[3] then
+    hcall('HDEL', LIVE, t)
+    if hcall('HGET', LIVE, PLAIN) == t then hcall('HDEL', LIVE, PLAIN) end
+  end
+  record(ev, t, 'fence', info[1], 'who', info[2], ...)
+end
+
+-- Holders recorded as live whose lease is gone, expired without a release,
+-- each noticed by the first script that looks: the ones purge_holders found
+-- dead (`dead`), and the plain holder when the lock is no longer its. The
+-- work does not grow with the number of holders. `except` (a caller's own
+-- token) is left to its own release, which knows why it lost it.
+local function notice_expired(dead, except)
+  if HISTORY <= 0 then return end
+  for _, t in ipairs(dead) do
+    if t ~= except and hcall('HEXISTS', LIVE, t) == 1 then record_end('expired', t, ending(t)) end
+  end
+  local p = hcall('HGET', LIVE, PLAIN)
+  if type(p) == 'string' and p ~= except and redis.call('GET', LOCK) ~= p then
+    record_end('expired', p, ending(p))
   end
 end
 

@@ -16,30 +16,35 @@ local tok, minhold, chan = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local tomb, rid = tonumber(ARGV[4] or '0') or 0, ARGV[5] or ''
 local donefor = tonumber(ARGV[7] or '0') or 0
 HISTORY = history_cap(ARGV[8])
-purge_holders()
+local dead = purge_holders()
 local how = held_by(tok)
 if not how then
   if rid ~= '' and redis.call('GET', rkey(tok)) == rid then return {3} end
-  -- Its holder knows why it lost it: said so, rather than "expired".
-  if (ARGV[9] or '') ~= '' and redis.call('HEXISTS', LIVE, tok) == 1 then
-    record_end('lost', tok, 'why', field(ARGV[9]))
+  -- Its own release found it gone: lost, with the reason its holder knows.
+  if hcall('HEXISTS', LIVE, tok) == 1 then
+    local why = ARGV[9] or ''
+    if why == '' then why = 'its release found it no longer held' end
+    record_end('lost', tok, ending(tok), 'why', field(why))
   end
-  notice_expired()
+  notice_expired(dead, tok)
   return {0}
 end
-notice_expired()
+notice_expired(dead)
 local since = tonumber(redis.call('HGET', hkey(tok), 'since') or '0') or 0
 local held = since > 0 and NOW - since or ''
 local left = 0
 if minhold > 0 and since > 0 then left = since + minhold - NOW end
+-- A retry of this release (its reply was lost) keeps the lease again but
+-- records it once.
+local again = rid ~= '' and redis.call('HGET', hkey(tok), 'krid') == rid
 if donefor > 0 and how == 'plain' and ARGV[6] == '0' then
   -- Publish first: a script's writes are not rolled back, so a PUBLISH the
   -- ACL refuses must fail before anything is written.
   publish(chan, 'done')
   local keep = math.max(donefor, left)
   set_lease(tok, how, keep)
-  redis.call('HSET', hkey(tok), 'kept', NOW, 'exit', '0', 'done', NOW)
-  record_end('done', tok, 'held', held, 'exit', '0', 'until', NOW + keep)
+  redis.call('HSET', hkey(tok), 'kept', NOW, 'exit', '0', 'done', NOW, 'krid', rid)
+  if not again then record_end('done', tok, ending(tok), 'held', held, 'exit', '0', 'until', NOW + keep) end
   -- Every waiter tries again, hears DONE and leaves the line.
   local n = 0
   walk_line(function(t)
@@ -51,11 +56,14 @@ if donefor > 0 and how == 'plain' and ARGV[6] == '0' then
 end
 if left > 0 then
   set_lease(tok, how, left)
-  redis.call('HSET', hkey(tok), 'kept', NOW, 'exit', field(ARGV[6]))
-  record_end('kept', tok, 'held', held, 'exit', field(ARGV[6]), 'until', NOW + left)
+  redis.call('HSET', hkey(tok), 'kept', NOW, 'exit', field(ARGV[6]), 'krid', rid)
+  if not again then
+    record_end('kept', tok, ending(tok), 'held', held, 'exit', field(ARGV[6]), 'until', NOW + left)
+  end
   return {2, left}
 end
 if rid == '' then tomb = 0 end
-record_end('released', tok, 'held', held, 'exit', field(ARGV[6]))
-drop_holder(tok, how, chan, tomb, rid)
+local info = ending(tok)
+drop_holder(tok, how, chan, tomb, rid)  -- publishes first: a refusal records nothing
+record_end('released', tok, info, 'held', held, 'exit', field(ARGV[6]))
 return {1}

@@ -30,7 +30,9 @@ if nh > 0 or nw > 0 then limit = tonumber(redis.call('GET', LIMIT) or '0') or 0 
 -- The newest events of its history (protocol 4), newest first, each {id,
 -- field, value, ...}: what a free lock's status tells of its last holder.
 local last = {}
-for _, e in ipairs(redis.call('XREVRANGE', LOG, '+', '-', 'COUNT', 3)) do
+local newest = hcall('XREVRANGE', LOG, '+', '-', 'COUNT', 3)
+if type(newest) ~= 'table' then newest = {} end
+for _, e in ipairs(newest) do
   local ev = {field(e[1])}
   for i = 1, math.min(#e[2], 32) do ev[#ev + 1] = field(e[2][i]) end
   last[#last + 1] = ev

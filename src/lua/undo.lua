@@ -6,13 +6,13 @@
 -- >8 -- rlock sends the rest of this file, from the newline ending this line on
 local tok, att, chan = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 HISTORY = history_cap(ARGV[4])
-purge_holders()
-notice_expired()
+notice_expired(purge_holders())
 local how = held_by(tok)
 if how then
   if stamp_of(hkey(tok)) ~= att then return 0 end
-  record_end('released', tok, 'why', 'its attempt timed out and was undone')
-  drop_holder(tok, how, chan, 0, '')
+  local info = ending(tok)
+  drop_holder(tok, how, chan, 0, '')  -- publishes first: a refusal records nothing
+  record_end('released', tok, info, 'why', 'its attempt timed out and was undone')
   return 1
 end
 if redis.call('ZSCORE', QUEUE, tok) and stamp_of(wkey(tok)) == att then

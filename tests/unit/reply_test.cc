@@ -98,6 +98,7 @@ constexpr NamedScript kAllScripts[] = {
     {"acquire", acquire_script}, {"extend", extend_script}, {"release", release_script},
     {"leave", leave_script},     {"undo", undo_script},     {"status", status_script},
     {"break", break_script},     {"forget", forget_script}, {"fence", fence_script},
+    {"history", history_script},
 };
 
 // SHA1 as lower-case hex, computed here through OpenSSL's EVP interface, not

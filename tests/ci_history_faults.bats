@@ -209,6 +209,7 @@ redis_commands() {
   # and a write error is an error (not a read failure retried for ever)
   bg_start g sh -c '"$0" history fh --follow -n 1 >/dev/full; echo "exit $?"' "$RLOCK"
   wait_until "grep -q exit '$T/g.out'" "$(slack 10)"
+  run cat "$T/g.out"
   refute_output --partial "exit 0"
 }
 
