@@ -176,9 +176,11 @@ EOF2
   redis_start_named REPLICA --replicaof 127.0.0.1 "$REDIS_PORT"
   wait_until '[[ $(rcli info replication) == *"slave0:"*"state=online"* ]]'
   watched w
-  rlock --timeout 1s acquire k --ttl 2s --sync-replicas 1 --while-pid "$WPID" >/dev/null
+  # the replica's confirmation within a share of the TTL and --timeout: slack for a busy machine
+  rlock --timeout "$(slack 1)s" acquire k --ttl "$(slack 2)s" --sync-replicas 1 \
+    --while-pid "$WPID" >/dev/null
   # renewed past its TTL while the replica confirms
-  sleep 2.5
+  sleep "$(slack 2).5"
   [ ! -e "$T/w.term" ]
   redis_pause REPLICA
   _rlock_poll "SIGTERM to PID" 15 test -e "$T/w.term"

@@ -69,6 +69,11 @@ void check_message(std::string_view url, const rlock::Error& e) {
   auto password = written_password(url);
   std::string_view message = e.what();
   if (password.empty() || message.find(password) == std::string_view::npos) return;
+  // The same text elsewhere in the URL (the user "p%20t%40ss", the password
+  // "p%20t%") may be shown rightly: nothing tells the two apart.
+  if (url.find(password) != static_cast<size_t>(password.data() - url.data()) ||
+      url.find(password, password.data() - url.data() + 1) != std::string_view::npos)
+    return;
   std::string other(url);
   other.replace(password.data() - url.data(), password.size(), password.size(), 'Q');
   FUZZ_CHECK(message_of(other).find(password) != std::string::npos,
