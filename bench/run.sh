@@ -16,8 +16,9 @@
 #   4. handoff gap, next process started cold: one contender running again and again, so
 #      every gap includes the tool's own exit, the next process's start and connection
 #   5. peak RSS of `rlock run k -- sleep 1` beside a bash wrapper and bench/minimal.c
-#   6. Redis work: client round trips and server-side commands per acquisition, from
-#      INFO commandstats, uncontended and with 4, 16 and 64 contenders
+#   6. Redis work: client commands and server-side commands per acquisition (per critical
+#      section that ran), from INFO commandstats, uncontended and with 4, 16 and 64
+#      contenders; again with priorities, and with every contender superseding
 #   7. quorum mode: `rlock run k -- true` on three masters beside part 1's one server
 #   8. Sentinel: `rlock run k -- true` through three sentinels that watch part 1's server
 #      (every sentinel asked, then ROLE) beside part 1's direct URL
@@ -230,25 +231,30 @@ printf '%-34s %9s %12s\n' "bench/minimal ... sleep $SLEEP_RSS" "$r_min" "$(ratio
 # --- 6. Redis work -------------------------------------------------------------------------
 echo
 echo "== 6. Redis work per acquisition (INFO commandstats)"
-redis_work() { # CONTENDERS TOTAL [prio]: prints "rt cmds" per acquisition
-  local n=$1 total=$2 prio=${3:-} per key="w-$1-$RANDOM" i stats
+redis_work() { # CONTENDERS TOTAL [prio|supersede]: prints "rt cmds" per acquisition
+  local n=$1 total=$2 policy=${3:-} per key="w-$1-$RANDOM" i stats got
   per=$(((total + n - 1) / n))
   export LOG="$work/$key.log"
+  : >"$LOG"
   rcli CONFIG RESETSTAT >/dev/null
   for ((i = 0; i < n; i++)); do
-    # with "prio", each contender waits with its own priority (0 to 3)
+    # prio: each contender waits with its own priority (0 to 3); supersede: each asks to
+    # replace the superseding waiter before it (those replaced exit 75, quietly)
     local extra=()
-    [[ -n $prio ]] && extra=(--priority $((i % 4)))
+    [[ $policy == prio ]] && extra=(--priority $((i % 4)))
+    [[ $policy == supersede ]] && extra=(--supersede -E 0)
     (for ((j = 0; j < per; j++)); do
       "$RLOCK" run -q --ttl 30s "${extra[@]}" "$key" -- "$STAMP" 0
     done) 3>&- &
   done
   wait_contenders
+  # per acquisition: the critical sections that ran (each logged S ... E by stamp)
+  got=$(grep -c '^S' "$LOG")
   stats=$(rcli INFO commandstats | tr -d '\r')
-  awk -F'[=,:]' -v total=$((per * n)) '
+  awk -F'[=,:]' -v total="$got" '
     /^cmdstat_/ && $1 !~ /cmdstat_(info|config)$/ { cmds += $3 }
-    $1 ~ /^cmdstat_(evalsha|eval|evalsha_ro|eval_ro|subscribe|unsubscribe|ping|auth|select|hello)$/ { rt += $3 }
-    END { printf "%.1f %.1f\n", rt / total, cmds / total }' <<<"$stats"
+    $1 ~ /^cmdstat_(evalsha|eval|evalsha_ro|eval_ro|subscribe|ssubscribe|unsubscribe|sunsubscribe|ping|auth|select|hello)$/ { rt += $3 }
+    END { if (total == 0) total = 1; printf "%.1f %.1f\n", rt / total, cmds / total }' <<<"$stats"
 }
 printf '%-12s %8s %10s\n' contenders rt/acq cmds/acq
 read -r rt cmds < <(redis_work 1 $((ACQ / 4)))
@@ -260,6 +266,11 @@ done
 echo "with --priority 0 to 3 (each contender its own): the line is sorted, the work stays flat"
 for n in "${SIZES[@]}"; do
   read -r rt cmds < <(redis_work "$n" "$ACQ" prio)
+  printf '%-12s %8s %10s\n' "$n" "$rt" "$cmds"
+done
+echo "with --supersede (every contender; the replaced ones leave): per acquisition that ran"
+for n in "${SIZES[@]}"; do
+  read -r rt cmds < <(redis_work "$n" "$ACQ" supersede)
   printf '%-12s %8s %10s\n' "$n" "$rt" "$cmds"
 done
 # --- 7. quorum mode ------------------------------------------------------------------------
