@@ -18,7 +18,8 @@
 #   5. peak RSS of `rlock run k -- sleep 1` beside a bash wrapper and bench/minimal.c
 #   6. Redis work: client commands and server-side commands per acquisition (per critical
 #      section that ran), from INFO commandstats, uncontended and with 4, 16 and 64
-#      contenders; again with priorities, and with every contender superseding
+#      contenders; again with priorities, and with every contender superseding (per run
+#      started: most are replaced before their turn)
 #   7. quorum mode: `rlock run k -- true` on three masters beside part 1's one server
 #   8. Sentinel: `rlock run k -- true` through three sentinels that watch part 1's server
 #      (every sentinel asked, then ROLE) beside part 1's direct URL
@@ -248,8 +249,10 @@ redis_work() { # CONTENDERS TOTAL [prio|supersede]: prints "rt cmds" per acquisi
     done) 3>&- &
   done
   wait_contenders
-  # per acquisition: the critical sections that ran (each logged S ... E by stamp)
+  # per acquisition: the critical sections that ran (each logged S ... E by stamp); with
+  # supersede, per run started (most are replaced before their turn)
   got=$(grep -c '^S' "$LOG")
+  [[ $policy == supersede ]] && got=$((per * n))
   stats=$(rcli INFO commandstats | tr -d '\r')
   awk -F'[=,:]' -v total="$got" '
     /^cmdstat_/ && $1 !~ /cmdstat_(info|config)$/ { cmds += $3 }
@@ -268,7 +271,7 @@ for n in "${SIZES[@]}"; do
   read -r rt cmds < <(redis_work "$n" "$ACQ" prio)
   printf '%-12s %8s %10s\n' "$n" "$rt" "$cmds"
 done
-echo "with --supersede (every contender; the replaced ones leave): per acquisition that ran"
+echo "with --supersede (every contender; the replaced ones leave): per run started"
 for n in "${SIZES[@]}"; do
   read -r rt cmds < <(redis_work "$n" "$ACQ" supersede)
   printf '%-12s %8s %10s\n' "$n" "$rt" "$cmds"
