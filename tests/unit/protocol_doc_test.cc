@@ -27,7 +27,8 @@ TEST(ProtocolDoc, QuotesThePreludeVerbatim) {
   std::string doc = read_doc();
   ASSERT_FALSE(doc.empty()) << "docs/PROTOCOL.md not found";
   EXPECT_NE(doc.find(trim(script_prelude())), std::string::npos)
-      << "docs/PROTOCOL.md does not quote the prelude as in src/lua/prelude.lua";
+      << "docs/PROTOCOL.md does not quote the prelude as in src/lua/prelude.lua "
+         "(python3 tests/helpers/protocol_doc.py copies every script into it)";
 }
 
 TEST(ProtocolDoc, QuotesEveryScriptVerbatim) {

@@ -6,7 +6,7 @@ sends: the part of src/lua/NAME.lua after its "-- >8 --" line. This rewrites the
 ```lua block under each such heading with that text; tests/unit/protocol_doc_test.cc
 fails when the two differ, so run this after changing a script:
 
-    python3 scripts/protocol-doc.py [--check]
+    python3 tests/helpers/protocol_doc.py [--check]
 
 --check changes nothing and exits 1 if the document is out of date.
 """
@@ -14,7 +14,7 @@ import pathlib
 import re
 import sys
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 DOC = ROOT / "docs" / "PROTOCOL.md"
 LUA = ROOT / "src" / "lua"
 MARK = "-- >8 --"
