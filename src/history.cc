@@ -105,19 +105,6 @@ std::string Event::get(const std::string& name) const {
   return "";
 }
 
-std::vector<Event> parse_events(const Reply& entries) {
-  std::vector<Event> out;
-  if (entries.type != Reply::Type::Array) return out;
-  for (auto& entry : entries.elements) {
-    if (entry.type != Reply::Type::Array || entry.elements.size() < 2) continue;
-    const Reply& kv = entry.elements[1];
-    if (kv.type != Reply::Type::Array) continue;
-    Event e = from_fields(entry.elements[0].text(), kv.elements, 0);
-    if (e.ms > 0) out.push_back(std::move(e));
-  }
-  return out;
-}
-
 Event parse_flat_event(const Reply& flat) {
   if (flat.type != Reply::Type::Array || flat.elements.empty()) return {};
   return from_fields(flat.elements[0].text(), flat.elements, 1);

@@ -28,11 +28,9 @@ struct Event {
   std::string get(const std::string& name) const;
 };
 
-/// The events of an XRANGE/XREVRANGE/XREAD entry list ({{id, {f, v, ...}}, ...}),
-/// in the order given; malformed entries are skipped, every field is cut to
-/// 1 KiB and at most 32 fields are kept (the stream is anybody's to write).
-std::vector<Event> parse_events(const Reply& entries);
-/// One event from status's flat form {id, f, v, ...}.
+/// One event from the flat form {id, f, v, ...} that the status and history
+/// scripts answer: every field cut to 1 KiB, at most 32 kept (the stream is
+/// anybody's to write); ms = 0 when the id is not one.
 Event parse_flat_event(const Reply& flat);
 
 /// Events of several masters (quorum mode), each master's oldest first, merged
