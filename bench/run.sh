@@ -27,6 +27,15 @@
 #      server time per script call (INFO commandstats usec_per_call); the memory an idle
 #      key costs with its history and without (part 3 shows rlock-h0, the handoff with
 #      recording off, beside rlock)
+#  10. many keys (issue 27): `rlock list` (and --json) over 100,000 held locks beside a
+#      bare SCAN of the same keyspace (bench/scan.c: SCAN COUNT 500 in C), and list's
+#      peak RSS
+#  11. long lines (issue 27): 8, 64 and 300 waiters on one key released together: time
+#      per handoff beside flock(1) with as many waiters, client commands, server
+#      commands and server time per acquisition, the waiters' RSS together and one
+#      waiter's descriptors
+#  12. layouts (issue 26): an uncontended run with --layout plain and --layout redisson
+#      beside part 1's default layout
 #
 # Usage: bench/run.sh [--smoke]
 #   --smoke  tiny counts: checks that every part works (CI), measures nothing
@@ -42,9 +51,10 @@ RLOCK=$(realpath "${RLOCK:-build/rlock}")
 [[ -x $RLOCK ]] || { echo "bench: $RLOCK not built (cmake --build build)" >&2; exit 1; }
 
 if ((smoke)); then
-  RUNS=5 WARMUP=1 CONTENDERS=2 PER=3 SLEEP_RSS=0.1 SIZES=(4) ACQ=8
+  RUNS=5 WARMUP=1 CONTENDERS=2 PER=3 SLEEP_RSS=0.1 SIZES=(4) ACQ=8 NKEYS=200 LINES=(4)
 else
-  RUNS=300 WARMUP=20 CONTENDERS=8 PER=20 SLEEP_RSS=1 SIZES=(4 16 64) ACQ=128
+  RUNS=300 WARMUP=20 CONTENDERS=8 PER=20 SLEEP_RSS=1 SIZES=(4 16 64) ACQ=128 NKEYS=100000
+  LINES=(8 64 300)
 fi
 
 work=$(mktemp -d)
@@ -57,7 +67,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-for tool in minimal stamp timeit; do
+for tool in minimal stamp timeit scan; do
   "${CC:-cc}" -O2 -Wall -o "$work/$tool" "bench/$tool.c"
 done
 printf 'int main(void) { return 0; }\n' >"$work/empty.c"
@@ -343,6 +353,125 @@ idle_bytes() { # HISTORY: used_memory per idle key after one run each (its fence
 printf '%-34s %9s\n' "memory per idle key (bytes)" ""
 printf '%-34s %9s\n' "history on (2 events)" "$(idle_bytes 100)"
 printf '%-34s %9s\n' "history off (the fence alone)" "$(idle_bytes 0)"
+
+# --- 10. many keys (issue 27) -----------------------------------------------------------------
+echo
+echo "== 10. many keys: rlock list over $NKEYS held locks beside a bare SCAN (ms, median of 3)"
+rcli FLUSHALL >/dev/null
+# The locks are made by rlock's own acquire script, sent by redis-cli --pipe (as many
+# rlock processes would take minutes): the script as rlock sends it is the prelude and
+# acquire.lua after their "-- >8 --" lines.
+{ sed '1,/^-- >8 --/d' src/lua/prelude.lua; sed '1,/^-- >8 --/d' src/lua/acquire.lua; } >"$work/acquire.lua"
+acq_sha=$(rcli SCRIPT LOAD "$(cat "$work/acquire.lua")")
+awk -v n="$NKEYS" -v sha="$acq_sha" '
+  function bulk(s) { printf "$%d\r\n%s\r\n", length(s), s }
+  BEGIN {
+    for (i = 0; i < n; i++) {
+      k = "many-" i; b = "lock:{" k "}"
+      printf "*26\r\n"; bulk("EVALSHA"); bulk(sha); bulk("6")
+      bulk(b); bulk(b ":fence"); bulk(b ":holders"); bulk(b ":limit"); bulk(b ":queue"); bulk(b ":qseq")
+      bulk("tok" i); bulk("3600000"); bulk("0"); bulk("try"); bulk("6000"); bulk("lock:release:{" k "}")
+      bulk("bench"); bulk("1"); bulk("bench"); bulk("bench"); bulk("1"); bulk(""); bulk("")
+      bulk("0"); bulk(""); bulk("0"); bulk("100")
+    }
+  }' | rcli --pipe >/dev/null
+ms_of() { # CMD...: wall time of one run in ms (output discarded)
+  local t0 t1
+  t0=$(date +%s%N)
+  "$@" >/dev/null
+  t1=$(date +%s%N)
+  echo $(((t1 - t0) / 1000000))
+}
+median3() { # CMD...: the median of three ms_of
+  local a b c
+  a=$(ms_of "$@") b=$(ms_of "$@") c=$(ms_of "$@")
+  printf '%s\n%s\n%s\n' "$a" "$b" "$c" | sort -n | sed -n 2p
+}
+T[scan]=$(median3 "$work/scan" 127.0.0.1 "$rport")
+T[list]=$(median3 "$RLOCK" list)
+T[listjson]=$(median3 "$RLOCK" list --json)
+listed=$("$RLOCK" list | wc -l)
+list_rss=$( { command time -f %M "$RLOCK" list >/dev/null; } 2>&1 | tail -n 1)
+printf '%-34s %9s %12s\n' "command" "ms" "ratio"
+printf '%-34s %9s %12s\n' "bench/scan: SCAN COUNT 500 ($("$work/scan" 127.0.0.1 "$rport") keys)" "${T[scan]}" ""
+printf '%-34s %9s %12s\n' "rlock list ($listed locks)" "${T[list]}" "$(ratio "${T[list]}" "${T[scan]}")"
+printf '%-34s %9s %12s\n' "rlock list --json" "${T[listjson]}" "$(ratio "${T[listjson]}" "${T[scan]}")"
+printf '%-34s %9s\n' "rlock list peak RSS (KB)" "$list_rss"
+rcli FLUSHALL >/dev/null
+
+# --- 11. long lines (issue 27) ----------------------------------------------------------------
+echo
+echo "== 11. long lines: N waiters on one key, released together (10 ms critical sections)"
+rss_kb() { # PID...: their VmRSS together, in KB
+  local p sum=0 v
+  for p in "$@"; do
+    v=$(awk '$1 == "VmRSS:" {print $2}' "/proc/$p/status" 2>/dev/null || true)
+    sum=$((sum + ${v:-0}))
+  done
+  echo "$sum"
+}
+line_run() { # TOOL N: prints "ms_per_handoff rt/acq cmds/acq usec/acq rss_kb fds"
+  local tool=$1 n=$2 key="line-$1-$2-$RANDOM" i gate wpids=() t0 t1 rss fds stats
+  gate="$work/$key.gate"
+  export LOG="$work/$key.log"
+  : >"$LOG"
+  case $tool in
+    rlock) "$RLOCK" run -q "$key" -- sh -c "while [ ! -e '$gate' ]; do sleep 0.01; done" 3>&- & ;;
+    flock) flock "$work/$key.flock" sh -c "while [ ! -e '$gate' ]; do sleep 0.01; done" 3>&- & ;;
+  esac
+  local holder=$!
+  sleep 0.2
+  for ((i = 0; i < n; i++)); do
+    case $tool in
+      rlock) "$RLOCK" run -q --wait 10m "$key" -- "$STAMP" 10 3>&- & ;;
+      flock) flock "$work/$key.flock" "$STAMP" 10 3>&- & ;;
+    esac
+    wpids+=($!)
+  done
+  if [[ $tool == rlock ]]; then
+    for _ in $(seq 600); do
+      [[ $("$RLOCK" status --json "$key" | jq .waiter_count) == "$n" ]] && break
+      sleep 0.1
+    done
+  else
+    sleep 1
+  fi
+  rss=$(rss_kb "${wpids[@]}")
+  fds=$(find "/proc/${wpids[0]}/fd" -mindepth 1 2>/dev/null | wc -l)
+  rcli CONFIG RESETSTAT >/dev/null
+  t0=$(date +%s%N)
+  touch "$gate"
+  wait "$holder" "${wpids[@]}"
+  t1=$(date +%s%N)
+  stats=$(rcli INFO commandstats | tr -d '\r')
+  awk -F'[=,:]' -v n="$n" -v ms="$(((t1 - t0) / 1000000))" -v rss="$rss" -v fds="$fds" -v tool="$tool" '
+    /^cmdstat_/ && $1 !~ /cmdstat_(info|config)$/ {
+      cmds += $3
+      for (i = 2; i < NF; i += 2) if ($i == "usec") usec += $(i + 1)
+    }
+    $1 ~ /^cmdstat_(evalsha|eval|evalsha_ro|eval_ro|subscribe|ssubscribe|unsubscribe|sunsubscribe|ping|auth|select|hello)$/ { rt += $3 }
+    END {
+      if (tool != "rlock") { rt = "-"; cmds = "-"; usec = "-" } else { rt = sprintf("%.1f", rt / n); cmds = sprintf("%.1f", cmds / n); usec = sprintf("%.0f", usec / n) }
+      printf "%.1f %s %s %s %d %d\n", ms / n, rt, cmds, usec, rss, fds
+    }' <<<"$stats"
+}
+printf '%-8s %-6s %12s %8s %9s %9s %11s %5s %9s\n' waiters tool ms/handoff rt/acq cmds/acq usec/acq rss_all_kb fds vs_flock
+for n in "${LINES[@]}"; do
+  read -r fms _ _ _ frss ffds < <(line_run flock "$n")
+  read -r ms rt cmds usec rss fds < <(line_run rlock "$n")
+  printf '%-8s %-6s %12s %8s %9s %9s %11s %5s %9s\n' "$n" flock "$fms" - - - "$frss" "$ffds" ""
+  printf '%-8s %-6s %12s %8s %9s %9s %11s %5s %9s\n' "$n" rlock "$ms" "$rt" "$cmds" "$usec" "$rss" "$fds" "$(ratio "$ms" "$fms")"
+done
+
+# --- 12. layouts (issue 26) -------------------------------------------------------------------
+echo
+echo "== 12. layouts: median of $RUNS runs (ms), uncontended rlock run k -- true"
+measure_cmd lay_plain "$RLOCK" --layout plain run bench-lp -- true
+measure_cmd lay_redisson "$RLOCK" --layout redisson run bench-lr -- true
+printf '%-34s %9s %12s\n' "command" "median_ms" "ratio"
+row "--layout plain" lay_plain "$(ratio "${T[lay_plain]}" "${T[rlock]}")"
+row "--layout redisson" lay_redisson "$(ratio "${T[lay_redisson]}" "${T[rlock]}")"
+row "default layout (part 1)" rlock ""
 
 echo
 echo "rlock $("$RLOCK" --version | head -n 1); $(redis-server --version | awk '{print $1, $2, $3}'); $(nproc) cores"
