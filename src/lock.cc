@@ -119,6 +119,9 @@ AcquireReply parse_acquire(const Reply& r, int limit, bool shared, const std::st
     a.holders = parse_holders(e[3]);
     a.holder_count =
         e.size() > 4 ? static_cast<long>(num(e[4])) : static_cast<long>(a.holders.size());
+    if (a.state == AcquireReply::State::Taken && e.size() > 5 &&
+        e[5].type == Reply::Type::Integer && (e[5].integer == 0 || e[5].integer == 1))
+      a.cluster = static_cast<int>(e[5].integer);
     if (a.state == AcquireReply::State::Done && (a.holders.empty() || a.holders[0].done_ms <= 0))
       throw_protocol("a DONE acquire reply without the holder that did it");
   } else if (tag == "MIXED") {

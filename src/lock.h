@@ -131,6 +131,9 @@ struct AcquireReply {
   std::vector<Holder> holders;  // Taken / Queued: the first few
   long holder_count = 0;        // Taken / Queued: all of them
   std::string node;             // the server that answered (Result::node)
+  /// Taken (mode try, protocol 4): whether the server is a Cluster node, whose
+  /// notices go by SPUBLISH (1), or not (0: PUBLISH only); -1 = not said.
+  int cluster = -1;
 };
 
 struct ExtendReply {

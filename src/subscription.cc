@@ -48,6 +48,17 @@ void Subscription::opened(std::unique_ptr<Connection> conn) {
   conn_->on_disconnect([this, alive, gen](const Error& e) {
     if (*alive && gen == generation_) fail(e);
   });
+  if (classic_only_) {
+    conn_->command({"SUBSCRIBE", channel_}, [this, alive, gen](Result r) {
+      if (!*alive || gen != generation_) return;
+      if (r.failure) return fail(*r.failure);
+      if (r.reply.is_error())
+        return fail(server_error(r.reply.str,
+                                 fmt::format("Redis refused SUBSCRIBE {}", escape_text(channel_))));
+      ev_.ready();
+    });
+    return;
+  }
   auto classic = std::make_shared<std::optional<Result>>();
   conn_->command({"SUBSCRIBE", channel_}, [classic](Result r) { *classic = std::move(r); });
   conn_->command({"SSUBSCRIBE", channel_}, [this, alive, gen, classic](Result r) {

@@ -39,6 +39,9 @@ class Subscription {
   /// Subscribes (again), on the server that owns the channel now. Either
   /// ready() or failed() follows, from the loop.
   void start();
+  /// Subscribe with SUBSCRIBE alone: the server is known not to be a Cluster
+  /// node (an acquire reply said so), so nothing is published by SPUBLISH.
+  void classic_only(bool yes) { classic_only_ = yes; }
   /// Ends the subscription as if its connection had been lost: failed(why).
   void end(const Error& why);
   const std::string& channel() const { return channel_; }
@@ -68,6 +71,7 @@ class Subscription {
   std::unique_ptr<Connection> conn_;
   unsigned generation_ = 0;  // of start(); a late answer for an older one is ignored
   bool moved_ = false;
+  bool classic_only_ = false;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

@@ -114,6 +114,8 @@ void Acquirer::subscribe() {
   };
   sub_ = std::make_unique<Subscription>(*lock_.clients().front(),
                                         lock_.names().waiter_channel(token_), std::move(ev));
+  // A server that said it is no Cluster node publishes with PUBLISH only.
+  sub_->classic_only(last_ && last_->cluster == 0);
   sub_->start();
 }
 

@@ -16,6 +16,9 @@ namespace rlock {
 
 namespace {
 
+// How many keys' status calls `list` has in flight at once.
+constexpr size_t kListBatch = 512;
+
 // SCAN MATCH treats * ? [ ] \ specially; the prefix is literal.
 std::string glob_escape(const std::string& s) {
   std::string out;
@@ -199,49 +202,66 @@ int cmd_list(const GlobalOptions& g, const std::string& pattern, bool prometheus
   std::vector<std::vector<std::string>> rows{
       {"KEY", "HOLDER", "LEFT", "FENCE", "WAITERS", "COMMAND"}};
   std::string out;
-  for (auto& key : keys) {
-    auto lock = s.found_lock(key, g.prefix, answered);
-    LockStatus st;
-    try {
-      st = wait_for<LockStatus>(s.loop, [&](Done<LockStatus> d) { lock->status(std::move(d)); });
-    } catch (const Error& e) {
-      // Under another tool's layout, a key of another type or kind is not a lock.
-      if (g.layout == Layout::Rlock || e.kind() != ErrorKind::Protocol) throw;
-      continue;
+  // The status of every key, kListBatch at a time: their scripts go out together
+  // (pipelined on each master's connection), so a long list costs about one round
+  // trip per batch, not one per key; memory stays one batch of replies.
+  std::vector<std::string> all(keys.begin(), keys.end());
+  for (size_t from = 0; from < all.size(); from += kListBatch) {
+    size_t to = std::min(all.size(), from + kListBatch);
+    std::vector<std::unique_ptr<Lock>> locks;
+    std::vector<std::optional<Outcome<LockStatus>>> got(to - from);
+    size_t pending = to - from;
+    for (size_t i = from; i < to; ++i) {
+      locks.push_back(s.found_lock(all[i], g.prefix, answered));
+      locks.back()->status([&got, &pending, i, from](Outcome<LockStatus> o) {
+        got[i - from] = std::move(o);
+        --pending;
+      });
     }
-    if (st.holders.empty()) continue;
-    // Their locks always expire (PX, PEXPIRE): a key without expiry is something else.
-    if (g.layout != Layout::Rlock && st.holders.front().ttl_left < Millis(0)) continue;
-    if (prometheus) {
-      metrics.add(key, st);
-    } else if (g.json) {
-      out += (out.empty() ? "" : ",") + status_json(key, st);
-    } else if (table) {
-      const Holder& h = st.holders.front();
-      // A label (a CI job's URL) says more than host:pid.
-      std::string who = !h.info.label.empty() ? escape_text(h.info.label)
-                        : h.info.host.empty()
-                            ? "?"
-                            : fmt::format("{}:{}", escape_text(h.info.host), h.info.pid);
-      Millis left = h.ttl_left;
-      if (left >= Millis(1000)) left = std::chrono::ceil<std::chrono::seconds>(left);
-      // A lease kept by --min-hold or --done-for runs no command any more.
-      std::string cmd = (h.done_ms > 0   ? "(done) "
-                         : h.kept_ms > 0 ? "(kept) "
-                                         : "") +
-                        escape_text(h.info.cmd);
-      rows.push_back({escape_text(key), holder_column(st, who),
-                      format_duration(std::max(left, Millis(0))), std::to_string(h.fence),
-                      std::to_string(st.waiter_count), cmd});
-    } else {
-      // KEY HOLDER TTL_MS FENCE WAITERS CMD LABEL, bare values, tab-separated (cut -f):
-      // every field is escaped, so none can hold a tab or newline.
-      const Holder& h = st.holders.front();
-      std::string who =
-          h.info.host.empty() ? "?" : fmt::format("{}:{}", escape_text(h.info.host), h.info.pid);
-      out += fmt::format("{}\t{}\t{}\t{}\t{}\t{}\t{}\n", escape_text(key), holder_column(st, who),
-                         h.ttl_left.count(), h.fence, st.waiter_count, escape_text(h.info.cmd),
-                         escape_text(h.info.label));
+    s.loop.run_until([&] { return pending == 0; });
+    for (size_t i = from; i < to; ++i) {
+      const std::string& key = all[i];
+      Outcome<LockStatus>& o = *got[i - from];
+      if (o.error) {
+        // Under another tool's layout, a key of another type or kind is not a lock.
+        if (g.layout == Layout::Rlock || o.error->kind() != ErrorKind::Protocol) throw *o.error;
+        continue;
+      }
+      LockStatus& st = o.value;
+      if (st.holders.empty()) continue;
+      // Their locks always expire (PX, PEXPIRE): a key without expiry is something else.
+      if (g.layout != Layout::Rlock && st.holders.front().ttl_left < Millis(0)) continue;
+      if (prometheus) {
+        metrics.add(key, st);
+      } else if (g.json) {
+        out += (out.empty() ? "" : ",") + status_json(key, st);
+      } else if (table) {
+        const Holder& h = st.holders.front();
+        // A label (a CI job's URL) says more than host:pid.
+        std::string who = !h.info.label.empty() ? escape_text(h.info.label)
+                          : h.info.host.empty()
+                              ? "?"
+                              : fmt::format("{}:{}", escape_text(h.info.host), h.info.pid);
+        Millis left = h.ttl_left;
+        if (left >= Millis(1000)) left = std::chrono::ceil<std::chrono::seconds>(left);
+        // A lease kept by --min-hold or --done-for runs no command any more.
+        std::string cmd = (h.done_ms > 0   ? "(done) "
+                           : h.kept_ms > 0 ? "(kept) "
+                                           : "") +
+                          escape_text(h.info.cmd);
+        rows.push_back({escape_text(key), holder_column(st, who),
+                        format_duration(std::max(left, Millis(0))), std::to_string(h.fence),
+                        std::to_string(st.waiter_count), cmd});
+      } else {
+        // KEY HOLDER TTL_MS FENCE WAITERS CMD LABEL, bare values, tab-separated (cut -f):
+        // every field is escaped, so none can hold a tab or newline.
+        const Holder& h = st.holders.front();
+        std::string who =
+            h.info.host.empty() ? "?" : fmt::format("{}:{}", escape_text(h.info.host), h.info.pid);
+        out += fmt::format("{}\t{}\t{}\t{}\t{}\t{}\t{}\n", escape_text(key), holder_column(st, who),
+                           h.ttl_left.count(), h.fence, st.waiter_count, escape_text(h.info.cmd),
+                           escape_text(h.info.label));
+      }
     }
   }
   if (table && rows.size() > 1)

@@ -7,7 +7,9 @@
 --       max_waiters (a line of that many refuses newcomers; 0 = no cap),
 --       history cap (events kept; 0 = none)
 -- Returns {'OK', fence, ttl, now, slot} (slot: a semaphore's, else 0)
---       | {'TAKEN', position, free, holders, count}
+--       | {'TAKEN', position, free, holders, count, cluster} (cluster: 1 on a
+--         Cluster node, where notices go by SPUBLISH, else 0: the waiter then
+--         subscribes with SUBSCRIBE alone)
 --       | {'QUEUED', position, free, holders, count}
 --       | {'DONE', -1, 0, {holder}, 1} (kept by run --done-for)
 --       | {'FULL', -1, free, holders, count} (max_waiters reached)
@@ -191,7 +193,9 @@ if eligible then
 end
 if mode ~= 'wait' then
   local hs, n = holders(10)
-  return {'TAKEN', -1, free, hs, n}
+  local cluster = 0
+  if type(redis.pcall('CLUSTER', 'MYID')) == 'string' then cluster = 1 end
+  return {'TAKEN', -1, free, hs, n, cluster}
 end
 if not queued then
   -- (a superseding newcomer's cap was counted above, before it replaced anyone)
