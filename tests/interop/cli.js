@@ -4,12 +4,13 @@
 //   node DRIVER.js [--host H] --port P [--port P2...] [--cluster] COMMAND KEY OPTIONS
 //
 //   hold KEY --ttl MS (--hold MS | --until-signal) [--max-wait MS] [--reentrant N]
-//       Takes the lock, prints "acquired <epoch-ms> <holder id>" (the value or hash field
-//       it keeps in Redis), holds it for MS (the watchdog renews it meanwhile) or until
+//       Takes the lock (printing "waiting <epoch-ms>" first if it has to wait for it),
+//       prints "acquired <epoch-ms> <holder id>" (the value or hash field it keeps in
+//       Redis), holds it for MS (the watchdog renews it meanwhile) or until
 //       SIGTERM, SIGINT or SIGUSR1, releases it and prints "released <epoch-ms>".
 //       --reentrant N (redisson.js only) takes it N times, and releases it N times.
 //   worker KEY --ttl MS --iterations N --log FILE [--work-ms M] [--who NAME] [--max-wait MS]
-//       N times: takes the lock, appends "start NAME <epoch-ms>" to FILE, sleeps M ms,
+//       N times: takes the lock ("waiting <epoch-ms>" on stdout when it waits), appends "start NAME <epoch-ms>" to FILE, sleeps M ms,
 //       appends "end NAME <epoch-ms>", releases it. FILE is opened for appending on each
 //       write (O_APPEND), so several processes may share it.
 //
@@ -79,8 +80,9 @@ function parse(prog, argv) {
 }
 
 // main(prog, driver): driver.connect(options) resolves to an object with
-//   withLock(key, fn, options): takes the lock (LockWaitTimeout when --max-wait passes),
-//     awaits fn(holderId), releases the lock, and resolves to fn's result;
+//   withLock(key, fn, options): takes the lock (LockWaitTimeout when --max-wait passes;
+//     options.onWait() when it is held by another and it starts waiting), awaits
+//     fn(holderId), releases the lock, and resolves to fn's result;
 //   close(): ends its connections.
 async function main(prog, driver) {
   let holding = false;
@@ -99,6 +101,7 @@ async function main(prog, driver) {
   let locks;
   try {
     o = parse(prog, process.argv.slice(2));
+    o.onWait = () => line(`waiting ${Date.now()}`);
     locks = await driver.connect(o);
     if (o.command === 'hold') {
       await locks.withLock(o.key, async (id) => {

@@ -20,7 +20,10 @@ const { main, LockWaitTimeout } = require('./cli');
 // first wait that ends without a message (a holder whose watchdog renewed its TTL), so the
 // loop over the time left is here. leaseTime -1: no lease, the watchdog keeps the lock
 // (Redisson's lock()).
-async function tryLock(lock, key, deadline) {
+// onWait() is called when the first attempt finds the lock held.
+async function tryLock(lock, key, deadline, onWait) {
+  if (await lock.tryLock(0, -1, TimeUnit.MILLISECONDS)) return;
+  onWait();
   while (!(await lock.tryLock(Math.max(0, deadline - Date.now()), -1, TimeUnit.MILLISECONDS))) {
     if (Date.now() >= deadline) throw new LockWaitTimeout(`${key} still held at the end of --max-wait`);
   }
@@ -39,7 +42,7 @@ main('redisson', {
         const lock = redisson.getLock(key);
         let held = 0;
         try {
-          for (; held < o.reentrant; held++) await tryLock(lock, key, Date.now() + o.maxWait);
+          for (; held < o.reentrant; held++) await tryLock(lock, key, Date.now() + o.maxWait, o.onWait);
           return await fn(lock.getClientName(lock.clientId));
         } finally {
           for (; held > 0; held--) await lock.unlock();

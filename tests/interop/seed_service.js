@@ -57,14 +57,16 @@ class RedisLockService {
     await Promise.allSettled([this.subscriber.quit(), this.client.quit()]);
   }
 
-  async withLock(key, fn, { ttl = 5000, waitTimeout = 1000, maxWaitTime = this.maxWaitTime } = {}) {
+  // (onWait: for the tests, called once when the first attempt finds the lock held)
+  async withLock(key, fn, { ttl = 5000, waitTimeout = 1000, maxWaitTime = this.maxWaitTime, onWait } = {}) {
     const lockKey = LOCK_PREFIX + key;
     const token = randomUUID();
     const started = Date.now();
-    while ((await this.client.set(lockKey, token, 'PX', ttl, 'NX')) !== 'OK') {
+    for (let attempt = 0; (await this.client.set(lockKey, token, 'PX', ttl, 'NX')) !== 'OK'; attempt++) {
       if (Date.now() - started >= maxWaitTime) {
         throw new LockWaitTimeout(`RedisLockWaitTimeoutException: ${key} still held after ${maxWaitTime} ms`);
       }
+      if (attempt === 0 && onWait) onWait();
       await this.waitForUnlock(key, waitTimeout);
     }
     const watchdog = this.startWatchdog(lockKey, token, ttl);
@@ -108,7 +110,7 @@ main('seed_service', {
     const service = new RedisLockService(client, { maxWaitTime: o.maxWait });
     await service.onModuleInit();
     return {
-      withLock: (key, fn) => service.withLock(key, fn, { ttl: o.ttl, maxWaitTime: o.maxWait }),
+      withLock: (key, fn) => service.withLock(key, fn, { ttl: o.ttl, maxWaitTime: o.maxWait, onWait: o.onWait }),
       close: () => service.onModuleDestroy(),
     };
   },
