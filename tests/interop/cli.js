@@ -76,6 +76,9 @@ function parse(prog, argv) {
   if (o.command === 'worker' && !o.log) throw new Error('worker wants --log FILE');
   if (o.reentrant < 1) throw new Error('--reentrant is at least 1');
   o.nodes = o.ports.map((port) => ({ host: o.host, port }));
+  // every connection is named (CLIENT SETNAME), so that a test can tell the client's
+  // subscriptions from rlock's in CLIENT LIST
+  o.connectionName = `interop-${prog}-${process.pid}`;
   return o;
 }
 

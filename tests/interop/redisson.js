@@ -31,7 +31,7 @@ async function tryLock(lock, key, deadline, onWait) {
 
 main('redisson', {
   async connect(o) {
-    const options = { maxRetriesPerRequest: 2, connectTimeout: 5000 };
+    const options = { maxRetriesPerRequest: 2, connectTimeout: 5000, connectionName: o.connectionName };
     const redisson = new Redisson({
       redis: o.cluster ? { clusters: o.nodes, options: { redisOptions: options } }
         : { options: { ...o.nodes[0], ...options } },

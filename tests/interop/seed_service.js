@@ -103,7 +103,7 @@ class RedisLockService {
 
 main('seed_service', {
   async connect(o) {
-    const options = { maxRetriesPerRequest: 2, connectTimeout: 5000 };
+    const options = { maxRetriesPerRequest: 2, connectTimeout: 5000, connectionName: o.connectionName };
     const client = o.cluster
       ? new Redis.Cluster(o.nodes, { redisOptions: options })
       : new Redis({ ...o.nodes[0], ...options });
