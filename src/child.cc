@@ -43,7 +43,7 @@ std::string_view name_of(std::string_view entry) {
 }
 
 /// The inherited environment with `extra` added, each extra entry replacing
-/// any inherited one of the same name.
+/// any inherited one of the same name; an entry without '=' only removes it.
 std::vector<std::string> merged_environment(const std::vector<std::string>& extra) {
   std::vector<std::string> env;
   for (char** e = environ; e && *e; ++e) {
@@ -52,7 +52,8 @@ std::vector<std::string> merged_environment(const std::vector<std::string>& extr
                                 [&](const std::string& x) { return name_of(x) == name; });
     if (!replaced) env.emplace_back(*e);
   }
-  env.insert(env.end(), extra.begin(), extra.end());
+  for (const auto& x : extra)
+    if (x.find('=') != std::string::npos) env.push_back(x);
   return env;
 }
 

@@ -10,6 +10,7 @@
 #include "commands/commands.h"
 #include "error.h"
 #include "help.h"
+#include "layout.h"
 #include "output.h"
 #include "run.h"
 #include "suggest.h"
@@ -41,10 +42,11 @@ constexpr const char* kExitTable = R"(Exit status:
 Durations: 250ms, 30s, 5m, 2h, 1h30m, 1.5s, 7d (a bare number is seconds), at
 most 366d. Text from Redis is shown with control characters escaped as \xHH.
 Environment: RLOCK_URL, REDIS_URL, RLOCK_PASSWORD, REDISCLI_AUTH,
-RLOCK_SENTINEL_PASSWORD, RLOCK_LABEL, RLOCK_HISTORY. The child of run sees
-RLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE, RLOCK_KEYS and RLOCK_FENCES (every key and
-its fence, one per line, as --and gave them), RLOCK_SLOT (with --limit) and
-RLOCK_HELD (every lock it is inside: a nested run of one of them runs at once).
+RLOCK_SENTINEL_PASSWORD, RLOCK_LABEL, RLOCK_HISTORY, RLOCK_LAYOUT. The child of
+run sees RLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE, RLOCK_KEYS and RLOCK_FENCES (every
+key and its fence, one per line, as --and gave them; no fences under --layout
+plain or redisson), RLOCK_SLOT (with --limit) and RLOCK_HELD (every lock it is
+inside: a nested run of one of them runs at once).
 See rlock(1) for details.)";
 
 // Everything the command line gives. Durations and numbers are kept as text
@@ -56,7 +58,7 @@ struct Values {
   std::vector<std::string> urls;
   std::optional<std::string> connect_timeout, timeout, ttl, wait, min_hold, kill_after, on_lost,
       limit, conflict_exit, sync_replicas, while_pid, done_for, label, priority, max_waiters,
-      history;
+      history, layout;
   std::string key, token, pattern = "*";
   std::optional<std::string> count;
   bool follow = false;
@@ -120,6 +122,12 @@ void add_connection_options(CLI::App& app, Values& v) {
   duration(&app, "--timeout", v.timeout, "limit for one Redis command (default 5s)")
       ->group("Connection");
   opt("--prefix", v.g.prefix, "PREFIX", "prefix of every Redis key (default lock:)");
+  app.add_option("--layout", v.layout,
+                 "whose keys: rlock (default), plain (SET PREFIXKEY NX PX, as the seeds' "
+                 "NestJS service) or redisson (Redisson's hash at KEY); default $RLOCK_LAYOUT. "
+                 "Two layouts for one name are two different locks")
+      ->type_name("LAYOUT")
+      ->group("Connection");
 }
 
 void add_output_options(CLI::App& app, Values& v) {
@@ -683,6 +691,10 @@ void finish(Values& v) {
   if (v.history)
     g.history =
         whole_number(*v.history, 0, kMaxHistory, "--history", "a whole number from 0 to 10000");
+  if (v.layout)
+    g.layout = parse_layout(*v.layout, "--layout");
+  else if (const char* l = std::getenv("RLOCK_LAYOUT"); l && *l)
+    g.layout = parse_layout(l, "RLOCK_LAYOUT");
   g.urls = v.urls;
   o.key = v.key;
   o.and_keys = v.and_keys;
@@ -699,6 +711,20 @@ int dispatch(Values& v, const Subcommands& s, CLI::App& app, const Words& w) {
           fmt::format("--json does not apply to {}: it is for acquire, extend, status "
                       "and list",
                       sub->get_name()));
+  if (s.run->parsed() || s.acquire->parsed() || s.extend->parsed() || s.release->parsed())
+    check_layout_options(g, &v.o);
+  else
+    check_layout_options(g, nullptr);
+  if (s.history->parsed() && g.layout != Layout::Rlock)
+    throw_usage(
+        fmt::format("history does not work with --layout {}: the layout keeps no "
+                    "history (its keys would fall in other Cluster slots)",
+                    layout_name(g.layout)));
+  if (s.forget->parsed() && g.layout != Layout::Rlock)
+    throw_usage(
+        fmt::format("forget does not work with --layout {}: the layout keeps nothing "
+                    "beside the lock (break removes a holder)",
+                    layout_name(g.layout)));
   if (s.run->parsed() || s.acquire->parsed()) v.o.label = resolve_label(v.label);
   if (s.run->parsed()) {
     v.rc.argv = w.split ? w.command : app.remaining();

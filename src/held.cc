@@ -126,6 +126,9 @@ bool same_lock(const HeldEntry& e, const std::string& key, const std::string& pr
 }  // namespace
 
 std::string lock_location(const GlobalOptions& g) {
+  // Two layouts for one name are two locks: RLOCK_HELD tells them apart.
+  if (g.layout != Layout::Rlock)
+    return canonical_where(effective_urls(g)) + " layout=" + layout_name(g.layout);
   return canonical_where(effective_urls(g));
 }
 
@@ -202,6 +205,23 @@ std::optional<Holder> verify_held(Loop& loop, Lock& lock, const HeldEntry& entry
   if (h->kept_ms > 0 || h->done_ms > 0) {
     why = "its lease is kept after its command ended (--min-hold or --done-for)";
     return std::nullopt;
+  }
+  if (h->opaque) {
+    // Another tool's layout keeps no holder details: the 128-bit token that
+    // only RLOCK_HELD carried holds it, and under Redisson's layout its id ends
+    // in the holder's pid (UUID:PID), which must be an ancestor.
+    Holder found = *h;
+    auto colon = found.token.rfind(':');
+    if (colon == std::string::npos) return found;
+    char* end = nullptr;
+    long pid = std::strtol(found.token.c_str() + colon + 1, &end, 10);
+    if (*end != '\0' || pid < 1 || pid > 0x7fffffff ||
+        !is_ancestor(static_cast<pid_t>(pid), getpid())) {
+      why = "its holder is not an ancestor of this process";
+      return std::nullopt;
+    }
+    found.info.pid = pid;
+    return found;
   }
   if (h->info.host != local_holder_info("", 0).host) {
     why = fmt::format("its holder is on another host ({})", escape_text(h->info.host));

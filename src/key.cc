@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "error.h"
+#include "text.h"
 
 namespace rlock {
 
@@ -60,5 +61,38 @@ LockNames::LockNames(std::string k, std::string p)
       lock(fmt::format("{}{{{}}}", prefix, key)),
       base(lock + ":"),
       channel(fmt::format("{}release:{{{}}}", prefix, key)) {}
+
+LockNames LockNames::of(Layout layout, std::string key, std::string prefix) {
+  LockNames n(std::move(key), std::move(prefix));
+  n.layout = layout;
+  if (layout == Layout::Plain) {
+    n.lock = n.prefix + n.key;
+    n.channel = n.prefix + "release:" + n.key;
+  } else if (layout == Layout::Redisson) {
+    n.lock = n.key;
+    n.channel = "redisson_lock__channel:{" + n.key + "}";
+  }
+  if (layout != Layout::Rlock) n.base = n.lock + ":";
+  return n;
+}
+
+const char* layout_name(Layout l) {
+  switch (l) {
+    case Layout::Plain:
+      return "plain";
+    case Layout::Redisson:
+      return "redisson";
+    default:
+      return "rlock";
+  }
+}
+
+Layout parse_layout(std::string_view s, std::string_view what) {
+  if (s == "rlock") return Layout::Rlock;
+  if (s == "plain") return Layout::Plain;
+  if (s == "redisson") return Layout::Redisson;
+  throw_usage(fmt::format("invalid {} '{}': use rlock, plain or redisson", what,
+                          escape_text(truncate_text(std::string(s), 64))));
+}
 
 }  // namespace rlock

@@ -234,6 +234,13 @@ HolderWords holder_words(const AcquireReply& a, int limit, Millis elapsed, size_
   if (left >= Millis(1000)) left = std::chrono::ceil<std::chrono::seconds>(left);
   std::string lease = fmt::format("lease runs out in {} unless renewed", format_duration(left));
   // Holder details come from Redis: escaped before they reach a terminal.
+  if (h.opaque && h.holds > 0)
+    return {fmt::format("held by Redisson id {}", truncate_columns(escape_text(h.token), 48)),
+            lease};
+  if (h.opaque)
+    return {fmt::format("held by token {} (--layout plain)",
+                        truncate_columns(escape_text(h.token), 13)),
+            lease};
   if (h.info.host.empty())
     return {fmt::format("held by a client that is not rlock (token {})",
                         truncate_columns(escape_text(h.token), 13)),
@@ -268,6 +275,10 @@ std::string new_token() {
   std::string out;
   for (unsigned char c : b) out += fmt::format("{:02x}", c);
   return out;
+}
+
+std::string Lock::fresh_token() const {
+  return new_token();
 }
 
 void SingleLock::acquire(const std::string& token, Millis ttl, bool queue, const HolderInfo& info,

@@ -70,6 +70,11 @@ struct Holder {
   /// A semaphore holder's slot (1…limit, the lowest free at its grant; 0 =
   /// none: not a semaphore, or a holder from before the release that has them).
   long slot = 0;
+  /// A holder of another tool's layout (--layout): `token` is all it keeps
+  /// (plain: the key's value; Redisson: the holder's id), and `holds` its
+  /// Redisson hold count (0 for plain).
+  bool opaque = false;
+  int64_t holds = 0;
 };
 
 struct Waiter {
@@ -84,12 +89,13 @@ struct Waiter {
 struct MasterStatus;
 
 struct LockStatus {
-  int limit = 0;                // 0 = plain lock
-  int64_t fence = 0;            // the last fence issued
-  int64_t now_ms = 0;           // server time
-  std::vector<Holder> holders;  // the first kStatusRecords of them
-  std::vector<Waiter> waiters;  // in line order, the first kStatusRecords
-  long holder_count = 0;        // all of them
+  Layout layout = Layout::Rlock;  // whose keys (--layout)
+  int limit = 0;                  // 0 = plain lock
+  int64_t fence = 0;              // the last fence issued
+  int64_t now_ms = 0;             // server time
+  std::vector<Holder> holders;    // the first kStatusRecords of them
+  std::vector<Waiter> waiters;    // in line order, the first kStatusRecords
+  long holder_count = 0;          // all of them
   long waiter_count = 0;
   std::vector<Event> last;  // the newest events of its history, newest first (protocol 4)
   /// Quorum mode: how many masters make a majority, and what each said (in
@@ -234,6 +240,9 @@ class Lock {
   /// The locks of the single keys this is made of (`--and`: several, in the
   /// user's order; else this one).
   virtual std::vector<Lock*> parts() { return {this}; }
+  /// A new token for a holder of this lock (new_token(); Redisson's layout
+  /// has ids of its own form).
+  virtual std::string fresh_token() const;
 
   Loop& loop() { return clients().front()->loop(); }
   Millis command_timeout() { return clients().front()->command_timeout(); }

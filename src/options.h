@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "duration.h"
+#include "key.h"
 #include "redis.h"
 
 namespace rlock {
@@ -21,6 +22,7 @@ struct GlobalOptions {
   Millis connect_timeout{5000};
   Millis timeout{5000};
   std::string prefix = "lock:";
+  Layout layout = Layout::Rlock;  // --layout / RLOCK_LAYOUT
   bool verbose = false;
   bool quiet = false;
   bool json = false;

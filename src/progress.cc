@@ -73,9 +73,11 @@ void WaitReporter::report(const WaitProgress& p) {
       loop_.cancel(timer_);
       timer_ = 0;
       status_line("");
-      log_info(fmt::format(
-          "acquired '{}' after {} (fence {})", escape_text(key_),
-          format_duration(std::chrono::duration_cast<Millis>(Clock::now() - p.started)), p.fence));
+      // Fences start at 1: 0 is another tool's layout, which has none.
+      log_info(
+          fmt::format("acquired '{}' after {}{}", escape_text(key_),
+                      format_duration(std::chrono::duration_cast<Millis>(Clock::now() - p.started)),
+                      p.fence > 0 ? fmt::format(" (fence {})", p.fence) : ""));
       return;
     case WaitProgress::Kind::Stopped:
       loop_.cancel(timer_);

@@ -59,11 +59,13 @@ std::vector<std::string> command_env(const std::vector<Lock*>& parts, const std:
     fences += fmt::format("{}{}", i ? "\n" : "", i < a.fences.size() ? a.fences[i] : a.fence);
     mine.push_back({token, n.key, n.prefix, where});
   }
+  // Another tool's layout has no fences: none are given (and none inherited).
+  bool fenced = parts.front()->names().layout == Layout::Rlock;
   std::vector<std::string> env{"RLOCK_KEY=" + parts.front()->names().key,
                                "RLOCK_TOKEN=" + token,
-                               fmt::format("RLOCK_FENCE={}", a.fence),
+                               fenced ? fmt::format("RLOCK_FENCE={}", a.fence) : "RLOCK_FENCE",
                                "RLOCK_KEYS=" + keys,
-                               "RLOCK_FENCES=" + fences,
+                               fenced ? "RLOCK_FENCES=" + fences : "RLOCK_FENCES",
                                "RLOCK_HELD=" + held_with_each(held, mine)};
   // A pool (--limit N): which of the N this holder is, unique among live holders.
   if (a.slot > 0) env.push_back(fmt::format("RLOCK_SLOT={}", a.slot));
@@ -97,7 +99,7 @@ class Runner {
         cmd_(c),
         session_(g),
         lock_(session_.locks(o, g.prefix)),
-        token_(new_token()),
+        token_(lock_->fresh_token()),
         held_(std::move(held)),
         where_(lock_location(g)) {}
 

@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 
+#include "layout.h"
 #include "multi.h"
 #include "quorum.h"
 #include "text.h"
@@ -51,7 +52,7 @@ constexpr Millis kIdentifyBound{250};
 
 }  // namespace
 
-Session::Session(const GlobalOptions& g) : history(g.history) {
+Session::Session(const GlobalOptions& g) : history(g.history), layout(g.layout) {
   std::vector<std::string> urls = effective_urls(g);
   if (urls.size() > kMaxMasters)
     throw_usage(
@@ -145,6 +146,13 @@ std::unique_ptr<Lock> Session::make_lock(const std::string& key, const std::stri
 
 std::unique_ptr<Lock> Session::make_lock_on(const std::string& key, const std::string& prefix,
                                             int limit) {
+  if (layout != Layout::Rlock) {
+    // check_layout_options refused these before; a lock found by `list` too.
+    if (quorum() || limit > 0)
+      throw_usage(
+          fmt::format("--layout {} has neither a quorum mode nor --limit", layout_name(layout)));
+    return std::make_unique<LayoutLock>(*clients.front(), LockNames::of(layout, key, prefix));
+  }
   if (!quorum())
     return std::make_unique<SingleLock>(*clients.front(), LockNames(key, prefix), limit);
   if (limit > 0)

@@ -45,7 +45,8 @@ struct Session {
 
   Loop loop;
   std::vector<std::unique_ptr<Client>> clients;
-  int history = 100;  // for every lock made here (--history)
+  int history = 100;              // for every lock made here (--history)
+  Layout layout = Layout::Rlock;  // --layout: of every lock made here
 
  private:
   void refuse_same_server();

@@ -127,7 +127,9 @@ void Acquirer::listen_for_releases() {
   ev.message = [this, alive](const std::string&) {
     if (!*alive || finished_) return;
     log_verbose(fmt::format("heard a release on {}", lock_.names().channel));
-    schedule(jitter(kRetryJitter));
+    // Waiters of several masters spread out (split votes); on one deployment
+    // (another tool's layout) the first SET NX wins anyway.
+    schedule(lock_.clients().size() > 1 ? jitter(kRetryJitter) : Millis(0));
   };
   ev.ready = [this, alive] {
     if (!*alive || finished_) return;
@@ -242,7 +244,7 @@ void Acquirer::on_reply(Outcome<AcquireReply> o) {
       if (h.ttl_left.count() >= 0) delay = std::min(delay, h.ttl_left + Millis(5));
     delay = std::max(delay, Millis(20));
   }
-  schedule(lock_.fair() ? delay : delay + jitter(kRetryJitter));
+  schedule(lock_.fair() || lock_.clients().size() == 1 ? delay : delay + jitter(kRetryJitter));
 }
 
 // Under Sentinel a grant counts only once the sentinels, asked after it was

@@ -51,8 +51,10 @@ std::string output_of(const GlobalOptions& g, const LockOptions& o, const std::s
       more = fmt::format(",\"keys\":[{}],\"fences\":[{}]", k, f);
     }
     if (slot > 0) more += fmt::format(",\"slot\":{}", slot);
+    // Another tool's layout has no fences.
+    std::string fence = g.layout == Layout::Rlock ? std::to_string(fences.front()) : "null";
     return fmt::format("{{\"key\":{},\"token\":{},\"fence\":{},\"ttl_ms\":{}{}}}\n",
-                       json_string(o.key), json_string(token), fences.front(), ttl.count(), more);
+                       json_string(o.key), json_string(token), fence, ttl.count(), more);
   }
   if (o.export_env) {
     std::string k, f;
@@ -61,6 +63,11 @@ std::string output_of(const GlobalOptions& g, const LockOptions& o, const std::s
       f += fmt::format("{}{}", i ? "\n" : "", fences[i]);
     }
     std::string pool = slot > 0 ? fmt::format("RLOCK_SLOT={}; export RLOCK_SLOT; ", slot) : "";
+    if (g.layout != Layout::Rlock)
+      return fmt::format(
+          "RLOCK_KEY={}; RLOCK_TOKEN={}; RLOCK_KEYS={}; RLOCK_HELD={}; unset RLOCK_FENCE "
+          "RLOCK_FENCES; export RLOCK_KEY RLOCK_TOKEN RLOCK_KEYS RLOCK_HELD\n",
+          shell_quote(o.key), shell_quote(token), shell_quote(k), shell_quote(held));
     return fmt::format(
         "{}RLOCK_KEY={}; RLOCK_TOKEN={}; RLOCK_FENCE={}; RLOCK_KEYS={}; RLOCK_FENCES={}; "
         "RLOCK_HELD={}; export RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE RLOCK_KEYS RLOCK_FENCES "
@@ -307,7 +314,7 @@ int cmd_acquire(const GlobalOptions& g, const LockOptions& o) {
   const std::string where = lock_location(g);
   if (acquire_nested(s, *lock, g, o, held, where)) return exitcode::kOk;
   check_held_room(held, o.keys(), g.prefix, where);
-  std::string token = new_token();
+  std::string token = lock->fresh_token();
   auto taken = take(s, *lock, o, token, start);
   if (auto* status = std::get_if<int>(&taken)) return *status;
   const Acquired& a = std::get<Acquired>(taken);

@@ -28,7 +28,21 @@ std::string glob_escape(const std::string& s) {
 
 // The lock name in Redis key `name` under `head` ("lock:{"): plain locks
 // (PREFIX{KEY}) and semaphores (PREFIX{KEY}:holders); nullopt for any other key.
-std::optional<std::string> lock_name(const std::string& name, const std::string& head) {
+// Under --layout plain `head` is the prefix and KEY the rest (no braces: those
+// are rlock's own keys); under --layout redisson `head` is empty and KEY the
+// whole name (a lock name rlock could take: no braces either).
+std::optional<std::string> lock_name(const std::string& name, const std::string& head,
+                                     Layout layout = Layout::Rlock) {
+  if (layout != Layout::Rlock) {
+    if (name.compare(0, head.size(), head) != 0) return std::nullopt;
+    std::string key = name.substr(head.size());
+    try {
+      validate_key(key);
+    } catch (const Error&) {
+      return std::nullopt;
+    }
+    return key;
+  }
   auto close = name.find('}', head.size());
   if (name.compare(0, head.size(), head) != 0 || close == std::string::npos) return std::nullopt;
   std::string rest = name.substr(close + 1);
@@ -37,21 +51,42 @@ std::optional<std::string> lock_name(const std::string& name, const std::string&
 }
 
 // One SCAN reply: the cursor to go on with ("0": done); the lock names are added to `keys`.
-std::string scan_step(const Reply& r, const std::string& head, std::set<std::string>& keys) {
+std::string scan_step(const Reply& r, const std::string& head, std::set<std::string>& keys,
+                      Layout layout = Layout::Rlock) {
   auto& e = r.as_array("a SCAN reply", 2);
   for (auto& k : e[1].as_array("SCAN keys"))
-    if (auto key = lock_name(k.as_string("a key name"), head)) keys.insert(*key);
+    if (auto key = lock_name(k.as_string("a key name"), head, layout)) keys.insert(*key);
   return e[0].as_string("a SCAN cursor");
+}
+
+// SCAN's arguments after the cursor: MATCH, COUNT and, under another tool's
+// layout, the TYPE its lock has (a string, Redisson's hash).
+Args scan_args(const std::string& cursor, const std::string& match, Layout layout,
+               const char* count) {
+  Args a{"SCAN", cursor, "MATCH", match, "COUNT", count};
+  if (layout != Layout::Rlock) {
+    a.push_back("TYPE");
+    a.push_back(layout == Layout::Redisson ? "hash" : "string");
+  }
+  return a;
+}
+
+// Where lock names start in Redis keys: "lock:{" (rlock), the prefix (plain),
+// nothing (Redisson).
+std::string head_of(const GlobalOptions& g) {
+  if (g.layout == Layout::Plain) return g.prefix;
+  if (g.layout == Layout::Redisson) return "";
+  return g.prefix + "{";
 }
 
 // The lock names that SCAN MATCH `match` finds on one node, added to `keys`.
 void scan(Client& client, const std::string& node, const std::string& match,
-          const std::string& head, std::set<std::string>& keys) {
+          const std::string& head, std::set<std::string>& keys, Layout layout) {
   std::string cursor = "0";
   do {
-    Reply r = call(client, {"SCAN", cursor, "MATCH", match, "COUNT", "500"}, "SCAN",
+    Reply r = call(client, scan_args(cursor, match, layout, "500"), "SCAN",
                    CallOptions{Millis(0), {}, {}, node});
-    cursor = scan_step(r, head, keys);
+    cursor = scan_step(r, head, keys, layout);
   } while (cursor != "0");
 }
 
@@ -60,6 +95,8 @@ std::string scan_match(const GlobalOptions& g, const std::string& pattern) {
   if (pattern.empty() || pattern.find_first_of("{}") != std::string::npos)
     throw_usage("invalid pattern: it is a glob over KEY, without '{' or '}'");
   validate_prefix(g.prefix);
+  if (g.layout == Layout::Plain) return glob_escape(g.prefix) + pattern;
+  if (g.layout == Layout::Redisson) return pattern;
   return glob_escape(g.prefix + "{") + pattern + "}*";
 }
 
@@ -126,7 +163,7 @@ class Prometheus {
 int cmd_list(const GlobalOptions& g, const std::string& pattern, bool prometheus) {
   std::string match = scan_match(g, pattern);
   Session s(g);
-  std::string head = g.prefix + "{";
+  std::string head = head_of(g);
   std::set<std::string> keys;  // sorted, de-duplicated (SCAN may repeat)
   // Every master: one server, each master of a Cluster, every master of a quorum (a
   // key that a quorum holds is on a majority of them: any one of those names it).
@@ -140,7 +177,7 @@ int cmd_list(const GlobalOptions& g, const std::string& pattern, bool prometheus
     try {
       auto masters = wait_for<std::vector<std::string>>(
           s.loop, [&](Done<std::vector<std::string>> d) { client->masters(std::move(d)); });
-      for (const std::string& node : masters) scan(*client, node, match, head, keys);
+      for (const std::string& node : masters) scan(*client, node, match, head, keys, g.layout);
       answered.push_back(client.get());
     } catch (const Error& e) {
       if (!s.quorum() || (e.kind() != ErrorKind::Unavailable && e.kind() != ErrorKind::Permission))
@@ -164,8 +201,17 @@ int cmd_list(const GlobalOptions& g, const std::string& pattern, bool prometheus
   std::string out;
   for (auto& key : keys) {
     auto lock = s.found_lock(key, g.prefix, answered);
-    auto st = wait_for<LockStatus>(s.loop, [&](Done<LockStatus> d) { lock->status(std::move(d)); });
+    LockStatus st;
+    try {
+      st = wait_for<LockStatus>(s.loop, [&](Done<LockStatus> d) { lock->status(std::move(d)); });
+    } catch (const Error& e) {
+      // Under another tool's layout, a key of another type or kind is not a lock.
+      if (g.layout == Layout::Rlock || e.kind() != ErrorKind::Protocol) throw;
+      continue;
+    }
     if (st.holders.empty()) continue;
+    // Their locks always expire (PX, PEXPIRE): a key without expiry is something else.
+    if (g.layout != Layout::Rlock && st.holders.front().ttl_left < Millis(0)) continue;
     if (prometheus) {
       metrics.add(key, st);
     } else if (g.json) {
@@ -217,7 +263,7 @@ int cmd_list_names(const GlobalOptions& given, const std::string& pattern) {
   GlobalOptions g = given;
   g.connect_timeout = std::min(g.connect_timeout, g.timeout);
   Session s(g);
-  std::string head = g.prefix + "{";
+  std::string head = head_of(g);
   std::set<std::string> keys;
   std::optional<Error> failure;
   size_t answered = 0;
@@ -244,14 +290,13 @@ int cmd_list_names(const GlobalOptions& given, const std::string& pattern) {
           }
           CallOptions opt{left(), {}, {}, node};
           auto r = settle_by<Result>(s.loop, deadline, [&](std::function<void(Result)> done) {
-            client->command({"SCAN", cursor, "MATCH", match, "COUNT", "1000"}, std::move(done),
-                            opt);
+            client->command(scan_args(cursor, match, g.layout, "1000"), std::move(done), opt);
           });
           if (!r) {
             out_of_time = true;
             break;
           }
-          cursor = scan_step(expect_ok(*r, "SCAN"), head, keys);
+          cursor = scan_step(expect_ok(*r, "SCAN"), head, keys, g.layout);
         } while (cursor != "0");
         if (out_of_time || keys.size() >= kMaxListedNames) break;
       }

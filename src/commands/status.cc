@@ -6,6 +6,7 @@
 
 #include "commands/commands.h"
 #include "duration.h"
+#include "layout.h"
 #include "output.h"
 #include "table.h"
 
@@ -70,6 +71,12 @@ std::string who_short(const HolderInfo& i) {
   return fmt::format("{}{}:{}", user, escape_text(i.host), i.pid);
 }
 
+// A holder in another tool's layout: what the layout keeps of it.
+std::string who_opaque(const Holder& h) {
+  if (h.holds > 0) return fmt::format("Redisson id {}, holds {}", escape_text(h.token), h.holds);
+  return "a holder of the plain layout (the key keeps its token only)";
+}
+
 // Holder details come from Redis: escaped, they cannot forge a line.
 std::string who(const HolderInfo& i) {
   if (i.host.empty()) return "unknown client (no holder details)";
@@ -106,6 +113,9 @@ std::string master_json(const MasterStatus& m) {
 
 // The first line of status: "deploy: held (fence 7)", "deploy: free (last fence 7)".
 std::string headline(const std::string& key, const LockStatus& s) {
+  if (s.layout != Layout::Rlock)
+    return fmt::format("{}: {} (--layout {})", key, s.holders.empty() ? "free" : "held",
+                       layout_name(s.layout));
   if (s.holders.empty()) return fmt::format("{}: free (last fence {})", key, s.fence);
   if (s.holders.front().done_ms > 0)
     return fmt::format("{}: done (fence {})", key, s.holders.front().fence);
@@ -159,7 +169,7 @@ std::string status_text(const std::string& key, const LockStatus& s) {
       out += fmt::format("  {}  {}\n          ran as {}\n", role, kept_words(h, s.now_ms),
                          who(h.info));
     else
-      out += fmt::format("  {}  {}\n", role, who(h.info));
+      out += fmt::format("  {}  {}\n", role, h.opaque ? who_opaque(h) : who(h.info));
     if (!h.info.label.empty())
       out += fmt::format("          label {}\n", escape_text(h.info.label));
     if (h.since_ms > 0)
@@ -198,7 +208,10 @@ std::string status_table(const std::string& key, const LockStatus& s, size_t wid
                        : h.kept_ms > 0 ? "kept"
                        : h.shared      ? "shared"
                                        : "holder";
-    if (h.info.host.empty() || h.since_ms == 0)
+    if (h.opaque)
+      rows.push_back({role, h.holds > 0 ? "Redisson" : "plain", "?", "?",
+                      left_for_table(h.ttl_left), "-", ""});
+    else if (h.info.host.empty() || h.since_ms == 0)
       rows.push_back({role, h.info.host.empty() ? "not rlock" : who_short(h.info), "?", "?",
                       left_for_table(h.ttl_left), "-", escape_text(h.info.cmd)});
     else
@@ -250,7 +263,7 @@ std::string status_json(const std::string& key, const LockStatus& s) {
         "{{\"token\":{},\"host\":{},\"pid\":{},\"user\":{},\"command\":{},\"since\":{},"
         "\"since_ms\":{},\"age_ms\":{},\"ttl_left_ms\":{},\"ttl_ms\":{},\"fence\":{},"
         "\"kept\":{},\"kept_until\":{},\"exit_status\":{},\"mode\":{},\"done\":{},"
-        "\"done_at\":{},\"label\":{},\"slot\":{}}}",
+        "\"done_at\":{},\"label\":{},\"slot\":{},\"holds\":{}}}",
         json_string(h.token), json_string(h.info.host), h.info.pid, json_string(h.info.user),
         json_string(h.info.cmd), h.since_ms ? json_string(utc_iso(h.since_ms)) : "null", h.since_ms,
         h.since_ms ? elapsed_ms(s.now_ms, h.since_ms) : 0, h.ttl_left.count(), h.ttl.count(),
@@ -260,7 +273,8 @@ std::string status_json(const std::string& key, const LockStatus& s) {
         h.shared ? "\"shared\"" : "\"exclusive\"", h.done_ms > 0 ? "true" : "false",
         h.done_ms > 0 ? json_string(utc_iso(h.done_ms)) : "null",
         h.info.label.empty() ? "null" : json_string(h.info.label),
-        h.slot > 0 ? std::to_string(h.slot) : "null");
+        h.slot > 0 ? std::to_string(h.slot) : "null",
+        h.holds > 0 ? std::to_string(h.holds) : "null");
   }
   long n = 0;
   for (auto& w : s.waiters) {
@@ -284,17 +298,26 @@ std::string status_json(const std::string& key, const LockStatus& s) {
     last += (last.empty() ? "" : ",") + event_json(*it);
   masters += fmt::format(",\"last_events\":[{}]", last);
   return fmt::format(
-      "{{\"key\":{},\"held\":{},\"done\":{},\"limit\":{},\"fence\":{},\"server_time\":{},"
-      "\"holders\":[{}],\"waiters\":[{}],\"holder_count\":{},\"waiter_count\":{}{}}}",
-      json_string(key), s.holders.empty() ? "false" : "true",
+      "{{\"key\":{},\"layout\":\"{}\",\"held\":{},\"done\":{},\"limit\":{},\"fence\":{},"
+      "\"server_time\":{},\"holders\":[{}],\"waiters\":[{}],\"holder_count\":{},"
+      "\"waiter_count\":{}{}}}",
+      json_string(key), layout_name(s.layout), s.holders.empty() ? "false" : "true",
       !s.holders.empty() && s.holders.front().done_ms > 0 ? "true" : "false", s.limit, s.fence,
-      json_string(utc_iso(s.now_ms)), holders, waiters, s.holder_count, s.waiter_count, masters);
+      s.now_ms > 0 ? json_string(utc_iso(s.now_ms)) : "null", holders, waiters, s.holder_count,
+      s.waiter_count, masters);
 }
 
 int cmd_status(const GlobalOptions& g, const std::string& key) {
   Session s(g);
   auto lock = s.lock(key, g.prefix);
   auto st = wait_for<LockStatus>(s.loop, [&](Done<LockStatus> d) { lock->status(std::move(d)); });
+  // Two layouts for one name are two locks: say so when the other is held.
+  if (!s.quorum())
+    for (const std::string& other : other_layouts_held(*s.clients.front(), key, g))
+      log_info(
+          fmt::format("warning: '{}' is also held under {}: two layouts for one name are "
+                      "two different locks that do not exclude each other",
+                      escape_text(key), other));
   if (g.json)
     print_out(status_json(key, st) + "\n");
   else if (stdout_is_tty())
