@@ -132,12 +132,13 @@ wait_acquired() {
 
 # n_subscribed clients|others: connections subscribed to anything (channels, patterns,
 # shard channels) on every server of the topology: the node clients' (named interop-…,
-# see tests/interop/cli.js), or the others' (rlock's).
+# see tests/interop/cli.js; ioredis names a Cluster's subscriber
+# "ioredis-cluster(subscriber):interop-…"), or the others' (rlock's).
 n_subscribed() {
-  local n=0 c name
+  local n=0 c name re=' name=[^ ]*interop-'
   for name in "${NODES[@]}"; do
     c=$(rcli_to "$name" client list | grep -E ' (sub|psub|ssub)=[1-9]' |
-      if [[ $1 == clients ]]; then grep -c ' name=interop-'; else grep -vc ' name=interop-'; fi) || true
+      if [[ $1 == clients ]]; then grep -c "$re"; else grep -vc "$re"; fi) || true
     n=$((n + c))
   done
   echo "$n"
