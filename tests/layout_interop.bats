@@ -11,7 +11,7 @@
 # sections), a release waking the other side's waiter at once, a holder killed with -9,
 # on one redis-server and on a 3-master Redis Cluster (the seed's own deployment).
 # The npm packages come from scripts/setup.sh (npm ci in tests/interop): without node or
-# tests/interop/node_modules every test is skipped, saying so.
+# tests/interop/node_modules every test is skipped, saying so (under CI=true, fails).
 #
 # Ordering events are awaited, never slept for: a driver's "acquired"/"waiting" lines, a
 # gate file, a waiter's subscription (CLIENT LIST). Bounds that measure a promise (a
@@ -44,6 +44,9 @@ setup_file() {
 setup() {
   local why
   why=$(_interop_missing)
+  if [[ -n $why && ${CI:-} == true ]]; then
+    fail "$why: CI installs them (.ci/run runs scripts/setup.sh --deps-only)"
+  fi
   [[ -z $why ]] || skip "$why"
   T=$BATS_TEST_TMPDIR
   write_gate "$T/gate"
