@@ -22,7 +22,12 @@ packages=(
   systemd                              # docs/recipes: systemd-analyze verify of the units
   clang-14 libclang-rt-14-dev llvm-14 # scripts/fuzz.sh: libFuzzer + sanitizer runtimes, symbolizer
   etcd-server etcd-client              # bench/run.sh: etcdctl lock, a baseline
+  nodejs npm                           # tests/layout_interop.bats: the clients of tests/interop
 )
+
+# tests/layout_interop.bats runs clients nobody here wrote (node-redisson) and a
+# re-implementation of the seeds' NestJS service: npm packages, pinned by this lock file.
+interop_dir=tests/interop
 
 usage() {
   echo "usage: scripts/setup.sh [--deps-only]"
@@ -42,11 +47,21 @@ case ${1:-} in
     ;;
 esac
 
+# Prints the names of the installed packages and of those they provide, one a line (a
+# machine may have NodeSource's nodejs, which provides npm and conflicts with Debian's).
+installed_names() {
+  # shellcheck disable=SC2016 # ${Status} and the rest are dpkg-query's fields
+  dpkg-query -W -f='${Status}|${Package}, ${Provides}\n' 2>/dev/null |
+    sed -n 's/^install ok installed|//p' | tr ',' '\n' | sed 's/^ *//; s/ .*//' | grep .
+}
+
 install_packages() {
   local p
   local -a missing=() sudo=()
+  local -A have=()
+  while read -r p; do have[$p]=1; done < <(installed_names)
   for p in "${packages[@]}"; do
-    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    if [[ -z ${have[$p]:-} ]]; then
       missing+=("$p")
     fi
   done
@@ -64,7 +79,21 @@ install_packages() {
   echo "setup: installing ${missing[*]}"
   "${sudo[@]}" apt-get update
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
-    apt-get install -y --no-install-recommends "${packages[@]}"
+    apt-get install -y --no-install-recommends "${missing[@]}"
+}
+
+# npm ci in tests/interop, unless its node_modules was installed from this very lock file
+# (a stamp with the lock file's checksum, written after a successful npm ci).
+install_interop_modules() {
+  local stamp=$interop_dir/node_modules/.rlock-lock-sha256 sum
+  sum=$(sha256sum <"$interop_dir/package-lock.json")
+  if [[ -f $stamp && $(<"$stamp") == "$sum" ]]; then
+    echo "setup: $interop_dir/node_modules is up to date with its package-lock.json"
+    return 0
+  fi
+  echo "setup: installing the npm packages of $interop_dir (npm ci)"
+  npm ci --prefix "$interop_dir" --no-audit --no-fund
+  echo "$sum" >"$stamp"
 }
 
 build_rlock() {
@@ -127,6 +156,7 @@ demo() {
 }
 
 install_packages
+install_interop_modules
 if ((deps_only)); then exit 0; fi
 build_rlock
 ensure_redis
