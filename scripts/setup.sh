@@ -92,7 +92,16 @@ install_interop_modules() {
     return 0
   fi
   echo "setup: installing the npm packages of $interop_dir (npm ci)"
-  npm ci --prefix "$interop_dir" --no-audit --no-fund
+  local try
+  for try in 1 2 3; do
+    npm ci --prefix "$interop_dir" --no-audit --no-fund && break
+    if ((try == 3)); then
+      echo "setup: npm ci failed 3 times (is the npm registry reachable?)" >&2
+      exit 1
+    fi
+    echo "setup: npm ci failed; trying again in $((try * 5))s" >&2
+    sleep $((try * 5))
+  done
   echo "$sum" >"$stamp"
 }
 

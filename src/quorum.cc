@@ -126,6 +126,10 @@ void QuorumLock::acquire(const std::string& token, Millis ttl, bool /*queue*/,
         l.acquire(token, ttl, false, info, attempt, std::move(d), per);
       },
       [this, alive, token, ttl, until, done](std::vector<Outcome<AcquireReply>> rs) {
+        // Two URLs of one server would count twice: its INFO went out first.
+        if (identity_check_)
+          if (auto e = identity_check_())
+            return give_back(token, ttl, [done, e = *e] { done({e, {}}); });
         size_t granted = 0;
         int64_t fence = 0;
         std::map<std::string, size_t> holder_votes;

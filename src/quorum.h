@@ -29,6 +29,11 @@ class QuorumLock : public Lock {
   /// answered (list): the majority is still a majority of all.
   QuorumLock(std::vector<Client*> masters, LockNames names, size_t of = 0);
   ~QuorumLock() override;
+  /// Asked before a majority's grants count: an Error (two URLs of one
+  /// server) gives them back and fails the attempt with it (Session).
+  void set_identity_check(std::function<std::optional<Error>()> check) {
+    identity_check_ = std::move(check);
+  }
 
   /// Requests go to every master at once, each bounded by a share of the TTL;
   /// granted by fewer than a majority, every grant is given back before the
@@ -71,6 +76,7 @@ class QuorumLock : public Lock {
   size_t quorum() const { return total_ / 2 + 1; }
 
  private:
+  std::function<std::optional<Error>()> identity_check_;
   template <class T>
   using Each = std::function<void(SingleLock&, Done<T>)>;
   template <class T>

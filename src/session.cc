@@ -71,35 +71,56 @@ Session::Session(const GlobalOptions& g) : history(g.history), layout(g.layout) 
 }
 
 // Names differ, the server may not (localhost and 127.0.0.1, a socket and its
-// port): each server's run_id says. One INFO to every master at once.
+// port): each server's run_id says. One INFO to every master at once, sent
+// here and not waited for: run and acquire send their first acquire right
+// behind it on the same connections and check the replies before a grant
+// counts (QuorumLock::set_identity_check); every other command waits for them
+// first (check_identities).
 void Session::refuse_same_server() {
-  std::vector<std::optional<std::string>> ids(clients.size());
-  size_t pending = clients.size();
+  identities_ = std::make_shared<Identities>();
+  identities_->ids.resize(clients.size());
+  identities_->pending = clients.size();
   CallOptions opt;
   opt.timeout = std::min(kIdentifyBound, clients.front()->command_timeout());
   for (size_t i = 0; i < clients.size(); ++i) {
     clients[i]->command(
         {"INFO", "server"},
-        [&ids, &pending, i](Result r) {
-          if (!r.failure && r.reply.type == Reply::Type::String) ids[i] = run_id_of(r.reply.str);
-          --pending;
+        [ids = identities_, i](Result r) {
+          if (!r.failure && r.reply.type == Reply::Type::String)
+            ids->ids[i] = run_id_of(r.reply.str);
+          --ids->pending;
         },
         opt);
   }
-  loop.run_until([&] { return pending == 0; });
+}
+
+std::optional<Error> Session::same_server(const Identities& ids,
+                                          const std::vector<std::string>& names) {
   std::map<std::string, size_t> first;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (!ids[i]) continue;
-    auto [it, fresh] = first.emplace(*ids[i], i);
+  for (size_t i = 0; i < ids.ids.size(); ++i) {
+    if (!ids.ids[i]) continue;
+    auto [it, fresh] = first.emplace(*ids.ids[i], i);
     if (!fresh)
-      throw_usage(
-          fmt::format("{} and {} are the same server: quorum mode needs independent masters",
-                      clients[it->second]->name(), clients[i]->name()));
+      return Error(ErrorKind::Usage,
+                   fmt::format("{} and {} are the same server: quorum mode needs independent "
+                               "masters",
+                               names[it->second], names[i]));
   }
+  return std::nullopt;
+}
+
+void Session::check_identities() {
+  if (!identities_) return;
+  auto ids = identities_;
+  loop.run_until([&] { return ids->pending == 0; });
+  std::vector<std::string> names;
+  for (auto& c : clients) names.push_back(c->name());
+  if (auto e = same_server(*ids, names)) throw *e;
 }
 
 std::unique_ptr<Lock> Session::lock(const std::string& key, const std::string& prefix, int limit,
                                     bool shared) {
+  if (!defer_identities_) check_identities();
   validate_key(key);
   validate_prefix(prefix);
   auto l = make_lock(key, prefix, limit);
@@ -126,13 +147,17 @@ std::unique_ptr<Lock> Session::locks(const std::vector<std::string>& keys,
 }
 
 std::unique_ptr<Lock> Session::locks(const LockOptions& o, const std::string& prefix) {
+  // The first acquire goes out behind the masters' INFO: checked before a grant counts.
+  defer_identities_ = true;
   auto l = locks(o.keys(), prefix, o.limit, o.shared);
+  defer_identities_ = false;
   l->set_line_policy(LinePolicy{o.priority, o.supersede, o.max_waiters});
   return l;
 }
 
 std::unique_ptr<Lock> Session::found_lock(const std::string& key, const std::string& prefix,
                                           const std::vector<Client*>& only) {
+  check_identities();
   if (!quorum() || only.empty()) return make_lock(key, prefix, 0);
   return std::make_unique<QuorumLock>(only, LockNames(key, prefix), clients.size());
 }
@@ -160,8 +185,15 @@ std::unique_ptr<Lock> Session::make_lock_on(const std::string& key, const std::s
         "--limit cannot be used with several --url: a semaphore's count lives on one "
         "deployment, and the masters of a quorum could disagree on it");
   std::vector<Client*> masters;
-  for (auto& c : clients) masters.push_back(c.get());
-  return std::make_unique<QuorumLock>(std::move(masters), LockNames(key, prefix));
+  std::vector<std::string> names;
+  for (auto& c : clients) {
+    masters.push_back(c.get());
+    names.push_back(c->name());
+  }
+  auto q = std::make_unique<QuorumLock>(std::move(masters), LockNames(key, prefix));
+  if (defer_identities_ && identities_)
+    q->set_identity_check([ids = identities_, names] { return same_server(*ids, names); });
+  return q;
 }
 
 }  // namespace rlock

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,7 +50,18 @@ struct Session {
   Layout layout = Layout::Rlock;  // --layout: of every lock made here
 
  private:
+  /// The masters' run_ids as their INFO replies come (quorum mode).
+  struct Identities {
+    std::vector<std::optional<std::string>> ids;
+    size_t pending = 0;
+  };
   void refuse_same_server();
+  /// Waits for every INFO reply (bounded) and refuses the same server twice.
+  void check_identities();
+  static std::optional<Error> same_server(const Identities& ids,
+                                          const std::vector<std::string>& names);
+  std::shared_ptr<Identities> identities_;
+  bool defer_identities_ = false;
 };
 
 }  // namespace rlock
