@@ -498,3 +498,45 @@ assert_stalled_server_is_quick() {
   done
   rcli flushall >/dev/null
 }
+
+# --- --layout: its values, and the word after it is neither KEY nor subcommand ------------
+
+# assert_layout_completed SHELL: --layout completes rlock plain redisson (also as
+# --layout=VALUE, before and after the subcommand, after run's KEY), its value is not taken
+# for the subcommand, KEY or run's command, and lock names are those of the layout on the
+# line (it is passed to `rlock list --names`, as --prefix is).
+assert_layout_completed() {
+  have_shell "$1"
+  rcli flushall >/dev/null
+  "$RLOCK" --layout plain acquire --ttl 10m deploy:prod >/dev/null || fail "cannot take deploy:prod"
+  run candidates "$1" 'rlock --layout '
+  assert_candidates rlock plain redisson
+  run candidates "$1" 'rlock status --layout '
+  assert_candidates rlock plain redisson
+  run candidates "$1" 'rlock run deploy --layout '
+  assert_candidates rlock plain redisson
+  run candidates "$1" 'rlock --layout=r'
+  case $1 in
+    zsh) assert_candidates redisson rlock ;; # zsh offers the value alone
+    *) assert_candidates --layout=redisson --layout=rlock ;;
+  esac
+  run candidates "$1" 'rlock --layout plain st'
+  assert_candidates status
+  run candidates "$1" 'rlock --layout plain status dep'
+  assert_candidates deploy:prod
+  run candidates "$1" 'rlock status --layout=plain dep'
+  assert_candidates deploy:prod
+  run candidates "$1" 'rlock status dep'
+  assert_output ""
+  run candidates "$1" 'rlock run --layout plain deploy:p'
+  assert_candidates deploy:prod
+  run candidates "$1" 'rlock run deploy:prod --layout plain --on-lost '
+  assert_candidates term kill warn
+  run candidates "$1" 'rlock run deploy:prod --layout plain -- '
+  assert_line sh
+  rcli flushall >/dev/null
+}
+
+@test "bash completes --layout's values; its value is neither KEY nor subcommand" { assert_layout_completed bash; }
+@test "zsh completes --layout's values; its value is neither KEY nor subcommand" { assert_layout_completed zsh; }
+@test "fish completes --layout's values; its value is neither KEY nor subcommand" { assert_layout_completed fish; }

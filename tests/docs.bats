@@ -364,3 +364,46 @@ man_exit_table() {
   [[ $man == *".B 1 status: KEY is free; break: KEY was not held; forget: refused"* ]] ||
     fail "status 1"
 }
+
+@test "README's --layout samples are what status prints for the other tools' locks, with its warning" {
+  # The seeds' NestJS service holds coupon 42 (its token a UUID); a Redisson client holds
+  # invoices:close twice (reentrant), as README's samples show them.
+  rcli set lock:coupon:issue:42 9f1c2e4a-7b3d-4e8f-a1c6-5d2b8e0f3a71 PX 30000 >/dev/null
+  rcli hset invoices:close 6f0e5c1a-2b3c-4d5e-8f90-a1b2c3d4e5f6:57 2 >/dev/null
+  rcli pexpire invoices:close 30000 >/dev/null
+  for cmd in 'rlock --layout plain status coupon:issue:42' \
+    'rlock --layout redisson status invoices:close' 'rlock status coupon:issue:42'; do
+    shown=$(readme_sample "$cmd")
+    [[ -n $shown ]] || fail "README shows no output of: $cmd"
+    read -ra words <<<"${cmd#rlock }"
+    run "$RLOCK" "${words[@]}"
+    [[ $status == 0 || $status == 1 ]] || fail "$cmd: exit $status"
+    assert_equal "$(normalize <<<"$output")" "$(normalize <<<"$shown")"
+  done
+}
+
+@test "README and the man page name every option of --help and every variable of its Environment" {
+  local sub short long missing=()
+  man=$(sed -e 's/\\-/-/g' "$MAN")
+  # Each option line of rlock --help and of each subcommand's: "  -x,--long …" or "  --long …".
+  while read -r short long; do
+    if [[ -n $long ]]; then
+      grep -qE -- "(^|[^a-z-])($short|$long)([^a-z-]|$)" "$README" || missing+=("README: $short/$long")
+    else
+      long=$short
+      grep -qE -- "(^|[^a-z-])$long([^a-z-]|$)" "$README" || missing+=("README: $long")
+    fi
+    grep -qE -- "(^|[^a-z-])$long([^a-z-]|$)" <<<"$man" || missing+=("man: $long")
+  done < <(for sub in "" run acquire extend release status list history break forget; do
+    # shellcheck disable=SC2086 # SUB empty: no word
+    "$RLOCK" $sub --help
+  done | sed -n 's/^  \(-[a-zA-Z]\),\(--[a-z][a-z-]*\).*/\1 \2/p; s/^  \(--[a-z][a-z-]*\).*/\1/p' | sort -u)
+  # The variables of the Environment paragraph (rlock's own and the child's).
+  vars=$("$RLOCK" --help | sed -n '/^Environment:/,/^See /p' | grep -oE '\b(RLOCK|REDIS)[A-Z_]*\b' | sort -u)
+  assert [ "$(wc -l <<<"$vars")" -ge 10 ]
+  for v in $vars; do
+    grep -qw -- "$v" "$README" || missing+=("README: $v")
+    grep -qE "^\.(B|BR|TQ) .*\b$v\b" "$MAN" || missing+=("man: $v")
+  done
+  ((${#missing[@]} == 0)) || fail "not named: ${missing[*]}"
+}
