@@ -711,8 +711,14 @@ int dispatch(Values& v, const Subcommands& s, CLI::App& app, const Words& w) {
           fmt::format("--json does not apply to {}: it is for acquire, extend, status "
                       "and list",
                       sub->get_name()));
-  if (s.run->parsed() || s.acquire->parsed() || s.extend->parsed() || s.release->parsed())
+  if (s.run->parsed() || s.acquire->parsed() || s.extend->parsed() || s.release->parsed()) {
     check_layout_options(g, &v.o);
+    // A label from the environment (RLOCK_LABEL, a CI job's URL) is simply not kept.
+    if (v.label && g.layout != Layout::Rlock)
+      throw_usage(fmt::format("--label does not work with --layout {}: the layout keeps no "
+                              "holder details",
+                              layout_name(g.layout)));
+  }
   else
     check_layout_options(g, nullptr);
   if (s.history->parsed() && g.layout != Layout::Rlock)

@@ -170,6 +170,10 @@ setup() {
     # shellcheck disable=SC2086
     run -64 "$RLOCK" --layout redisson acquire $opt k
   done
+  run -64 "$RLOCK" --layout plain run --label job-7 k -- true
+  assert_output --partial "--label does not work with --layout plain"
+  # a label from the environment (a CI job's) is not kept, and no reason to refuse
+  run -0 env RLOCK_LABEL=job-8 "$RLOCK" --layout plain run k -- true
   run -64 "$RLOCK" --layout plain history k
   assert_output --partial "history does not work with --layout plain"
   run -64 "$RLOCK" --layout redisson forget k --yes
