@@ -205,6 +205,23 @@ HolderInfo local_holder_info(std::string cmd, long pid) {
   return i;
 }
 
+std::vector<LockStatus> parse_list_reply(const Reply& r, size_t n) {
+  auto& e = r.as_array("a list reply", n + 1);
+  if (e.size() != n + 1) throw_protocol("a list reply of another length");
+  int64_t now = num(e[n]);
+  std::vector<LockStatus> out(n);
+  for (size_t i = 0; i < n; ++i) {
+    auto& f = e[i].as_array("a list entry", 4);
+    LockStatus& s = out[i];
+    s.limit = static_cast<int>(std::clamp<int64_t>(num(f[0]), 0, 1'000'000));
+    s.holder_count = static_cast<long>(std::max<int64_t>(0, num(f[1])));
+    s.waiter_count = static_cast<long>(std::max<int64_t>(0, num(f[2])));
+    s.holders = parse_holders(f[3]);
+    s.now_ms = now;
+  }
+  return out;
+}
+
 std::string ordinal(long n) {
   const char* suffix = "th";
   if (n % 100 < 11 || n % 100 > 13) {

@@ -325,6 +325,10 @@ struct HolderWords {
 HolderWords holder_words(const AcquireReply& a, int limit, Millis elapsed = Millis(0),
                          size_t cmd_columns = 40, bool since = true);
 
+/// The `list` script's reply for `n` locks: each one's limit, counts and first
+/// holder, with the server time (Protocol Error for a reply of another shape).
+std::vector<LockStatus> parse_list_reply(const Reply& r, size_t n);
+
 /// "1st", "2nd", "3rd", "11th", "22nd"…
 std::string ordinal(long n);
 

@@ -72,6 +72,11 @@ const Script& history_script() {
   return s;
 }
 
+const Script& list_script() {
+  static const Script s = make<lua::kList>("list", true);
+  return s;
+}
+
 Args keys_of(const LockNames& n) {
   return {n.lock, n.sub("fence"), n.sub("holders"), n.sub("limit"), n.sub("queue"), n.sub("qseq")};
 }

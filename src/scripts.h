@@ -36,6 +36,9 @@ const Script& forget_script();
 const Script& fence_script();
 /// Reads the lock's history, bounded (read-only; protocol 4).
 const Script& history_script();
+/// What `list` shows of many locks at once (read-only): KEYS are their lock
+/// keys PREFIX{KEY}, all of one slot on a Cluster node.
+const Script& list_script();
 
 /// The Lua every script starts with (shared helpers); a script's own part is
 /// its source after this prefix. Exposed so tests can check docs/PROTOCOL.md.

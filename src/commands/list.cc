@@ -9,6 +9,7 @@
 #include "commands/commands.h"
 #include "duration.h"
 #include "output.h"
+#include "scripts.h"
 #include "table.h"
 #include "text.h"
 
@@ -176,10 +177,12 @@ int cmd_list(const GlobalOptions& g, const std::string& pattern, bool prometheus
   // the status calls too, so that a stalled one costs one --timeout, not one per key.
   std::vector<Client*> answered;
   std::optional<Error> failure;
+  bool single_node = true;
   for (auto& client : s.clients) {
     try {
       auto masters = wait_for<std::vector<std::string>>(
           s.loop, [&](Done<std::vector<std::string>> d) { client->masters(std::move(d)); });
+      single_node = single_node && masters.size() == 1;
       for (const std::string& node : masters) scan(*client, node, match, head, keys, g.layout);
       answered.push_back(client.get());
     } catch (const Error& e) {
@@ -205,13 +208,34 @@ int cmd_list(const GlobalOptions& g, const std::string& pattern, bool prometheus
   // The status of every key, kListBatch at a time: their scripts go out together
   // (pipelined on each master's connection), so a long list costs about one round
   // trip per batch, not one per key; memory stays one batch of replies.
+  // On one server that is no Cluster node, a batch is one `list` script call (one
+  // prelude for all of them): what a line needs, not status's every record (--json
+  // prints those). Anywhere else, or if the server refuses it, one status each.
   std::vector<std::string> all(keys.begin(), keys.end());
+  bool one_call = !g.json && g.layout == Layout::Rlock && !s.quorum() && single_node;
   for (size_t from = 0; from < all.size(); from += kListBatch) {
     size_t to = std::min(all.size(), from + kListBatch);
     std::vector<std::unique_ptr<Lock>> locks;
     std::vector<std::optional<Outcome<LockStatus>>> got(to - from);
     size_t pending = to - from;
-    for (size_t i = from; i < to; ++i) {
+    if (one_call) {
+      Args names;
+      for (size_t i = from; i < to; ++i) names.push_back(LockNames(all[i], g.prefix).lock);
+      Result r = settle<Result>(s.loop, [&](std::function<void(Result)> done) {
+        run_script(*s.clients.front(), list_script(), names, {}, std::move(done));
+      });
+      try {
+        std::vector<LockStatus> sts = parse_list_reply(expect_ok(r, "list script"), to - from);
+        for (size_t i = 0; i < sts.size(); ++i) got[i] = Outcome<LockStatus>{{}, std::move(sts[i])};
+        pending = 0;
+      } catch (const Error& e) {
+        if (e.kind() != ErrorKind::Protocol) throw;
+        // A Cluster of one node refuses keys of several slots: one status each.
+        log_verbose(fmt::format("list script: {}; asking each lock", e.what()));
+        one_call = false;
+      }
+    }
+    for (size_t i = from; i < to && pending > 0; ++i) {
       locks.push_back(s.found_lock(all[i], g.prefix, answered));
       locks.back()->status([&got, &pending, i, from](Outcome<LockStatus> o) {
         got[i - from] = std::move(o);
