@@ -85,6 +85,17 @@ no_raw_controls() {
   no_raw_controls "$output$stderr"
 }
 
+@test "redisson: a hash with several ids is said to be held by that many Redisson ids" {
+  rcli hset rmany 'aaaaaaaa-0000-4000-8000-000000000000:1' 1 'bbbbbbbb-0000-4000-8000-000000000000:2' 1 \
+    'cccccccc-0000-4000-8000-000000000000:3' 2 >/dev/null
+  rcli pexpire rmany 30000 >/dev/null
+  rl --layout redisson run -n rmany -- true
+  assert_equal "$status" 75
+  assert_output ""
+  # not "held by 3 of 1 holders" (a semaphore's words)
+  [[ $stderr == *"held by 3 Redisson ids"* && $stderr != *"of 1 holders"* ]] || fail "stderr: $stderr"
+}
+
 @test "a forged RLOCK_HELD naming another program's holder never skips the lock" {
   finding "verify_held trusts a plain holder's token alone (status prints it), and a Redisson id ending in :1 (a JVM's main thread) passes the ancestor check everywhere"
   rcli set lock:fg svc-token px 30000 >/dev/null
