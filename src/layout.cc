@@ -1,7 +1,6 @@
 #include "layout.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include "lua_scripts.h"
 #include "scripts.h"
@@ -113,14 +112,16 @@ Args release_args(const LockNames& n, const std::string& token) {
 
 }  // namespace
 
-std::string LayoutLock::fresh_token() const {
+std::string LayoutLock::fresh_token(long holder_pid) const {
   std::string t = new_token();
   if (layout() != Layout::Redisson) return t;
-  // Redisson's ids are UUID:THREAD; rlock's are a random UUID (version 4) and its pid.
+  // Redisson's ids are UUID:THREAD; rlock's are a random UUID (version 4) and
+  // the holder's pid (run: rlock itself; acquire: the caller, or --while-pid's
+  // PID), which a nested run must find among its ancestors (verify_held).
   t[12] = '4';
   t[16] = "89ab"[std::stoi(t.substr(16, 1), nullptr, 16) & 3];
   return fmt::format("{}-{}-{}-{}-{}:{}", t.substr(0, 8), t.substr(8, 4), t.substr(12, 4),
-                     t.substr(16, 4), t.substr(20), static_cast<long>(getpid()));
+                     t.substr(16, 4), t.substr(20), holder_pid);
 }
 
 void LayoutLock::acquire(const std::string& token, Millis ttl, bool /*queue*/,

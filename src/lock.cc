@@ -282,7 +282,7 @@ std::string new_token() {
   return out;
 }
 
-std::string Lock::fresh_token() const {
+std::string Lock::fresh_token(long /*holder_pid*/) const {
   return new_token();
 }
 

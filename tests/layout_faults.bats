@@ -96,6 +96,18 @@ no_raw_controls() {
   [[ $stderr == *"held by 3 Redisson ids"* && $stderr != *"of 1 holders"* ]] || fail "stderr: $stderr"
 }
 
+@test "redisson: a run nested in a script's acquire --while-pid \$\$ runs at once (as plain and rlock's own do)" {
+  local l
+  for l in redisson plain; do
+    run -0 timeout 20 bash -c '
+      eval "$("$RLOCK" --layout '"$l"' acquire --export --while-pid $$ wp-'"$l"')"
+      "$RLOCK" --layout '"$l"' run --wait 3s wp-'"$l"' -- echo nested-ran
+      "$RLOCK" --layout '"$l"' release wp-'"$l"''
+    assert_output nested-ran
+  done
+  wait_until '[ "$(rcli exists wp-redisson lock:wp-plain)" = 0 ]'
+}
+
 @test "a forged RLOCK_HELD naming another program's holder never skips the lock" {
   finding "verify_held trusts a plain holder's token alone (status prints it), and a Redisson id ending in :1 (a JVM's main thread) passes the ancestor check everywhere"
   rcli set lock:fg svc-token px 30000 >/dev/null
