@@ -108,6 +108,27 @@ no_raw_controls() {
   wait_until '[ "$(rcli exists wp-redisson lock:wp-plain)" = 0 ]'
 }
 
+@test "a break of a layout's holder is heard at once, not at its next renewal" {
+  local l key chan t0
+  for l in plain redisson; do
+    key=brk-$l
+    chan=lock:release:$key
+    [[ $l == redisson ]] && chan="redisson_lock__channel:{$key}"
+    rlock_bg "h$l" --layout "$l" run --ttl 60s "$key" -- sh "$T/gate.sh" "$T" "h$l"
+    wait_for_file "$T/h$l.started"
+    # its watchdog listens on the layout's release channel once the command runs
+    wait_until "[ \"\$(rcli pubsub numsub '$chan' | tail -n 1)\" -ge 1 ]"
+    t0=$(now_ms)
+    run -0 "$RLOCK" --layout "$l" break "$key" --yes
+    bg_wait "$BG_PID" 30
+    assert_equal "$BG_STATUS" 76
+    # promise: within a round trip of the break's message (the next renewal is 20s away)
+    assert [ $(($(now_ms) - t0)) -lt 5000 ]
+    run -0 cat "$T/h$l.err"
+    assert_output --partial "lost the lock '$key'"
+  done
+}
+
 @test "a forged RLOCK_HELD naming another program's holder never skips the lock" {
   finding "verify_held trusts a plain holder's token alone (status prints it), and a Redisson id ending in :1 (a JVM's main thread) passes the ancestor check everywhere"
   rcli set lock:fg svc-token px 30000 >/dev/null
