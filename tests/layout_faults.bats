@@ -129,6 +129,45 @@ no_raw_controls() {
   done
 }
 
+@test "extend without --ttl under a layout is refused (64): it would cut the lease to 30s" {
+  local l tok k
+  for l in plain redisson; do
+    tok=$("$RLOCK" --layout "$l" acquire --ttl 10m "ext-$l")
+    rl --layout "$l" extend "ext-$l" --token "$tok"
+    assert_error 64
+    assert_equal "$stderr" "rlock: extend does not work with --layout $l without --ttl: the layout does not keep the TTL a lease was acquired with"
+    k=lock:ext-$l
+    [[ $l == redisson ]] && k=ext-$l
+    run -0 rcli pttl "$k"
+    assert [ "$output" -gt 500000 ]
+    run -0 "$RLOCK" --layout "$l" extend "ext-$l" --token "$tok" --ttl 20m
+    run -0 rcli pttl "$k"
+    assert [ "$output" -gt 1100000 ]
+  done
+}
+
+@test "what a layout would drop is refused with 64 when asked for: --label, --history, --prefix with redisson" {
+  rl --layout plain run --label job-7 lb -- true
+  assert_error 64
+  assert_equal "$stderr" "rlock: --label does not work with --layout plain: the layout keeps no holder details (status shows a token or an id only)"
+  rl --layout redisson acquire --label job-7 lb
+  assert_error 64
+  rl --layout plain --history 5 run lb -- true
+  assert_error 64
+  assert_equal "$stderr" "rlock: --history does not work with --layout plain: the layout keeps no history (its keys would fall in other Cluster slots)"
+  rl --layout redisson --prefix app: run lb -- true
+  assert_error 64
+  assert_equal "$stderr" "rlock: --prefix does not work with --layout redisson: Redisson's lock is the hash at KEY itself (no prefix)"
+  run -0 rcli exists lb lock:lb app:lb 'lock:{lb}'
+  assert_output 0
+  # what the environment says for a whole fleet (a label, a history size) is no request
+  run -0 env RLOCK_LABEL=fleet RLOCK_HISTORY=5 "$RLOCK" --layout plain run lb -- true
+  run -0 "$RLOCK" --layout plain --history 0 run lb -- true
+  run -0 "$RLOCK" --layout redisson --prefix lock: run lb -- true
+  run -0 "$RLOCK" --layout plain --prefix app: run lb -- sh -c 'redis-cli -p '"$REDIS_PORT"' exists app:lb'
+  assert_output 1
+}
+
 @test "a forged RLOCK_HELD naming another program's holder never skips the lock" {
   finding "verify_held trusts a plain holder's token alone (status prints it), and a Redisson id ending in :1 (a JVM's main thread) passes the ancestor check everywhere"
   rcli set lock:fg svc-token px 30000 >/dev/null
