@@ -11,7 +11,7 @@ _rlock_subcommands="run acquire extend release status list history break forget"
 # not among them: run, release, break and forget refuse it.
 _rlock_global_opts="-u --url --user --password-file --sentinel-user --sentinel-password-file
   --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --tls-server-name --tls-insecure --connect-timeout --timeout --prefix
-  -v --verbose -q --quiet --history -h --help"
+  --layout -v --verbose -q --quiet --history -h --help"
 
 # The options of subcommand $1 besides the global ones: what `rlock $1 --help` lists.
 _rlock_sub_opts() {
@@ -39,7 +39,7 @@ _rlock_takes_value() {
     case $1 in
         -u | --url | --user | --password-file | --sentinel-user | --sentinel-password-file | \
             --tls-ca-cert | --tls-ca-dir | --tls-cert | \
-            --tls-key | --tls-server-name | --connect-timeout | --timeout | --prefix | \
+            --tls-key | --tls-server-name | --connect-timeout | --timeout | --prefix | --layout | \
             -c | --command | --ttl | --wait | -E | --conflict-exit-code | --limit | \
             --sync-replicas | --min-hold | --done-for | --on-lost | --kill-after | --token | \
             --while-pid | --and | --label | --priority | --max-waiters | --history)
@@ -84,7 +84,7 @@ _rlock_conn_opts() {
         case $w in
             -u | --url | --user | --password-file | --sentinel-user | --sentinel-password-file | \
                 --tls-ca-cert | --tls-ca-dir | --tls-cert | --tls-key | --tls-server-name | \
-                --connect-timeout | --prefix)
+                --connect-timeout | --prefix | --layout)
                 [[ $w == -u || $w == --url ]] && url=1
                 _rlock_conn+=("$w" "${_rlock_words[i + 1]/#\~/$HOME}")
                 ((i++)) ;;
@@ -92,7 +92,7 @@ _rlock_conn_opts() {
                 url=1
                 _rlock_conn+=("$w") ;;
             --user=* | --password-file=* | --sentinel-user=* | --sentinel-password-file=* | \
-                --tls-*=* | --connect-timeout=* | --prefix=* | --tls-insecure)
+                --tls-*=* | --connect-timeout=* | --prefix=* | --layout=* | --tls-insecure)
                 _rlock_conn+=("$w") ;;
         esac
     done
@@ -193,6 +193,9 @@ _rlock_candidates() {
             return ;;
         --on-lost)
             COMPREPLY=($(compgen -W "term kill warn" -- "$cur"))
+            return ;;
+        --layout)
+            COMPREPLY=($(compgen -W "rlock plain redisson" -- "$cur"))
             return ;;
         -u | --url)
             compopt -o nospace 2>/dev/null

@@ -6,7 +6,7 @@
 # Options that take their value as the next word.
 set -g __rlock_value_opts -u --url --user --password-file --sentinel-user --sentinel-password-file \
     --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --tls-server-name --connect-timeout --timeout \
-    --prefix -c --command --ttl --wait -E --conflict-exit-code --limit --sync-replicas --min-hold \
+    --prefix --layout -c --command --ttl --wait -E --conflict-exit-code --limit --sync-replicas --min-hold \
     --done-for --on-lost --kill-after --token --while-pid --and --label --priority --max-waiters \
     --history
 
@@ -83,7 +83,7 @@ function __rlock_key_names
         switch $w
             case -u --url --user --password-file --sentinel-user --sentinel-password-file \
                 --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --tls-server-name \
-                --connect-timeout --prefix
+                --connect-timeout --prefix --layout
                 contains -- $w -u --url; and set url 1
                 set i (math $i + 1)
                 set -a conn $w $words[$i]
@@ -91,7 +91,7 @@ function __rlock_key_names
                 set url 1
                 set -a conn $w
             case '--user=*' '--password-file=*' '--sentinel-user=*' '--sentinel-password-file=*' \
-                '--tls-*=*' '--connect-timeout=*' '--prefix=*' --tls-insecure
+                '--tls-*=*' '--connect-timeout=*' '--prefix=*' '--layout=*' --tls-insecure
                 set -a conn $w
         end
         set i (math $i + 1)
@@ -114,7 +114,7 @@ function __rlock_no_subcommand
             set skip 0
             continue
         end
-        if contains -- $w -u --url --user --password-file --sentinel-user --sentinel-password-file --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --tls-server-name --connect-timeout --timeout --prefix --history
+        if contains -- $w -u --url --user --password-file --sentinel-user --sentinel-password-file --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --tls-server-name --connect-timeout --timeout --prefix --layout --history
             set skip 1
         else if not string match -q -- '-*' $w
             return 1
@@ -170,6 +170,7 @@ complete -c rlock -n $g -l tls-insecure -d 'do not verify the server certificate
 complete -c rlock -n $g -l connect-timeout -x -d 'connect and handshake limit (default 5s)'
 complete -c rlock -n $g -l timeout -x -d 'limit for one Redis command (default 5s)'
 complete -c rlock -n $g -l prefix -x -d 'prefix of every Redis key (default lock:)'
+complete -c rlock -n $g -l layout -x -a 'rlock\t"rlock own, the default" plain\t"SET PREFIXKEY NX PX" redisson\t"Redisson hash at KEY"' -d 'whose keys (default $RLOCK_LAYOUT); two layouts for one name are two locks'
 complete -c rlock -n $g -s v -l verbose -d 'log each Redis round trip'
 complete -c rlock -n $g -s q -l quiet -d 'no informational messages'
 complete -c rlock -n $g -l history -x -d 'events each lock history keeps (default $RLOCK_HISTORY, else 100; 0: none)'
