@@ -110,6 +110,21 @@ Args release_args(const LockNames& n, const std::string& token) {
   return {token, n.channel};
 }
 
+// One command's reply as text ("" when it could not be read: best effort).
+std::string reply_text(Client& client, const Args& args, const std::string& key) {
+  auto ask = [&](std::function<void(Outcome<std::string>)> cb) {
+    client.command(
+        args,
+        [cb = std::move(cb)](Result r) {
+          Outcome<std::string> x;
+          if (r.ok()) x.value = r.reply.text();
+          cb(std::move(x));
+        },
+        CallOptions{client.command_timeout(), {}, key, {}});
+  };
+  return settle<Outcome<std::string>>(client.loop(), ask).value;
+}
+
 }  // namespace
 
 std::string LayoutLock::fresh_token(long holder_pid) const {
@@ -306,20 +321,14 @@ std::vector<std::string> other_layouts_held(Client& client, const std::string& k
     if (l == g.layout) continue;
     LockNames n = LockNames::of(l, key, g.prefix);
     const char* want = l == Layout::Redisson ? "hash" : "string";
-    Outcome<std::string> o = settle<Outcome<std::string>>(
-        client.loop(), [&](std::function<void(Outcome<std::string>)> cb) {
-          client.command(
-              {"TYPE", n.lock},
-              [cb = std::move(cb)](Result r) {
-                Outcome<std::string> x;
-                if (r.ok()) x.value = r.reply.text();
-                cb(std::move(x));
-              },
-              CallOptions{client.command_timeout(), {}, n.lock, {}});
-        });
-    if (o.value == want)
-      out.push_back(fmt::format("--layout {} (key {})", layout_name(l),
-                                escape_text(truncate_text(n.lock, 300))));
+    if (reply_text(client, {"TYPE", n.lock}, n.lock) != want) continue;
+    // Every layout's lock expires (PX, PEXPIRE): a key without expiry (an
+    // application's hash or string of the same name) is something else, as
+    // for list.
+    std::string pttl = reply_text(client, {"PTTL", n.lock}, n.lock);
+    if (pttl.empty() || pttl[0] == '-' || pttl == "0") continue;
+    out.push_back(fmt::format("--layout {} (key {})", layout_name(l),
+                              escape_text(truncate_text(n.lock, 300))));
   }
   return out;
 }

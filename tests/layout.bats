@@ -201,6 +201,7 @@ setup() {
   assert_output --partial "warning: 'two' is also held under --layout plain (key lock:two): two layouts for one name are two different locks"
   "$RLOCK" acquire two >/dev/null
   rcli hset two someone:1 1 >/dev/null
+  rcli pexpire two 30000 >/dev/null
   run -0 "$RLOCK" --layout plain status two
   assert_output --partial "also held under --layout rlock (key lock:{two})"
   assert_output --partial "also held under --layout redisson (key two)"

@@ -277,6 +277,22 @@ no_raw_controls() {
   jq -e '.held' <<<"$output" >/dev/null
 }
 
+@test "status warns of another layout's key only when it is a lock (it expires), not an application's key of that name" {
+  rcli hset app:user:1 name alice >/dev/null
+  rcli set lock:app:user:1 some-config >/dev/null
+  rl status app:user:1
+  assert_equal "$status" 1
+  assert_equal "$stderr" ""
+  rl --layout plain status app:user:1 --json
+  assert_equal "$stderr" ""
+  # a lock of either layout expires: then it is one
+  rcli pexpire app:user:1 30000 >/dev/null
+  rcli pexpire lock:app:user:1 30000 >/dev/null
+  rl status app:user:1
+  [[ $stderr == *"also held under --layout plain (key lock:app:user:1)"* ]] || fail "stderr: $stderr"
+  [[ $stderr == *"also held under --layout redisson (key app:user:1)"* ]] || fail "stderr: $stderr"
+}
+
 @test "cluster, plain layout: the release reaches a PSUBSCRIBE on every node, and a PUBLISH on any node wakes a waiter" {
   cluster_start 3
   local i t0 tok url=$CLUSTER_URL
