@@ -277,7 +277,9 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
   s.extend = add_key(app.add_subcommand("extend", "renew a lease that --token still holds"), v);
   add_token(s.extend, v);
   add_and(s.extend, v, "renew KEY2 too (a token acquire --and printed; repeatable)");
-  duration(s.extend, "--ttl", v.ttl, "new lease length (default: the TTL it was acquired with)");
+  duration(s.extend, "--ttl", v.ttl,
+           "new lease length (default: the TTL it was acquired with; required with --layout "
+           "plain or redisson)");
   add_sync_replicas(s.extend, v, "count the renewal only once N replicas confirm it; fewer is 69");
 
   s.release = add_key(app.add_subcommand("release",
@@ -711,14 +713,8 @@ int dispatch(Values& v, const Subcommands& s, CLI::App& app, const Words& w) {
           fmt::format("--json does not apply to {}: it is for acquire, extend, status "
                       "and list",
                       sub->get_name()));
-  if (s.run->parsed() || s.acquire->parsed() || s.extend->parsed() || s.release->parsed()) {
+  if (s.run->parsed() || s.acquire->parsed() || s.extend->parsed() || s.release->parsed())
     check_layout_options(g, &v.o);
-    // A label from the environment (RLOCK_LABEL, a CI job's URL) is simply not kept.
-    if (v.label && g.layout != Layout::Rlock)
-      throw_usage(fmt::format("--label does not work with --layout {}: the layout keeps no "
-                              "holder details",
-                              layout_name(g.layout)));
-  }
   else
     check_layout_options(g, nullptr);
   if (s.history->parsed() && g.layout != Layout::Rlock)
@@ -731,6 +727,30 @@ int dispatch(Values& v, const Subcommands& s, CLI::App& app, const Words& w) {
         fmt::format("forget does not work with --layout {}: the layout keeps nothing "
                     "beside the lock (break removes a holder)",
                     layout_name(g.layout)));
+  if (g.layout != Layout::Rlock) {
+    // What the layout would drop, asked for on the command line (what the
+    // environment says for a whole fleet, RLOCK_LABEL or RLOCK_HISTORY, is not).
+    const char* name = layout_name(g.layout);
+    if (v.label && !v.label->empty())
+      throw_usage(
+          fmt::format("--label does not work with --layout {}: the layout keeps no "
+                      "holder details (status shows a token or an id only)",
+                      name));
+    if (v.history && g.history > 0)
+      throw_usage(
+          fmt::format("--history does not work with --layout {}: the layout keeps no "
+                      "history (its keys would fall in other Cluster slots)",
+                      name));
+    if (g.layout == Layout::Redisson && g.prefix != GlobalOptions{}.prefix)
+      throw_usage(
+          "--prefix does not work with --layout redisson: Redisson's lock is the hash at KEY "
+          "itself (no prefix)");
+    if (s.extend->parsed() && !v.ttl)
+      throw_usage(
+          fmt::format("extend does not work with --layout {} without --ttl: the layout "
+                      "does not keep the TTL a lease was acquired with",
+                      name));
+  }
   if (s.run->parsed() || s.acquire->parsed()) v.o.label = resolve_label(v.label);
   if (s.run->parsed()) {
     v.rc.argv = w.split ? w.command : app.remaining();

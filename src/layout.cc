@@ -1,7 +1,6 @@
 #include "layout.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include "lua_scripts.h"
 #include "scripts.h"
@@ -111,16 +110,33 @@ Args release_args(const LockNames& n, const std::string& token) {
   return {token, n.channel};
 }
 
+// One command's reply as text ("" when it could not be read: best effort).
+std::string reply_text(Client& client, const Args& args, const std::string& key) {
+  auto ask = [&](std::function<void(Outcome<std::string>)> cb) {
+    client.command(
+        args,
+        [cb = std::move(cb)](Result r) {
+          Outcome<std::string> x;
+          if (r.ok()) x.value = r.reply.text();
+          cb(std::move(x));
+        },
+        CallOptions{client.command_timeout(), {}, key, {}});
+  };
+  return settle<Outcome<std::string>>(client.loop(), ask).value;
+}
+
 }  // namespace
 
-std::string LayoutLock::fresh_token() const {
+std::string LayoutLock::fresh_token(long holder_pid) const {
   std::string t = new_token();
   if (layout() != Layout::Redisson) return t;
-  // Redisson's ids are UUID:THREAD; rlock's are a random UUID (version 4) and its pid.
+  // Redisson's ids are UUID:THREAD; rlock's are a random UUID (version 4) and
+  // the holder's pid (run: rlock itself; acquire: the caller, or --while-pid's
+  // PID), which a nested run must find among its ancestors (verify_held).
   t[12] = '4';
   t[16] = "89ab"[std::stoi(t.substr(16, 1), nullptr, 16) & 3];
   return fmt::format("{}-{}-{}-{}-{}:{}", t.substr(0, 8), t.substr(8, 4), t.substr(12, 4),
-                     t.substr(16, 4), t.substr(20), static_cast<long>(getpid()));
+                     t.substr(16, 4), t.substr(20), holder_pid);
 }
 
 void LayoutLock::acquire(const std::string& token, Millis ttl, bool /*queue*/,
@@ -305,20 +321,14 @@ std::vector<std::string> other_layouts_held(Client& client, const std::string& k
     if (l == g.layout) continue;
     LockNames n = LockNames::of(l, key, g.prefix);
     const char* want = l == Layout::Redisson ? "hash" : "string";
-    Outcome<std::string> o = settle<Outcome<std::string>>(
-        client.loop(), [&](std::function<void(Outcome<std::string>)> cb) {
-          client.command(
-              {"TYPE", n.lock},
-              [cb = std::move(cb)](Result r) {
-                Outcome<std::string> x;
-                if (r.ok()) x.value = r.reply.text();
-                cb(std::move(x));
-              },
-              CallOptions{client.command_timeout(), {}, n.lock, {}});
-        });
-    if (o.value == want)
-      out.push_back(fmt::format("--layout {} (key {})", layout_name(l),
-                                escape_text(truncate_text(n.lock, 300))));
+    if (reply_text(client, {"TYPE", n.lock}, n.lock) != want) continue;
+    // Every layout's lock expires (PX, PEXPIRE): a key without expiry (an
+    // application's hash or string of the same name) is something else, as
+    // for list.
+    std::string pttl = reply_text(client, {"PTTL", n.lock}, n.lock);
+    if (pttl.empty() || pttl[0] == '-' || pttl == "0") continue;
+    out.push_back(fmt::format("--layout {} (key {})", layout_name(l),
+                              escape_text(truncate_text(n.lock, 300))));
   }
   return out;
 }

@@ -34,7 +34,7 @@ class LayoutLock : public SingleLock {
   void confirm_master(const std::string& token, const AcquireReply& granted, Done<bool> done,
                       Millis cleanup) override;
   bool fair() const override { return false; }
-  std::string fresh_token() const override;
+  std::string fresh_token(long holder_pid) const override;
 
  private:
   Layout layout() const { return names_.layout; }

@@ -244,6 +244,11 @@ HolderWords holder_words(const AcquireReply& a, int limit, Millis elapsed, size_
   const Holder& h = a.holders.front();
   if (h.shared && a.holder_count > 1)
     return {fmt::format("held shared by {} holders", a.holder_count), ""};
+  // A Redisson hash with several ids (not a semaphore: no "of N").
+  if (h.opaque && h.holds > 0 && a.holder_count > 1)
+    return {fmt::format("held by {} Redisson ids ({}, …)", a.holder_count,
+                        truncate_columns(escape_text(h.token), 48)),
+            ""};
   if (a.holder_count > 1 || limit > 0)
     return {fmt::format("held by {} of {} holders", a.holder_count, std::max(limit, 1)), ""};
   // Whole seconds (rounded up) once it is a second or more: a line redrawn
@@ -297,7 +302,7 @@ std::string new_token() {
   return out;
 }
 
-std::string Lock::fresh_token() const {
+std::string Lock::fresh_token(long /*holder_pid*/) const {
   return new_token();
 }
 

@@ -243,9 +243,10 @@ class Lock {
   /// The locks of the single keys this is made of (`--and`: several, in the
   /// user's order; else this one).
   virtual std::vector<Lock*> parts() { return {this}; }
-  /// A new token for a holder of this lock (new_token(); Redisson's layout
-  /// has ids of its own form).
-  virtual std::string fresh_token() const;
+  /// A new token for a holder of this lock, process `holder_pid` (the pid a
+  /// nested run finds among its ancestors): new_token(); Redisson's layout has
+  /// ids of its own form, which end in that pid.
+  virtual std::string fresh_token(long holder_pid) const;
 
   Loop& loop() { return clients().front()->loop(); }
   Millis command_timeout() { return clients().front()->command_timeout(); }

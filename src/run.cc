@@ -99,7 +99,7 @@ class Runner {
         cmd_(c),
         session_(g),
         lock_(session_.locks(o, g.prefix)),
-        token_(lock_->fresh_token()),
+        token_(lock_->fresh_token(static_cast<long>(getpid()))),
         held_(std::move(held)),
         where_(lock_location(g)) {}
 

@@ -176,11 +176,16 @@ void Watchdog::listen(std::function<void()> settled) {
   heard_token_.assign(parts.size(), false);
   Subscription::Events ev;
   auto message = [this](size_t part, const std::string& what) {
-    if (stopped_ || (what != "break" && what != token_)) return;
+    // Another tool's layout publishes neither tokens nor "break" (plain: the
+    // KEY; Redisson: "0"), and only once its key was released or broken: any
+    // message heard while this holds may be the news of a break.
+    bool layout = lock_.parts()[part]->names().layout != Layout::Rlock;
+    if (stopped_ || (!layout && what != "break" && what != token_)) return;
     ++heard_count_;
     if (what == token_) heard_token_[part] = true;
-    heard_ = what == "break" ? "it was broken (rlock break)"
-                             : "it was released with its token by another process";
+    heard_ = layout            ? "it was released or broken by another process"
+             : what == "break" ? "it was broken (rlock break)"
+                               : "it was released with its token by another process";
     log_verbose(fmt::format("heard on {}: {}; checking the lease",
                             lock_.parts()[part]->names().channel, escape_text(what)));
     renew();

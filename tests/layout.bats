@@ -89,7 +89,7 @@ setup() {
   run -0 "$RLOCK" --layout plain extend ex --token "$tok" --ttl 60s
   run -0 rcli pttl lock:ex
   assert [ "$output" -gt 50000 ]
-  run -76 "$RLOCK" --layout plain extend ex --token nottheholder
+  run -76 "$RLOCK" --layout plain extend ex --token nottheholder --ttl 10s
   run -76 "$RLOCK" --layout plain release ex --token nottheholder
   run -0 "$RLOCK" --layout plain release ex --token "$tok"
 }
@@ -123,7 +123,7 @@ setup() {
   assert_output --partial "holds 2"
   # a token that is not a field: nothing happens to the hash
   run -76 "$RLOCK" --layout redisson release r:k --token 'deadbeef-0000-4000-8000-000000000000:9'
-  run -76 "$RLOCK" --layout redisson extend r:k --token 'deadbeef-0000-4000-8000-000000000000:9'
+  run -76 "$RLOCK" --layout redisson extend r:k --token 'deadbeef-0000-4000-8000-000000000000:9' --ttl 10s
   run -0 rcli hget r:k 'c0ffee00-0000-4000-8000-000000000000:1'
   assert_output 2
   run -0 "$RLOCK" --layout redisson break r:k --yes
@@ -205,6 +205,7 @@ setup() {
   assert_output --partial "warning: 'two' is also held under --layout plain (key lock:two): two layouts for one name are two different locks"
   "$RLOCK" acquire two >/dev/null
   rcli hset two someone:1 1 >/dev/null
+  rcli pexpire two 30000 >/dev/null
   run -0 "$RLOCK" --layout plain status two
   assert_output --partial "also held under --layout rlock (key lock:{two})"
   assert_output --partial "also held under --layout redisson (key two)"

@@ -314,7 +314,7 @@ int cmd_acquire(const GlobalOptions& g, const LockOptions& o) {
   const std::string where = lock_location(g);
   if (acquire_nested(s, *lock, g, o, held, where)) return exitcode::kOk;
   check_held_room(held, o.keys(), g.prefix, where);
-  std::string token = lock->fresh_token();
+  std::string token = lock->fresh_token(holder_info(o).pid);
   auto taken = take(s, *lock, o, token, start);
   if (auto* status = std::get_if<int>(&taken)) return *status;
   const Acquired& a = std::get<Acquired>(taken);
