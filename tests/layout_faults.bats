@@ -244,7 +244,7 @@ no_raw_controls() {
     run -0 "$RLOCK" -v --layout "$l" run --ttl 900ms "sf-$l" -- sh -c '
       redis-cli -p '"$REDIS_PORT"' script flush >/dev/null; sleep 1.2
       redis-cli -p '"$REDIS_PORT"' script flush >/dev/null; echo done'
-    assert_line done
+    assert_line "done"
     assert_output --partial "NOSCRIPT"
     refute_output --partial "lost the lock"
   done
