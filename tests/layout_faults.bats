@@ -85,6 +85,26 @@ no_raw_controls() {
   no_raw_controls "$output$stderr"
 }
 
+@test "plain: a huge value at the lock key is never copied into a script (the server is not kept busy)" {
+  # 100 MB, made without Lua (SETRANGE pads with zero bytes); copying it into a script
+  # takes the server far more than 20ms, reading 256 bytes of it far less
+  rcli setrange lock:huge 99999999 x >/dev/null
+  rcli pexpire lock:huge 60000 >/dev/null
+  rcli config set slowlog-log-slower-than 20000 >/dev/null
+  rcli slowlog reset >/dev/null
+  local step
+  for step in "status huge" "run -n huge -- true" "extend huge --token nottheholder --ttl 5s" \
+    "release huge --token nottheholder"; do
+    # shellcheck disable=SC2086 # the words of the step are intended
+    run "$RLOCK" --layout plain $step
+  done
+  run -0 rcli slowlog get 10
+  rcli config set slowlog-log-slower-than 10000 >/dev/null
+  assert_output ""
+  run -0 rcli strlen lock:huge
+  assert_output 100000000
+}
+
 @test "redisson: a hash with several ids is said to be held by that many Redisson ids" {
   rcli hset rmany 'aaaaaaaa-0000-4000-8000-000000000000:1' 1 'bbbbbbbb-0000-4000-8000-000000000000:2' 1 \
     'cccccccc-0000-4000-8000-000000000000:3' 2 >/dev/null
@@ -224,7 +244,7 @@ no_raw_controls() {
     run -0 "$RLOCK" -v --layout "$l" run --ttl 900ms "sf-$l" -- sh -c '
       redis-cli -p '"$REDIS_PORT"' script flush >/dev/null; sleep 1.2
       redis-cli -p '"$REDIS_PORT"' script flush >/dev/null; echo done'
-    assert_line done
+    assert_line "done"
     assert_output --partial "NOSCRIPT"
     refute_output --partial "lost the lock"
   done

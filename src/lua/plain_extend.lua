@@ -4,6 +4,6 @@
 -- Returns {1, ttl} when renewed, {0} when the token no longer holds.
 -- >8 -- rlock sends the rest of this file, from the newline ending this line on
 if redis.call('TYPE', KEYS[1]).ok ~= 'string' then return {0} end
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return {0} end
+if redis.call('GETRANGE', KEYS[1], 0, 255) ~= ARGV[1] then return {0} end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return {1, tonumber(ARGV[2])}

@@ -5,7 +5,7 @@
 -- Returns {1} when released, {0} when the token did not hold.
 -- >8 -- rlock sends the rest of this file, from the newline ending this line on
 if redis.call('TYPE', KEYS[1]).ok ~= 'string' then return {0} end
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return {0} end
+if redis.call('GETRANGE', KEYS[1], 0, 255) ~= ARGV[1] then return {0} end
 redis.call('DEL', KEYS[1])
 redis.call('PUBLISH', ARGV[2], ARGV[3])
 return {1}

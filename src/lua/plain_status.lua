@@ -3,4 +3,4 @@
 -- >8 -- rlock sends the rest of this file, from the newline ending this line on
 local t = redis.call('TYPE', KEYS[1]).ok
 if t ~= 'string' then return {t, false, -2} end
-return {t, string.sub(redis.call('GET', KEYS[1]), 1, 256), redis.call('PTTL', KEYS[1])}
+return {t, redis.call('GETRANGE', KEYS[1], 0, 255), redis.call('PTTL', KEYS[1])}
