@@ -183,7 +183,7 @@ void LayoutLock::extend(const std::string& token, Millis ttl, Done<ExtendReply> 
         if (x.held) x.ttl = Millis(num(e[1]));
         return x;
       },
-      std::move(done), timeout);
+      confirmed_renewal(client(), std::move(done)), timeout);
 }
 
 // A release whose connection broke is tried again on a new one until the

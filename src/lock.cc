@@ -339,6 +339,28 @@ void SingleLock::acquire(const std::string& token, Millis ttl, bool queue, const
                   {token, std::to_string(attempt), names_.channel, std::to_string(history_)}}});
 }
 
+Done<ExtendReply> confirmed_renewal(Client& client, Done<ExtendReply> done) {
+  Client* c = &client;
+  return [c, done = std::move(done)](Outcome<ExtendReply> o) mutable {
+    if (o.error || !o.value.held) return done(std::move(o));
+    std::string node = o.value.node;
+    c->confirm_master(node, [node, o, done = std::move(done)](Outcome<bool> ok) mutable {
+      if (ok.error) {
+        o.error = Error(ErrorKind::Unavailable,
+                        fmt::format("renewed on {}, but no sentinel confirmed it is still the "
+                                    "master: {}",
+                                    escape_text(node), ok.error->what()));
+      } else if (!ok.value) {
+        o.error = Error(ErrorKind::Unavailable,
+                        fmt::format("renewed on {}, which the sentinels no longer name as the "
+                                    "master (failover): the renewal does not count",
+                                    escape_text(node)));
+      }
+      done(std::move(o));
+    });
+  };
+}
+
 void SingleLock::extend(const std::string& token, Millis ttl, Done<ExtendReply> done,
                         Millis timeout) {
   run<ExtendReply>(
@@ -354,7 +376,7 @@ void SingleLock::extend(const std::string& token, Millis ttl, Done<ExtendReply> 
         }
         return x;
       },
-      std::move(done), timeout);
+      confirmed_renewal(client_, std::move(done)), timeout);
 }
 
 namespace {

@@ -140,6 +140,7 @@ struct ExtendReply {
   bool held = false;
   Millis ttl{0};
   int64_t fence = 0;
+  std::string node;  // the server that renewed it (Result::node)
 };
 
 struct ReleaseReply {
@@ -277,6 +278,16 @@ class Lock {
 };
 
 /// The lock on one Redis deployment: each operation is one script there.
+/// `done`, called only once a renewal that held is confirmed as a grant is
+/// (Client::confirm_master): under Sentinel, the sentinels asked after its
+/// reply still name the master that made it. A renewal made on a master they
+/// no longer name (a planned failover promotes a replica while the old master
+/// still takes writes) is lost with that master: it is reported as an
+/// unavailable Error, so the holder's deadline stays that of its last
+/// confirmed renewal and it renews again, on the master they name. Without
+/// Sentinel `done` gets the reply at once.
+Done<ExtendReply> confirmed_renewal(Client& client, Done<ExtendReply> done);
+
 class SingleLock : public Lock {
  public:
   SingleLock(Client& client, LockNames names, int limit = 0)

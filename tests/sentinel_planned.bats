@@ -47,3 +47,43 @@ setup() {
   planned_window_open PC plannedC || fail "the failover ended too early: the window was not tested"
   redis_resume PCSLOW
 }
+
+@test "a renewal made on a master the sentinels no longer name does not count: the holder renews on the new one" {
+  slow_failover_setup PD plannedD
+  # As above: answers without an epoch, so only a survey after a renewal moves the holder.
+  local i
+  for i in 1 2 3; do
+    rcli_to "PDSENT$i" acl setuser getaddr on '>pw' -@all '+sentinel|get-master-addr-by-name' \
+      >/dev/null
+  done
+  RLOCK_SENTINEL_PASSWORD=pw rlock_bg h -v --sentinel-user getaddr --url "$PD_URL1" \
+    run --ttl 3s s-renew -- sh "$T/gate" "$T" h
+  holder=$BG_PID
+  wait_for_file "$T/h.started"
+  tok=$(rcli_to PDMASTER get 'lock:{s-renew}')
+  [[ -n $tok ]] || fail "not granted on the master"
+  slow_failover_start PD plannedD
+  # The promoted replica has the grant (replicated before the failover) and nothing the old
+  # master takes from now on. The holder's renewals there do not count: it must renew on
+  # the new master before the lease it has there (3s) runs out.
+  assert_equal "$(rcli_to PDREPLICA get 'lock:{s-renew}')" "$tok"
+  # Timing is the point here: the new master's lease must outlive the 3s it had at the
+  # promotion, so it is watched for 4.5s (every 100ms) and must never be gone.
+  local end=$(($(now_ms) + 4500))
+  while (($(now_ms) < end)); do
+    [[ $(rcli_to PDREPLICA get 'lock:{s-renew}') == "$tok" ]] ||
+      fail "the new master's lease ran out: $(cat "$T/h.err")"
+    sleep 0.1
+  done
+  grep -q "which the sentinels no longer name as the master (failover): the renewal does not count" \
+    "$T/h.err" || fail "$(cat "$T/h.err")"
+  # Still held there, by the same token: nobody else gets it.
+  run "$RLOCK" --url "redis://127.0.0.1:$PDREPLICA_PORT" acquire --no-wait s-renew
+  assert_equal "$status" 75
+  touch "$T/h.go"
+  bg_wait "$holder" 30
+  assert_equal "$BG_STATUS" 0
+  assert_equal "$(rcli_to PDREPLICA exists 'lock:{s-renew}')" 0
+  planned_window_open PD plannedD || fail "the failover ended too early: the window was not tested"
+  redis_resume PDSLOW
+}

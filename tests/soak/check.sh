@@ -48,11 +48,14 @@
 #            replica takes writes from before N while the old master still does, so a grant
 #            made there between S and N may be lost with it (rlock takes no grant the
 #            sentinels, asked after it, no longer confirm; a grant before they switch is
-#            the same unreplicated grant as above). Which of the two was granted on the
-#            old master is not in the history, so either may be: that one (O) entered at
-#            or after S and at most planned_grace_ms (meta, 300ms: the sentinels' answer
-#            and the command's start after the grant) after N and was out by N + its TTL
-#            + grace_ms, and the other entered after S. A run that entered later than
+#            the same unreplicated grant as above). A renewal made there is lost the same
+#            way: the new master has the lease of the holder's last replicated renewal,
+#            which may end before the holder learns of the switch. Which of the two was
+#            granted or renewed on the old master is not in the history, so either may
+#            be: that one (O) was inside at some time from S to planned_grace_ms (meta,
+#            300ms: the sentinels' answer and the command's start after the grant) after
+#            N (it entered by then and left after S) and was out by N + its TTL +
+#            grace_ms, and the other entered after S. A run that entered later than
 #            N + planned_grace_ms is never O: a grant on the old master after the
 #            sentinels all named the new one stays a FAILURE.
 #   A Cluster planned failover (CLUSTER FAILOVER without FORCE), a Sentinel one logged
@@ -148,11 +151,12 @@ function frozen_within(i, a, b,    k, f, lo, hi) {
 # "failover" when a master_kill explains that a (entered first) and b (entered later)
 # were both granted: a's grant, made within its lease before the kill, was lost with the
 # killed master (see the header); "" otherwise.
-# planned: o's grant on the old master fell in the window of failover k (o entered from
-# its start to planned_grace_ms after every sentinel named the new master) and o was out
-# by then + its TTL + grace_ms; n, granted on the new master, entered after the start
+# planned: o's grant or a renewal of it on the old master fell in the window of failover
+# k (o was inside at some time from its start to planned_grace_ms after every sentinel
+# named the new master) and o was out by then + its TTL + grace_ms; n, granted on the
+# new master, entered after the start
 function in_window(o, n, k) {
-  return ST[o] != "-" && EN[o] >= FS0[k] && EN[o] <= FE[k] + PGRACE && EN[n] > FS0[k] && \
+  return ST[o] != "-" && leave_of(o) >= FS0[k] && EN[o] <= FE[k] + PGRACE && EN[n] > FS0[k] && \
     leave_of(o) <= FE[k] + TTL[o] * 1000 + GRACE
 }
 function explain_failover(a, b,    k, K, ttl) {

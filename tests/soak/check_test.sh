@@ -340,6 +340,30 @@ fault failover 1000 2000 planned=1 old=SMASTER:1 new=SREPLICA:2 named1_ms=800 na
 run 1.0 5 1200 2100 2110 2115 0
 expect_explained 0 1 0 "sentinel: a grant on the old master before every sentinel named the new one is explained"
 
+# A holder granted long before the failover renewed on the old master in its window (the
+# renewal was lost with it): the new master's lease, from its last replicated renewal,
+# ended at 2400 and 1.0 got the next fence there; 0.0 learned of the switch at 2600.
+replicated_case sentinel 2
+run 0.0 5 0 10 2600 2605 76 none term
+fault failover 1000 2000 planned=1 old=SMASTER:1 new=SREPLICA:2 named1_ms=800 named_ms=1000 settled_ms=3000
+run 1.0 6 1200 2400 2410 2415 0
+expect_explained 1 0 0 "sentinel: a renewal lost on the old master in a planned failover's window is explained"
+
+# The same holder still inside long after every sentinel named the new master (TTL 1s):
+# a renewal lost in the window does not explain a holder that never noticed.
+replicated_case sentinel 2
+run 0.0 5 0 10 4500 4505 76 none term
+fault failover 1000 2000 planned=1 old=SMASTER:1 new=SREPLICA:2 named1_ms=800 named_ms=1000 settled_ms=3000
+run 1.0 6 1200 2400 2410 2415 0
+expect overlap "sentinel: a holder inside 2.5s after the switch (TTL 1s) is not explained by a lost renewal"
+
+# A holder that had left before the failover was issued explains nothing.
+replicated_case sentinel 2
+run 0.0 5 0 10 900 905 0 none
+fault failover 1000 2000 planned=1 old=SMASTER:1 new=SREPLICA:2 named1_ms=800 named_ms=1000 settled_ms=3000
+run 1.0 5 1200 2400 2410 2415 0
+expect overlap "sentinel: a fence given twice to runs on either side of a failover, the first out before it, is a failure"
+
 # The same, but both entered more than 300ms after every sentinel named the new master:
 # neither can be a grant the sentinels still confirmed.
 replicated_case sentinel 2
