@@ -308,6 +308,22 @@ _watchers() {
   grep -q "lost the lock 's-syncrun'" "$T/holder.err" || fail "$(cat "$T/holder.err")"
 }
 
+@test "no sentinel answering during a run: renewals do not count, the lease is lost (76)" {
+  # Its only sentinel is behind a proxy that goes silent: a failover could happen unseen.
+  proxy_start_named SPX "$SENT1_PORT"
+  rlock_bg holder -v --url "redis-sentinel://127.0.0.1:$SPX_PORT/rlmaster" \
+    run --ttl 2s --timeout 500ms s-nosent -- sleep 30
+  holder=$BG_PID
+  wait_until "[[ \$(rcli_to $(master) exists 'lock:{s-nosent}') == 1 ]]"
+  proxy_partition SPX
+  bg_wait "$holder" 20
+  proxy_heal SPX
+  assert_equal "$BG_STATUS" 76
+  grep -q "but no sentinel confirmed it is still the master" "$T/holder.err" ||
+    fail "$(cat "$T/holder.err")"
+  grep -q "lost the lock 's-nosent'" "$T/holder.err" || fail "$(cat "$T/holder.err")"
+}
+
 @test "--sync-replicas more than there are replicas: 69" {
   rl --timeout 500ms acquire --sync-replicas 2 s-two
   assert_error 69
