@@ -140,6 +140,9 @@ struct ExtendReply {
   bool held = false;
   Millis ttl{0};
   int64_t fence = 0;
+  /// Not held because a release with the token removed it (another tool's
+  /// layout, which publishes no token: its tombstone says so).
+  bool released = false;
 };
 
 struct ReleaseReply {

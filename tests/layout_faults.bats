@@ -202,7 +202,6 @@ no_raw_controls() {
 }
 
 @test "a script's own release of a lock acquire --while-pid keeps is no loss: the script is not signalled" {
-  finding "under a layout the release publishes KEY or 0, never the token, so the keeper takes its owner's release (without RLOCK_HELD) for a loss and sends SIGTERM"
   local l
   for l in plain redisson; do
     run -0 timeout 30 bash -c '
@@ -218,7 +217,6 @@ no_raw_controls() {
 }
 
 @test "a release whose reply is lost is no loss: run exits with its command's status" {
-  finding "without a tombstone the retried release finds the key gone and run reports 'lost the lock' (76) after a hold that was never lost"
   proxy_start "$REDIS_PORT"
   local l chan
   for l in plain redisson; do
