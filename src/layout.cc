@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "holder_token.h"
 #include "lua_scripts.h"
 #include "scripts.h"
 #include "sha1.h"
@@ -142,15 +143,10 @@ std::string layout_tombstone(const LockNames& n, const std::string& token) {
 }
 
 std::string LayoutLock::fresh_token(long holder_pid) const {
-  std::string t = new_token();
-  if (layout() != Layout::Redisson) return t;
-  // Redisson's ids are UUID:THREAD; rlock's are a random UUID (version 4) and
-  // the holder's pid (run: rlock itself; acquire: the caller, or --while-pid's
-  // PID), which a nested run must find among its ancestors (verify_held).
-  t[12] = '4';
-  t[16] = "89ab"[std::stoi(t.substr(16, 1), nullptr, 16) & 3];
-  return fmt::format("{}-{}-{}-{}-{}:{}", t.substr(0, 8), t.substr(8, 4), t.substr(12, 4),
-                     t.substr(16, 4), t.substr(20), holder_pid);
+  // Bound to its holder (run: rlock itself; acquire: the caller, or
+  // --while-pid's PID), which a nested run must find among its ancestors
+  // (verify_held): the layouts keep nothing else of a holder.
+  return bound_token(layout(), holder_pid);
 }
 
 void LayoutLock::acquire(const std::string& token, Millis ttl, bool /*queue*/,

@@ -189,7 +189,6 @@ no_raw_controls() {
 }
 
 @test "a forged RLOCK_HELD naming another program's holder never skips the lock" {
-  finding "verify_held trusts a plain holder's token alone (status prints it), and a Redisson id ending in :1 (a JVM's main thread) passes the ancestor check everywhere"
   rcli set lock:fg svc-token px 30000 >/dev/null
   RLOCK_HELD=$(printf 'svc-token\tfg\tlock:\tredis://127.0.0.1:%s/0 layout=plain' "$REDIS_PORT") \
     run -75 "$RLOCK" --layout plain run -n fg -- echo ran
@@ -199,6 +198,30 @@ no_raw_controls() {
   RLOCK_HELD=$(printf 'c0ffee00-0000-4000-8000-000000000000:1\tfgr\tlock:\tredis://127.0.0.1:%s/0 layout=redisson' "$REDIS_PORT") \
     run -75 "$RLOCK" --layout redisson run -n fgr -- echo ran
   refute_output --partial ran
+}
+
+@test "a forged RLOCK_HELD naming a token of rlock's own holder elsewhere (status prints it) never skips the lock" {
+  local l tok where
+  for l in plain redisson; do
+    # a sibling, not an ancestor: its token has the right shape and holds the lock
+    rlock_bg "s$l" --layout "$l" run --ttl 30s "fs-$l" -- sh "$T/gate.sh" "$T" "s$l"
+    wait_for_file "$T/s$l.started"
+    tok=$("$RLOCK" --layout "$l" status "fs-$l" --json | jq -r '.holders[0].token')
+    [[ -n $tok && $tok != null ]] || fail "no token in status"
+    where=$(printf 'redis://127.0.0.1:%s/0 layout=%s' "$REDIS_PORT" "$l")
+    RLOCK_HELD=$(printf '%s\tfs-%s\tlock:\t%s' "$tok" "$l" "$where") \
+      run -75 --separate-stderr "$RLOCK" --layout "$l" run -n "fs-$l" -- echo ran
+    refute_output --partial ran
+    # the same token renamed for pid 1 (everyone's ancestor) is no better
+    if [[ $l == redisson ]]; then
+      RLOCK_HELD=$(printf '%s:1\tfs-%s\tlock:\t%s' "${tok%%:*}" "$l" "$where") \
+        run -75 "$RLOCK" --layout "$l" run -n "fs-$l" -- echo ran
+      refute_output --partial ran
+    fi
+    touch "$T/s$l.go"
+    bg_wait "$BG_PID" 30
+    assert_equal "$BG_STATUS" 0
+  done
 }
 
 @test "a script's own release of a lock acquire --while-pid keeps is no loss: the script is not signalled" {
