@@ -118,21 +118,6 @@ Args release_args(const LockNames& n, const std::string& token, Millis tomb) {
   return {token, n.channel, life, new_token()};
 }
 
-// One command's reply as text ("" when it could not be read: best effort).
-std::string reply_text(Client& client, const Args& args, const std::string& key) {
-  auto ask = [&](std::function<void(Outcome<std::string>)> cb) {
-    client.command(
-        args,
-        [cb = std::move(cb)](Result r) {
-          Outcome<std::string> x;
-          if (r.ok()) x.value = r.reply.text();
-          cb(std::move(x));
-        },
-        CallOptions{client.command_timeout(), {}, key, {}});
-  };
-  return settle<Outcome<std::string>>(client.loop(), ask).value;
-}
-
 }  // namespace
 
 std::string layout_tombstone(const LockNames& n, const std::string& token) {
@@ -332,19 +317,37 @@ void check_layout_options(const GlobalOptions& g, const LockOptions* o) {
 
 std::vector<std::string> other_layouts_held(Client& client, const std::string& key,
                                             const GlobalOptions& g) {
+  // TYPE and PTTL of every other layout's key, sent together: one round trip
+  // (in a Cluster the keys may be on different nodes: one each, at once).
+  struct Look {
+    LockNames n;
+    std::string type, pttl;
+  };
+  std::vector<Look> looks;
+  for (Layout l : {Layout::Rlock, Layout::Plain, Layout::Redisson})
+    if (l != g.layout) looks.push_back({LockNames::of(l, key, g.prefix), {}, {}});
+  auto ask = [&](std::function<void(bool)> done) {
+    auto left = std::make_shared<size_t>(2 * looks.size());
+    for (Look& look : looks)
+      for (auto [cmd, into] : {std::pair{"TYPE", &look.type}, std::pair{"PTTL", &look.pttl}})
+        client.command(
+            {cmd, look.n.lock},
+            [into, left, done](Result r) {
+              if (r.ok()) *into = r.reply.text();
+              if (--*left == 0) done(true);
+            },
+            CallOptions{client.command_timeout(), {}, look.n.lock, {}});
+  };
+  settle<bool>(client.loop(), ask);
   std::vector<std::string> out;
-  for (Layout l : {Layout::Rlock, Layout::Plain, Layout::Redisson}) {
-    if (l == g.layout) continue;
-    LockNames n = LockNames::of(l, key, g.prefix);
-    const char* want = l == Layout::Redisson ? "hash" : "string";
-    if (reply_text(client, {"TYPE", n.lock}, n.lock) != want) continue;
+  for (const Look& look : looks) {
+    const char* want = look.n.layout == Layout::Redisson ? "hash" : "string";
     // Every layout's lock expires (PX, PEXPIRE): a key without expiry (an
     // application's hash or string of the same name) is something else, as
     // for list.
-    std::string pttl = reply_text(client, {"PTTL", n.lock}, n.lock);
-    if (pttl.empty() || pttl[0] == '-' || pttl == "0") continue;
-    out.push_back(fmt::format("--layout {} (key {})", layout_name(l),
-                              escape_text(truncate_text(n.lock, 300))));
+    if (look.type != want || look.pttl.empty() || look.pttl[0] == '-' || look.pttl == "0") continue;
+    out.push_back(fmt::format("--layout {} (key {})", layout_name(look.n.layout),
+                              escape_text(truncate_text(look.n.lock, 300))));
   }
   return out;
 }

@@ -105,6 +105,36 @@ no_raw_controls() {
   assert_output 100000000
 }
 
+@test "redisson: a huge value in the lock's hash is never copied into a script (the server is not kept busy)" {
+  # 100 MB in one field beside a holder's; copying it into a script takes the server far
+  # more than 20ms, reading its length far less
+  rcli eval "redis.call('HSET', KEYS[1], 'big:1', string.rep('x', 100000000), 'c0ffee00-0000-4000-8000-000000000000:7', 1)
+             redis.call('PEXPIRE', KEYS[1], 60000)" 1 rhuge >/dev/null
+  rcli eval "for i = 1, 40 do redis.call('HSET', KEYS[1], 'id:' .. i, 1) end
+             redis.call('HSET', KEYS[1], 'big:2', string.rep('y', 100000000))
+             redis.call('PEXPIRE', KEYS[1], 60000)" 1 rhuge2 >/dev/null
+  rcli config set slowlog-log-slower-than 20000 >/dev/null
+  rcli slowlog reset >/dev/null
+  local step k
+  for k in rhuge rhuge2; do
+    for step in "status $k" "status $k --json" "run -n $k -- true" "extend $k --token nottheholder --ttl 5s" \
+      "release $k --token nottheholder"; do
+      # shellcheck disable=SC2086 # the words of the step are intended
+      run "$RLOCK" --layout redisson $step
+    done
+  done
+  run -0 rcli slowlog get 10
+  rcli config set slowlog-log-slower-than 10000 >/dev/null
+  assert_output ""
+  rl --layout redisson status rhuge
+  assert_success
+  assert_output --partial "c0ffee00-0000-4000-8000-000000000000:7"
+  assert_output --partial "big:1"
+  rl --layout redisson status rhuge2
+  assert_output --partial "and 25 more holders"
+  run -0 rcli del rhuge rhuge2
+}
+
 @test "redisson: a hash with several ids is said to be held by that many Redisson ids" {
   rcli hset rmany 'aaaaaaaa-0000-4000-8000-000000000000:1' 1 'bbbbbbbb-0000-4000-8000-000000000000:2' 1 \
     'cccccccc-0000-4000-8000-000000000000:3' 2 >/dev/null
