@@ -289,6 +289,48 @@ no_raw_controls() {
   done
 }
 
+@test "a release's tombstone: beside the lock for a few seconds, a second release of the token is still refused (76), a hostile one changes nothing" {
+  local l tok tomb
+  for l in plain redisson; do
+    tok=$("$RLOCK" --layout "$l" acquire --ttl 30s "tb-$l")
+    tomb="lock:rlock-released:{lock:tb-$l}:$tok"
+    [[ $l == redisson ]] && tomb="redisson_unlock_latch:{tb-$l}:$tok"
+    run -0 "$RLOCK" --layout "$l" --timeout 2s release "tb-$l" --token "$tok"
+    run -0 rcli pttl "$tomb"
+    assert [ "$output" -gt 0 ]
+    assert [ "$output" -le 7000 ]
+    # another release of the token (not a retry of that one) is not held
+    rl --layout "$l" release "tb-$l" --token "$tok"
+    assert_equal "$status" 76
+    # a tombstone of another type, or a huge one, at the name is no answer and is replaced
+    tok=$("$RLOCK" --layout "$l" acquire --ttl 30s "tb-$l")
+    tomb="lock:rlock-released:{lock:tb-$l}:$tok"
+    [[ $l == redisson ]] && tomb="redisson_unlock_latch:{tb-$l}:$tok"
+    rcli hset "$tomb" f v >/dev/null
+    run -0 "$RLOCK" --layout "$l" release "tb-$l" --token "$tok"
+    run -0 rcli type "$tomb"
+    assert_output string
+    rcli setrange "$tomb" 9999999 x >/dev/null
+    rl --layout "$l" release "tb-$l" --token "$tok"
+    assert_equal "$status" 76
+  done
+  # plain's tombstone is no lock to list
+  rl --layout plain list 'tb-*'
+  assert_success
+  assert_output ""
+}
+
+@test "cluster: a layout's release and renewal touch the lock and its tombstone in one slot" {
+  cluster_start 3
+  local l tok url=$CLUSTER_URL
+  for l in plain redisson; do
+    tok=$("$RLOCK" --url "$url" --layout "$l" acquire --ttl 30s "cl:tb:$l")
+    run -0 "$RLOCK" --url "$url" --layout "$l" extend "cl:tb:$l" --token "$tok" --ttl 30s
+    run -0 "$RLOCK" --url "$url" --layout "$l" release "cl:tb:$l" --token "$tok"
+    run -0 "$RLOCK" --url "$url" --layout "$l" run --ttl 2s "cl:tb:$l" -- sleep 1.5
+  done
+}
+
 @test "SCRIPT FLUSH during a hold: renewals and the release load their script again" {
   local l
   for l in plain redisson; do
