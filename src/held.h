@@ -11,9 +11,9 @@
 // confirms it: the token holds the lock, and its holder is on this host and is
 // an ancestor of this process (a running `run`, or the process a keeper
 // watches); under another tool's layout, which keeps no holder details, the
-// token itself must be bound to such an ancestor (holder_token.h). An environment copied from a
-// finished run, or a lease that
-// --min-hold keeps after its run ended, is never trusted.
+// token itself must be bound to such an ancestor (holder_token.h). An
+// environment copied from a finished run, or a lease that --min-hold keeps
+// after its run ended, is never trusted.
 #pragma once
 
 #include <cstdint>
