@@ -9,6 +9,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "holder_token.h"
 #include "procinfo.h"
 #include "text.h"
 #include "url.h"
@@ -207,20 +208,17 @@ std::optional<Holder> verify_held(Loop& loop, Lock& lock, const HeldEntry& entry
     return std::nullopt;
   }
   if (h->opaque) {
-    // Another tool's layout keeps no holder details: the 128-bit token that
-    // only RLOCK_HELD carried holds it, and under Redisson's layout its id ends
-    // in the holder's pid (UUID:PID), which must be an ancestor.
-    Holder found = *h;
-    auto colon = found.token.rfind(':');
-    if (colon == std::string::npos) return found;
-    char* end = nullptr;
-    long pid = std::strtol(found.token.c_str() + colon + 1, &end, 10);
-    if (*end != '\0' || pid < 1 || pid > 0x7fffffff ||
-        !is_ancestor(static_cast<pid_t>(pid), getpid())) {
-      why = "its holder is not an ancestor of this process";
+    // Another tool's layout keeps no holder details, and anyone can read the
+    // token with status: the token itself must be bound to an ancestor of
+    // this process (holder_token.h). A service's token, or one of a process
+    // that is not an ancestor, never is.
+    auto pid = bound_holder(lock.names().layout, h->token, getpid());
+    if (!pid) {
+      why = "its token is not one an ancestor of this process took";
       return std::nullopt;
     }
-    found.info.pid = pid;
+    Holder found = *h;
+    found.info.pid = *pid;
     return found;
   }
   if (h->info.host != local_holder_info("", 0).host) {

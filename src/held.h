@@ -10,8 +10,10 @@
 // `run` of a lock listed there runs its command at once, but only once Redis
 // confirms it: the token holds the lock, and its holder is on this host and is
 // an ancestor of this process (a running `run`, or the process a keeper
-// watches). An environment copied from a finished run, or a lease that
-// --min-hold keeps after its run ended, is never trusted.
+// watches); under another tool's layout, which keeps no holder details, the
+// token itself must be bound to such an ancestor (holder_token.h). An
+// environment copied from a finished run, or a lease that --min-hold keeps
+// after its run ended, is never trusted.
 #pragma once
 
 #include <cstdint>

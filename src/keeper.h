@@ -3,8 +3,9 @@
 // (or is gone: killed, or a zombie, or its PID reused by another process).
 // On a lost lease it applies --on-lost to PID alone, never to its group. Its
 // owner's release (SIGUSR1 from `rlock release` under the environment that
-// --export set, or a release with the token heard on the release channel)
-// stops it without a word to PID.
+// --export set, or a release with the token heard on the release channel;
+// under another tool's layout, whose channel carries no token, a renewal that
+// finds the release's tombstone) stops it without a word to PID.
 #pragma once
 
 #include <signal.h>

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "holder_token.h"
 #include "lua_scripts.h"
 #include "scripts.h"
 #include "sha1.h"
@@ -76,12 +77,13 @@ Error foreign(const LockNames& n, const Reply& type) {
                            escape_text(truncate_text(type.text(), 32)), layout_name(n.layout)));
 }
 
+// `keys`: the lock's, and for a release or renewal its tombstone.
 template <class T>
-void run(Client& c, const Script& s, const LockNames& n, const Args& argv,
+void run(Client& c, const Script& s, const Args& keys, const Args& argv,
          std::function<T(const Reply&)> parse, Done<T> done, Millis timeout = Millis(0),
          const std::string& node = {}) {
   run_script(
-      c, s, {n.lock}, argv,
+      c, s, keys, argv,
       [parse = std::move(parse), done = std::move(done), name = s.name](Result r) {
         Outcome<T> o;
         try {
@@ -98,45 +100,38 @@ void run(Client& c, const Script& s, const LockNames& n, const Args& argv,
 ReleaseReply parse_release(const Reply& r) {
   ReleaseReply x;
   auto& e = r.as_array("a release reply", 1);
-  x.state = num(e[0]) == 1 ? ReleaseReply::State::Released : ReleaseReply::State::NotHeld;
+  int64_t v = num(e[0]);
+  x.state = v == 1   ? ReleaseReply::State::Released
+            : v == 3 ? ReleaseReply::State::AlreadyReleased
+                     : ReleaseReply::State::NotHeld;
   return x;
 }
 
-Args release_args(const LockNames& n, const std::string& token) {
+// The release id (a retry of one release sends the same) and its
+// tombstone's life, which outlives every retry.
+Args release_args(const LockNames& n, const std::string& token, Millis tomb) {
   // Plain: the payload is the KEY (the seed's service matches the channel; a
   // listener that reads the message finds the same name); Redisson's release
   // script publishes its own unlock message, "0".
-  if (n.layout == Layout::Plain) return {token, n.channel, n.key};
-  return {token, n.channel};
-}
-
-// One command's reply as text ("" when it could not be read: best effort).
-std::string reply_text(Client& client, const Args& args, const std::string& key) {
-  auto ask = [&](std::function<void(Outcome<std::string>)> cb) {
-    client.command(
-        args,
-        [cb = std::move(cb)](Result r) {
-          Outcome<std::string> x;
-          if (r.ok()) x.value = r.reply.text();
-          cb(std::move(x));
-        },
-        CallOptions{client.command_timeout(), {}, key, {}});
-  };
-  return settle<Outcome<std::string>>(client.loop(), ask).value;
+  std::string life = std::to_string(std::min(tomb, Millis(86'400'000)).count());
+  if (n.layout == Layout::Plain) return {token, n.channel, n.key, life, new_token()};
+  return {token, n.channel, life, new_token()};
 }
 
 }  // namespace
 
+std::string layout_tombstone(const LockNames& n, const std::string& token) {
+  // The hash tag is the lock key itself (KEY and PREFIX have no braces), so
+  // the tombstone is in the lock's Cluster slot and a script may touch both.
+  if (n.layout == Layout::Redisson) return "redisson_unlock_latch:{" + n.lock + "}:" + token;
+  return n.prefix + "rlock-released:{" + n.lock + "}:" + token;
+}
+
 std::string LayoutLock::fresh_token(long holder_pid) const {
-  std::string t = new_token();
-  if (layout() != Layout::Redisson) return t;
-  // Redisson's ids are UUID:THREAD; rlock's are a random UUID (version 4) and
-  // the holder's pid (run: rlock itself; acquire: the caller, or --while-pid's
-  // PID), which a nested run must find among its ancestors (verify_held).
-  t[12] = '4';
-  t[16] = "89ab"[std::stoi(t.substr(16, 1), nullptr, 16) & 3];
-  return fmt::format("{}-{}-{}-{}-{}:{}", t.substr(0, 8), t.substr(8, 4), t.substr(12, 4),
-                     t.substr(16, 4), t.substr(20), holder_pid);
+  // Bound to its holder (run: rlock itself; acquire: the caller, or
+  // --while-pid's PID), which a nested run must find among its ancestors
+  // (verify_held): the layouts keep nothing else of a holder.
+  return bound_token(layout(), holder_pid);
 }
 
 void LayoutLock::acquire(const std::string& token, Millis ttl, bool /*queue*/,
@@ -145,7 +140,7 @@ void LayoutLock::acquire(const std::string& token, Millis ttl, bool /*queue*/,
   acquired_ttl_ = ttl;
   LockNames n = names_;
   run<AcquireReply>(
-      client(), scripts(layout()).acquire, names_, {token, std::to_string(ttl.count())},
+      client(), scripts(layout()).acquire, {names_.lock}, {token, std::to_string(ttl.count())},
       [n](const Reply& r) {
         auto& e = r.as_array("an acquire reply", 2);
         const std::string& tag = e[0].as_string("an acquire status");
@@ -175,20 +170,22 @@ void LayoutLock::extend(const std::string& token, Millis ttl, Done<ExtendReply> 
                         Millis timeout) {
   if (ttl.count() == 0) ttl = acquired_ttl_;
   run<ExtendReply>(
-      client(), scripts(layout()).extend, names_, {token, std::to_string(ttl.count())},
+      client(), scripts(layout()).extend, {names_.lock, layout_tombstone(names_, token)},
+      {token, std::to_string(ttl.count())},
       [](const Reply& r) {
         auto& e = r.as_array("an extend reply", 1);
         ExtendReply x;
         x.held = num(e[0]) == 1 && e.size() >= 2;
         if (x.held) x.ttl = Millis(num(e[1]));
+        x.released = !x.held && e.size() >= 2 && num(e[1]) == 1;
         return x;
       },
       confirmed_renewal(client(), std::move(done)), timeout);
 }
 
 // A release whose connection broke is tried again on a new one until the
-// window closes. Without a tombstone (it would be a second key, in another
-// Cluster slot) a retry whose first try did release says NotHeld.
+// window closes, with the same release id: a retry whose first try did
+// release finds that try's tombstone (layout_tombstone) and says so.
 void LayoutLock::release(const std::string& token, Millis /*min_hold*/, Done<ReleaseReply> done,
                          Millis timeout, int /*exit_status*/, Millis /*done_for*/,
                          const std::string& /*lost*/) {
@@ -197,14 +194,13 @@ void LayoutLock::release(const std::string& token, Millis /*min_hold*/, Done<Rel
   struct Try {
     Client* c;
     const Script* s;
-    LockNames n;
-    Args argv;
+    Args keys, argv;
     Clock::time_point until;
     void go(int tries, Done<ReleaseReply> done) const {
       Millis left = std::chrono::duration_cast<Millis>(until - Clock::now());
       Try self = *this;
       run<ReleaseReply>(
-          *c, *s, n, argv, parse_release,
+          *c, *s, keys, argv, parse_release,
           [self, tries, done = std::move(done)](Outcome<ReleaseReply> o) mutable {
             Millis pause = std::min(Millis(50) * (1 << std::min(tries, 4)), Millis(500));
             if (!o.error || o.error->kind() != ErrorKind::Unavailable ||
@@ -217,8 +213,12 @@ void LayoutLock::release(const std::string& token, Millis /*min_hold*/, Done<Rel
           std::max(left, Millis(1)));
     }
   };
-  Try{&client(), &scripts(layout()).release, names_, release_args(names_, token), until}.go(
-      0, std::move(done));
+  Try{&client(),
+      &scripts(layout()).release,
+      {names_.lock, layout_tombstone(names_, token)},
+      release_args(names_, token, window + Millis(5000)),
+      until}
+      .go(0, std::move(done));
 }
 
 void LayoutLock::confirm_master(const std::string& token, const AcquireReply& granted,
@@ -230,7 +230,8 @@ void LayoutLock::confirm_master(const std::string& token, const AcquireReply& gr
       node, [c, n, token, node, cleanup, done = std::move(done)](Outcome<bool> o) mutable {
         if (o.error || o.value) return done(std::move(o));
         run<ReleaseReply>(
-            *c, scripts(n.layout).release, n, release_args(n, token), parse_release,
+            *c, scripts(n.layout).release, {n.lock, layout_tombstone(n, token)},
+            release_args(n, token, cleanup + Millis(5000)), parse_release,
             [done = std::move(done)](Outcome<ReleaseReply>) {
               done(Outcome<bool>{std::nullopt, false});
             },
@@ -248,7 +249,7 @@ void LayoutLock::leave(const std::string& /*token*/, Done<bool> done, Millis /*t
 void LayoutLock::status(Done<LockStatus> done) {
   LockNames n = names_;
   run<LockStatus>(
-      client(), scripts(layout()).status, names_, {},
+      client(), scripts(layout()).status, {names_.lock}, {},
       [n](const Reply& r) {
         LockStatus s;
         s.layout = n.layout;
@@ -279,7 +280,7 @@ void LayoutLock::status(Done<LockStatus> done) {
 void LayoutLock::break_lock(Done<long> done) {
   Args argv = layout() == Layout::Plain ? Args{names_.channel, names_.key} : Args{names_.channel};
   run<long>(
-      client(), scripts(layout()).brk, names_, argv,
+      client(), scripts(layout()).brk, {names_.lock}, argv,
       [](const Reply& r) { return static_cast<long>(r.as_int("a break reply")); }, std::move(done));
 }
 
@@ -316,19 +317,37 @@ void check_layout_options(const GlobalOptions& g, const LockOptions* o) {
 
 std::vector<std::string> other_layouts_held(Client& client, const std::string& key,
                                             const GlobalOptions& g) {
+  // TYPE and PTTL of every other layout's key, sent together: one round trip
+  // (in a Cluster the keys may be on different nodes: one each, at once).
+  struct Look {
+    LockNames n;
+    std::string type, pttl;
+  };
+  std::vector<Look> looks;
+  for (Layout l : {Layout::Rlock, Layout::Plain, Layout::Redisson})
+    if (l != g.layout) looks.push_back({LockNames::of(l, key, g.prefix), {}, {}});
+  auto ask = [&](std::function<void(bool)> done) {
+    auto left = std::make_shared<size_t>(2 * looks.size());
+    for (Look& look : looks)
+      for (auto [cmd, into] : {std::pair{"TYPE", &look.type}, std::pair{"PTTL", &look.pttl}})
+        client.command(
+            {cmd, look.n.lock},
+            [into, left, done](Result r) {
+              if (r.ok()) *into = r.reply.text();
+              if (--*left == 0) done(true);
+            },
+            CallOptions{client.command_timeout(), {}, look.n.lock, {}});
+  };
+  settle<bool>(client.loop(), ask);
   std::vector<std::string> out;
-  for (Layout l : {Layout::Rlock, Layout::Plain, Layout::Redisson}) {
-    if (l == g.layout) continue;
-    LockNames n = LockNames::of(l, key, g.prefix);
-    const char* want = l == Layout::Redisson ? "hash" : "string";
-    if (reply_text(client, {"TYPE", n.lock}, n.lock) != want) continue;
+  for (const Look& look : looks) {
+    const char* want = look.n.layout == Layout::Redisson ? "hash" : "string";
     // Every layout's lock expires (PX, PEXPIRE): a key without expiry (an
     // application's hash or string of the same name) is something else, as
     // for list.
-    std::string pttl = reply_text(client, {"PTTL", n.lock}, n.lock);
-    if (pttl.empty() || pttl[0] == '-' || pttl == "0") continue;
-    out.push_back(fmt::format("--layout {} (key {})", layout_name(l),
-                              escape_text(truncate_text(n.lock, 300))));
+    if (look.type != want || look.pttl.empty() || look.pttl[0] == '-' || look.pttl == "0") continue;
+    out.push_back(fmt::format("--layout {} (key {})", layout_name(look.n.layout),
+                              escape_text(truncate_text(look.n.lock, 300))));
   }
   return out;
 }

@@ -42,6 +42,14 @@ class LayoutLock : public SingleLock {
   Millis acquired_ttl_{30000};
 };
 
+/// The key a release of `token` leaves behind for a short while (its
+/// tombstone: the release id, PX), in the lock's Cluster slot: plain
+/// PREFIXrlock-released:{PREFIXKEY}:TOKEN, Redisson
+/// redisson_unlock_latch:{KEY}:ID (as Redisson names its unlock latch). A
+/// retried release finds it (AlreadyReleased), and a renewal tells a release
+/// with the token from a loss (ExtendReply::released).
+std::string layout_tombstone(const LockNames& n, const std::string& token);
+
 /// Refuses (usage Error, 64) what `layout` cannot carry: for run and acquire
 /// `o` (--limit, --shared, --and, --priority, --supersede, --max-waiters,
 /// --done-for, --min-hold), and for every command several URLs (a quorum).

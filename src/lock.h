@@ -141,6 +141,9 @@ struct ExtendReply {
   Millis ttl{0};
   int64_t fence = 0;
   std::string node;  // the server that renewed it (Result::node)
+  /// Not held because a release with the token removed it (another tool's
+  /// layout, which publishes no token: its tombstone says so).
+  bool released = false;
 };
 
 struct ReleaseReply {

@@ -92,6 +92,21 @@ bool is_ancestor(pid_t ancestor, pid_t pid) {
   return pid == ancestor;
 }
 
+std::string boot_id() {
+#if defined(__linux__)
+  std::string id = read_small("/proc/sys/kernel/random/boot_id", 64);
+  while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
+  return id;
+#elif defined(__APPLE__)
+  struct timeval tv {};
+  size_t len = sizeof tv;
+  if (sysctlbyname("kern.boottime", &tv, &len, nullptr, 0) != 0) return {};
+  return std::to_string(tv.tv_sec) + "." + std::to_string(tv.tv_usec);
+#else
+  return {};
+#endif
+}
+
 std::optional<uid_t> proc_uid(pid_t pid) {
   if (pid <= 0) return std::nullopt;
 #if defined(__linux__)

@@ -36,6 +36,11 @@ std::optional<ProcInfo> proc_info(pid_t pid);
 /// generations are walked). False when unknown.
 bool is_ancestor(pid_t ancestor, pid_t pid);
 
+/// What tells this boot of this host from any other, for binding a process
+/// (pid, start) to it: Linux's /proc/sys/kernel/random/boot_id, macOS's boot
+/// time; empty when unknown.
+std::string boot_id();
+
 /// The effective user id `pid` runs as (what ps shows as its user);
 /// nullopt when there is no such process or this system cannot tell.
 std::optional<uid_t> proc_uid(pid_t pid);

@@ -83,7 +83,15 @@ void Watchdog::renew() {
         renewing_ = false;
         if (stopped_) return;
         if (o.error) return renewal_failed(o.error->what());
-        if (!o.value.held) return not_held();
+        if (!o.value.held) {
+          // Another tool's layout publishes no token: its tombstone says
+          // that a release with the token removed it.
+          if (o.value.released) {
+            heard_token_.assign(std::max<size_t>(heard_token_.size(), 1), true);
+            heard_ = "it was released with its token by another process";
+          }
+          return not_held();
+        }
         // What was heard before this renewal was sent did not cost the lease.
         if (heard == heard_count_) {
           heard_.clear();

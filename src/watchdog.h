@@ -24,7 +24,8 @@ class Watchdog {
     /// be renewed before its deadline: why, for people. Reported once; the
     /// watchdog has stopped by then.
     std::function<void(const std::string& why)> lost;
-    /// Optional. A release with the token was heard on the channel and the
+    /// Optional. A release with the token was heard on the channel (or,
+    /// under another tool's layout, a renewal found its tombstone) and the
     /// lease is gone: its owner released it (the keeper's case). Reported
     /// instead of `lost`, once; the watchdog has stopped. Without it, such a
     /// release is a loss like any other (`run`: only the run holds its token).

@@ -105,6 +105,38 @@ no_raw_controls() {
   assert_output 100000000
 }
 
+@test "redisson: a huge value in the lock's hash is never copied into a script (the server is not kept busy)" {
+  # 100 MB in one field beside a holder's; copying it into a script takes the server far
+  # more than 20ms, reading its length far less
+  rcli eval "redis.call('HSET', KEYS[1], 'big:1', string.rep('x', 100000000), 'c0ffee00-0000-4000-8000-000000000000:7', 1)
+             redis.call('PEXPIRE', KEYS[1], 60000)" 1 rhuge >/dev/null
+  rcli eval "for i = 1, 40 do redis.call('HSET', KEYS[1], 'id:' .. i, 1) end
+             redis.call('HSET', KEYS[1], 'big:2', string.rep('y', 100000000))
+             redis.call('PEXPIRE', KEYS[1], 60000)" 1 rhuge2 >/dev/null
+  # a new Lua VM: collecting the 200 MB those two scripts made is no later script's cost
+  rcli script flush >/dev/null
+  rcli config set slowlog-log-slower-than 20000 >/dev/null
+  rcli slowlog reset >/dev/null
+  local step k
+  for k in rhuge rhuge2; do
+    for step in "status $k" "status $k --json" "run -n $k -- true" "extend $k --token nottheholder --ttl 5s" \
+      "release $k --token nottheholder"; do
+      # shellcheck disable=SC2086 # the words of the step are intended
+      run "$RLOCK" --layout redisson $step
+    done
+  done
+  run -0 rcli slowlog get 10
+  rcli config set slowlog-log-slower-than 10000 >/dev/null
+  assert_output ""
+  rl --layout redisson status rhuge
+  assert_success
+  assert_output --partial "c0ffee00-0000-4000-8000-000000000000:7"
+  assert_output --partial "big:1"
+  rl --layout redisson status rhuge2
+  assert_output --partial "and 25 more holders"
+  run -0 rcli del rhuge rhuge2
+}
+
 @test "redisson: a hash with several ids is said to be held by that many Redisson ids" {
   rcli hset rmany 'aaaaaaaa-0000-4000-8000-000000000000:1' 1 'bbbbbbbb-0000-4000-8000-000000000000:2' 1 \
     'cccccccc-0000-4000-8000-000000000000:3' 2 >/dev/null
@@ -189,7 +221,6 @@ no_raw_controls() {
 }
 
 @test "a forged RLOCK_HELD naming another program's holder never skips the lock" {
-  finding "verify_held trusts a plain holder's token alone (status prints it), and a Redisson id ending in :1 (a JVM's main thread) passes the ancestor check everywhere"
   rcli set lock:fg svc-token px 30000 >/dev/null
   RLOCK_HELD=$(printf 'svc-token\tfg\tlock:\tredis://127.0.0.1:%s/0 layout=plain' "$REDIS_PORT") \
     run -75 "$RLOCK" --layout plain run -n fg -- echo ran
@@ -201,8 +232,31 @@ no_raw_controls() {
   refute_output --partial ran
 }
 
+@test "a forged RLOCK_HELD naming a token of rlock's own holder elsewhere (status prints it) never skips the lock" {
+  local l tok where
+  for l in plain redisson; do
+    # a sibling, not an ancestor: its token has the right shape and holds the lock
+    rlock_bg "s$l" --layout "$l" run --ttl 30s "fs-$l" -- sh "$T/gate.sh" "$T" "s$l"
+    wait_for_file "$T/s$l.started"
+    tok=$("$RLOCK" --layout "$l" status "fs-$l" --json | jq -r '.holders[0].token')
+    [[ -n $tok && $tok != null ]] || fail "no token in status"
+    where=$(printf 'redis://127.0.0.1:%s/0 layout=%s' "$REDIS_PORT" "$l")
+    RLOCK_HELD=$(printf '%s\tfs-%s\tlock:\t%s' "$tok" "$l" "$where") \
+      run -75 --separate-stderr "$RLOCK" --layout "$l" run -n "fs-$l" -- echo ran
+    refute_output --partial ran
+    # the same token renamed for pid 1 (everyone's ancestor) is no better
+    if [[ $l == redisson ]]; then
+      RLOCK_HELD=$(printf '%s:1\tfs-%s\tlock:\t%s' "${tok%%:*}" "$l" "$where") \
+        run -75 "$RLOCK" --layout "$l" run -n "fs-$l" -- echo ran
+      refute_output --partial ran
+    fi
+    touch "$T/s$l.go"
+    bg_wait "$BG_PID" 30
+    assert_equal "$BG_STATUS" 0
+  done
+}
+
 @test "a script's own release of a lock acquire --while-pid keeps is no loss: the script is not signalled" {
-  finding "under a layout the release publishes KEY or 0, never the token, so the keeper takes its owner's release (without RLOCK_HELD) for a loss and sends SIGTERM"
   local l
   for l in plain redisson; do
     run -0 timeout 30 bash -c '
@@ -218,7 +272,6 @@ no_raw_controls() {
 }
 
 @test "a release whose reply is lost is no loss: run exits with its command's status" {
-  finding "without a tombstone the retried release finds the key gone and run reports 'lost the lock' (76) after a hold that was never lost"
   proxy_start "$REDIS_PORT"
   local l chan
   for l in plain redisson; do
@@ -236,6 +289,51 @@ no_raw_controls() {
     refute_output --partial "lost the lock"
     assert_equal "$BG_STATUS" 0
   done
+}
+
+@test "a release's tombstone: beside the lock for a few seconds, a second release of the token is still refused (76), a hostile one changes nothing" {
+  local l tok tomb
+  for l in plain redisson; do
+    tok=$("$RLOCK" --layout "$l" acquire --ttl 30s "tb-$l")
+    tomb="lock:rlock-released:{lock:tb-$l}:$tok"
+    [[ $l == redisson ]] && tomb="redisson_unlock_latch:{tb-$l}:$tok"
+    run -0 "$RLOCK" --layout "$l" --timeout 2s release "tb-$l" --token "$tok"
+    run -0 rcli pttl "$tomb"
+    assert [ "$output" -gt 0 ]
+    assert [ "$output" -le 7000 ]
+    # another release of the token (not a retry of that one) is not held
+    rl --layout "$l" release "tb-$l" --token "$tok"
+    assert_equal "$status" 76
+    # a tombstone of another type, or a huge one, at the name is no answer and is replaced
+    tok=$("$RLOCK" --layout "$l" acquire --ttl 30s "tb-$l")
+    tomb="lock:rlock-released:{lock:tb-$l}:$tok"
+    [[ $l == redisson ]] && tomb="redisson_unlock_latch:{tb-$l}:$tok"
+    rcli hset "$tomb" f v >/dev/null
+    run -0 "$RLOCK" --layout "$l" release "tb-$l" --token "$tok"
+    run -0 rcli type "$tomb"
+    assert_output string
+    rcli setrange "$tomb" 9999999 x >/dev/null
+    rl --layout "$l" release "tb-$l" --token "$tok"
+    assert_equal "$status" 76
+  done
+  # plain's tombstone is no lock to list
+  rl --layout plain list 'tb-*'
+  assert_success
+  assert_output ""
+}
+
+@test "cluster: a layout's release and renewal touch the lock and its tombstone in one slot" {
+  cluster_start 3
+  local l tok url=$CLUSTER_URL
+  for l in plain redisson; do
+    tok=$("$RLOCK" --url "$url" --layout "$l" acquire --ttl 30s "cl:tb:$l")
+    run -0 "$RLOCK" --url "$url" --layout "$l" extend "cl:tb:$l" --token "$tok" --ttl 30s
+    run -0 "$RLOCK" --url "$url" --layout "$l" release "cl:tb:$l" --token "$tok"
+    run -0 "$RLOCK" --url "$url" --layout "$l" run --ttl 2s "cl:tb:$l" -- sleep 1.5
+  done
+  # the file's other Cluster test starts its own
+  local i
+  for ((i = 1; i <= 3; i++)); do redis_stop "CLUSTER$i"; done
 }
 
 @test "SCRIPT FLUSH during a hold: renewals and the release load their script again" {
