@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 #include <unistd.h>
+#if defined(__APPLE__)
+#include <sys/random.h>  // getentropy
+#endif
 
 #include <cerrno>
 #include <cstring>
