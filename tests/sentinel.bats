@@ -82,6 +82,30 @@ _watchers() {
   assert_equal "$(rcli_to "$new" exists 'lock:{s-run}')" 0
 }
 
+@test "--layout plain and redisson: a failover during a run keeps the lease on the new master" {
+  local layout key
+  for layout in plain redisson; do
+    key="lock:s-lay-$layout"
+    [[ $layout == redisson ]] && key="s-lay-$layout"
+    rm -f "$T/h.started" "$T/h.go"
+    rlock_bg holder -v --layout "$layout" run --ttl 4s "s-lay-$layout" -- sh "$T/gate" "$T" h
+    holder=$BG_PID
+    wait_for_file "$T/h.started"
+    old=$(master)
+    [[ $(rcli_to "$old" exists "$key") == 1 ]] || fail "$layout: no lock on the master"
+    wait_until "(( \$(_watchers) >= 1 ))"
+    sentinel_failover
+    new=$(master)
+    [[ $new != "$old" ]] || fail "$layout: no failover"
+    wait_until "(( \$(rcli_to $new pttl '$key') > 3500 ))" 5
+    touch "$T/h.go"
+    bg_wait "$holder"
+    assert_equal "$BG_STATUS" 0
+    ! grep -q lost "$T/holder.err" || fail "$layout: $(cat "$T/holder.err")"
+    assert_equal "$(rcli_to "$new" exists "$key")" 0
+  done
+}
+
 @test "a failover during a wait: the waiter follows the new master and gets the lock" {
   rlock_bg holder run --ttl 4s s-wait -- sh "$T/gate" "$T" h
   holder=$BG_PID
