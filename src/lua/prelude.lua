@@ -169,13 +169,16 @@ end
 
 -- Up to `max` live holders, {token, pttl, host, pid, user, cmd, since, fence,
 -- ttl, kept, exit, mode, done, label, slot} each, and how many there are.
--- Reads only.
-local function holders(max)
+-- Reads only. `plain_alone`: a plain holder's token at LOCK ends the search
+-- (`list`): acquire refuses --limit and --shared while one holds, so HOLDERS
+-- has none then.
+local function holders(max, plain_alone)
   local out, n = {}, 0
   local t = redis.call('GET', LOCK)
   if t and t ~= SHARED then
     out[1] = holder_fields(t, redis.call('PTTL', LOCK))
     n = 1
+    if plain_alone then return out, n end
   end
   local live = '(' .. NOW
   n = n + redis.call('ZCOUNT', HOLDERS, live, '+inf')
@@ -349,10 +352,10 @@ end
 -- What `status` says of the lock, reading only: up to `max` holder and waiter
 -- records (dead ones skipped, never removed), the counts, the limit, the fence
 -- and the newest events of its history (status.lua describes the reply).
--- `queue` false skips the line (`list --json` passes false for a lock whose
--- :queue key its SCAN did not see).
-local function status_of(max, queue)
-  local hs, nh = holders(max)
+-- `list --json` passes `queue` false for a lock whose :queue key its SCAN did
+-- not see (the line is not read), and `plain_alone` (see holders).
+local function status_of(max, queue, plain_alone)
+  local hs, nh = holders(max, plain_alone)
   local waiters, nw, from = {}, 0, 0
   while queue do
     local batch = redis.call('ZRANGE', QUEUE, from, from + 255)
