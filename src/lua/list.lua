@@ -51,7 +51,7 @@ for i = 1, #KEYS do
   local queue, limit_seen = s % 2 == 1, s >= 2
   if full then
     if budget <= 0 then break end
-    local st = status_of(1000, queue, true)
+    local st = status_of(1000, queue, true, limit_seen)
     budget = budget - #st[4] - #st[5]
     if st[6] == 0 then st = {} end
     n = n + 1

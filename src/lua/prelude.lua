@@ -168,17 +168,18 @@ local function holder_fields(t, pttl)
 end
 
 -- Up to `max` live holders, {token, pttl, host, pid, user, cmd, since, fence,
--- ttl, kept, exit, mode, done, label, slot} each, and how many there are.
--- Reads only. `plain_alone`: a plain holder's token at LOCK ends the search
--- (`list`): acquire refuses --limit and --shared while one holds, so HOLDERS
--- has none then.
+-- ttl, kept, exit, mode, done, label, slot} each, how many there are, and
+-- whether a plain holder's token is at LOCK. Reads only. `plain_alone`: such a
+-- token ends the search (`list`): acquire refuses --limit and --shared while
+-- a plain holder holds, so HOLDERS has none then.
 local function holders(max, plain_alone)
   local out, n = {}, 0
   local t = redis.call('GET', LOCK)
-  if t and t ~= SHARED then
+  local plain = t and t ~= SHARED
+  if plain then
     out[1] = holder_fields(t, redis.call('PTTL', LOCK))
     n = 1
-    if plain_alone then return out, n end
+    if plain_alone then return out, n, true end
   end
   local live = '(' .. NOW
   n = n + redis.call('ZCOUNT', HOLDERS, live, '+inf')
@@ -187,7 +188,7 @@ local function holders(max, plain_alone)
     if #out >= max then break end
     out[#out + 1] = holder_fields(z[i], tonumber(z[i + 1]) - NOW)
   end
-  return out, n
+  return out, n, plain
 end
 
 -- 'plain', 'semaphore', 'shared' or nil: how `t` holds the lock, if it does.
@@ -352,10 +353,12 @@ end
 -- What `status` says of the lock, reading only: up to `max` holder and waiter
 -- records (dead ones skipped, never removed), the counts, the limit, the fence
 -- and the newest events of its history (status.lua describes the reply).
--- `list --json` passes `queue` false for a lock whose :queue key its SCAN did
--- not see (the line is not read), and `plain_alone` (see holders).
-local function status_of(max, queue, plain_alone)
-  local hs, nh = holders(max, plain_alone)
+-- `list --json` passes what its SCAN saw: `queue` false for a lock without a
+-- :queue key (the line is not read), `limit_seen` false for one without a :limit
+-- key (read all the same unless a plain holder holds: a semaphore's limit is
+-- always read), and `plain_alone` (see holders).
+local function status_of(max, queue, plain_alone, limit_seen)
+  local hs, nh, plain = holders(max, plain_alone)
   local waiters, nw, from = {}, 0, 0
   while queue do
     local batch = redis.call('ZRANGE', QUEUE, from, from + 255)
@@ -375,7 +378,9 @@ local function status_of(max, queue, plain_alone)
     from = from + #batch
   end
   local limit = 0
-  if nh > 0 or nw > 0 then limit = tonumber(redis.call('GET', LIMIT) or '0') or 0 end
+  if (nh > 0 or nw > 0) and (limit_seen or not plain) then
+    limit = tonumber(redis.call('GET', LIMIT) or '0') or 0
+  end
   -- The newest events of its history (protocol 4), newest first, each {id,
   -- field, value, ...}: what a free lock's status tells of its last holder.
   local last = {}

@@ -5,4 +5,4 @@
 -- mode, label, priority} (the last three since protocol 4; mode is 'shared'
 -- or empty for an exclusive one, priority empty for 0).
 -- >8 -- rlock sends the rest of this file, from the newline ending this line on
-return status_of(tonumber(ARGV[1] or '1000') or 1000, true)
+return status_of(tonumber(ARGV[1] or '1000') or 1000, true, false, true)
