@@ -110,15 +110,27 @@ std::string head_of(const GlobalOptions& g) {
   return g.prefix + "{";
 }
 
-// The locks that SCAN MATCH `match` finds on one node, added to `found`.
+// The locks that SCAN MATCH `match` finds on one node, added to `found`. The
+// next SCAN goes out as soon as a reply's cursor is read, before its keys are:
+// the server scans on while rlock sorts out the names.
 void scan(Client& client, const std::string& node, const std::string& match,
           const std::string& head, Found& found, Layout layout) {
-  std::string cursor = "0";
-  do {
-    Reply r = call(client, scan_args(cursor, match, layout, "500"), "SCAN",
-                   CallOptions{Millis(0), {}, {}, node});
-    cursor = scan_step(r, head, found, layout);
-  } while (cursor != "0");
+  auto send = [&](const std::string& cursor) {
+    auto result = std::make_shared<std::optional<Result>>();
+    client.command(
+        scan_args(cursor, match, layout, "500"), [result](Result r) { *result = std::move(r); },
+        CallOptions{Millis(0), {}, {}, node});
+    return result;
+  };
+  auto next = send("0");
+  while (next) {
+    auto got = std::move(next);
+    client.loop().run_until([&] { return got->has_value(); });
+    const Reply& r = expect_ok(**got, "SCAN");
+    const std::string& cursor = r.as_array("a SCAN reply", 2)[0].as_string("a SCAN cursor");
+    if (cursor != "0") next = send(cursor);
+    scan_step(r, head, found, layout);
+  }
 }
 
 // SCAN MATCH for the locks whose KEY matches `pattern` (usage Error for a bad one).

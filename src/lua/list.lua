@@ -17,12 +17,16 @@
 -- >8 -- rlock sends the rest of this file, from the newline ending this line on
 local full, seen = ARGV[1] == 'full', ARGV[2] or ''
 local out, n, budget = {}, 0, 1000
+local live = '(' .. NOW
 -- Appends the first holder of a line, 10 values: what a line shows of it.
 local function put_holder(t, pttl)
   local h = redis.call('HMGET', hkey(t), 'host', 'pid', 'cmd', 'since', 'fence', 'kept', 'mode',
                        'done', 'label')
   out[n + 1] = pttl
-  for j = 1, 9 do out[n + 1 + j] = field(h[j]) end
+  for j = 1, 9 do
+    local v = h[j]
+    if v and #v <= 1024 then out[n + 1 + j] = v else out[n + 1 + j] = field(v) end
+  end
   n = n + 10
 end
 -- How many waiters in the line are live (their w: hash exists).
@@ -42,14 +46,15 @@ end
 for i = 1, #KEYS do
   LOCK = KEYS[i]
   BASE = LOCK .. ':'
-  FENCE, HOLDERS, LIMIT, QUEUE = BASE .. 'fence', BASE .. 'holders', BASE .. 'limit', BASE .. 'queue'
-  LOG = BASE .. 'log'
   -- A side key that SCAN did not see is read only where the lock's state needs
   -- it: the line and the limit are read when SCAN saw them; a lock held through
   -- HOLDERS (no plain holder's token at LOCK) always has its limit read.
-  local s = tonumber(string.sub(seen, i, i)) or 3
+  local s = (string.byte(seen, i) or 51) - 48
+  if s < 0 or s > 3 then s = 3 end
   local queue, limit_seen = s % 2 == 1, s >= 2
   if full then
+    FENCE, HOLDERS, LIMIT, QUEUE = BASE .. 'fence', BASE .. 'holders', BASE .. 'limit', BASE .. 'queue'
+    LOG = BASE .. 'log'
     if budget <= 0 then break end
     local st = status_of(1000, queue, true, limit_seen)
     budget = budget - #st[4] - #st[5]
@@ -59,14 +64,15 @@ for i = 1, #KEYS do
   else
     -- A plain holder's token at LOCK excludes holders in HOLDERS (an acquire
     -- with --limit or --shared is refused while it holds), so HOLDERS is read
-    -- only when LOCK is free or the shared marker.
+    -- only when LOCK is free or the shared marker. Each key's name is made only
+    -- where it is read: a Lua string each, 512 times a call.
     local t = redis.call('GET', LOCK)
     local plain = t and t ~= SHARED
     local nh, first, pttl = 0, nil, 0
     if plain then
       nh, first, pttl = 1, t, redis.call('PTTL', LOCK)
     else
-      local live = '(' .. NOW
+      HOLDERS = BASE .. 'holders'
       nh = redis.call('ZCOUNT', HOLDERS, live, '+inf')
       if nh > 0 then
         local z = redis.call('ZRANGEBYSCORE', HOLDERS, live, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
@@ -78,9 +84,15 @@ for i = 1, #KEYS do
       for j = 4, 13 do out[n + j] = false end
       n = n + 13
     else
-      local nw = queue and live_waiters() or 0
+      local nw = 0
+      if queue then
+        QUEUE = BASE .. 'queue'
+        nw = live_waiters()
+      end
       local limit = 0
-      if limit_seen or not plain then limit = tonumber(redis.call('GET', LIMIT) or '0') or 0 end
+      if limit_seen or not plain then
+        limit = tonumber(redis.call('GET', BASE .. 'limit') or '0') or 0
+      end
       out[n + 1], out[n + 2], out[n + 3] = limit, nh, nw
       n = n + 3
       put_holder(first, pttl)
