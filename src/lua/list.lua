@@ -43,6 +43,8 @@ local function live_waiters()
   end
   return nw
 end
+-- Every lock key's value in one command rather than one GET each ('line').
+local values = (full or #KEYS == 0) and {} or redis.call('MGET', unpack(KEYS))
 for i = 1, #KEYS do
   LOCK = KEYS[i]
   BASE = LOCK .. ':'
@@ -66,7 +68,7 @@ for i = 1, #KEYS do
     -- with --limit or --shared is refused while it holds), so HOLDERS is read
     -- only when LOCK is free or the shared marker. Each key's name is made only
     -- where it is read: a Lua string each, 512 times a call.
-    local t = redis.call('GET', LOCK)
+    local t = values[i]
     local plain = t and t ~= SHARED
     local nh, first, pttl = 0, nil, 0
     if plain then
