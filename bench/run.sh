@@ -37,16 +37,26 @@
 #  12. layouts (issue 26): an uncontended run with --layout plain and --layout redisson
 #      beside part 1's default layout
 #
-# Usage: bench/run.sh [--smoke]
-#   --smoke  tiny counts: checks that every part works (CI), measures nothing
+# Usage: bench/run.sh [--smoke] [--part N]
+#   --smoke   tiny counts: checks that every part works (CI), measures nothing
+#   --part N  only part N (1, 1b, 2 … 12; parts 1b, 7, 8 and 12 run part 1 too, their
+#             baseline; 3 and 4 run together): `bench/run.sh --part 10` measures list alone
 # Env: RLOCK=path/to/rlock (default build/rlock), CC (default cc)
 # Baselines that are not installed (etcd, etcdctl) are skipped with a note. Servers are
 # started on loopback by this script and stopped at the end.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-smoke=0
-[[ ${1:-} == --smoke ]] && smoke=1
+smoke=0 only=
+while (($#)); do
+  case $1 in
+    --smoke) smoke=1 ;;
+    --part) only=${2:?--part needs a part number}; shift ;;
+    *) echo "usage: bench/run.sh [--smoke] [--part N]" >&2; exit 64 ;;
+  esac
+  shift
+done
+want() { [[ -z $only || $only == "$1" ]]; }
 RLOCK=$(realpath "${RLOCK:-build/rlock}")
 [[ -x $RLOCK ]] || { echo "bench: $RLOCK not built (cmake --build build)" >&2; exit 1; }
 
@@ -93,7 +103,7 @@ export RLOCK_URL="redis://127.0.0.1:$rport/0"
 rcli() { redis-cli -p "$rport" "$@"; }
 
 have_etcd=0
-if command -v etcd >/dev/null && command -v etcdctl >/dev/null; then
+if { want 1 || want 3 || want 4; } && command -v etcd >/dev/null && command -v etcdctl >/dev/null; then
   cport=$(pick_port) pport=$(pick_port)
   etcd --data-dir "$work/etcd" --listen-client-urls "http://127.0.0.1:$cport" \
     --advertise-client-urls "http://127.0.0.1:$cport" \
@@ -116,8 +126,6 @@ etcd_note="(no etcd: apt-get install etcd-server etcd-client for that baseline)"
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "n/a"; else printf "%.2fx", a / b }'; }
 
-# --- 1. uncontended --------------------------------------------------------------------
-echo "== 1. uncontended: median of $RUNS runs (ms), each a fresh process"
 declare -A T
 measure_cmd() { # NAME CMD...: median into T[NAME]
   local name=$1 med
@@ -125,20 +133,32 @@ measure_cmd() { # NAME CMD...: median into T[NAME]
   read -r med _ < <("$TIMEIT" "$RUNS" "$WARMUP" "$@")
   T[$name]=$med
 }
+row() { printf '%-34s %9s %12s\n' "$1" "${T[$2]}" "$3"; }
+wait_contenders() { # every background job but the servers
+  local p
+  for p in $(jobs -p); do
+    [[ " ${pids[*]} " == *" $p "* ]] || wait "$p"
+  done
+}
+
+# --- 1. uncontended --------------------------------------------------------------------
+if want 1 || want 1b || want 7 || want 8 || want 12; then
+echo "== 1. uncontended: median of $RUNS runs (ms), each a fresh process"
 measure_cmd rlock "$RLOCK" run bench-u -- true
 measure_cmd minimal "$MINIMAL" 127.0.0.1 "$rport" bench-m true
 measure_cmd flock flock "$work/u.flock" true
 measure_cmd redis-cli redis-cli -p "$rport" SET bench-r x
 ((have_etcd)) && measure_cmd etcd etcdctl --endpoints="127.0.0.1:$cport" lock bench-e true
 printf '%-34s %9s %12s\n' "command" "median_ms" "rlock_ratio"
-row() { printf '%-34s %9s %12s\n' "$1" "${T[$2]}" "$3"; }
 row "rlock run k -- true" rlock ""
 row "bench/minimal (same Redis work, C)" minimal "$(ratio "${T[rlock]}" "${T[minimal]}")"
 row "flock FILE true" flock "$(ratio "${T[rlock]}" "${T[flock]}")"
 row "redis-cli SET (one command)" redis-cli "$(ratio "${T[rlock]}" "${T[redis-cli]}")"
 if ((have_etcd)); then row "etcdctl lock k true" etcd "$(ratio "${T[rlock]}" "${T[etcd]}")"; else echo "$etcd_note"; fi
+fi
 
 # --- 1b. lock shapes (issue 23) ---------------------------------------------------------
+if want 1b; then
 echo
 echo "== 1b. lock shapes, uncontended: median of $RUNS runs (ms), beside part 1's plain run"
 measure_cmd shared "$RLOCK" run -s bench-s1 -- true
@@ -150,8 +170,10 @@ printf '%-34s %9s %12s\n' "command" "median_ms" "ratio"
 row "rlock run -s k -- true (shared)" shared "$(ratio "${T[shared]}" "${T[rlock]}")"
 row "rlock run k1 --and k2 --and k3" and3 "$(ratio "${T[and3]}" "${T[rlock]}")"
 row "run --done-for, already done" donefor "$(ratio "${T[donefor]}" "${T[rlock]}")"
+fi
 
 # --- 2. --version ------------------------------------------------------------------------
+if want 2; then
 echo
 echo "== 2. start-up: median of $RUNS runs (ms)"
 measure_cmd version "$RLOCK" --version
@@ -159,8 +181,10 @@ measure_cmd empty "$work/empty"
 printf '%-34s %9s %12s\n' "command" "median_ms" "rlock_ratio"
 row "rlock --version" version ""
 row "empty C program" empty "$(ratio "${T[version]}" "${T[empty]}")"
+fi
 
 # --- 3 and 4. handoff ----------------------------------------------------------------------
+if want 3 || want 4; then
 acquire_with() { # TOOL KEY: one critical section under TOOL's lock
   case $1 in
     rlock) "$RLOCK" run -q --ttl 30s "$2" -- "$STAMP" 10 ;;
@@ -196,13 +220,6 @@ handoff() { # TOOL CONTENDERS PER: prints "p50 p99"
   wait_contenders
   gaps "$LOG"
 }
-wait_contenders() { # every background job but the servers
-  local p
-  for p in $(jobs -p); do
-    [[ " ${pids[*]} " == *" $p "* ]] || wait "$p"
-  done
-}
-
 # rlock-h0: rlock with its history off (--history 0), beside it (issue 25)
 tools=(rlock rlock-h0 flock naive)
 ((have_etcd)) && tools+=(etcd)
@@ -226,8 +243,10 @@ print_handoff "3. handoff, contenders already waiting: $CONTENDERS contenders x 
 cold_runs=$((CONTENDERS * PER / 4 < 4 ? 4 : CONTENDERS * PER / 4))
 print_handoff "4. handoff, next process started cold: 1 contender x $cold_runs runs (gap includes exit, start, connect)" \
   1 "$cold_runs"
+fi
 
 # --- 5. peak RSS ---------------------------------------------------------------------------
+if want 5; then
 echo
 echo "== 5. peak resident set (KiB), max over 3 runs, the command included"
 rss() { local kb; read -r _ _ kb < <("$TIMEIT" 3 0 "$@"); echo "$kb"; }
@@ -238,8 +257,10 @@ printf '%-34s %9s %12s\n' "command" "max_rss" "rlock_ratio"
 printf '%-34s %9s %12s\n' "rlock run k -- sleep $SLEEP_RSS" "$r_rlock" ""
 printf '%-34s %9s %12s\n' "bash -c 'sleep $SLEEP_RSS'" "$r_bash" "$(ratio "$r_rlock" "$r_bash")"
 printf '%-34s %9s %12s\n' "bench/minimal ... sleep $SLEEP_RSS" "$r_min" "$(ratio "$r_rlock" "$r_min")"
+fi
 
 # --- 6. Redis work -------------------------------------------------------------------------
+if want 6; then
 echo
 echo "== 6. Redis work per acquisition (INFO commandstats)"
 redis_work() { # CONTENDERS TOTAL [prio|supersede]: prints "rt cmds" per acquisition
@@ -286,7 +307,10 @@ for n in "${SIZES[@]}"; do
   read -r rt cmds < <(redis_work "$n" "$ACQ" supersede)
   printf '%-12s %8s %10s\n' "$n" "$rt" "$cmds"
 done
+fi
+
 # --- 7. quorum mode ------------------------------------------------------------------------
+if want 7; then
 echo
 echo "== 7. quorum mode: median of $RUNS runs (ms), rlock run k -- true on 3 masters"
 qurls=(-u "$RLOCK_URL")
@@ -302,8 +326,10 @@ measure_cmd quorum "$RLOCK" "${qurls[@]}" run bench-q -- true
 printf '%-34s %9s %12s\n' "command" "median_ms" "ratio"
 row "rlock run, 3 masters (quorum)" quorum ""
 row "rlock run, one server (part 1)" rlock "$(ratio "${T[quorum]}" "${T[rlock]}")"
+fi
 
 # --- 8. Sentinel -----------------------------------------------------------------------------
+if want 8; then
 echo
 echo "== 8. Sentinel: median of $RUNS runs (ms), rlock run k -- true through 3 sentinels"
 surl=""
@@ -323,8 +349,10 @@ measure_cmd sentinel "$RLOCK" --url "redis-sentinel://$surl/bench" run bench-s -
 printf '%-34s %9s %12s\n' "command" "median_ms" "ratio"
 row "rlock run, 3 sentinels" sentinel ""
 row "rlock run, one server (part 1)" rlock "$(ratio "${T[sentinel]}" "${T[rlock]}")"
+fi
 
 # --- 9. history (issue 25) ------------------------------------------------------------------
+if want 9; then
 echo
 echo "== 9. history: recording on (default, 100 events) and off (--history 0), back to back"
 measure_cmd hist_on "$RLOCK" run bench-h1 -- true
@@ -353,8 +381,10 @@ idle_bytes() { # HISTORY: used_memory per idle key after one run each (its fence
 printf '%-34s %9s\n' "memory per idle key (bytes)" ""
 printf '%-34s %9s\n' "history on (2 events)" "$(idle_bytes 100)"
 printf '%-34s %9s\n' "history off (the fence alone)" "$(idle_bytes 0)"
+fi
 
 # --- 10. many keys (issue 27) -----------------------------------------------------------------
+if want 10; then
 echo
 echo "== 10. many keys: rlock list over $NKEYS held locks beside a bare SCAN (ms, median of 3)"
 rcli FLUSHALL >/dev/null
@@ -398,8 +428,10 @@ printf '%-34s %9s %12s\n' "rlock list ($listed locks)" "${T[list]}" "$(ratio "${
 printf '%-34s %9s %12s\n' "rlock list --json" "${T[listjson]}" "$(ratio "${T[listjson]}" "${T[scan]}")"
 printf '%-34s %9s\n' "rlock list peak RSS (KB)" "$list_rss"
 rcli FLUSHALL >/dev/null
+fi
 
 # --- 11. long lines (issue 27) ----------------------------------------------------------------
+if want 11; then
 echo
 echo "== 11. long lines: N waiters on one key, released together (10 ms critical sections)"
 rss_kb() { # PID...: their VmRSS together, in KB
@@ -462,8 +494,10 @@ for n in "${LINES[@]}"; do
   printf '%-8s %-6s %12s %8s %9s %9s %11s %5s %9s\n' "$n" flock "$fms" - - - "$frss" "$ffds" ""
   printf '%-8s %-6s %12s %8s %9s %9s %11s %5s %9s\n' "$n" rlock "$ms" "$rt" "$cmds" "$usec" "$rss" "$fds" "$(ratio "$ms" "$fms")"
 done
+fi
 
 # --- 12. layouts (issue 26) -------------------------------------------------------------------
+if want 12; then
 echo
 echo "== 12. layouts: median of $RUNS runs (ms), uncontended rlock run k -- true"
 measure_cmd lay_plain "$RLOCK" --layout plain run bench-lp -- true
@@ -472,6 +506,7 @@ printf '%-34s %9s %12s\n' "command" "median_ms" "ratio"
 row "--layout plain" lay_plain "$(ratio "${T[lay_plain]}" "${T[rlock]}")"
 row "--layout redisson" lay_redisson "$(ratio "${T[lay_redisson]}" "${T[rlock]}")"
 row "default layout (part 1)" rlock ""
+fi
 
 echo
 echo "rlock $("$RLOCK" --version | head -n 1); $(redis-server --version | awk '{print $1, $2, $3}'); $(nproc) cores"

@@ -205,19 +205,67 @@ HolderInfo local_holder_info(std::string cmd, long pid) {
   return i;
 }
 
-std::vector<LockStatus> parse_list_reply(const Reply& r, size_t n) {
-  auto& e = r.as_array("a list reply", n + 1);
-  if (e.size() != n + 1) throw_protocol("a list reply of another length");
-  int64_t now = num(e[n]);
-  std::vector<LockStatus> out(n);
-  for (size_t i = 0; i < n; ++i) {
-    auto& f = e[i].as_array("a list entry", 4);
-    LockStatus& s = out[i];
-    s.limit = static_cast<int>(std::clamp<int64_t>(num(f[0]), 0, 1'000'000));
-    s.holder_count = static_cast<long>(std::max<int64_t>(0, num(f[1])));
-    s.waiter_count = static_cast<long>(std::max<int64_t>(0, num(f[2])));
-    s.holders = parse_holders(f[3]);
-    s.now_ms = now;
+LockStatus parse_status_reply(const Reply& r) {
+  auto& e = r.as_array("a status reply", 5);
+  LockStatus s;
+  s.limit = static_cast<int>(num(e[0]));
+  s.fence = num(e[1]);
+  s.now_ms = num(e[2]);
+  s.holders = parse_holders(e[3]);
+  s.waiters = parse_waiters(e[4]);
+  s.holder_count = e.size() > 6 ? static_cast<long>(num(e[5])) : s.holders.size();
+  s.waiter_count = e.size() > 6 ? static_cast<long>(num(e[6])) : s.waiters.size();
+  if (e.size() > 7 && e[7].type == Reply::Type::Array)
+    for (auto& ev : e[7].elements)
+      if (Event x = parse_flat_event(ev); x.ms > 0 && s.last.size() < 8) s.last.push_back(x);
+  return s;
+}
+
+namespace {
+
+// One lock of a 'line' list reply, its 13 values from `f`: limit, counts, then
+// what a line shows of the first holder (list.lua).
+LockStatus parse_list_line(const Reply* f, int64_t now) {
+  LockStatus s;
+  s.now_ms = now;
+  s.limit = static_cast<int>(std::clamp<int64_t>(num(f[0]), 0, 1'000'000));
+  s.holder_count = static_cast<long>(std::max<int64_t>(0, num(f[1])));
+  s.waiter_count = static_cast<long>(std::max<int64_t>(0, num(f[2])));
+  if (s.holder_count == 0) return s;
+  Holder h;
+  h.ttl_left = Millis(num(f[3]));
+  h.info.host = f[4].text();
+  h.info.pid = static_cast<long>(num(f[5]));
+  h.info.cmd = f[6].text();
+  h.since_ms = num(f[7]);
+  h.fence = num(f[8]);
+  h.kept_ms = std::max<int64_t>(0, num(f[9]));
+  h.shared = f[10].str == "shared";
+  h.done_ms = std::max<int64_t>(0, num(f[11]));
+  h.info.label = f[12].text();
+  s.holders.push_back(std::move(h));
+  return s;
+}
+
+}  // namespace
+
+std::vector<LockStatus> parse_list_reply(const Reply& r, size_t n, ListReply kind) {
+  auto& e = r.as_array("a list reply", 2);
+  constexpr size_t kStride = 13;
+  size_t got = kind == ListReply::Line ? (e.size() - 1) / kStride : e.size() - 1;
+  if (kind == ListReply::Line ? e.size() != n * kStride + 1 : got == 0 || got > n)
+    throw_protocol("a list reply of another length");
+  int64_t now = num(e.back());
+  std::vector<LockStatus> out;
+  out.reserve(got);
+  for (size_t i = 0; i < got; ++i) {
+    if (kind == ListReply::Line) {
+      out.push_back(parse_list_line(&e[i * kStride], now));
+    } else if (e[i].type == Reply::Type::Array && e[i].elements.empty()) {
+      out.emplace_back().now_ms = now;  // free
+    } else {
+      out.push_back(parse_status_reply(e[i]));
+    }
   }
   return out;
 }
@@ -474,24 +522,8 @@ void SingleLock::leave(const std::string& token, Done<bool> done, Millis timeout
 }
 
 void SingleLock::status(Done<LockStatus> done) {
-  run<LockStatus>(
-      client_, status_script(), names_, {std::to_string(kStatusRecords)},
-      [](const Reply& r) {
-        auto& e = r.as_array("a status reply", 5);
-        LockStatus s;
-        s.limit = static_cast<int>(num(e[0]));
-        s.fence = num(e[1]);
-        s.now_ms = num(e[2]);
-        s.holders = parse_holders(e[3]);
-        s.waiters = parse_waiters(e[4]);
-        s.holder_count = e.size() > 6 ? static_cast<long>(num(e[5])) : s.holders.size();
-        s.waiter_count = e.size() > 6 ? static_cast<long>(num(e[6])) : s.waiters.size();
-        if (e.size() > 7 && e[7].type == Reply::Type::Array)
-          for (auto& ev : e[7].elements)
-            if (Event x = parse_flat_event(ev); x.ms > 0 && s.last.size() < 8) s.last.push_back(x);
-        return s;
-      },
-      std::move(done));
+  run<LockStatus>(client_, status_script(), names_, {std::to_string(kStatusRecords)},
+                  parse_status_reply, std::move(done));
 }
 
 void SingleLock::break_lock(Done<long> done) {

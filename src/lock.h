@@ -340,9 +340,19 @@ struct HolderWords {
 HolderWords holder_words(const AcquireReply& a, int limit, Millis elapsed = Millis(0),
                          size_t cmd_columns = 40, bool since = true);
 
-/// The `list` script's reply for `n` locks: each one's limit, counts and first
-/// holder, with the server time (Protocol Error for a reply of another shape).
-std::vector<LockStatus> parse_list_reply(const Reply& r, size_t n);
+/// The `status` script's reply (Protocol Error for a reply of another shape).
+LockStatus parse_status_reply(const Reply& r);
+
+/// What the `list` script returns for each lock (list.lua): a line's worth
+/// (the limit, the counts and what a line shows of the first holder), or
+/// status's every record (`list --json`).
+enum class ListReply { Line, Full };
+
+/// The `list` script's reply for `n` locks, in their order, each with the
+/// server time; a free lock has no holders. A Full reply may cover only the
+/// first of them (at least one: the caller asks again for the rest). Protocol
+/// Error for a reply of another shape.
+std::vector<LockStatus> parse_list_reply(const Reply& r, size_t n, ListReply kind);
 
 /// "1st", "2nd", "3rd", "11th", "22nd"…
 std::string ordinal(long n);

@@ -42,3 +42,149 @@ setup_file() { redis_start; }
   assert_line --regexp $'^one:3\t'
   assert_output --partial "asking each lock"
 }
+
+# The list script as rlock sends it (the prelude, then list.lua after their "-- >8 --").
+list_script() {
+  sed '1,/^-- >8 --/d' "$BATS_TEST_DIRNAME/../src/lua/prelude.lua"
+  sed '1,/^-- >8 --/d' "$BATS_TEST_DIRNAME/../src/lua/list.lua"
+}
+
+# Each lock's object of `list --json` and of `status --json`, without what the clock moves.
+json_without_times() {
+  jq -S 'if type == "array" then .[] else . end | del(.server_time) |
+    .holders[] |= del(.age_ms, .ttl_left_ms, .kept_until) | .waiters[] |= del(.waited_ms)'
+}
+
+@test "list --json gives each lock what status --json gives, over 600 locks in two list script calls" {
+  local i
+  for ((i = 0; i < 600; i++)); do echo "$i"; done |
+    xargs -P 4 -I{} "$RLOCK" acquire --ttl 5m "js:{}" >/dev/null
+  "$RLOCK" acquire --limit 3 --ttl 5m js:sem >/dev/null
+  "$RLOCK" acquire -s --ttl 5m js:shr >/dev/null
+  "$RLOCK" run --ttl 5m --min-hold 2m js:kept -- true
+  rcli config resetstat >/dev/null
+  run -0 "$RLOCK" list --json 'js:*'
+  local listed=$output
+  run -0 bash -c "redis-cli -p $REDIS_PORT info commandstats | tr -d '\r' | grep '^cmdstat_evalsha_ro:' | sed 's/^cmdstat_evalsha_ro:calls=\([0-9]*\),.*/\1/'"
+  assert_output 2
+  run -0 jq length <<<"$listed"
+  assert_output 603
+  # in order, each as status has it
+  run -0 jq -r '.[].key' <<<"$listed"
+  assert_equal "$output" "$(jq -r '.[].key' <<<"$listed" | LC_ALL=C sort)"
+  local key
+  for key in js:0 js:137 js:599 js:sem js:shr js:kept; do
+    assert_equal "$(jq -c --arg k "$key" '[.[] | select(.key == $k)]' <<<"$listed" | json_without_times)" \
+      "$(status_json "$key" | json_without_times)"
+  done
+}
+
+@test "list counts the waiters of a line and the holders of a semaphore, and --json lists the waiters" {
+  "$RLOCK" acquire --ttl 5m wl:a >/dev/null
+  "$RLOCK" acquire --limit 2 --ttl 5m wl:sem >/dev/null
+  "$RLOCK" acquire --limit 2 --ttl 5m wl:sem >/dev/null
+  local w1 w2
+  rlock_bg w1 run --wait 60s --ttl 5m wl:a -- true
+  w1=$BG_PID
+  rlock_bg w2 run --wait 60s --ttl 5m --limit 2 wl:sem -- true
+  w2=$BG_PID
+  wait_until "[ \"\$(n_waiters wl:a)\" = 1 ] && [ \"\$(n_waiters wl:sem)\" = 1 ]"
+  run -0 "$RLOCK" list 'wl:*'
+  assert_line --regexp $'^wl:a\t[^\t]+\t[0-9]+\t[0-9]+\t1\t'
+  assert_line --regexp $'^wl:sem\t2/2\t[0-9]+\t[0-9]+\t1\t'
+  run -0 "$RLOCK" list --json 'wl:*'
+  assert_equal "$(jq -c '[.[] | [.key, .holder_count, .waiter_count, (.waiters | length), .limit]]' <<<"$output")" \
+    '[["wl:a",1,1,1,0],["wl:sem",2,1,1,2]]'
+  "$RLOCK" break --yes wl:a >/dev/null
+  "$RLOCK" break --yes wl:sem >/dev/null
+  bg_wait "$w1"
+  bg_wait "$w2"
+}
+
+@test "the list script reads what it was told SCAN saw: keys that vanished read as absent, a line it did not see is not read" {
+  "$RLOCK" acquire --ttl 5m sk:gone >/dev/null
+  local sha
+  sha=$(rcli script load "$(list_script)")
+  # told that :queue and :limit exist, though they do not: the same line as told nothing
+  run -0 rcli evalsha_ro "$sha" 1 'lock:{sk:gone}' line 3
+  local told=$output
+  run -0 rcli evalsha_ro "$sha" 1 'lock:{sk:gone}' line 0
+  assert_equal "$(sed '4d;$d' <<<"$told")" "$(sed '4d;$d' <<<"$output")"
+  assert_equal "$(sed -n 1,3p <<<"$told" | tr '\n' ' ')" "0 1 0 "
+  # a lock gone since SCAN: free, nothing else read
+  "$RLOCK" break --yes sk:gone >/dev/null
+  run -0 rcli evalsha_ro "$sha" 1 'lock:{sk:gone}' line 3
+  assert_equal "$(sed -n 2p <<<"$output")" 0
+  run -0 rcli evalsha_ro "$sha" 1 'lock:{sk:gone}' full 3
+  assert_equal "${#lines[@]}" 1
+  # a line SCAN did not see is not counted (it formed after SCAN passed the lock)
+  "$RLOCK" acquire --ttl 5m sk:line >/dev/null
+  rlock_bg w run --wait 60s --ttl 5m sk:line -- true
+  wait_until "[ \"\$(n_waiters sk:line)\" = 1 ]"
+  run -0 rcli evalsha_ro "$sha" 1 'lock:{sk:line}' line 1
+  assert_equal "$(sed -n 3p <<<"$output")" 1
+  run -0 rcli evalsha_ro "$sha" 1 'lock:{sk:line}' line 0
+  assert_equal "$(sed -n 3p <<<"$output")" 0
+  "$RLOCK" break --yes sk:line >/dev/null
+  bg_wait "$BG_PID"
+}
+
+@test "hostile holder records: list escapes every field and cuts them to 1 KiB, --json as status does" {
+  "$RLOCK" acquire --ttl 5m hr:x >/dev/null
+  local tok long
+  tok=$(rcli get 'lock:{hr:x}')
+  long=$(head -c 3000 /dev/zero | tr '\0' 'y')
+  rcli hset "lock:{hr:x}:h:$tok" host $'h\tost\n' pid 'x9' cmd $'\e[31mred\r' label "$long" \
+    since nope fence -3 kept $'\t' mode shared 'done' '' >/dev/null
+  run -0 "$RLOCK" list 'hr:*'
+  assert_equal "${#lines[@]}" 1
+  assert_line --regexp $'^hr:x\t1 shared\t[0-9]+\t-3\t0\t'
+  refute_output --partial $'\e'
+  [[ ${#output} -lt 1200 ]]
+  run -0 "$RLOCK" list --json 'hr:*'
+  assert_equal "$(json_without_times <<<"$output")" "$(status_json hr:x | json_without_times)"
+  "$RLOCK" break --yes hr:x >/dev/null
+}
+
+@test "a --json call stops after 1000 holder records and asks again for the rest" {
+  # A semaphore with 1100 live holders, written as acquire writes them, then 3 locks.
+  local now i
+  now=$(now_ms)
+  rcli set 'lock:{hb:big}:limit' 2000 >/dev/null
+  for ((i = 0; i < 1100; i++)); do
+    printf 'ZADD lock:{hb:big}:holders %s t%s\n' $((now + 300000)) "$i"
+    printf 'HSET lock:{hb:big}:h:t%s host h pid %s cmd c since %s fence %s ttl 300000\n' \
+      "$i" "$i" "$now" "$i"
+  done | rcli >/dev/null
+  for i in 1 2 3; do "$RLOCK" acquire --ttl 5m "hb:k$i" >/dev/null; done
+  rcli config resetstat >/dev/null
+  run -0 "$RLOCK" list --json 'hb:*'
+  assert_equal "$(jq -c '[.[] | [.key, .holder_count, (.holders | length)]]' <<<"$output")" \
+    '[["hb:big",1100,1000],["hb:k1",1,1],["hb:k2",1,1],["hb:k3",1,1]]'
+  run -0 bash -c "redis-cli -p $REDIS_PORT info commandstats | tr -d '\r' | grep '^cmdstat_evalsha_ro:' | sed 's/^cmdstat_evalsha_ro:calls=\([0-9]*\),.*/\1/'"
+  assert_output 2
+  run -0 "$RLOCK" list 'hb:*'
+  assert_equal "${#lines[@]}" 4
+  assert_line --regexp $'^hb:big\t1100/2000\t'
+}
+
+@test "locks whose lease ends while list runs (their keys deleted): list succeeds, every lock held throughout is listed" {
+  local i
+  for ((i = 0; i < 1500; i++)); do echo "$i"; done |
+    xargs -P 4 -I{} "$RLOCK" acquire --ttl 5m "mid:keep:{}" >/dev/null
+  for ((i = 0; i < 1500; i++)); do echo "$i"; done |
+    xargs -P 4 -I{} "$RLOCK" acquire --ttl 5m "mid:go:{}" >/dev/null
+  # their lock keys go as fast as one redis-cli deletes them, while list reads
+  (for ((i = 0; i < 1500; i++)); do printf 'DEL lock:{mid:go:%s}\n' "$i"; done | rcli >/dev/null) 3>&- &
+  local deleter=$!
+  "$RLOCK" list 'mid:*' >"$BATS_TEST_TMPDIR/listed"
+  wait "$deleter"
+  run -0 grep -c $'^mid:keep:' "$BATS_TEST_TMPDIR/listed"
+  assert_output 1500
+  # every line whole: a kept lock as acquired, a released one (if listed) with its holder
+  run -1 grep -v -e $'^mid:keep:[0-9]*\t[^\t]*:[0-9]*\t[0-9]*\t[0-9]*\t0\trlock acquire\t$' \
+    -e $'^mid:go:[0-9]*\t[^\t]*:[0-9]*\t[0-9]*\t[0-9]*\t0\trlock acquire\t$' "$BATS_TEST_TMPDIR/listed"
+  run -0 "$RLOCK" list --json 'mid:*'
+  run -0 jq length <<<"$output"
+  assert_output 1500
+}

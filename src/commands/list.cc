@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <deque>
+#include <iterator>
 #include <optional>
-#include <set>
+#include <string_view>
+#include <unordered_map>
 
 #include "commands/commands.h"
 #include "duration.h"
@@ -17,7 +20,8 @@ namespace rlock {
 
 namespace {
 
-// How many keys' status calls `list` has in flight at once.
+// How many locks one `list` script call reads, or how many status calls `list`
+// has in flight at once.
 constexpr size_t kListBatch = 512;
 
 // SCAN MATCH treats * ? [ ] \ specially; the prefix is literal.
@@ -30,36 +34,78 @@ std::string glob_escape(const std::string& s) {
   return out;
 }
 
-// The lock name in Redis key `name` under `head` ("lock:{"): plain locks
-// (PREFIX{KEY}) and semaphores (PREFIX{KEY}:holders); nullopt for any other key.
+// What SCAN saw of a lock's keys: its lock key PREFIX{KEY} or HOLDERS (either
+// makes it a lock to list), its line (:queue), its --limit (:limit). The list
+// script reads a side key only when SCAN saw it (list.lua says where not).
+enum : uint8_t { kSawQueue = 1, kSawLimit = 2, kSawLock = 4 };
+
+// The lock names SCAN found, each with what it saw of its keys, de-duplicated
+// (SCAN may repeat a key, and names a lock by several keys). Hashed while SCAN
+// runs (half a million keys for 100,000 locks: one lookup each), sorted once.
+struct Found {
+  using Entry = std::pair<const std::string, uint8_t>;
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, uint8_t, Hash, std::equal_to<>> seen;
+  size_t locks = 0;  // names with kSawLock: the ones listed
+
+  void add(std::string_view name, uint8_t saw) {
+    auto it = seen.find(name);
+    if (it == seen.end()) it = seen.emplace(std::string(name), 0).first;
+    if ((saw & kSawLock) && !(it->second & kSawLock)) ++locks;
+    it->second |= saw;
+  }
+  /// The locks to list (kSawLock), in KEY order (bytes).
+  std::vector<const Entry*> sorted() const {
+    std::vector<const Entry*> out;
+    out.reserve(locks);
+    for (auto& e : seen)
+      if (e.second & kSawLock) out.push_back(&e);
+    std::sort(out.begin(), out.end(), [](auto* a, auto* b) { return a->first < b->first; });
+    return out;
+  }
+};
+
+// The lock name in Redis key `name` under `head` ("lock:{"), and which of its
+// keys `name` is: plain locks (PREFIX{KEY}), semaphores (PREFIX{KEY}:holders),
+// and their lines and limits; nullopt for any other key. The name is a view
+// into `name`.
 // Under --layout plain `head` is the prefix and KEY the rest (no braces: those
 // are rlock's own keys); under --layout redisson `head` is empty and KEY the
 // whole name (a lock name rlock could take: no braces either).
-std::optional<std::string> lock_name(const std::string& name, const std::string& head,
-                                     Layout layout = Layout::Rlock) {
+std::optional<std::pair<std::string_view, uint8_t>> lock_name(std::string_view name,
+                                                              std::string_view head,
+                                                              Layout layout = Layout::Rlock) {
+  if (name.substr(0, head.size()) != head) return std::nullopt;
   if (layout != Layout::Rlock) {
-    if (name.compare(0, head.size(), head) != 0) return std::nullopt;
-    std::string key = name.substr(head.size());
+    std::string_view key = name.substr(head.size());
     try {
       validate_key(key);
     } catch (const Error&) {
       return std::nullopt;
     }
-    return key;
+    return std::pair{key, uint8_t{kSawLock}};
   }
   auto close = name.find('}', head.size());
-  if (name.compare(0, head.size(), head) != 0 || close == std::string::npos) return std::nullopt;
-  std::string rest = name.substr(close + 1);
-  if (!rest.empty() && rest != ":holders") return std::nullopt;
-  return name.substr(head.size(), close - head.size());
+  if (close == std::string_view::npos) return std::nullopt;
+  std::string_view rest = name.substr(close + 1);
+  uint8_t saw = rest.empty() || rest == ":holders" ? kSawLock
+                : rest == ":queue"                 ? kSawQueue
+                : rest == ":limit"                 ? kSawLimit
+                                                   : 0;
+  if (saw == 0) return std::nullopt;
+  return std::pair{name.substr(head.size(), close - head.size()), saw};
 }
 
-// One SCAN reply: the cursor to go on with ("0": done); the lock names are added to `keys`.
-std::string scan_step(const Reply& r, const std::string& head, std::set<std::string>& keys,
+// One SCAN reply: the cursor to go on with ("0": done); the locks are added to `found`.
+std::string scan_step(const Reply& r, const std::string& head, Found& found,
                       Layout layout = Layout::Rlock) {
   auto& e = r.as_array("a SCAN reply", 2);
   for (auto& k : e[1].as_array("SCAN keys"))
-    if (auto key = lock_name(k.as_string("a key name"), head, layout)) keys.insert(*key);
+    if (auto key = lock_name(k.as_string("a key name"), head, layout))
+      found.add(key->first, key->second);
   return e[0].as_string("a SCAN cursor");
 }
 
@@ -83,15 +129,27 @@ std::string head_of(const GlobalOptions& g) {
   return g.prefix + "{";
 }
 
-// The lock names that SCAN MATCH `match` finds on one node, added to `keys`.
+// The locks that SCAN MATCH `match` finds on one node, added to `found`. The
+// next SCAN goes out as soon as a reply's cursor is read, before its keys are:
+// the server scans on while rlock sorts out the names.
 void scan(Client& client, const std::string& node, const std::string& match,
-          const std::string& head, std::set<std::string>& keys, Layout layout) {
-  std::string cursor = "0";
-  do {
-    Reply r = call(client, scan_args(cursor, match, layout, "500"), "SCAN",
-                   CallOptions{Millis(0), {}, {}, node});
-    cursor = scan_step(r, head, keys, layout);
-  } while (cursor != "0");
+          const std::string& head, Found& found, Layout layout) {
+  auto send = [&](const std::string& cursor) {
+    auto result = std::make_shared<std::optional<Result>>();
+    client.command(
+        scan_args(cursor, match, layout, "500"), [result](Result r) { *result = std::move(r); },
+        CallOptions{Millis(0), {}, {}, node});
+    return result;
+  };
+  auto next = send("0");
+  while (next) {
+    auto got = std::move(next);
+    client.loop().run_until([&] { return got->has_value(); });
+    const Reply& r = expect_ok(**got, "SCAN");
+    const std::string& cursor = r.as_array("a SCAN reply", 2)[0].as_string("a SCAN cursor");
+    if (cursor != "0") next = send(cursor);
+    scan_step(r, head, found, layout);
+  }
 }
 
 // SCAN MATCH for the locks whose KEY matches `pattern` (usage Error for a bad one).
@@ -162,13 +220,192 @@ class Prometheus {
   std::string values_[6];
 };
 
+// The lines of `list` in one of its forms, added lock by lock in order. Bare
+// lines and JSON go to standard output batch by batch (flush), so that memory
+// stays one batch whatever the number of locks; the terminal's table (its
+// columns fit every row) and the Prometheus text (each family together) are
+// printed whole at the end.
+class ListOutput {
+ public:
+  ListOutput(const GlobalOptions& g, bool prometheus)
+      : g_(g), prometheus_(prometheus), table_(!g.json && !prometheus && stdout_is_tty()) {}
+
+  void add(const std::string& key, const LockStatus& st) {
+    if (prometheus_) {
+      metrics_.add(key, st);
+    } else if (g_.json) {
+      out_ += (any_ ? "," : "[") + status_json(key, st);
+    } else if (table_) {
+      rows_.push_back(table_row(key, st));
+    } else {
+      // KEY HOLDER TTL_MS FENCE WAITERS CMD LABEL, bare values, tab-separated (cut -f):
+      // every field is escaped, so none can hold a tab or newline.
+      const Holder& h = st.holders.front();
+      std::string who =
+          h.info.host.empty() ? "?" : fmt::format("{}:{}", escape_text(h.info.host), h.info.pid);
+      fmt::format_to(std::back_inserter(out_), "{}\t{}\t{}\t{}\t{}\t{}\t{}\n", escape_text(key),
+                     holder_column(st, who), h.ttl_left.count(), h.fence, st.waiter_count,
+                     escape_text(h.info.cmd), escape_text(h.info.label));
+    }
+    any_ = true;
+  }
+  void flush() {
+    print_out(out_);
+    out_.clear();
+  }
+  void finish() {
+    if (table_ && rows_.size() > 1)
+      for (auto& line : layout_table(rows_, stdout_columns(), 0, {{0, 32}, {1, 24}}).lines)
+        out_ += line + "\n";
+    if (prometheus_) out_ = metrics_.text();
+    if (g_.json) out_ += any_ ? "]\n" : "[]\n";
+    flush();
+  }
+
+ private:
+  static std::vector<std::string> table_row(const std::string& key, const LockStatus& st) {
+    const Holder& h = st.holders.front();
+    // A label (a CI job's URL) says more than host:pid.
+    std::string who = !h.info.label.empty() ? escape_text(h.info.label)
+                      : h.info.host.empty()
+                          ? "?"
+                          : fmt::format("{}:{}", escape_text(h.info.host), h.info.pid);
+    Millis left = h.ttl_left;
+    if (left >= Millis(1000)) left = std::chrono::ceil<std::chrono::seconds>(left);
+    // A lease kept by --min-hold or --done-for runs no command any more.
+    std::string cmd = (h.done_ms > 0   ? "(done) "
+                       : h.kept_ms > 0 ? "(kept) "
+                                       : "") +
+                      escape_text(h.info.cmd);
+    return {escape_text(key),
+            holder_column(st, who),
+            format_duration(std::max(left, Millis(0))),
+            std::to_string(h.fence),
+            std::to_string(st.waiter_count),
+            cmd};
+  }
+
+  const GlobalOptions& g_;
+  const bool prometheus_, table_;
+  bool any_ = false;
+  std::string out_;
+  Prometheus metrics_;
+  std::vector<std::vector<std::string>> rows_{
+      {"KEY", "HOLDER", "LEFT", "FENCE", "WAITERS", "COMMAND"}};
+};
+
+// A held lock's status, for the output (free locks, and another tool's keys
+// that are not its locks, are not listed); throws a failure that is one.
+void emit(const GlobalOptions& g, const std::string& key, Outcome<LockStatus>& o, ListOutput& out) {
+  if (o.error) {
+    // Under another tool's layout, a key of another type or kind is not a lock.
+    if (g.layout == Layout::Rlock || o.error->kind() != ErrorKind::Protocol) throw *o.error;
+    return;
+  }
+  const LockStatus& st = o.value;
+  if (st.holders.empty()) return;
+  // Their locks always expire (PX, PEXPIRE): a key without expiry is something else.
+  if (g.layout != Layout::Rlock && st.holders.front().ttl_left < Millis(0)) return;
+  out.add(key, st);
+}
+
+using Listed = std::vector<const Found::Entry*>;
+
+// The statuses of locks [from, to) of `all`, one status call each, all of them
+// in flight together (pipelined on each master's connection): about one round
+// trip for the batch, not one per lock.
+void list_by_status(Session& s, const GlobalOptions& g, const std::vector<Client*>& answered,
+                    const Listed& all, size_t from, size_t to, ListOutput& out) {
+  std::vector<std::unique_ptr<Lock>> locks;
+  std::vector<std::optional<Outcome<LockStatus>>> got(to - from);
+  size_t pending = to - from;
+  for (size_t i = from; i < to; ++i) {
+    locks.push_back(s.found_lock(all[i]->first, g.prefix, answered));
+    locks.back()->status([&got, &pending, i, from](Outcome<LockStatus> o) {
+      got[i - from] = std::move(o);
+      --pending;
+    });
+  }
+  s.loop.run_until([&] { return pending == 0; });
+  for (size_t i = from; i < to; ++i) emit(g, all[i]->first, *got[i - from], out);
+}
+
+// One `list` script call in flight: locks [from, to) of the list.
+struct ListCall {
+  size_t from, to;
+  std::shared_ptr<std::optional<Result>> result = std::make_shared<std::optional<Result>>();
+};
+
+ListCall send_list_call(Client& c, const GlobalOptions& g, const Listed& all, size_t from,
+                        size_t to, ListReply kind) {
+  ListCall call{from, to};
+  Args keys;
+  std::string seen;
+  for (size_t i = from; i < to; ++i) {
+    keys.push_back(LockNames(all[i]->first, g.prefix).lock);
+    seen += static_cast<char>('0' + (all[i]->second & (kSawQueue | kSawLimit)));
+  }
+  run_script(c, list_script(), keys, {kind == ListReply::Full ? "full" : "line", seen},
+             [r = call.result](Result res) { *r = std::move(res); });
+  return call;
+}
+
+// The statuses of locks [from, end of `all`) by `list` script calls on one
+// server (kListBatch locks each, one prelude per call), two calls in flight so
+// that the server runs one while rlock prints the other's locks. Returns where
+// it stopped: the end, or the first lock of a call the server refused (a
+// Cluster of one node refuses keys of several slots), for the caller to ask
+// each lock from there on.
+size_t list_by_script(Session& s, const GlobalOptions& g, const Listed& all, ListReply kind,
+                      ListOutput& out) {
+  Client& c = *s.clients.front();
+  std::deque<ListCall> calls;
+  size_t next = 0;
+  auto top_up = [&] {
+    while (calls.size() < 2 && next < all.size()) {
+      size_t to = std::min(all.size(), next + kListBatch);
+      calls.push_back(send_list_call(c, g, all, next, to, kind));
+      next = to;
+    }
+  };
+  top_up();
+  while (!calls.empty()) {
+    ListCall call = std::move(calls.front());
+    calls.pop_front();
+    s.loop.run_until([&] { return call.result->has_value(); });
+    std::vector<LockStatus> sts;
+    try {
+      sts = parse_list_reply(expect_ok(**call.result, "list script"), call.to - call.from, kind);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::Protocol) throw;
+      log_verbose(fmt::format("list script: {}; asking each lock", e.what()));
+      // The calls still in flight are refused too: let them finish unread.
+      s.loop.run_until([&] {
+        return std::all_of(calls.begin(), calls.end(),
+                           [](const ListCall& c) { return c.result->has_value(); });
+      });
+      return call.from;
+    }
+    // A full reply may stop early (list.lua): the rest of its locks go out again, first.
+    if (size_t done = call.from + sts.size(); done < call.to)
+      calls.push_front(send_list_call(c, g, all, done, call.to, kind));
+    top_up();
+    for (size_t i = 0; i < sts.size(); ++i) {
+      Outcome<LockStatus> o{{}, std::move(sts[i])};
+      emit(g, all[call.from + i]->first, o, out);
+    }
+    out.flush();
+  }
+  return all.size();
+}
+
 }  // namespace
 
 int cmd_list(const GlobalOptions& g, const std::string& pattern, bool prometheus) {
   std::string match = scan_match(g, pattern);
   Session s(g);
   std::string head = head_of(g);
-  std::set<std::string> keys;  // sorted, de-duplicated (SCAN may repeat)
+  Found found;
   // Every master: one server, each master of a Cluster, every master of a quorum (a
   // key that a quorum holds is on a majority of them: any one of those names it).
   // In quorum mode a minority of them may be down: a key a quorum holds is
@@ -183,7 +420,7 @@ int cmd_list(const GlobalOptions& g, const std::string& pattern, bool prometheus
       auto masters = wait_for<std::vector<std::string>>(
           s.loop, [&](Done<std::vector<std::string>> d) { client->masters(std::move(d)); });
       single_node = single_node && masters.size() == 1;
-      for (const std::string& node : masters) scan(*client, node, match, head, keys, g.layout);
+      for (const std::string& node : masters) scan(*client, node, match, head, found, g.layout);
       answered.push_back(client.get());
     } catch (const Error& e) {
       if (!s.quorum() || (e.kind() != ErrorKind::Unavailable && e.kind() != ErrorKind::Permission))
@@ -198,101 +435,22 @@ int cmd_list(const GlobalOptions& g, const std::string& pattern, bool prometheus
         fmt::format("cannot list: only {} of {} masters answered (a majority is {}); {}",
                     answered.size(), s.clients.size(), majority, failure->what()));
   }
-  // On a terminal: a table for people (a header, whole seconds, lines within
-  // its width); piped: bare tab-separated values, for scripts.
-  const bool table = !g.json && !prometheus && stdout_is_tty();
-  Prometheus metrics;
-  std::vector<std::vector<std::string>> rows{
-      {"KEY", "HOLDER", "LEFT", "FENCE", "WAITERS", "COMMAND"}};
-  std::string out;
-  // The status of every key, kListBatch at a time: their scripts go out together
-  // (pipelined on each master's connection), so a long list costs about one round
-  // trip per batch, not one per key; memory stays one batch of replies.
+  // The output is sorted by KEY: SCAN's names are all gathered first (what SCAN
+  // saw of each, a few dozen bytes a lock), then the locks are read in order,
+  // kListBatch at a time, and bare lines and JSON are printed batch by batch.
+  Listed all = found.sorted();
+  ListOutput out(g, prometheus);
   // On one server that is no Cluster node, a batch is one `list` script call (one
-  // prelude for all of them): what a line needs, not status's every record (--json
-  // prints those). Anywhere else, or if the server refuses it, one status each.
-  std::vector<std::string> all(keys.begin(), keys.end());
-  bool one_call = !g.json && g.layout == Layout::Rlock && !s.quorum() && single_node;
-  for (size_t from = 0; from < all.size(); from += kListBatch) {
-    size_t to = std::min(all.size(), from + kListBatch);
-    std::vector<std::unique_ptr<Lock>> locks;
-    std::vector<std::optional<Outcome<LockStatus>>> got(to - from);
-    size_t pending = to - from;
-    if (one_call) {
-      Args names;
-      for (size_t i = from; i < to; ++i) names.push_back(LockNames(all[i], g.prefix).lock);
-      Result r = settle<Result>(s.loop, [&](std::function<void(Result)> done) {
-        run_script(*s.clients.front(), list_script(), names, {}, std::move(done));
-      });
-      try {
-        std::vector<LockStatus> sts = parse_list_reply(expect_ok(r, "list script"), to - from);
-        for (size_t i = 0; i < sts.size(); ++i) got[i] = Outcome<LockStatus>{{}, std::move(sts[i])};
-        pending = 0;
-      } catch (const Error& e) {
-        if (e.kind() != ErrorKind::Protocol) throw;
-        // A Cluster of one node refuses keys of several slots: one status each.
-        log_verbose(fmt::format("list script: {}; asking each lock", e.what()));
-        one_call = false;
-      }
-    }
-    for (size_t i = from; i < to && pending > 0; ++i) {
-      locks.push_back(s.found_lock(all[i], g.prefix, answered));
-      locks.back()->status([&got, &pending, i, from](Outcome<LockStatus> o) {
-        got[i - from] = std::move(o);
-        --pending;
-      });
-    }
-    s.loop.run_until([&] { return pending == 0; });
-    for (size_t i = from; i < to; ++i) {
-      const std::string& key = all[i];
-      Outcome<LockStatus>& o = *got[i - from];
-      if (o.error) {
-        // Under another tool's layout, a key of another type or kind is not a lock.
-        if (g.layout == Layout::Rlock || o.error->kind() != ErrorKind::Protocol) throw *o.error;
-        continue;
-      }
-      LockStatus& st = o.value;
-      if (st.holders.empty()) continue;
-      // Their locks always expire (PX, PEXPIRE): a key without expiry is something else.
-      if (g.layout != Layout::Rlock && st.holders.front().ttl_left < Millis(0)) continue;
-      if (prometheus) {
-        metrics.add(key, st);
-      } else if (g.json) {
-        out += (out.empty() ? "" : ",") + status_json(key, st);
-      } else if (table) {
-        const Holder& h = st.holders.front();
-        // A label (a CI job's URL) says more than host:pid.
-        std::string who = !h.info.label.empty() ? escape_text(h.info.label)
-                          : h.info.host.empty()
-                              ? "?"
-                              : fmt::format("{}:{}", escape_text(h.info.host), h.info.pid);
-        Millis left = h.ttl_left;
-        if (left >= Millis(1000)) left = std::chrono::ceil<std::chrono::seconds>(left);
-        // A lease kept by --min-hold or --done-for runs no command any more.
-        std::string cmd = (h.done_ms > 0   ? "(done) "
-                           : h.kept_ms > 0 ? "(kept) "
-                                           : "") +
-                          escape_text(h.info.cmd);
-        rows.push_back({escape_text(key), holder_column(st, who),
-                        format_duration(std::max(left, Millis(0))), std::to_string(h.fence),
-                        std::to_string(st.waiter_count), cmd});
-      } else {
-        // KEY HOLDER TTL_MS FENCE WAITERS CMD LABEL, bare values, tab-separated (cut -f):
-        // every field is escaped, so none can hold a tab or newline.
-        const Holder& h = st.holders.front();
-        std::string who =
-            h.info.host.empty() ? "?" : fmt::format("{}:{}", escape_text(h.info.host), h.info.pid);
-        out += fmt::format("{}\t{}\t{}\t{}\t{}\t{}\t{}\n", escape_text(key), holder_column(st, who),
-                           h.ttl_left.count(), h.fence, st.waiter_count, escape_text(h.info.cmd),
-                           escape_text(h.info.label));
-      }
-    }
+  // prelude for all of them): what a line needs, or for --json status's every
+  // record. Anywhere else, or if the server refuses it, one status each.
+  size_t from = 0;
+  if (g.layout == Layout::Rlock && !s.quorum() && single_node)
+    from = list_by_script(s, g, all, g.json ? ListReply::Full : ListReply::Line, out);
+  for (; from < all.size(); from += kListBatch) {
+    list_by_status(s, g, answered, all, from, std::min(all.size(), from + kListBatch), out);
+    out.flush();
   }
-  if (table && rows.size() > 1)
-    for (auto& line : layout_table(rows, stdout_columns(), 0, {{0, 32}, {1, 24}}).lines)
-      out += line + "\n";
-  if (prometheus) out = metrics.text();
-  print_out(g.json ? "[" + out + "]\n" : out);
+  out.finish();
   return exitcode::kOk;
 }
 
@@ -308,13 +466,13 @@ int cmd_list_names(const GlobalOptions& given, const std::string& pattern) {
   g.connect_timeout = std::min(g.connect_timeout, g.timeout);
   Session s(g);
   std::string head = head_of(g);
-  std::set<std::string> keys;
+  Found found;
   std::optional<Error> failure;
   size_t answered = 0;
   bool out_of_time = false;
   auto left = [&] { return std::chrono::ceil<Millis>(deadline - Clock::now()); };
   for (auto& client : s.clients) {
-    if (keys.size() >= kMaxListedNames || out_of_time) break;
+    if (found.locks >= kMaxListedNames || out_of_time) break;
     try {
       auto masters = settle_by<Outcome<std::vector<std::string>>>(
           s.loop, deadline,
@@ -327,7 +485,7 @@ int cmd_list_names(const GlobalOptions& given, const std::string& pattern) {
       for (const std::string& node : masters->value) {
         std::string cursor = "0";
         do {
-          if (keys.size() >= kMaxListedNames) break;
+          if (found.locks >= kMaxListedNames) break;
           if (left() <= Millis(0)) {
             out_of_time = true;
             break;
@@ -340,9 +498,9 @@ int cmd_list_names(const GlobalOptions& given, const std::string& pattern) {
             out_of_time = true;
             break;
           }
-          cursor = scan_step(expect_ok(*r, "SCAN"), head, keys, g.layout);
+          cursor = scan_step(expect_ok(*r, "SCAN"), head, found, g.layout);
         } while (cursor != "0");
-        if (out_of_time || keys.size() >= kMaxListedNames) break;
+        if (out_of_time || found.locks >= kMaxListedNames) break;
       }
       ++answered;
     } catch (const Error& e) {
@@ -352,14 +510,14 @@ int cmd_list_names(const GlobalOptions& given, const std::string& pattern) {
   }
   std::string out;
   size_t n = 0;
-  for (auto& key : keys) {
+  for (const Found::Entry* e : found.sorted()) {
     if (n++ == kMaxListedNames) break;
-    out += escape_text(key) + "\n";
+    out += escape_text(e->first) + "\n";
   }
   print_out(out);
   if (out_of_time)
     throw_unavailable(fmt::format("list --names: --timeout ({}ms) ran out after {} names",
-                                  given.timeout.count(), std::min(keys.size(), kMaxListedNames)));
+                                  given.timeout.count(), std::min(found.locks, kMaxListedNames)));
   if (answered == 0 && failure) throw *failure;
   return exitcode::kOk;
 }

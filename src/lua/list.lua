@@ -1,18 +1,36 @@
--- Read-only, for `rlock list`: what one line of the list needs, for many locks
--- in one call, so that a long list costs one script run (and one prelude) per
--- batch rather than per lock. KEYS: the lock keys PREFIX{KEY} of the locks (at
--- most 512; on a Redis Cluster only keys of one slot, so rlock sends a batch
--- only to a server that is no Cluster node); each lock's other keys are derived
--- from it as in every script. Returns one {limit, holder_count, waiter_count,
--- holders} per key, in KEYS order (holders: the first holder record, as status
--- gives it, or none), then the server time.
+-- Read-only, for `rlock list`: many locks in one call, so that a long list costs
+-- one script run (and one prelude) per batch rather than per lock. KEYS: the lock
+-- keys PREFIX{KEY} of the locks (at most 512; on a Redis Cluster only keys of one
+-- slot, so rlock sends a batch only to a server that is no Cluster node); each
+-- lock's other keys are derived from it as in every script. ARGV: 'line' or
+-- 'full', then one digit per key saying which of its side keys the client's SCAN
+-- saw (1: :queue, 2: :limit, 3: both; a missing digit reads both).
+-- 'line' (a line of `list`) returns a flat array, 13 values per key in KEYS
+-- order: limit, holder_count, waiter_count, then the first holder's pttl, host,
+-- pid, cmd, since, fence, kept, mode, done, label (a free lock: holder_count 0
+-- and nothing after it but nils), then the server time.
+-- 'full' (`list --json`) returns one status reply (status.lua) per key, {} for
+-- a free lock, then the server time; it stops after the lock that brings its
+-- holder and waiter records past 1000 (what one status may list), so a reply
+-- stays about as small as two status replies: the client asks again for the
+-- keys left.
 -- >8 -- rlock sends the rest of this file, from the newline ending this line on
-local out = {}
-for i = 1, #KEYS do
-  LOCK = KEYS[i]
-  BASE = LOCK .. ':'
-  HOLDERS, LIMIT, QUEUE = BASE .. 'holders', BASE .. 'limit', BASE .. 'queue'
-  local hs, nh = holders(1)
+local full, seen = ARGV[1] == 'full', ARGV[2] or ''
+local out, n, budget = {}, 0, 1000
+local live = '(' .. NOW
+-- Appends the first holder of a line, 10 values: what a line shows of it.
+local function put_holder(t, pttl)
+  local h = redis.call('HMGET', hkey(t), 'host', 'pid', 'cmd', 'since', 'fence', 'kept', 'mode',
+                       'done', 'label')
+  out[n + 1] = pttl
+  for j = 1, 9 do
+    local v = h[j]
+    if v and #v <= 1024 then out[n + 1 + j] = v else out[n + 1 + j] = field(v) end
+  end
+  n = n + 10
+end
+-- How many waiters in the line are live (their w: hash exists).
+local function live_waiters()
   local nw, from = 0, 0
   while true do
     local batch = redis.call('ZRANGE', QUEUE, from, from + 255)
@@ -23,9 +41,66 @@ for i = 1, #KEYS do
     end
     from = from + #batch
   end
-  local limit = 0
-  if nh > 0 or nw > 0 then limit = tonumber(redis.call('GET', LIMIT) or '0') or 0 end
-  out[i] = {limit, nh, nw, hs}
+  return nw
 end
-out[#out + 1] = NOW
+-- Every lock key's value in one command rather than one GET each ('line').
+local values = (full or #KEYS == 0) and {} or redis.call('MGET', unpack(KEYS))
+for i = 1, #KEYS do
+  LOCK = KEYS[i]
+  BASE = LOCK .. ':'
+  -- A side key that SCAN did not see is read only where the lock's state needs
+  -- it: the line and the limit are read when SCAN saw them; a lock held through
+  -- HOLDERS (no plain holder's token at LOCK) always has its limit read.
+  local s = (string.byte(seen, i) or 51) - 48
+  if s < 0 or s > 3 then s = 3 end
+  local queue, limit_seen = s % 2 == 1, s >= 2
+  if full then
+    FENCE, HOLDERS, LIMIT, QUEUE = BASE .. 'fence', BASE .. 'holders', BASE .. 'limit', BASE .. 'queue'
+    LOG = BASE .. 'log'
+    if budget <= 0 then break end
+    local st = status_of(1000, queue, true, limit_seen)
+    budget = budget - #st[4] - #st[5]
+    if st[6] == 0 then st = {} end
+    n = n + 1
+    out[n] = st
+  else
+    -- A plain holder's token at LOCK excludes holders in HOLDERS (an acquire
+    -- with --limit or --shared is refused while it holds), so HOLDERS is read
+    -- only when LOCK is free or the shared marker. Each key's name is made only
+    -- where it is read: a Lua string each, 512 times a call.
+    local t = values[i]
+    local plain = t and t ~= SHARED
+    local nh, first, pttl = 0, nil, 0
+    if plain then
+      nh, first, pttl = 1, t, redis.call('PTTL', LOCK)
+    else
+      HOLDERS = BASE .. 'holders'
+      nh = redis.call('ZCOUNT', HOLDERS, live, '+inf')
+      if nh > 0 then
+        local z = redis.call('ZRANGEBYSCORE', HOLDERS, live, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+        first, pttl = z[1], tonumber(z[2]) - NOW
+      end
+    end
+    if nh == 0 then
+      out[n + 1], out[n + 2], out[n + 3] = 0, 0, 0
+      for j = 4, 13 do out[n + j] = false end
+      n = n + 13
+    else
+      local nw = 0
+      if queue then
+        QUEUE = BASE .. 'queue'
+        nw = live_waiters()
+      end
+      local limit = 0
+      if limit_seen or not plain then
+        limit = tonumber(redis.call('GET', BASE .. 'limit') or '0') or 0
+      end
+      out[n + 1], out[n + 2], out[n + 3] = limit, nh, nw
+      n = n + 3
+      put_holder(first, pttl)
+    end
+  end
+end
+n = n + 1
+out[n] = NOW
 return out

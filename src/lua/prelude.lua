@@ -168,14 +168,18 @@ local function holder_fields(t, pttl)
 end
 
 -- Up to `max` live holders, {token, pttl, host, pid, user, cmd, since, fence,
--- ttl, kept, exit, mode, done, label, slot} each, and how many there are.
--- Reads only.
-local function holders(max)
+-- ttl, kept, exit, mode, done, label, slot} each, how many there are, and
+-- whether a plain holder's token is at LOCK. Reads only. `plain_alone`: such a
+-- token ends the search (`list`): acquire refuses --limit and --shared while
+-- a plain holder holds, so HOLDERS has none then.
+local function holders(max, plain_alone)
   local out, n = {}, 0
   local t = redis.call('GET', LOCK)
-  if t and t ~= SHARED then
+  local plain = t and t ~= SHARED
+  if plain then
     out[1] = holder_fields(t, redis.call('PTTL', LOCK))
     n = 1
+    if plain_alone then return out, n, true end
   end
   local live = '(' .. NOW
   n = n + redis.call('ZCOUNT', HOLDERS, live, '+inf')
@@ -184,7 +188,7 @@ local function holders(max)
     if #out >= max then break end
     out[#out + 1] = holder_fields(z[i], tonumber(z[i + 1]) - NOW)
   end
-  return out, n
+  return out, n, plain
 end
 
 -- 'plain', 'semaphore', 'shared' or nil: how `t` holds the lock, if it does.
@@ -343,4 +347,49 @@ local function drop_waiter(t, chan)
   if was == 1 then wake(chan) end
   if redis.call('EXISTS', QUEUE) == 0 then redis.call('DEL', QSEQ) end
   return was
+end
+
+-- Status ----------------------------------------------------------------------
+-- What `status` says of the lock, reading only: up to `max` holder and waiter
+-- records (dead ones skipped, never removed), the counts, the limit, the fence
+-- and the newest events of its history (status.lua describes the reply).
+-- `list --json` passes what its SCAN saw: `queue` false for a lock without a
+-- :queue key (the line is not read), `limit_seen` false for one without a :limit
+-- key (read all the same unless a plain holder holds: a semaphore's limit is
+-- always read), and `plain_alone` (see holders).
+local function status_of(max, queue, plain_alone, limit_seen)
+  local hs, nh, plain = holders(max, plain_alone)
+  local waiters, nw, from = {}, 0, 0
+  while queue do
+    local batch = redis.call('ZRANGE', QUEUE, from, from + 255)
+    if #batch == 0 then break end
+    for _, t in ipairs(batch) do
+      local pttl = redis.call('PTTL', wkey(t))
+      if pttl > 0 or pttl == -1 then
+        nw = nw + 1
+        if #waiters < max then
+          local h = redis.call('HMGET', wkey(t), 'host', 'pid', 'user', 'cmd', 'since', 'mode',
+                               'label', 'prio')
+          waiters[#waiters + 1] = {field(t), pttl, field(h[1]), field(h[2]), field(h[3]),
+                                   field(h[4]), field(h[5]), field(h[6]), field(h[7]), field(h[8])}
+        end
+      end
+    end
+    from = from + #batch
+  end
+  local limit = 0
+  if (nh > 0 or nw > 0) and (limit_seen or not plain) then
+    limit = tonumber(redis.call('GET', LIMIT) or '0') or 0
+  end
+  -- The newest events of its history (protocol 4), newest first, each {id,
+  -- field, value, ...}: what a free lock's status tells of its last holder.
+  local last = {}
+  local newest = hcall('XREVRANGE', LOG, '+', '-', 'COUNT', 3)
+  if type(newest) ~= 'table' then newest = {} end
+  for _, e in ipairs(newest) do
+    local ev = {field(e[1])}
+    for i = 1, math.min(#e[2], 32) do ev[#ev + 1] = field(e[2][i]) end
+    last[#last + 1] = ev
+  end
+  return {limit, tonumber(redis.call('GET', FENCE) or '0'), NOW, hs, waiters, nh, nw, last}
 end
