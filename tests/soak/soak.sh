@@ -559,7 +559,8 @@ sentinel_agree() {
 # agree on a master other than OLD_PORT (sentinel_agree); _named1 / _named: when the first
 # / the last of them first named another master (µs, taken just before the question that
 # got that answer: the switch came after the answer before it, so the window these bound
-# is never wider than the truth by more than one question).
+# is never wider than the truth by more than one question). Returns 2 when Sentinel
+# aborted the failover before any sentinel named another master, 1 after 60s.
 sentinel_switch_times() {
   local deadline i q t
   local -a first=(0 0 0)
@@ -576,6 +577,16 @@ sentinel_switch_times() {
     if ((first[0] && first[1] && first[2])); then
       _not_port=$1
       sentinel_agree && break
+    fi
+    # Sentinel may abort the failover itself (-failover-abort-slave-timeout: the promoted
+    # replica did not report its new role in time, or another sentinel made it a replica
+    # again first). Then SENT1, which runs it, is no longer failing over and still names
+    # the old master (asked in that order: a switch clears the flag after naming the new
+    # one), and no sentinel named another.
+    if ((!first[0] && !first[1] && !first[2])) &&
+      [[ $(_rlock_master_field SENT1 "$SENTINEL_MASTER" flags) != *failover_in_progress* ]] &&
+      [[ $(rcli_to SENT1 sentinel get-master-addr-by-name "$SENTINEL_MASTER" | sed -n 2p) == "$1" ]]; then
+      return 2
     fi
     now_us
     ((_now < deadline)) || return 1
@@ -714,7 +725,17 @@ fault_failover() {
       _kind=failover_skipped _detail="old=$oldn:$old: SENTINEL FAILOVER refused for 30s"
       return
     fi
-    sentinel_switch_times "$old" || harness_error "SENTINEL FAILOVER did not complete within 60s"
+    local rc=0
+    sentinel_switch_times "$old" || rc=$?
+    if ((rc == 2)); then
+      # No sentinel ever named another master: nothing was failed over. The next fault
+      # starts once the replicas follow the master again.
+      _not_port=""
+      poll_until 60 sentinel_settled || harness_error "the replicas did not settle within 60s of an aborted SENTINEL FAILOVER"
+      _kind=failover_skipped _detail="old=$oldn:$old: SENTINEL FAILOVER aborted by Sentinel"
+      return
+    fi
+    ((rc == 0)) || harness_error "SENTINEL FAILOVER did not complete within 60s"
     newn=$_mname new=$_mport
     _t1=$_named
     _not_port=""
