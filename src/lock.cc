@@ -422,6 +422,7 @@ void SingleLock::extend(const std::string& token, Millis ttl, Done<ExtendReply> 
           x.ttl = Millis(num(e[1]));
           x.fence = num(e[2]);
         }
+        if (!x.held && e.size() >= 2) x.released = num(e[1]) == 1;
         return x;
       },
       confirmed_renewal(client_, std::move(done)), timeout);

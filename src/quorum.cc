@@ -285,7 +285,8 @@ void QuorumLock::extend(const std::string& token, Millis ttl, Done<ExtendReply> 
         l.extend(
             token, ttl,
             [this, alive, renewed, i, token, per, d](Outcome<ExtendReply> o) {
-              if (*alive && renewed->decided && renewed->held && !o.error && !o.value.held)
+              if (*alive && renewed->decided && renewed->held && !o.error && !o.value.held &&
+                  !o.value.released)
                 regrant(i, token, renewed->grant, renewed->fence, per);
               d(std::move(o));
             },
@@ -293,12 +294,14 @@ void QuorumLock::extend(const std::string& token, Millis ttl, Done<ExtendReply> 
       },
       [this, alive, renewed, token, ttl, per, done](std::vector<Outcome<ExtendReply>> rs) {
         size_t held = 0, lost = 0;
+        bool released = false;
         Millis shortest = Millis::max();
         int64_t fence = 0;
         for (auto& r : rs) {
           if (r.error) continue;
           if (!r.value.held) {
             ++lost;
+            released = released || r.value.released;
             continue;
           }
           ++held;
@@ -310,8 +313,12 @@ void QuorumLock::extend(const std::string& token, Millis ttl, Done<ExtendReply> 
           renewed->held = true;
           renewed->grant = ttl.count() > 0 ? ttl : shortest;
           renewed->fence = fence;
+          // A master where a release with the token removed it (its tombstone
+          // says so) is never granted it again: the release is on its way to
+          // the others (a keeper renews as soon as it hears the first one).
           for (size_t i = 0; i < rs.size(); ++i)
-            if (!rs[i].error && !rs[i].value.held) regrant(i, token, renewed->grant, fence, per);
+            if (!rs[i].error && !rs[i].value.held && !rs[i].value.released)
+              regrant(i, token, renewed->grant, fence, per);
           ExtendReply x;
           x.held = true;
           x.ttl = shortest - clock_drift(shortest);
@@ -320,7 +327,11 @@ void QuorumLock::extend(const std::string& token, Millis ttl, Done<ExtendReply> 
         }
         // No majority can confirm it any more: lost. Otherwise undecided (too
         // many masters did not answer): a failed renewal, tried again.
-        if (locks_.size() - lost < quorum()) return done({std::nullopt, ExtendReply{}});
+        if (locks_.size() - lost < quorum()) {
+          ExtendReply x;
+          x.released = released;  // a release with the token removed it somewhere
+          return done({std::nullopt, x});
+        }
         done({too_few("cannot renew", rs), {}});
       },
       [this](const Answers<ExtendReply>& rs) {

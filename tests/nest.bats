@@ -284,17 +284,14 @@ EOF2
 }
 
 @test "quorum mode: the owner's release with the bare token stops the keeper quietly; a break reaches PID" {
-  # FINDING (not fixed): a keeper that hears the release on the first master renews at once;
-  # its renewal reaches the other masters before the release does, a majority still holds,
-  # and QuorumLock::extend grants the token again on the master that released it
-  # (regrant). A slow release (a loaded machine) lets that cascade over every master: the
-  # release is undone and the keeper keeps the lock. Seen once in the ASan pass and 7 of
-  # 20 times in a loop under load. Fix: extend.lua says when the token's release
-  # tombstone is there, and a master that released the token is never regranted.
-  [[ ${RLOCK_TEST_FINDINGS:-} == 1 ]] || skip "finding, not fixed: a quorum regrant can undo the owner's release"
-  redis_start_named Q2
-  redis_start_named Q3
-  export RLOCK_URL="$RLOCK_URL $Q2_URL $Q3_URL"
+  # A keeper that hears the release on the first master renews at once; its renewal may
+  # reach the other masters before the release does. The master that released the token
+  # says so (its tombstone), and it is never granted the token again: without that, a slow
+  # release let the regrants cascade over every master and undo the release (7 of 20
+  # times in a loop on a loaded machine).
+  redis_start_named QR2
+  redis_start_named QR3
+  export RLOCK_URL="$RLOCK_URL $QR2_URL $QR3_URL"
   sh -c 'trap "touch \"$0.term\"; exit 0" TERM; while :; do sleep 0.05; done' "$BATS_TEST_TMPDIR/w" 3>&- &
   wpid=$!
   tok=$("$RLOCK" acquire --ttl 1s --while-pid "$wpid" qn)

@@ -1,5 +1,8 @@
 -- ARGV: token, ttl_ms (0 = the TTL it was acquired with)
--- Returns {1, ttl, fence} when renewed, {0} when the token no longer holds.
+-- Returns {1, ttl, fence} when renewed, {0} when the token no longer holds,
+-- {0, 1} when it no longer holds because a release with the token removed it
+-- here (its tombstone is there: quorum mode never grants it again on this
+-- master, and a keeper takes it for its owner's release).
 -- Never re-creates a lock that has gone.
 -- ARGV[3] (protocol 4, optional): the history cap (events kept; 0 = none).
 -- >8 -- rlock sends the rest of this file, from the newline ending this line on
@@ -7,7 +10,10 @@ local tok = ARGV[1]
 HISTORY = history_cap(ARGV[3])
 notice_expired(purge_holders(), tok)
 local how = held_by(tok)
-if not how then return {0} end
+if not how then
+  if redis.call('EXISTS', rkey(tok)) == 1 then return {0, 1} end
+  return {0}
+end
 local ttl = tonumber(ARGV[2])
 if ttl == 0 then ttl = tonumber(redis.call('HGET', hkey(tok), 'ttl') or '0') end
 if ttl == 0 then ttl = math.max(redis.call('PTTL', LOCK), 1000) end
