@@ -84,8 +84,9 @@ void Watchdog::renew() {
         if (stopped_) return;
         if (o.error) return renewal_failed(o.error->what());
         if (!o.value.held) {
-          // Another tool's layout publishes no token: its tombstone says
-          // that a release with the token removed it.
+          // The release's tombstone says a release with the token removed
+          // it: heard or not (another tool's layout publishes no token; a
+          // quorum's release reaches the masters one by one).
           if (o.value.released) {
             heard_token_.assign(std::max<size_t>(heard_token_.size(), 1), true);
             heard_ = "it was released with its token by another process";
