@@ -422,7 +422,10 @@ void SingleLock::extend(const std::string& token, Millis ttl, Done<ExtendReply> 
           x.ttl = Millis(num(e[1]));
           x.fence = num(e[2]);
         }
-        if (!x.held && e.size() >= 2) x.released = num(e[1]) == 1;
+        if (!x.held && e.size() >= 2) {
+          x.released = num(e[1]) == 1;
+          x.broken = num(e[1]) == 2;
+        }
         return x;
       },
       confirmed_renewal(client_, std::move(done)), timeout);
@@ -527,12 +530,18 @@ void SingleLock::status(Done<LockStatus> done) {
                   parse_status_reply, std::move(done));
 }
 
+// How long a broken holder's token keeps its tombstone ("broken", break.lua):
+// longer than any renewal of the holder still in flight when the break reached
+// this master, so that quorum mode does not grant the token here again.
+constexpr Millis kBreakTombstone{30'000};
+
 void SingleLock::break_lock(Done<long> done) {
   // Who breaks it, for the history: the operator's user, host and pid.
   HolderInfo me = local_holder_info("rlock break", static_cast<long>(getpid()));
   std::string by = fmt::format("{}@{} pid {}", me.user, me.host, me.pid);
   run<long>(
-      client_, break_script(), names_, {names_.channel, std::to_string(history_), by},
+      client_, break_script(), names_,
+      {names_.channel, std::to_string(history_), by, std::to_string(kBreakTombstone.count())},
       [](const Reply& r) { return static_cast<long>(r.as_int("a break reply")); }, std::move(done));
 }
 

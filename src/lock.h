@@ -144,6 +144,9 @@ struct ExtendReply {
   /// Not held because a release with the token removed it (another tool's
   /// layout, which publishes no token: its tombstone says so).
   bool released = false;
+  /// Not held because `rlock break` removed it here (its tombstone says so):
+  /// quorum mode does not grant it again on this master; a holder lost it.
+  bool broken = false;
 };
 
 struct ReleaseReply {

@@ -14,8 +14,11 @@ namespace {
 // How long a master that does not answer may hold up one acquisition: far
 // below the TTL (the Redlock paper: a few ms for a 10 s TTL; a network that
 // stalls a while is not worth a lease that will soon be gone), never above
-// --timeout.
+// --timeout. TTL/50, but at least kNodeTimeoutFloor or TTL/10 when that is
+// less (a loaded host, or a sanitizer build, misses 50 ms now and then),
+// and never under kMinNodeTimeout.
 constexpr Millis kMinNodeTimeout{50};
+constexpr Millis kNodeTimeoutFloor{250};
 
 // The TTL a release by token alone (`rlock release --token`) assumes when
 // bounding how long it waits for the last masters: the default --ttl.
@@ -81,7 +84,8 @@ void QuorumLock::fan_out(Each<T> op, All<T> done, Enough<T> enough, Millis linge
 
 Millis QuorumLock::node_timeout(Millis ttl) const {
   Millis most = std::max(kMinNodeTimeout, clients_.front()->command_timeout());
-  return std::clamp(ttl / 50, kMinNodeTimeout, most);
+  Millis least = std::max(kMinNodeTimeout, std::min(kNodeTimeoutFloor, ttl / 10));
+  return std::clamp(ttl / 50, std::min(least, most), most);
 }
 
 Error QuorumLock::too_few(const std::string& what,
@@ -286,7 +290,7 @@ void QuorumLock::extend(const std::string& token, Millis ttl, Done<ExtendReply> 
             token, ttl,
             [this, alive, renewed, i, token, per, d](Outcome<ExtendReply> o) {
               if (*alive && renewed->decided && renewed->held && !o.error && !o.value.held &&
-                  !o.value.released)
+                  !o.value.released && !o.value.broken)
                 regrant(i, token, renewed->grant, renewed->fence, per);
               d(std::move(o));
             },
@@ -313,11 +317,12 @@ void QuorumLock::extend(const std::string& token, Millis ttl, Done<ExtendReply> 
           renewed->held = true;
           renewed->grant = ttl.count() > 0 ? ttl : shortest;
           renewed->fence = fence;
-          // A master where a release with the token removed it (its tombstone
-          // says so) is never granted it again: the release is on its way to
-          // the others (a keeper renews as soon as it hears the first one).
+          // A master where a release or a break removed the token (its
+          // tombstone says so) is never granted it again: the release or
+          // break is on its way to the others (a holder renews as soon as it
+          // hears the first one).
           for (size_t i = 0; i < rs.size(); ++i)
-            if (!rs[i].error && !rs[i].value.held && !rs[i].value.released)
+            if (!rs[i].error && !rs[i].value.held && !rs[i].value.released && !rs[i].value.broken)
               regrant(i, token, renewed->grant, fence, per);
           ExtendReply x;
           x.held = true;

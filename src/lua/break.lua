@@ -1,9 +1,13 @@
 -- Operator override. ARGV: channel; protocol 4, optional: the history cap
--- (events kept; 0 = none) and who breaks it. Removes every holder and the
--- queue, wakes every waiter; the fence counter stays. Returns the number of
--- holders removed.
+-- (events kept; 0 = none), who breaks it, and for how many ms each removed
+-- holder's token keeps a tombstone saying "broken" (0 or none: no tombstone;
+-- in quorum mode a renewal that finds it never grants the token here again,
+-- so a holder renewing while the break is on its way to the other masters
+-- does not undo it). Removes every holder and the queue, wakes every waiter;
+-- the fence counter stays. Returns the number of holders removed.
 -- >8 -- rlock sends the rest of this file, from the newline ending this line on
 local chan, by = ARGV[1], field(ARGV[3])
+local tomb = tonumber(ARGV[4] or '0') or 0
 HISTORY = history_cap(ARGV[2])
 notice_expired(purge_holders())
 -- A shared marker left without holders (by an older host) is no holder: it goes quietly.
@@ -20,6 +24,7 @@ if t then
   if t ~= SHARED then
     n = n + 1
     record_end('broken', t, info, 'by', by)
+    if tomb > 0 then redis.call('SET', rkey(t), 'broken', 'PX', tomb) end
   end
 end
 for _, h in ipairs(redis.call('ZRANGE', HOLDERS, 0, -1)) do
@@ -27,6 +32,7 @@ for _, h in ipairs(redis.call('ZRANGE', HOLDERS, 0, -1)) do
   redis.call('DEL', hkey(h))
   n = n + 1
   record_end('broken', h, info, 'by', by)
+  if tomb > 0 then redis.call('SET', rkey(h), 'broken', 'PX', tomb) end
 end
 if n == 0 then return 0 end
 redis.call('DEL', HOLDERS, LIMIT)

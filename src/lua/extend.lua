@@ -2,7 +2,9 @@
 -- Returns {1, ttl, fence} when renewed, {0} when the token no longer holds,
 -- {0, 1} when it no longer holds because a release with the token removed it
 -- here (its tombstone is there: quorum mode never grants it again on this
--- master, and a keeper takes it for its owner's release).
+-- master, and a keeper takes it for its owner's release), {0, 2} when
+-- `rlock break` removed it here (its tombstone says "broken": quorum mode
+-- never grants it again on this master either; a holder has lost it).
 -- Never re-creates a lock that has gone.
 -- ARGV[3] (protocol 4, optional): the history cap (events kept; 0 = none).
 -- >8 -- rlock sends the rest of this file, from the newline ending this line on
@@ -11,7 +13,9 @@ HISTORY = history_cap(ARGV[3])
 notice_expired(purge_holders(), tok)
 local how = held_by(tok)
 if not how then
-  if redis.call('EXISTS', rkey(tok)) == 1 then return {0, 1} end
+  local tomb = redis.call('GET', rkey(tok))
+  if tomb == 'broken' then return {0, 2} end
+  if tomb then return {0, 1} end
   return {0}
 end
 local ttl = tonumber(ARGV[2])
