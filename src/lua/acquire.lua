@@ -180,8 +180,10 @@ if eligible then
   redis.call('PEXPIRE', hkey(tok), ttl)
   local waited = 0
   if queued then waited = NOW - (tonumber(redis.call('HGET', wkey(tok), 'since') or '') or NOW) end
-  record_acquired(tok, fence, not shared and limit == 0, 'mode', shared and 'shared' or 'exclusive', 'waited', waited,
-                  'slot', slot, 'cmd', cut(ARGV[10], 200))
+  -- who_of(hkey(tok)), from what describe just wrote
+  local who = label ~= '' and field(label) or field(ARGV[7]) .. ' pid ' .. field(ARGV[8])
+  record_acquired(tok, fence, not shared and limit == 0, who, 'mode', shared and 'shared' or 'exclusive',
+                  'waited', waited, 'slot', slot, 'cmd', cut(ARGV[10], 200))
   if queued then
     redis.call('ZREM', QUEUE, tok)
     redis.call('DEL', wkey(tok))

@@ -58,7 +58,8 @@ local function walk_line(visit)
     from = from + #batch
   end
   for _, t in ipairs(dead) do redis.call('ZREM', QUEUE, t) end
-  if redis.call('EXISTS', QUEUE) == 0 then redis.call('DEL', QSEQ) end
+  -- (from == 0: the first ZRANGE found the queue empty)
+  if from == 0 or redis.call('EXISTS', QUEUE) == 0 then redis.call('DEL', QSEQ) end
 end
 
 -- The first n live waiters in arrival order.
@@ -233,26 +234,30 @@ local function who_of(key)
 end
 
 -- Appends an event: its name, the token it is about, then field/value pairs.
+-- True when it was appended (the log's and :live's idle expiry then start
+-- again).
 local function record(ev, t, ...)
-  if HISTORY <= 0 then return end
+  if HISTORY <= 0 then return false end
   if hcall('XADD', LOG, 'MAXLEN', HISTORY, '*', 'ev', ev, 'tok', field(t), ...) then
     hcall('PEXPIRE', LOG, LOG_IDLE_MS)
     hcall('PEXPIRE', LIVE, LOG_IDLE_MS)
+    return true
   end
+  return false
 end
 
--- `t` has been granted (fence): recorded as acquired, and as live (`plain`:
--- as the plain holder).
-local function record_acquired(t, fence, plain, ...)
+-- `t` has been granted (fence) to `who` (as who_of its hash says it):
+-- recorded as acquired, and as live (`plain`: as the plain holder).
+local function record_acquired(t, fence, plain, who, ...)
   if HISTORY <= 0 then return end
-  local who = who_of(hkey(t))
-  record('acquired', t, 'fence', fence, 'who', who, ...)
   if plain then
     hcall('HSET', LIVE, t, fence .. '\t' .. who, PLAIN, t)
   else
     hcall('HSET', LIVE, t, fence .. '\t' .. who)
   end
-  hcall('PEXPIRE', LIVE, LOG_IDLE_MS)
+  if not record('acquired', t, 'fence', fence, 'who', who, ...) then
+    hcall('PEXPIRE', LIVE, LOG_IDLE_MS)
+  end
 end
 
 -- What an ending event says of `t`, read before its hash goes: {fence, who,

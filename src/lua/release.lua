@@ -30,13 +30,14 @@ if not how then
   return {0}
 end
 notice_expired(dead)
-local since = tonumber(redis.call('HGET', hkey(tok), 'since') or '0') or 0
+local h = redis.call('HMGET', hkey(tok), 'since', 'krid')
+local since = tonumber(h[1] or '0') or 0
 local held = since > 0 and NOW - since or ''
 local left = 0
 if minhold > 0 and since > 0 then left = since + minhold - NOW end
 -- A retry of this release (its reply was lost) keeps the lease again but
 -- records it once.
-local again = rid ~= '' and redis.call('HGET', hkey(tok), 'krid') == rid
+local again = rid ~= '' and h[2] == rid
 if donefor > 0 and how == 'plain' and ARGV[6] == '0' then
   -- Publish first: a script's writes are not rolled back, so a PUBLISH the
   -- ACL refuses must fail before anything is written.
