@@ -6,6 +6,7 @@
 #include <sys/random.h>  // getentropy
 #endif
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -18,15 +19,6 @@ namespace rlock {
 namespace {
 
 constexpr size_t kHalf = 16;  // hex digits of R and of H
-
-std::string random_hex16() {
-  unsigned char b[8];
-  if (getentropy(b, sizeof b) != 0)
-    throw Error(ErrorKind::Protocol, fmt::format("cannot get random bytes: {}", strerror(errno)));
-  std::string out;
-  for (unsigned char c : b) out += fmt::format("{:02x}", c);
-  return out;
-}
 
 bool lower_hex(std::string_view s) {
   return s.find_first_not_of("0123456789abcdef") == std::string_view::npos;
@@ -61,6 +53,16 @@ std::optional<long> find_ancestor(pid_t self, F matches) {
 
 }  // namespace
 
+std::string random_hex(size_t bytes) {
+  unsigned char b[32];
+  bytes = std::min(bytes, sizeof b);
+  if (getentropy(b, bytes) != 0)
+    throw Error(ErrorKind::Protocol, fmt::format("cannot get random bytes: {}", strerror(errno)));
+  std::string out;
+  for (size_t i = 0; i < bytes; ++i) out += fmt::format("{:02x}", b[i]);
+  return out;
+}
+
 HostIdentity this_host() {
   char host[256] = "";
   gethostname(host, sizeof host - 1);
@@ -76,7 +78,7 @@ std::string holder_binding(std::string_view r, const HostIdentity& host, long pi
 }
 
 std::string bound_token(Layout layout, long pid) {
-  std::string r = random_hex16();
+  std::string r = random_hex(8);
   if (layout == Layout::Redisson) r[12] = '4';
   std::string h = holder_binding(r, this_host(), pid, start_of(pid));
   if (layout != Layout::Redisson) return r + h;

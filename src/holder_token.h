@@ -31,6 +31,10 @@
 
 namespace rlock {
 
+/// `bytes` random bytes (at most 32, from getentropy) as lower-case hex:
+/// tokens, release ids. Throws when the system has no randomness to give.
+std::string random_hex(size_t bytes);
+
 /// What the binding names the host by: its name and boot (boot_id()).
 struct HostIdentity {
   std::string host, boot;

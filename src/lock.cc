@@ -1,18 +1,14 @@
 #include "lock.h"
 
-#include <unistd.h>
-#if defined(__APPLE__)
-#include <sys/random.h>
-#endif
-
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <cctype>
-#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
 #include "duration.h"
+#include "holder_token.h"
 #include "output.h"  // utc_iso: formatting only
 #include "scripts.h"
 #include "text.h"
@@ -342,12 +338,7 @@ std::string describe_holders(const AcquireReply& a, int limit, Millis elapsed, s
 }
 
 std::string new_token() {
-  unsigned char b[16];
-  if (getentropy(b, sizeof b) != 0)
-    throw Error(ErrorKind::Protocol, fmt::format("cannot get random bytes: {}", strerror(errno)));
-  std::string out;
-  for (unsigned char c : b) out += fmt::format("{:02x}", c);
-  return out;
+  return random_hex(16);
 }
 
 std::string Lock::fresh_token(long /*holder_pid*/) const {
