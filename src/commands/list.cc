@@ -4,16 +4,15 @@
 
 #include <algorithm>
 #include <deque>
-#include <iterator>
 #include <optional>
 #include <string_view>
 #include <unordered_map>
 
 #include "commands/commands.h"
+#include "commands/list_output.h"
 #include "duration.h"
 #include "output.h"
 #include "scripts.h"
-#include "table.h"
 #include "text.h"
 
 namespace rlock {
@@ -161,138 +160,6 @@ std::string scan_match(const GlobalOptions& g, const std::string& pattern) {
   if (g.layout == Layout::Redisson) return pattern;
   return glob_escape(g.prefix + "{") + pattern + "}*";
 }
-
-// The HOLDER column: host:pid of a single holder, "2/3" for a semaphore, "3
-// shared" for the shared holders of a lock.
-std::string holder_column(const LockStatus& st, const std::string& who) {
-  if (st.limit) return fmt::format("{}/{}", st.holder_count, st.limit);
-  if (!st.holders.empty() && st.holders.front().shared)
-    return fmt::format("{} shared", st.holder_count);
-  return who;
-}
-
-// The Prometheus text format, one gauge family after another (each sample of
-// a family together, under its HELP and TYPE), for node_exporter's textfile
-// collector: per held lock, whether it is held, how many hold and wait, the
-// first holder's lease left and time held, and its fence.
-class Prometheus {
- public:
-  void add(const std::string& key, const LockStatus& st) {
-    const Holder& h = st.holders.front();
-    std::string k = "{key=\"" + label_value(key) + "\"}";
-    int64_t held_ms = h.since_ms > 0 && st.now_ms > h.since_ms ? st.now_ms - h.since_ms : 0;
-    values_[0] += fmt::format("rlock_held{} 1\n", k);
-    values_[1] += fmt::format("rlock_holders{} {}\n", k, st.holder_count);
-    values_[2] += fmt::format("rlock_waiters{} {}\n", k, st.waiter_count);
-    values_[3] += fmt::format("rlock_lease_left_seconds{} {:.3f}\n", k,
-                              std::max<int64_t>(0, h.ttl_left.count()) / 1000.0);
-    values_[4] += fmt::format("rlock_held_seconds{} {:.3f}\n", k, held_ms / 1000.0);
-    values_[5] += fmt::format("rlock_fence{} {}\n", k, h.fence);
-  }
-  std::string text() const {
-    static const char* kHelp[][2] = {
-        {"rlock_held", "1 for a lock that is held (free locks are not listed)."},
-        {"rlock_holders", "How many hold the lock (a semaphore's or shared lock's holders)."},
-        {"rlock_waiters", "How many wait in the lock's line."},
-        {"rlock_lease_left_seconds",
-         "Seconds left on the first holder's lease (a live holder renews it)."},
-        {"rlock_held_seconds", "Seconds since the first holder acquired the lock."},
-        {"rlock_fence", "The first holder's fencing token."}};
-    std::string out;
-    for (size_t i = 0; i < 6; ++i)
-      out += fmt::format("# HELP {} {}\n# TYPE {} gauge\n{}", kHelp[i][0], kHelp[i][1], kHelp[i][0],
-                         values_[i]);
-    return out;
-  }
-
- private:
-  // A label value: text from Redis escaped as everywhere (a backslash
-  // doubled, control characters as \xHH, so that two keys never give one
-  // series), then backslash and double quote as the format wants them.
-  static std::string label_value(const std::string& s) {
-    std::string out;
-    for (char c : escape_text(s)) {
-      if (c == '\\' || c == '"') out += '\\';
-      out += c;
-    }
-    return out;
-  }
-  std::string values_[6];
-};
-
-// The lines of `list` in one of its forms, added lock by lock in order. Bare
-// lines and JSON go to standard output batch by batch (flush), so that memory
-// stays one batch whatever the number of locks; the terminal's table (its
-// columns fit every row) and the Prometheus text (each family together) are
-// printed whole at the end.
-class ListOutput {
- public:
-  ListOutput(const GlobalOptions& g, bool prometheus)
-      : g_(g), prometheus_(prometheus), table_(!g.json && !prometheus && stdout_is_tty()) {}
-
-  void add(const std::string& key, const LockStatus& st) {
-    if (prometheus_) {
-      metrics_.add(key, st);
-    } else if (g_.json) {
-      out_ += (any_ ? "," : "[") + status_json(key, st);
-    } else if (table_) {
-      rows_.push_back(table_row(key, st));
-    } else {
-      // KEY HOLDER TTL_MS FENCE WAITERS CMD LABEL, bare values, tab-separated (cut -f):
-      // every field is escaped, so none can hold a tab or newline.
-      const Holder& h = st.holders.front();
-      std::string who =
-          h.info.host.empty() ? "?" : fmt::format("{}:{}", escape_text(h.info.host), h.info.pid);
-      fmt::format_to(std::back_inserter(out_), "{}\t{}\t{}\t{}\t{}\t{}\t{}\n", escape_text(key),
-                     holder_column(st, who), h.ttl_left.count(), h.fence, st.waiter_count,
-                     escape_text(h.info.cmd), escape_text(h.info.label));
-    }
-    any_ = true;
-  }
-  void flush() {
-    print_out(out_);
-    out_.clear();
-  }
-  void finish() {
-    if (table_ && rows_.size() > 1)
-      for (auto& line : layout_table(rows_, stdout_columns(), 0, {{0, 32}, {1, 24}}).lines)
-        out_ += line + "\n";
-    if (prometheus_) out_ = metrics_.text();
-    if (g_.json) out_ += any_ ? "]\n" : "[]\n";
-    flush();
-  }
-
- private:
-  static std::vector<std::string> table_row(const std::string& key, const LockStatus& st) {
-    const Holder& h = st.holders.front();
-    // A label (a CI job's URL) says more than host:pid.
-    std::string who = !h.info.label.empty() ? escape_text(h.info.label)
-                      : h.info.host.empty()
-                          ? "?"
-                          : fmt::format("{}:{}", escape_text(h.info.host), h.info.pid);
-    Millis left = h.ttl_left;
-    if (left >= Millis(1000)) left = std::chrono::ceil<std::chrono::seconds>(left);
-    // A lease kept by --min-hold or --done-for runs no command any more.
-    std::string cmd = (h.done_ms > 0   ? "(done) "
-                       : h.kept_ms > 0 ? "(kept) "
-                                       : "") +
-                      escape_text(h.info.cmd);
-    return {escape_text(key),
-            holder_column(st, who),
-            format_duration(std::max(left, Millis(0))),
-            std::to_string(h.fence),
-            std::to_string(st.waiter_count),
-            cmd};
-  }
-
-  const GlobalOptions& g_;
-  const bool prometheus_, table_;
-  bool any_ = false;
-  std::string out_;
-  Prometheus metrics_;
-  std::vector<std::vector<std::string>> rows_{
-      {"KEY", "HOLDER", "LEFT", "FENCE", "WAITERS", "COMMAND"}};
-};
 
 // A held lock's status, for the output (free locks, and another tool's keys
 // that are not its locks, are not listed); throws a failure that is one.

@@ -1,0 +1,129 @@
+#include "commands/list_output.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iterator>
+
+#include "duration.h"
+#include "output.h"
+#include "table.h"
+#include "text.h"
+
+namespace rlock {
+
+namespace {
+
+// The HOLDER column: host:pid of a single holder, "2/3" for a semaphore, "3
+// shared" for the shared holders of a lock.
+std::string holder_column(const LockStatus& st, const std::string& who) {
+  if (st.limit) return fmt::format("{}/{}", st.holder_count, st.limit);
+  if (!st.holders.empty() && st.holders.front().shared)
+    return fmt::format("{} shared", st.holder_count);
+  return who;
+}
+
+// A Prometheus label value: text from Redis escaped as everywhere (a
+// backslash doubled, control characters as \xHH, so that two keys never give
+// one series), then backslash and double quote as the format wants them.
+std::string label_value(const std::string& s) {
+  std::string out;
+  for (char c : escape_text(s)) {
+    if (c == '\\' || c == '"') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+// A row of the terminal's table.
+std::vector<std::string> table_row(const std::string& key, const LockStatus& st) {
+  const Holder& h = st.holders.front();
+  // A label (a CI job's URL) says more than host:pid.
+  std::string who = !h.info.label.empty() ? escape_text(h.info.label)
+                    : h.info.host.empty()
+                        ? "?"
+                        : fmt::format("{}:{}", escape_text(h.info.host), h.info.pid);
+  Millis left = h.ttl_left;
+  if (left >= Millis(1000)) left = std::chrono::ceil<std::chrono::seconds>(left);
+  // A lease kept by --min-hold or --done-for runs no command any more.
+  std::string cmd = (h.done_ms > 0   ? "(done) "
+                     : h.kept_ms > 0 ? "(kept) "
+                                     : "") +
+                    escape_text(h.info.cmd);
+  return {escape_text(key),
+          holder_column(st, who),
+          format_duration(std::max(left, Millis(0))),
+          std::to_string(h.fence),
+          std::to_string(st.waiter_count),
+          cmd};
+}
+
+}  // namespace
+
+void Prometheus::add(const std::string& key, const LockStatus& st) {
+  const Holder& h = st.holders.front();
+  std::string k = "{key=\"" + label_value(key) + "\"}";
+  int64_t held_ms = h.since_ms > 0 && st.now_ms > h.since_ms ? st.now_ms - h.since_ms : 0;
+  values_[0] += fmt::format("rlock_held{} 1\n", k);
+  values_[1] += fmt::format("rlock_holders{} {}\n", k, st.holder_count);
+  values_[2] += fmt::format("rlock_waiters{} {}\n", k, st.waiter_count);
+  values_[3] += fmt::format("rlock_lease_left_seconds{} {:.3f}\n", k,
+                            std::max<int64_t>(0, h.ttl_left.count()) / 1000.0);
+  values_[4] += fmt::format("rlock_held_seconds{} {:.3f}\n", k, held_ms / 1000.0);
+  values_[5] += fmt::format("rlock_fence{} {}\n", k, h.fence);
+}
+
+std::string Prometheus::text() const {
+  static const char* kHelp[][2] = {
+      {"rlock_held", "1 for a lock that is held (free locks are not listed)."},
+      {"rlock_holders", "How many hold the lock (a semaphore's or shared lock's holders)."},
+      {"rlock_waiters", "How many wait in the lock's line."},
+      {"rlock_lease_left_seconds",
+       "Seconds left on the first holder's lease (a live holder renews it)."},
+      {"rlock_held_seconds", "Seconds since the first holder acquired the lock."},
+      {"rlock_fence", "The first holder's fencing token."}};
+  std::string out;
+  for (size_t i = 0; i < 6; ++i)
+    out += fmt::format("# HELP {} {}\n# TYPE {} gauge\n{}", kHelp[i][0], kHelp[i][1], kHelp[i][0],
+                       values_[i]);
+  return out;
+}
+
+ListOutput::ListOutput(const GlobalOptions& g, bool prometheus)
+    : g_(g), prometheus_(prometheus), table_(!g.json && !prometheus && stdout_is_tty()) {}
+
+void ListOutput::add(const std::string& key, const LockStatus& st) {
+  if (prometheus_) {
+    metrics_.add(key, st);
+  } else if (g_.json) {
+    out_ += (any_ ? "," : "[") + status_json(key, st);
+  } else if (table_) {
+    rows_.push_back(table_row(key, st));
+  } else {
+    // KEY HOLDER TTL_MS FENCE WAITERS CMD LABEL, bare values, tab-separated (cut -f):
+    // every field is escaped, so none can hold a tab or newline.
+    const Holder& h = st.holders.front();
+    std::string who =
+        h.info.host.empty() ? "?" : fmt::format("{}:{}", escape_text(h.info.host), h.info.pid);
+    fmt::format_to(std::back_inserter(out_), "{}\t{}\t{}\t{}\t{}\t{}\t{}\n", escape_text(key),
+                   holder_column(st, who), h.ttl_left.count(), h.fence, st.waiter_count,
+                   escape_text(h.info.cmd), escape_text(h.info.label));
+  }
+  any_ = true;
+}
+
+void ListOutput::flush() {
+  print_out(out_);
+  out_.clear();
+}
+
+void ListOutput::finish() {
+  if (table_ && rows_.size() > 1)
+    for (auto& line : layout_table(rows_, stdout_columns(), 0, {{0, 32}, {1, 24}}).lines)
+      out_ += line + "\n";
+  if (prometheus_) out_ = metrics_.text();
+  if (g_.json) out_ += any_ ? "]\n" : "[]\n";
+  flush();
+}
+
+}  // namespace rlock

@@ -1,0 +1,50 @@
+// The output of `rlock list`: bare lines, JSON, the terminal's table or the
+// Prometheus text, added lock by lock in order (src/commands/list.cc finds
+// the locks and reads their status).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "commands/commands.h"  // status_json
+#include "lock.h"
+#include "options.h"
+
+namespace rlock {
+
+// The Prometheus text format, one gauge family after another (each sample of
+// a family together, under its HELP and TYPE), for node_exporter's textfile
+// collector: per held lock, whether it is held, how many hold and wait, the
+// first holder's lease left and time held, and its fence.
+class Prometheus {
+ public:
+  void add(const std::string& key, const LockStatus& st);
+  std::string text() const;
+
+ private:
+  std::string values_[6];
+};
+
+// The lines of `list` in one of its forms, added lock by lock in order. Bare
+// lines and JSON go to standard output batch by batch (flush), so that memory
+// stays one batch whatever the number of locks; the terminal's table (its
+// columns fit every row) and the Prometheus text (each family together) are
+// printed whole at the end.
+class ListOutput {
+ public:
+  ListOutput(const GlobalOptions& g, bool prometheus);
+  void add(const std::string& key, const LockStatus& st);
+  void flush();
+  void finish();
+
+ private:
+  const GlobalOptions& g_;
+  const bool prometheus_, table_;
+  bool any_ = false;
+  std::string out_;
+  Prometheus metrics_;
+  std::vector<std::vector<std::string>> rows_{
+      {"KEY", "HOLDER", "LEFT", "FENCE", "WAITERS", "COMMAND"}};
+};
+
+}  // namespace rlock
