@@ -287,7 +287,7 @@ redis_work() { # CONTENDERS TOTAL [prio|supersede]: prints "rt cmds" per acquisi
   stats=$(rcli INFO commandstats | tr -d '\r')
   awk -F'[=,:]' -v total="$got" '
     /^cmdstat_/ && $1 !~ /cmdstat_(info|config)$/ { cmds += $3 }
-    $1 ~ /^cmdstat_(evalsha|eval|evalsha_ro|eval_ro|subscribe|ssubscribe|unsubscribe|sunsubscribe|ping|auth|select|hello)$/ { rt += $3 }
+    $1 ~ /^cmdstat_(evalsha|eval|evalsha_ro|eval_ro|subscribe|ssubscribe|unsubscribe|sunsubscribe|blpop|ping|auth|select|hello)$/ { rt += $3 }
     END { if (total == 0) total = 1; printf "%.1f %.1f\n", rt / total, cmds / total }' <<<"$stats"
 }
 printf '%-12s %8s %10s\n' contenders rt/acq cmds/acq
@@ -481,7 +481,7 @@ line_run() { # TOOL N: prints "ms_per_handoff rt/acq cmds/acq usec/acq rss_kb fd
       cmds += $3
       for (i = 2; i < NF; i += 2) if ($i == "usec") usec += $(i + 1)
     }
-    $1 ~ /^cmdstat_(evalsha|eval|evalsha_ro|eval_ro|subscribe|ssubscribe|unsubscribe|sunsubscribe|ping|auth|select|hello)$/ { rt += $3 }
+    $1 ~ /^cmdstat_(evalsha|eval|evalsha_ro|eval_ro|subscribe|ssubscribe|unsubscribe|sunsubscribe|blpop|ping|auth|select|hello)$/ { rt += $3 }
     END {
       if (tool != "rlock") { rt = "-"; cmds = "-"; usec = "-" } else { rt = sprintf("%.1f", rt / n); cmds = sprintf("%.1f", cmds / n); usec = sprintf("%.0f", usec / n) }
       printf "%.1f %s %s %s %d %d\n", ms / n, rt, cmds, usec, rss, fds

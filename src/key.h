@@ -50,6 +50,8 @@ struct LockNames {
   std::string waiter_channel(std::string_view token) const {
     return channel + ":" + std::string(token);
   }
+  /// The list of one waiter's notices, waited on with BLPOP: PREFIX{KEY}:t:TOKEN.
+  std::string waiter_list(std::string_view token) const { return sub("t:") + std::string(token); }
 };
 
 }  // namespace rlock

@@ -387,6 +387,12 @@ void Connection::on_connected() {
   loop_.cancel(connect_timer_);
   connect_timer_ = 0;
   if (cfg_.trace) cfg_.trace(fmt::format("connected to {}", cfg_.endpoint.display()));
+  if (established_cb_) {
+    auto alive = alive_;
+    loop_.after(Millis(0), [this, alive] {
+      if (*alive && established_cb_) established_cb_();
+    });
+  }
 }
 
 void Connection::flush() {

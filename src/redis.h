@@ -95,6 +95,9 @@ class Connection {
   void on_push(std::function<void(const Reply&)> cb) { push_ = std::move(cb); }
   /// Called when an established connection breaks (subscriptions are gone).
   void on_disconnect(std::function<void(const Error&)> cb) { disconnect_cb_ = std::move(cb); }
+  /// Called once the socket (and TLS) is up, before any reply: a blocking
+  /// command's owner learns that the server is reachable again.
+  void on_established(std::function<void()> cb) { established_cb_ = std::move(cb); }
   /// Closes the socket; pending commands fail with `why`.
   void close(const Error& why);
 
@@ -158,6 +161,7 @@ class Connection {
   std::deque<Pending> pending_;
   std::function<void(const Reply&)> push_;
   std::function<void(const Error&)> disconnect_cb_;
+  std::function<void()> established_cb_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

@@ -13,6 +13,11 @@ bool redirected(const Result& r) {
          (r.reply.str.rfind("MOVED ", 0) == 0 || r.reply.str.rfind("ASK ", 0) == 0);
 }
 
+// How long one BLPOP blocks (seconds, the server's timeout); a nil reply
+// sends the next. The connection's own timeout for it is this plus the
+// command timeout, so a server that stalls is still noticed.
+constexpr int kPopSeconds = 30;
+
 }  // namespace
 
 Subscription::Subscription(Client& client, std::string channel, Events events)
@@ -48,6 +53,16 @@ void Subscription::opened(std::unique_ptr<Connection> conn) {
   conn_->on_disconnect([this, alive, gen](const Error& e) {
     if (*alive && gen == generation_) fail(e);
   });
+  if (!list_.empty()) {
+    // ready() once the server can be reached: BLPOP answers only when an
+    // item comes.
+    conn_->on_established([this, alive, gen] {
+      if (*alive && gen == generation_) ev_.ready();
+    });
+    popping_ = false;
+    pop();
+    return;
+  }
   if (classic_only_) {
     conn_->command({"SUBSCRIBE", channel_}, [this, alive, gen](Result r) {
       if (!*alive || gen != generation_) return;
@@ -84,6 +99,49 @@ void Subscription::subscribed(Result classic, Result sharded) {
     return fail(server_error(classic.reply.str,
                              fmt::format("Redis refused SUBSCRIBE {}", escape_text(channel_))));
   ev_.ready();
+}
+
+void Subscription::rearm() {
+  if (!list_.empty() && conn_ && !popping_) pop();
+}
+
+void Subscription::pop() {
+  if (!conn_ || !client_) return;
+  popping_ = true;
+  auto alive = alive_;
+  unsigned gen = generation_;
+  Millis limit = Millis(kPopSeconds * 1000) + client_->command_timeout();
+  conn_->command(
+      {"BLPOP", list_, std::to_string(kPopSeconds)},
+      [this, alive, gen](Result r) {
+        if (!*alive || gen != generation_) return;
+        popping_ = false;
+        if (r.failure) return fail(*r.failure);
+        if (redirected(r)) {
+          // A Cluster node unblocks a BLPOP whose slot moved away (-MOVED).
+          client_->learn(r.reply.str);
+          return fail(Error(ErrorKind::Unavailable,
+                            fmt::format("the slot of {} moved to another node ({})",
+                                        escape_text(list_), escape_text(r.reply.str))));
+        }
+        if (r.reply.is_error()) {
+          // A master turned replica unblocks it (-UNBLOCKED): a failover.
+          if (r.reply.str.rfind("UNBLOCKED", 0) == 0)
+            return fail(Error(ErrorKind::Unavailable,
+                              fmt::format("BLPOP {} was ended by the server: {}",
+                                          escape_text(list_), escape_text(r.reply.str))));
+          return fail(
+              server_error(r.reply.str, fmt::format("Redis refused BLPOP {}", escape_text(list_))));
+        }
+        // [key, item], or nil when the server's timeout ran out: wait again.
+        if (r.reply.is_nil()) return pop();
+        const auto& e = r.reply.elements;
+        if (r.reply.type != Reply::Type::Array || e.size() != 2 || e[1].type != Reply::Type::String)
+          return fail(Error(ErrorKind::Protocol,
+                            fmt::format("unexpected reply to BLPOP {}", escape_text(list_))));
+        ev_.message(e[1].str);
+      },
+      limit);
 }
 
 void Subscription::on_push(const Reply& r) {

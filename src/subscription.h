@@ -42,6 +42,15 @@ class Subscription {
   /// Subscribe with SUBSCRIBE alone: the server is known not to be a Cluster
   /// node (an acquire reply said so), so nothing is published by SPUBLISH.
   void classic_only(bool yes) { classic_only_ = yes; }
+  /// Waits on the list `key` with BLPOP instead of subscribing to the
+  /// channel (which only picks the connection's node: the key is in the
+  /// channel's Cluster slot). A notice pushed before BLPOP blocks is not
+  /// lost. Each item popped is one message(); the next BLPOP goes out only on
+  /// rearm(), so that a notice the owner acts on costs one command. ready()
+  /// follows every (re)connection, with the BLPOP sent.
+  void use_list(std::string key) { list_ = std::move(key); }
+  /// In list mode, waits for the next item (at once if one is there).
+  void rearm();
   /// Ends the subscription as if its connection had been lost: failed(why).
   void end(const Error& why);
   const std::string& channel() const { return channel_; }
@@ -59,6 +68,7 @@ class Subscription {
   friend class Client;
   void opened(std::unique_ptr<Connection> conn);
   void subscribed(Result classic, Result sharded);
+  void pop();
   void on_push(const Reply& r);
   void drop();
   void fail(const Error& why);
@@ -72,6 +82,8 @@ class Subscription {
   unsigned generation_ = 0;  // of start(); a late answer for an older one is ignored
   bool moved_ = false;
   bool classic_only_ = false;
+  std::string list_;      // list mode: the key BLPOP waits on
+  bool popping_ = false;  // a BLPOP is out
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

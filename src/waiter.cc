@@ -52,10 +52,17 @@ Acquirer::~Acquirer() {
 void Acquirer::start(Done<Acquired> done) {
   done_ = std::move(done);
   started_ = Clock::now();
-  // First one plain try: a free lock costs one round trip and no second
-  // connection. Only if it is taken do we subscribe, then try again (so no
-  // release can slip between the two unnoticed) and join the line.
+  // A free lock costs one round trip and no second connection. Taken, a
+  // line's waiter has joined the line with that same attempt and waits on
+  // its list (watch_list): a turn pushed before its BLPOP is there when it
+  // blocks, so nothing needs trying again. Without the list (a quorum, or
+  // BLPOP refused) it subscribes, then tries again (so no release can slip
+  // between the two unnoticed).
   attempt();
+}
+
+bool Acquirer::joins() const {
+  return !spec_.no_wait && lock_.fair() && (!probing_ || lists_);
 }
 
 void Acquirer::start_waiting() {
@@ -64,7 +71,48 @@ void Acquirer::start_waiting() {
   // Armed already when the first contact had to be retried: the wait
   // counts from the start.
   if (spec_.wait && !deadline_timer_) arm_deadline(*spec_.wait);
+  if (lists_ && lock_.fair() && last_ && last_->state == AcquireReply::State::Queued)
+    return watch_list();
   subscribe();
+}
+
+void Acquirer::watch_list() {
+  auto alive = alive_;
+  Subscription::Events ev;
+  ev.message = [this, alive](const std::string& what) {
+    if (!*alive || finished_) return;
+    log_verbose(fmt::format("woken ({})", escape_text(truncate_text(what, 32))));
+    attempt();
+  };
+  ev.ready = [this, alive] {
+    if (!*alive || finished_) return;
+    outage_over();
+    // The first: the attempt that joined the line has just been answered.
+    // Later ones follow a lost connection (a failover): what was pushed to
+    // the old server may be gone, so the lock is checked now.
+    if (!list_ready_) {
+      list_ready_ = true;
+      return;
+    }
+    attempt();
+  };
+  ev.failed = [this, alive](const Error& e) {
+    if (!*alive || finished_) return;
+    log_verbose(fmt::format("wake-up list: {}", e.what()));
+    if (e.kind() == ErrorKind::Permission) {
+      // An ACL without BLPOP: its channel then, as before lists.
+      lists_ = false;
+      std::shared_ptr<Subscription> old(std::move(sub_));
+      lock_.loop().after(Millis(0), [old] {});
+      return subscribe();
+    }
+    if (ride_out(e, resubscribe_timer_, [this] { sub_->start(); })) return;
+    fail_with_cleanup(e);
+  };
+  sub_ = std::make_unique<Subscription>(*lock_.clients().front(),
+                                        lock_.names().waiter_channel(token_), std::move(ev));
+  sub_->use_list(lock_.names().waiter_list(token_));
+  sub_->start();
 }
 
 void Acquirer::arm_deadline(Millis after) {
@@ -115,7 +163,8 @@ void Acquirer::subscribe() {
   sub_ = std::make_unique<Subscription>(*lock_.clients().front(),
                                         lock_.names().waiter_channel(token_), std::move(ev));
   // A server that said it is no Cluster node publishes with PUBLISH only.
-  sub_->classic_only(last_ && last_->cluster == 0);
+  // (Only a TAKEN reply says: a QUEUED one, after BLPOP was refused, does not.)
+  sub_->classic_only(last_ && last_->state == AcquireReply::State::Taken && last_->cluster == 0);
   sub_->start();
 }
 
@@ -169,8 +218,8 @@ void Acquirer::attempt() {
   in_flight_ = true;
   sent_ = Clock::now();
   auto alive = alive_;
-  lock_.acquire(token_, spec_.ttl, !spec_.no_wait && !probing_ && lock_.fair(), spec_.info,
-                ++attempts_, [this, alive](Outcome<AcquireReply> o) {
+  lock_.acquire(token_, spec_.ttl, joins(), spec_.info, ++attempts_,
+                [this, alive](Outcome<AcquireReply> o) {
                   if (*alive) on_reply(std::move(o));
                 });
 }
@@ -223,6 +272,13 @@ void Acquirer::on_reply(Outcome<AcquireReply> o) {
   if (a.state == AcquireReply::State::Taken && !spec_.no_wait && probing_) {
     last_ = a;
     return start_waiting();
+  }
+  if (a.state == AcquireReply::State::Queued && probing_) {
+    // Joined the line with the first attempt: wait on the list from now.
+    last_ = a;
+    start_waiting();
+  } else if (a.state == AcquireReply::State::Queued && sub_ && lists_) {
+    sub_->rearm();  // woken, and still not its turn: wait for the next notice
   }
   if (a.state == AcquireReply::State::Taken && spec_.no_wait) {
     return finish({Error(ErrorKind::NotAcquired,

@@ -123,6 +123,10 @@ class Acquirer : public Acquisition {
   /// true if a retry was scheduled.
   bool retry_first_contact(const Error& e);
   void subscribe();
+  /// Waits on its list (BLPOP) after its first attempt joined the line.
+  void watch_list();
+  /// Whether the next attempt joins the line (wait mode) rather than tries.
+  bool joins() const;
   void listen_for_releases();
   Millis jitter(Millis most);
   void attempt();
@@ -152,14 +156,19 @@ class Acquirer : public Acquisition {
   WaitSpec spec_;
   Done<Acquired> done_;
   std::function<void(const WaitProgress&)> progress_;
-  std::unique_ptr<Subscription> sub_;    // its own wake-up channel (a line)
+  std::unique_ptr<Subscription> sub_;    // its own wake-up list or channel (a line)
   std::unique_ptr<Subscriptions> subs_;  // the release channel of every master (a quorum)
   size_t refusals_ = 0;                  // masters that refused the release channel (quorum mode)
   // the attempts' and the wake-up channel's: an attempt never cancels a resubscription
   Loop::TimerId retry_timer_ = 0, resubscribe_timer_ = 0, deadline_timer_ = 0;
   bool probing_ = true;
-  long attempts_ = 0;  // numbers each acquire attempt of token_
-  int regrants_ = 0;   // grants in a row that did not count (see regrant)
+  // A line's waiter joins it with its first attempt and waits on its list
+  // with BLPOP (Subscription::use_list); false once BLPOP was refused (an
+  // ACL): it then subscribes to its channel and tries again, as 0.4.0 did.
+  bool lists_ = true;
+  bool list_ready_ = false;  // the list's first ready() came (the join needs no attempt)
+  long attempts_ = 0;        // numbers each acquire attempt of token_
+  int regrants_ = 0;         // grants in a row that did not count (see regrant)
   bool in_flight_ = false, again_ = false, finished_ = false, waited_ = false;
   Clock::time_point started_, sent_;
   std::optional<AcquireReply> last_;

@@ -55,6 +55,26 @@ setup_file() {
   assert_equal "$BG_STATUS" 0
 }
 
+@test "an ACL user without BLPOP, or whose releases may not LPUSH, still waits and is woken" {
+  # Without BLPOP the waiter subscribes to its channel instead; a releaser without LPUSH
+  # pushes nothing (its script goes on: the push is best effort) but still publishes.
+  rcli acl setuser noblpop on '>pw5' '~lock:*' '&lock:*' '+@all' -blpop >/dev/null
+  rcli acl setuser nolpush on '>pw6' '~lock:*' '&lock:*' '+@all' -lpush >/dev/null
+  local nb="redis://noblpop:pw5@127.0.0.1:$REDIS_PORT/0"
+  local nl="redis://nolpush:pw6@127.0.0.1:$REDIS_PORT/0"
+  tok=$("$RLOCK" --url "$nl" acquire acl-nob --ttl 30s)
+  rlock_bg waiter -v --url "$nb" run acl-nob --wait 20s -- true
+  waiter=$BG_PID
+  wait_until "[[ \$(rcli pubsub numsub 'lock:release:{acl-nob}:'\$(rcli zrange 'lock:{acl-nob}:queue' 0 0) | tail -n 1) == 1 ]]"
+  rl --url "$nl" release acl-nob --token "$tok"
+  assert_success
+  bg_wait "$waiter" 15
+  assert_equal "$BG_STATUS" 0
+  grep -q "woken on lock:release:{acl-nob}:" "$BATS_TEST_TMPDIR/waiter.err" ||
+    fail "$(cat "$BATS_TEST_TMPDIR/waiter.err")"
+  assert_equal "$(rcli --scan --pattern 'lock:{acl-nob}:t:*')" ""
+}
+
 @test "an ACL user can break a lock" {
   "$RLOCK" --url "$APP_URL" acquire acl-break --ttl 30s >/dev/null
   rl --url "$APP_URL" break acl-break --yes

@@ -31,11 +31,9 @@ _ceval() {
     "lock:{$k}:holders" "lock:{$k}:limit" "lock:{$k}:queue" "lock:{$k}:qseq" "$@"
 }
 
-# _shard_subscribers I KEY: how many waiters of KEY (channels lock:release:{KEY}:TOKEN) are
-# subscribed with SSUBSCRIBE on CLUSTERi.
-_shard_subscribers() {
-  rcli_to "CLUSTER$1" pubsub shardchannels "lock:release:{$2}:*" | grep -c . || true
-}
+# _list_waiters I: how many waiters wait on their lists (BLPOP) on CLUSTERi (each test has
+# one waiter of its own; a waiter blocks on the node that serves its KEY's slot).
+_list_waiters() { blocked_in_blpop "CLUSTER$1"; }
 
 @test "a lock lives on the node that serves its slot, whichever node the URL names" {
   for i in 1 2 3; do
@@ -101,13 +99,13 @@ _shard_subscribers() {
   rlock_bg waiter -v run --wait 30s "$k" -- touch "$T/w.done"
   waiter=$BG_PID
   wait_until "[[ \$(rcli_to CLUSTER2 zcard 'lock:{$k}:queue') == 1 ]]"
-  # Subscribed (sharded) where the slot lives.
-  wait_until "(( \$(_shard_subscribers 2 '$k') == 1 ))"
+  # Waiting on its list where the slot lives.
+  wait_until "(( \$(_list_waiters 2) == 1 ))"
   touch "$T/h.go"
   bg_wait "$waiter"
   assert_equal "$BG_STATUS" 0
   [[ -e $T/w.done ]] || fail "the waiter's command did not run"
-  grep -q "woken on lock:release:{$k}:" "$T/waiter.err" || fail "not woken: $(cat "$T/waiter.err")"
+  grep -q "woken (turn)" "$T/waiter.err" || fail "not woken: $(cat "$T/waiter.err")"
 }
 
 @test "a slot migrated while its lock is held and waited for: no lease lost, no waiter stranded" {
@@ -119,13 +117,13 @@ _shard_subscribers() {
   rlock_bg waiter -v run --wait 60s "$k" -- sh -c 'echo "$RLOCK_FENCE" >"$0"' "$T/w.fence"
   waiter=$BG_PID
   wait_until "[[ \$(rcli_to CLUSTER2 zcard 'lock:{$k}:queue') == 1 ]]"
-  wait_until "(( \$(_shard_subscribers 2 '$k') == 1 ))"
+  wait_until "(( \$(_list_waiters 2) == 1 ))"
   # A second in the migrating state: every script on the slot meets TRYAGAIN (or ASK, then
   # TRYAGAIN) meanwhile, and the holder's renewals with it.
   cluster_migrate_slot "$slot" 2 3 1
   assert_equal "$(rcli_to CLUSTER3 exists "lock:{$k}")" 1
-  # The waiter heard its channel leave the node (SUNSUBSCRIBE) and subscribed at the new one.
-  wait_until "(( \$(_shard_subscribers 3 '$k') == 1 ))"
+  # The node unblocked the waiter's BLPOP (MOVED) when the slot left; it waits on the new one.
+  wait_until "(( \$(_list_waiters 3) == 1 ))"
   # The holder renews on the new node.
   wait_until "(( \$(rcli_to CLUSTER3 pttl 'lock:{$k}') > 3500 ))" 5
   touch "$T/h.go"

@@ -127,13 +127,14 @@ calls_of() {
 herd_cost() {
   local key=$1 n=$2 handoffs=$3 h scripts publishes stats
   queue_gates "$key" "$n" statgate.sh
-  # waiters listen on their own channel only: on the lock's shared release channel
-  # only the holder (which hears a `break` there), no pattern subscriptions, one
-  # channel per waiter
+  # waiters wait on their own lists (BLPOP), one each, and subscribe to nothing: on the
+  # lock's shared release channel only the holder (which hears a `break` there), no
+  # pattern subscriptions, no waiter channels
   # (the holder subscribes 200 ms after its command starts: awaited, not assumed)
   wait_until "[[ \$(rcli pubsub numsub 'lock:release:{$key}' | tail -n 1) == 1 ]]" 5
+  wait_until "[[ \$(blocked_in_blpop) == $n ]]" 5
   assert_equal "$(rcli pubsub numpat)" 0
-  assert_equal "$(rcli pubsub channels "lock:release:{$key}:*" | grep -c .)" "$n"
+  assert_equal "$(rcli pubsub channels "lock:release:{$key}:*" | grep -c .)" 0
   MIN_SCRIPTS=999999 MAX_PUBLISHES=0
   for ((h = 0; h < handoffs; h++)); do
     touch "$T/$key-$h.go"

@@ -264,17 +264,18 @@ hold() {
 
 # --- the guard -------------------------------------------------------------------------------
 
-@test "the guard holds only its pipe: a run that waited keeps no waiter subscription open" {
+@test "the guard holds only its pipe: a run that waited keeps no waiter connection open" {
   hold --ttl 60s
   first=$HOLDER
   rlock_bg waiter run --wait 30s --ttl 60s hk -- sh -c 'touch "$1/second"; sleep 30' x "$T"
   waiter=$BG_PID
-  wait_until "[[ \$(rcli pubsub channels 'lock:release:{hk}:*' | grep -c .) == 1 ]]"
+  wait_until "[[ \$(blocked_in_blpop) == 1 ]]"
   touch "$T/go"
   bg_wait "$first"
   wait_for_file "$T/second"
-  # the waiter's own channel is closed with its connection, in every process
-  wait_until "[[ \$(rcli pubsub channels 'lock:release:{hk}:*' | grep -c .) == 0 ]]" 5
+  # the waiter's list connection is closed, in every process
+  wait_until "[[ \$(blocked_in_blpop) == 0 ]]" 5
+  assert_equal "$(rcli pubsub channels 'lock:release:{hk}:*' | grep -c .)" 0
   # rlock's children: the command (its own process group, rlock's session) and the guard
   # (a session of its own, so that a SIGKILL to rlock's group spares it)
   guard=$(ps -o pid=,sid= --ppid "$waiter" | awk '$1 == $2 {print $1}')

@@ -62,19 +62,65 @@ nothing_left() {
   nothing_left hand
 }
 
-@test "a waiter listens on its own release channel and status lists it" {
+@test "a waiter waits on its own list (BLPOP), subscribes to nothing, and status lists it" {
   tok=$("$RLOCK" acquire --ttl 30s chan)
   bg_start waiter "$RLOCK" run --ttl 30s chan -- true
   waiter=$BG_PID
   wait_until "has_waiters chan"
-  wtok=$(waiter_tokens chan)
-  assert_equal "$(rcli --raw pubsub channels 'lock:release:{chan}*')" "lock:release:{chan}:$wtok"
+  wait_until "[[ \$(blocked_in_blpop) == 1 ]]"
+  assert_equal "$(rcli --raw pubsub channels 'lock:release:{chan}*')" ""
   run -0 "$RLOCK" status chan
   assert_output --partial "waiter 1."
   run -0 "$RLOCK" release chan --token "$tok"
   bg_wait "$waiter"
   assert_equal "$BG_STATUS" 0
   nothing_left chan
+}
+
+# calls NAME CMD: how many CMD calls the server NAME has counted (INFO commandstats).
+calls() {
+  rcli_to "$1" info commandstats | tr -d '\r' | sed -n "s/^cmdstat_$2:calls=\([0-9]*\),.*/\1/p" |
+    grep . || echo 0
+}
+
+@test "a contended acquisition costs the waiter four commands: the try that joins, BLPOP, the grant, the release" {
+  redis_start_named FOUR
+  "$RLOCK" --url "$FOUR_URL" run warm -- true # the scripts loaded: no NOSCRIPT counted
+  tok=$("$RLOCK" --url "$FOUR_URL" acquire --ttl 30s four)
+  rcli_to FOUR config resetstat >/dev/null
+  bg_start waiter "$RLOCK" --url "$FOUR_URL" run --ttl 30s four -- true
+  waiter=$BG_PID
+  wait_until "[[ \$(blocked_in_blpop FOUR) == 1 ]]"
+  "$RLOCK" --url "$FOUR_URL" release four --token "$tok"
+  bg_wait "$waiter"
+  assert_equal "$BG_STATUS" 0
+  # The waiter's try, grant and release, and the holder's release: four scripts; one BLPOP;
+  # no subscription (0.4.0: a try, SUBSCRIBE, a try after subscribing, the grant, the release).
+  assert_equal "$(($(calls FOUR evalsha) + $(calls FOUR eval)))" 4
+  assert_equal "$(calls FOUR blpop)" 1
+  assert_equal "$(calls FOUR subscribe)" 0
+  assert_equal "$(calls FOUR ssubscribe)" 0
+  redis_stop FOUR
+}
+
+@test "a turn pushed before the waiter's BLPOP reaches the server is not missed" {
+  # Everything the waiter says reaches Redis 300 ms late (and every reply comes back as
+  # late): its BLPOP is still on its way when the release pushes the turn, which a channel
+  # would have lost. Its head re-check comes 1 s after it joined, its BLPOP's reply about
+  # 600 ms: a waiter that missed the turn would be granted by the re-check, unwoken.
+  proxy_start_named SLOWW "$REDIS_PORT" 127.0.0.1 300
+  tok=$("$RLOCK" acquire --ttl 30s early)
+  bg_start waiter "$RLOCK" --url "$SLOWW_URL" -v run --ttl 30s early -- true
+  waiter=$BG_PID
+  wait_until "has_waiters early"
+  assert_equal "$(blocked_in_blpop)" 0
+  run -0 "$RLOCK" release early --token "$tok"
+  bg_wait "$waiter" 20
+  assert_equal "$BG_STATUS" 0
+  # Woken by the turn it found on its list, not by a re-check.
+  grep -q "woken (turn)" "$T/waiter.err" || fail "$(cat "$T/waiter.err")"
+  nothing_left early
+  redis_stop SLOWW
 }
 
 @test "a release wakes the next waiter with exactly one 'turn' on its own channel, well within its 1s re-check" {
@@ -138,8 +184,7 @@ nothing_left() {
   bg_start waiter "$RLOCK" acquire --ttl 30s --wait 10s acq
   waiter=$BG_PID
   wait_until "has_waiters acq"
-  wtok=$(waiter_tokens acq)
-  assert_equal "$(rcli --raw pubsub channels 'lock:release:{acq}*')" "lock:release:{acq}:$wtok"
+  wait_until "[[ \$(blocked_in_blpop) == 1 ]]"
   t0=$(now_ms)
   run -0 "$RLOCK" release acq --token "$tok"
   bg_wait "$waiter"

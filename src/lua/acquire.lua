@@ -93,7 +93,7 @@ local v = redis.call('GET', LOCK)
 if v and v ~= SHARED and redis.call('HEXISTS', hkey(v), 'done') == 1 then
   if queued then
     redis.call('ZREM', QUEUE, tok)
-    redis.call('DEL', wkey(tok))
+    redis.call('DEL', wkey(tok), tkey(tok))
   end
   return {'DONE', -1, 0, {holder_fields(v, redis.call('PTTL', LOCK))}, 1}
 end
@@ -130,7 +130,7 @@ if supersede and mode == 'wait' and not queued then
     redis.call('HDEL', SUPS, old)
     redis.call('SET', xkey(old), field(by), 'PX', SUPERSEDED_MS)
     record('superseded', old, 'by', field(by))
-    publish(chan .. ':' .. old, 'superseded')
+    tell(chan, old, 'superseded')
     wake(chan)  -- it may have been the one whose turn it was
   end
 end
@@ -186,7 +186,7 @@ if eligible then
                   'waited', waited, 'slot', slot, 'cmd', cut(ARGV[10], 200))
   if queued then
     redis.call('ZREM', QUEUE, tok)
-    redis.call('DEL', wkey(tok))
+    redis.call('DEL', wkey(tok), tkey(tok))
     if redis.call('GET', SUP) == tok then redis.call('DEL', SUP) end
   end
   if supersede then redis.call('HDEL', SUPS, tok) end

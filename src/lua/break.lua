@@ -38,7 +38,7 @@ if n == 0 then return 0 end
 redis.call('DEL', HOLDERS, LIMIT)
 for _, w in ipairs(redis.call('ZRANGE', QUEUE, 0, -1)) do
   redis.call('DEL', wkey(w))
-  publish(chan .. ':' .. w, 'break')
+  tell(chan, w, 'break')
 end
 redis.call('DEL', QUEUE, QSEQ, SUP, SUPS)
 return n

@@ -7,6 +7,9 @@ local BASE = LOCK .. ':'
 local function hkey(t) return BASE .. 'h:' .. t end
 local function wkey(t) return BASE .. 'w:' .. t end
 local function rkey(t) return BASE .. 'r:' .. t end
+-- A waiter's notices (turn, done, break, superseded), waited on with BLPOP.
+local function tkey(t) return BASE .. 't:' .. t end
+local TURN_MS = 10000
 -- The waiter that asked to supersede the others (--supersede), the first
 -- join of every superseding waiter (SUPS), and the mark of one it replaced:
 -- by whom (each kept SUPERSEDED_MS, so that it never rejoins).
@@ -103,10 +106,23 @@ local function publish(chan, msg)
   redis.call('PUBLISH', chan, msg)
 end
 
+-- Tells waiter `t` `msg` (turn, done, break, superseded): on its channel
+-- (chan:t, for waiters of 0.4.0, which subscribe) and on its list (tkey),
+-- which a waiter of this release waits on with BLPOP: a notice pushed before
+-- it blocks is still there when it does. The list lasts TURN_MS and goes when
+-- the waiter is granted or leaves the line. The push is best effort (pcall):
+-- an ACL without LPUSH costs its waiters their wake-ups (they re-check), never
+-- the script.
+local function tell(chan, t, msg)
+  publish(chan .. ':' .. t, msg)
+  local r = redis.pcall('LPUSH', tkey(t), msg)
+  if type(r) == 'number' then redis.pcall('PEXPIRE', tkey(t), TURN_MS) end
+end
+
 -- Wakes the first n live waiters.
 local function notify(chan, n)
   if n <= 0 then return end
-  for _, t in ipairs(live_head(n)) do publish(chan .. ':' .. t, 'turn') end
+  for _, t in ipairs(live_head(n)) do tell(chan, t, 'turn') end
 end
 
 -- The stored --limit, forgotten once nobody holds or waits.
@@ -133,7 +149,7 @@ local function wake(chan)
   walk_line(function(t)
     local shared = waits_shared(t)
     if not shared and (not free or n > 0) then return true end
-    publish(chan .. ':' .. t, 'turn')
+    tell(chan, t, 'turn')
     n = n + 1
     return not shared or n >= WAKE_MAX
   end)
@@ -347,7 +363,7 @@ end
 -- `t` leaves the line; the waiters whose turn it now is are woken.
 local function drop_waiter(t, chan)
   local was = redis.call('ZREM', QUEUE, t)
-  redis.call('DEL', wkey(t))
+  redis.call('DEL', wkey(t), tkey(t))
   if redis.call('GET', SUP) == t then redis.call('DEL', SUP) end
   if was == 1 then wake(chan) end
   if redis.call('EXISTS', QUEUE) == 0 then redis.call('DEL', QSEQ) end

@@ -49,7 +49,7 @@ if donefor > 0 and how == 'plain' and ARGV[6] == '0' then
   -- Every waiter tries again, hears DONE and leaves the line.
   local n = 0
   walk_line(function(t)
-    publish(chan .. ':' .. t, 'done')
+    tell(chan, t, 'done')
     n = n + 1
     return n >= WAKE_MAX
   end)

@@ -614,6 +614,16 @@ rcli() {
   redis-cli -h 127.0.0.1 -p "$REDIS_PORT" --no-auth-warning "${auth[@]}" "$@"
 }
 
+# blocked_in_blpop [NAME]: how many clients of the server (NAME: one of redis_start_named;
+# default the file's) are blocked in BLPOP: waiters in a line wait on their lists so.
+blocked_in_blpop() {
+  if [[ -n ${1:-} ]]; then
+    rcli_to "$1" client list | grep -c ' flags=b .*cmd=blpop' || true
+  else
+    rcli client list | grep -c ' flags=b .*cmd=blpop' || true
+  fi
+}
+
 # rcli_to NAME ARGS...: redis-cli against server NAME through its unix socket (works for
 # TLS-only servers too).
 rcli_to() {

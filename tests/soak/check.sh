@@ -254,7 +254,7 @@ END {
       if (substr(line, 1, 3) == "== ") { cur = substr(line, 4); continue }
       if (cur == "") continue
       # evidence: what rlock said beyond the routine (connect, round trips, waiting)
-      if (line !~ /(EVALSHA|\] EVAL |\] SUBSCRIBE |\] UNSUBSCRIBE |connected to|waiting for '|acquired '|woken on)/ && ETN[cur] < 4) {
+      if (line !~ /(EVALSHA|\] EVAL |\] SUBSCRIBE |\] UNSUBSCRIBE |connected to|waiting for '|acquired '|woken on|woken \(|\] BLPOP )/ && ETN[cur] < 4) {
         ETN[cur]++; ET[cur] = ET[cur] "\n      " cur ": " substr(line, 1, 300)
       }
       if (line ~ /lost the lock/) nlostmsg++
