@@ -24,14 +24,23 @@ trap '' TSTP
 n=0
 while [ ! -e "$1/done" ] && [ $n -lt 1200 ]; do n=$((n + 1)); echo $n >"$1/n"; sleep 0.05; done
 EOF2
-  # tty.sh DIR: records its pid, then the terminal's foreground group every 50ms.
+  # tty.sh DIR (run by bash): records its pid, then the terminal's foreground group every
+  # 50ms. It never forks. A script that runs `sleep` in a loop can be caught by Ctrl-Z
+  # between dash's vfork() and the exec of sleep: then only the vfork child stops, while
+  # the shell waits in the kernel for that child's exec (uninterruptible but for SIGKILL),
+  # never stops, and so is never seen stopped by its parent, rlock or an interactive shell
+  # alike: the job hangs (run `sh -c 'while :; do /bin/true; done'` under bash, Ctrl-Z a
+  # few times). A loaded machine keeps the window open longer; the test would flake.
+  # `read -t` on a FIFO that nobody writes to is a sleep with no child.
+  mkfifo "$T/idle"
   cat >"$T/tty.sh" <<'EOF2'
+exec 9<>"$1/idle"
 echo $$ >"$1/cmd"
 n=0
-while [ ! -e "$1/done" ] && [ $n -lt 1200 ]; do
+while [[ ! -e $1/done ]] && ((n < 1200)); do
   n=$((n + 1))
   read -r stat </proc/$$/stat; set -- "$1" ${stat##*) }; echo "$7" >"$1/tpgid"
-  sleep 0.05
+  read -r -t 0.05 -u 9 || :
 done
 EOF2
 }
@@ -99,7 +108,7 @@ shell_alive() {
 
 @test "after Ctrl-Z, bg leaves the terminal with the shell" {
   shell
-  echo "$RLOCK run --ttl 30s jc -- sh $T/tty.sh $T" | keys
+  echo "$RLOCK run --ttl 30s jc -- bash $T/tty.sh $T" | keys
   wait_for_file "$T/cmd"
   cmd=$(cat "$T/cmd")
   # Ctrl-Z once the command has the terminal (it reads the terminal's group itself)
@@ -116,7 +125,7 @@ shell_alive() {
 
 @test "after Ctrl-Z, kill %1 ends the job and the shell keeps its terminal" {
   shell
-  echo "$RLOCK run --ttl 30s jc -- sh $T/tty.sh $T" | keys
+  echo "$RLOCK run --ttl 30s jc -- bash $T/tty.sh $T" | keys
   wait_for_file "$T/cmd"
   cmd=$(cat "$T/cmd")
   wait_until "[[ \$(cat $T/tpgid 2>/dev/null) == $cmd ]]" 10
@@ -130,7 +139,7 @@ shell_alive() {
 
 @test "kill -TSTP to rlock on a terminal, then fg: the command has the terminal again" {
   shell
-  echo "$RLOCK run --ttl 30s jc -- sh $T/tty.sh $T" | keys
+  echo "$RLOCK run --ttl 30s jc -- bash $T/tty.sh $T" | keys
   wait_for_file "$T/cmd"
   cmd=$(cat "$T/cmd")
   wait_until "[[ \$(cat $T/tpgid) == $cmd ]]" 5
