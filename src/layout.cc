@@ -169,18 +169,31 @@ void LayoutLock::acquire(const std::string& token, Millis ttl, bool /*queue*/,
 void LayoutLock::extend(const std::string& token, Millis ttl, Done<ExtendReply> done,
                         Millis timeout) {
   if (ttl.count() == 0) ttl = acquired_ttl_;
+  std::function<ExtendReply(const Reply&)> parse = [](const Reply& r) {
+    auto& e = r.as_array("an extend reply", 1);
+    ExtendReply x;
+    x.held = num(e[0]) == 1 && e.size() >= 2;
+    if (x.held) x.ttl = Millis(num(e[1]));
+    x.released = !x.held && e.size() >= 2 && num(e[1]) == 1;
+    return x;
+  };
+  // The lock's key alone, as the other tool renews: while its Cluster slot
+  // is migrated, a script that also declares the tombstone (which does not
+  // exist during a hold) is answered TRYAGAIN until the migration ends, and
+  // the lease would run out. Only a renewal that finds the token gone asks
+  // again with the tombstone, to tell a release with the token from a loss.
+  const Script* s = &scripts(layout()).extend;
+  Client* c = &client();
+  Args argv{token, std::to_string(ttl.count())};
+  Args both{names_.lock, layout_tombstone(names_, token)};
   run<ExtendReply>(
-      client(), scripts(layout()).extend, {names_.lock, layout_tombstone(names_, token)},
-      {token, std::to_string(ttl.count())},
-      [](const Reply& r) {
-        auto& e = r.as_array("an extend reply", 1);
-        ExtendReply x;
-        x.held = num(e[0]) == 1 && e.size() >= 2;
-        if (x.held) x.ttl = Millis(num(e[1]));
-        x.released = !x.held && e.size() >= 2 && num(e[1]) == 1;
-        return x;
+      client(), *s, {names_.lock}, argv, parse,
+      [c, s, argv, both, parse, timeout,
+       done = confirmed_renewal(client(), std::move(done))](Outcome<ExtendReply> o) mutable {
+        if (o.error || o.value.held) return done(std::move(o));
+        run<ExtendReply>(*c, *s, both, argv, parse, std::move(done), timeout);
       },
-      confirmed_renewal(client(), std::move(done)), timeout);
+      timeout);
 }
 
 // A release whose connection broke is tried again on a new one until the

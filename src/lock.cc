@@ -488,6 +488,12 @@ void SingleLock::release(const std::string& token, Millis min_hold, Done<Release
   release_until(client_, names_, std::move(argv), later(Clock::now(), window), 0, std::move(done));
 }
 
+void SingleLock::give_back(const std::string& token, Done<ReleaseReply> done, Millis timeout) {
+  // No release id: release.lua then writes no tombstone.
+  Args argv{token, "0", names_.channel, "0", "", "", "0", std::to_string(history_), ""};
+  release_until(client_, names_, std::move(argv), later(Clock::now(), timeout), 0, std::move(done));
+}
+
 void SingleLock::confirm_master(const std::string& token, const AcquireReply& granted,
                                 Done<bool> done, Millis cleanup) {
   std::string node = granted.node;

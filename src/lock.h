@@ -316,6 +316,11 @@ class SingleLock : public Lock {
                       Millis cleanup) override;
   std::vector<Client*> clients() override { return {&client_}; }
 
+  /// Quorum mode: gives back a grant that won no majority (token-checked,
+  /// retried on a new connection within `timeout`, as release() is). Unlike release() it leaves no
+  /// tombstone: the token's next attempt may win here or elsewhere, and a tombstone would tell that
+  /// holder's renewals (a keeper's) that its owner released it.
+  void give_back(const std::string& token, Done<ReleaseReply> done, Millis timeout);
   /// Quorum mode: raises the fence counter to at least `fence` and, if
   /// `token` holds, records that fence as its own.
   void commit_fence(const std::string& token, int64_t fence, Done<FenceReply> done, Millis timeout);

@@ -242,9 +242,7 @@ void QuorumLock::commit(const std::string& token, int64_t fence, Millis ttl,
 void QuorumLock::give_back(const std::string& token, Millis ttl, std::function<void()> then) {
   Millis per = node_timeout(ttl);
   fan_out<ReleaseReply>(
-      [token, per](SingleLock& l, Done<ReleaseReply> d) {
-        l.release(token, Millis(0), std::move(d), per);
-      },
+      [token, per](SingleLock& l, Done<ReleaseReply> d) { l.give_back(token, std::move(d), per); },
       [then = std::move(then)](std::vector<Outcome<ReleaseReply>>) { then(); });
 }
 

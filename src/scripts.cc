@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <optional>
+#include <vector>
 
 #include "lua_scripts.h"
 #include "sha1.h"
@@ -97,22 +99,27 @@ bool no_read_only_variant(const Result& r) {
   return starts_with(m, "ERR unknown command") || (starts_with(m, "NOPERM") && ro);
 }
 
-// The command that line `line` (1 = the first) of `source` runs first, in
-// upper case ("PUBLISH" for "redis.call('PUBLISH', chan, msg)"), or "".
-std::string command_on_line(const std::string& source, long line) {
+// The commands that line `line` (1 = the first) of `source` runs with
+// redis.call, each once, in upper case and in order ({"TYPE", "HDEL"} for
+// "if redis.call('TYPE', k).ok ~= 'hash' or redis.call('HDEL', k, id) == 0");
+// empty when none. A refused redis.pcall raises nothing: it is never the one.
+std::vector<std::string> commands_on_line(const std::string& source, long line) {
   size_t at = 0;
   for (long n = 1; n < line && at != std::string::npos; ++n) {
     at = source.find('\n', at);
     if (at != std::string::npos) ++at;
   }
-  if (line < 1 || at == std::string::npos) return "";
+  if (line < 1 || at == std::string::npos) return {};
   std::string text = source.substr(at, source.find('\n', at) - at);
-  auto call = text.find("call('");
-  if (call == std::string::npos) return "";
-  call += 6;
-  std::string name = text.substr(call, text.find('\'', call) - call);
-  for (char& ch : name) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-  return name;
+  std::vector<std::string> out;
+  const std::string call = "redis.call('";
+  for (auto c = text.find(call); c != std::string::npos; c = text.find(call, c)) {
+    c += call.size();
+    std::string name = text.substr(c, text.find('\'', c) - c);
+    for (char& ch : name) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+  }
+  return out;
 }
 
 // The ACL user named in a client's URL ("redis://app@host:port/0"), else "default".
@@ -148,21 +155,32 @@ std::optional<Error> acl_refusal(const Client& c, const Script& s, const Args& k
                              "grant the channel pattern with ACL SETUSER {} &{}",
                              user, url, pattern, user, pattern));
   }
-  std::string command;
+  std::vector<std::string> commands;
   if (auto q = m.find("run the '"); q != std::string::npos) {
-    command = truncate_text(m.substr(q + 9, m.find('\'', q + 9) - q - 9), 64);
+    std::string command = truncate_text(m.substr(q + 9, m.find('\'', q + 9) - q - 9), 64);
     for (char& ch : command) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    commands.push_back(command);
   } else if (auto l = m.find("@user_script:"); l != std::string::npos) {
-    command = command_on_line(s.source, std::strtol(m.c_str() + l + 13, nullptr, 10));
+    // Redis 7.0 names no command, only the script's line; a line that runs
+    // several (a read, then the write it guards) names them all, since the
+    // one the user has must not be taken for the one it lacks.
+    commands = commands_on_line(s.source, std::strtol(m.c_str() + l + 13, nullptr, 10));
   }
-  if (command.empty()) return std::nullopt;  // server_error still says 77
-  std::string grant = "+" + escape_text(command);
-  for (char& ch : grant) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  if (starts_with(command, "EVAL")) grant = "+evalsha +eval";
-  return Error(ErrorKind::Permission,
-               fmt::format("the ACL user '{}' at {} may not run {} (the {} script needs it): "
-                           "grant it with ACL SETUSER {} {}",
-                           user, url, escape_text(command), s.name, user, grant));
+  if (commands.empty() || commands.front().empty()) return std::nullopt;  // still 77
+  std::string names, grant;
+  for (size_t i = 0; i < commands.size(); ++i) {
+    names += (i == 0 ? "" : i + 1 == commands.size() ? " or " : ", ") + escape_text(commands[i]);
+    std::string g = "+" + escape_text(commands[i]);
+    for (char& ch : g) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (starts_with(commands[i], "EVAL")) g = "+evalsha +eval";
+    grant += (i == 0 ? "" : " ") + g;
+  }
+  bool one = commands.size() == 1;
+  return Error(
+      ErrorKind::Permission,
+      fmt::format("the ACL user '{}' at {} may not run {} (the {} script needs {}): "
+                  "grant {} with ACL SETUSER {} {}",
+                  user, url, names, s.name, one ? "it" : "them", one ? "it" : "them", user, grant));
 }
 
 }  // namespace

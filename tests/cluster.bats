@@ -137,6 +137,63 @@ _list_waiters() { blocked_in_blpop "CLUSTER$1"; }
   grep -q "TRYAGAIN" "$T/holder.err" "$T/waiter.err" || fail "no TRYAGAIN was met"
 }
 
+# _serving REDIS_KEY: prints i when CLUSTERi serves the slot of the Redis key REDIS_KEY (any
+# layout's: plain's lock:KEY and Redisson's KEY have no hash tag).
+_serving() {
+  local i
+  for ((i = 1; i <= CLUSTER_N; i++)); do
+    if [[ $(rcli_to "CLUSTER$i" exists "$1" 2>&1) =~ ^[0-9]+$ ]]; then
+      echo "$i"
+      return 0
+    fi
+  done
+  fail "no node serves the slot of $1"
+}
+
+# _migrating I SLOT: CLUSTERi has SLOT in the migrating state.
+_migrating() {
+  rcli_to "CLUSTER$1" cluster nodes | grep myself | grep -qF "[$2->-"
+}
+
+@test "--layout plain and redisson: a slot migrated for longer than the TTL during a hold: the lease is renewed throughout, a contender stays out, nothing is left" {
+  local l k rk from to slot holder mig tomb
+  for l in plain redisson; do
+    k=lmig-$l
+    rk=lock:$k
+    [[ $l == redisson ]] && rk=$k
+    from=$(_serving "$rk")
+    to=$((from % 3 + 1))
+    slot=$(rcli_to CLUSTER1 cluster keyslot "$rk")
+    rlock_bg "h$l" -v --layout "$l" run --ttl 3s "$k" -- sh "$T/gate" "$T" "h$l"
+    holder=$BG_PID
+    wait_for_file "$T/h$l.started"
+    # Five seconds in the migrating state (longer than the TTL) before the keys move: the
+    # holder's renewals must get through all along, as the other tool's one-key renewals do.
+    (cluster_migrate_slot "$slot" "$from" "$to" 5 >"$T/mig$l.log" 2>&1) 3>&- &
+    mig=$!
+    wait_until "_migrating $from $slot"
+    run -75 "$RLOCK" --layout "$l" run -n "$k" -- true
+    wait "$mig" || fail "the migration failed: $(cat "$T/mig$l.log")"
+    assert_equal "$(rcli_to "CLUSTER$to" exists "$rk")" 1
+    # renewed on the new node
+    wait_until "(( \$(rcli_to CLUSTER$to pttl '$rk') > 2500 ))" 5
+    run -75 "$RLOCK" --layout "$l" run -n "$k" -- true
+    touch "$T/h$l.go"
+    bg_wait "$holder"
+    assert_equal "$BG_STATUS" 0
+    ! grep -q "lost\|could not" "$T/h$l.err" || fail "$(grep -v 'ASK\|EVAL\|TRYAGAIN' "$T/h$l.err")"
+    # Released on the new node; only the release's tombstone is left there, expiring.
+    assert_equal "$(rcli_to "CLUSTER$to" exists "$rk")" 0
+    for i in 1 2 3; do
+      while read -r tomb; do
+        [[ -n $tomb ]] || continue
+        ((i == to)) && [[ $tomb == *"{$rk}:"* ]] || fail "left on CLUSTER$i: $tomb"
+        (($(rcli_to "CLUSTER$i" pttl "$tomb") > 0)) || fail "a tombstone without expiry: $tomb"
+      done < <(rcli_to "CLUSTER$i" --raw keys "*$k*")
+    done
+  done
+}
+
 @test "--limit, break and first-come-first-served work as on one server" {
   k=$(cluster_key_on 3 sem)
   t1=$("$RLOCK" acquire --limit 2 --ttl 60s "$k")

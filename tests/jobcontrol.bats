@@ -18,20 +18,37 @@ setup() {
   command -v tmux >/dev/null || skip "tmux is not installed (apt-get install tmux)"
   T=$BATS_TEST_TMPDIR
   TMUX_SOCK="rlock-jc-$$-$BATS_TEST_NUMBER"
-  # worker.sh DIR: ignores SIGTSTP (as some programs do) and counts in DIR/n.
+  mkfifo "$T/idle" # for the scripts' sleeps (tty.sh)
+  # worker.sh DIR (run by bash): ignores SIGTSTP (as some programs do) and counts every
+  # 50ms, a line "N ." appended to DIR/n each time (see last_line). It never forks (see
+  # tty.sh), so that once stopped it is seen stopped (state T).
   cat >"$T/worker.sh" <<'EOF2'
 trap '' TSTP
+exec 9<>"$1/idle"
 n=0
-while [ ! -e "$1/done" ] && [ $n -lt 1200 ]; do n=$((n + 1)); echo $n >"$1/n"; sleep 0.05; done
+while [[ ! -e $1/done ]] && ((n < 1200)); do
+  n=$((n + 1))
+  echo "$n ." >>"$1/n"
+  read -r -t 0.05 -u 9 || :
+done
 EOF2
-  # tty.sh DIR: records its pid, then the terminal's foreground group every 50ms.
+  # tty.sh DIR (run by bash): records its pid in DIR/cmd, then every 50ms a sample of the
+  # terminal's foreground group, a line "N TPGID ." appended to DIR/tty (N counts the
+  # samples; see last_line). It never forks. A script that runs `sleep` in a loop can be
+  # caught by Ctrl-Z between dash's vfork() and the exec of sleep: then only the vfork
+  # child stops, while the shell waits in the kernel for that child's exec (uninterruptible
+  # but for SIGKILL), never stops, and so is never seen stopped by its parent, rlock or an
+  # interactive shell alike: the job hangs (run `sh -c 'while :; do /bin/true; done'` under
+  # bash, Ctrl-Z a few times). A loaded machine keeps the window open longer; the test
+  # would flake. `read -t` on a FIFO that nobody writes to is a sleep with no child.
   cat >"$T/tty.sh" <<'EOF2'
+exec 9<>"$1/idle"
 echo $$ >"$1/cmd"
 n=0
-while [ ! -e "$1/done" ] && [ $n -lt 1200 ]; do
+while [[ ! -e $1/done ]] && ((n < 1200)); do
   n=$((n + 1))
-  read -r stat </proc/$$/stat; set -- "$1" ${stat##*) }; echo "$7" >"$1/tpgid"
-  sleep 0.05
+  read -r stat </proc/$$/stat; set -- "$1" ${stat##*) }; echo "$n $7 ." >>"$1/tty"
+  read -r -t 0.05 -u 9 || :
 done
 EOF2
 }
@@ -49,7 +66,9 @@ shell() {
     "env RLOCK_URL=$RLOCK_URL RLOCK_TEST_MARK=$BATS_TEST_TMPDIR PS1='$ ' bash --norc --noprofile -i" \
     </dev/null >/dev/null 2>&1 3>&-
   echo "echo \$\$ >$T/shell" | keys
-  wait_for_file "$T/shell"
+  # non-empty, not just created: the shell creates the file before echo writes to it
+  wait_until "[[ -s $T/shell ]]"
+  SHELL_PID=$(cat "$T/shell")
 }
 
 # keys: sends its stdin as typed lines, Enter after each.
@@ -63,82 +82,147 @@ keys() {
 
 ctrl_z() { tmux -L "$TMUX_SOCK" send-keys -t jc C-z; }
 
-# rlock itself, not its guard (a fork with the same command line, but the leader
-# of a session of its own; pids wrap, so the lowest pid is not always rlock's).
+# rlock itself: the shell's child that runs "$RLOCK run". Not found by its command line
+# alone: its guard (a fork of rlock) has the same one, and so has any rlock of another
+# run of the same build on the machine.
 rlock_pid() {
-  local p
-  for p in $(pgrep -f "$RLOCK run --ttl 30s jc"); do
-    [[ $(ps -o sid= -p "$p" | tr -d ' ') != "$p" ]] && { echo "$p"; return; }
-  done
+  local pid args
+  while read -r pid args; do
+    if [[ $args == "$RLOCK run "* ]]; then
+      echo "$pid"
+      return
+    fi
+  done < <(ps -ww -o pid=,args= --ppid "$SHELL_PID")
 }
 
-# the shell answers: types a command that creates FILE, waits for it.
+# last_line FILE: sets LAST to the fields of FILE's last whole line. The scripts above
+# append lines that end in " ." and a reader may come between a line's first bytes and its
+# last, so a last line without the dot is not there yet. False while there is none.
+last_line() {
+  local line
+  line=$(tail -n 1 "$1" 2>/dev/null) || return 1
+  [[ $line == *" ." ]] || return 1
+  read -r -a LAST <<<"${line% .}"
+}
+
+# sample: the command's latest sample (tty.sh): SAMPLE_N, its number, and SAMPLE_TPGID, the
+# terminal's foreground group when it was taken.
+sample() {
+  last_line "$T/tty" || return 1
+  SAMPLE_N=${LAST[0]} SAMPLE_TPGID=${LAST[1]}
+}
+
+# count: the worker's latest count (worker.sh).
+count() {
+  last_line "$T/n" || return 1
+  COUNT=${LAST[0]}
+}
+
+# rlock_stopped: rlock is found, and stopped.
+rlock_stopped() {
+  local pid
+  pid=$(rlock_pid)
+  [[ -n $pid ]] && _rlock_stopped "$pid"
+}
+
+# group_stopped PGID: every process of process group PGID is stopped (and there is one).
+group_stopped() {
+  local pid any=
+  for pid in $(pgrep -g "$1"); do
+    any=1
+    _rlock_stopped "$pid" || return 1
+  done
+  [[ -n $any ]]
+}
+
+# tty_command: types rlock with tty.sh on the shell's terminal; sets CMD to the command's
+# pid and returns once a sample shows that the command has the terminal (a Ctrl-Z typed
+# before the hand-over would go to rlock's group).
+tty_command() {
+  echo "$RLOCK run --ttl 30s jc -- bash $T/tty.sh $T" | keys
+  wait_until "[[ -s $T/cmd ]]"
+  CMD=$(cat "$T/cmd")
+  wait_until 'sample && [[ $SAMPLE_TPGID == "$CMD" ]]'
+}
+
+# the shell answers: types a command that creates FILE, waits for it. A builtin: the
+# shell runs it itself, with no job that would have the terminal for a moment.
 shell_alive() {
-  echo "touch $T/$1" | keys
+  echo ": >$T/$1" | keys
   wait_for_file "$T/$1" 5
 }
 
 @test "Ctrl-Z stops rlock and the command's whole group, a member ignoring SIGTSTP too; fg continues" {
   shell
-  echo "$RLOCK run --ttl 30s jc -- sh -c 'sh $T/worker.sh $T & wait'" | keys
-  wait_for_file "$T/n"
+  echo "$RLOCK run --ttl 30s jc -- sh -c 'echo \$\$ >$T/cmd; bash $T/worker.sh $T & wait'" | keys
+  wait_until count
   ctrl_z
-  wait_until '[[ -n $(rlock_pid) ]] && _rlock_stopped $(rlock_pid)' 10
-  n1=$(cat "$T/n")
+  wait_until rlock_stopped
+  wait_until 'group_stopped "$(cat $T/cmd)"'
+  count
+  n1=$COUNT
   sleep 0.5 # the point: nothing of the command may run now
-  assert_equal "$(cat "$T/n")" "$n1"
+  count
+  assert_equal "$COUNT" "$n1"
   shell_alive alive1
   echo fg | keys
-  wait_until "(( \$(cat $T/n) > $n1 ))" 5
+  wait_until "count && ((COUNT > $n1))"
   touch "$T/done"
   echo "echo \$? >$T/exit" | keys
   # non-empty, not just created: the shell creates the file before echo writes to it
-  wait_until "[[ -s $T/exit ]]" 10
+  wait_until "[[ -s $T/exit ]]"
   assert_equal "$(cat "$T/exit")" 0
 }
 
 @test "after Ctrl-Z, bg leaves the terminal with the shell" {
   shell
-  echo "$RLOCK run --ttl 30s jc -- sh $T/tty.sh $T" | keys
-  wait_for_file "$T/cmd"
-  cmd=$(cat "$T/cmd")
-  # Ctrl-Z once the command has the terminal (it reads the terminal's group itself)
-  wait_until "[[ \$(cat $T/tpgid 2>/dev/null) == $cmd ]]" 10
+  tty_command
   ctrl_z
-  wait_until '[[ -n $(rlock_pid) ]] && _rlock_stopped $(rlock_pid)' 10
+  wait_until rlock_stopped
+  wait_until 'group_stopped "$CMD"'
+  sample
+  n0=$SAMPLE_N
   echo bg | keys
-  wait_until '_rlock_not_stopped $(rlock_pid)' 5
-  sleep 0.3 # let the continued rlock do whatever it does with the terminal
+  # The command runs again only when rlock, continued, has decided where the terminal goes
+  # and sent the command SIGCONT (Child::resume): a sample taken after the stop shows
+  # that decision.
+  wait_until "sample && ((SAMPLE_N > $n0))"
+  assert_equal "$SAMPLE_TPGID" "$SHELL_PID"
+  # and the shell keeps it while it reads and runs what is typed
   shell_alive alive2
-  # the terminal's foreground group is the shell's, not the command's
-  wait_until "[[ \$(cat $T/tpgid) == \$(cat $T/shell) ]]" 5
+  sample
+  n1=$SAMPLE_N
+  wait_until "sample && ((SAMPLE_N > $n1))"
+  assert_equal "$SAMPLE_TPGID" "$SHELL_PID"
 }
 
 @test "after Ctrl-Z, kill %1 ends the job and the shell keeps its terminal" {
   shell
-  echo "$RLOCK run --ttl 30s jc -- sh $T/tty.sh $T" | keys
-  wait_for_file "$T/cmd"
-  cmd=$(cat "$T/cmd")
-  wait_until "[[ \$(cat $T/tpgid 2>/dev/null) == $cmd ]]" 10
+  tty_command
   ctrl_z
-  wait_until '[[ -n $(rlock_pid) ]] && _rlock_stopped $(rlock_pid)' 10
+  wait_until rlock_stopped
+  rl=$(rlock_pid)
   echo 'kill %1' | keys
-  wait_until "_rlock_dead $cmd" 5
+  wait_until "_rlock_dead $CMD"
   shell_alive alive3
+  # rlock releases the lock before it exits
+  wait_until "_rlock_dead $rl"
   run -1 "$RLOCK" status jc
 }
 
 @test "kill -TSTP to rlock on a terminal, then fg: the command has the terminal again" {
   shell
-  echo "$RLOCK run --ttl 30s jc -- sh $T/tty.sh $T" | keys
-  wait_for_file "$T/cmd"
-  cmd=$(cat "$T/cmd")
-  wait_until "[[ \$(cat $T/tpgid) == $cmd ]]" 5
+  tty_command
   kill -TSTP "$(rlock_pid)"
-  wait_until '_rlock_stopped $(rlock_pid)' 10
+  wait_until rlock_stopped
+  wait_until 'group_stopped "$CMD"'
+  sample
+  n0=$SAMPLE_N
   shell_alive alive4
   echo fg | keys
-  wait_until "[[ \$(cat $T/tpgid) == $cmd ]]" 5
+  # as after bg: a sample taken after the stop shows where rlock put the terminal
+  wait_until "sample && ((SAMPLE_N > $n0))"
+  assert_equal "$SAMPLE_TPGID" "$CMD"
   touch "$T/done"
 }
 
@@ -152,7 +236,7 @@ screen() { tmux -L "$TMUX_SOCK" capture-pane -p -t jc; }
 # CODE at Ctrl-C; waits until the command has the terminal.
 job_with_leftover() {
   echo "$RLOCK run --ttl 30s jc -- bash -c 'echo \$\$ >$T/cmd; trap \"exit $1\" INT; sleep 100 & echo \$! >$T/sleep; wait'; echo \$? >$T/exit" | keys
-  wait_for_file "$T/sleep"
+  wait_until "[[ -s $T/sleep ]]"
   wait_until "[[ \$(ps -o tpgid= -p \$(cat $T/shell) | tr -d ' ') == \$(cat $T/cmd) ]]" 10
 }
 

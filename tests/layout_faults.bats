@@ -395,6 +395,38 @@ no_raw_controls() {
   jq -e '.held' <<<"$output" >/dev/null
 }
 
+@test "a read-only ACL user's extend and release --token under the layouts: one line naming a command it lacks (77), 76 once the token no longer holds" {
+  rcli acl setuser lro on '>ropw' '~*' '&*' +@read +@connection +@pubsub +@scripting +time >/dev/null
+  local l tok ro="redis://lro:ropw@127.0.0.1:$REDIS_PORT/0"
+  for l in plain redisson; do
+    tok=$("$RLOCK" --layout "$l" acquire --ttl 30s "ro-$l")
+    rl --url "$ro" --layout "$l" extend "ro-$l" --token "$tok" --ttl 10s
+    assert_error 77
+    assert_regex "$stderr" "may not run PEXPIRE .*ACL SETUSER lro \+pexpire\$"
+    rl --url "$ro" --layout "$l" release "ro-$l" --token "$tok"
+    assert_error 77
+    # the command refused is the one named (never one the user has: TYPE is @read)
+    if [[ $l == plain ]]; then
+      assert_regex "$stderr" "may not run DEL .*ACL SETUSER lro \+del\$"
+    else
+      assert_regex "$stderr" "may not run (.* or )?HDEL.* ACL SETUSER lro .*\+hdel"
+    fi
+    # still held: nothing was written
+    run -0 "$RLOCK" --layout "$l" status "ro-$l"
+    # released by its owner: the tombstone's paths answer "not held" for the read-only user
+    run -0 "$RLOCK" --layout "$l" release "ro-$l" --token "$tok"
+    rl --url "$ro" --layout "$l" extend "ro-$l" --token "$tok" --ttl 10s
+    assert_error 76
+    rl --url "$ro" --layout "$l" release "ro-$l" --token "$tok"
+    assert_error 76
+    # and so with stderr full or closed: the same statuses, no crash
+    run "$RLOCK" --url "$ro" --layout "$l" release "ro-$l" --token "$tok" 2>/dev/full
+    assert_equal "$status" 76
+    run "$RLOCK" --url "$ro" --layout "$l" extend "ro-$l" --token "$tok" --ttl 10s 2>&-
+    assert_equal "$status" 76
+  done
+}
+
 @test "status warns of another layout's key only when it is a lock (it expires), not an application's key of that name" {
   rcli hset app:user:1 name alice >/dev/null
   rcli set lock:app:user:1 some-config >/dev/null

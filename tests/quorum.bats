@@ -265,6 +265,65 @@ on_masters() {
   ! grep -q lost "$T/holder.err" || fail "$(cat "$T/holder.err")"
 }
 
+@test "a break of a renewing holder: it loses (76), a new acquire gets every master at once, the broken token is 76 everywhere" {
+  rlock_bg holder run --ttl 3s q-brk2 -- sh "$T/gate" "$T" h
+  holder=$BG_PID
+  wait_for_file "$T/h.started"
+  old=$(rcli_to M1 get 'lock:{q-brk2}')
+  run -0 "$RLOCK" break --yes q-brk2
+  # at once: the break's tombstones ("broken", per token) never keep a new holder out
+  tok=$("$RLOCK" acquire -n --ttl 30s q-brk2)
+  bg_wait "$holder"
+  assert_equal "$BG_STATUS" 76
+  grep -q "lost the lock 'q-brk2'" "$T/holder.err" || fail "$(cat "$T/holder.err")"
+  # the broken holder's renewals and release gave its token back nowhere
+  for n in 1 2 3 4 5; do assert_equal "$(rcli_to "M$n" get 'lock:{q-brk2}')" "$tok"; done
+  rl extend q-brk2 --token "$old" --ttl 10s
+  assert_error 76
+  rl release q-brk2 --token "$old"
+  assert_error 76
+  run "$RLOCK" release q-brk2 --token "$old" 2>/dev/full
+  assert_equal "$status" 76
+  run "$RLOCK" extend q-brk2 --token "$old" --ttl 10s 2>&-
+  assert_equal "$status" 76
+  run -0 "$RLOCK" release q-brk2 --token "$tok"
+  # shared holds: broken on every master, an exclusive holder gets it next
+  t1=$("$RLOCK" acquire -s --ttl 60s q-brk2)
+  t2=$("$RLOCK" acquire -s --ttl 60s q-brk2)
+  run -0 "$RLOCK" break --yes q-brk2 2>&-
+  run -0 "$RLOCK" acquire -n --ttl 30s q-brk2
+  for t in "$t1" "$t2"; do
+    rl extend q-brk2 --token "$t" --ttl 10s
+    assert_error 76
+  done
+}
+
+# A waiter's attempt that a minority granted gives the grants back, and its next attempt
+# (same token) may win on the other masters. A give-back is no release by the token's
+# owner: a keeper whose lease is then lost must signal PID, not take the give-back's trace
+# on a master (a release tombstone of its token) for its owner's release.
+@test "a keeper that lost its quorum lease signals PID, even where its first attempt was given back" {
+  export RLOCK_URL="$M1_URL $M2_URL $M3_URL"
+  for n in 2 3; do rcli_to "M$n" set 'lock:{q-gb}' other px 60000 >/dev/null; done
+  sh -c 'trap "touch \"$0.term\"; exit 0" TERM; while :; do sleep 0.05; done' "$T/w" 3>&- &
+  wpid=$!
+  bg_start keeper "$RLOCK" acquire --wait 30s --ttl 3s --while-pid "$wpid" q-gb
+  keeper=$BG_PID
+  # The first attempt: granted by M1 alone, given back there (by the give-back's release).
+  wait_until "rcli_to M1 xrange 'lock:{q-gb}:log' - + | grep -qx released"
+  rcli_to M1 set 'lock:{q-gb}' another px 60000 >/dev/null
+  for n in 2 3; do rcli_to "M$n" del 'lock:{q-gb}' >/dev/null; done
+  # The next attempt wins on M2 and M3.
+  bg_wait "$keeper"
+  assert_equal "$BG_STATUS" 0
+  tok=$(cat "$T/keeper.out")
+  assert_equal "$(rcli_to M3 get 'lock:{q-gb}')" "$tok"
+  # Broken on M2: M1 and M2 no longer hold it, a majority of three: the lease is lost.
+  run -0 "$RLOCK" --url "$M2_URL" break --yes q-gb
+  wait_for_file "$T/w.term"
+  kill "$wpid" 2>/dev/null || true
+}
+
 @test "bad input in quorum mode: --limit, the same master twice: 64" {
   rl acquire --limit 2 q-bad
   assert_error 64
