@@ -118,8 +118,11 @@ void Subscription::pop() {
         popping_ = false;
         if (r.failure) return fail(*r.failure);
         if (redirected(r)) {
-          // A Cluster node unblocks a BLPOP whose slot moved away (-MOVED).
+          // A Cluster node unblocks a BLPOP whose slot moved away (-MOVED),
+          // and answers -ASK while it migrates (the list is not there): not
+          // an outage (moved()), however long the migration lasts.
           client_->learn(r.reply.str);
+          moved_ = true;
           return fail(Error(ErrorKind::Unavailable,
                             fmt::format("the slot of {} moved to another node ({})",
                                         escape_text(list_), escape_text(r.reply.str))));

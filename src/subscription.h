@@ -60,8 +60,10 @@ class Subscription {
   /// then. At once without a connection; after a failure too.
   void barrier(std::function<void()> done);
   /// The last failure was the channel's server changing (a failover, see
-  /// Client::topology_changed): its new home is known or being found, so
-  /// there is no reason to wait before subscribing again.
+  /// Client::topology_changed), or, in list mode, a Cluster redirect (the
+  /// slot moved, or is migrating): its new home is known or being found, so
+  /// there is no reason to wait before subscribing again, and it is no
+  /// outage.
   bool moved() const { return moved_; }
 
  private:

@@ -16,6 +16,8 @@ namespace {
 // The head of the line re-checks at least this often, so a release that
 // published nothing (a foreign client, an expiry) is noticed quickly.
 constexpr Millis kHeadRecheck{1000};
+// How soon a waiter's list is waited on again after a Cluster redirect.
+constexpr Millis kMovedRetry{250};
 
 // Quorum mode: the most a waiter waits, at random, before it tries after a
 // release or a failed vote.
@@ -105,6 +107,17 @@ void Acquirer::watch_list() {
       std::shared_ptr<Subscription> old(std::move(sub_));
       lock_.loop().after(Millis(0), [old] {});
       return subscribe();
+    }
+    if (sub_ && sub_->moved()) {
+      // A slot moved or migrating (a Cluster answers BLPOP with MOVED or
+      // ASK): no outage, however long it lasts; the re-checks go on meanwhile.
+      lock_.loop().cancel(resubscribe_timer_);
+      resubscribe_timer_ = lock_.loop().after(kMovedRetry, [this, alive] {
+        if (!*alive || finished_) return;
+        resubscribe_timer_ = 0;
+        sub_->start();
+      });
+      return;
     }
     if (ride_out(e, resubscribe_timer_, [this] { sub_->start(); })) return;
     fail_with_cleanup(e);

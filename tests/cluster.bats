@@ -194,6 +194,30 @@ _migrating() {
   done
 }
 
+# A waiter blocked in BLPOP when its slot starts migrating stays blocked at the old node
+# until the slot has moved (then MOVED); one that sends BLPOP meanwhile is answered ASK
+# (its list is not there). Redirects, not an outage: a migration longer than the outage
+# notice (1s) must not make the waiter say Redis is unreachable.
+@test "a slot migrating for 3s under a waiting waiter: no outage told, the waiter gets the lock" {
+  k=$(cluster_key_on 2 migw)
+  slot=$(cluster_slot "$k")
+  rlock_bg holder run --ttl 30s "$k" -- sh "$T/gate" "$T" h
+  holder=$BG_PID
+  wait_for_file "$T/h.started"
+  rlock_bg waiter run --wait 60s "$k" -- sh -c 'echo "$RLOCK_FENCE" >"$0"' "$T/w.fence"
+  waiter=$BG_PID
+  wait_until "(( \$(_list_waiters 2) == 1 ))"
+  cluster_migrate_slot "$slot" 2 3 3
+  wait_until "(( \$(_list_waiters 3) == 1 ))"
+  touch "$T/h.go"
+  bg_wait "$holder"
+  assert_equal "$BG_STATUS" 0
+  bg_wait "$waiter"
+  assert_equal "$BG_STATUS" 0
+  assert_equal "$(cat "$T/w.fence")" 2
+  ! grep -q "unreachable" "$T/waiter.err" || fail "$(cat "$T/waiter.err")"
+}
+
 @test "--limit, break and first-come-first-served work as on one server" {
   k=$(cluster_key_on 3 sem)
   t1=$("$RLOCK" acquire --limit 2 --ttl 60s "$k")
