@@ -64,7 +64,7 @@ void Acquirer::start(Done<Acquired> done) {
 }
 
 bool Acquirer::joins() const {
-  return !spec_.no_wait && lock_.fair() && (!probing_ || lists_);
+  return !spec_.no_wait && lock_.fair();
 }
 
 void Acquirer::start_waiting() {
@@ -73,8 +73,7 @@ void Acquirer::start_waiting() {
   // Armed already when the first contact had to be retried: the wait
   // counts from the start.
   if (spec_.wait && !deadline_timer_) arm_deadline(*spec_.wait);
-  if (lists_ && lock_.fair() && last_ && last_->state == AcquireReply::State::Queued)
-    return watch_list();
+  if (lists_ && last_ && last_->state == AcquireReply::State::Queued) return watch_list();
   subscribe();
 }
 
@@ -176,8 +175,7 @@ void Acquirer::subscribe() {
   sub_ = std::make_unique<Subscription>(*lock_.clients().front(),
                                         lock_.names().waiter_channel(token_), std::move(ev));
   // A server that said it is no Cluster node publishes with PUBLISH only.
-  // (Only a TAKEN reply says: a QUEUED one, after BLPOP was refused, does not.)
-  sub_->classic_only(last_ && last_->state == AcquireReply::State::Taken && last_->cluster == 0);
+  sub_->classic_only(last_ && last_->cluster == 0);
   sub_->start();
 }
 

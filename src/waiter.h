@@ -125,7 +125,8 @@ class Acquirer : public Acquisition {
   void subscribe();
   /// Waits on its list (BLPOP) after its first attempt joined the line.
   void watch_list();
-  /// Whether the next attempt joins the line (wait mode) rather than tries.
+  /// Whether attempts join the line (wait mode) rather than try: a line's
+  /// waiter joins with its first (a quorum, and --no-wait, only try).
   bool joins() const;
   void listen_for_releases();
   Millis jitter(Millis most);
