@@ -327,7 +327,11 @@ hold() {
 
 # --- SIGTSTP and SIGCONT -----------------------------------------------------------------------
 
-# counter.sh DIR: increments DIR/n every 50ms until DIR/go (at most 60s); TERM → DIR/term.
+# counter.sh DIR: counts every 50ms until DIR/go (at most 60s), one line per count appended to
+# DIR/n (a whole line per write: a stop never leaves it empty, as a rewrite with > could);
+# TERM → DIR/n-at-term. count [FILE=n] prints the last count.
+count() { tail -n 1 "$T/${1:-n}"; }
+
 write_counter() {
   cat >"$T/counter.sh" <<'EOF2'
 d=$1
@@ -335,7 +339,7 @@ trap 'cp "$d/n" "$d/n-at-term"; exit 143' TERM
 n=0
 echo $n >"$d/n" # before ready: a test may stop the group at once and read n
 touch "$d/ready"
-while [ ! -e "$d/go" ] && [ $n -lt 1200 ]; do n=$((n + 1)); echo $n >"$d/n"; sleep 0.05; done
+while [ ! -e "$d/go" ] && [ $n -lt 1200 ]; do n=$((n + 1)); echo $n >>"$d/n"; sleep 0.05; done
 EOF2
 }
 
@@ -346,11 +350,11 @@ EOF2
   wait_for_file "$T/ready"
   kill -TSTP "$holder"
   wait_until "_rlock_stopped $holder" 5
-  n1=$(cat "$T/n")
+  n1=$(count)
   sleep 0.5 # the point: nothing may run for a while
-  assert_equal "$(cat "$T/n")" "$n1"
+  assert_equal "$(count)" "$n1"
   kill -CONT "$holder"
-  wait_until "(( \$(cat $T/n) > $n1 ))" 5
+  wait_until "(( \$(count) > n1 ))" 5
   touch "$T/go"
   bg_wait "$holder"
   assert_equal "$BG_STATUS" 0
@@ -363,14 +367,14 @@ EOF2
   wait_for_file "$T/ready"
   kill -TSTP "$holder"
   wait_until "_rlock_stopped $holder" 5
-  n1=$(cat "$T/n")
+  n1=$(count)
   wait_until "[[ \$(rcli exists 'lock:{hk}') == 0 ]]" 5 # the lease ran out meanwhile
   kill -CONT "$holder"
   bg_wait "$holder"
   assert_equal "$BG_STATUS" 76
   wait_for_file "$T/n-at-term" 5
   # at most the iteration that was under way when it was stopped
-  assert [ "$(cat "$T/n-at-term")" -le $((n1 + 1)) ]
+  assert [ "$(count n-at-term)" -le $((n1 + 1)) ]
 }
 
 # --- found by attacking the above ----------------------------------------------------------
@@ -394,9 +398,9 @@ EOF2
   wait_for_file "$T/ready"
   kill -TSTP "$holder"
   wait_until "_rlock_stopped $holder" 5
-  n1=$(cat "$T/n")
+  n1=$(count)
   kill -CONT "$holder"
-  wait_until "(( \$(cat $T/n) > $n1 ))" 5
+  wait_until "(( \$(count) > n1 ))" 5
   touch "$T/go"
   bg_wait "$holder"
   assert_equal "$BG_STATUS" 0

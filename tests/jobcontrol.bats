@@ -55,7 +55,7 @@ EOF2
 
 suite_teardown() {
   touch "$T/done"
-  if [[ -n ${TMUX_SOCK:-} ]]; then tmux -L "$TMUX_SOCK" kill-server 2>/dev/null || true; fi
+  tmux_kill "${TMUX_SOCK:-}"
   "$RLOCK" break --yes jc >/dev/null 2>&1 || true
 }
 

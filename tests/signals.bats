@@ -33,7 +33,7 @@ EOF
 }
 
 suite_teardown() {
-  if [[ -n $TMUX_SOCK ]]; then tmux -L "$TMUX_SOCK" kill-server 2>/dev/null || true; fi
+  tmux_kill "${TMUX_SOCK:-}"
 }
 
 # --- local helpers ----------------------------------------------------------------------

@@ -139,6 +139,28 @@ wait_until() {
   _rlock_poll "condition: $1" "${2:-10}" eval "$1"
 }
 
+# wait_renewal NAME KEY [TIMEOUT_S=15]: waits until a renewal reaches server NAME: KEY's
+# PTTL goes up between two reads. (A renewal sets the same PTTL each time, so one read
+# taken just after the last renewal may never be beaten by a later read.)
+wait_renewal() {
+  _RLOCK_LAST_PTTL=-3
+  _rlock_poll "a renewal of $2 on $1" "${3:-15}" _rlock_pttl_rose "$1" "$2"
+}
+
+_rlock_pttl_rose() {
+  local prev=$_RLOCK_LAST_PTTL
+  _RLOCK_LAST_PTTL=$(rcli_to "$1" pttl "$2")
+  ((prev >= 0 && _RLOCK_LAST_PTTL > prev))
+}
+
+# tmux_kill SOCKET_NAME: ends the tmux server of a test (tmux -L NAME) and removes its
+# socket file, which tmux leaves behind (one per test, piling up on a dev machine).
+tmux_kill() {
+  [[ -n $1 ]] || return 0
+  tmux -L "$1" kill-server 2>/dev/null || true
+  rm -f "${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)/$1"
+}
+
 # wait_for_file PATH [TIMEOUT_S=10]
 # Waits until PATH exists (any type); fails the test on timeout.
 wait_for_file() {
