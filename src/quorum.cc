@@ -258,8 +258,8 @@ void QuorumLock::regrant(size_t i, const std::string& token, Millis grant, int64
                          Millis per) {
   SingleLock* l = locks_[i].get();
   auto alive = alive_;
-  log_verbose(fmt::format("{} no longer holds the lease: granting it again there",
-                          clients_[i]->name()));
+  log_verbose(
+      fmt::format("{} no longer holds the lease: granting it again there", clients_[i]->name()));
   l->acquire(
       token, grant, false, info_, 0,
       [alive, l, token, fence, per](Outcome<AcquireReply> a) {
