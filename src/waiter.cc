@@ -100,8 +100,11 @@ void Acquirer::watch_list() {
   ev.failed = [this, alive](const Error& e) {
     if (!*alive || finished_) return;
     log_verbose(fmt::format("wake-up list: {}", e.what()));
-    if (e.kind() == ErrorKind::Permission) {
-      // An ACL without BLPOP: its channel then, as before lists.
+    if (e.kind() != ErrorKind::Unavailable) {
+      // An ACL without BLPOP, or a list BLPOP cannot wait on (a foreign
+      // value: WRONGTYPE, an item too large to take): its channel then, as
+      // before lists. The list only wakes the waiter: its loss alone does not
+      // end the wait.
       lists_ = false;
       std::shared_ptr<Subscription> old(std::move(sub_));
       lock_.loop().after(Millis(0), [old] {});
