@@ -110,6 +110,10 @@ Error server_error(const std::string& m, const std::string& context) {
       starts_with(m, "READONLY") || starts_with(m, "TRYAGAIN") || starts_with(m, "CLUSTERDOWN") ||
       starts_with(m, "NOREPLICAS") || starts_with(m, "MOVED") || starts_with(m, "ASK "))
     return Error(ErrorKind::Unavailable, msg);
+  // A server at its maxclients answers a new connection's first command so,
+  // then closes it: like a reset, it may pass by itself.
+  if (starts_with(m, "ERR max number of clients reached"))
+    return Error(ErrorKind::Unavailable, msg, -1, Cause::Reset);
   return Error(ErrorKind::Protocol, msg);
 }
 

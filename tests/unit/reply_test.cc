@@ -75,6 +75,9 @@ TEST(Reply, ServerErrorsMapToTheExitTable) {
   EXPECT_EQ(server_error("READONLY You can't write against a read only replica.", "").exit_status(),
             69);
   EXPECT_EQ(server_error("ERR something odd", "").exit_status(), 70);
+  // maxclients: the server closes the connection after saying so; it may pass.
+  EXPECT_EQ(server_error("ERR max number of clients reached", "").exit_status(), 69);
+  EXPECT_TRUE(server_error("ERR max number of clients reached", "").transient());
 }
 
 TEST(Reply, ExpectOkThrowsTheFailure) {
