@@ -22,7 +22,7 @@ setup() {
 # a restart): stopped even when a test fails midway.
 suite_teardown() {
   local n
-  for n in KILLS UNBLK UNBLKE MAXC DATA; do redis_stop "$n"; done
+  for n in KILLS UNBLK UNBLKE MAXC DATA NOBLPOP; do redis_stop "$n"; done
   return 0
 }
 
@@ -143,6 +143,21 @@ said_waiting_then_acquired() {
   assert_equal "$BG_STATUS" 0
   run -1 "$RLOCK" status junk
   nothing_left_on REDIS junk
+}
+
+@test "a server without BLPOP (renamed away): the waiter waits on its channel instead, not 70" {
+  redis_start_named NOBLPOP --rename-command BLPOP ""
+  tok=$("$RLOCK" --url "$NOBLPOP_URL" acquire --ttl 30s noblpop)
+  bg_start waiter "$RLOCK" --url "$NOBLPOP_URL" run --ttl 30s noblpop -- true
+  waiter=$BG_PID
+  wait_until "[[ -n \$(rcli_to NOBLPOP pubsub channels 'lock:release:{noblpop}:*') ]] || ! kill -0 $waiter 2>/dev/null"
+  still_waiting "$waiter"
+  run -0 "$RLOCK" --url "$NOBLPOP_URL" release noblpop --token "$tok"
+  bg_wait "$waiter" 20
+  assert_equal "$BG_STATUS" 0
+  said_waiting_then_acquired "$T/waiter.err" noblpop
+  nothing_left_on NOBLPOP noblpop
+  redis_stop NOBLPOP
 }
 
 # --- the waiter's BLPOP connection ----------------------------------------------------------
