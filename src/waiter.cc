@@ -18,6 +18,9 @@ namespace {
 constexpr Millis kHeadRecheck{1000};
 // How soon a waiter's list is waited on again after a Cluster redirect.
 constexpr Millis kMovedRetry{250};
+// At most this long between two tries of a wake-up list whose connection keeps
+// failing (a server at its maxclients).
+constexpr Millis kListBackoffMax{2000};
 
 // Quorum mode: the most a waiter waits, at random, before it tries after a
 // release or a failed vote.
@@ -83,6 +86,7 @@ void Acquirer::watch_list() {
   ev.message = [this, alive](const std::string& what) {
     if (!*alive || finished_) return;
     log_verbose(fmt::format("woken ({})", escape_text(truncate_text(what, 32))));
+    list_failures_ = 0;  // it answered: the list works again
     attempt();
   };
   ev.ready = [this, alive] {
@@ -121,7 +125,16 @@ void Acquirer::watch_list() {
       });
       return;
     }
-    if (ride_out(e, resubscribe_timer_, [this] { sub_->start(); })) return;
+    // Lost before its first ready() too: the next one re-checks (a restart
+    // may have lost what was pushed).
+    list_ready_ = true;
+    // The outage's backoff restarts whenever a re-check gets through, and a
+    // server at its maxclients lets the connection in before it refuses the
+    // BLPOP: the list's own failures in a row back off too.
+    Millis at_least = std::min(kListBackoffMax, kMovedRetry * (1 << std::min(list_failures_++, 3)));
+    if (ride_out(
+            e, resubscribe_timer_, [this] { sub_->start(); }, at_least))
+      return;
     fail_with_cleanup(e);
   };
   sub_ = std::make_unique<Subscription>(*lock_.clients().front(),
@@ -425,7 +438,8 @@ void Acquirer::finish(Outcome<Acquired> o) {
   done_(std::move(o));
 }
 
-bool Acquirer::ride_out(const Error& e, Loop::TimerId& timer, std::function<void()> retry) {
+bool Acquirer::ride_out(const Error& e, Loop::TimerId& timer, std::function<void()> retry,
+                        Millis at_least) {
   // Only once waiting: a first contact that fails is reported at once (69).
   if (probing_ || spec_.no_wait || e.kind() != ErrorKind::Unavailable) return false;
   auto now = Clock::now();
@@ -434,7 +448,7 @@ bool Acquirer::ride_out(const Error& e, Loop::TimerId& timer, std::function<void
   auto down = std::chrono::duration_cast<Millis>(now - *outage_since_);
   if (down >= kOutageBudget) return false;
   if (!outage_told_ && down >= kOutageNotice) report_outage(e);
-  Millis backoff = std::clamp(down / 4, Millis(250), Millis(2000));
+  Millis backoff = std::max(at_least, std::clamp(down / 4, Millis(250), Millis(2000)));
   log_verbose(fmt::format("Redis unavailable while waiting ({}); retrying in {}", e.what(),
                           format_duration(backoff)));
   auto alive = alive_;

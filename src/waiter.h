@@ -142,9 +142,10 @@ class Acquirer : public Acquisition {
   void stop();
   void fail_with_cleanup(Error e);
   /// While waiting, an unavailable Redis is retried (with backoff) for up to
-  /// kOutageBudget of continuous failure (`retry` runs on `timer`); true if a retry was
-  /// scheduled.
-  bool ride_out(const Error& e, Loop::TimerId& timer, std::function<void()> retry);
+  /// kOutageBudget of continuous failure (`retry` runs on `timer`, `at_least` later at
+  /// the soonest); true if a retry was scheduled.
+  bool ride_out(const Error& e, Loop::TimerId& timer, std::function<void()> retry,
+                Millis at_least = Millis(0));
   void report(WaitProgress::Kind kind, const AcquireReply* a = nullptr, int64_t fence = 0);
   /// Tells of an outage that has lasted kOutageNotice (once per outage).
   void report_outage(const Error& e);
@@ -168,6 +169,7 @@ class Acquirer : public Acquisition {
   // ACL): it then subscribes to its channel and tries again, as 0.4.0 did.
   bool lists_ = true;
   bool list_ready_ = false;  // the list's first ready() came (the join needs no attempt)
+  int list_failures_ = 0;    // the wake-up list's outages since it last woke this waiter
   long attempts_ = 0;        // numbers each acquire attempt of token_
   int regrants_ = 0;         // grants in a row that did not count (see regrant)
   bool in_flight_ = false, again_ = false, finished_ = false, waited_ = false;

@@ -230,6 +230,10 @@ said_waiting_then_acquired() {
   bg_wait "$f1" 15 # the fillers end on their own
   bg_wait "$f2" 15
   still_waiting "$waiter"
+  # It backed off meanwhile (0.25, 0.5, 1, 2 s: five tries in 4 s at most), where each
+  # refusal was tried again after 250 ms (about 15).
+  tries=$(grep -c 'wake-up list: .*max number of clients' "$T/waiter.err")
+  ((tries <= 8)) || fail "$tries tries in 4 s: $(cat "$T/waiter.err")"
   wait_until "[[ -n \$(blpop_id MAXC) ]]"
   run -0 "$RLOCK" --url "$MAXC_URL" release maxc --token "$tok"
   bg_wait "$waiter" 20
