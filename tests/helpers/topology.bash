@@ -219,6 +219,21 @@ _rlock_failover_started() {
   [[ $(rcli_to SENT1 sentinel failover "$SENTINEL_MASTER" 2>&1) == OK ]]
 }
 
+# _rlock_failover_to NEW OLD: true once every sentinel names port NEW the master. While
+# SENT1 still names OLD with no failover in progress, the failover was aborted (a loaded
+# machine let failover-timeout pass before the promotion was acknowledged: the replica
+# was never promoted), so it is asked again; never once SENT1 names NEW, which would
+# fail back.
+_rlock_failover_to() {
+  _rlock_all_sentinels_name "$1" && return 0
+  [[ $(rcli_to SENT1 sentinel get-master-addr-by-name "$SENTINEL_MASTER" | sed -n 2p) == "$2" ]] ||
+    return 1
+  [[ $(rcli_to SENT1 sentinel master "$SENTINEL_MASTER" | awk 'p {print; exit} $0 == "flags" {p = 1}') \
+    == *failover_in_progress* ]] && return 1
+  _rlock_failover_started || true
+  return 1
+}
+
 # sentinel_failover: SENTINEL FAILOVER through SENT1, once the replica has everything the
 # master has (asynchronous replication would otherwise lose the latest writes, which is
 # what a failover can do, but not what these tests are about). Returns once every
@@ -234,7 +249,7 @@ sentinel_failover() {
   # right after the previous failover: asked again until it starts.
   _rlock_poll "SENTINEL FAILOVER to be accepted" 30 _rlock_failover_started || return 1
   _rlock_poll "the sentinels to name 127.0.0.1:$new the master" 60 \
-    _rlock_all_sentinels_name "$new" || return 1
+    _rlock_failover_to "$new" "$old" || return 1
   _rlock_poll "the former master to replicate the new one" 60 \
     _rlock_is_replica_of "$(sentinel_node_at "$old")" "$new" || return 1
   _rlock_poll "the new replica to have every write" 20 _rlock_replicated "$(sentinel_node_at "$new")"
