@@ -37,6 +37,8 @@ std::string status_text(const std::string& key, const LockStatus& s);
 /// waiters under a header row, whole seconds, every line within `width`.
 std::string status_table(const std::string& key, const LockStatus& s, size_t width);
 /// One JSON object for a lock's status (used by status --json and list --json).
-std::string status_json(const std::string& key, const LockStatus& s);
+/// `events` false leaves out "last_events" (list --json: its records are read
+/// without the history, a third of their cost; status and history show it).
+std::string status_json(const std::string& key, const LockStatus& s, bool events = true);
 
 }  // namespace rlock

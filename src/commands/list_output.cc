@@ -96,7 +96,7 @@ void ListOutput::add(const std::string& key, const LockStatus& st) {
   if (prometheus_) {
     metrics_.add(key, st);
   } else if (g_.json) {
-    out_ += (any_ ? "," : "[") + status_json(key, st);
+    out_ += (any_ ? "," : "[") + status_json(key, st, false);
   } else if (table_) {
     rows_.push_back(table_row(key, st));
   } else {

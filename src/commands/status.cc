@@ -255,7 +255,7 @@ std::string status_table(const std::string& key, const LockStatus& s, size_t wid
   return out;
 }
 
-std::string status_json(const std::string& key, const LockStatus& s) {
+std::string status_json(const std::string& key, const LockStatus& s, bool events) {
   std::string holders, waiters;
   for (auto& h : s.holders) {
     if (!holders.empty()) holders += ",";
@@ -293,10 +293,12 @@ std::string status_json(const std::string& key, const LockStatus& s) {
     masters = fmt::format(",\"quorum\":{},\"masters\":[{}]", s.quorum, masters);
   }
   // The newest events of its history, oldest first (what `history -n 3` shows).
-  std::string last;
-  for (auto it = s.last.rbegin(); it != s.last.rend(); ++it)
-    last += (last.empty() ? "" : ",") + event_json(*it);
-  masters += fmt::format(",\"last_events\":[{}]", last);
+  if (events) {
+    std::string last;
+    for (auto it = s.last.rbegin(); it != s.last.rend(); ++it)
+      last += (last.empty() ? "" : ",") + event_json(*it);
+    masters += fmt::format(",\"last_events\":[{}]", last);
+  }
   return fmt::format(
       "{{\"key\":{},\"layout\":\"{}\",\"held\":{},\"done\":{},\"limit\":{},\"fence\":{},"
       "\"server_time\":{},\"holders\":[{}],\"waiters\":[{}],\"holder_count\":{},"

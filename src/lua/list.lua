@@ -43,8 +43,17 @@ local function live_waiters()
   end
   return nw
 end
--- Every lock key's value in one command rather than one GET each ('line').
-local values = (full or #KEYS == 0) and {} or redis.call('MGET', unpack(KEYS))
+-- Every lock key's value in one command rather than one GET each, and in
+-- 'full' every fence counter's.
+local values, fences = {}, {}
+if #KEYS > 0 then
+  values = redis.call('MGET', unpack(KEYS))
+  if full then
+    local fk = {}
+    for i = 1, #KEYS do fk[i] = KEYS[i] .. ':fence' end
+    fences = redis.call('MGET', unpack(fk))
+  end
+end
 for i = 1, #KEYS do
   LOCK = KEYS[i]
   BASE = LOCK .. ':'
@@ -58,7 +67,7 @@ for i = 1, #KEYS do
     FENCE, HOLDERS, LIMIT, QUEUE = BASE .. 'fence', BASE .. 'holders', BASE .. 'limit', BASE .. 'queue'
     LOG = BASE .. 'log'
     if budget <= 0 then break end
-    local st = status_of(1000, queue, true, limit_seen)
+    local st = status_of(1000, queue, true, limit_seen, values[i], fences[i], false)
     budget = budget - #st[4] - #st[5]
     if st[6] == 0 then st = {} end
     n = n + 1

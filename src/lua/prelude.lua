@@ -179,19 +179,26 @@ local function field(v) return cut(v, 1024) end
 local function holder_fields(t, pttl)
   local h = redis.call('HMGET', hkey(t), 'host', 'pid', 'user', 'cmd', 'since', 'fence', 'ttl',
                        'kept', 'exit', 'mode', 'done', 'label', 'slot')
-  return {field(t), pttl, field(h[1]), field(h[2]), field(h[3]), field(h[4]), field(h[5]),
-          field(h[6]), field(h[7]), field(h[8]), field(h[9]), field(h[10]), field(h[11]),
-          field(h[12]), field(h[13])}
+  -- Made whole by one constructor, then cut where needed: `list --json` makes
+  -- one a lock.
+  local r = {field(t), pttl, h[1], h[2], h[3], h[4], h[5], h[6], h[7], h[8], h[9], h[10], h[11],
+             h[12], h[13]}
+  for j = 3, 15 do
+    local v = r[j]
+    if not v then r[j] = '' elseif #v > 1024 then r[j] = field(v) end
+  end
+  return r
 end
 
 -- Up to `max` live holders, {token, pttl, host, pid, user, cmd, since, fence,
 -- ttl, kept, exit, mode, done, label, slot} each, how many there are, and
 -- whether a plain holder's token is at LOCK. Reads only. `plain_alone`: such a
 -- token ends the search (`list`): acquire refuses --limit and --shared while
--- a plain holder holds, so HOLDERS has none then.
-local function holders(max, plain_alone)
+-- a plain holder holds, so HOLDERS has none then. `t`: LOCK's value when the
+-- caller read it already (`list`: one MGET a batch), else nil.
+local function holders(max, plain_alone, t)
   local out, n = {}, 0
-  local t = redis.call('GET', LOCK)
+  if t == nil then t = redis.call('GET', LOCK) end
   local plain = t and t ~= SHARED
   if plain then
     out[1] = holder_fields(t, redis.call('PTTL', LOCK))
@@ -377,9 +384,12 @@ end
 -- `list --json` passes what its SCAN saw: `queue` false for a lock without a
 -- :queue key (the line is not read), `limit_seen` false for one without a :limit
 -- key (read all the same unless a plain holder holds: a semaphore's limit is
--- always read), and `plain_alone` (see holders).
-local function status_of(max, queue, plain_alone, limit_seen)
-  local hs, nh, plain = holders(max, plain_alone)
+-- always read), `plain_alone` and `t` (see holders), the fence counter's value
+-- (`fence`, read with the batch's MGET) and `events` false: its objects carry
+-- no last events (`status` and `history` show them), which would be a third of
+-- its work.
+local function status_of(max, queue, plain_alone, limit_seen, t, fence, events)
+  local hs, nh, plain = holders(max, plain_alone, t)
   local waiters, nw, from = {}, 0, 0
   while queue do
     local batch = redis.call('ZRANGE', QUEUE, from, from + 255)
@@ -405,12 +415,13 @@ local function status_of(max, queue, plain_alone, limit_seen)
   -- The newest events of its history (protocol 4), newest first, each {id,
   -- field, value, ...}: what a free lock's status tells of its last holder.
   local last = {}
-  local newest = hcall('XREVRANGE', LOG, '+', '-', 'COUNT', 3)
+  local newest = events ~= false and hcall('XREVRANGE', LOG, '+', '-', 'COUNT', 3)
   if type(newest) ~= 'table' then newest = {} end
   for _, e in ipairs(newest) do
     local ev = {field(e[1])}
     for i = 1, math.min(#e[2], 32) do ev[#ev + 1] = field(e[2][i]) end
     last[#last + 1] = ev
   end
-  return {limit, tonumber(redis.call('GET', FENCE) or '0'), NOW, hs, waiters, nh, nw, last}
+  if fence == nil then fence = redis.call('GET', FENCE) end
+  return {limit, tonumber(fence or '0') or 0, NOW, hs, waiters, nh, nw, last}
 end
