@@ -28,45 +28,51 @@ int64_t num(const Reply& r) {
   return 0;
 }
 
-HolderInfo info_from(const std::vector<Reply>& e, size_t at) {
+HolderInfo info_from(const Reply* e) {
   HolderInfo i;
-  i.host = e[at].text();
-  i.pid = static_cast<long>(num(e[at + 1]));
-  i.user = e[at + 2].text();
-  i.cmd = e[at + 3].text();
+  i.host = e[0].text();
+  i.pid = static_cast<long>(num(e[1]));
+  i.user = e[2].text();
+  i.cmd = e[3].text();
   return i;
+}
+
+// One holder record, its `size` values from `e` (at least 9): token, pttl, host,
+// pid, user, cmd, since, fence, ttl, then what later protocols added.
+Holder parse_holder(const Reply* e, size_t size) {
+  Holder x;
+  x.token = e[0].text();
+  x.ttl_left = Millis(num(e[1]));
+  x.info = info_from(e + 2);
+  x.since_ms = num(e[6]);
+  x.fence = num(e[7]);
+  x.ttl = Millis(num(e[8]));
+  // Protocol 4 marks a lease kept by --min-hold; anything but a time is not a mark.
+  if (size >= 11) {
+    x.kept_ms = std::max<int64_t>(0, num(e[9]));
+    int64_t code = num(e[10]);
+    const std::string& t = e[10].str;
+    bool digits =
+        !t.empty() && t.size() <= 3 && t.find_first_not_of("0123456789") == std::string::npos;
+    if (x.kept_ms > 0 && digits && code <= 255) x.exit_status = static_cast<int>(code);
+  }
+  // The release after 0.4.0 adds the mode and the done mark.
+  if (size >= 13) {
+    x.shared = e[11].str == "shared";
+    x.done_ms = std::max<int64_t>(0, num(e[12]));
+  }
+  if (size >= 15) {
+    x.info.label = e[13].text();
+    x.slot = std::clamp<int64_t>(num(e[14]), 0, 1'000'000);
+  }
+  return x;
 }
 
 std::vector<Holder> parse_holders(const Reply& r) {
   std::vector<Holder> out;
   for (auto& h : r.as_array("a list of holders")) {
     auto& e = h.as_array("a holder record", 9);
-    Holder x;
-    x.token = e[0].text();
-    x.ttl_left = Millis(num(e[1]));
-    x.info = info_from(e, 2);
-    x.since_ms = num(e[6]);
-    x.fence = num(e[7]);
-    x.ttl = Millis(num(e[8]));
-    // Protocol 4 marks a lease kept by --min-hold; anything but a time is not a mark.
-    if (e.size() >= 11) {
-      x.kept_ms = std::max<int64_t>(0, num(e[9]));
-      int64_t code = num(e[10]);
-      const std::string& t = e[10].str;
-      bool digits =
-          !t.empty() && t.size() <= 3 && t.find_first_not_of("0123456789") == std::string::npos;
-      if (x.kept_ms > 0 && digits && code <= 255) x.exit_status = static_cast<int>(code);
-    }
-    // The release after 0.4.0 adds the mode and the done mark.
-    if (e.size() >= 13) {
-      x.shared = e[11].str == "shared";
-      x.done_ms = std::max<int64_t>(0, num(e[12]));
-    }
-    if (e.size() >= 15) {
-      x.info.label = e[13].text();
-      x.slot = std::clamp<int64_t>(num(e[14]), 0, 1'000'000);
-    }
-    out.push_back(std::move(x));
+    out.push_back(parse_holder(e.data(), e.size()));
   }
   return out;
 }
@@ -78,7 +84,7 @@ std::vector<Waiter> parse_waiters(const Reply& r) {
     Waiter x;
     x.token = f[0].text();
     x.lease_left = Millis(num(f[1]));
-    x.info = info_from(f, 2);
+    x.info = info_from(&f[2]);
     x.since_ms = num(f[6]);
     x.shared = f.size() >= 8 && f[7].str == "shared";
     if (f.size() >= 10) {
@@ -247,22 +253,37 @@ LockStatus parse_list_line(const Reply* f, int64_t now) {
 
 std::vector<LockStatus> parse_list_reply(const Reply& r, size_t n, ListReply kind) {
   auto& e = r.as_array("a list reply", 2);
-  constexpr size_t kStride = 13;
-  size_t got = kind == ListReply::Line ? (e.size() - 1) / kStride : e.size() - 1;
-  if (kind == ListReply::Line ? e.size() != n * kStride + 1 : got == 0 || got > n)
-    throw_protocol("a list reply of another length");
-  int64_t now = num(e.back());
+  const size_t end = e.size() - 1;  // the server time is last
+  const int64_t now = num(e.back());
   std::vector<LockStatus> out;
-  out.reserve(got);
-  for (size_t i = 0; i < got; ++i) {
-    if (kind == ListReply::Line) {
-      out.push_back(parse_list_line(&e[i * kStride], now));
+  if (kind == ListReply::Line) {
+    constexpr size_t kStride = 13;
+    if (e.size() != n * kStride + 1) throw_protocol("a list reply of another length");
+    out.reserve(n);
+    for (size_t i = 0; i < n; ++i) out.push_back(parse_list_line(&e[i * kStride], now));
+    return out;
+  }
+  // Full: a status reply, {} (free) or a plain holder's flat record per lock.
+  constexpr size_t kFlat = 17;  // the tag 1, the fence counter, 15 holder values
+  out.reserve(std::min(n, end));
+  for (size_t i = 0; i < end;) {
+    if (out.size() == n) throw_protocol("a list reply of another length");
+    if (e[i].type == Reply::Type::Integer && e[i].integer == 1) {
+      if (end - i < kFlat) throw_protocol("a list reply of another length");
+      LockStatus& s = out.emplace_back();
+      s.now_ms = now;
+      s.fence = num(e[i + 1]);
+      s.holders.push_back(parse_holder(&e[i + 2], kFlat - 2));
+      s.holder_count = 1;
+      i += kFlat;
     } else if (e[i].type == Reply::Type::Array && e[i].elements.empty()) {
       out.emplace_back().now_ms = now;  // free
+      ++i;
     } else {
-      out.push_back(parse_status_reply(e[i]));
+      out.push_back(parse_status_reply(e[i++]));
     }
   }
+  if (out.empty()) throw_protocol("a list reply of another length");
   return out;
 }
 
