@@ -63,20 +63,28 @@ json_without_times() {
   "$RLOCK" acquire --limit 3 --ttl 5m js:sem >/dev/null
   "$RLOCK" acquire -s --ttl 5m js:shr >/dev/null
   "$RLOCK" run --ttl 5m --min-hold 2m js:kept -- true
+  # A foreign SET NX holder (no record) and a record a foreign writer made huge: the list
+  # script's flat record of a plain holder must say what status says of them.
+  rcli set 'lock:{js:foreign}' their-token px 300000 >/dev/null
+  local big
+  big=$("$RLOCK" acquire --ttl 5m js:big)
+  rcli hset "lock:{js:big}:h:$big" cmd "$(printf 'x%.0s' {1..3000})" label "$(printf 'é%.0s' {1..700})" >/dev/null
   rcli config resetstat >/dev/null
   run -0 "$RLOCK" list --json 'js:*'
   local listed=$output
   run -0 bash -c "redis-cli -p $REDIS_PORT info commandstats | tr -d '\r' | grep '^cmdstat_evalsha_ro:' | sed 's/^cmdstat_evalsha_ro:calls=\([0-9]*\),.*/\1/'"
   assert_output 2
   run -0 jq length <<<"$listed"
-  assert_output 603
+  assert_output 605
+  run -0 jq -r '.[] | select(.key == "js:big") | .holders[0].command | length' <<<"$listed"
+  assert_output 1024
   run -0 jq '[.[] | select(has("last_events"))] | length' <<<"$listed"
   assert_output 0
   # in order, each as status has it
   run -0 jq -r '.[].key' <<<"$listed"
   assert_equal "$output" "$(jq -r '.[].key' <<<"$listed" | LC_ALL=C sort)"
   local key
-  for key in js:0 js:137 js:599 js:sem js:shr js:kept; do
+  for key in js:0 js:137 js:599 js:sem js:shr js:kept js:foreign js:big; do
     assert_equal "$(jq -c --arg k "$key" '[.[] | select(.key == $k)]' <<<"$listed" | json_without_times)" \
       "$(status_json "$key" | json_without_times)"
   done
