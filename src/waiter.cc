@@ -18,9 +18,11 @@ namespace {
 constexpr Millis kHeadRecheck{1000};
 // How soon a waiter's list is waited on again after a Cluster redirect.
 constexpr Millis kMovedRetry{250};
-// At most this long between two tries of a wake-up list whose connection keeps
-// failing (a server at its maxclients).
-constexpr Millis kListBackoffMax{2000};
+// A wake-up list whose connection keeps failing (a server at its maxclients)
+// is tried again after this, doubled with each failure in a row up to
+// kListRetryDoublings times (0.25, 0.5, 1, 2 s).
+constexpr Millis kListRetry{250};
+constexpr int kListRetryDoublings = 3;
 
 // Quorum mode: the most a waiter waits, at random, before it tries after a
 // release or a failed vote.
@@ -131,7 +133,7 @@ void Acquirer::watch_list() {
     // The outage's backoff restarts whenever a re-check gets through, and a
     // server at its maxclients lets the connection in before it refuses the
     // BLPOP: the list's own failures in a row back off too.
-    Millis at_least = std::min(kListBackoffMax, kMovedRetry * (1 << std::min(list_failures_++, 3)));
+    Millis at_least = kListRetry * (1 << std::min(list_failures_++, kListRetryDoublings));
     if (ride_out(
             e, resubscribe_timer_, [this] { sub_->start(); }, at_least))
       return;

@@ -257,7 +257,7 @@ on_masters() {
   run "$RLOCK" --url "$M1_URL" break --yes q-brk1
   assert_success
   assert_equal "$(rcli_to M1 get "lock:{q-brk1}:r:$tok")" broken
-  # Two renewals later (each sets M2's PTTL back to 3s), M1 is still empty.
+  # Two renewals later (each sets M2's PTTL back to the validity, 2968 ms), M1 is still empty.
   for n in 1 2; do # not i: bats's run sets it
     wait_renewal M2 'lock:{q-brk1}' || fail "$(cat "$T/holder.err")"
   done
