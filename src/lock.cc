@@ -544,8 +544,9 @@ void SingleLock::leave(const std::string& token, Done<bool> done, Millis timeout
 }
 
 void SingleLock::status(Done<LockStatus> done) {
-  run<LockStatus>(client_, status_script(), names_, {std::to_string(kStatusRecords)},
-                  parse_status_reply, std::move(done));
+  Args argv{std::to_string(kStatusRecords)};
+  if (!status_events()) argv.push_back("0");
+  run<LockStatus>(client_, status_script(), names_, argv, parse_status_reply, std::move(done));
 }
 
 // How long a broken holder's token keeps its tombstone ("broken", break.lua):

@@ -274,6 +274,10 @@ class Lock {
   /// How many events the lock's history keeps (--history; 0: none recorded).
   int history() const { return history_; }
   virtual void set_history(int n) { history_ = n; }
+  /// Whether status() reads the newest events of the history (list --json,
+  /// which leaves them out, says no: a third of a status's server time).
+  bool status_events() const { return status_events_; }
+  virtual void set_status_events(bool on) { status_events_ = on; }
 
  protected:
   LockNames names_;
@@ -281,6 +285,7 @@ class Lock {
   bool shared_ = false;
   LinePolicy line_;
   int history_ = kDefaultHistory;
+  bool status_events_ = true;
 };
 
 /// The lock on one Redis deployment: each operation is one script there.

@@ -360,6 +360,11 @@ void QuorumLock::set_history(int n) {
   for (auto& l : locks_) l->set_history(n);
 }
 
+void QuorumLock::set_status_events(bool on) {
+  Lock::set_status_events(on);
+  for (auto& l : locks_) l->set_status_events(on);
+}
+
 void QuorumLock::set_shared(bool shared) {
   Lock::set_shared(shared);
   for (auto& l : locks_) l->set_shared(shared);

@@ -69,6 +69,7 @@ class QuorumLock : public Lock {
   /// majority would share a master, which grants only one kind at a time.
   void set_shared(bool shared) override;
   void set_history(int n) override;
+  void set_status_events(bool on) override;
   /// A quorum has no line: --priority, --supersede and --max-waiters are a
   /// usage Error.
   void set_line_policy(const LinePolicy& p) override;

@@ -296,6 +296,9 @@ _migrating() {
   run "$RLOCK" list 'lst-*' --json
   assert_success
   assert_equal "$(jq length <<<"$output")" 3
+  # each lock's status, asked without its last events (list --json leaves them out)
+  assert_equal "$(jq '[.[] | select(has("last_events"))] | length' <<<"$output")" 0
+  assert_equal "$(jq -c '[.[].holder_count]' <<<"$output")" '[1,1,1]'
 }
 
 @test "a Cluster URL with a database other than 0: one line and 64" {

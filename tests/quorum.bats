@@ -223,6 +223,13 @@ on_masters() {
   run "$RLOCK" list 'q-ops*'
   assert_success
   assert_line --regexp "^q-ops	.*	[0-9]+	[0-9]+	0	rlock acquire	$"
+  rcli_to M1 config resetstat >/dev/null
+  run -0 "$RLOCK" list --json 'q-ops*'
+  assert_equal "$(jq -c '[.[] | [.key, .holder_count, has("last_events")]]' <<<"$output")" '[["q-ops",1,false]]'
+  # each master's status was asked without the events (no XREVRANGE ran there)
+  assert_equal "$(rcli_to M1 info commandstats | grep -c '^cmdstat_xrevrange:')" 0
+  run -0 "$RLOCK" status --json q-ops
+  assert_equal "$(rcli_to M1 info commandstats | grep -c '^cmdstat_xrevrange:')" 1
   run "$RLOCK" status q-ops
   assert_success
   assert_line --regexp "$M2_URL  no answer: "

@@ -188,6 +188,7 @@ void list_by_status(Session& s, const GlobalOptions& g, const std::vector<Client
   size_t pending = to - from;
   for (size_t i = from; i < to; ++i) {
     locks.push_back(s.found_lock(all[i]->first, g.prefix, answered));
+    if (g.json) locks.back()->set_status_events(false);  // list --json leaves them out
     locks.back()->status([&got, &pending, i, from](Outcome<LockStatus> o) {
       got[i - from] = std::move(o);
       --pending;
