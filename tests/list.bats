@@ -101,6 +101,19 @@ json_without_times() {
   assert_equal "$(jq -c '[.[] | [.key, .fence, .holder_count]]' <<<"$output")" '[["ff",0,1]]'
 }
 
+@test "a fence counter Lua reads as a number but no integer (nan, inf, 1e30) shows as fence 0, as a non-numeric one does" {
+  local v k
+  for v in nan inf -inf 1e30; do
+    k="fn:$v"
+    "$RLOCK" acquire --ttl 5m "$k" >/dev/null
+    rcli set "lock:{$k}:fence" "$v" >/dev/null
+    run -0 "$RLOCK" status --json "$k"
+    assert_equal "$v $(jq -c '[.fence, .holder_count]' <<<"$output")" "$v [0,1]"
+    run -0 "$RLOCK" list --json "$k"
+    assert_equal "$v $(jq -c '[.[] | [.key, .fence, .holder_count]]' <<<"$output")" "$v [[\"$k\",0,1]]"
+  done
+}
+
 @test "list counts the waiters of a line and the holders of a semaphore, and --json lists the waiters" {
   "$RLOCK" acquire --ttl 5m wl:a >/dev/null
   "$RLOCK" acquire --limit 2 --ttl 5m wl:sem >/dev/null

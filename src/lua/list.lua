@@ -74,7 +74,7 @@ for i = 1, #KEYS do
       -- a sixth less time: the tag 1, the fence counter and the holder's 15
       -- values (holder_fields).
       local h = holder_fields(t, redis.call('PTTL', LOCK))
-      out[n + 1], out[n + 2] = 1, tonumber(fences[i] or '0') or 0
+      out[n + 1], out[n + 2] = 1, whole(fences[i])
       for j = 1, 15 do out[n + 2 + j] = h[j] end
       n = n + 17
       budget = budget - 1
@@ -118,7 +118,7 @@ for i = 1, #KEYS do
       end
       local limit = 0
       if limit_seen or not plain then
-        limit = tonumber(redis.call('GET', BASE .. 'limit') or '0') or 0
+        limit = whole(redis.call('GET', BASE .. 'limit'))
       end
       out[n + 1], out[n + 2], out[n + 3] = limit, nh, nw
       n = n + 3

@@ -176,6 +176,15 @@ end
 -- waiter record (written by any client) can make a reply large.
 local function field(v) return cut(v, 1024) end
 
+-- A stored counter (the fence, a limit) as a reply shows it: a whole number,
+-- else 0. Lua reads "nan", "inf" and "1e30" as numbers, which a reply would
+-- turn into -2^63; a value that is no number at all would cut the reply short.
+local function whole(v)
+  local f = tonumber(v or '0')
+  if not f or f ~= f or f % 1 ~= 0 or f >= 2 ^ 63 or f < -2 ^ 63 then return 0 end
+  return f
+end
+
 local function holder_fields(t, pttl)
   local h = redis.call('HMGET', hkey(t), 'host', 'pid', 'user', 'cmd', 'since', 'fence', 'ttl',
                        'kept', 'exit', 'mode', 'done', 'label', 'slot')
@@ -410,7 +419,7 @@ local function status_of(max, queue, plain_alone, limit_seen, t, fence, events)
   end
   local limit = 0
   if (nh > 0 or nw > 0) and (limit_seen or not plain) then
-    limit = tonumber(redis.call('GET', LIMIT) or '0') or 0
+    limit = whole(redis.call('GET', LIMIT))
   end
   -- The newest events of its history (protocol 4), newest first, each {id,
   -- field, value, ...}: what a free lock's status tells of its last holder.
@@ -423,5 +432,5 @@ local function status_of(max, queue, plain_alone, limit_seen, t, fence, events)
     last[#last + 1] = ev
   end
   if fence == nil then fence = redis.call('GET', FENCE) end
-  return {limit, tonumber(fence or '0') or 0, NOW, hs, waiters, nh, nw, last}
+  return {limit, whole(fence), NOW, hs, waiters, nh, nw, last}
 end
