@@ -101,6 +101,14 @@ json_without_times() {
   assert_equal "$(jq -c '[.[] | [.key, .fence, .holder_count]]' <<<"$output")" '[["ff",0,1]]'
 }
 
+@test "a lock key of another type (a hash: another tool's) does not fail list --json" {
+  # Before, status_of's GET of it failed the whole listing with WRONGTYPE (70).
+  rcli hset 'lock:{ot:hash}' a b >/dev/null
+  "$RLOCK" acquire --ttl 5m ot:mine >/dev/null
+  run -0 "$RLOCK" list --json 'ot:*'
+  assert_equal "$(jq -c '[.[] | [.key, .holder_count]]' <<<"$output")" '[["ot:mine",1]]'
+}
+
 @test "a fence counter Lua reads as a number but no integer (nan, inf, 1e30) shows as fence 0, as a non-numeric one does" {
   local v k
   for v in nan inf -inf 1e30; do
