@@ -40,7 +40,7 @@ Connection::~Connection() {
   if (stream_) loop_.unwatch(stream_->fd());
 }
 
-void Connection::command(Args args, ReplyCallback cb, Millis timeout, std::vector<Args> undo) {
+void Connection::command(Args args, ReplyCallback cb, Millis timeout, Undo undo) {
   std::string name = args.empty() ? "" : args[0];
   if (idle()) {
     if (auto err = start_connect()) {
@@ -71,15 +71,15 @@ std::string Connection::format(const Args& args) {
 }
 
 void Connection::enqueue_raw(const Args& args, ReplyCallback cb, Millis timeout, std::string name,
-                             std::vector<Args> undo) {
+                             Undo undo) {
   out_ += format(args);
   Millis t = timeout.count() > 0 ? timeout : cfg_.command_timeout;
   auto alive = alive_;
   auto id = loop_.after(t, [this, alive, t, name, undo = std::move(undo)] {
     if (!*alive) return;
-    if (!undo.empty() && ready()) {
+    if (undo && ready()) {
       try {
-        for (auto& u : undo) out_ += format(u);
+        for (auto& u : undo()) out_ += format(u);
         flush();
         if (cfg_.trace)
           cfg_.trace(fmt::format("{} timed out: compensating on the same connection", name));

@@ -35,6 +35,10 @@ using Done = std::function<void(Outcome<T>)>;
 /// Reads of up to 16 KiB each per wake-up of a connection.
 inline constexpr int kReadsPerWakeup = 4;
 using Args = std::vector<std::string>;
+/// The commands that compensate one that timed out (Connection::command),
+/// built only then: a script's EVAL carries its whole source (tens of KB),
+/// and a command answered in time never needs them.
+using Undo = std::function<std::vector<Args>()>;
 
 /// Where the password came from (SPEC precedence), for messages and for
 /// redis-cli's rule: REDISCLI_AUTH against a server without a password is
@@ -84,11 +88,11 @@ class Connection {
 
   /// Sends `args`; `cb` runs exactly once, from the loop, with the reply or a
   /// failure. `timeout` of zero means the configured command timeout. If the
-  /// command times out after it was sent, `undo` commands are written on the
-  /// same connection before it closes: the server runs them after `args`
-  /// (TCP keeps the order), so a late-running command is compensated.
-  void command(Args args, ReplyCallback cb, Millis timeout = Millis(0),
-               std::vector<Args> undo = {});
+  /// command times out after it was sent, the commands `undo` builds are
+  /// written on the same connection before it closes: the server runs them
+  /// after `args` (TCP keeps the order), so a late-running command is
+  /// compensated.
+  void command(Args args, ReplyCallback cb, Millis timeout = Millis(0), Undo undo = {});
   /// Pub/sub pushes ("message", "smessage", and the "sunsubscribe" a server
   /// sends by itself when a shard channel's slot moves away) go here instead
   /// of to a command's callback.
@@ -128,7 +132,7 @@ class Connection {
   void fail_all(const Error& why, bool unsent);
   void update_events();
   void enqueue_raw(const Args& args, ReplyCallback cb, Millis timeout, std::string name,
-                   std::vector<Args> undo = {});
+                   Undo undo = {});
   static std::string format(const Args& args);
   void start_tls_probe(const Address& addr);
   void stop_tls_probe();
@@ -176,7 +180,7 @@ struct CallOptions {
   /// zero means the configured command timeout.
   Millis timeout{0};
   /// See Connection::command.
-  std::vector<Args> undo;
+  Undo undo;
   /// The key the command is about: it runs on the server that owns the key's
   /// slot (a Cluster). Empty: any server.
   std::string key;

@@ -234,6 +234,23 @@ port_6379_free() {
   assert [ "$elapsed" -lt 5000 ]
 }
 
+@test "an acquire that timed out on a stopped server is undone there once it runs again" {
+  # The scripts are cached, so the late acquire runs (EVALSHA) and then its undo (an
+  # EVAL built only when the timeout fires), in that order, once the server continues.
+  rl run undone-warm -- true
+  assert_success
+  redis_pause
+  rl -v --timeout 300ms acquire undone
+  redis_resume
+  assert_equal "$status" 69
+  assert_regex "$stderr" "timed out: compensating on the same connection"
+  # Its history shows the grant, then the undo's release; the lock is free.
+  wait_until '[[ $(rcli xrange "lock:{undone}:log" - +) == *acquired*released* ]]'
+  assert_equal "$(rcli exists 'lock:{undone}')" 0
+  rl status undone
+  assert_equal "$status" 1
+}
+
 @test "the server restarted between two commands: the next command works" {
   rl acquire restart --ttl 30s
   assert_success
