@@ -4,29 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include "reply_builders.h"
+
 namespace rlock {
 namespace {
 
-Reply str(std::string s) {
-  Reply r;
-  r.type = Reply::Type::String;
-  r.str = std::move(s);
-  return r;
-}
-
-Reply num(long long n) {
-  Reply r;
-  r.type = Reply::Type::Integer;
-  r.integer = n;
-  return r;
-}
-
-Reply arr(std::vector<Reply> e) {
-  Reply r;
-  r.type = Reply::Type::Array;
-  r.elements = std::move(e);
-  return r;
-}
+using test::arr;
+using test::num;
+using test::str;
 
 TEST(Redirect, MovedAndAsk) {
   auto m = parse_redirect("MOVED 3999 127.0.0.1:6381");

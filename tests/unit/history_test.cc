@@ -5,15 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include "reply_builders.h"
+
 namespace rlock {
 namespace {
 
-Reply str(const std::string& s) {
-  Reply r;
-  r.type = Reply::Type::String;
-  r.str = s;
-  return r;
-}
+using test::str;
 
 Reply flat(std::initializer_list<std::string> items) {
   Reply r;

@@ -10,28 +10,14 @@
 #include "error.h"
 #include "lock.h"
 #include "reply.h"
+#include "reply_builders.h"
 
 namespace rlock {
 namespace {
 
-Reply str(const std::string& s) {
-  Reply r;
-  r.type = Reply::Type::String;
-  r.str = s;
-  return r;
-}
-Reply num(long long n) {
-  Reply r;
-  r.type = Reply::Type::Integer;
-  r.integer = n;
-  return r;
-}
-Reply arr(std::vector<Reply> e) {
-  Reply r;
-  r.type = Reply::Type::Array;
-  r.elements = std::move(e);
-  return r;
-}
+using test::arr;
+using test::num;
+using test::str;
 
 // A plain holder's flat record: 17 values.
 void flat(std::vector<Reply>& out, const std::string& token, long long fence) {
