@@ -93,12 +93,38 @@ pick_port() {
   return 1
 }
 
+# start_server VAR ARG...: starts `redis-server ARG... --port P` on a free port P and sets
+# VAR to it. The port is ours only once the server answering there is the one started (its
+# process_id): between pick_port and the bind, another bench's server may take the port,
+# ours then fails to bind, and a PONG from theirs would be taken for ours (every quorum
+# run then waited for a master that had gone with that other bench: ~607 ms a run).
+start_server() {
+  local var=$1 port pid _try _i
+  shift
+  for _try in 1 2 3 4 5; do
+    port=$(pick_port) || break
+    redis-server "$@" --port "$port" --bind 127.0.0.1 >/dev/null 2>&1 3>&- &
+    pid=$!
+    for _i in $(seq 200); do
+      kill -0 "$pid" 2>/dev/null || break
+      if [[ $(redis-cli -p "$port" info server 2>/dev/null | tr -d '\r' |
+        sed -n 's/^process_id://p') == "$pid" ]]; then
+        pids+=("$pid")
+        printf -v "$var" '%s' "$port"
+        return 0
+      fi
+      sleep 0.05
+    done
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  echo "bench/run.sh: could not start redis-server $*" >&2
+  return 1
+}
+
 # --- servers ---------------------------------------------------------------------------
-rport=$(pick_port)
-redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no \
-  --dir "$work" >/dev/null 2>&1 3>&- &
-pids+=($!)
-for _ in $(seq 100); do [[ $(redis-cli -p "$rport" ping 2>/dev/null) == PONG ]] && break; sleep 0.05; done
+rport="" qport="" sport=""  # set by start_server
+start_server rport --save '' --appendonly no --dir "$work"
 export RLOCK_URL="redis://127.0.0.1:$rport/0"
 rcli() { redis-cli -p "$rport" "$@"; }
 
@@ -314,12 +340,8 @@ if want 7; then
 echo
 echo "== 7. quorum mode: median of $RUNS runs (ms), rlock run k -- true on 3 masters"
 qurls=(-u "$RLOCK_URL")
-for _ in 1 2; do
-  qport=$(pick_port)
-  redis-server --port "$qport" --bind 127.0.0.1 --save '' --appendonly no \
-    --dir "$work" --dbfilename "q$qport.rdb" >/dev/null 2>&1 3>&- &
-  pids+=($!)
-  for _ in $(seq 100); do [[ $(redis-cli -p "$qport" ping 2>/dev/null) == PONG ]] && break; sleep 0.05; done
+for i in 1 2; do
+  start_server qport --save '' --appendonly no --dir "$work" --dbfilename "q$i.rdb"
   qurls+=(-u "redis://127.0.0.1:$qport/0")
 done
 measure_cmd quorum "$RLOCK" "${qurls[@]}" run bench-q -- true
@@ -334,11 +356,8 @@ echo
 echo "== 8. Sentinel: median of $RUNS runs (ms), rlock run k -- true through 3 sentinels"
 surl=""
 for i in 1 2 3; do
-  sport=$(pick_port)
   printf 'sentinel monitor bench 127.0.0.1 %s 2\n' "$rport" >"$work/sentinel$i.conf"
-  redis-server "$work/sentinel$i.conf" --sentinel --port "$sport" --bind 127.0.0.1 \
-    --dir "$work" >/dev/null 2>&1 3>&- &
-  pids+=($!)
+  start_server sport "$work/sentinel$i.conf" --sentinel --dir "$work"
   for _ in $(seq 100); do
     [[ $(redis-cli -p "$sport" sentinel get-master-addr-by-name bench 2>/dev/null | tail -n 1) == "$rport" ]] && break
     sleep 0.05
