@@ -30,7 +30,9 @@ constexpr const char* kExitTable = R"(Exit status:
            a server at its maxclients; an endpoint that does not speak Redis
            (or TLS, for rediss://); no sentinel answered or knew the master;
            --sync-replicas not met
-  70       internal or protocol error: a reply rlock did not expect
+  70       internal or protocol error: a reply rlock did not expect, or a
+           key under rlock's prefix that another program wrote (the message
+           names the key and its type)
   75       lock not acquired: taken, --no-wait, or --wait ran out (-E changes
            it)
   76       lock lost or not held: lease lost during run, or a token that no

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -183,6 +184,72 @@ std::optional<Error> acl_refusal(const Client& c, const Script& s, const Args& k
                   user, url, names, s.name, one ? "it" : "them", one ? "it" : "them", user, grant));
 }
 
+// The type rlock keeps at a key of a lock, by its name (LockNames: PREFIX{KEY} and
+// PREFIX{KEY}:fence ...); nullptr for a name it does not know.
+const char* kept_type(const std::string& key, bool first) {
+  auto ends = [&](const char* s) {
+    std::string t(s);
+    return key.size() > t.size() && key.compare(key.size() - t.size(), t.size(), t) == 0;
+  };
+  if (ends(":fence") || ends(":limit") || ends(":qseq")) return "string";
+  if (ends(":holders") || ends(":queue")) return "zset";
+  if (ends(":log")) return "stream";
+  if (ends(":live")) return "hash";
+  if (first && !key.empty() && key.back() == '}') return "string";
+  return nullptr;
+}
+
+// A script refused with WRONGTYPE: a key of the lock holds a value of another type than
+// rlock keeps there, another program's key under rlock's prefix. The keys' TYPEs, asked
+// once, name the key; when none of them is the one (a holder's or waiter's hash beside
+// them), or they cannot be read, the message names the lock's keys. `r` then carries the
+// one line (70) to `cb`, never Redis's raw text.
+void explain_wrong_type(Client& c, const Script& s, const Args& keys, const std::string& node,
+                        Millis timeout, Result r, ReplyCallback cb) {
+  struct State {
+    Result r;
+    ReplyCallback cb;
+    std::vector<std::string> types;
+    size_t left = 0;
+  };
+  auto st = std::make_shared<State>();
+  st->r = std::move(r);
+  st->cb = std::move(cb);
+  std::string lock = keys.empty() ? "" : keys.front();
+  std::string script = s.name;
+  auto finish = [st, keys, lock, script] {
+    std::string text;
+    for (size_t i = 0; i < keys.size() && text.empty(); ++i) {
+      const char* want = kept_type(keys[i], i == 0);
+      const std::string& got = st->types[i];
+      if (want && !got.empty() && got != "none" && got != want)
+        text = fmt::format(
+            "the Redis key '{}' holds a {} where rlock keeps a {}: another program uses that "
+            "name (rlock owns every key under its prefix; --prefix picks another)",
+            escape_text(truncate_text(keys[i], 300)), escape_text(truncate_text(got, 32)), want);
+    }
+    if (text.empty())
+      text = fmt::format(
+          "a Redis key of the lock '{}' (or one named '{}:...') holds another type of value "
+          "than rlock keeps there: another program uses that name (WRONGTYPE in the {} "
+          "script; rlock owns every key under its prefix; --prefix picks another)",
+          escape_text(truncate_text(lock, 300)), escape_text(truncate_text(lock, 300)), script);
+    st->r.failure = Error(ErrorKind::Protocol, text);
+    st->cb(std::move(st->r));
+  };
+  if (keys.empty()) return finish();
+  st->types.assign(keys.size(), "");
+  st->left = keys.size();
+  for (size_t i = 0; i < keys.size(); ++i)
+    c.command(
+        {"TYPE", keys[i]},
+        [st, i, finish](Result t) {
+          if (!t.failure && t.reply.type == Reply::Type::Status) st->types[i] = t.reply.str;
+          if (--st->left == 0) finish();
+        },
+        CallOptions{timeout, {}, keys[i], node});
+}
+
 // VERB BODY numkeys KEYS... ARGV...: an EVAL or EVALSHA of a script.
 Args script_command(const char* verb, const std::string& body, const Args& keys, const Args& argv) {
   Args a{verb, body, std::to_string(keys.size())};
@@ -197,9 +264,15 @@ void run_script(Client& client, const Script& script, const Args& keys, const Ar
                 ReplyCallback given_cb, Millis timeout, const std::vector<ScriptCall>& undo,
                 const std::string& node) {
   // An ACL refusal becomes one line that says what to grant.
-  ReplyCallback cb = [c = &client, sc = &script, keys, given_cb = std::move(given_cb)](Result r) {
-    if (!r.failure && r.reply.is_error())
-      if (auto e = acl_refusal(*c, *sc, keys, r.reply.str)) r.failure = *e;
+  // A key of another type (WRONGTYPE) becomes one line naming it.
+  ReplyCallback cb = [c = &client, sc = &script, keys, node, timeout,
+                      given_cb = std::move(given_cb)](Result r) {
+    if (!r.failure && r.reply.is_error()) {
+      if (auto e = acl_refusal(*c, *sc, keys, r.reply.str))
+        r.failure = *e;
+      else if (starts_with(r.reply.str, "WRONGTYPE"))
+        return explain_wrong_type(*c, *sc, keys, node, timeout, std::move(r), given_cb);
+    }
     given_cb(std::move(r));
   };
   // The EVALs (of the undo scripts, and of this one after NOSCRIPT) are built

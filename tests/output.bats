@@ -162,3 +162,32 @@ no_raw_controls() {
   no_raw_controls "$T/err"
   [[ $stderr == *'boom\x1b[31m\x9b red'* ]] || fail "not escaped: $stderr"
 }
+
+@test "a key of another type under rlock's prefix: every command says which key, one line, 70" {
+  # Before, each printed Redis's raw text ("status script: WRONGTYPE Operation against a
+  # key holding the wrong kind of value script: <sha>, on @user_script:208.").
+  rcli hset 'lock:{fk}' a b >/dev/null
+  local cmd
+  for cmd in "status fk" "status --json fk" "acquire -n fk" "run -n fk -- true" \
+    "break --yes fk" "release fk --token abc" "extend fk --token abc"; do
+    # shellcheck disable=SC2086 # the words of the command
+    run --separate-stderr "$RLOCK" $cmd
+    assert_equal "$status" 70
+    assert_equal "${#stderr_lines[@]}" 1
+    assert_equal "$stderr" "rlock: the Redis key 'lock:{fk}' holds a hash where rlock keeps a string: another program uses that name (rlock owns every key under its prefix; --prefix picks another)"
+  done
+  # one of the lock's other keys
+  rcli set 'lock:{fk2}:holders' x >/dev/null
+  run -70 "$RLOCK" run -n fk2 -- true
+  assert_output --partial "the Redis key 'lock:{fk2}:holders' holds a string where rlock keeps a zset"
+  # a holder's hash is not among the keys a script names: the message names the lock
+  tok=$("$RLOCK" acquire -n fk3)
+  rcli del "lock:{fk3}:h:$tok" >/dev/null
+  rcli rpush "lock:{fk3}:h:$tok" x >/dev/null
+  run -70 "$RLOCK" extend fk3 --token "$tok"
+  refute_output --partial "Operation against"
+  assert_output --partial "a Redis key of the lock 'lock:{fk3}' (or one named 'lock:{fk3}:...') holds another type"
+  # nothing was changed
+  run -0 rcli type 'lock:{fk}'
+  assert_output hash
+}
