@@ -7,7 +7,7 @@
 #                      [--rlock PATH] [--proxy PATH] [--direct K] [--fault-every MS]
 #                      [--max-time S] [--no-persistence] [--no-stderr-faults] [--dir DIR]
 #                      [--masters N | --sentinel | --cluster] [--sync-replicas N]
-#                      [--keep] [--quiet]
+#                      [--keep] [--quiet] [--rlock-alt PATH]
 #
 # What it starts, all its own and all stopped at exit (trap on EXIT, INT, TERM, HUP):
 # - redis-server on a free loopback port with persistence (--appendonly yes
@@ -34,6 +34,11 @@
 # Then it checks the history (tests/soak/check.sh DIR), prints the summary and exits with
 # its status: 0 PASS, 1 FAIL, 2 the soak itself could not run, 64 usage.
 # DIR (a new temporary directory unless --dir) is removed after a PASS unless --keep.
+#
+# Mixed versions, --rlock-alt PATH: the odd-numbered contenders run that binary (another
+# release of rlock, e.g. the last one), the others --rlock: a rolling upgrade, in which
+# hosts of both releases contend for one lock with their own scripts. Run by hand (it needs
+# the other release built); the check is the same.
 #
 # Quorum mode, --masters N (N >= 3; default 1, one server, all of the above): N
 # independent redis-servers (each as above, in DIR/redis, DIR/redis1 … DIR/redis(N-1)),
@@ -94,7 +99,7 @@ die_usage() {
 
 # --- options ------------------------------------------------------------------------------
 
-target="" contenders=8 seed="" short=0 rlock="" proxy_bin="" direct="" fault_every=""
+target="" contenders=8 seed="" short=0 rlock="" rlock_alt="" proxy_bin="" direct="" fault_every=""
 max_time="" persistence=1 stderr_faults=1 dir="" keep=0 quiet=0 masters=1 topo=""
 sync_replicas=0
 while (($#)); do
@@ -104,6 +109,7 @@ while (($#)); do
     --seed) seed=${2:-} && shift ;;
     --short) short=1 ;;
     --rlock) rlock=${2:-} && shift ;;
+    --rlock-alt) rlock_alt=${2:-} && shift ;;
     --proxy) proxy_bin=${2:-} && shift ;;
     --direct) direct=${2:-} && shift ;;
     --fault-every) fault_every=${2:-} && shift ;;
@@ -175,6 +181,10 @@ esac
 : "${rlock:=$repo/build/rlock}"
 [[ -x $rlock ]] || die_usage "no rlock binary at $rlock (build it, or pass --rlock PATH)"
 rlock=$(cd "$(dirname "$rlock")" && pwd)/$(basename "$rlock")
+if [[ -n $rlock_alt ]]; then
+  [[ -x $rlock_alt ]] || die_usage "no rlock binary at $rlock_alt (--rlock-alt)"
+  rlock_alt=$(cd "$(dirname "$rlock_alt")" && pwd)/$(basename "$rlock_alt")
+fi
 if [[ -z $proxy_bin ]]; then
   proxy_bin=$(dirname "$rlock")/tests/helpers/fault_proxy
   [[ -x $proxy_bin ]] || proxy_bin=$repo/build/tests/helpers/fault_proxy
@@ -866,7 +876,9 @@ start_contenders() {
     fi
     : >"$W/hist/$c"
     : >"$W/err/$c"
-    setsid bash "$here/contender.sh" "$W" "$c" "$seed" "$rlock" "$url" "$KEY" \
+    bin=$rlock
+    ((c % 2 == 1)) && [[ -n $rlock_alt ]] && bin=$rlock_alt
+    setsid bash "$here/contender.sh" "$W" "$c" "$seed" "$bin" "$url" "$KEY" \
       "$(ttl_of "$c")" "$via" $((c == 0 ? stderr_faults : 0)) "$opts" </dev/null >/dev/null 2>>"$W/err/contender.$c" &
     CONT_PIDS+=($!)
   done
@@ -1282,6 +1294,7 @@ T0=$_now
   echo "break_grace_ms=2000"
   echo "planned_grace_ms=300"
   echo "rlock=$rlock"
+  [[ -z $rlock_alt ]] || echo "rlock_alt=$rlock_alt (odd contenders)"
   echo "rlock_version=$("$rlock" --version 2>&1 | head -n 1)"
   echo "commit=$(git -C "$(dirname "$rlock")" rev-parse --short HEAD 2>/dev/null || echo unknown)"
   echo "redis=$(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')"
