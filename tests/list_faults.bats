@@ -10,6 +10,7 @@
 # is blocked writing the first batch, the fault is made, and the test then reads.
 
 # shellcheck disable=SC2154 # $stderr and $lines come from bats's `run`
+# shellcheck disable=SC2016 # single-quoted scripts are expanded by the child's shell
 
 bats_require_minimum_version 1.5.0
 
@@ -179,4 +180,19 @@ partial_json_array() {
     assert_equal "$output" 70
     assert_equal "$stderr" "rlock: cannot write to standard output: Broken pipe"
   done
+}
+
+@test "list, list --json and acquire with stdout closed: 70, and acquire gives back the lease it could not hand over" {
+  # Before, the closed descriptor was opened on /dev/null for writing: the listing (and
+  # acquire's token) went nowhere with exit 0.
+  make_locks REDIS fc: 600
+  local mode
+  for mode in "" --json; do
+    run -0 --separate-stderr bash -c '"$0" list $1 "fc:*" >&-; echo "$?"' "$RLOCK" "$mode"
+    assert_equal "$output" 70
+    assert_equal "$stderr" "rlock: cannot write to standard output: Bad file descriptor"
+  done
+  run -0 --separate-stderr bash -c '"$0" acquire --ttl 5m fc:new >&-; echo "$?"' "$RLOCK"
+  assert_equal "$output" 70
+  assert_equal "$(rcli exists 'lock:{fc:new}')" 0
 }
