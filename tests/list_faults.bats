@@ -196,3 +196,57 @@ partial_json_array() {
   assert_equal "$output" 70
   assert_equal "$(rcli exists 'lock:{fc:new}')" 0
 }
+
+# quorum_listing NAME PREFIX [RLOCK ARGS...]: 3000 locks on the three masters (the same
+# token on each: what a quorum acquire leaves), then `rlock ARGS list --json 'PREFIX*'`
+# over the three, blocked writing its first batch once master M3 has answered its 512
+# status calls.
+quorum_listing() {
+  local name=$1 pfx=$2 i
+  shift 2
+  for i in 1 2 3; do make_locks "M$i" "$pfx" 3000; done
+  export RLOCK_URL="$M1_URL $M2_URL $M3_URL"
+  "$RLOCK" list "${pfx}0" >/dev/null # the status script loaded on each
+  for i in 1 2 3; do rcli_to "M$i" config resetstat >/dev/null; done
+  SERVER=M3 list_into_fifo "$name" 512 "$@" list --json "$pfx*"
+}
+
+@test "quorum: a master killed part way through list --json: every lock from the majority, one warning" {
+  quorum_listing qk qk:
+  redis_kill M3
+  drain qk
+  assert_equal "$BG_STATUS" 0
+  run -0 jq '[.[] | select(.held)] | length' "$T/qk.out"
+  assert_output 3000
+  # Before, the listing went on from the other two without a word.
+  one_error_line qk "warning: .*127.0.0.1:$M3_PORT.*; listing the rest from the 2 masters that answered"
+}
+
+@test "quorum: a master stopped part way through list --json: one --timeout in all, not one per batch, one warning" {
+  quorum_listing qs qs: --timeout 3s
+  redis_pause M3
+  local t0 elapsed
+  t0=$(now_ms)
+  drain qs
+  elapsed=$(($(now_ms) - t0))
+  redis_resume M3
+  assert_equal "$BG_STATUS" 0
+  run -0 jq '[.[] | select(.held)] | length' "$T/qs.out"
+  assert_output 3000
+  one_error_line qs "warning: Redis at redis://127.0.0.1:$M3_PORT/0 did not answer .*; listing the rest from the 2 masters that answered"
+  # The promise: a stalled master costs one --timeout (3s). Before, each of the five
+  # batches left waited for it (15s and more); the rest is reading 2500 locks.
+  ((elapsed < 9000)) || fail "the listing took ${elapsed}ms after the master stopped"
+}
+
+@test "quorum: a master down before list: the majority's locks, one warning naming it" {
+  local i
+  for i in 1 2 3; do make_locks "M$i" qd: 10; done
+  redis_kill M3
+  run -0 --separate-stderr "$RLOCK" -u "$M1_URL" -u "$M2_URL" -u "$M3_URL" list 'qd:*'
+  assert_equal "${#lines[@]}" 10
+  assert_equal "${#stderr_lines[@]}" 1
+  assert_line --index 0 --regexp $'^qd:0\thost:1\t'
+  [[ ${stderr_lines[0]} == "rlock: warning: "*"127.0.0.1:$M3_PORT"*"; listing from the 2 masters that answered" ]] ||
+    fail "$stderr"
+}
