@@ -250,3 +250,46 @@ quorum_listing() {
   [[ ${stderr_lines[0]} == "rlock: warning: "*"127.0.0.1:$M3_PORT"*"; listing from the 2 masters that answered" ]] ||
     fail "$stderr"
 }
+
+@test "list --json across a batch's end and a cut reply: mixed records come out as status --json has them" {
+  # 505 plain locks alone (flat records), then, sorted after them, a semaphore of 600
+  # holders (its status record brings the first call past 1000 records: the call stops
+  # after it and the client asks again for the rest of the batch), then locks of every
+  # shape on both sides of the end of the first batch (512 locks).
+  make_locks REDIS bb: 505
+  local now i
+  now=$(now_ms)
+  rcli set 'lock:{bb:x0}:limit' 1000 >/dev/null
+  for ((i = 0; i < 600; i++)); do
+    printf 'ZADD lock:{bb:x0}:holders %s t%s\n' $((now + 300000)) "$i"
+    printf 'HSET lock:{bb:x0}:h:t%s host h pid %s cmd c since %s fence %s ttl 300000\n' \
+      "$i" "$i" "$now" "$i"
+  done | rcli >/dev/null
+  "$RLOCK" acquire --ttl 5m bb:x1 >/dev/null
+  rlock_bg w run --wait 60s --ttl 5m bb:x1 -- true
+  "$RLOCK" acquire --limit 2 --ttl 5m bb:x2 >/dev/null
+  "$RLOCK" acquire --limit 2 --ttl 5m bb:x2 >/dev/null
+  "$RLOCK" acquire -s --ttl 5m bb:x3 >/dev/null
+  "$RLOCK" acquire -s --ttl 5m bb:x3 >/dev/null
+  "$RLOCK" run --ttl 5m --min-hold 2m bb:x4 -- true
+  "$RLOCK" run --ttl 5m --done-for 2m bb:x5 -- true
+  "$RLOCK" acquire --ttl 5m bb:x6 >/dev/null # the first batch's last lock
+  "$RLOCK" acquire -s --ttl 5m bb:x7 >/dev/null
+  "$RLOCK" acquire --label 'ci job' --ttl 5m bb:x8 >/dev/null
+  "$RLOCK" acquire --limit 3 --ttl 5m bb:x9 >/dev/null
+  wait_until "[ \"\$(n_waiters bb:x1)\" = 1 ]"
+  "$RLOCK" list 'bb:0' >/dev/null
+  rcli config resetstat >/dev/null
+  run -0 "$RLOCK" list --json 'bb:*'
+  local listed=$output key
+  # two batches, the first asked in two calls
+  assert_equal "$(script_calls REDIS)" 3
+  run -0 jq -r '.[512].key, length' <<<"$listed"
+  assert_equal "$output" $'bb:x7\n515'
+  for key in bb:504 bb:x0 bb:x1 bb:x2 bb:x3 bb:x4 bb:x5 bb:x6 bb:x7 bb:x8 bb:x9; do
+    assert_equal "$(jq -c --arg k "$key" '[.[] | select(.key == $k)]' <<<"$listed" | json_without_times)" \
+      "$(status_json "$key" | json_without_times)"
+  done
+  "$RLOCK" break --yes bb:x1 >/dev/null
+  bg_wait "$BG_PID"
+}
