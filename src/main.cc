@@ -10,10 +10,13 @@ namespace {
 
 // A descriptor 0, 1 or 2 that is closed at start would be handed out to the
 // first socket rlock opens, and messages for stderr would then go to Redis.
+// A closed stdout gets /dev/null opened for reading only: a write to it still
+// fails (EBADF), as to a closed one, so that output nobody can read (a token,
+// a listing) is reported (70) rather than dropped with exit 0.
 void open_standard_descriptors() {
   for (int fd = 0; fd <= 2; ++fd) {
     if (fcntl(fd, F_GETFD) >= 0) continue;
-    int null = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+    int null = open("/dev/null", fd == 2 ? O_WRONLY : O_RDONLY);
     if (null >= 0 && null != fd) close(null);  // lowest free number: fd itself
   }
 }

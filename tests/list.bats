@@ -49,13 +49,6 @@ list_script() {
   sed '1,/^-- >8 --/d' "$BATS_TEST_DIRNAME/../src/lua/list.lua"
 }
 
-# Each lock's object of `list --json` and of `status --json`, without what the clock moves
-# and without status's last_events (list --json leaves them out).
-json_without_times() {
-  jq -S 'if type == "array" then .[] else . end | del(.server_time, .last_events) |
-    .holders[] |= del(.age_ms, .ttl_left_ms, .kept_until) | .waiters[] |= del(.waited_ms)'
-}
-
 @test "list --json gives each lock what status --json gives, over 600 locks in two list script calls" {
   local i
   for ((i = 0; i < 600; i++)); do echo "$i"; done |

@@ -178,10 +178,32 @@ void emit(const GlobalOptions& g, const std::string& key, Outcome<LockStatus>& o
 
 using Listed = std::vector<const Found::Entry*>;
 
+// Quorum mode: the masters that failed a status call of the batch `got` (down,
+// stalled, refusing) leave `answered`, each with a warning, so that a master
+// lost part way costs one --timeout, not one per batch, and is never silently
+// left out. Too few left: the next batch's calls say so (69).
+void drop_failed_masters(const std::vector<std::optional<Outcome<LockStatus>>>& got,
+                         std::vector<Client*>& answered) {
+  for (const auto& o : got) {
+    if (o->error) continue;
+    for (const MasterStatus& m : o->value.masters) {
+      if (!m.error ||
+          (m.error->kind() != ErrorKind::Unavailable && m.error->kind() != ErrorKind::Permission))
+        continue;
+      auto it = std::find_if(answered.begin(), answered.end(),
+                             [&](Client* c) { return c->name() == m.name; });
+      if (it == answered.end()) continue;
+      answered.erase(it);
+      log_error(fmt::format("warning: {}; listing the rest from the {} masters that answered",
+                            m.error->what(), answered.size()));
+    }
+  }
+}
+
 // The statuses of locks [from, to) of `all`, one status call each, all of them
 // in flight together (pipelined on each master's connection): about one round
 // trip for the batch, not one per lock.
-void list_by_status(Session& s, const GlobalOptions& g, const std::vector<Client*>& answered,
+void list_by_status(Session& s, const GlobalOptions& g, std::vector<Client*>& answered,
                     const Listed& all, size_t from, size_t to, ListOutput& out) {
   std::vector<std::unique_ptr<Lock>> locks;
   std::vector<std::optional<Outcome<LockStatus>>> got(to - from);
@@ -196,6 +218,7 @@ void list_by_status(Session& s, const GlobalOptions& g, const std::vector<Client
   }
   s.loop.run_until([&] { return pending == 0; });
   for (size_t i = from; i < to; ++i) emit(g, all[i]->first, *got[i - from], out);
+  if (s.quorum()) drop_failed_masters(got, answered);
 }
 
 // One `list` script call in flight: locks [from, to) of the list.
@@ -282,6 +305,7 @@ int cmd_list(const GlobalOptions& g, const std::string& pattern, bool prometheus
   // the status calls too, so that a stalled one costs one --timeout, not one per key.
   std::vector<Client*> answered;
   std::optional<Error> failure;
+  std::vector<std::string> left_out;  // why each master that failed SCAN did
   bool single_node = true;
   for (auto& client : s.clients) {
     try {
@@ -294,6 +318,7 @@ int cmd_list(const GlobalOptions& g, const std::string& pattern, bool prometheus
       if (!s.quorum() || (e.kind() != ErrorKind::Unavailable && e.kind() != ErrorKind::Permission))
         throw;
       failure = e;
+      left_out.push_back(e.what());
     }
   }
   size_t majority = s.clients.size() / 2 + 1;
@@ -303,6 +328,9 @@ int cmd_list(const GlobalOptions& g, const std::string& pattern, bool prometheus
         fmt::format("cannot list: only {} of {} masters answered (a majority is {}); {}",
                     answered.size(), s.clients.size(), majority, failure->what()));
   }
+  for (const std::string& why : left_out)
+    log_error(fmt::format("warning: {}; listing from the {} masters that answered", why,
+                          answered.size()));
   // The output is sorted by KEY: SCAN's names are all gathered first (what SCAN
   // saw of each, a few dozen bytes a lock), then the locks are read in order,
   // kListBatch at a time, and bare lines and JSON are printed batch by batch.

@@ -1038,6 +1038,13 @@ status_json() {
   ((rc <= 1))
 }
 
+# json_without_times: each lock's object of `list --json` and of `status --json`, without what the clock moves
+# and without status's last_events (list --json leaves them out).
+json_without_times() {
+  jq -S 'if type == "array" then .[] else . end | del(.server_time, .last_events) |
+    .holders[] |= del(.age_ms, .ttl_left_ms, .kept_until) | .waiters[] |= del(.waited_ms)'
+}
+
 # n_holders KEY / n_waiters KEY: how many hold / wait (every one, not only those listed).
 n_holders() { status_json "$1" | jq '.holder_count'; }
 n_waiters() { status_json "$1" | jq '.waiter_count'; }
