@@ -31,6 +31,9 @@ enum class Cause {
   Reset,     // the peer reset or closed the connection
   Timeout,   // the peer did not answer (connect or command) in time
   NodeDown,  // a Cluster node other than the URL's could not be reached
+  // Protocol Errors: a key under rlock's prefix holds another program's value,
+  Foreign,      // one of a lock's other keys (its :holders, a holder's hash...)
+  ForeignLock,  // the lock's own key PREFIX{KEY}: no lock of rlock's is there
 };
 
 /// An error meant for the user: one line of text and the exit status it maps to.

@@ -92,13 +92,17 @@ Millis QuorumLock::node_timeout(Millis ttl) const {
 Error QuorumLock::too_few(const std::string& what,
                           const std::vector<std::optional<Error>>& errors) const {
   std::string silent;
-  std::optional<Error> last, refused;
-  size_t failed = 0, refusals = 0;
+  std::optional<Error> last, refused, foreign;
+  size_t failed = 0, refusals = 0, foreigns = 0;
   for (size_t i = 0; i < errors.size(); ++i) {
     if (!errors[i]) continue;
     if (errors[i]->kind() == ErrorKind::Permission) {
       refused = errors[i];
       ++refusals;
+    }
+    if (errors[i]->cause() == Cause::Foreign || errors[i]->cause() == Cause::ForeignLock) {
+      foreign = errors[i];
+      ++foreigns;
     }
     silent += (silent.empty() ? "" : ", ") + clients_[i]->name();
     last = errors[i];
@@ -107,6 +111,8 @@ Error QuorumLock::too_few(const std::string& what,
   // 77 when the refusals alone leave no majority (the credentials or the ACL
   // are what to fix); an outage of the others is 69 otherwise.
   if (refused && total_ - refusals < quorum()) return *refused;
+  // 70 likewise when another program's values at the lock's keys do (what to fix).
+  if (foreign && total_ - foreigns < quorum()) return *foreign;
   return Error(ErrorKind::Unavailable,
                fmt::format("{}: only {} of {} masters answered (a majority is {}); failed: {}{}",
                            what, errors.size() - failed, errors.size(), quorum(), silent,

@@ -217,27 +217,38 @@ void explain_wrong_type(Client& c, const Script& s, const Args& keys, const std:
   st->cb = std::move(cb);
   std::string lock = keys.empty() ? "" : keys.front();
   std::string script = s.name;
-  auto finish = [st, keys, lock, script] {
+  const bool lock_keys = keys.size() >= 2 && kept_type(keys[1], false) != nullptr;
+  auto finish = [st, keys, lock, script, lock_keys] {
     std::string text;
-    for (size_t i = 0; i < keys.size() && text.empty(); ++i) {
+    Cause cause = Cause::Foreign;
+    for (size_t i = 0; i < st->types.size() && text.empty(); ++i) {
       const char* want = kept_type(keys[i], i == 0);
       const std::string& got = st->types[i];
-      if (want && !got.empty() && got != "none" && got != want)
-        text = fmt::format(
-            "the Redis key '{}' holds a {} where rlock keeps a {}: another program uses that "
-            "name (rlock owns every key under its prefix; --prefix picks another)",
-            escape_text(truncate_text(keys[i], 300)), escape_text(truncate_text(got, 32)), want);
+      if (!want || got.empty() || got == "none" || got == want) continue;
+      if (i == 0 && keys[i].back() == '}') cause = Cause::ForeignLock;
+      text = fmt::format(
+          "the Redis key '{}' holds a {} where rlock keeps a {}: another program uses that "
+          "name (rlock owns every key under its prefix; --prefix picks another)",
+          escape_text(truncate_text(keys[i], 300)), escape_text(truncate_text(got, 32)), want);
     }
+    if (text.empty() && !lock_keys)
+      text = fmt::format(
+          "a key of one of the {} locks from '{}' on holds another type of value than rlock "
+          "keeps there (WRONGTYPE in the {} script)",
+          keys.size(), escape_text(truncate_text(lock, 300)), script);
     if (text.empty())
       text = fmt::format(
           "a Redis key of the lock '{}' (or one named '{}:...') holds another type of value "
           "than rlock keeps there: another program uses that name (WRONGTYPE in the {} "
           "script; rlock owns every key under its prefix; --prefix picks another)",
           escape_text(truncate_text(lock, 300)), escape_text(truncate_text(lock, 300)), script);
-    st->r.failure = Error(ErrorKind::Protocol, text);
+    st->r.failure = Error(ErrorKind::Protocol, text, -1, cause);
     st->cb(std::move(st->r));
   };
-  if (keys.empty()) return finish();
+  // A lock's scripts name its keys (keys_of: PREFIX{KEY}, PREFIX{KEY}:fence ...);
+  // `list`'s name a batch of lock keys (read with MGET, which no type fails):
+  // not asked.
+  if (!lock_keys) return finish();
   st->types.assign(keys.size(), "");
   st->left = keys.size();
   for (size_t i = 0; i < keys.size(); ++i)

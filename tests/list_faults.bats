@@ -293,3 +293,64 @@ quorum_listing() {
   "$RLOCK" break --yes bb:x1 >/dev/null
   bg_wait "$BG_PID"
 }
+
+@test "a lock with a key of another type among its keys: named and left out, the rest listed, 70 at the end" {
+  # Before, the whole listing failed with Redis's raw text (the list script's WRONGTYPE,
+  # then the same from that lock's status): everything from that batch on was lost.
+  make_locks REDIS wt: 600
+  # all three in the first batch of 512 (in KEY order: wt:0, wt:1, wt:10, wt:100 ...)
+  # (a plain holder alone is read without its :holders: a foreign value there is not met)
+  rcli hset 'lock:{wt:10}:queue' a b >/dev/null
+  rcli set 'lock:{wt:100}:queue' junk >/dev/null
+  rcli del 'lock:{wt:101}' >/dev/null
+  rcli hset 'lock:{wt:101}' a b >/dev/null # another program's key at the lock's own: no lock
+  run --separate-stderr "$RLOCK" list 'wt:*'
+  assert_equal "$status" 70
+  assert_equal "${#lines[@]}" 597
+  run -1 grep -E '^wt:(10|100|101)'$'\t' <<<"$output"
+  assert_equal "${#stderr_lines[@]}" 3
+  assert_equal "${stderr_lines[0]}" "rlock: warning: lock 'wt:10' not listed: the Redis key 'lock:{wt:10}:queue' holds a hash where rlock keeps a zset: another program uses that name (rlock owns every key under its prefix; --prefix picks another)"
+  [[ ${stderr_lines[1]} == "rlock: warning: lock 'wt:100' not listed: the Redis key 'lock:{wt:100}:queue' holds a string where rlock keeps a zset"* ]] ||
+    fail "${stderr_lines[1]}"
+  assert_equal "${stderr_lines[2]}" "rlock: 2 locks not listed (the first: 'wt:10'): a key of another type among its keys, named above"
+  # --json: a whole array of the others
+  run --separate-stderr "$RLOCK" list --json 'wt:*'
+  assert_equal "$status" 70
+  run -0 jq 'length' <<<"$output"
+  assert_output 597
+  # the batch with them was asked lock by lock; the next went by the script again
+  rcli config resetstat >/dev/null
+  run -70 "$RLOCK" list 'wt:*'
+  assert_equal "$(script_calls REDIS)" $((2 + 512))
+}
+
+@test "many locks with keys of another type: the first ten named, the rest counted" {
+  local i
+  for i in $(seq 1 12); do
+    "$RLOCK" acquire -n "wu:$i" >/dev/null
+    rcli set "lock:{wu:$i}:queue" junk >/dev/null
+  done
+  run --separate-stderr "$RLOCK" list 'wu:*'
+  assert_equal "$status" 70
+  assert_equal "${#stderr_lines[@]}" 11
+  assert_equal "${stderr_lines[10]}" "rlock: 12 locks not listed (the first: 'wu:1'): a key of another type among its keys; the first 10 are named above"
+}
+
+@test "quorum: a key of another type on a majority of masters: named, left out, 70; on a minority: listed" {
+  local i
+  for i in 1 2 3; do make_locks "M$i" qw: 3; done
+  for i in 1 2; do
+    rcli_to "M$i" set 'lock:{qw:1}:holders' junk >/dev/null
+  done
+  run --separate-stderr "$RLOCK" -u "$M1_URL" -u "$M2_URL" -u "$M3_URL" list 'qw:*'
+  assert_equal "$status" 70
+  assert_equal "${#lines[@]}" 2
+  [[ ${stderr_lines[0]} == "rlock: warning: lock 'qw:1' not listed: the Redis key 'lock:{qw:1}:holders' holds a string"* ]] ||
+    fail "$stderr"
+  # a quorum run names it too (70, not 69 "only 0 of 3 masters answered")
+  run -70 "$RLOCK" -u "$M1_URL" -u "$M2_URL" -u "$M3_URL" run -n qw:1 -- true
+  assert_output --partial "the Redis key 'lock:{qw:1}:holders' holds a string where rlock keeps a zset"
+  rcli_to M2 del 'lock:{qw:1}:holders' >/dev/null
+  run -0 "$RLOCK" -u "$M1_URL" -u "$M2_URL" -u "$M3_URL" list 'qw:*'
+  assert_equal "${#lines[@]}" 3
+}

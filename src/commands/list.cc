@@ -162,8 +162,12 @@ std::string scan_match(const GlobalOptions& g, const std::string& pattern) {
 }
 
 // A held lock's status, for the output (free locks, and another tool's keys
-// that are not its locks, are not listed); throws a failure that is one.
+// that are not its locks, are not listed; a lock with a key of another type
+// among its keys is named and left out, ListOutput::unreadable); throws a
+// failure that is one.
 void emit(const GlobalOptions& g, const std::string& key, Outcome<LockStatus>& o, ListOutput& out) {
+  if (o.error && o.error->cause() == Cause::ForeignLock) return;  // not a lock: as list.lua
+  if (o.error && o.error->cause() == Cause::Foreign) return out.unreadable(key, *o.error);
   if (o.error) {
     // Under another tool's layout, a key of another type or kind is not a lock.
     if (g.layout == Layout::Rlock || o.error->kind() != ErrorKind::Protocol) throw *o.error;
@@ -247,8 +251,8 @@ ListCall send_list_call(Client& c, const GlobalOptions& g, const Listed& all, si
 // it stopped: the end, or the first lock of a call the server refused (a
 // Cluster of one node refuses keys of several slots), for the caller to ask
 // each lock from there on.
-size_t list_by_script(Session& s, const GlobalOptions& g, const Listed& all, ListReply kind,
-                      ListOutput& out) {
+size_t list_by_script(Session& s, const GlobalOptions& g, std::vector<Client*>& answered,
+                      const Listed& all, ListReply kind, ListOutput& out) {
   Client& c = *s.clients.front();
   std::deque<ListCall> calls;
   size_t next = 0;
@@ -269,6 +273,16 @@ size_t list_by_script(Session& s, const GlobalOptions& g, const Listed& all, Lis
       sts = parse_list_reply(expect_ok(**call.result, "list script"), call.to - call.from, kind);
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::Protocol) throw;
+      if (e.cause() == Cause::Foreign) {
+        // A lock of the batch has a key of another type (WRONGTYPE stopped the
+        // script there): this batch is asked lock by lock, each unreadable one
+        // named and left out, then the script goes on with the next.
+        log_verbose(fmt::format("list script: {}; asking this batch's locks one by one", e.what()));
+        list_by_status(s, g, answered, all, call.from, call.to, out);
+        out.flush();
+        top_up();
+        continue;
+      }
       log_verbose(fmt::format("list script: {}; asking each lock", e.what()));
       // The calls still in flight are refused too: let them finish unread.
       s.loop.run_until([&] {
@@ -341,7 +355,7 @@ int cmd_list(const GlobalOptions& g, const std::string& pattern, bool prometheus
   // record. Anywhere else, or if the server refuses it, one status each.
   size_t from = 0;
   if (g.layout == Layout::Rlock && !s.quorum() && single_node)
-    from = list_by_script(s, g, all, g.json ? ListReply::Full : ListReply::Line, out);
+    from = list_by_script(s, g, answered, all, g.json ? ListReply::Full : ListReply::Line, out);
   for (; from < all.size(); from += kListBatch) {
     list_by_status(s, g, answered, all, from, std::min(all.size(), from + kListBatch), out);
     out.flush();

@@ -117,6 +117,15 @@ void ListOutput::flush() {
   out_.clear();
 }
 
+// The first few are named, each on a line; the rest are counted by finish().
+constexpr size_t kUnreadableNamed = 10;
+
+void ListOutput::unreadable(const std::string& key, const Error& why) {
+  if (unreadable_++ == 0) first_unreadable_ = key;
+  if (unreadable_ <= kUnreadableNamed)
+    log_error(fmt::format("warning: lock '{}' not listed: {}", escape_text(key), why.what()));
+}
+
 void ListOutput::finish() {
   if (table_ && rows_.size() > 1)
     for (auto& line : layout_table(rows_, stdout_columns(), 0, {{0, 32}, {1, 24}}).lines)
@@ -124,6 +133,17 @@ void ListOutput::finish() {
   if (prometheus_) out_ = metrics_.text();
   if (g_.json) out_ += any_ ? "]\n" : "[]\n";
   flush();
+  // The listing is whole but for these: the output is all there, the status says
+  // it is not the whole truth.
+  if (unreadable_ > 0)
+    throw Error(
+        ErrorKind::Protocol,
+        fmt::format(
+            "{} lock{} not listed (the first: '{}'): a key of another type among "
+            "its keys{}",
+            unreadable_, unreadable_ == 1 ? "" : "s", escape_text(first_unreadable_),
+            unreadable_ > kUnreadableNamed ? "; the first 10 are named above" : ", named above"),
+        -1, Cause::Foreign);
 }
 
 }  // namespace rlock

@@ -34,6 +34,10 @@ class ListOutput {
  public:
   ListOutput(const GlobalOptions& g, bool prometheus);
   void add(const std::string& key, const LockStatus& st);
+  /// A lock that cannot be read (a key of another type among its keys,
+  /// Cause::Foreign): named on stderr (the first few), left out of the output,
+  /// and counted: finish() then fails (70) once everything else is printed.
+  void unreadable(const std::string& key, const Error& why);
   void flush();
   void finish();
 
@@ -41,6 +45,8 @@ class ListOutput {
   const GlobalOptions& g_;
   const bool prometheus_, table_;
   bool any_ = false;
+  size_t unreadable_ = 0;
+  std::string first_unreadable_;
   std::string out_;
   Prometheus metrics_;
   std::vector<std::vector<std::string>> rows_{
