@@ -260,10 +260,19 @@ void QuorumLock::regrant(size_t i, const std::string& token, Millis grant, int64
   auto alive = alive_;
   log_verbose(
       fmt::format("{} no longer holds the lease: granting it again there", clients_[i]->name()));
-  l->acquire(
-      token, grant, false, info_, 0,
-      [alive, l, token, fence, per](Outcome<AcquireReply> a) {
-        if (!*alive || a.error || a.value.state != AcquireReply::State::Acquired) return;
+  // The answer that asked for this may be older than a release with the
+  // token or a break that reached this master meanwhile (its "not held" was
+  // on its way, or this round's answers were counted while another regrant
+  // granted it here again): the regrant is refused where their tombstone is.
+  std::string name = clients_[i]->name();
+  l->regrant(
+      token, grant, info_,
+      [alive, l, token, fence, per, name](Outcome<AcquireReply> a) {
+        if (!*alive || a.error) return;
+        if (a.value.state == AcquireReply::State::Gone)
+          return log_verbose(fmt::format("{}: not granted again: {} removed it there", name,
+                                         a.value.broken ? "a break" : "a release with the token"));
+        if (a.value.state != AcquireReply::State::Acquired) return;
         l->commit_fence(
             token, fence, [](Outcome<FenceReply>) {}, per);
       },
