@@ -484,18 +484,37 @@ void QuorumLock::status(Done<LockStatus> done) {
                       });
 }
 
+Millis QuorumLock::operator_linger() const {
+  return node_timeout(kDefaultTtl);
+}
+
+template <class T>
+void QuorumLock::warn_unanswered(const std::string& what, const std::vector<Outcome<T>>& rs) const {
+  for (size_t i = 0; i < rs.size(); ++i)
+    if (rs[i].error)
+      log_error(fmt::format("warning: {} did not answer the {} ({}): it may not have reached it",
+                            clients_[i]->name(), what, rs[i].error->what()));
+}
+
 void QuorumLock::break_lock(Done<long> done) {
+  // Every master gets the break; once a majority answered, the others get
+  // the per-master bound more (as a release by token alone), so that one
+  // stalled master costs that, not --timeout. A break not answered by then
+  // was sent all the same; the warning names that master.
   fan_out<long>([](SingleLock& l, Done<long> d) { l.break_lock(std::move(d)); },
                 [this, done](std::vector<Outcome<long>> rs) {
                   long removed = 0;  // masters where a holder was removed
                   for (auto& r : rs)
                     if (!r.error && r.value > 0) ++removed;
                   if (answered(rs) < quorum()) return done({too_few("cannot break", rs), {}});
+                  warn_unanswered("break", rs);
                   done({std::nullopt, removed});
-                });
+                },
+                majority_answered<long>(), operator_linger());
 }
 
 void QuorumLock::forget(Done<ForgetReply> done) {
+  // As break_lock: a majority's answers and the per-master bound for the rest.
   fan_out<ForgetReply>([](SingleLock& l, Done<ForgetReply> d) { l.forget(std::move(d)); },
                        [this, done](std::vector<Outcome<ForgetReply>> rs) {
                          ForgetReply out;
@@ -512,8 +531,10 @@ void QuorumLock::forget(Done<ForgetReply> done) {
                          }
                          if (answered(rs) < quorum())
                            return done({too_few("cannot forget", rs), {}});
+                         warn_unanswered("forget", rs);
                          done({std::nullopt, out});
-                       });
+                       },
+                       majority_answered<ForgetReply>(), operator_linger());
 }
 
 void QuorumLock::confirm_replicas(int replicas, Millis budget, const std::string& what,

@@ -539,6 +539,35 @@ evalsha_calls() {
   assert_equal "$(on_masters q-slowrel)" 0
 }
 
+@test "break and forget with a master stalled report once a majority answered and the rest had the per-master bound, not after --timeout" {
+  "$RLOCK" acquire --ttl 60s q-slowbrk >/dev/null
+  redis_pause M5
+  t0=$(now_ms)
+  run "$RLOCK" --timeout 10s break --yes q-slowbrk
+  elapsed=$(($(now_ms) - t0))
+  assert_success
+  # M5 got 600ms more (the per-master bound of release --token), not --timeout (10s).
+  ((elapsed < 5000)) || fail "break took ${elapsed}ms with one master stalled"
+  assert_output --partial "its holder removed on 4 of 5 masters"
+  assert_line --regexp "^rlock: warning: $M5_URL did not answer the break .*: it may not have reached it$"
+  for n in 1 2 3 4; do assert_equal "$(rcli_to "M$n" exists 'lock:{q-slowbrk}')" 0; done
+  # forget (the key is free on the four others) waits as little.
+  t0=$(now_ms)
+  run "$RLOCK" --timeout 10s forget --yes q-slowbrk
+  elapsed=$(($(now_ms) - t0))
+  assert_success
+  ((elapsed < 5000)) || fail "forget took ${elapsed}ms with one master stalled"
+  assert_output --partial "forgot 'q-slowbrk'"
+  assert_line --regexp "^rlock: warning: $M5_URL did not answer the forget .*: it may not have reached it$"
+  assert_equal "$(rcli_to M1 exists 'lock:{q-slowbrk}:fence')" 0
+  redis_resume M5
+  # Every master answering: no warning.
+  "$RLOCK" acquire --ttl 60s q-slowbrk2 >/dev/null
+  run -0 "$RLOCK" break --yes q-slowbrk2
+  assert_output --partial "its holder removed on 5 of 5 masters"
+  refute_output --partial warning
+}
+
 # fence_masters: three masters of the test's own (F1 F2 F3, AOF), since it empties one,
 # with fault proxies P2 and P3 in front of F2 and F3; FURLS holds the three --url.
 fence_masters() {
