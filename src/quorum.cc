@@ -500,7 +500,7 @@ void QuorumLock::break_lock(Done<long> done) {
   // Every master gets the break; once a majority answered, the others get
   // the per-master bound more (as a release by token alone), so that one
   // stalled master costs that, not --timeout. A break not answered by then
-  // was sent all the same; the warning names that master.
+  // may still land there (it was usually written); a warning names that master.
   fan_out<long>([](SingleLock& l, Done<long> d) { l.break_lock(std::move(d)); },
                 [this, done](std::vector<Outcome<long>> rs) {
                   long removed = 0;  // masters where a holder was removed

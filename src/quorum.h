@@ -62,7 +62,7 @@ class QuorumLock : public Lock {
   /// Once a majority answered, the rest get at most the per-master bound of
   /// a release by token alone (clamp(30 s/50, 50 ms, --timeout): 600 ms by
   /// default) more; a master that has not answered by then is named in a
-  /// warning (its request was sent: it may still land there).
+  /// warning (its request may still land there).
   void break_lock(Done<long> done) override;
   void forget(Done<ForgetReply> done) override;
   /// Confirmed when a majority of masters had N replicas confirm.
