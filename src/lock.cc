@@ -142,6 +142,9 @@ AcquireReply parse_acquire(const Reply& r, int limit, bool shared, const std::st
       throw_usage(
           fmt::format("'{}' is a semaphore with --limit {}; use the same --limit", key, stored));
     throw_usage(fmt::format("'{}' is a semaphore with --limit {}, not {}", key, stored, limit));
+  } else if (tag == "GONE") {
+    a.state = AcquireReply::State::Gone;
+    a.broken = num(e[1]) == 2;
   } else if (tag == "STALE") {
     // Only a late copy of an attempt whose connection is gone gets this.
     throw_protocol("acquire reply for an attempt that is not the newest");
@@ -368,10 +371,21 @@ std::string Lock::fresh_token(long /*holder_pid*/) const {
 
 void SingleLock::acquire(const std::string& token, Millis ttl, bool queue, const HolderInfo& info,
                          long attempt, Done<AcquireReply> done, Millis timeout) {
+  acquire_in(queue ? "wait" : "try", token, ttl, info, attempt, std::move(done), timeout);
+}
+
+void SingleLock::regrant(const std::string& token, Millis ttl, const HolderInfo& info,
+                         Done<AcquireReply> done, Millis timeout) {
+  acquire_in("regrant", token, ttl, info, 0, std::move(done), timeout);
+}
+
+void SingleLock::acquire_in(const char* mode, const std::string& token, Millis ttl,
+                            const HolderInfo& info, long attempt, Done<AcquireReply> done,
+                            Millis timeout) {
   Args argv{token,
             std::to_string(ttl.count()),
             std::to_string(limit_),
-            queue ? "wait" : "try",
+            mode,
             std::to_string(kQueueLease.count()),
             names_.channel,
             info.host,

@@ -120,9 +120,12 @@ struct AcquireReply {
   /// holder, first in `holders`, has done_ms): nobody takes it before it ends.
   /// Full: not taken and the line has --max-waiters already. Superseded: a
   /// newer --supersede waiter replaced this one (`by` says who).
-  enum class State { Acquired, Taken, Queued, Done, Full, Superseded } state = State::Taken;
+  /// Gone (a quorum regrant only, SingleLock::regrant): the token's tombstone
+  /// is there, a release with it or a break removed it (`broken`).
+  enum class State { Acquired, Taken, Queued, Done, Full, Superseded, Gone } state = State::Taken;
   long slot = 0;                // Acquired: a semaphore's slot (0: none)
   std::string by;               // Superseded
+  bool broken = false;          // Gone: by `rlock break` (else by a release with the token)
   int64_t fence = 0;            // Acquired
   Millis ttl{0};                // Acquired
   int64_t now_ms = 0;           // Acquired: the server's time of the grant (Unix ms); 0 = unknown
@@ -326,12 +329,21 @@ class SingleLock : public Lock {
   /// tombstone: the token's next attempt may win here or elsewhere, and a tombstone would tell that
   /// holder's renewals (a keeper's) that its owner released it.
   void give_back(const std::string& token, Done<ReleaseReply> done, Millis timeout);
+  /// Quorum mode: grants a holder's lease again here (acquire in mode
+  /// `regrant`: a try), unless a release with the token or a break removed it
+  /// here (its tombstone): Gone then. The renewal answer that asked for it
+  /// ("not held") may be older than that release or break.
+  void regrant(const std::string& token, Millis ttl, const HolderInfo& info,
+               Done<AcquireReply> done, Millis timeout);
   /// Quorum mode: raises the fence counter to at least `fence` and, if
   /// `token` holds, records that fence as its own.
   void commit_fence(const std::string& token, int64_t fence, Done<FenceReply> done, Millis timeout);
   Client& client() { return client_; }
 
  private:
+  void acquire_in(const char* mode, const std::string& token, Millis ttl, const HolderInfo& info,
+                  long attempt, Done<AcquireReply> done, Millis timeout);
+
   Client& client_;
 };
 

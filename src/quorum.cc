@@ -266,10 +266,19 @@ void QuorumLock::regrant(size_t i, const std::string& token, Millis grant, int64
   auto alive = alive_;
   log_verbose(
       fmt::format("{} no longer holds the lease: granting it again there", clients_[i]->name()));
-  l->acquire(
-      token, grant, false, info_, 0,
-      [alive, l, token, fence, per](Outcome<AcquireReply> a) {
-        if (!*alive || a.error || a.value.state != AcquireReply::State::Acquired) return;
+  // The answer that asked for this may be older than a release with the
+  // token or a break that reached this master meanwhile (its "not held" was
+  // on its way, or this round's answers were counted while another regrant
+  // granted it here again): the regrant is refused where their tombstone is.
+  std::string name = clients_[i]->name();
+  l->regrant(
+      token, grant, info_,
+      [alive, l, token, fence, per, name](Outcome<AcquireReply> a) {
+        if (!*alive || a.error) return;
+        if (a.value.state == AcquireReply::State::Gone)
+          return log_verbose(fmt::format("{}: not granted again: {} removed it there", name,
+                                         a.value.broken ? "a break" : "a release with the token"));
+        if (a.value.state != AcquireReply::State::Acquired) return;
         l->commit_fence(
             token, fence, [](Outcome<FenceReply>) {}, per);
       },
@@ -481,18 +490,37 @@ void QuorumLock::status(Done<LockStatus> done) {
                       });
 }
 
+Millis QuorumLock::operator_linger() const {
+  return node_timeout(kDefaultTtl);
+}
+
+template <class T>
+void QuorumLock::warn_unanswered(const std::string& what, const std::vector<Outcome<T>>& rs) const {
+  for (size_t i = 0; i < rs.size(); ++i)
+    if (rs[i].error)
+      log_error(fmt::format("warning: {} did not answer the {} ({}): it may not have reached it",
+                            clients_[i]->name(), what, rs[i].error->what()));
+}
+
 void QuorumLock::break_lock(Done<long> done) {
+  // Every master gets the break; once a majority answered, the others get
+  // the per-master bound more (as a release by token alone), so that one
+  // stalled master costs that, not --timeout. A break not answered by then
+  // may still land there (it was usually written); a warning names that master.
   fan_out<long>([](SingleLock& l, Done<long> d) { l.break_lock(std::move(d)); },
                 [this, done](std::vector<Outcome<long>> rs) {
                   long removed = 0;  // masters where a holder was removed
                   for (auto& r : rs)
                     if (!r.error && r.value > 0) ++removed;
                   if (answered(rs) < quorum()) return done({too_few("cannot break", rs), {}});
+                  warn_unanswered("break", rs);
                   done({std::nullopt, removed});
-                });
+                },
+                majority_answered<long>(), operator_linger());
 }
 
 void QuorumLock::forget(Done<ForgetReply> done) {
+  // As break_lock: a majority's answers and the per-master bound for the rest.
   fan_out<ForgetReply>([](SingleLock& l, Done<ForgetReply> d) { l.forget(std::move(d)); },
                        [this, done](std::vector<Outcome<ForgetReply>> rs) {
                          ForgetReply out;
@@ -509,8 +537,10 @@ void QuorumLock::forget(Done<ForgetReply> done) {
                          }
                          if (answered(rs) < quorum())
                            return done({too_few("cannot forget", rs), {}});
+                         warn_unanswered("forget", rs);
                          done({std::nullopt, out});
-                       });
+                       },
+                       majority_answered<ForgetReply>(), operator_linger());
 }
 
 void QuorumLock::confirm_replicas(int replicas, Millis budget, const std::string& what,

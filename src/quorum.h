@@ -58,6 +58,11 @@ class QuorumLock : public Lock {
   /// Every master's view, and the quorum's: held when one token holds on a
   /// majority. An unavailable Error when fewer than a majority answer.
   void status(Done<LockStatus> done) override;
+  /// On every master; an unavailable Error when fewer than a majority answer.
+  /// Once a majority answered, the rest get at most the per-master bound of
+  /// a release by token alone (clamp(30 s/50, 50 ms, --timeout): 600 ms by
+  /// default) more; a master that has not answered by then is named in a
+  /// warning (its request may still land there).
   void break_lock(Done<long> done) override;
   void forget(Done<ForgetReply> done) override;
   /// Confirmed when a majority of masters had N replicas confirm.
@@ -114,6 +119,21 @@ class QuorumLock : public Lock {
   }
 
   Millis node_timeout(Millis ttl) const;
+  /// How long break and forget wait for the last masters once a majority
+  /// answered: the per-master bound of the default TTL, as release --token.
+  Millis operator_linger() const;
+  /// Enough for break and forget: a majority answered without an error.
+  template <class T>
+  Enough<T> majority_answered() const {
+    size_t q = quorum();
+    return [q](const Answers<T>& rs) {
+      return static_cast<size_t>(
+                 std::count_if(rs.begin(), rs.end(), [](auto& r) { return r && !r->error; })) >= q;
+    };
+  }
+  /// A warning for each master that did not answer `what` (break, forget).
+  template <class T>
+  void warn_unanswered(const std::string& what, const std::vector<Outcome<T>>& rs) const;
   void commit(const std::string& token, int64_t fence, Millis ttl, Clock::time_point until,
               Done<AcquireReply> done);
   void give_back(const std::string& token, Millis ttl, std::function<void()> then);

@@ -1,4 +1,4 @@
--- ARGV: token, ttl_ms, limit (0 = plain), mode ('try'|'wait'), queue_lease_ms,
+-- ARGV: token, ttl_ms, limit (0 = plain), mode ('try'|'wait'|'regrant'), queue_lease_ms,
 --       channel, host, pid, user, cmd, attempt (optional: >= 1, grows with
 --       every attempt of one token; 0 or absent = not tracked); protocol 4,
 --       each optional: kind ('shared' for a shared hold; else exclusive),
@@ -15,6 +15,10 @@
 --       | {'FULL', -1, free, holders, count} (max_waiters reached)
 --       | {'SUPERSEDED', by} (a newer superseding waiter replaced this one)
 --       | {'MIXED', stored_limit} (-1: a shared lock) | {'STALE', newest_attempt}
+--       | {'GONE', 1|2} (mode 'regrant': the token's tombstone is here)
+-- Mode 'regrant' (quorum mode: a holder grants its lease again on a master that
+-- answered its renewal "not held") is 'try', except where a release with the
+-- token (1) or a break (2) removed it: that answer may be older than they are.
 -- >8 -- rlock sends the rest of this file, from the newline ending this line on
 local tok, ttl, limit, mode = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
 local qlease, chan = tonumber(ARGV[5]), ARGV[6]
@@ -24,6 +28,11 @@ local label = ARGV[13] or ''
 local prio = math.max(-1000, math.min(1000, math.floor(tonumber(ARGV[14] or '0') or 0)))
 local supersede, cap = ARGV[15] == '1', tonumber(ARGV[16] or '0') or 0
 HISTORY = history_cap(ARGV[17])
+if mode == 'regrant' then
+  local tomb = redis.call('GET', rkey(tok))
+  if tomb then return {'GONE', tomb == 'broken' and 2 or 1} end
+  mode = 'try'
+end
 -- A holder's or a waiter's record: who (ARGV[7-10]) and since when, and more.
 local function describe(key, ...)
   redis.call('HSET', key, 'host', ARGV[7], 'pid', ARGV[8], 'user', ARGV[9], 'cmd', ARGV[10],
