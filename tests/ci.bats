@@ -196,6 +196,23 @@ order_is() { assert_equal "$(tr '\n' ' ' <"$T/order")" "$* "; }
   ((pttl > 86400000))
 }
 
+@test "--supersede: a newcomer without --supersede leaves the superseding waiter in line" {
+  t=$("$RLOCK" acquire --ttl 60s keep)
+  bg_start d1 "$RLOCK" run --wait 60s --supersede --label d1 keep -- sh -c 'echo d1 >>"$0"' "$T/order"
+  d1=$BG_PID
+  wait_until '[ "$(n_waiters keep)" -eq 1 ]' 30
+  bg_start p "$RLOCK" run --wait 60s --label p keep -- sh -c 'echo p >>"$0"' "$T/order"
+  p=$BG_PID
+  wait_until 'waiter_labels keep | grep -qx p' 30
+  assert_equal "$(waiter_labels keep | tr '\n' ' ')" "d1 p "
+  "$RLOCK" release keep --token "$t"
+  for q in "$d1" "$p"; do
+    bg_wait "$q" 20
+    assert_equal "$BG_STATUS" 0
+  done
+  order_is d1 p
+}
+
 @test "--supersede: of several superseding waiters joining at the same moment exactly one stays" {
   t=$("$RLOCK" acquire --ttl 60s race)
   pids=()
