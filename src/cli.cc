@@ -188,8 +188,9 @@ void add_lock_options(CLI::App* sub, Values& v, const std::string& ttl) {
                   "first served (-1000 to 1000, default 0)")
       ->type_name("N");
   sub->add_flag("--supersede", v.o.supersede,
-                "deploy only the latest: replace the waiter that asked for it before (it exits "
-                "not acquired, 75); a later one replaces this one");
+                "deploy only the latest: an older job that asked for it too, waiting or back "
+                "later, exits not acquired (75), in every key of --and; a later one replaces "
+                "this one");
   sub->add_option("--max-waiters", v.max_waiters,
                   "not acquired at once (75) when N waiters are in line already")
       ->type_name("N");

@@ -439,7 +439,8 @@ void SingleLock::extend(const std::string& token, Millis ttl, Done<ExtendReply> 
                         Millis timeout) {
   run<ExtendReply>(
       client_, extend_script(), names_,
-      {token, std::to_string(ttl.count()), std::to_string(history_)},
+      {token, std::to_string(ttl.count()), std::to_string(history_),
+       line_.supersede ? "1" : ""},
       [](const Reply& r) {
         auto& e = r.as_array("an extend reply", 1);
         ExtendReply x;
@@ -448,6 +449,7 @@ void SingleLock::extend(const std::string& token, Millis ttl, Done<ExtendReply> 
           x.ttl = Millis(num(e[1]));
           x.fence = num(e[2]);
         }
+        if (x.held && e.size() >= 4) x.superseded_by = e[3].as_string("who supersedes it");
         if (!x.held && e.size() >= 2) {
           x.released = num(e[1]) == 1;
           x.broken = num(e[1]) == 2;

@@ -150,6 +150,9 @@ struct ExtendReply {
   /// Not held because `rlock break` removed it here (its tombstone says so):
   /// quorum mode does not grant it again on this master; a holder lost it.
   bool broken = false;
+  /// Held by a holder that asked to supersede (--supersede), and a newer
+  /// superseding job has joined the line since it first did: who that is.
+  std::optional<std::string> superseded_by;
 };
 
 struct ReleaseReply {

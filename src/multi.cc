@@ -6,6 +6,7 @@
 
 #include "duration.h"
 #include "output.h"
+#include "text.h"
 
 namespace rlock {
 
@@ -312,6 +313,14 @@ void MultiAcquirer::start_over(const Error& why) {
   leaving->cancel([leaving, again] { again(); });
 }
 
+void MultiAcquirer::give_up(Error e) {
+  if (finished_) return;
+  auto alive = alive_;
+  cancel([this, alive, e] {
+    if (*alive) done_({e, {}});
+  });
+}
+
 void MultiAcquirer::cancel(std::function<void()> done) {
   if (finished_) return;
   finished_ = true;
@@ -361,6 +370,7 @@ void MultiAcquirer::renew(bool finishing) {
   auto pending = std::make_shared<size_t>(held_.size());
   auto failure = std::make_shared<std::optional<Error>>();
   auto unanswered = std::make_shared<bool>(false);  // a part to ask again (its lease has time)
+  auto superseded = std::make_shared<std::optional<Error>>();  // a newer --supersede job came
   for (size_t i = 0; i < held_.size(); ++i) {
     Held& h = held_[i];
     Clock::time_point sent = Clock::now();
@@ -370,7 +380,7 @@ void MultiAcquirer::renew(bool finishing) {
         std::min(lock_.command_timeout(), std::chrono::duration_cast<Millis>(lost_at - sent)));
     h.part->extend(
         token_, h.acquired.ttl,
-        [this, alive, i, sent, lost_at, pending, failure, unanswered,
+        [this, alive, i, sent, lost_at, pending, failure, unanswered, superseded,
          finishing](Outcome<ExtendReply> o) {
           if (!*alive || finished_) return;
           Held& h = held_[i];
@@ -378,6 +388,14 @@ void MultiAcquirer::renew(bool finishing) {
           if (!o.error && o.value.held) {
             h.deadline = later(sent, std::clamp(o.value.ttl, Millis(0), h.acquired.ttl));
             h.next = later(sent, h.acquired.ttl / 3);
+            // Latest wins in every key (README, "--supersede"): a newer
+            // superseding job joined the line of a key this one holds.
+            if (o.value.superseded_by && !*superseded)
+              *superseded = Error(
+                  ErrorKind::NotAcquired,
+                  fmt::format("no longer waiting for '{}': superseded by {} (--supersede)",
+                              h.part->names().key,
+                              escape_text(truncate_text(*o.value.superseded_by, kMaxLabel))));
           } else if (!o.error) {
             *failure = Error(ErrorKind::NotAcquired,
                              fmt::format("lost '{}' (broken or expired) while waiting for the "
@@ -394,6 +412,8 @@ void MultiAcquirer::renew(bool finishing) {
           }
           if (--*pending > 0) return;
           renewing_ = false;
+          // Nothing runs: every key goes back, the line it waits in included.
+          if (*superseded) return give_up(**superseded);
           if (*failure) return start_over(**failure);
           if (confirm_) {
             // All are held now; this round may have started before a loss.

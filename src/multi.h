@@ -106,6 +106,9 @@ class MultiAcquirer : public Acquisition {
   void finish_all();
   void got(Acquired a);
   void fail(Error e);
+  /// Stops waiting (leaves the line it is in), gives back every part held,
+  /// then fails with `e`.
+  void give_up(Error e);
   void start_over(const Error& why);
   /// Releases every part held so far (bounded), then calls `then`.
   void release_held(std::function<void()> then);

@@ -102,6 +102,32 @@ is_free() { ! "$RLOCK" status "$1" >/dev/null 2>&1; }
   assert_equal "$(tr '\n' ' ' <"$T/order")" "m s "
 }
 
+# in_key KEY LABEL: LABEL holds KEY or waits in its line.
+in_key() {
+  status_json "$1" | jq -e --arg l "$2" '[.holders[].label, .waiters[].label] | index($l) != null' >/dev/null
+}
+
+@test "--supersede crosses --and: the newest job supersedes older ones in every key, one holding some keys gives them back" {
+  t=$("$RLOCK" acquire --ttl 60s sz1)
+  for j in j1 j2 j3; do
+    bg_start "$j" "$RLOCK" run --wait 60s --ttl 3s --supersede --label "$j" sa1 --and sz1 -- touch "$T/$j.ran"
+    eval "$j=\$BG_PID"
+    # each joins after the one before: j1 holds sa1 and waits in sz1's line
+    wait_until "in_key sa1 $j" 30
+  done
+  bg_wait "$j2" 20
+  assert_equal "$BG_STATUS" 75
+  "$RLOCK" release sz1 --token "$t"
+  bg_wait "$j1" 20
+  assert_equal "$BG_STATUS" 75
+  grep -q "superseded by j[23]" "$T/j1.err"
+  bg_wait "$j3" 20
+  assert_equal "$BG_STATUS" 0
+  assert_equal "$(cd "$T" && echo ./*.ran)" "./j3.ran"
+  is_free sa1
+  is_free sz1
+}
+
 @test "--wait covers every key: it runs out while holding the first, which is given back (75)" {
   t=$("$RLOCK" acquire --ttl 60s ww2)
   start=$(now_ms)

@@ -154,6 +154,65 @@ order_is() { assert_equal "$(tr '\n' ' ' <"$T/order")" "$* "; }
   grep -q "superseded by d2" "$T/d1.err"
 }
 
+@test "--supersede: latest wins: an older job stopped past its place's lease is superseded when it comes back while the newer one holds" {
+  t=$("$RLOCK" acquire --ttl 60s late)
+  bg_start d1 "$RLOCK" run --wait 60s --supersede --label d1 late -- touch "$T/d1.ran"
+  d1=$BG_PID
+  wait_until '[ "$(n_waiters late)" -eq 1 ]' 30
+  kill -STOP "$d1"
+  # its place's lease runs out: it is no longer in line, and nothing marks it
+  wait_until '[ "$(n_waiters late)" -eq 0 ]' 30
+  bg_start d2 "$RLOCK" run --wait 60s --supersede --label d2 late -- sh "$T/gate.sh" "$T" d2
+  d2=$BG_PID
+  wait_until '[ "$(n_waiters late)" -eq 1 ]' 30
+  "$RLOCK" release late --token "$t"
+  wait_for_file "$T/d2.started" 20 # the newer job was granted: the line is empty again
+  kill -CONT "$d1"
+  bg_wait "$d1" 20
+  assert_equal "$BG_STATUS" 75
+  grep -q "superseded by d2" "$T/d1.err"
+  touch "$T/d2.go"
+  bg_wait "$d2" 20
+  assert_equal "$BG_STATUS" 0
+  assert [ ! -e "$T/d1.ran" ]
+}
+
+@test "--supersede: latest wins after the newer job finished, and the mark outlives the place leases by far" {
+  t=$("$RLOCK" acquire --ttl 60s after)
+  bg_start d1 "$RLOCK" run --wait 60s --supersede --label d1 after -- touch "$T/d1.ran"
+  d1=$BG_PID
+  wait_until '[ "$(n_waiters after)" -eq 1 ]' 30
+  kill -STOP "$d1"
+  wait_until '[ "$(n_waiters after)" -eq 0 ]' 30
+  "$RLOCK" release after --token "$t"
+  run -0 "$RLOCK" run --supersede --label d2 after -- true
+  kill -CONT "$d1"
+  bg_wait "$d1" 20
+  assert_equal "$BG_STATUS" 75
+  grep -q "superseded by d2" "$T/d1.err"
+  assert [ ! -e "$T/d1.ran" ]
+  # what says a newer superseding job exists lives as long as the key's history (7 days)
+  pttl=$(rcli pttl "lock:{after}:sups")
+  ((pttl > 86400000))
+}
+
+@test "--supersede: a newcomer without --supersede leaves the superseding waiter in line" {
+  t=$("$RLOCK" acquire --ttl 60s keep)
+  bg_start d1 "$RLOCK" run --wait 60s --supersede --label d1 keep -- sh -c 'echo d1 >>"$0"' "$T/order"
+  d1=$BG_PID
+  wait_until '[ "$(n_waiters keep)" -eq 1 ]' 30
+  bg_start p "$RLOCK" run --wait 60s --label p keep -- sh -c 'echo p >>"$0"' "$T/order"
+  p=$BG_PID
+  wait_until 'waiter_labels keep | grep -qx p' 30
+  assert_equal "$(waiter_labels keep | tr '\n' ' ')" "d1 p "
+  "$RLOCK" release keep --token "$t"
+  for q in "$d1" "$p"; do
+    bg_wait "$q" 20
+    assert_equal "$BG_STATUS" 0
+  done
+  order_is d1 p
+}
+
 @test "--supersede: of several superseding waiters joining at the same moment exactly one stays" {
   t=$("$RLOCK" acquire --ttl 60s race)
   pids=()

@@ -3,7 +3,8 @@
 --       every attempt of one token; 0 or absent = not tracked); protocol 4,
 --       each optional: kind ('shared' for a shared hold; else exclusive),
 --       label, priority (an integer from -1000 to 1000; higher goes first),
---       supersede ('1': replace the waiter that asked for it before),
+--       supersede ('1': replace the waiter that asked for it before; an
+--       older superseding job is answered SUPERSEDED),
 --       max_waiters (a line of that many refuses newcomers; 0 = no cap),
 --       history cap (events kept; 0 = none)
 -- Returns {'OK', fence, ttl, now, slot} (slot: a semaphore's, else 0)
@@ -106,39 +107,53 @@ if v and v ~= SHARED and redis.call('HEXISTS', hkey(v), 'done') == 1 then
   end
   return {'DONE', -1, 0, {holder_fields(v, redis.call('PTTL', LOCK))}, 1}
 end
--- A superseding waiter joining the line: replaces the superseding waiter
--- before it (first, so that it may take the lock that one leaves free), or
--- is replaced by it when that one first joined later (this one is an older
--- job back from an outage). Each superseding waiter's first join is kept in
--- :sups (token -> server ms) as long as the marks of replaced ones.
-if supersede and mode == 'wait' and not queued then
-  local me = tonumber(redis.call('HGET', SUPS, tok) or '') or NOW
-  redis.call('HSETNX', SUPS, tok, NOW)
-  redis.call('PEXPIRE', SUPS, SUPERSEDED_MS)
-  local old = redis.call('GET', SUP)
-  if old == tok or (old and not redis.call('ZSCORE', QUEUE, old)) then old = nil end
-  local theirs = old and tonumber(redis.call('HGET', SUPS, old) or '') or 0
-  if old and theirs > me then
-    local by = who_of(wkey(old))
+-- Latest wins: a superseding job that first joined before the newest one
+-- (SUPS) is superseded whenever it comes back, in the line or not (its place
+-- lost while it was stopped or cut off, the newer one granted or finished).
+if supersede and mode == 'wait' then
+  local by = newer_than(tok)
+  if by then
+    if queued then drop_waiter(tok, chan) end
     redis.call('SET', xkey(tok), by, 'PX', SUPERSEDED_MS)
     record('superseded', tok, 'by', by)
     return {'SUPERSEDED', by}
   end
+end
+-- A superseding job joining the line (the newest, from here on): replaces
+-- the superseding waiter before it, first, so that it may take the lock that
+-- one leaves free.
+if supersede and mode == 'wait' and not queued then
+  local old = redis.call('GET', SUP)
+  if old == tok or (old and not redis.call('ZSCORE', QUEUE, old)) then old = nil end
   -- The cap counts the line as it will be once `old` has left; a newcomer
   -- refused by it replaces nobody.
   if cap > 0 and full(old) then
     local hs, n = holders(10)
     return {'FULL', -1, capacity(limit), hs, n}
   end
+  local by = label
+  if by == '' then by = ARGV[7] .. ' pid ' .. ARGV[8] end
+  by = field(by)
+  -- This job's first join, and it is the newest (it was, or it is new).
+  if redis.call('HSETNX', SUPS, tok, NOW) == 1 and redis.call('HLEN', SUPS) > SUPS_MAX then
+    -- The oldest half goes: a job that old is taken for a new one.
+    local all, jobs = redis.call('HGETALL', SUPS), {}
+    for i = 1, #all, 2 do
+      if string.sub(all[i], 1, 1) ~= ' ' then
+        jobs[#jobs + 1] = {tonumber(all[i + 1]) or 0, all[i]}
+      end
+    end
+    table.sort(jobs, function(a, b) return a[1] < b[1] end)
+    for i = 1, math.floor(#jobs / 2) do redis.call('HDEL', SUPS, jobs[i][2]) end
+  end
+  redis.call('HSET', SUPS, NEWEST, tok, NEWEST_BY, by)
+  redis.call('PEXPIRE', SUPS, LOG_IDLE_MS)
   if old and redis.call('ZREM', QUEUE, old) == 1 then
     -- "Only the latest": the one before leaves the line, is told so, and is
     -- marked so that it never joins again.
-    local by = label
-    if by == '' then by = ARGV[7] .. ' pid ' .. ARGV[8] end
     redis.call('DEL', wkey(old), SUP)
-    redis.call('HDEL', SUPS, old)
-    redis.call('SET', xkey(old), field(by), 'PX', SUPERSEDED_MS)
-    record('superseded', old, 'by', field(by))
+    redis.call('SET', xkey(old), by, 'PX', SUPERSEDED_MS)
+    record('superseded', old, 'by', by)
     tell(chan, old, 'superseded')
     wake(chan)  -- it may have been the one whose turn it was
   end
@@ -198,7 +213,6 @@ if eligible then
     redis.call('DEL', wkey(tok), tkey(tok))
     if redis.call('GET', SUP) == tok then redis.call('DEL', SUP) end
   end
-  if supersede then redis.call('HDEL', SUPS, tok) end
   if limit > 0 then notify(chan, free - 1) end
   return {'OK', fence, ttl, NOW, slot}
 end

@@ -7,6 +7,10 @@
 -- never grants it again on this master either; a holder has lost it).
 -- Never re-creates a lock that has gone.
 -- ARGV[3] (protocol 4, optional): the history cap (events kept; 0 = none).
+-- ARGV[4] (protocol 4, optional): '1' for a holder that asked to supersede
+-- (--supersede): a renewal then says, as a fourth element, who supersedes it
+-- when a newer superseding job has joined this key's line since it first
+-- did (an --and holder of some keys gives them back).
 -- >8 -- rlock sends the rest of this file, from the newline ending this line on
 local tok = ARGV[1]
 HISTORY = history_cap(ARGV[3])
@@ -31,4 +35,6 @@ set_lease(tok, how, ttl)
 -- A hold longer than the history's idle expiry keeps its live record, so
 -- that its end is still recorded.
 if HISTORY > 0 then hcall('PEXPIRE', LIVE, LOG_IDLE_MS) end
-return {1, ttl, tonumber(redis.call('HGET', hkey(tok), 'fence') or '0')}
+local out = {1, ttl, tonumber(redis.call('HGET', hkey(tok), 'fence') or '0')}
+if ARGV[4] == '1' then out[4] = newer_than(tok) end
+return out

@@ -11,11 +11,24 @@ local function rkey(t) return BASE .. 'r:' .. t end
 local function tkey(t) return BASE .. 't:' .. t end
 local TURN_MS = 10000
 -- The waiter that asked to supersede the others (--supersede), the first
--- join of every superseding waiter (SUPS), and the mark of one it replaced:
--- by whom (each kept SUPERSEDED_MS, so that it never rejoins).
+-- join of every superseding job (SUPS: token -> server ms, and under NEWEST
+-- and NEWEST_BY, names no token can have, the newest one and who it is: kept
+-- LOG_IDLE_MS after the last superseding join, so that an older job is
+-- superseded whenever it comes back), and the mark of one it replaced: by
+-- whom (kept SUPERSEDED_MS).
 local SUP, SUPS = BASE .. 'sup', BASE .. 'sups'
+local NEWEST, NEWEST_BY = ' newest', ' by'
 local function xkey(t) return BASE .. 'x:' .. t end
 local SUPERSEDED_MS = 600000
+-- The most superseding jobs SUPS keeps (the oldest half goes past it).
+local SUPS_MAX = 1000
+-- Who supersedes superseding job `t`: the newest superseding job's who, when
+-- `t` joined before it (nil: nobody).
+local function newer_than(t)
+  local h = redis.call('HMGET', SUPS, t, NEWEST, NEWEST_BY)
+  if h[1] and h[2] and h[2] ~= t then return h[3] or '' end
+  return nil
+end
 -- The lock's history: a capped stream of events that the scripts changing the
 -- state write in the same call (each script sets HISTORY from its ARGV: how
 -- many events to keep, 0 = none), and the holders it has recorded as
