@@ -7,6 +7,7 @@
 bats_require_minimum_version 1.5.0
 
 load helpers/redis
+load helpers/topology
 
 setup_file() {
   # A healthy server: persistence on every write, nothing evicted.
@@ -158,4 +159,41 @@ doctor() {
   assert_equal "$status" 1
   assert_output --regexp "ok +persistence \\(redis://127.0.0.1:$m2/0\\)"
   assert_output --regexp "fail +reach \\(redis://127.0.0.1:$port/0\\)"
+}
+
+@test "doctor: a Cluster with a slot nobody serves fails; every master is checked" {
+  cluster_start 3
+  for i in 1 2 3; do rcli_to "CLUSTER$i" config set appendonly yes >/dev/null; done
+  doctor --url "$CLUSTER_URL"
+  assert_success
+  run line cluster
+  assert_output --regexp '^ok +cluster: state ok, all 16384 slots served, 3 masters'
+  assert_equal "$(grep -c -E '^ok +persistence \(127\.0\.0\.1:' <<<"$doc")" 3
+  # Slot 0 taken from the master that serves it: no node serves it any more.
+  for i in 1 2 3; do rcli_to "CLUSTER$i" cluster delslots 0 >/dev/null 2>&1 || true; done
+  wait_until 'rcli_to CLUSTER1 cluster info | grep -q "cluster_slots_assigned:16383"'
+  doctor --url "$CLUSTER_URL"
+  assert_equal "$status" 1
+  run line cluster
+  assert_output --regexp '^fail +cluster: state [a-z]+: 16383 of 16384 slots assigned'
+  for i in 1 2 3; do redis_stop "CLUSTER$i"; done
+}
+
+@test "doctor: a Sentinel whose quorum is gone fails; a sentinel down warns" {
+  sentinel_setup doctormaster 1
+  rcli_to SMASTER config set appendonly yes >/dev/null
+  doctor --url "$SENTINEL_URL"
+  assert_success
+  assert_equal "$(grep -c -E '^ok +sentinel \(sentinel 127\.0\.0\.1:[0-9]+\): OK' <<<"$doc")" 3
+  redis_stop SENT2
+  redis_stop SENT3
+  # (once SENT1 finds the other two down: their down-after, 2 s)
+  wait_until 'rcli_to SENT1 sentinel ckquorum doctormaster 2>&1 | grep -q NOQUORUM' 20
+  doctor --url "$SENTINEL_URL"
+  assert_equal "$status" 1
+  assert_output --regexp "fail +sentinel \\(sentinel 127\\.0\\.0\\.1:$SENT1_PORT\\): NOQUORUM"
+  assert_equal "$(grep -c -E '^warn +sentinel' <<<"$doc")" 2
+  redis_stop SENT1
+  redis_stop SREPLICA
+  redis_stop SMASTER
 }

@@ -19,7 +19,10 @@
 #include "commands/commands.h"
 #include "key.h"
 #include "output.h"
+#include "resolver.h"
+#include "slot.h"
 #include "text.h"
+#include "transport.h"
 
 namespace rlock {
 
@@ -324,8 +327,40 @@ class Examiner {
   // The commands a lock needs, run on scratch keys inside one script (where a
   // refusal is an error the script sees, as rlock's scripts would meet it),
   // then those sent outside a script.
+  // Scratch keys whose slot this server serves: in a Cluster each master is
+  // probed on its own (ACLs are not shared between nodes); nullopt when this
+  // master serves no slot (or CLUSTER SLOTS does not say).
+  std::optional<std::string> scratch_base() {
+    std::string token = new_token();
+    auto base = [&](int n) { return fmt::format("{}{{rlock-doctor:{}:{}}}", prefix_, token, n); };
+    if (node_.empty()) return base(0);
+    Result r = ask({"CLUSTER", "SLOTS"});
+    if (r.failure) throw *r.failure;
+    std::vector<std::pair<long long, long long>> mine;
+    if (r.reply.type == Reply::Type::Array)
+      for (const Reply& range : r.reply.elements) {
+        if (range.type != Reply::Type::Array || range.elements.size() < 3) continue;
+        const Reply& master = range.elements[2];
+        if (master.type != Reply::Type::Array || master.elements.size() < 2) continue;
+        if (fmt::format("{}:{}", master.elements[0].text(), master.elements[1].text()) == node_)
+          mine.emplace_back(range.elements[0].integer, range.elements[1].integer);
+      }
+    if (mine.empty()) return std::nullopt;
+    for (int n = 0; n < 100000; ++n) {
+      int slot = key_slot(base(n));
+      for (auto [lo, hi] : mine)
+        if (slot >= lo && slot <= hi) return base(n);
+    }
+    return std::nullopt;
+  }
+
   void acl() {
-    std::string base = prefix_ + "{rlock-doctor:" + new_token() + "}";
+    auto scratch = scratch_base();
+    if (!scratch) {
+      add("acl", Verdict::Skip, "this master serves no slot (CLUSTER SLOTS): nothing to try here");
+      return;
+    }
+    const std::string& base = *scratch;
     Args eval = {"EVAL", std::string(kAclProbe), "4", base, base + ":h", base + ":z",
                  base + ":t", base + ":c"};
     Result r = ask(eval);
@@ -461,6 +496,83 @@ class Examiner {
   double rtt_ms_ = 0;
 };
 
+// CLUSTER INFO's fields, or nothing where the server is no Cluster node.
+Fields cluster_info(Client& c) {
+  Fields f;
+  Result r = ask(c, {"CLUSTER", "INFO"});
+  if (r.failure || r.reply.type != Reply::Type::String) return f;
+  const std::string& s = r.reply.str;
+  size_t at = 0;
+  while (at < s.size() && f.size() < kMaxInfoFields) {
+    size_t end = s.find('\n', at);
+    if (end == std::string::npos) end = s.size();
+    std::string line = s.substr(at, end - at);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (size_t colon = line.find(':'); colon != std::string::npos)
+      f[line.substr(0, colon)] = line.substr(colon + 1);
+    at = end + 1;
+  }
+  return f;
+}
+
+// A Cluster as a whole (as the URL's node sees it): every slot served, state ok.
+void check_cluster(Client& c, const std::string& where, std::vector<Finding>& found) {
+  Fields f = cluster_info(c);
+  if (f.empty()) return;
+  auto num = [&](const char* name) { return std::atol(f[name].c_str()); };
+  long served = num("cluster_slots_ok");
+  long assigned = num("cluster_slots_assigned");
+  const std::string& state = f["cluster_state"];
+  if (state == "ok" && served == 16384)
+    found.push_back(Finding{where, "cluster", Verdict::Ok,
+                            fmt::format("state ok, all 16384 slots served, {} masters",
+                                        escape_text(f["cluster_size"]))});
+  else
+    found.push_back(Finding{
+        where, "cluster", Verdict::Fail,
+        fmt::format("state {}: {} of 16384 slots assigned, {} served: a lock whose key hashes "
+                    "to a slot nobody serves cannot be taken or released (69)",
+                    escape_text(state), assigned, served),
+        "assign every slot to a master that answers (redis-cli --cluster fix), or bring the "
+        "failed masters back"});
+}
+
+// Each sentinel of a redis-sentinel:// URL: reachable, and able to agree on a
+// failover (SENTINEL CKQUORUM: enough sentinels to authorise one and to reach
+// their quorum). A Sentinel that cannot fail over leaves the locks with the
+// master until it comes back; one that cannot be reached is not asked.
+void check_sentinels(Loop& loop, const ConnectionConfig& cfg, std::vector<Finding>& found) {
+  const SentinelConfig& sc = *cfg.sentinel;
+  for (const Endpoint& ep : sc.sentinels) {
+    ConnectionConfig c = cfg;
+    c.endpoint = ep;
+    c.password_source = sc.password_source;
+    c.server_kind = "sentinel";
+    c.sentinel.reset();
+    auto tls = c.endpoint.tls ? make_tls_context(c.tls) : nullptr;
+    Connection conn(loop, c, tls, std::make_shared<AddressBook>(loop, c.endpoint, c.connect_timeout));
+    Result r = settle<Result>(loop, [&](std::function<void(Result)> done) {
+      conn.command({"SENTINEL", "CKQUORUM", sc.master_name}, std::move(done));
+    });
+    std::string where = "sentinel " + ep.address();
+    if (r.failure) {
+      // The others may still agree on a failover (their own answers say).
+      found.push_back(Finding{where, "sentinel", Verdict::Warn, r.failure->what(),
+                              "bring it back, or take it out of the URL"});
+    } else if (r.reply.is_error()) {
+      found.push_back(Finding{
+          where, "sentinel", Verdict::Fail,
+          fmt::format("{}: no failover can be agreed on, so a failed master keeps its locks "
+                      "(and every lock waits) until it comes back",
+                      escape_text(r.reply.str.substr(0, 300))),
+          "start enough sentinels for the quorum (and a majority of them)"});
+    } else {
+      found.push_back(Finding{where, "sentinel", Verdict::Ok,
+                              escape_text(r.reply.text().substr(0, 300))});
+    }
+  }
+}
+
 // Every server failed to answer: the first one's error is the exit status (69).
 [[noreturn]] void throw_unavailable_all(const std::vector<Finding>& found) {
   throw Error(ErrorKind::Unavailable,
@@ -490,9 +602,14 @@ int cmd_doctor(const GlobalOptions& g) {
   Session s(g);
   std::vector<Finding> found;
   size_t unreachable = 0;
+  std::vector<std::string> urls = effective_urls(g);
   for (size_t i = 0; i < s.clients.size(); ++i) {
     Client& c = *s.clients[i];
     std::string where = s.quorum() ? c.name() : std::string();
+    if (i < urls.size() && is_sentinel_url(urls[i])) {
+      ConnectionConfig cfg = connection_config(g, urls[i]);
+      if (cfg.sentinel) check_sentinels(s.loop, cfg, found);
+    }
     // One master of several that cannot be reached is a finding; the only
     // server, or a password refused, is the command's exit status.
     auto unreachable_master = [&](const Error& e, const std::string& label, bool several) {
@@ -510,6 +627,7 @@ int cmd_doctor(const GlobalOptions& g) {
       continue;
     }
     if (masters.value.size() > 1) nodes = masters.value;
+    check_cluster(c, where, found);
     for (const std::string& node : nodes) {
       std::string label = nodes.size() > 1 ? node : where;
       try {
