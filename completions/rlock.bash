@@ -5,7 +5,7 @@
 # line, $RLOCK_URL or $REDIS_URL), through `rlock list --names`, which gives up
 # after --timeout 500ms in all: a dead or stalled server never hangs the shell.
 
-_rlock_subcommands="run acquire extend release status list history break forget"
+_rlock_subcommands="run acquire extend release status list history break forget doctor"
 
 # Options every subcommand accepts (before or after the subcommand). --json is
 # not among them: run, release, break and forget refuse it.
@@ -29,6 +29,7 @@ _rlock_sub_opts() {
         list) echo "--names --prometheus --json" ;;
         history) echo "-n --lines -f --follow --json" ;;
         break | forget) echo "-y --yes" ;;
+        doctor) echo "--json" ;;
     esac
 }
 

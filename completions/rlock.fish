@@ -152,6 +152,7 @@ complete -c rlock -n __rlock_no_subcommand -a list -d 'list held locks whose KEY
 complete -c rlock -n __rlock_no_subcommand -a history -d 'show what happened to KEY: who held it, how it ended'
 complete -c rlock -n __rlock_no_subcommand -a break -d 'delete a stuck lock and wake its waiters'
 complete -c rlock -n __rlock_no_subcommand -a forget -d 'remove every trace of a free, unwaited key'
+complete -c rlock -n __rlock_no_subcommand -a doctor -d 'check whether the Redis server is safe for locks'
 complete -c rlock -n __rlock_no_subcommand -l version -d 'print the version and exit'
 
 # Connection and output options: before or after the subcommand.
@@ -177,7 +178,7 @@ complete -c rlock -n $g -l history -x -d 'events each lock history keeps (defaul
 complete -c rlock -n $g -s h -l help -d 'print help and exit'
 
 # --json: where there is something to print as JSON.
-complete -c rlock -n '__rlock_no_subcommand; or __rlock_sub_is acquire extend status list history' -l json -d 'machine-readable output'
+complete -c rlock -n '__rlock_no_subcommand; or __rlock_sub_is acquire extend status list history doctor' -l json -d 'machine-readable output'
 
 # KEY, from the server.
 complete -c rlock -n __rlock_wants_key -x -a '(__rlock_key_names)'

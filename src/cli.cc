@@ -23,7 +23,8 @@ namespace {
 constexpr const char* kExitTable = R"(Exit status:
   0        success; for run, the child exited 0
   1-125    run: the child's own exit status, passed through
-  1        status: KEY is free; break: KEY was not held; forget: refused
+  1        status: KEY is free; break: KEY was not held; forget: refused;
+           doctor: a check warned or failed
   64       usage error: bad flag, duration, URL, key, token; a database the
            server does not have
   69       Redis unavailable: connect, TLS, or a command timed out or failed;
@@ -80,6 +81,7 @@ struct Subcommands {
   CLI::App* list;
   CLI::App* brk;
   CLI::App* forget;
+  CLI::App* doctor;
 };
 
 // --- definitions: every flag once, with the value name its help shows ---------------------
@@ -139,7 +141,7 @@ void add_output_options(CLI::App& app, Values& v) {
   app.add_flag("-q,--quiet", v.g.quiet, "no informational messages (errors are still printed)")
       ->group("Output");
   app.add_flag("--json", v.g.json,
-               "machine-readable output (acquire, extend, status, list, history)")
+               "machine-readable output (acquire, extend, status, list, history, doctor)")
       ->group("Output");
   app.add_option("--history", v.history,
                  "events each lock's history keeps, written by run, acquire, extend, release "
@@ -356,6 +358,18 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
       "mode every master's log, merged: an event says on how many masters it was.\n"
       "Exit 0, also for a KEY without history.");
 
+  s.doctor = app.add_subcommand("doctor",
+                                 "check whether the Redis rlock is pointed at is safe for locks: "
+                                 "eviction, persistence, role, ACL, clock, round trip");
+  s.doctor->footer(
+      "One line per check: ok, warn, fail or skip (a check that could not run), then\n"
+      "\"fix:\" and what to do. Exit 0 when nothing warns or fails, 1 when something\n"
+      "does, 69 when the server cannot be reached, 77 when rlock cannot authenticate.\n"
+      "Reads only, except the ACL check: it runs the commands a lock needs on scratch\n"
+      "keys of its own under the prefix (deleted, and expiring in 10 s), never on a\n"
+      "lock. Quorum mode and a Cluster: every master is checked. --json: an array of\n"
+      "{server, check, status, message, fix}.");
+
   for (auto* sub : app.get_subcommands({})) sub->fallthrough();
   return s;
 }
@@ -373,6 +387,7 @@ HelpLayout help_layout() {
   h.usage["break"] = "rlock break KEY [--yes] [OPTIONS]";
   h.usage["forget"] = "rlock forget KEY [--yes] [OPTIONS]";
   h.usage["history"] = "rlock history KEY [-n N] [--follow] [--json] [OPTIONS]";
+  h.usage["doctor"] = "rlock doctor [--json] [OPTIONS]";
   // --json only where there is something to print as JSON.
   for (const char* sub : {"run", "release", "break", "forget"}) h.hidden_output[sub] = {"--json"};
   return h;
@@ -714,8 +729,8 @@ int dispatch(Values& v, const Subcommands& s, CLI::App& app, const Words& w) {
   for (CLI::App* sub : {s.run, s.release, s.brk, s.forget})
     if (sub->parsed() && g.json)
       throw_usage(
-          fmt::format("--json does not apply to {}: it is for acquire, extend, status "
-                      "and list",
+          fmt::format("--json does not apply to {}: it is for acquire, extend, status, "
+                      "list, history and doctor",
                       sub->get_name()));
   if (s.run->parsed() || s.acquire->parsed() || s.extend->parsed() || s.release->parsed())
     check_layout_options(g, &v.o);
@@ -788,6 +803,7 @@ int dispatch(Values& v, const Subcommands& s, CLI::App& app, const Words& w) {
   }
   if (s.brk->parsed()) return cmd_break(g, v.key, v.yes);
   if (s.forget->parsed()) return cmd_forget(g, v.key, v.yes);
+  if (s.doctor->parsed()) return cmd_doctor(g);
   if (s.history->parsed()) {
     long n =
         v.count ? whole_number(*v.count, 1, 10000, "-n", "a whole number from 1 to 10000") : 20;

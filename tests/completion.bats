@@ -90,10 +90,10 @@ help_subcommands() {
   assert_output --partial "rlock"
 }
 
-@test "'rlock ' completes the subcommands run acquire extend release status list history break forget" {
+@test "'rlock ' completes the subcommands run acquire extend release status list history break forget doctor" {
   run complete_line 'rlock '
   assert_success
-  assert_candidates run acquire extend release status list history break forget
+  assert_candidates run acquire extend release status list history break forget doctor
 }
 
 @test "the completed subcommands are the ones rlock --help lists" {
@@ -247,7 +247,7 @@ fish_candidates() {
 @test "zsh: subcommands, URL schemes (not ftp://), option values" {
   command -v zsh >/dev/null || skip "zsh is not installed"
   run zsh_candidates 'rlock '
-  assert_candidates run acquire extend release status list history break forget
+  assert_candidates run acquire extend release status list history break forget doctor
   run zsh_candidates 'rlock -u '
   assert_candidates redis:// rediss:// unix:/// redis-sentinel:// rediss-sentinel://
   run zsh_candidates 'rlock run k --on-lost '
@@ -271,7 +271,7 @@ fish_candidates() {
 @test "fish: subcommands, URL schemes, option values, and run's command with its arguments" {
   command -v fish >/dev/null || skip "fish is not installed"
   run fish_candidates 'rlock '
-  assert_candidates run acquire extend release status list history break forget
+  assert_candidates run acquire extend release status list history break forget doctor
   run fish_candidates 'rlock -u '
   assert_candidates redis:// rediss:// unix:/// redis-sentinel:// rediss-sentinel://
   run fish_candidates 'rlock run k --on-lost '
@@ -300,6 +300,7 @@ fish_candidates() {
 # sorted; run's "--" (end of options) is not an option.
 offered() {
   local line="rlock ${2:+$2 k }-"
+  [[ ${2:-} == doctor ]] && line="rlock doctor -" # (no KEY)
   case $1 in
     bash) complete_line "$line" ;;
     zsh) zsh_candidates "$line" ;;
@@ -311,12 +312,12 @@ offered() {
 # options of its --help.
 assert_offers_help_options() {
   local sub want got
-  for sub in "" run acquire extend release status list history break forget; do
+  for sub in "" run acquire extend release status list history break forget doctor; do
     want=$(help_options "$sub")
     [[ -n $want ]] || fail "no options in rlock $sub --help"
     got=$(offered "$1" "$sub")
     [[ $got == "$want" ]] ||
-      fail "$1, 'rlock ${sub:+$sub k }-': offered and --help differ (< --help, > offered):
+      fail "$1, 'rlock ${sub:+$sub k }-' (doctor: no k): offered and --help differ (< --help, > offered):
 $(diff <(echo "$want") <(echo "$got") | grep '^[<>]')"
   done
 }

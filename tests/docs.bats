@@ -354,14 +354,15 @@ man_exit_table() {
   assert_equal "$man" "$recipe"
 }
 
-@test "the man page names forget where it lists the operators' commands, -y and status 1" {
+@test "the man page names forget and doctor where it lists the operators' commands, -y and status 1" {
   run "$RLOCK" forget --help
   assert_output --partial "--yes"
   # The page as one line of source.
   man=$(sed -e 's/\\-/-/g' "$MAN" | tr '\n' ' ')
-  [[ $man == *".B break and .B forget are for operators."* ]] || fail "the operators' list"
+  [[ $man == *".BR break , .B forget and .B doctor are for operators."* ]] ||
+    fail "the operators' list"
   [[ $man == *'.BR -y ", " --yes .RB ( break , .BR forget ) Do not ask'* ]] || fail "-y"
-  [[ $man == *".B 1 status: KEY is free; break: KEY was not held; forget: refused"* ]] ||
+  [[ $man == *".B 1 status: KEY is free; break: KEY was not held; forget: refused; doctor: a check warned or failed"* ]] ||
     fail "status 1"
 }
 

@@ -30,6 +30,9 @@ int cmd_forget(const GlobalOptions& g, const std::string& key, bool yes);
 /// `history`: the newest `count` events of KEY's history, oldest first; with
 /// `follow`, then every new one until a stop signal (exit 0).
 int cmd_history(const GlobalOptions& g, const std::string& key, long count, bool follow);
+/// `doctor`: whether the deployment is safe for locks, one line per check
+/// (ok, warn, fail, skip); 0 when nothing warns or fails, 1 otherwise.
+int cmd_doctor(const GlobalOptions& g);
 
 /// Formats one lock's status for people (used by status and list).
 std::string status_text(const std::string& key, const LockStatus& s);
