@@ -44,6 +44,11 @@ SCRIPT_COMMANDS=(DEL EXISTS GET HDEL HEXISTS HGET HMGET HSET HSETNX INCR PERSIST
     run "$RLOCK" --url "$url" run "$k-free" --ttl 20s -- true
     [[ $status == 0 || $status == 77 ]] || bad+=" $c(free: exit $status)"
     [[ -z $(strays "$k-free") ]] || bad+=" $c: $(strays "$k-free" | tr '\n' ' ')"
+    # Another's lease: extended, then broken (or refused).
+    tok=$("$RLOCK" acquire "$k-other" --ttl 20s)
+    "$RLOCK" --url "$url" extend "$k-other" --token "$tok" --ttl 30s >/dev/null 2>&1 || true
+    "$RLOCK" --url "$url" break "$k-other" --yes >/dev/null 2>&1 || true
+    [[ -z $(strays "$k-other") ]] || bad+=" $c: $(strays "$k-other" | tr '\n' ' ')"
     # Taken: the run waits in line (or is refused) and gives up.
     tok=$("$RLOCK" acquire "$k" --ttl 20s)
     run "$RLOCK" --url "$url" run "$k" --ttl 20s --wait 100ms -- true
@@ -86,6 +91,8 @@ SCRIPT_COMMANDS=(DEL EXISTS GET HDEL HEXISTS HGET HMGET HSET HSETNX INCR PERSIST
   rcli hset 'lock:{hw-dead}:w:aaaa' host h pid 1 user u cmd c since 1 >/dev/null
   run "$RLOCK" status hw-dead --json
   assert_output --partial '"waiter_count":0'
+  run "$RLOCK" list 'hw-dead' --json
+  refute_output --partial '"waiter_count":1'
   rl run hw-dead -n -- true
   assert_success
   assert_equal "$(rcli exists 'lock:{hw-dead}:w:aaaa' 'lock:{hw-dead}:queue')" 0

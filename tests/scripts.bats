@@ -681,3 +681,37 @@ pacq() {
   run -0 first_line pacq sx s1 0 1 0 2
   assert [ "$(rcli pttl 'lock:{sx}:sup')" -gt 5000 ]
 }
+
+@test "mixed versions: the line's keys expire only while every waiter joined through protocol 4" {
+  run -0 first_line acq v2 qx h 30000 1
+  run -0 first_line acq v2 qx a 30000 0 wait
+  assert_output QUEUED
+  for k in queue qseq qnew; do
+    p=$(rcli pttl "lock:{qx}:$k")
+    assert [ "$p" -gt 0 ]
+    assert [ "$p" -le 6000 ]
+  done
+  # A protocol 3 waiter joins (it raises :qseq, not :qnew); a's next refresh sees it.
+  run -0 first_line acq p3 qx b 30000 0 wait
+  assert_output QUEUED
+  run -0 first_line acq v2 qx a 30000 0 wait
+  assert_equal "$(rcli pttl 'lock:{qx}:queue') $(rcli pttl 'lock:{qx}:qseq')" "-1 -1"
+  assert_equal "$(rcli exists 'lock:{qx}:qnew')" 0
+  # and it stays so: a new protocol 4 waiter joining a line without an expiry sets none
+  run -0 first_line acq v2 qx c 30000 0 wait
+  run -0 first_line acq v2 qx a 30000 0 wait
+  assert_equal "$(rcli pttl 'lock:{qx}:queue')" -1
+  # A line a protocol 3 waiter started has none either.
+  run -0 first_line acq v2 qy h 30000 1
+  run -0 first_line acq p3 qy b 30000 0 wait
+  run -0 first_line acq v2 qy a 30000 0 wait
+  assert_equal "$(rcli pttl 'lock:{qy}:queue')" -1
+}
+
+@test "a line whose last waiter died goes by itself within its place lease" {
+  run -0 first_line acq v2 qd h 30000 1
+  # a waiter with a 300 ms place lease, never refreshed (killed)
+  run -0 first_line v2 acquire qd w 30000 0 wait 300 "lock:release:{qd}" host 42 user cmd 0
+  assert_output QUEUED
+  wait_until '[[ $(rcli exists "lock:{qd}:queue" "lock:{qd}:qseq" "lock:{qd}:qnew" "lock:{qd}:w:w") == 0 ]]' 3
+}
