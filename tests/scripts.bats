@@ -715,3 +715,27 @@ pacq() {
   assert_output QUEUED
   wait_until '[[ $(rcli exists "lock:{qd}:queue" "lock:{qd}:qseq" "lock:{qd}:qnew" "lock:{qd}:w:w") == 0 ]]' 3
 }
+
+@test "where the server cannot be asked (Redis 6: no redis.acl_check_cmd), a refused PEXPIRE leaves no record and no place" {
+  rcli acl setuser s6nopex reset on '>pw' '~lock:*' '&lock:*' '+@all' -pexpire >/dev/null
+  # The script as Redis 6 runs it: redis.acl_check_cmd is not there.
+  { echo 'local redis = setmetatable({acl_check_cmd = false}, {__index = redis})'
+    cat "$SCRIPTS/acquire.lua"; } >"$T/acquire6.lua"
+  as6() {
+    local k=$1
+    shift
+    redis-cli -h 127.0.0.1 -p "$REDIS_PORT" --user s6nopex --pass pw --no-auth-warning --raw \
+      eval "$(<"$T/acquire6.lua")" 6 "lock:{$k}" "lock:{$k}:fence" "lock:{$k}:holders" \
+      "lock:{$k}:limit" "lock:{$k}:queue" "lock:{$k}:qseq" "$@"
+  }
+  run -0 first_line acq v2 r6 h 30000 1
+  run as6 r6 w 30000 0 wait 6000 'lock:release:{r6}' host 42 user cmd 0
+  assert_output --partial "can't run this command"
+  assert_equal "$(rcli exists 'lock:{r6}:w:w' 'lock:{r6}:queue' 'lock:{r6}:qseq')" 0
+  # Free: the holder's record goes; the lock itself ends with its lease (PX).
+  run as6 r6f t 30000 0 try 6000 'lock:release:{r6f}' host 42 user cmd 0
+  assert_output --partial "can't run this command"
+  assert_equal "$(rcli exists 'lock:{r6f}:h:t')" 0
+  p=$(rcli pttl 'lock:{r6f}')
+  assert [ "$p" -gt 0 ]
+}

@@ -67,7 +67,7 @@ local function expire(key, ms)
   local r = redis.pcall('PEXPIRE', key, ms)
   if type(r) == 'table' and r.err then
     redis.pcall('DEL', key)
-    error(r)
+    error(r.err)  -- (a string: Redis 6 raises no tables)
   end
 end
 
