@@ -732,10 +732,12 @@ pacq() {
   run as6 r6 w 30000 0 wait 6000 'lock:release:{r6}' host 42 user cmd 0
   assert_output --partial "can't run this command"
   assert_equal "$(rcli exists 'lock:{r6}:w:w' 'lock:{r6}:queue' 'lock:{r6}:qseq')" 0
-  # Free: the holder's record goes; the lock itself ends with its lease (PX).
+  # Free: neither the holder's record nor the holder (no phantom holder after the error).
   run as6 r6f t 30000 0 try 6000 'lock:release:{r6f}' host 42 user cmd 0
   assert_output --partial "can't run this command"
-  assert_equal "$(rcli exists 'lock:{r6f}:h:t')" 0
-  p=$(rcli pttl 'lock:{r6f}')
-  assert [ "$p" -gt 0 ]
+  assert_equal "$(rcli exists 'lock:{r6f}:h:t' 'lock:{r6f}')" 0
+  # nor a semaphore's
+  run as6 r6s t 30000 2 try 6000 'lock:release:{r6s}' host 42 user cmd 0
+  assert_output --partial "can't run this command"
+  assert_equal "$(rcli exists 'lock:{r6s}:h:t' 'lock:{r6s}:holders' 'lock:{r6s}:limit')" 0
 }

@@ -189,7 +189,12 @@ if eligible then
   redis.call('DEL', hkey(tok), rkey(tok))
   describe(hkey(tok), 'fence', fence, 'ttl', ttl, 'att', att)
   if slot > 0 then redis.call('HSET', hkey(tok), 'slot', slot) end
-  expire(hkey(tok), ttl)
+  expire(hkey(tok), ttl, function()  -- no holder without its record
+    if limit == 0 and not shared then redis.pcall('DEL', LOCK) return end
+    redis.pcall('ZREM', HOLDERS, tok)
+    if shared then fit_marker() end
+    if limit > 0 and cur == 0 then redis.pcall('DEL', LIMIT) end  -- this grant set it
+  end)
   local waited = 0
   if queued then waited = NOW - (tonumber(redis.call('HGET', wkey(tok), 'since') or '') or NOW) end
   -- who_of(hkey(tok)), from what describe just wrote

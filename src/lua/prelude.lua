@@ -61,12 +61,14 @@ local function preflight(cmds)
 end
 
 -- Gives `key`, just written, its expiry; where the server refuses it (a
--- Redis 6 ACL, which preflight cannot ask), `key` goes, then the error is
--- raised: a record is never left without an expiry.
-local function expire(key, ms)
+-- Redis 6 ACL, which preflight cannot ask), `key` goes, `undo` (optional)
+-- takes back what was written with it, then the error is raised: a record is
+-- never left without an expiry.
+local function expire(key, ms, undo)
   local r = redis.pcall('PEXPIRE', key, ms)
   if type(r) == 'table' and r.err then
     redis.pcall('DEL', key)
+    if undo then undo() end
     error(r.err)  -- (a string: Redis 6 raises no tables)
   end
 end
