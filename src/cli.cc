@@ -330,6 +330,10 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
   s.brk = add_key(
       app.add_subcommand("break", "delete a stuck lock and wake its waiters (asks first)"), v);
   s.brk->add_flag("-y,--yes", v.yes, "do not ask for confirmation");
+  s.brk->footer(
+      "Exits 1 when KEY is not held. With --yes, on a KEY nobody holds, it removes\n"
+      "the places of dead waiters that could still block its line and says how\n"
+      "many (exit 0).");
 
   s.forget = add_key(app.add_subcommand("forget",
                                         "remove every trace of a free KEY nobody waits on, its "
@@ -338,7 +342,8 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
                      v);
   s.forget->add_flag("-y,--yes", v.yes, "do not ask for confirmation");
   s.forget->footer(
-      "Refused (exit 1) while KEY is held or waited for. A resource that checks\n"
+      "Refused (exit 1) while KEY is held or waited for (dead holders and waiters\n"
+      "do not count). A resource that checks\n"
       "RLOCK_FENCE must forget KEY too: it would refuse the new, lower fences.");
 
   s.history = add_key(app.add_subcommand("history",

@@ -510,8 +510,11 @@ void QuorumLock::break_lock(Done<long> done) {
   fan_out<long>([](SingleLock& l, Done<long> d) { l.break_lock(std::move(d)); },
                 [this, done](std::vector<Outcome<long>> rs) {
                   long removed = 0;  // masters where a holder was removed
+                  long dead = 0;     // else the most dead waiters removed on one
                   for (auto& r : rs)
                     if (!r.error && r.value > 0) ++removed;
+                    else if (!r.error && r.value < dead) dead = r.value;
+                  if (removed == 0) removed = dead;
                   if (answered(rs) < quorum()) return done({too_few("cannot break", rs), {}});
                   warn_unanswered("break", rs);
                   done({std::nullopt, removed});

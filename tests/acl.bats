@@ -179,3 +179,49 @@ grant it with ACL SETUSER nopub +publish"
   [[ $stderr == *"may not publish on rlock's channels (lock:*): grant the channel pattern with ACL SETUSER nochan &lock:*" ]] ||
     fail "$stderr"
 }
+
+# --- the exact ACLs the README names --------------------------------------------------------
+
+# readme_acl NAME: the README's `ACL SETUSER NAME …` line, as words, password pw.
+readme_acl() {
+  local line
+  line=$(grep -m1 "^  ACL SETUSER $1 " "$BATS_TEST_DIRNAME/../README.md") ||
+    fail "README.md names no ACL for '$1'"
+  read -ra ACL_WORDS <<<"${line/>PASSWORD/>pw}"
+}
+
+@test "the README's locker and watcher ACLs run the basic scenario: acquire, wait in line, release, status, list, history, break" {
+  readme_acl locker
+  rcli "${ACL_WORDS[@]}" >/dev/null
+  readme_acl watcher
+  rcli "${ACL_WORDS[@]}" >/dev/null
+  local lk="redis://locker:pw@127.0.0.1:$REDIS_PORT/0" wt="redis://watcher:pw@127.0.0.1:$REDIS_PORT/0"
+  tok=$("$RLOCK" --url "$lk" acquire acl-exact --ttl 30s) || fail "acquire as locker"
+  rlock_bg waiter --url "$lk" run acl-exact --ttl 30s --wait 20s -- true
+  waiter=$BG_PID
+  wait_until '"$RLOCK" --url "$wt" status acl-exact --json | grep -q "\"waiter_count\":1"'
+  rl --url "$lk" extend acl-exact --token "$tok"
+  assert_success
+  rl --url "$wt" list 'acl-ex*'
+  assert_success
+  assert_output --partial acl-exact
+  rl --url "$lk" release acl-exact --token "$tok"
+  assert_success
+  bg_wait "$waiter" 15
+  assert_equal "$BG_STATUS" 0
+  rl --url "$wt" history acl-exact
+  assert_success
+  assert_equal "$(grep -c acquired <<<"$output")" 2
+  # The watcher writes nothing, scripts included.
+  rl --url "$wt" acquire acl-exact2 --ttl 10s
+  assert_error 77
+  "$RLOCK" --url "$lk" acquire acl-exact --ttl 30s >/dev/null
+  rl --url "$lk" break acl-exact --yes
+  assert_success
+  rl --url "$wt" status acl-exact
+  assert_equal "$status" 1
+  rl --url "$lk" forget acl-exact --yes
+  assert_success
+  # (what is left is the releases' and the break's tombstones, which expire by themselves)
+  assert_equal "$(rcli --scan --pattern 'lock:{acl-exact}*' | grep -v ':r:')" ""
+}

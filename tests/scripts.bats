@@ -681,3 +681,63 @@ pacq() {
   run -0 first_line pacq sx s1 0 1 0 2
   assert [ "$(rcli pttl 'lock:{sx}:sup')" -gt 5000 ]
 }
+
+@test "mixed versions: the line's keys expire only while every waiter joined through protocol 4" {
+  run -0 first_line acq v2 qx h 30000 1
+  run -0 first_line acq v2 qx a 30000 0 wait
+  assert_output QUEUED
+  for k in queue qseq qnew; do
+    p=$(rcli pttl "lock:{qx}:$k")
+    assert [ "$p" -gt 0 ]
+    assert [ "$p" -le 6000 ]
+  done
+  # A protocol 3 waiter joins (it raises :qseq, not :qnew); a's next refresh sees it.
+  run -0 first_line acq p3 qx b 30000 0 wait
+  assert_output QUEUED
+  run -0 first_line acq v2 qx a 30000 0 wait
+  assert_equal "$(rcli pttl 'lock:{qx}:queue') $(rcli pttl 'lock:{qx}:qseq')" "-1 -1"
+  assert_equal "$(rcli exists 'lock:{qx}:qnew')" 0
+  # and it stays so: a new protocol 4 waiter joining a line without an expiry sets none
+  run -0 first_line acq v2 qx c 30000 0 wait
+  run -0 first_line acq v2 qx a 30000 0 wait
+  assert_equal "$(rcli pttl 'lock:{qx}:queue')" -1
+  # A line a protocol 3 waiter started has none either.
+  run -0 first_line acq v2 qy h 30000 1
+  run -0 first_line acq p3 qy b 30000 0 wait
+  run -0 first_line acq v2 qy a 30000 0 wait
+  assert_equal "$(rcli pttl 'lock:{qy}:queue')" -1
+}
+
+@test "a line whose last waiter died goes by itself within its place lease" {
+  run -0 first_line acq v2 qd h 30000 1
+  # a waiter with a 300 ms place lease, never refreshed (killed)
+  run -0 first_line v2 acquire qd w 30000 0 wait 300 "lock:release:{qd}" host 42 user cmd 0
+  assert_output QUEUED
+  wait_until '[[ $(rcli exists "lock:{qd}:queue" "lock:{qd}:qseq" "lock:{qd}:qnew" "lock:{qd}:w:w") == 0 ]]' 3
+}
+
+@test "where the server cannot be asked (Redis 6: no redis.acl_check_cmd), a refused PEXPIRE leaves no record and no place" {
+  rcli acl setuser s6nopex reset on '>pw' '~lock:*' '&lock:*' '+@all' -pexpire >/dev/null
+  # The script as Redis 6 runs it: redis.acl_check_cmd is not there.
+  { echo 'local redis = setmetatable({acl_check_cmd = false}, {__index = redis})'
+    cat "$SCRIPTS/acquire.lua"; } >"$T/acquire6.lua"
+  as6() {
+    local k=$1
+    shift
+    redis-cli -h 127.0.0.1 -p "$REDIS_PORT" --user s6nopex --pass pw --no-auth-warning --raw \
+      eval "$(<"$T/acquire6.lua")" 6 "lock:{$k}" "lock:{$k}:fence" "lock:{$k}:holders" \
+      "lock:{$k}:limit" "lock:{$k}:queue" "lock:{$k}:qseq" "$@"
+  }
+  run -0 first_line acq v2 r6 h 30000 1
+  run as6 r6 w 30000 0 wait 6000 'lock:release:{r6}' host 42 user cmd 0
+  assert_output --partial "can't run this command"
+  assert_equal "$(rcli exists 'lock:{r6}:w:w' 'lock:{r6}:queue' 'lock:{r6}:qseq')" 0
+  # Free: neither the holder's record nor the holder (no phantom holder after the error).
+  run as6 r6f t 30000 0 try 6000 'lock:release:{r6f}' host 42 user cmd 0
+  assert_output --partial "can't run this command"
+  assert_equal "$(rcli exists 'lock:{r6f}:h:t' 'lock:{r6f}')" 0
+  # nor a semaphore's
+  run as6 r6s t 30000 2 try 6000 'lock:release:{r6s}' host 42 user cmd 0
+  assert_output --partial "can't run this command"
+  assert_equal "$(rcli exists 'lock:{r6s}:h:t' 'lock:{r6s}:holders' 'lock:{r6s}:limit')" 0
+}

@@ -33,6 +33,11 @@ int cmd_break(const GlobalOptions& g, const std::string& key, bool yes) {
     log_info(fmt::format("'{}' is not held; nothing to break", key));
     return exitcode::kFree;
   }
+  if (n < 0) {
+    log_info(fmt::format("'{}' is not held; removed {} dead waiter{} that blocked its line", key,
+                         -n, n == -1 ? "" : "s"));
+    return exitcode::kOk;
+  }
   if (s.quorum())
     log_info(fmt::format("broke '{}' (its holder removed on {} of {} masters, waiters woken)", key,
                          n, s.clients.size()));

@@ -29,6 +29,10 @@ local label = ARGV[13] or ''
 local prio = math.max(-1000, math.min(1000, math.floor(tonumber(ARGV[14] or '0') or 0)))
 local supersede, cap = ARGV[15] == '1', tonumber(ARGV[16] or '0') or 0
 HISTORY = history_cap(ARGV[17])
+-- (PUBLISH is not asked: a user without rlock's channels may still take a free lock)
+preflight('DEL EXISTS GET HDEL HEXISTS HGET HGETALL HLEN HMGET HSET HSETNX INCR PERSIST PEXPIRE ' ..
+          'PTTL SET ' ..
+          'ZADD ZCARD ZCOUNT ZRANGE ZRANGEBYSCORE ZRANK ZREM ZREMRANGEBYSCORE ZSCORE')
 if mode == 'regrant' then
   local tomb = redis.call('GET', rkey(tok))
   if tomb then return {'GONE', tomb == 'broken' and 2 or 1} end
@@ -201,7 +205,12 @@ if eligible then
   redis.call('DEL', hkey(tok), rkey(tok))
   describe(hkey(tok), 'fence', fence, 'ttl', ttl, 'att', att)
   if slot > 0 then redis.call('HSET', hkey(tok), 'slot', slot) end
-  redis.call('PEXPIRE', hkey(tok), ttl)
+  expire(hkey(tok), ttl, function()  -- no holder without its record
+    if limit == 0 and not shared then redis.pcall('DEL', LOCK) return end
+    redis.pcall('ZREM', HOLDERS, tok)
+    if shared then fit_marker() end
+    if limit > 0 and cur == 0 then redis.pcall('DEL', LIMIT) end  -- this grant set it
+  end)
   local waited = 0
   if queued then waited = NOW - (tonumber(redis.call('HGET', wkey(tok), 'since') or '') or NOW) end
   -- who_of(hkey(tok)), from what describe just wrote
@@ -228,16 +237,23 @@ if not queued then
     local hs, n = holders(10)
     return {'FULL', -1, free, hs, n}
   end
-  -- Higher priorities sort first; equal ones by arrival (0 keeps the score
-  -- every version gives: the arrival number).
-  redis.call('ZADD', QUEUE, redis.call('INCR', QSEQ) - prio * 1e12, tok)
+  -- The record first, with its expiry, then the place: a failure in between
+  -- leaves a record that goes by itself, never a place without one.
   describe(wkey(tok))
   if prio ~= 0 then redis.call('HSET', wkey(tok), 'prio', prio) end
+  expire(wkey(tok), qlease)
+  -- Higher priorities sort first; equal ones by arrival (0 keeps the score
+  -- every version gives: the arrival number).
+  local seq = redis.call('INCR', QSEQ)
+  redis.call('ZADD', QUEUE, seq - prio * 1e12, tok)
+  keep_line(qlease, seq)
   if supersede then redis.call('SET', SUP, tok, 'PX', qlease) end
+else
+  keep_line(qlease)
 end
 -- The superseding waiter's index lives as long as its place in line.
 if supersede and queued and redis.call('GET', SUP) == tok then redis.call('PEXPIRE', SUP, qlease) end
 if att > 0 then redis.call('HSET', wkey(tok), 'att', att) end
-redis.call('PEXPIRE', wkey(tok), qlease)
+expire(wkey(tok), qlease)
 local hs, n = holders(10)
 return {'QUEUED', redis.call('ZRANK', QUEUE, tok), free, hs, n}

@@ -4,7 +4,10 @@
 -- in quorum mode a renewal that finds it never grants the token here again,
 -- so a holder renewing while the break is on its way to the other masters
 -- does not undo it). Removes every holder and the queue, wakes every waiter;
--- the fence counter stays. Returns the number of holders removed.
+-- the fence counter stays. Returns the number of holders removed; when
+-- nobody held it (protocol 4), minus the number of dead waiters' places it
+-- removed (a record left without an expiry, or a place without a record:
+-- what could block the line), 0 when there were none.
 -- >8 -- rlock sends the rest of this file, from the newline ending this line on
 local chan, by = ARGV[1], field(ARGV[3])
 local tomb = tonumber(ARGV[4] or '0') or 0
@@ -14,7 +17,12 @@ notice_expired(purge_holders())
 if redis.call('EXISTS', HOLDERS) == 0 and redis.call('GET', LOCK) == SHARED then
   redis.call('DEL', LOCK)
 end
-if redis.call('EXISTS', LOCK) == 0 and redis.call('EXISTS', HOLDERS) == 0 then return 0 end
+if redis.call('EXISTS', LOCK) == 0 and redis.call('EXISTS', HOLDERS) == 0 then
+  local before = redis.call('ZCARD', QUEUE)
+  walk_line(function() return false end)
+  current_limit()  -- a semaphore's limit goes with its last waiter
+  return redis.call('ZCARD', QUEUE) - before
+end
 publish(chan, 'break')  -- first, for the same reason as in release
 local n = 0
 local t = redis.call('GET', LOCK)
@@ -40,5 +48,5 @@ for _, w in ipairs(redis.call('ZRANGE', QUEUE, 0, -1)) do
   redis.call('DEL', wkey(w))
   tell(chan, w, 'break')
 end
-redis.call('DEL', QUEUE, QSEQ, SUP, SUPS)
+redis.call('DEL', QUEUE, QSEQ, QNEW, SUP, SUPS)
 return n

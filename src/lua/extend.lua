@@ -14,6 +14,8 @@
 -- >8 -- rlock sends the rest of this file, from the newline ending this line on
 local tok = ARGV[1]
 HISTORY = history_cap(ARGV[3])
+preflight('DEL GET HEXISTS HGET HMGET PEXPIRE PTTL ' ..
+          'SET ZADD ZRANGE ZRANGEBYSCORE ZREMRANGEBYSCORE ZSCORE')
 notice_expired(purge_holders(), tok)
 local how = held_by(tok)
 if not how then

@@ -7,6 +7,7 @@ purge_holders()
 local _, nh = holders(1)
 local nw = #live_head(1)
 if nh > 0 or nw > 0 then return {-1, nh, nw} end
-local n = redis.call('DEL', LOCK, FENCE, HOLDERS, LIMIT, QUEUE, QSEQ, SUP, SUPS, LOG, LIVE)
+local n = redis.call('DEL', LOCK, FENCE, HOLDERS, LIMIT, QUEUE, QSEQ, QNEW, SUP, SUPS, LOG,
+                        LIVE)
 if n > 0 then return {1} end
 return {0}

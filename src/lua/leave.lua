@@ -3,6 +3,7 @@
 -- >8 -- rlock sends the rest of this file, from the newline ending this line on
 local tok, chan = ARGV[1], ARGV[2]
 HISTORY = history_cap(ARGV[3])
+preflight('DEL EXISTS GET HGET PTTL ZCARD ZRANGE ZRANGEBYSCORE ZREM ZREMRANGEBYSCORE ZSCORE')
 notice_expired(purge_holders())
 if HISTORY > 0 and redis.call('ZSCORE', QUEUE, tok) and redis.call('EXISTS', wkey(tok)) == 1 then
   local since = tonumber(redis.call('HGET', wkey(tok), 'since') or '') or NOW

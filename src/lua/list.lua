@@ -31,15 +31,14 @@ local function put_holder(t, pttl)
   end
   n = n + 10
 end
--- How many waiters in the line are live (their w: hash exists).
+-- How many waiters in the line are live (their w: hash has an expiry).
 local function live_waiters()
   local nw, from = 0, 0
   while true do
     local batch = redis.call('ZRANGE', QUEUE, from, from + 255)
     if #batch == 0 then break end
     for _, t in ipairs(batch) do
-      local pttl = redis.call('PTTL', wkey(t))
-      if pttl > 0 or pttl == -1 then nw = nw + 1 end
+      if redis.call('PTTL', wkey(t)) > 0 then nw = nw + 1 end
     end
     from = from + #batch
   end

@@ -46,6 +46,51 @@ local NOW = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
 local SHARED = 'shared lock'
 -- The most waiters one script wakes at a time.
 local WAKE_MAX = 256
+-- Set while every member of the line joined through a script of protocol 4
+-- or later: the :qseq value of the newest such join. A 0.4.0 join raises
+-- :qseq without it, so the two then differ. It expires with the line.
+local QNEW = BASE .. 'qnew'
+
+-- Nothing half-written. A script's writes stay when a later command fails,
+-- so a script that writes asks the server first (Redis 7:
+-- redis.acl_check_cmd) whether the ACL lets it run each command of `cmds`
+-- (names separated by spaces) on the lock's keys, and otherwise stops before
+-- its first write with the error the command itself would have raised.
+local PROBE = {PEXPIRE = {'1'}, HSET = {'f', 'v'}, HSETNX = {'f', 'v'}, HDEL = {'f'},
+               HGET = {'f'}, HMGET = {'f'}, HEXISTS = {'f'}, SET = {'v'}, ZADD = {'1', 'm'},
+               ZREM = {'m'}, ZSCORE = {'m'}, ZRANK = {'m'}, ZRANGE = {'0', '0'},
+               ZRANGEBYSCORE = {'0', '0'}, ZREMRANGEBYSCORE = {'0', '0'}, ZCOUNT = {'0', '0'},
+               PERSIST = {}, INCR = {}, DEL = {}, GET = {}, EXISTS = {}, PTTL = {}, ZCARD = {},
+               HLEN = {}, HGETALL = {}}
+-- (PUBLISH is never asked: the scripts that need it publish before they
+-- write anything, so that a refused channel names itself.)
+local function preflight(cmds)
+  if type(redis.acl_check_cmd) ~= 'function' then return end
+  for c in string.gmatch(cmds, '%S+') do
+    if not redis.acl_check_cmd(c, LOCK, unpack(PROBE[c])) then
+      error({err = "NOPERM this user has no permissions to run the '" .. string.lower(c) ..
+                   "' command"})
+    end
+  end
+end
+
+-- Gives `key`, just written, its expiry; where the server refuses it (a
+-- Redis 6 ACL, which preflight cannot ask), `key` goes, `undo` (optional)
+-- takes back what was written with it, then the error is raised: a record is
+-- never left without an expiry.
+local function expire(key, ms, undo)
+  local r = redis.pcall('PEXPIRE', key, ms)
+  if type(r) == 'table' and r.err then
+    redis.pcall('DEL', key)
+    if undo then undo() end
+    error(r.err)  -- (a string: Redis 6 raises no tables)
+  end
+end
+
+-- A waiter is live while its w: hash has an expiry (its queue lease). A hash
+-- without one was never completed (its script failed between the two
+-- writes): it counts as dead.
+local function waiter_live(t) return redis.call('PTTL', wkey(t)) > 0 end
 
 -- Semaphore and shared holders whose lease ran out leave; returns them.
 local function purge_holders()
@@ -56,15 +101,15 @@ local function purge_holders()
 end
 
 -- Calls visit(t) for the live waiters in arrival order until it returns true.
--- A waiter is live while its w: hash exists (its queue lease, a server-side
--- expiry); dead ones met on the way are dropped from the queue.
+-- A waiter is live while its w: hash has an expiry (waiter_live); dead ones
+-- met on the way are dropped from the queue, with what is left of their record.
 local function walk_line(visit)
   local dead, from, stop = {}, 0, false
   while not stop do
     local batch = redis.call('ZRANGE', QUEUE, from, from + 31)
     if #batch == 0 then break end
     for _, t in ipairs(batch) do
-      if redis.call('EXISTS', wkey(t)) == 0 then
+      if not waiter_live(t) then
         dead[#dead + 1] = t
       elseif visit(t) then
         stop = true
@@ -73,9 +118,12 @@ local function walk_line(visit)
     end
     from = from + #batch
   end
-  for _, t in ipairs(dead) do redis.call('ZREM', QUEUE, t) end
+  for _, t in ipairs(dead) do
+    redis.call('ZREM', QUEUE, t)
+    redis.call('DEL', wkey(t))
+  end
   -- (from == 0: the first ZRANGE found the queue empty)
-  if from == 0 or redis.call('EXISTS', QUEUE) == 0 then redis.call('DEL', QSEQ) end
+  if from == 0 or redis.call('EXISTS', QUEUE) == 0 then redis.call('DEL', QSEQ, QNEW) end
 end
 
 -- The first n live waiters in arrival order.
@@ -129,7 +177,9 @@ end
 local function tell(chan, t, msg)
   publish(chan .. ':' .. t, msg)
   local r = redis.pcall('LPUSH', tkey(t), msg)
-  if type(r) == 'number' then redis.pcall('PEXPIRE', tkey(t), TURN_MS) end
+  if type(r) == 'number' and type(redis.pcall('PEXPIRE', tkey(t), TURN_MS)) ~= 'number' then
+    redis.pcall('DEL', tkey(t))  -- never a list without an expiry
+  end
 end
 
 -- Wakes the first n live waiters.
@@ -138,13 +188,18 @@ local function notify(chan, n)
   for _, t in ipairs(live_head(n)) do tell(chan, t, 'turn') end
 end
 
--- The stored --limit, forgotten once nobody holds or waits.
+-- The stored --limit, forgotten once nobody holds or waits; while only
+-- waiters are left, it lasts as long as their line (keep_line).
 local function current_limit()
   local cur = redis.call('GET', LIMIT)
   if not cur then return 0 end
-  if redis.call('EXISTS', HOLDERS) == 0 and #live_head(1) == 0 then
-    redis.call('DEL', LIMIT)
-    return 0
+  if redis.call('EXISTS', HOLDERS) == 0 then
+    if #live_head(1) == 0 then
+      redis.call('DEL', LIMIT)
+      return 0
+    end
+    local left = redis.call('PTTL', QUEUE)
+    if left > 0 and redis.call('PTTL', LIMIT) == -1 then redis.call('PEXPIRE', LIMIT, left) end
   end
   return tonumber(cur)
 end
@@ -395,8 +450,38 @@ local function drop_waiter(t, chan)
   redis.call('DEL', wkey(t), tkey(t))
   if redis.call('GET', SUP) == t then redis.call('DEL', SUP) end
   if was == 1 then wake(chan) end
-  if redis.call('EXISTS', QUEUE) == 0 then redis.call('DEL', QSEQ) end
+  if redis.call('EXISTS', QUEUE) == 0 then redis.call('DEL', QSEQ, QNEW) end
   return was
+end
+
+-- The line's keys (:queue, :qseq, :qnew, and a semaphore's :limit while
+-- nobody holds it) last at least `ms` more, so that they go by themselves
+-- once the last waiter's lease has run out, never before. Only while every
+-- member joined through a script of protocol 4 or later (:qnew = :qseq):
+-- 0.4.0 refreshes a waiter's hash alone, so a line with one of its waiters
+-- keeps no expiry (as in 0.4.0) until it empties. `joined`: the caller has
+-- just added the member with this :qseq number (nil: a refresh).
+local function keep_line(ms, joined)
+  local seq = redis.call('GET', QSEQ)
+  local ttl = redis.call('PTTL', QUEUE)
+  local known = ttl > 0 and redis.call('GET', QNEW) == tostring(joined and joined - 1 or seq)
+  if joined and redis.call('ZCARD', QUEUE) == 1 then known = true end
+  local keys = {QUEUE, QSEQ, QNEW}
+  if redis.call('EXISTS', HOLDERS) == 0 and redis.call('EXISTS', LOCK) == 0 then
+    keys[4] = LIMIT
+  end
+  if not known then
+    -- A 0.4.0 waiter is in line (or none of its members came through this
+    -- version): no expiry, as 0.4.0 keeps it.
+    if ttl > 0 then redis.call('PERSIST', QUEUE) redis.call('PERSIST', QSEQ) redis.call('PERSIST', LIMIT) end
+    redis.call('DEL', QNEW)
+    return
+  end
+  if joined then redis.call('SET', QNEW, joined, 'PX', ms) end
+  for _, k in ipairs(keys) do
+    local left = redis.call('PTTL', k)
+    if left == -1 or (left >= 0 and left < ms) then redis.call('PEXPIRE', k, ms) end
+  end
 end
 
 -- Status ----------------------------------------------------------------------
@@ -418,7 +503,7 @@ local function status_of(max, queue, plain_alone, limit_seen, t, fence, events)
     if #batch == 0 then break end
     for _, t in ipairs(batch) do
       local pttl = redis.call('PTTL', wkey(t))
-      if pttl > 0 or pttl == -1 then
+      if pttl > 0 then
         nw = nw + 1
         if #waiters < max then
           local h = redis.call('HMGET', wkey(t), 'host', 'pid', 'user', 'cmd', 'since', 'mode',

@@ -16,6 +16,8 @@ local tok, minhold, chan = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local tomb, rid = tonumber(ARGV[4] or '0') or 0, ARGV[5] or ''
 local donefor = tonumber(ARGV[7] or '0') or 0
 HISTORY = history_cap(ARGV[8])
+preflight('DEL EXISTS GET HGET HMGET HSET PEXPIRE PTTL ' ..
+          'SET ZADD ZCARD ZRANGE ZRANGEBYSCORE ZREM ZREMRANGEBYSCORE ZSCORE')
 local dead = purge_holders()
 local how = held_by(tok)
 if not how then

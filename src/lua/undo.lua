@@ -6,6 +6,7 @@
 -- >8 -- rlock sends the rest of this file, from the newline ending this line on
 local tok, att, chan = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 HISTORY = history_cap(ARGV[4])
+preflight('DEL EXISTS GET HGET PTTL SET ZCARD ZRANGE ZRANGEBYSCORE ZREM ZREMRANGEBYSCORE ZSCORE')
 notice_expired(purge_holders())
 local how = held_by(tok)
 if how then

@@ -1,0 +1,179 @@
+#!/usr/bin/env bats
+# Nothing half-written: a script refused part-way (an ACL without one of its commands)
+# leaves no holder, waiter or place in line without an expiry; a waiter whose record was
+# never completed is dead; break and forget clear what dead waiters left; the line's keys
+# (:queue, :qseq, a semaphore's :limit) expire with their last waiter's lease.
+# shellcheck disable=SC2154 # $stderr and $stderr_lines come from `run --separate-stderr`
+# shellcheck disable=SC2016 # wait_until conditions are expanded when evaluated
+
+bats_require_minimum_version 1.5.0
+
+load helpers/redis
+
+setup_file() { redis_start; }
+
+# strays KEY: the keys of lock KEY left without an expiry, the fence counter aside (it
+# never expires, by design), one a line.
+strays() {
+  local k
+  while IFS= read -r k; do
+    [[ -z $k || $k == *':fence' ]] && continue
+    [[ $(rcli pttl "$k") == -1 ]] && echo "$k"
+  done < <(rcli --scan --pattern "lock:{$1}*")
+  return 0
+}
+
+# user_without CMD: an ACL user with rlock's keys and channels and every command but CMD;
+# prints its URL.
+user_without() {
+  local name="no${1,,}"
+  rcli acl setuser "$name" reset on '>pw' '~lock:*' '&lock:*' '+@all' "-${1,,}" >/dev/null
+  echo "redis://$name:pw@127.0.0.1:$REDIS_PORT/0"
+}
+
+# Every command the rlock layout's scripts run (redis.call or redis.pcall).
+SCRIPT_COMMANDS=(DEL EXISTS GET HDEL HEXISTS HGET HMGET HSET HSETNX INCR PERSIST PEXPIRE PTTL SET
+  ZADD ZCARD ZCOUNT ZRANGE ZRANGEBYSCORE ZRANK ZREM ZREMRANGEBYSCORE ZSCORE PUBLISH LPUSH XADD)
+
+# refused CMD: runs each script as a user without CMD (free, another's lease, taken) and
+# prints what is left behind, if anything.
+refused() {
+  local c=$1 url k=hw-${1,,} tok bad=""
+  url=$(user_without "$c")
+  # Free: the run takes it (or is refused) and ends.
+  run "$RLOCK" --url "$url" run "$k-free" --ttl 20s -- true
+  [[ $status == 0 || $status == 77 ]] || bad+=" $c(free: exit $status)"
+  [[ -z $(strays "$k-free") ]] || bad+=" $c: $(strays "$k-free" | tr '\n' ' ')"
+  # Another's lease: extended, then broken (or refused).
+  tok=$("$RLOCK" acquire "$k-other" --ttl 20s)
+  "$RLOCK" --url "$url" extend "$k-other" --token "$tok" --ttl 30s >/dev/null 2>&1 || true
+  "$RLOCK" --url "$url" break "$k-other" --yes >/dev/null 2>&1 || true
+  [[ -z $(strays "$k-other") ]] || bad+=" $c: $(strays "$k-other" | tr '\n' ' ')"
+  # Taken: the run waits in line (or is refused) and gives up.
+  tok=$("$RLOCK" acquire "$k" --ttl 20s)
+  run "$RLOCK" --url "$url" run "$k" --ttl 20s --wait 100ms -- true
+  [[ $status == 75 || $status == 77 ]] || bad+=" $c(taken: exit $status)"
+  [[ -z $(strays "$k") ]] || bad+=" $c: $(strays "$k" | tr '\n' ' ')"
+  # Nothing holds it or waits for it but the holder it had.
+  run "$RLOCK" status "$k" --json
+  [[ $output == *"\"holder_count\":1,"* && $output == *"\"waiter_count\":0"* ]] ||
+    bad+=" $c(status: $output)"
+  "$RLOCK" release "$k" --token "$tok"
+  [[ -z $(strays "$k") ]] || bad+=" $c (after the release): $(strays "$k" | tr '\n' ' ')"
+  echo "$bad"
+}
+
+@test "a user refused any one command of the scripts leaves no holder, waiter or place without an expiry" {
+  local c bad=""
+  # (each command with keys and a user of its own: they run side by side)
+  for c in "${SCRIPT_COMMANDS[@]}"; do refused "$c" >"$BATS_TEST_TMPDIR/$c" & done
+  wait
+  for c in "${SCRIPT_COMMANDS[@]}"; do bad+=$(<"$BATS_TEST_TMPDIR/$c"); done
+  [[ -z $bad ]] || fail "left behind:$bad"
+}
+
+@test "without PEXPIRE: refused at once (77, naming it), nothing written, the line free" {
+  url=$(user_without PEXPIRE)
+  tok=$("$RLOCK" acquire hw-pex --ttl 30s)
+  rl --url "$url" run hw-pex --wait 1m -- true
+  assert_error 77
+  [[ ${stderr_lines[0]} == *"may not run PEXPIRE (the acquire script needs it)"* ]] || fail "$stderr"
+  assert_equal "$(rcli zcard 'lock:{hw-pex}:queue')" 0
+  assert_equal "$(rcli --scan --pattern 'lock:{hw-pex}:w:*')" ""
+  "$RLOCK" release hw-pex --token "$tok"
+  rl run hw-pex -n -- true
+  assert_success
+  # Uncontended: no phantom holder after the 77.
+  rl --url "$url" run hw-pex2 -- true
+  assert_error 77
+  run rcli exists 'lock:{hw-pex2}'
+  assert_output 0
+  assert_equal "$(rcli --scan --pattern 'lock:{hw-pex2}:h:*')" ""
+}
+
+@test "a waiter whose record has no expiry, or whose place has no record, is dead: the line moves on" {
+  # What a script stopped between its writes leaves: a place and a record without an
+  # expiry; a place whose record was never written.
+  rcli zadd 'lock:{hw-dead}:queue' 1 aaaa 2 bbbb >/dev/null
+  rcli incrby 'lock:{hw-dead}:qseq' 2 >/dev/null
+  rcli hset 'lock:{hw-dead}:w:aaaa' host h pid 1 user u cmd c since 1 >/dev/null
+  run "$RLOCK" status hw-dead --json
+  assert_output --partial '"waiter_count":0'
+  run "$RLOCK" list 'hw-dead' --json
+  refute_output --partial '"waiter_count":1'
+  rl run hw-dead -n -- true
+  assert_success
+  assert_equal "$(rcli exists 'lock:{hw-dead}:w:aaaa' 'lock:{hw-dead}:queue')" 0
+}
+
+@test "break removes dead waiters' places from a line nobody holds, and says so; forget then removes the key" {
+  rcli zadd 'lock:{hw-brk}:queue' 1 aaaa 2 bbbb >/dev/null
+  rcli set 'lock:{hw-brk}:qseq' 2 >/dev/null
+  rcli hset 'lock:{hw-brk}:w:aaaa' host h pid 1 >/dev/null
+  rcli incr 'lock:{hw-brk}:fence' >/dev/null
+  rl break hw-brk --yes
+  assert_success
+  assert_equal "$stderr" "rlock: 'hw-brk' is not held; removed 2 dead waiters that blocked its line"
+  assert_equal "$(rcli exists 'lock:{hw-brk}:queue' 'lock:{hw-brk}:qseq' 'lock:{hw-brk}:w:aaaa')" 0
+  rl break hw-brk --yes
+  assert_equal "$status" 1
+  # forget, with a dead waiter and nothing else alive: every trace goes.
+  rcli zadd 'lock:{hw-fgt}:queue' 1 aaaa >/dev/null
+  rcli hset 'lock:{hw-fgt}:w:aaaa' host h pid 1 >/dev/null
+  rcli incr 'lock:{hw-fgt}:fence' >/dev/null
+  rl forget hw-fgt --yes
+  assert_success
+  assert_equal "$(rcli --scan --pattern 'lock:{hw-fgt}*')" ""
+}
+
+@test "a waiter killed with -9 just before the release: the line's keys expire with its lease" {
+  tok=$("$RLOCK" acquire hw-q --ttl 30s)
+  rlock_bg waiter run hw-q --wait 30s -- true
+  wait_until '[[ $(rcli zcard "lock:{hw-q}:queue") == 1 ]]'
+  kill -KILL "$BG_PID"
+  "$RLOCK" release hw-q --token "$tok"
+  local k left
+  for k in queue qseq; do
+    left=$(rcli pttl "lock:{hw-q}:$k")
+    ((left > 0 && left <= 6000)) || fail ":$k expires in $left ms"
+  done
+  # A semaphore: its :limit too, once its holders are gone.
+  t1=$("$RLOCK" acquire hw-s --limit 1 --ttl 30s)
+  rlock_bg swaiter run hw-s --limit 1 --wait 30s -- true
+  wait_until '[[ $(rcli zcard "lock:{hw-s}:queue") == 1 ]]'
+  kill -KILL "$BG_PID"
+  "$RLOCK" release hw-s --token "$t1"
+  for k in queue qseq limit; do
+    left=$(rcli pttl "lock:{hw-s}:$k")
+    ((left > 0 && left <= 6000)) || fail ":$k of the semaphore expires in $left ms"
+  done
+  assert_equal "$(strays hw-q)$(strays hw-s)" ""
+}
+
+@test "a line a 0.4.0 waiter joined keeps no expiry" {
+  # 0.4.0 refreshes its waiter's hash alone: its join (a :qseq this version did not
+  # raise) takes the line's expiry away, so the line never goes under it.
+  tok=$("$RLOCK" acquire hw-mix --ttl 30s)
+  rlock_bg w1 run hw-mix --wait 30s -- true
+  wait_until '[[ $(rcli zcard "lock:{hw-mix}:queue") == 1 ]]'
+  (($(rcli pttl 'lock:{hw-mix}:queue') > 0)) || fail "the line of new waiters has no expiry"
+  # A 0.4.0 join, as its script writes it.
+  seq=$(rcli incr 'lock:{hw-mix}:qseq')
+  rcli zadd 'lock:{hw-mix}:queue' "$seq" oldtoken >/dev/null
+  rcli hset 'lock:{hw-mix}:w:oldtoken' host old pid 1 >/dev/null
+  rcli pexpire 'lock:{hw-mix}:w:oldtoken' 60000 >/dev/null
+  # The new waiter's next refresh (every 2 s) sees it.
+  wait_until '[[ $(rcli pttl "lock:{hw-mix}:queue") == -1 ]]'
+  assert_equal "$(rcli pttl 'lock:{hw-mix}:qseq')" -1
+  bg_cleanup
+  "$RLOCK" release hw-mix --token "$tok"
+}
+
+@test "--layout redisson without PEXPIRE: 77, and no hash left without an expiry" {
+  rcli acl setuser rnopex reset on '>pw' '~*' '&*' '+@all' -pexpire >/dev/null
+  rl --url "redis://rnopex:pw@127.0.0.1:$REDIS_PORT/0" --layout redisson run hw-red -- true
+  assert_error 77
+  [[ $stderr == *"may not run PEXPIRE"* ]] || fail "$stderr"
+  run rcli exists hw-red
+  assert_output 0
+}
