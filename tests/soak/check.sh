@@ -69,7 +69,8 @@
 #   (b) overlap: every superseded run (and so every overlap) is explained; no fence is
 #       granted twice; across a restart the fence counter never goes back, and a lock whose
 #       holder was still inside and whose PTTL had not run out is still there.
-#   (c) status: every run ends 0, 69, 75 or 76, or 128+N (HUP, INT, QUIT, TERM) once the
+#   (c) status: every run ends 0, 69, 75 or 76, 77 while an `acl` fault took a command
+#       from the soak user (or within grace_ms after), or 128+N (HUP, INT, QUIT, TERM) once the
 #       soak is stopping; a run that ran its command did not end 69 or 75, one that did
 #       not run it did not end 0 or 76. A run ending 0 must not have lost the lock: not
 #       superseded, not frozen past its TTL, not broken while inside, write not rejected,
@@ -78,7 +79,9 @@
 #       break_grace_ms of the break (SPEC: "a holder hears a break within about a second").
 #   release: a failed release (rlock: "could not release") away from any restart or
 #       failover: SPEC says it is retried on a new connection first.
-#   shutdown: the lock is free after the soak and no process is left behind.
+#   shutdown: the lock is free after the soak, a newcomer gets in with `run -n` (no dead
+#       waiter blocks it), no key of the lock but its fence counter and history is left
+#       without an expiry, and no process is left behind.
 #   target: the soak reached its number of acquisitions before --max-time.
 set -uo pipefail
 
@@ -185,6 +188,14 @@ function explain(i, j,    k, tY, lvX) {
       return "break"
   }
   return EN[i] < EN[j] ? explain_failover(i, j) : explain_failover(j, i)
+}
+# whether an `acl` fault (a command taken from the soak user) was on while run id ran: its
+# refusal is 77, one line, wherever in the run it came (acquire, renewal or release)
+function acl_near(id,    k, a, b) {
+  a = A_START[id] + 0; b = A_NDT[id] + 0
+  for (k = 1; k <= nf; k++)
+    if (FK[k] == "acl" && FS0[k] <= b && FE[k] + GRACE >= a) return 1
+  return 0
 }
 # the faults near [a, b] (for an unexplained finding)
 function near(a, b,    k, out) {
@@ -350,6 +361,8 @@ END {
     if (s == "-") continue
     ran = (A_EN[id] != "-"); i = ran ? IDX[id] : 0
     if (s == 0 || s == 69 || s == 75 || s == 76) {
+    } else if (s == 77 && acl_near(id)) {
+      nacl77++
     } else if ((s == 129 || s == 130 || s == 131 || s == 143) && A_NDT[id] + 0 >= TSTOP) {
     } else if (s == 129 || s == 130 || s == 131 || s == 143) {
       viol("status", sprintf("run %s exited %s%s at %s, before the soak was stopping: nobody signalled it", id, s, sig(s), sec(A_NDT[id])), id)
@@ -378,6 +391,8 @@ END {
 
   # --- shutdown, target ---
   if (M["final_free"] != "yes") viol("shutdown", "the lock was still held 4s after every contender had ended", "")
+  if (M["final_unblocked"] != "" && M["final_unblocked"] != "yes") viol("shutdown", "after the soak, `rlock run -n` did not get in: " M["final_unblocked"] " (a dead waiter or holder blocks the lock)", "")
+  if (M["final_noexpiry"] != "") viol("shutdown", "after the soak, keys of the lock have no expiry: " M["final_noexpiry"], "")
   if (M["leftovers"] + 0 > 0) viol("shutdown", M["leftovers"] " process(es) left behind (see meta.leftovers)", "")
   if (M["reached"] != "1") viol("target", sprintf("only %d of %d acquisitions within --max-time %ss", n, M["target"], M["max_time_s"]), "")
 
@@ -391,8 +406,8 @@ END {
   printf "  rlock %s (%s), redis %s\n", M["rlock_version"], M["commit"], M["redis"]
   printf "  wall time         %.1fs\n", (TEND - T0) / 1e6
   printf "  acquisitions      %d (target %s)   runs %d   fences %.0f..%.0f\n", n, M["target"], nrun, (n ? FE_[1] : 0), PM[n]
-  printf "  exit statuses    %s\n", counts(SC)
-  printf "  faults            %d:%s\n", nf - NK["stop_skipped"] - NK["failover_skipped"] - NK["master_kill_skipped"], counts(NK, "cut client_kill restart stop script_flush break master_stop failover master_kill migrate stop_skipped failover_skipped master_kill_skipped")
+  printf "  exit statuses    %s%s\n", counts(SC), nacl77 ? sprintf(" (77: %d, each while a command was taken from the soak user)", nacl77) : ""
+  printf "  faults            %d:%s\n", nf - NK["stop_skipped"] - NK["failover_skipped"] - NK["master_kill_skipped"], counts(NK, "cut client_kill restart stop script_flush break acl master_stop failover master_kill migrate stop_skipped failover_skipped master_kill_skipped")
   if (NK["restart"]) printf "  restarts          down (kill -9 to AOF loaded) avg %s, max %s%s\n", ms(sumdown / NK["restart"]), ms(maxdown), nblind ? sprintf("; %d without a readable state after the restart (not checked)", nblind) : ""
   out = counts(STOPST)
   printf "  frozen holders    %d, their exits:%s%s\n", nstopped, out, nstopped_late ? sprintf(" (and %d frozen only after their command ended)", nstopped_late) : ""
@@ -408,7 +423,7 @@ END {
   printf "  rlock messages    %d \"lost the lock\", %d \"could not release\", %d \"no longer held at release\" (their exits:%s)\n", nlostmsg, nrelfail, nnotheld, out
   if (length(SEN)) printf "  broken stderr     runs with stderr on%s; their exits:%s\n", counts(SEN, "full epipe stall"), counts(SEST)
   printf "  longest gap       %s between acquisitions (after %s)\n", ms(gap), sec(gap_at)
-  printf "  after the soak    lock free: %s; processes left: %d; redis keys: %s\n", M["final_free"], M["leftovers"], M["redis_keys"]
+  printf "  after the soak    lock free: %s; unblocked: %s; keys without expiry: %s; processes left: %d; redis keys: %s\n", M["final_free"], M["final_unblocked"] == "" ? "-" : M["final_unblocked"], M["final_noexpiry"] == "" ? "none" : M["final_noexpiry"], M["leftovers"], M["redis_keys"]
   if (clockback) printf "  NOTE: the wall clock went back by more than 1ms %d time(s) (first at %s); intervals near it are unreliable\n", clockback, sec(clockback_at)
   shown = 0
   for (v = 1; v <= nv; v++) {

@@ -86,6 +86,7 @@ for ((i = 0; ; i++)); do
   t1=${EPOCHREALTIME/./}
   printf 'R %s %s %s %s %s %s %s %s %s\n' "$run" "$t0" "$t1" "$st" "$ttl" "$wait_ms" "$via" \
     "$work_ms" "$mode" >>"$hist"
-  # Redis is down (a restart): do not spin.
-  if ((st == 69)); then sleep 0.1; fi
+  # Redis is down (a restart), or refuses the soak user a command (the acl fault): do not
+  # spin.
+  if ((st == 69 || st == 77)); then sleep 0.1; fi
 done
