@@ -97,15 +97,16 @@ hist=("$W"/hist/*)
 errs=("$W"/err/[0-9]*)
 
 # Pass 1: one line per run, joined from its E, L and R lines:
-#   RUN ENTER LEAVE HOW FENCE TOKEN START END STATUS TTL WAIT VIA WORK STDERR   ("-": none)
+#   RUN ENTER LEAVE HOW FENCE TOKEN START END STATUS TTL WAIT VIA WORK STDERR SHAPE
+#   ("-": none; SHAPE "nested" for a run whose critical section ran in a nested run)
 cat "${hist[@]}" | awk '
   $1 == "E" { seen[$2] = 1; en[$2] = $3; fe[$2] = $4; tok[$2] = $7 }
   $1 == "L" { seen[$2] = 1; lv[$2] = $3; how[$2] = $4 }
-  $1 == "R" { seen[$2] = 1; r[$2] = $3 " " $4 " " $5 " " $6 " " $7 " " $8 " " $9 " " (NF >= 10 ? $10 : "file") }
+  $1 == "R" { seen[$2] = 1; r[$2] = $3 " " $4 " " $5 " " $6 " " $7 " " $8 " " $9 " " (NF >= 10 ? $10 : "file") " " (NF >= 11 ? $11 : "-") }
   function d(a, k) { return (k in a) ? a[k] : "-" }
   END {
     for (k in seen)
-      print k, d(en, k), d(lv, k), d(how, k), d(fe, k), d(tok, k), ((k in r) ? r[k] : "- - - - - - - -")
+      print k, d(en, k), d(lv, k), d(how, k), d(fe, k), d(tok, k), ((k in r) ? r[k] : "- - - - - - - - -")
   }' | sort -k2,2n -k1,1 >"$tmp/runs"
 
 awk -v show="${CHECK_SHOW:-25}" -v metaf="$W/meta" -v faultf="$W/faults.log" -v resf="$W/res/log" -v runsf="$tmp/runs" \
@@ -236,8 +237,9 @@ FILENAME == resf && $1 == "W" {
   next
 }
 FILENAME == runsf {
-  # RUN ENTER LEAVE HOW FENCE TOKEN START END STATUS TTL WAIT VIA WORK STDERR
+  # RUN ENTER LEAVE HOW FENCE TOKEN START END STATUS TTL WAIT VIA WORK STDERR SHAPE
   nruns_all++; id = $1; A_SE[id] = $14
+  if ($15 == "nested") { nnest++; NESTST[$9]++ }
   if ($14 != "file" && $14 != "-") { SEN[$14]++; if ($9 != "-") SEST[$9]++ }
   A_ST[id] = $9; A_EN[id] = $2; A_NDT[id] = $8; A_START[id] = $7; A_TTL[id] = $10
   if ($9 != "-") { nrun++; SC[$9]++ }
@@ -406,6 +408,7 @@ END {
   printf "  rlock %s (%s), redis %s\n", M["rlock_version"], M["commit"], M["redis"]
   printf "  wall time         %.1fs\n", (TEND - T0) / 1e6
   printf "  acquisitions      %d (target %s)   runs %d   fences %.0f..%.0f\n", n, M["target"], nrun, (n ? FE_[1] : 0), PM[n]
+  if (nnest) printf "  nested runs       %d (in a process group of their own), their exits:%s\n", nnest, counts(NESTST)
   printf "  exit statuses    %s%s\n", counts(SC), nacl77 ? sprintf(" (77: %d, each while a command was taken from the soak user)", nacl77) : ""
   printf "  faults            %d:%s\n", nf - NK["stop_skipped"] - NK["failover_skipped"] - NK["master_kill_skipped"], counts(NK, "cut client_kill restart stop script_flush break acl master_stop failover master_kill migrate stop_skipped failover_skipped master_kill_skipped")
   if (NK["restart"]) printf "  restarts          down (kill -9 to AOF loaded) avg %s, max %s%s\n", ms(sumdown / NK["restart"]), ms(maxdown), nblind ? sprintf("; %d without a readable state after the restart (not checked)", nblind) : ""

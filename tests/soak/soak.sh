@@ -7,7 +7,7 @@
 #                      [--rlock PATH] [--proxy PATH] [--direct K] [--fault-every MS]
 #                      [--max-time S] [--no-persistence] [--no-stderr-faults] [--dir DIR]
 #                      [--masters N | --sentinel | --cluster] [--sync-replicas N]
-#                      [--keep] [--quiet] [--rlock-alt PATH]
+#                      [--keep] [--quiet] [--rlock-alt PATH] [--nested PCT]
 #
 # What it starts, all its own and all stopped at exit (trap on EXIT, INT, TERM, HUP):
 # - redis-server on a free loopback port with persistence (--appendonly yes
@@ -16,7 +16,10 @@
 #   through the proxy, the last K directly;
 # - C contenders (tests/soak/contender.sh, each in a session of its own), each a loop of
 #   `rlock run --ttl T --wait W soak -- bash cs.sh …` (T = 1s, 1.5s, 2s by contender);
-#   the critical section (tests/soak/cs.sh) writes to a fenced resource. Contender 0
+#   the critical section (tests/soak/cs.sh) writes to a fenced resource; with --nested PCT
+#   (default 10; 0 in Sentinel and Cluster mode for now) that share of the runs runs it in
+#   a nested `rlock run` put in a process group of its own (`set -m`), the outer run's
+#   command exiting at once (contender.sh). Contender 0
 #   also gives each run a random stderr: a file, /dev/full, a pipe without a reader or
 #   a pipe nobody reads (unless --no-stderr-faults).
 # Until N critical sections have been entered (or --max-time runs out) it injects one
@@ -108,7 +111,7 @@ die_usage() {
 
 target="" contenders=8 seed="" short=0 rlock="" rlock_alt="" proxy_bin="" direct="" fault_every=""
 max_time="" persistence=1 stderr_faults=1 dir="" keep=0 quiet=0 masters=1 topo=""
-sync_replicas=0
+sync_replicas=0 nested=""
 while (($#)); do
   case $1 in
     --acquisitions) target=${2:-} && shift ;;
@@ -130,6 +133,7 @@ while (($#)); do
       topo=${1#--}
       ;;
     --sync-replicas) sync_replicas=${2:-} && shift ;;
+    --nested) nested=${2:-} && shift ;;
     --keep) keep=1 ;;
     --quiet) quiet=1 ;;
     -h | --help)
@@ -162,13 +166,15 @@ else
 fi
 : "${seed:=$((EPOCHSECONDS % 1000000))}"
 if ((replicated)); then direct=$contenders; fi # no proxy: every contender connects directly
+if ((replicated)); then : "${nested:=0}"; else : "${nested:=10}"; fi
 : "${direct:=$((contenders / 4))}"
-for v in target contenders seed direct fault_every max_time masters sync_replicas; do
+for v in target contenders seed direct fault_every max_time masters sync_replicas nested; do
   is_num "${!v}" || die_usage "--${v//_/-} needs a whole number, got '${!v}'"
 done
 ((target >= 1)) || die_usage "--acquisitions must be at least 1"
 ((contenders >= 2 && contenders <= 64)) || die_usage "--contenders must be 2..64"
 ((direct <= contenders)) || die_usage "--direct must be at most --contenders"
+((nested <= 100)) || die_usage "--nested must be a share of the runs, 0..100"
 ((fault_every >= 50)) || die_usage "--fault-every must be at least 50 (ms)"
 ((masters == 1 || (masters >= 3 && masters <= 9))) ||
   die_usage "--masters must be 1, or 3..9 for quorum mode"
@@ -890,7 +896,7 @@ start_contenders() {
     bin=$rlock
     ((c % 2 == 1)) && [[ -n $rlock_alt ]] && bin=$rlock_alt
     setsid bash "$here/contender.sh" "$W" "$c" "$seed" "$bin" "$url" "$KEY" \
-      "$(ttl_of "$c")" "$via" $((c == 0 ? stderr_faults : 0)) "$opts" </dev/null >/dev/null 2>>"$W/err/contender.$c" &
+      "$(ttl_of "$c")" "$via" $((c == 0 ? stderr_faults : 0)) "$opts" "$nested" </dev/null >/dev/null 2>>"$W/err/contender.$c" &
     CONT_PIDS+=($!)
   done
 }
@@ -1323,6 +1329,7 @@ T0=$_now
   echo "persistence=$persistence"
   echo "stderr_faults=$stderr_faults"
   echo "short=$short"
+  echo "nested_pct=$nested"
   echo "t0=$T0"
   echo "grace_ms=1000"
   echo "break_grace_ms=2000"
