@@ -140,6 +140,16 @@ run_soak_one() {
 }
 
 run_soak() {
+  # the checker's own cases first: a checker that never fails proves nothing
+  echo "==> [soak] tests/soak/check_test.sh"
+  if bash tests/soak/check_test.sh >build/soak-check-test.log 2>&1; then
+    tail -n 1 build/soak-check-test.log
+    total_passed=$((total_passed + 1))
+  else
+    grep -v '^ok ' build/soak-check-test.log
+    echo "==> [soak] check_test.sh FAILED"
+    total_failed=$((total_failed + 1))
+  fi
   if [[ ! -x build/rlock ]]; then
     echo "==> [soak] no build/rlock: FAILED (all four soak runs)"
     total_failed=$((total_failed + 4))

@@ -69,7 +69,8 @@
 #   (b) overlap: every superseded run (and so every overlap) is explained; no fence is
 #       granted twice; across a restart the fence counter never goes back, and a lock whose
 #       holder was still inside and whose PTTL had not run out is still there.
-#   (c) status: every run ends 0, 69, 75 or 76, or 128+N (HUP, INT, QUIT, TERM) once the
+#   (c) status: every run ends 0, 69, 75 or 76, 77 while an `acl` fault took a command
+#       from the soak user (or within grace_ms after), or 128+N (HUP, INT, QUIT, TERM) once the
 #       soak is stopping; a run that ran its command did not end 69 or 75, one that did
 #       not run it did not end 0 or 76. A run ending 0 must not have lost the lock: not
 #       superseded, not frozen past its TTL, not broken while inside, write not rejected,
@@ -78,7 +79,9 @@
 #       break_grace_ms of the break (SPEC: "a holder hears a break within about a second").
 #   release: a failed release (rlock: "could not release") away from any restart or
 #       failover: SPEC says it is retried on a new connection first.
-#   shutdown: the lock is free after the soak and no process is left behind.
+#   shutdown: the lock is free after the soak, a newcomer gets in with `run -n` (no dead
+#       waiter blocks it), no key of the lock but its fence counter and history is left
+#       without an expiry, and no process is left behind.
 #   target: the soak reached its number of acquisitions before --max-time.
 set -uo pipefail
 
@@ -94,15 +97,16 @@ hist=("$W"/hist/*)
 errs=("$W"/err/[0-9]*)
 
 # Pass 1: one line per run, joined from its E, L and R lines:
-#   RUN ENTER LEAVE HOW FENCE TOKEN START END STATUS TTL WAIT VIA WORK STDERR   ("-": none)
+#   RUN ENTER LEAVE HOW FENCE TOKEN START END STATUS TTL WAIT VIA WORK STDERR SHAPE
+#   ("-": none; SHAPE "nested" for a run whose critical section ran in a nested run)
 cat "${hist[@]}" | awk '
   $1 == "E" { seen[$2] = 1; en[$2] = $3; fe[$2] = $4; tok[$2] = $7 }
   $1 == "L" { seen[$2] = 1; lv[$2] = $3; how[$2] = $4 }
-  $1 == "R" { seen[$2] = 1; r[$2] = $3 " " $4 " " $5 " " $6 " " $7 " " $8 " " $9 " " (NF >= 10 ? $10 : "file") }
+  $1 == "R" { seen[$2] = 1; r[$2] = $3 " " $4 " " $5 " " $6 " " $7 " " $8 " " $9 " " (NF >= 10 ? $10 : "file") " " (NF >= 11 ? $11 : "-") }
   function d(a, k) { return (k in a) ? a[k] : "-" }
   END {
     for (k in seen)
-      print k, d(en, k), d(lv, k), d(how, k), d(fe, k), d(tok, k), ((k in r) ? r[k] : "- - - - - - - -")
+      print k, d(en, k), d(lv, k), d(how, k), d(fe, k), d(tok, k), ((k in r) ? r[k] : "- - - - - - - - -")
   }' | sort -k2,2n -k1,1 >"$tmp/runs"
 
 awk -v show="${CHECK_SHOW:-25}" -v metaf="$W/meta" -v faultf="$W/faults.log" -v resf="$W/res/log" -v runsf="$tmp/runs" \
@@ -186,6 +190,14 @@ function explain(i, j,    k, tY, lvX) {
   }
   return EN[i] < EN[j] ? explain_failover(i, j) : explain_failover(j, i)
 }
+# whether an `acl` fault (a command taken from the soak user) was on while run id ran: its
+# refusal is 77, one line, wherever in the run it came (acquire, renewal or release)
+function acl_near(id,    k, a, b) {
+  a = A_START[id] + 0; b = A_NDT[id] + 0
+  for (k = 1; k <= nf; k++)
+    if (FK[k] == "acl" && FS0[k] <= b && FE[k] + GRACE >= a) return 1
+  return 0
+}
 # the faults near [a, b] (for an unexplained finding)
 function near(a, b,    k, out) {
   out = ""
@@ -225,8 +237,9 @@ FILENAME == resf && $1 == "W" {
   next
 }
 FILENAME == runsf {
-  # RUN ENTER LEAVE HOW FENCE TOKEN START END STATUS TTL WAIT VIA WORK STDERR
+  # RUN ENTER LEAVE HOW FENCE TOKEN START END STATUS TTL WAIT VIA WORK STDERR SHAPE
   nruns_all++; id = $1; A_SE[id] = $14
+  if ($15 == "nested") { nnest++; NESTST[$9]++ }
   if ($14 != "file" && $14 != "-") { SEN[$14]++; if ($9 != "-") SEST[$9]++ }
   A_ST[id] = $9; A_EN[id] = $2; A_NDT[id] = $8; A_START[id] = $7; A_TTL[id] = $10
   if ($9 != "-") { nrun++; SC[$9]++ }
@@ -350,6 +363,8 @@ END {
     if (s == "-") continue
     ran = (A_EN[id] != "-"); i = ran ? IDX[id] : 0
     if (s == 0 || s == 69 || s == 75 || s == 76) {
+    } else if (s == 77 && acl_near(id)) {
+      nacl77++
     } else if ((s == 129 || s == 130 || s == 131 || s == 143) && A_NDT[id] + 0 >= TSTOP) {
     } else if (s == 129 || s == 130 || s == 131 || s == 143) {
       viol("status", sprintf("run %s exited %s%s at %s, before the soak was stopping: nobody signalled it", id, s, sig(s), sec(A_NDT[id])), id)
@@ -378,6 +393,8 @@ END {
 
   # --- shutdown, target ---
   if (M["final_free"] != "yes") viol("shutdown", "the lock was still held 4s after every contender had ended", "")
+  if (M["final_unblocked"] != "" && M["final_unblocked"] != "yes") viol("shutdown", "after the soak, `rlock run -n` did not get in: " M["final_unblocked"] " (a dead waiter or holder blocks the lock)", "")
+  if (M["final_noexpiry"] != "") viol("shutdown", "after the soak, keys of the lock have no expiry: " M["final_noexpiry"], "")
   if (M["leftovers"] + 0 > 0) viol("shutdown", M["leftovers"] " process(es) left behind (see meta.leftovers)", "")
   if (M["reached"] != "1") viol("target", sprintf("only %d of %d acquisitions within --max-time %ss", n, M["target"], M["max_time_s"]), "")
 
@@ -391,8 +408,9 @@ END {
   printf "  rlock %s (%s), redis %s\n", M["rlock_version"], M["commit"], M["redis"]
   printf "  wall time         %.1fs\n", (TEND - T0) / 1e6
   printf "  acquisitions      %d (target %s)   runs %d   fences %.0f..%.0f\n", n, M["target"], nrun, (n ? FE_[1] : 0), PM[n]
-  printf "  exit statuses    %s\n", counts(SC)
-  printf "  faults            %d:%s\n", nf - NK["stop_skipped"] - NK["failover_skipped"] - NK["master_kill_skipped"], counts(NK, "cut client_kill restart stop script_flush break master_stop failover master_kill migrate stop_skipped failover_skipped master_kill_skipped")
+  if (nnest) printf "  nested runs       %d (in a process group of their own), their exits:%s\n", nnest, counts(NESTST)
+  printf "  exit statuses    %s%s\n", counts(SC), nacl77 ? sprintf(" (77: %d, each while a command was taken from the soak user)", nacl77) : ""
+  printf "  faults            %d:%s\n", nf - NK["stop_skipped"] - NK["failover_skipped"] - NK["master_kill_skipped"], counts(NK, "cut client_kill restart stop script_flush break acl master_stop failover master_kill migrate stop_skipped failover_skipped master_kill_skipped")
   if (NK["restart"]) printf "  restarts          down (kill -9 to AOF loaded) avg %s, max %s%s\n", ms(sumdown / NK["restart"]), ms(maxdown), nblind ? sprintf("; %d without a readable state after the restart (not checked)", nblind) : ""
   out = counts(STOPST)
   printf "  frozen holders    %d, their exits:%s%s\n", nstopped, out, nstopped_late ? sprintf(" (and %d frozen only after their command ended)", nstopped_late) : ""
@@ -408,7 +426,7 @@ END {
   printf "  rlock messages    %d \"lost the lock\", %d \"could not release\", %d \"no longer held at release\" (their exits:%s)\n", nlostmsg, nrelfail, nnotheld, out
   if (length(SEN)) printf "  broken stderr     runs with stderr on%s; their exits:%s\n", counts(SEN, "full epipe stall"), counts(SEST)
   printf "  longest gap       %s between acquisitions (after %s)\n", ms(gap), sec(gap_at)
-  printf "  after the soak    lock free: %s; processes left: %d; redis keys: %s\n", M["final_free"], M["leftovers"], M["redis_keys"]
+  printf "  after the soak    lock free: %s; unblocked: %s; keys without expiry: %s; processes left: %d; redis keys: %s\n", M["final_free"], M["final_unblocked"] == "" ? "-" : M["final_unblocked"], M["final_noexpiry"] == "" ? "none" : M["final_noexpiry"], M["leftovers"], M["redis_keys"]
   if (clockback) printf "  NOTE: the wall clock went back by more than 1ms %d time(s) (first at %s); intervals near it are unreliable\n", clockback, sec(clockback_at)
   shown = 0
   for (v = 1; v <= nv; v++) {

@@ -372,5 +372,37 @@ run 0.0 5 900 2600 2800 2805 76 none term
 fault failover 1000 2000 planned=1 old=SMASTER:1 new=SREPLICA:2 named1_ms=800 named_ms=1000 settled_ms=3000
 expect overlap "sentinel: a grant on the old master after every sentinel named the new one is a failure"
 
+# The acl fault: a command taken from the soak user. A refusal while it is on is 77; the
+# same status with no such fault near is not a documented outcome.
+new_case
+run 0.0 1 0 10 20 25 0
+norun 1.0 26 1300 77
+fault acl 1000 1200 cmd=pexpire ms=200 taken=OK
+expect PASS "a run refused while a command was taken from the soak user exits 77"
+
+new_case
+run 0.0 1 0 10 20 25 0
+norun 1.0 5000 5300 77
+fault acl 1000 1200 cmd=pexpire ms=200 taken=OK
+expect status "77 long after the acl fault ended"
+
+# After the soak: a dead waiter that blocks the lock, a key left without an expiry.
+new_case
+run 0.0 1 0 10 20 25 0
+echo "final_unblocked=no (status 75)" >>"$D/meta"
+expect shutdown "the lock free but blocked by a dead waiter after the soak"
+
+new_case
+run 0.0 1 0 10 20 25 0
+echo "final_unblocked=yes" >>"$D/meta"
+echo "final_noexpiry=lock:{soak}:queue" >>"$D/meta"
+expect shutdown "a queue key left without an expiry after the soak"
+
+new_case
+run 0.0 1 0 10 20 25 0
+echo "final_unblocked=yes" >>"$D/meta"
+echo "final_noexpiry=" >>"$D/meta"
+expect PASS "free, unblocked, every key expiring after the soak"
+
 echo "$((n - failed)) of $n checker cases ok"
 ((failed == 0))

@@ -2,7 +2,7 @@
 # One soak contender; tests/soak/soak.sh starts it in a session of its own (setsid), so a
 # fault can freeze "the whole job" (this loop, rlock and rlock's guard) with one kill.
 #
-#   contender.sh DIR C SEED RLOCK URL KEY TTL_MS VIA STDERR_FAULTS [RUN_OPTIONS]
+#   contender.sh DIR C SEED RLOCK URL KEY TTL_MS VIA STDERR_FAULTS [RUN_OPTIONS [NESTED_PCT]]
 #
 # URL may be several URLs separated by spaces (quorum mode: one --url each). RUN_OPTIONS
 # (space-separated, e.g. "--sync-replicas 2") go to every `rlock run`.
@@ -18,9 +18,17 @@
 # fails with ENOSPC); "epipe" (a FIFO without a reader: EPIPE); "stall" (a FIFO whose
 # reader never reads: once its 64 KiB are full, a write would block). SPEC: a failed or
 # stalled stderr neither kills rlock nor delays renewal.
+#
+# Nested runs (NESTED_PCT, 0-100: that share of the runs): the run's command starts a
+# nested `rlock run KEY -- cs.sh …` in a process group of its own (`set -m`) and exits
+# after 0-50ms, long before the critical section ends: the nested run is a hold under the
+# outer one's token (README "Nested runs"), so the lock stays held until it ends. The R
+# line then gives the nested run's status and end (the critical section is its), "nested"
+# after STDERR.
 set -u
 dir=$1 c=$2 seed=$3 rlock=$4 url=$5 key=$6 ttl=$7 via=$8 stderr_faults=${9:-0}
 read -r -a run_opts <<<"${10:-}"
+nested_pct=${11:-0}
 cs="$(dirname "${BASH_SOURCE[0]}")/cs.sh"
 hist=$dir/hist/$c err=$dir/err/$c
 read -r -a urls <<<"$url"
@@ -71,10 +79,31 @@ for ((i = 0; ; i++)); do
     mode=${modes[$_r]}
   fi
   printf -v work_s '%d.%03d' $((work_ms / 1000)) $((work_ms % 1000))
+  nested=0
+  if ((nested_pct > 0)); then
+    rnd 0 99
+    ((_r < nested_pct)) && nested=1
+  fi
   printf '== %s\n' "$run" >>"$err"
   [[ $mode == file ]] || printf 'stderr of this run: %s\n' "$mode" >>"$err"
-  set -- -v "${url_args[@]}" run --ttl "${ttl}ms" --wait "${wait_ms}ms" "${run_opts[@]}" "$key" -- \
-    bash "$cs" "$dir" "$c" "$run" "$work_s" "$ttl"
+  if ((nested)); then
+    rnd 0 50
+    printf -v outer_s '0.%03d' "$_r"
+    nest_st=$dir/nest.$c
+    rm -f "$nest_st"
+    # The nested run's stderr is the contender's file (not the drawn fault: it outlives the
+    # outer run, which may have left a FIFO's reader behind).
+    # shellcheck disable=SC2016 # expanded by the inner bash
+    set -- -v "${url_args[@]}" run --ttl "${ttl}ms" --wait "${wait_ms}ms" "${run_opts[@]}" "$key" -- \
+      bash -c 'set -m
+        ( "$1" -v "${@:14}" run --ttl "$2" --wait "$3" "$4" -- bash "$5" "${@:9:5}" 2>>"$6"
+          echo $? >"$7.tmp" && mv "$7.tmp" "$7" ) </dev/null >/dev/null &
+        sleep "$8"' nested "$rlock" "${ttl}ms" "${wait_ms}ms" "$key" "$cs" "$err" "$nest_st" \
+      "$outer_s" "$dir" "$c" "$run" "$work_s" "$ttl" "${url_args[@]}"
+  else
+    set -- -v "${url_args[@]}" run --ttl "${ttl}ms" --wait "${wait_ms}ms" "${run_opts[@]}" "$key" -- \
+      bash "$cs" "$dir" "$c" "$run" "$work_s" "$ttl"
+  fi
   t0=${EPOCHREALTIME/./}
   case $mode in
     file) "$rlock" "$@" </dev/null >/dev/null 2>>"$err" ;;
@@ -84,8 +113,26 @@ for ((i = 0; ; i++)); do
   esac
   st=$?
   t1=${EPOCHREALTIME/./}
-  printf 'R %s %s %s %s %s %s %s %s %s\n' "$run" "$t0" "$t1" "$st" "$ttl" "$wait_ms" "$via" \
-    "$work_ms" "$mode" >>"$hist"
-  # Redis is down (a restart): do not spin.
-  if ((st == 69)); then sleep 0.1; fi
+  shape=""
+  if ((nested)); then
+    shape=" nested"
+    # The outer run let the command run (0, or 76 if it lost the lock meanwhile): the
+    # nested run's end is the run's. Bounded: a critical section lasts at most 1.8 TTL
+    # and a nested run waits for nobody (the lock is its outer run's).
+    if ((st == 0 || st == 76)); then
+      for ((k = 0; k < 600; k++)); do
+        [[ -e $nest_st ]] && break
+        sleep 0.05
+      done
+      if [[ -e $nest_st ]]; then
+        read -r st <"$nest_st"
+        t1=${EPOCHREALTIME/./}
+      fi
+    fi
+  fi
+  printf 'R %s %s %s %s %s %s %s %s %s%s\n' "$run" "$t0" "$t1" "$st" "$ttl" "$wait_ms" "$via" \
+    "$work_ms" "$mode" "$shape" >>"$hist"
+  # Redis is down (a restart), or refuses the soak user a command (the acl fault): do not
+  # spin.
+  if ((st == 69 || st == 77)); then sleep 0.1; fi
 done

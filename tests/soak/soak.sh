@@ -7,7 +7,7 @@
 #                      [--rlock PATH] [--proxy PATH] [--direct K] [--fault-every MS]
 #                      [--max-time S] [--no-persistence] [--no-stderr-faults] [--dir DIR]
 #                      [--masters N | --sentinel | --cluster] [--sync-replicas N]
-#                      [--keep] [--quiet] [--rlock-alt PATH]
+#                      [--keep] [--quiet] [--rlock-alt PATH] [--nested PCT]
 #
 # What it starts, all its own and all stopped at exit (trap on EXIT, INT, TERM, HUP):
 # - redis-server on a free loopback port with persistence (--appendonly yes
@@ -16,7 +16,10 @@
 #   through the proxy, the last K directly;
 # - C contenders (tests/soak/contender.sh, each in a session of its own), each a loop of
 #   `rlock run --ttl T --wait W soak -- bash cs.sh …` (T = 1s, 1.5s, 2s by contender);
-#   the critical section (tests/soak/cs.sh) writes to a fenced resource. Contender 0
+#   the critical section (tests/soak/cs.sh) writes to a fenced resource; with --nested PCT
+#   (default 10; 0 in Sentinel and Cluster mode for now) that share of the runs runs it in
+#   a nested `rlock run` put in a process group of its own (`set -m`), the outer run's
+#   command exiting at once (contender.sh). Contender 0
 #   also gives each run a random stderr: a file, /dev/full, a pipe without a reader or
 #   a pipe nobody reads (unless --no-stderr-faults).
 # Until N critical sections have been entered (or --max-time runs out) it injects one
@@ -30,7 +33,13 @@
 #                  (which side first is drawn too), like a GC pause or a VM freeze
 #   script_flush   SCRIPT FLUSH
 #   break          rlock break soak --yes
+#   acl            the ACL user the contenders connect as ("soak") loses one command the
+#                  scripts use (PEXPIRE, HSET, ZADD, INCR, SET, DEL, PUBLISH, ZREM, LPUSH or
+#                  EVALSHA) for 0.5-3s, then gets it back: a script refused part way
 # Each fault is one line of DIR/faults.log: F KIND START_US END_US DETAILS…
+# Once the contenders have ended it also asks whether the lock is free, whether a
+# newcomer that does not wait gets in (no dead waiter or holder blocks it) and which of
+# the lock's keys have no expiry (only the fence counter and the history may not).
 # Then it checks the history (tests/soak/check.sh DIR), prints the summary and exits with
 # its status: 0 PASS, 1 FAIL, 2 the soak itself could not run, 64 usage.
 # DIR (a new temporary directory unless --dir) is removed after a PASS unless --keep.
@@ -53,6 +62,7 @@
 #   script_flush   SCRIPT FLUSH on a random master
 #   break          rlock break soak --yes with every URL
 #   master_stop    SIGSTOP a random master for 0.2-2.5s, then SIGCONT
+#   acl            as above, on a random master
 # The details of a fault on one master start with master=I. With --short, --max-time
 # defaults to 75 (not 110) in quorum mode.
 #
@@ -101,7 +111,7 @@ die_usage() {
 
 target="" contenders=8 seed="" short=0 rlock="" rlock_alt="" proxy_bin="" direct="" fault_every=""
 max_time="" persistence=1 stderr_faults=1 dir="" keep=0 quiet=0 masters=1 topo=""
-sync_replicas=0
+sync_replicas=0 nested=""
 while (($#)); do
   case $1 in
     --acquisitions) target=${2:-} && shift ;;
@@ -123,6 +133,7 @@ while (($#)); do
       topo=${1#--}
       ;;
     --sync-replicas) sync_replicas=${2:-} && shift ;;
+    --nested) nested=${2:-} && shift ;;
     --keep) keep=1 ;;
     --quiet) quiet=1 ;;
     -h | --help)
@@ -155,13 +166,15 @@ else
 fi
 : "${seed:=$((EPOCHSECONDS % 1000000))}"
 if ((replicated)); then direct=$contenders; fi # no proxy: every contender connects directly
+if ((replicated)); then : "${nested:=0}"; else : "${nested:=10}"; fi
 : "${direct:=$((contenders / 4))}"
-for v in target contenders seed direct fault_every max_time masters sync_replicas; do
+for v in target contenders seed direct fault_every max_time masters sync_replicas nested; do
   is_num "${!v}" || die_usage "--${v//_/-} needs a whole number, got '${!v}'"
 done
 ((target >= 1)) || die_usage "--acquisitions must be at least 1"
 ((contenders >= 2 && contenders <= 64)) || die_usage "--contenders must be 2..64"
 ((direct <= contenders)) || die_usage "--direct must be at most --contenders"
+((nested <= 100)) || die_usage "--nested must be a share of the runs, 0..100"
 ((fault_every >= 50)) || die_usage "--fault-every must be at least 50 (ms)"
 ((masters == 1 || (masters >= 3 && masters <= 9))) ||
   die_usage "--masters must be 1, or 3..9 for quorum mode"
@@ -201,6 +214,10 @@ done
 # --- state --------------------------------------------------------------------------------
 
 KEY=soak
+# One server and quorum mode: contenders (and the soak's own rlock calls) connect as this
+# ACL user, which the `acl` fault takes one command from for a while.
+SOAK_USER=soak SOAK_PASS=soak-pw
+SOAK_AUTH=$SOAK_USER:$SOAK_PASS
 LOCK_KEY="lock:{$KEY}"
 FENCE_KEY="lock:{$KEY}:fence"
 if [[ -n $dir ]]; then
@@ -316,7 +333,7 @@ pick_port() {
 redis_args() {
   local -a a=(--port "$REDIS_PORT" --bind 127.0.0.1 --daemonize no --dir "$REDIS_DIR"
     --unixsocket "$REDIS_SOCK" --unixsocketperm 700 --save ''
-    --maxmemory-policy noeviction)
+    --maxmemory-policy noeviction --user "$SOAK_USER" on ">$SOAK_PASS" "~*" "&*" "+@all")
   if ((persistence)); then
     a+=(--appendonly yes --appendfsync always)
   else
@@ -843,10 +860,10 @@ ttl_of() {
 # The URLs of every master, space-separated: _urls direct, _purls master 0's via the proxy.
 master_urls() {
   local m
-  _urls="" _purls="redis://127.0.0.1:$PROXY_PORT/0"
+  _urls="" _purls="redis://$SOAK_AUTH@127.0.0.1:$PROXY_PORT/0"
   for ((m = 0; m < masters; m++)); do
-    _urls+="${_urls:+ }redis://127.0.0.1:${M_PORT[m]}/0"
-    ((m == 0)) || _purls+=" redis://127.0.0.1:${M_PORT[m]}/0"
+    _urls+="${_urls:+ }redis://$SOAK_AUTH@127.0.0.1:${M_PORT[m]}/0"
+    ((m == 0)) || _purls+=" redis://$SOAK_AUTH@127.0.0.1:${M_PORT[m]}/0"
   done
 }
 
@@ -870,16 +887,16 @@ start_contenders() {
       master_urls
       if ((c >= contenders - direct)); then url=$_urls via=direct; else url=$_purls via=proxy; fi
     elif ((c >= contenders - direct)); then
-      url="redis://127.0.0.1:$REDIS_PORT/0" via=direct
+      url="redis://$SOAK_AUTH@127.0.0.1:$REDIS_PORT/0" via=direct
     else
-      url="redis://127.0.0.1:$PROXY_PORT/0" via=proxy
+      url="redis://$SOAK_AUTH@127.0.0.1:$PROXY_PORT/0" via=proxy
     fi
     : >"$W/hist/$c"
     : >"$W/err/$c"
     bin=$rlock
     ((c % 2 == 1)) && [[ -n $rlock_alt ]] && bin=$rlock_alt
     setsid bash "$here/contender.sh" "$W" "$c" "$seed" "$bin" "$url" "$KEY" \
-      "$(ttl_of "$c")" "$via" $((c == 0 ? stderr_faults : 0)) "$opts" </dev/null >/dev/null 2>>"$W/err/contender.$c" &
+      "$(ttl_of "$c")" "$via" $((c == 0 ? stderr_faults : 0)) "$opts" "$nested" </dev/null >/dev/null 2>>"$W/err/contender.$c" &
     CONT_PIDS+=($!)
   done
 }
@@ -1206,11 +1223,34 @@ fault_stop() {
   _detail="run=$run ttl=$ttl stop_ms=$dur order=$order cs_pid=$cspid rlock_pid=$rpid"
 }
 
-KINDS=(cut client_kill restart stop script_flush break)
-WEIGHTS=(3 2 1 2 1 1)
+# The soak user loses one command the scripts use for 0.5-3s (on one master in quorum
+# mode), then gets it back: a script refused part way must leave nothing half-written
+# (docs/PROTOCOL.md), and the lock must be free and unblocked once the faults stop.
+ACL_COMMANDS=(pexpire hset zadd incr set del publish zrem lpush evalsha)
+fault_acl() {
+  local cmd dur r1 r2
+  pick_master
+  rnd 0 $((${#ACL_COMMANDS[@]} - 1))
+  cmd=${ACL_COMMANDS[$_r]}
+  rnd 500 3000
+  dur=$_r
+  now_us
+  _t0=$_now
+  r1=$(rcli acl setuser "$SOAK_USER" "-$cmd" | tr -d '\r\n ')
+  sleep "$(printf '%d.%03d' $((dur / 1000)) $((dur % 1000)))"
+  r2=$(rcli acl setuser "$SOAK_USER" "+$cmd" | tr -d '\r\n ')
+  now_us
+  _t1=$_now
+  [[ $r2 == OK ]] || harness_error "could not give $SOAK_USER back '$cmd': ${r2:-no answer}"
+  _detail="${_mdetail}cmd=$cmd ms=$dur taken=${r1:-none}"
+  done_master
+}
+
+KINDS=(cut client_kill restart stop script_flush break acl)
+WEIGHTS=(3 2 1 2 1 1 2)
 if ((masters > 1)); then
   KINDS+=(master_stop)
-  WEIGHTS=(3 2 2 2 1 1 2)
+  WEIGHTS=(3 2 2 2 1 1 2 2)
 elif [[ $topo == sentinel ]]; then
   KINDS=(failover master_kill client_kill stop script_flush break)
   WEIGHTS=(3 3 1 2 1 1)
@@ -1289,6 +1329,7 @@ T0=$_now
   echo "persistence=$persistence"
   echo "stderr_faults=$stderr_faults"
   echo "short=$short"
+  echo "nested_pct=$nested"
   echo "t0=$T0"
   echo "grace_ms=1000"
   echo "break_grace_ms=2000"
@@ -1379,6 +1420,52 @@ redis_keys() {
 }
 final_free=no
 poll_until 4 lock_free && final_free=yes
+
+# ... and unblocked: a newcomer that does not wait gets in (no dead waiter ahead of it), and
+# no key of the lock's state is left without an expiry (docs/PROTOCOL.md: the fence
+# counter and the history's two keys are the only ones kept for good or for a week).
+final_unblocked() {
+  local rc=0
+  if ((replicated)); then
+    timeout 20 "$rlock" --url "$TOPO_URL" run -n "$KEY" -- true >/dev/null 2>>"$W/faults.err" || rc=$?
+  elif ((masters > 1)); then
+    master_urls
+    url_args "$_urls"
+    timeout 20 "$rlock" "${_uargs[@]}" run -n "$KEY" -- true >/dev/null 2>>"$W/faults.err" || rc=$?
+  else
+    timeout 20 "$rlock" --url "redis://$SOAK_AUTH@127.0.0.1:$REDIS_PORT/0" run -n "$KEY" -- true \
+      >/dev/null 2>>"$W/faults.err" || rc=$?
+  fi
+  _unblocked=$([[ $rc == 0 ]] && echo yes || echo "no (status $rc)")
+}
+# The lock's keys without an expiry on the master in use, but for the three kept ones.
+# (At most ten named, then how many in all.)
+keys_without_expiry() {
+  local k out="" n=0
+  while read -r k; do
+    [[ -n $k ]] || continue
+    case $k in *:fence | *:log | *:live) continue ;; esac
+    [[ $(rcli pttl "$k" | tr -d '\r') == -1 ]] || continue
+    ((++n <= 10)) && out+="${out:+,}$k"
+  done < <(rcli --scan --pattern "$LOCK_KEY*")
+  ((n <= 10)) || out+=" ($n in all)"
+  echo "$out"
+}
+final_unblocked
+noexpiry=""
+if ((replicated)); then
+  pick_node
+  noexpiry=$(keys_without_expiry)
+elif ((masters > 1)); then
+  for ((m = 0; m < masters; m++)); do
+    use_master "$m"
+    k=$(keys_without_expiry)
+    [[ -z $k ]] || noexpiry+="${noexpiry:+ }master$m:$k"
+  done
+  use_master 0
+else
+  noexpiry=$(keys_without_expiry)
+fi
 leftovers=0
 if our_leftovers; then
   leftovers=${#_left[@]}
@@ -1392,6 +1479,8 @@ fi
   echo "t_end=$t_end"
   echo "reached=$reached"
   echo "final_free=$final_free"
+  echo "final_unblocked=$_unblocked"
+  echo "final_noexpiry=$noexpiry"
   echo "leftovers=$leftovers"
   # release tombstones (lock:{KEY}:r:TOKEN) expire by themselves within seconds: counted
   if ((replicated)); then
