@@ -260,7 +260,11 @@ void Acquirer::on_reply(Outcome<AcquireReply> o) {
     // The attempt may have reached the server before the failure: clean up.
     if (retry_first_contact(*o.error)) return;
     if (ride_out(*o.error, retry_timer_, [this] { attempt(); })) return;
-    if (o.error->kind() == ErrorKind::Unavailable || o.error->kind() == ErrorKind::Protocol)
+    // A refusal (an ACL taking a command the acquire script needs, while the
+    // waiter waits in line) leaves the line too, where leaving is allowed: a
+    // dead place would hold up everyone behind it for the rest of its lease.
+    if (o.error->kind() == ErrorKind::Unavailable || o.error->kind() == ErrorKind::Protocol ||
+        o.error->kind() == ErrorKind::Permission)
       return fail_with_cleanup(*o.error);
     return finish({o.error, {}});
   }

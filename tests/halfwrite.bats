@@ -32,7 +32,7 @@ user_without() {
 }
 
 # Every command the rlock layout's scripts run (redis.call or redis.pcall).
-SCRIPT_COMMANDS=(DEL EXISTS GET HDEL HEXISTS HGET HMGET HSET HSETNX INCR PERSIST PEXPIRE PTTL SET
+SCRIPT_COMMANDS=(DEL EXISTS GET HDEL HEXISTS HGET HGETALL HLEN HMGET HSET HSETNX INCR PERSIST PEXPIRE PTTL SET
   ZADD ZCARD ZCOUNT ZRANGE ZRANGEBYSCORE ZRANK ZREM ZREMRANGEBYSCORE ZSCORE PUBLISH LPUSH XADD)
 
 # refused CMD: runs each script as a user without CMD (free, another's lease, taken) and
@@ -176,4 +176,24 @@ refused() {
   [[ $stderr == *"may not run PEXPIRE"* ]] || fail "$stderr"
   run rcli exists hw-red
   assert_output 0
+}
+
+@test "a waiter refused at its place's refresh leaves the line at once: no dead place holds up the others" {
+  # The ACL takes HSET from the waiter while it waits: its refresh is refused (77), and
+  # it leaves (leave.lua needs no HSET) instead of blocking its line for its place's lease.
+  rcli acl setuser hw-refresh reset on '>pw' '~lock:*' '&lock:*' '+@all' >/dev/null
+  url="redis://hw-refresh:pw@127.0.0.1:$REDIS_PORT/0"
+  tok=$("$RLOCK" acquire hw-refresh --ttl 30s)
+  rlock_bg waiter --url "$url" run hw-refresh --wait 30s -- true
+  waiter=$BG_PID
+  wait_until '[[ $(rcli zcard "lock:{hw-refresh}:queue") == 1 ]]'
+  rcli acl setuser hw-refresh -hset >/dev/null
+  bg_wait "$waiter" "$(slack 10)"
+  rcli acl setuser hw-refresh +hset >/dev/null
+  assert_equal "$BG_STATUS" 77
+  # Its place went with it: the next newcomer is first in line, no one waiting ahead.
+  assert_equal "$(rcli zcard 'lock:{hw-refresh}:queue')" 0
+  run "$RLOCK" status hw-refresh --json
+  assert_output --partial '"waiter_count":0'
+  "$RLOCK" release hw-refresh --token "$tok"
 }

@@ -404,5 +404,12 @@ echo "final_unblocked=yes" >>"$D/meta"
 echo "final_noexpiry=" >>"$D/meta"
 expect PASS "free, unblocked, every key expiring after the soak"
 
+# A release refused by the ACL (the acl fault) is explained; away from it, it is not.
+new_case
+run 0.0 1 0 10 20 25 77
+fault acl 15 30 cmd=del ms=15 taken=OK
+printf 'rlock: could not release '"'"'soak'"'"': the ACL user '"'"'soak'"'"' may not run DEL\n' >>"$D/err/0"
+expect PASS "a release refused while the acl fault took DEL"
+
 echo "$((n - failed)) of $n checker cases ok"
 ((failed == 0))
