@@ -477,6 +477,10 @@ ReleaseReply parse_release(const Reply& r) {
       x.state = ReleaseReply::State::KeptAsDone;
       x.left = Millis(e.size() > 1 ? num(e[1]) : 0);
       break;
+    case 5:
+      x.state = ReleaseReply::State::KeptForNested;
+      x.left = Millis(e.size() > 1 ? num(e[1]) : 0);
+      break;
     default:
       x.state = ReleaseReply::State::NotHeld;
   }

@@ -155,12 +155,15 @@ struct ExtendReply {
 struct ReleaseReply {
   /// AlreadyReleased: a retried release whose first try had released it.
   /// KeptAsDone: kept for --done-for after a success (marked done).
+  /// KeptForNested: nested holds under the token still run; the last of them
+  /// to end releases it (protocol 4, README "Nesting").
   enum class State {
     Released,
     NotHeld,
     KeptForMinHold,
     AlreadyReleased,
-    KeptAsDone
+    KeptAsDone,
+    KeptForNested
   } state = State::NotHeld;
   Millis left{0};  // KeptForMinHold, KeptAsDone: how long it stays held
 };
