@@ -17,6 +17,7 @@
 #include "held.h"
 #include "nest.h"
 #include "output.h"
+#include "procinfo.h"
 #include "progress.h"
 #include "session.h"
 #include "signals.h"
@@ -545,6 +546,33 @@ class Runner {
 
 namespace {
 
+// Where no nested hold can be recorded (--layout plain or redisson, quorum
+// mode), a nested run is inside the lock only while the enclosing holder
+// waits for it: a run waits for its command's process group (led by its
+// child), a keeper's script for nothing but itself, so the nested run must be
+// in that group. Anywhere else (set -m, setsid) it could outlive the lock:
+// a usage Error that says why.
+void refuse_leaving_group(const GlobalOptions& g, const HeldEntry& e, const Holder& holder) {
+  pid_t group = getpgrp();
+  auto pid = static_cast<pid_t>(holder.info.pid);
+  bool inside = false;
+  if (e.keeper > 0) {
+    inside = pid > 0 && getpgid(pid) == group;
+  } else {
+    auto leader = proc_info(group);
+    inside = leader && pid > 0 && leader->ppid == pid;
+  }
+  if (inside) return;
+  std::string where = g.layout != Layout::Rlock
+                          ? fmt::format("--layout {}", layout_name(g.layout))
+                          : std::string("quorum mode");
+  throw_usage(fmt::format(
+      "'{}' is held by an enclosing holder (pid {}), but this run is outside its process group "
+      "and {} has nowhere to record a nested hold, so it could run on after the lock is "
+      "released; run it in the holder's process group (no set -m or setsid)",
+      e.key, holder.info.pid, where));
+}
+
 // A nested run (README "Nesting"): when the environment says this process
 // already holds the lock and Redis confirms it, the command runs at once,
 // inside the enclosing hold. In the rlock layout on one deployment the run
@@ -581,6 +609,8 @@ std::optional<NestedRun> run_nested_if_held(const GlobalOptions& g, const LockOp
             e.key, holder->info.pid));
     }
   }  // the connections are closed before the command replaces this process
+  if (!recorded)
+    for (size_t i = 0; i < found.size(); ++i) refuse_leaving_group(g, found[i], holders[i]);
   SpawnSpec spec = command_spec(c);
   std::string fences;
   for (size_t i = 0; i < found.size(); ++i) {
