@@ -165,7 +165,8 @@ struct ReleaseReply {
     KeptAsDone,
     KeptForNested
   } state = State::NotHeld;
-  Millis left{0};  // KeptForMinHold, KeptAsDone: how long it stays held
+  Millis left{0};  // KeptForMinHold, KeptAsDone, KeptForNested: how long it stays held
+  long nested = 0;  // KeptForNested: how many nested holds keep it
 };
 
 struct ForgetReply {

@@ -23,22 +23,10 @@ int64_t integer(const Reply& r, const char* what) {
 
 }  // namespace
 
-std::vector<NestedHold> nested_holds(Loop& loop, Lock& lock, const std::string& outer) {
+namespace {
+
+std::vector<NestedHold> parse_holds(const Reply& r) {
   std::vector<NestedHold> out;
-  SingleLock* s = single(&lock);
-  if (!s) return out;
-  Reply r = wait_for<Reply>(loop, [&](Done<Reply> d) {
-    run_script(s->client(), nest_script(), keys_of(s->names()), {"list", outer},
-               [d = std::move(d)](Result res) {
-                 Outcome<Reply> o;
-                 try {
-                   o.value = expect_ok(res, "nest script");
-                 } catch (const Error& e) {
-                   o.error = e;
-                 }
-                 d(std::move(o));
-               });
-  });
   auto& e = r.as_array("a list of nested holds");
   for (size_t i = 0; i + 1 < e.size(); i += 2) {
     if (e[i].type != Reply::Type::String || e[i + 1].type != Reply::Type::Integer) continue;
@@ -54,6 +42,44 @@ std::vector<NestedHold> nested_holds(Loop& loop, Lock& lock, const std::string& 
                    Millis(e[i + 1].integer)});
   }
   return out;
+}
+
+void list_holds(SingleLock& s, const std::string& outer, Done<Reply> d) {
+  run_script(s.client(), nest_script(), keys_of(s.names()), {"list", outer},
+             [d = std::move(d)](Result res) {
+               Outcome<Reply> o;
+               try {
+                 o.value = expect_ok(res, "nest script");
+               } catch (const Error& e) {
+                 o.error = e;
+               }
+               d(std::move(o));
+             });
+}
+
+}  // namespace
+
+std::vector<NestedHold> nested_holds(Loop& loop, Lock& lock, const std::string& outer) {
+  SingleLock* s = single(&lock);
+  if (!s) return {};
+  Reply r = wait_for<Reply>(loop, [&](Done<Reply> d) { list_holds(*s, outer, std::move(d)); });
+  return parse_holds(r);
+}
+
+void each_nested_hold(Lock& lock, const std::string& outer,
+                      std::function<void(const NestedHold&)> visit) {
+  for (Lock* part : lock.parts()) {
+    SingleLock* s = single(part);
+    if (!s) continue;
+    list_holds(*s, outer, [visit](Outcome<Reply> o) {
+      if (o.error) return;
+      try {
+        for (const NestedHold& h : parse_holds(o.value)) visit(h);
+      } catch (const Error&) {
+        // a reply of another shape: nobody to tell
+      }
+    });
+  }
 }
 
 NestedLock::NestedLock(std::unique_ptr<Lock> inner, std::vector<std::string> outer)

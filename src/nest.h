@@ -6,6 +6,7 @@
 // nested hold under it have ended.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,6 +25,12 @@ struct NestedHold {
 /// The nested holds under `outer` on `lock` (a SingleLock of the rlock
 /// layout; none for any other). Records that do not parse are skipped.
 std::vector<NestedHold> nested_holds(Loop& loop, Lock& lock, const std::string& outer);
+
+/// Calls `visit` for each live nested hold under `outer` on every key of
+/// `lock` (rlock layout, single deployments), once the replies come; errors
+/// are ignored (best effort).
+void each_nested_hold(Lock& lock, const std::string& outer,
+                      std::function<void(const NestedHold&)> visit);
 
 /// The lock of a nested run: holds on each key's lock (`parts`, SingleLocks
 /// of the rlock layout) under that key's enclosing token (`outer`, in the

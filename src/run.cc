@@ -202,8 +202,26 @@ class Runner {
     loop().on_signal(SIGCHLD, [this](int) { reap(); });
   }
 
+  // A stop request to this run reaches the nested runs under its token on
+  // this host (README "Nesting"), each once: their own group is outside this
+  // run's. A pid is signalled only while it is still an rlock process.
+  void pass_stop(int sig) {
+    if (nested_ || !holding()) return;
+    std::string host = local_holder_info("", 0).host;
+    each_nested_hold(*lock_, token_, [sig, host](const NestedHold& h) {
+      if (h.host != host || h.pid < 1 || h.pid > 0x7fffffff) return;
+      auto pid = static_cast<pid_t>(h.pid);
+      std::string cmd = proc_command_line(pid, 256);
+      std::string first = cmd.substr(0, cmd.find(' '));
+      if (first.substr(first.rfind('/') + 1) != "rlock") return;
+      log_verbose(fmt::format("passing signal {} on to the nested run pid {}", sig, h.pid));
+      kill(pid, sig);
+    });
+  }
+
   void on_signal(int sig) {
     if (sig == SIGCONT && stopped_) return;  // stop_self() resumes once it returns
+    if (is_stop_signal(sig)) pass_stop(sig);
     if (holding() && draining_ && is_stop_signal(sig)) {
       // The command has ended and rlock has the terminal back: this is the
       // Ctrl-C (or the SIGTERM of a CI cancel) that ends what it left behind.
@@ -490,9 +508,11 @@ class Runner {
         log_verbose(fmt::format("'{}' stays held for {} more (--min-hold)", key,
                                 format_duration(o.value.left)));
       } else if (o.value.state == ReleaseReply::State::KeptForNested) {
-        log_verbose(fmt::format("'{}' stays held for the nested holds under it (the last one "
-                                "to end releases it)",
-                                key));
+        // The "holding for ..." of nested runs: they outlive this one.
+        log_info(fmt::format("'{}' stays held by {} nested run{} under this one, in {} "
+                             "process group; the last to end releases it",
+                             key, o.value.nested, o.value.nested == 1 ? "" : "s",
+                             o.value.nested == 1 ? "its own" : "their own"));
       } else if (o.value.state == ReleaseReply::State::KeptAsDone) {
         log_verbose(fmt::format("'{}' is done: it stays taken for {} more (--done-for)", key,
                                 format_duration(o.value.left)));

@@ -90,7 +90,7 @@ job_script() {
   cat >"$T/job.sh" <<'EOF2'
 echo "$PPID" >"$T/npid"
 touch "$T/started"
-while [ ! -e "$T/go" ]; do sleep 0.05; done
+while [ ! -e "$T/go" ] && [ -d "$T" ]; do sleep 0.05; done
 EOF2
 }
 
@@ -107,7 +107,8 @@ nested_bg() {
   job_script
   run timeout 20 rlock run --ttl 3s k -- bash -c "$(nested_bg k)"
   [ "$status" -eq 0 ]
-  # The outer run has exited; its nested run still holds k.
+  # The outer run has exited, saying so; its nested run still holds k.
+  [[ $output == *"'k' stays held by 1 nested run under this one"* ]]
   is_held k
   run rlock run -n k -- true
   [ "$status" -eq 75 ]
@@ -175,6 +176,31 @@ EOF2
   [ "$(wc -l <"$T/nested.err")" -eq 1 ]
   grep -q "lost the lock 'k'" "$T/nested.err"
   touch "$T/go"
+}
+
+@test "--and: a nested run of several keys holds each of them after the outer run exits" {
+  job_script
+  run timeout 20 rlock run --ttl 3s a1 --and b1 -- bash -c "$(nested_bg 'a1 --and b1')"
+  [ "$status" -eq 0 ]
+  is_held a1
+  is_held b1
+  touch "$T/go"
+  wait_for_file "$T/nested.rc"
+  [ "$(cat "$T/nested.rc")" = 0 ]
+  _rlock_poll "a1 to be free" 2 is_free a1
+  _rlock_poll "b1 to be free" 2 is_free b1
+}
+
+@test "a stop request to the outer run reaches its nested run in another process group" {
+  job_script
+  rlock run --ttl 3s k -- bash -c "$(nested_bg k); sleep 1000" 3>&- &
+  outer=$!
+  wait_for_file "$T/started"
+  kill -TERM "$outer"
+  # The nested run heard it too and passed it to its own command's group.
+  wait_for_file "$T/nested.rc" 5
+  [ "$(cat "$T/nested.rc")" = 143 ]
+  _rlock_poll "k to be free" 5 is_free k
 }
 
 @test "a forged RLOCK_HELD never skips the lock: a holder elsewhere keeps it" {
