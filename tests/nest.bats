@@ -396,6 +396,11 @@ EOF2
   run timeout 30 rlock run --wait 3s qn -- rlock run --wait 3s qn -- sh -c 'echo "inner $RLOCK_KEY"'
   [ "$status" -eq 0 ]
   [[ $output == *"inner qn"* ]]
+  # It has nowhere to record a nested hold: one outside the holder's group is refused.
+  run timeout 30 rlock run --wait 3s qn -- bash -c 'set -m; rlock run -n qn -- echo "$0-ran" & wait $!' qn
+  [ "$status" -eq 64 ]
+  [[ $output == *"outside its process group and quorum mode has nowhere to record a nested hold"* ]]
+  [[ $output != *qn-ran* ]]
   sleeper
   rlock acquire --ttl 2s --while-pid "$SPID" qn >/dev/null
   sleep 3 # past its TTL: renewed on the quorum
