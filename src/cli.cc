@@ -50,7 +50,8 @@ RLOCK_SENTINEL_PASSWORD, RLOCK_LABEL, RLOCK_HISTORY, RLOCK_LAYOUT. The child of
 run sees RLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE, RLOCK_KEYS and RLOCK_FENCES (every
 key and its fence, one per line, as --and gave them; no fences under --layout
 plain or redisson), RLOCK_SLOT (with --limit) and RLOCK_HELD (every lock it is
-inside: a nested run of one of them runs at once).
+inside: a nested run of one of them runs at once and holds it for as long as it
+runs).
 See rlock(1) for details.)";
 
 // Everything the command line gives. Durations and numbers are kept as text
@@ -246,7 +247,11 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
   s.run->footer(
       "Before CMD, every word that starts with '-' is an rlock option: a CMD that\n"
       "starts with '-' goes after '--'. An option rlock does not know is a usage\n"
-      "error (64) that names the closest one (--wiat: did you mean --wait?).");
+      "error (64) that names the closest one (--wiat: did you mean --wait?).\n"
+      "Under a run that holds KEY (RLOCK_HELD, confirmed with Redis), run holds KEY\n"
+      "under that holder for as long as CMD runs, in any process group: KEY is free\n"
+      "only once both have ended; if the outer hold is lost or broken, --on-lost\n"
+      "applies and run exits 76.");
 
   s.acquire = add_key(app.add_subcommand("acquire",
                                          "take KEY for --ttl and print the token; no process "

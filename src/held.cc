@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "holder_token.h"
+#include "nest.h"
 #include "procinfo.h"
 #include "text.h"
 #include "url.h"
@@ -226,8 +227,18 @@ std::optional<Holder> verify_held(Loop& loop, Lock& lock, const HeldEntry& entry
     return std::nullopt;
   }
   // pid 1 too: a container's entrypoint script may hold a lock for its life.
-  if (h->info.pid < 1 || h->info.pid > 0x7fffffff ||
-      !is_ancestor(static_cast<pid_t>(h->info.pid), getpid())) {
+  auto ancestor = [](long pid) {
+    return pid >= 1 && pid <= 0x7fffffff && is_ancestor(static_cast<pid_t>(pid), getpid());
+  };
+  if (!ancestor(h->info.pid)) {
+    // Inside a nested run whose enclosing holder has ended meanwhile: the
+    // nested hold (on this host, an ancestor) holds the lock for it.
+    for (const NestedHold& n : nested_holds(loop, lock, entry.token))
+      if (n.host == h->info.host && ancestor(n.pid)) {
+        Holder found = *h;
+        found.info.pid = n.pid;
+        return found;
+      }
     why = fmt::format("its holder (pid {}) is not an ancestor of this process", h->info.pid);
     return std::nullopt;
   }

@@ -479,6 +479,11 @@ ReleaseReply parse_release(const Reply& r) {
       x.state = ReleaseReply::State::KeptAsDone;
       x.left = Millis(e.size() > 1 ? num(e[1]) : 0);
       break;
+    case 5:
+      x.state = ReleaseReply::State::KeptForNested;
+      x.left = Millis(e.size() > 1 ? num(e[1]) : 0);
+      x.nested = e.size() > 2 ? static_cast<long>(std::clamp<int64_t>(num(e[2]), 0, 1 << 30)) : 0;
+      break;
     default:
       x.state = ReleaseReply::State::NotHeld;
   }

@@ -158,14 +158,18 @@ struct ExtendReply {
 struct ReleaseReply {
   /// AlreadyReleased: a retried release whose first try had released it.
   /// KeptAsDone: kept for --done-for after a success (marked done).
+  /// KeptForNested: nested holds under the token still run; the last of them
+  /// to end releases it (protocol 4, README "Nesting").
   enum class State {
     Released,
     NotHeld,
     KeptForMinHold,
     AlreadyReleased,
-    KeptAsDone
+    KeptAsDone,
+    KeptForNested
   } state = State::NotHeld;
-  Millis left{0};  // KeptForMinHold, KeptAsDone: how long it stays held
+  Millis left{0};  // KeptForMinHold, KeptAsDone, KeptForNested: how long it stays held
+  long nested = 0;  // KeptForNested: how many nested holds keep it
 };
 
 struct ForgetReply {

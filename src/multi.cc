@@ -139,6 +139,11 @@ void MultiLock::release_all(const std::string& token, Millis min_hold, Done<Rele
             if (r.value.state != S::KeptAsDone) r.value.state = o.value.state;
             r.value.left = std::max(r.value.left, o.value.left);
           }
+          // Kept for the nested holds under it (the notice counts them).
+          if (o.value.state == S::KeptForNested && r.value.state == S::Released) {
+            r.value.state = S::KeptForNested;
+            r.value.nested = std::max(r.value.nested, o.value.nested);
+          }
         }
         // A loss is never hidden behind a failure to reach another part.
         if (r.value.state == ReleaseReply::State::NotHeld) r.error.reset();

@@ -15,7 +15,9 @@
 #include "duration.h"
 #include "guard.h"
 #include "held.h"
+#include "nest.h"
 #include "output.h"
+#include "procinfo.h"
 #include "progress.h"
 #include "session.h"
 #include "signals.h"
@@ -91,24 +93,86 @@ bool ended_by_stop_signal(int status) {
 // release channel (to hear a `break`): well within "about a second".
 constexpr Millis kListenAfter{200};
 
+// A nested run joins the enclosing hold (NestedLock::acquire) at once: it
+// never waits, and an enclosing hold that is gone meanwhile is a lost lease.
+class NestedJoin : public Acquisition {
+ public:
+  NestedJoin(NestedLock& lock, std::string token, WaitSpec spec)
+      : lock_(lock), token_(std::move(token)), spec_(std::move(spec)) {}
+
+  void start(Done<Acquired> done) override {
+    auto sent = Clock::now();
+    auto cancelled = cancelled_;
+    lock_.acquire(token_, spec_.ttl, false, spec_.info, 1,
+                  [this, sent, cancelled, done = std::move(done)](Outcome<AcquireReply> o) {
+                    if (*cancelled) return;
+                    if (o.error) return done({o.error, {}});
+                    if (o.value.state != AcquireReply::State::Acquired)
+                      return done({Error(ErrorKind::Lost,
+                                         fmt::format("the enclosing hold of '{}' ended before "
+                                                     "this nested run could join it",
+                                                     lock_.names().key)),
+                                   {}});
+                    Acquired a;
+                    a.fence = o.value.fence;
+                    a.ttl = o.value.ttl;
+                    a.sent = sent;
+                    if (lock_.fences().size() > 1) a.fences = lock_.fences();
+                    done({std::nullopt, a});
+                  });
+  }
+  void on_progress(std::function<void(const WaitProgress&)>) override {}
+  void cancel(std::function<void()> done) override {
+    *cancelled_ = true;
+    done();
+  }
+
+ private:
+  NestedLock& lock_;
+  std::string token_;
+  WaitSpec spec_;
+  std::shared_ptr<bool> cancelled_ = std::make_shared<bool>(false);
+};
+
+}  // namespace
+
+/// A nested run (README "Nesting"): the enclosing holders' entries (one per
+/// key) and the environment its command gets.
+struct NestedRun {
+  std::vector<HeldEntry> found;
+  std::vector<std::string> env;
+};
+
+namespace {
+
 class Runner {
  public:
   Runner(const GlobalOptions& g, const LockOptions& o, const RunCommand& c,
-         std::vector<HeldEntry> held)
+         std::vector<HeldEntry> held, std::optional<NestedRun> nested = std::nullopt)
       : opts_(o),
         cmd_(c),
         session_(g),
         lock_(session_.locks(o, g.prefix)),
         token_(lock_->fresh_token(static_cast<long>(getpid()))),
         held_(std::move(held)),
-        where_(lock_location(g)) {}
+        where_(lock_location(g)),
+        nested_(std::move(nested)) {
+    if (nested_) {
+      std::vector<std::string> outer;
+      for (const HeldEntry& e : nested_->found) outer.push_back(e.token);
+      lock_ = std::make_unique<NestedLock>(std::move(lock_), std::move(outer));
+    }
+  }
 
   int run() {
     install_signals();
     HolderInfo info = local_holder_info(join_command(cmd_), static_cast<long>(getpid()));
     info.label = opts_.label;
     WaitSpec spec{opts_.ttl, opts_.wait, opts_.no_wait, info, opts_.sync_replicas};
-    acquirer_ = make_acquisition(*lock_, token_, spec);
+    if (nested_)
+      acquirer_ = std::make_unique<NestedJoin>(static_cast<NestedLock&>(*lock_), token_, spec);
+    else
+      acquirer_ = make_acquisition(*lock_, token_, spec);
     acquirer_->on_progress([this](const WaitProgress& p) { reporter_.report(p); });
     acquirer_->start([this](Outcome<Acquired> o) { on_acquired(std::move(o)); });
     // The guard is forked once the first request is on its way (timers run
@@ -138,8 +202,26 @@ class Runner {
     loop().on_signal(SIGCHLD, [this](int) { reap(); });
   }
 
+  // A stop request to this run reaches the nested runs under its token on
+  // this host (README "Nesting"), each once: their own group is outside this
+  // run's. A pid is signalled only while it is still an rlock process.
+  void pass_stop(int sig) {
+    if (nested_ || !holding()) return;
+    std::string host = local_holder_info("", 0).host;
+    each_nested_hold(*lock_, token_, [sig, host](const NestedHold& h) {
+      if (h.host != host || h.pid < 1 || h.pid > 0x7fffffff) return;
+      auto pid = static_cast<pid_t>(h.pid);
+      std::string cmd = proc_command_line(pid, 256);
+      std::string first = cmd.substr(0, cmd.find(' '));
+      if (first.substr(first.rfind('/') + 1) != "rlock") return;
+      log_verbose(fmt::format("passing signal {} on to the nested run pid {}", sig, h.pid));
+      kill(pid, sig);
+    });
+  }
+
   void on_signal(int sig) {
     if (sig == SIGCONT && stopped_) return;  // stop_self() resumes once it returns
+    if (is_stop_signal(sig)) pass_stop(sig);
     if (holding() && draining_ && is_stop_signal(sig)) {
       // The command has ended and rlock has the terminal back: this is the
       // Ctrl-C (or the SIGTERM of a CI cancel) that ends what it left behind.
@@ -208,7 +290,7 @@ class Runner {
     log_verbose(fmt::format("acquired '{}' (fence {}, ttl {})", lock_->names().key, acquired_.fence,
                             format_duration(acquired_.ttl)));
     SpawnSpec spec = command_spec(cmd_);
-    spec.env = command_env(lock_->parts(), token_, acquired_, held_, where_);
+    spec.env = nested_ ? nested_->env : command_env(lock_->parts(), token_, acquired_, held_, where_);
     // What the command leaves behind is reparented to rlock, which reaps it.
     become_subreaper();
     try {
@@ -425,6 +507,12 @@ class Runner {
       } else if (o.value.state == ReleaseReply::State::KeptForMinHold) {
         log_verbose(fmt::format("'{}' stays held for {} more (--min-hold)", key,
                                 format_duration(o.value.left)));
+      } else if (o.value.state == ReleaseReply::State::KeptForNested) {
+        // The "holding for ..." of nested runs: they outlive this one.
+        log_info(fmt::format("'{}' stays held by {} nested run{} under this one, in {} "
+                             "process group; the last to end releases it",
+                             key, o.value.nested, o.value.nested == 1 ? "" : "s",
+                             o.value.nested == 1 ? "its own" : "their own"));
       } else if (o.value.state == ReleaseReply::State::KeptAsDone) {
         log_verbose(fmt::format("'{}' is done: it stays taken for {} more (--done-for)", key,
                                 format_duration(o.value.left)));
@@ -458,6 +546,7 @@ class Runner {
   std::string token_;
   std::vector<HeldEntry> held_;  // RLOCK_HELD as inherited
   std::string where_;
+  std::optional<NestedRun> nested_;
   WaitReporter reporter_{session_.loop, opts_.key, opts_.limit};
   std::unique_ptr<Acquisition> acquirer_;
   std::optional<Child> child_;
@@ -477,26 +566,59 @@ class Runner {
 
 namespace {
 
-// A nested run (SPEC "Reentrant by inheritance"): when the environment says
-// this process already holds the lock and Redis confirms it, the command runs
-// at once in this process's place (exec: it renews and releases nothing, and
-// its exit status is the run's). Returns when the lock must be taken as usual.
-void run_nested_if_held(const GlobalOptions& g, const LockOptions& o, const RunCommand& c,
-                        const std::vector<HeldEntry>& held) {
+// Where no nested hold can be recorded (--layout plain or redisson, quorum
+// mode), a nested run is inside the lock only while the enclosing holder
+// waits for it: a run waits for its command's process group (led by its
+// child), a keeper's script for nothing but itself, so the nested run must be
+// in that group. Anywhere else (set -m, setsid) it could outlive the lock:
+// a usage Error that says why.
+void refuse_leaving_group(const GlobalOptions& g, const HeldEntry& e, const Holder& holder) {
+  pid_t group = getpgrp();
+  auto pid = static_cast<pid_t>(holder.info.pid);
+  bool inside = false;
+  if (e.keeper > 0) {
+    inside = pid > 0 && getpgid(pid) == group;
+  } else {
+    auto leader = proc_info(group);
+    inside = leader && pid > 0 && leader->ppid == pid;
+  }
+  if (inside) return;
+  std::string where = g.layout != Layout::Rlock
+                          ? fmt::format("--layout {}", layout_name(g.layout))
+                          : std::string("quorum mode");
+  throw_usage(fmt::format(
+      "'{}' is held by an enclosing holder (pid {}), but this run is outside its process group "
+      "and {} has nowhere to record a nested hold, so it could run on after the lock is "
+      "released; run it in the holder's process group (no set -m or setsid)",
+      e.key, holder.info.pid, where));
+}
+
+// A nested run (README "Nesting"): when the environment says this process
+// already holds the lock and Redis confirms it, the command runs at once,
+// inside the enclosing hold. In the rlock layout on one deployment the run
+// holds a nested hold of its own for as long as it runs (returned: Runner);
+// elsewhere the command runs in this process's place (exec: it renews and
+// releases nothing, and its exit status is the run's). Returns nullopt when
+// the lock must be taken as usual.
+std::optional<NestedRun> run_nested_if_held(const GlobalOptions& g, const LockOptions& o,
+                                            const RunCommand& c,
+                                            const std::vector<HeldEntry>& held) {
   const std::vector<std::string> keys = o.keys();
   const std::string where = lock_location(g);
   std::vector<HeldEntry> found = find_all_held(held, keys, g.prefix, where);
-  if (found.empty()) return;
+  if (found.empty()) return std::nullopt;
   std::vector<Holder> holders;
+  bool recorded = true;  // a nested hold can be recorded for every key
   {
     Session s(g);
     for (const HeldEntry& e : found) {
       auto lock = s.lock(e.key, g.prefix, o.limit, o.shared);
+      recorded = recorded && NestedLock::supported(*lock);
       std::string why;
       auto holder = verify_held(s.loop, *lock, e, why);
       if (!holder) {
         log_verbose(fmt::format("RLOCK_HELD lists '{}', but {}: taking it as usual", e.key, why));
-        return;
+        return std::nullopt;
       }
       refuse_upgrade(o, *holder);
       holders.push_back(*holder);
@@ -507,10 +629,8 @@ void run_nested_if_held(const GlobalOptions& g, const LockOptions& o, const RunC
             e.key, holder->info.pid));
     }
   }  // the connections are closed before the command replaces this process
-  log_verbose(
-      fmt::format("'{}' is held by an enclosing holder (pid {}): running the command "
-                  "inside it (nested: nothing is renewed or released here)",
-                  o.key, holders.front().info.pid));
+  if (!recorded)
+    for (size_t i = 0; i < found.size(); ++i) refuse_leaving_group(g, found[i], holders[i]);
   SpawnSpec spec = command_spec(c);
   std::string fences;
   for (size_t i = 0; i < found.size(); ++i) {
@@ -525,6 +645,17 @@ void run_nested_if_held(const GlobalOptions& g, const LockOptions& o, const RunC
               "RLOCK_KEYS=" + joined,
               "RLOCK_FENCES=" + fences,
               "RLOCK_HELD=" + held_with_each(held, found)};
+  if (recorded) {
+    log_verbose(fmt::format(
+        "'{}' is held by an enclosing holder (pid {}): running the command inside it, as a "
+        "nested hold under its token",
+        o.key, holders.front().info.pid));
+    return NestedRun{found, spec.env};
+  }
+  log_verbose(
+      fmt::format("'{}' is held by an enclosing holder (pid {}): running the command "
+                  "inside it (nested: nothing is renewed or released here)",
+                  o.key, holders.front().info.pid));
   exec_in_place(spec);
 }
 
@@ -533,7 +664,10 @@ void run_nested_if_held(const GlobalOptions& g, const LockOptions& o, const RunC
 int cmd_run(const GlobalOptions& g, const LockOptions& o, const RunCommand& cmd) {
   validate(o);
   std::vector<HeldEntry> held = held_from_env();
-  run_nested_if_held(g, o, cmd, held);
+  if (auto nested = run_nested_if_held(g, o, cmd, held)) {
+    Runner r(g, o, cmd, std::move(held), std::move(nested));
+    return r.run();
+  }
   check_held_room(held, o.keys(), g.prefix, lock_location(g));
   Runner r(g, o, cmd, std::move(held));
   return r.run();

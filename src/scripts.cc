@@ -75,6 +75,11 @@ const Script& history_script() {
   return s;
 }
 
+const Script& nest_script() {
+  static const Script s = make<lua::kNest>("nest");
+  return s;
+}
+
 const Script& list_script() {
   static const Script s = make<lua::kList>("list", true);
   return s;

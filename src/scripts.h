@@ -36,6 +36,9 @@ const Script& forget_script();
 const Script& fence_script();
 /// Reads the lock's history, bounded (read-only; protocol 4).
 const Script& history_script();
+/// Nested holds under an enclosing holder's token (protocol 4): joins,
+/// renews, ends or lists them.
+const Script& nest_script();
 /// What `list` shows of many locks at once (read-only): KEYS are their lock
 /// keys PREFIX{KEY}, all of one slot on a Cluster node.
 const Script& list_script();

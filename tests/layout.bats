@@ -253,3 +253,14 @@ setup() {
   run -0 "$RLOCK" --layout plain run nest3 -- "$RLOCK" -v run -n nest3 -- true
   refute_output --partial "enclosing holder"
 }
+
+@test "nesting: plain and redisson refuse a nested run outside the holder's process group (64, why)" {
+  local l
+  for l in plain redisson; do
+    # set -m: the nested run is a job in a process group of its own
+    run -64 "$RLOCK" --layout "$l" run --ttl 10s "ng-$l" -- \
+      bash -c 'set -m; "$0" --layout "$1" run -n "ng-$1" -- echo "$1-ran" & wait $!' "$RLOCK" "$l"
+    assert_output --partial "outside its process group and --layout $l has nowhere to record a nested hold"
+    refute_output --partial "$l-ran"
+  done
+}

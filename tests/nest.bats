@@ -82,6 +82,127 @@ keeper_of() { sed -n 's/.*keeper=\([0-9]*\).*/\1/p' <<<"$1" | head -1; }
   is_free k
 }
 
+# --- nested holds (README "Nesting") ---------------------------------------------------------
+
+# job_script: $T/job.sh, a job that says it started (and its rlock's pid, its parent), then
+# runs until $T/go exists.
+job_script() {
+  cat >"$T/job.sh" <<'EOF2'
+echo "$PPID" >"$T/npid"
+touch "$T/started"
+while [ ! -e "$T/go" ] && [ -d "$T" ]; do sleep 0.05; done
+EOF2
+}
+
+# nested_bg KEY [OPTS...]: the bash -c text of an outer command that starts a nested run of
+# KEY in its own process group (set -m) and returns once the nested job has started.
+nested_bg() {
+  local key=$1
+  shift
+  echo "set -m; ( rlock run $* $key -- sh \"\$T/job.sh\"; echo \$? >\"\$T/nested.rc\" ) \
+>/dev/null 2>\"\$T/nested.err\" & until [ -e \"\$T/started\" ]; do sleep 0.05; done"
+}
+
+@test "a nested run in its own process group holds the lock after the outer run exits; a stranger waits" {
+  job_script
+  run timeout 20 rlock run --ttl 3s k -- bash -c "$(nested_bg k)"
+  [ "$status" -eq 0 ]
+  # The outer run has exited, saying so; its nested run still holds k.
+  [[ $output == *"'k' stays held by 1 nested run under this one"* ]]
+  is_held k
+  run rlock run -n k -- true
+  [ "$status" -eq 75 ]
+  touch "$T/go"
+  wait_for_file "$T/nested.rc"
+  [ "$(cat "$T/nested.rc")" = 0 ]
+  [ ! -s "$T/nested.err" ]
+  # The last nested hold to end released it (well before a TTL).
+  _rlock_poll "k to be free" 2 is_free k
+}
+
+@test "a nested run under a --while-pid script holds the lock after the script exits" {
+  job_script
+  cat >"$T/script.sh" <<EOF2
+eval "\$(rlock acquire --ttl 2s --while-pid \$\$ --export k)" || exit 9
+echo "\$RLOCK_HELD"
+$(nested_bg k)
+EOF2
+  run timeout 20 bash "$T/script.sh"
+  [ "$status" -eq 0 ]
+  keeper=$(keeper_of "$output")
+  [ -n "$keeper" ]
+  # The keeper saw the script end and gave its hold up: the nested run keeps k.
+  _rlock_poll "the keeper to exit" 10 _rlock_dead "$keeper"
+  is_held k
+  run rlock run -n k -- true
+  [ "$status" -eq 75 ]
+  touch "$T/go"
+  wait_for_file "$T/nested.rc"
+  [ "$(cat "$T/nested.rc")" = 0 ]
+  _rlock_poll "k to be free" 2 is_free k
+}
+
+@test "a nested run killed with -9 stops counting within its lease: the lock is freed" {
+  job_script
+  run timeout 20 rlock run --ttl 2s k -- bash -c "$(nested_bg k --ttl 2s)"
+  [ "$status" -eq 0 ]
+  is_held k
+  kill -KILL "$(cat "$T/npid")"
+  _rlock_poll "k to be free" 6 is_free k
+}
+
+@test "the outer run killed with -9: its nested run keeps the lock renewed, which then expires" {
+  job_script
+  rlock run --ttl 1s k -- bash -c "$(nested_bg k --ttl 1s); sleep 1000" 3>&- &
+  outer=$!
+  wait_for_file "$T/started"
+  kill -KILL "$outer"
+  # Past several of the outer run's TTLs, the nested run still holds it.
+  sleep 2.5
+  is_held k
+  touch "$T/go"
+  wait_for_file "$T/nested.rc"
+  [ "$(cat "$T/nested.rc")" = 0 ]
+  _rlock_poll "k to expire" 5 is_free k
+}
+
+@test "a nested run whose enclosing hold is broken has lost its lease: 76, one line" {
+  job_script
+  run timeout 20 rlock run --ttl 3s k -- bash -c "$(nested_bg k)"
+  [ "$status" -eq 0 ]
+  rlock break --yes k
+  wait_for_file "$T/nested.rc"
+  [ "$(cat "$T/nested.rc")" = 76 ]
+  [ "$(wc -l <"$T/nested.err")" -eq 1 ]
+  grep -q "lost the lock 'k'" "$T/nested.err"
+  touch "$T/go"
+}
+
+@test "--and: a nested run of several keys holds each of them after the outer run exits" {
+  job_script
+  run timeout 20 rlock run --ttl 3s a1 --and b1 -- bash -c "$(nested_bg 'a1 --and b1')"
+  [ "$status" -eq 0 ]
+  is_held a1
+  is_held b1
+  touch "$T/go"
+  wait_for_file "$T/nested.rc"
+  [ "$(cat "$T/nested.rc")" = 0 ]
+  _rlock_poll "a1 to be free" 2 is_free a1
+  _rlock_poll "b1 to be free" 2 is_free b1
+}
+
+@test "a stop request to the outer run reaches its nested run in another process group" {
+  job_script
+  rlock run --ttl 3s k -- bash -c "$(nested_bg k); sleep 1000" 3>&- &
+  outer=$!
+  wait_for_file "$T/started"
+  kill -TERM "$outer"
+  # The nested run heard it too and passed it to its own command's group.
+  wait_for_file "$T/nested.rc" 5
+  [ "$(cat "$T/nested.rc")" = 143 ]
+  _rlock_poll "k to be free" 5 is_free k
+}
+
 @test "a forged RLOCK_HELD never skips the lock: a holder elsewhere keeps it" {
   rlock_bg holder run k -- sleep 30
   wait_until 'is_held k'
@@ -275,6 +396,11 @@ EOF2
   run timeout 30 rlock run --wait 3s qn -- rlock run --wait 3s qn -- sh -c 'echo "inner $RLOCK_KEY"'
   [ "$status" -eq 0 ]
   [[ $output == *"inner qn"* ]]
+  # It has nowhere to record a nested hold: one outside the holder's group is refused.
+  run timeout 30 rlock run --wait 3s qn -- bash -c 'set -m; rlock run -n qn -- echo "$0-ran" & wait $!' qn
+  [ "$status" -eq 64 ]
+  [[ $output == *"outside its process group and quorum mode has nowhere to record a nested hold"* ]]
+  [[ $output != *qn-ran* ]]
   sleeper
   rlock acquire --ttl 2s --while-pid "$SPID" qn >/dev/null
   sleep 3 # past its TTL: renewed on the quorum

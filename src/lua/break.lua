@@ -28,7 +28,7 @@ local n = 0
 local t = redis.call('GET', LOCK)
 if t then
   local info = ending(t)
-  redis.call('DEL', LOCK, hkey(t))
+  redis.call('DEL', LOCK, hkey(t), nkey(t))
   if t ~= SHARED then
     n = n + 1
     record_end('broken', t, info, 'by', by)
@@ -37,7 +37,7 @@ if t then
 end
 for _, h in ipairs(redis.call('ZRANGE', HOLDERS, 0, -1)) do
   local info = ending(h)
-  redis.call('DEL', hkey(h))
+  redis.call('DEL', hkey(h), nkey(h))
   n = n + 1
   record_end('broken', h, info, 'by', by)
   if tomb > 0 then redis.call('SET', rkey(h), 'broken', 'PX', tomb) end

@@ -33,6 +33,8 @@ if redis.call('HEXISTS', hkey(tok), 'kept') == 1 then
   if how ~= 'plain' then left = tonumber(redis.call('ZSCORE', HOLDERS, tok)) - NOW end
   ttl = math.max(ttl, left)
 end
+-- Nor below the nested holds under it (nest.lua).
+ttl = math.max(ttl, nested_left(tok))
 set_lease(tok, how, ttl)
 -- A hold longer than the history's idle expiry keeps its live record, so
 -- that its end is still recorded.

@@ -305,6 +305,17 @@ local function held_by(t)
   return nil
 end
 
+-- Nested holds under holder `t` (nest.lua): a sorted set of them, scored by
+-- their lease's end (protocol 4).
+local function nkey(t) return BASE .. 'n:' .. t end
+
+-- How many ms the longest live nested hold under `t` has left (0: none).
+local function nested_left(t)
+  local top = redis.call('ZRANGE', nkey(t), -1, -1, 'WITHSCORES')
+  if #top < 2 then return 0 end
+  return math.max(0, (tonumber(top[2]) or 0) - NOW)
+end
+
 -- History ----------------------------------------------------------------
 -- Best effort: a foreign value at :log or :live, or an ACL without the
 -- stream commands, costs the history, never the lock. Every history command

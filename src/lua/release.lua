@@ -6,7 +6,8 @@
 -- the holder knows)
 -- Returns {1} released, {2, ms_left} kept until acquisition + min_hold,
 -- {3} released by an earlier try of this same release, {0} not held,
--- {4, ms_left} kept as done (protocol 4).
+-- {4, ms_left} kept as done (protocol 4), {5, ms_left, n} kept for the n
+-- nested holds under the token (protocol 4, nest.lua): the last of them releases.
 -- A kept lease's holder record says so ('kept': when; 'exit': how its
 -- command ended), so that status does not show it as a running holder. A
 -- lease kept as done says when ('done'): until it ends, every acquire is
@@ -37,6 +38,14 @@ local since = tonumber(h[1] or '0') or 0
 local held = since > 0 and NOW - since or ''
 local left = 0
 if minhold > 0 and since > 0 then left = since + minhold - NOW end
+-- Nested holds under this token (nest.lua) still running: the lock stays
+-- theirs, marked as ended here, and the last of them releases it.
+local nested = nested_left(tok)
+if nested > 0 and left <= 0 and not (donefor > 0 and how == 'plain' and ARGV[6] == '0') then
+  redis.call('HSET', hkey(tok), 'ended', NOW, 'erid', rid)
+  return {5, nested, redis.call('ZCOUNT', nkey(tok), '(' .. NOW, '+inf')}
+end
+left = math.max(left, nested)
 -- A retry of this release (its reply was lost) keeps the lease again but
 -- records it once.
 local again = rid ~= '' and h[2] == rid

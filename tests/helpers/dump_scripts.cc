@@ -21,7 +21,8 @@ int main(int argc, char** argv) {
   for (const Script* s : {&rlock::acquire_script(), &rlock::extend_script(),
                           &rlock::release_script(), &rlock::leave_script(), &rlock::undo_script(),
                           &rlock::status_script(), &rlock::break_script(), &rlock::forget_script(),
-                          &rlock::fence_script(), &rlock::history_script()}) {
+                          &rlock::fence_script(), &rlock::history_script(),
+                          &rlock::nest_script()}) {
     std::ofstream lua(dir + "/" + s->name + ".lua", std::ios::binary);
     lua << s->source;
     std::ofstream sha(dir + "/" + s->name + ".sha1");
