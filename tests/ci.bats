@@ -213,6 +213,80 @@ order_is() { assert_equal "$(tr '\n' ' ' <"$T/order")" "$* "; }
   order_is d1 p
 }
 
+@test "--supersede: latest wins across a break: an older job stopped past its place's lease is still superseded" {
+  t=$("$RLOCK" acquire --ttl 60s brk)
+  bg_start d1 "$RLOCK" run --wait 60s --supersede --label d1 brk -- touch "$T/d1.ran"
+  d1=$BG_PID
+  wait_until '[ "$(n_waiters brk)" -eq 1 ]' 30
+  kill -STOP "$d1"
+  wait_until '[ "$(n_waiters brk)" -eq 0 ]' 30
+  bg_start d2 "$RLOCK" run --wait 60s --supersede --label d2 brk -- touch "$T/d2.ran"
+  d2=$BG_PID
+  wait_until '[ "$(n_waiters brk)" -eq 1 ]' 30
+  # the operator frees the lock: the newer job runs, and what says it is the newest stays
+  run -0 "$RLOCK" break --yes brk
+  bg_wait "$d2" 20
+  assert_equal "$BG_STATUS" 0
+  kill -CONT "$d1"
+  bg_wait "$d1" 20
+  assert_equal "$BG_STATUS" 75
+  grep -q "superseded by d2" "$T/d1.err"
+  assert [ ! -e "$T/d1.ran" ]
+}
+
+@test "--supersede: a value of another type at :sups costs a superseding holder's renewals nothing" {
+  bg_start h "$RLOCK" run --ttl 1s --supersede --label h fsups -- sh "$T/gate.sh" "$T" h
+  h=$BG_PID
+  wait_for_file "$T/h.started" 20
+  rcli set 'lock:{fsups}:sups' 'not a hash' >/dev/null
+  # timing is the point: the 1 s lease must be renewed for well over its TTL
+  sleep 3
+  _rlock_alive "$h"
+  run ! grep -q lost "$T/h.err"
+  touch "$T/h.go"
+  bg_wait "$h" 20
+  assert_equal "$BG_STATUS" 0
+}
+
+@test "--supersede: who supersedes is at most 1 KiB, whatever another program wrote at :sups" {
+  t=$("$RLOCK" acquire --ttl 60s bigby)
+  bg_start d1 "$RLOCK" run --wait 60s --supersede --label d1 bigby -- touch "$T/d1.ran"
+  d1=$BG_PID
+  wait_until '[ "$(n_waiters bigby)" -eq 1 ]' 30
+  # a newest job named by 9 MiB (a reply over 8 MiB is refused); d1 hears of it at its
+  # next attempt (every 2 s)
+  head -c 9437184 /dev/zero | tr '\0' x | rcli -x hset 'lock:{bigby}:sups' ' by' >/dev/null
+  rcli hset 'lock:{bigby}:sups' ' newest' another-job >/dev/null
+  bg_wait "$d1" 20
+  assert_equal "$BG_STATUS" 75
+  grep -q "superseded by xxxxxxxx" "$T/d1.err"
+  mark=$(rcli --scan --pattern 'lock:{bigby}:x:*')
+  (($(rcli strlen "$mark") <= 1024))
+  "$RLOCK" release bigby --token "$t"
+}
+
+@test "--supersede under an ACL refusal: nothing it wrote outlives it, and the waiter before keeps its place" {
+  rcli acl setuser sups-nohlen on '>pw' '~lock:*' '&lock:*' '+@all' -hlen >/dev/null
+  rcli acl setuser sups-nochan on '>pw' '~lock:*' resetchannels '+@all' >/dev/null
+  # HLEN refused: 77, and :sups is not written (Redis 7 asks the ACL first) or expires
+  run -77 "$RLOCK" -u "redis://sups-nohlen:pw@127.0.0.1:$REDIS_PORT/0" run --supersede acl-sups -- true
+  assert_output --partial HLEN
+  pttl=$(rcli pttl 'lock:{acl-sups}:sups')
+  ((pttl > 0 || pttl == -2))
+  # PUBLISH refused: the newer job fails (77) before it supersedes anyone
+  t=$("$RLOCK" acquire --ttl 60s acl-sups)
+  bg_start d1 "$RLOCK" run --wait 60s --supersede --label d1 acl-sups -- touch "$T/d1.ran"
+  d1=$BG_PID
+  wait_until '[ "$(n_waiters acl-sups)" -eq 1 ]' 30
+  run -77 "$RLOCK" -u "redis://sups-nochan:pw@127.0.0.1:$REDIS_PORT/0" run --wait 10s --supersede \
+    --label d2 acl-sups -- true
+  assert_equal "$(waiter_labels acl-sups)" d1
+  "$RLOCK" release acl-sups --token "$t"
+  bg_wait "$d1" 20
+  assert_equal "$BG_STATUS" 0
+  assert [ -e "$T/d1.ran" ]
+}
+
 @test "--supersede: of several superseding waiters joining at the same moment exactly one stays" {
   t=$("$RLOCK" acquire --ttl 60s race)
   pids=()

@@ -138,8 +138,14 @@ if supersede and mode == 'wait' and not queued then
   local by = label
   if by == '' then by = ARGV[7] .. ' pid ' .. ARGV[8] end
   by = field(by)
-  -- This job's first join, and it is the newest (it was, or it is new).
-  if redis.call('HSETNX', SUPS, tok, NOW) == 1 and redis.call('HLEN', SUPS) > SUPS_MAX then
+  -- Told first: a PUBLISH that is refused must fail before anything is
+  -- written (the one before would else be superseded by a job that failed).
+  if old then tell(chan, old, 'superseded') end
+  -- This job's first join, and it is the newest (it was, or it is new). The
+  -- expiry is set at once: whatever fails next leaves nothing for ever.
+  local first = redis.call('HSETNX', SUPS, tok, NOW) == 1
+  redis.call('PEXPIRE', SUPS, LOG_IDLE_MS)
+  if first and redis.call('HLEN', SUPS) > SUPS_MAX then
     -- The oldest half goes: a job that old is taken for a new one.
     local all, jobs = redis.call('HGETALL', SUPS), {}
     for i = 1, #all, 2 do
@@ -151,14 +157,12 @@ if supersede and mode == 'wait' and not queued then
     for i = 1, math.floor(#jobs / 2) do redis.call('HDEL', SUPS, jobs[i][2]) end
   end
   redis.call('HSET', SUPS, NEWEST, tok, NEWEST_BY, by)
-  redis.call('PEXPIRE', SUPS, LOG_IDLE_MS)
   if old and redis.call('ZREM', QUEUE, old) == 1 then
-    -- "Only the latest": the one before leaves the line, is told so, and is
-    -- marked so that it never joins again.
+    -- "Only the latest": the one before leaves the line, is told so (above),
+    -- and is marked so that it never joins again.
     redis.call('DEL', wkey(old), SUP)
     redis.call('SET', xkey(old), by, 'PX', SUPERSEDED_MS)
     record('superseded', old, 'by', by)
-    tell(chan, old, 'superseded')
     wake(chan)  -- it may have been the one whose turn it was
   end
 end

@@ -48,5 +48,7 @@ for _, w in ipairs(redis.call('ZRANGE', QUEUE, 0, -1)) do
   redis.call('DEL', wkey(w))
   tell(chan, w, 'break')
 end
-redis.call('DEL', QUEUE, QSEQ, QNEW, SUP, SUPS)
+-- :sups stays: an older superseding job that comes back is still superseded
+-- (latest wins, whoever broke the lock).
+redis.call('DEL', QUEUE, QSEQ, QNEW, SUP)
 return n

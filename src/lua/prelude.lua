@@ -22,13 +22,6 @@ local function xkey(t) return BASE .. 'x:' .. t end
 local SUPERSEDED_MS = 600000
 -- The most superseding jobs SUPS keeps (the oldest half goes past it).
 local SUPS_MAX = 1000
--- Who supersedes superseding job `t`: the newest superseding job's who, when
--- `t` joined before it (nil: nobody).
-local function newer_than(t)
-  local h = redis.call('HMGET', SUPS, t, NEWEST, NEWEST_BY)
-  if h[1] and h[2] and h[2] ~= t then return h[3] or '' end
-  return nil
-end
 -- The lock's history: a capped stream of events that the scripts changing the
 -- state write in the same call (each script sets HISTORY from its ARGV: how
 -- many events to keep, 0 = none), and the holders it has recorded as
@@ -243,6 +236,17 @@ end
 -- A stored field as a reply shows it: at most 1 KiB, so that no holder or
 -- waiter record (written by any client) can make a reply large.
 local function field(v) return cut(v, 1024) end
+
+-- Who supersedes superseding job `t`: the newest superseding job's who, when
+-- `t` joined before it (nil: nobody), at most 1 KiB. Best effort: a value of
+-- another type at SUPS (another program's) supersedes nobody, and costs a
+-- superseding holder's renewal nothing.
+local function newer_than(t)
+  local h = redis.pcall('HMGET', SUPS, t, NEWEST, NEWEST_BY)
+  if type(h) ~= 'table' or h.err then return nil end
+  if h[1] and h[2] and h[2] ~= t then return field(h[3] or '') end
+  return nil
+end
 
 -- A stored counter (the fence, a limit) as a reply shows it: a whole number,
 -- else 0. Lua reads "nan", "inf" and "1e30" as numbers, which a reply would
