@@ -150,6 +150,9 @@ struct ExtendReply {
   /// Not held because `rlock break` removed it here (its tombstone says so):
   /// quorum mode does not grant it again on this master; a holder lost it.
   bool broken = false;
+  /// Several keys (--and), no success: the keys found not held, else (an
+  /// error) those whose renewal failed. Empty for one key.
+  std::vector<std::string> failed_keys;
 };
 
 struct ReleaseReply {
@@ -163,6 +166,8 @@ struct ReleaseReply {
     KeptAsDone
   } state = State::NotHeld;
   Millis left{0};  // KeptForMinHold, KeptAsDone: how long it stays held
+  /// Several keys (--and), NotHeld: the keys found not held. Empty for one key.
+  std::vector<std::string> lost_keys;
 };
 
 struct ForgetReply {
