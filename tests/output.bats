@@ -113,6 +113,13 @@ sys.stdout.write(p.stderr.decode(errors="replace"))' "$@"
   done
   # acquire could not hand its token over: nobody could release it, so it did
   assert_equal "$(rcli exists 'lock:{ga}')" 0
+  # with --while-pid too (its keeper gives the lease back)
+  sleep 1000 3>&- &
+  local spid=$!
+  run -0 to_gone_reader "$RLOCK" acquire --ttl 5m gw --while-pid "$spid"
+  kill "$spid"
+  assert_equal "$output" "signal 13"
+  wait_until "[ \"\$(rcli exists 'lock:{gw}')\" = 0 ]" 10
   # a full disk stays an error: one line, 70
   for args in "status gh" "history gr" "--help"; do
     # shellcheck disable=SC2086 # the words of $args

@@ -167,6 +167,7 @@ int fork_keeper(const GlobalOptions& g, Lock& lock, const std::string& token, co
     }
     close(go[1]);
     stderr_drain(Millis(500));
+    end_if_reader_gone();  // a reader that closed stdout: SIGPIPE, as in main
     _exit(status);
   }
   close(ready[0]);
