@@ -112,11 +112,7 @@ void print_out(std::string_view text) {
   while (!text.empty()) {
     ssize_t n = write(STDOUT_FILENO, text.data(), text.size());
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EPIPE) {
-      g_reader_gone = true;
-      throw Error(ErrorKind::Protocol, "standard output: its reader closed it", 128 + SIGPIPE,
-                  Cause::ReaderGone);
-    }
+    if (n < 0 && errno == EPIPE) throw stdout_reader_left();
     if (n <= 0)
       throw Error(ErrorKind::Protocol, fmt::format("cannot write to standard output: {}",
                                                    n < 0 ? strerror(errno) : "nothing written"));
@@ -126,6 +122,12 @@ void print_out(std::string_view text) {
 
 bool stdout_reader_gone() {
   return g_reader_gone;
+}
+
+Error stdout_reader_left() {
+  g_reader_gone = true;
+  return Error(ErrorKind::Protocol, "standard output: its reader closed it", 128 + SIGPIPE,
+               Cause::ReaderGone);
 }
 
 void end_if_reader_gone() {

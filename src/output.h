@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "error.h"
 #include "text.h"
 
 namespace rlock {
@@ -53,6 +54,10 @@ size_t stdout_columns();
 void print_out(std::string_view text);
 /// Whether a write to standard output found its reader gone (EPIPE).
 bool stdout_reader_gone();
+/// Standard output's reader is gone (EPIPE, or a pipe whose reader closed
+/// it, seen by poll): marks it so (stdout_reader_gone) and returns the
+/// Error print_out throws then.
+Error stdout_reader_left();
 /// If stdout_reader_gone(): dies by SIGPIPE (its default disposition, rlock
 /// ignores it while running), as `yes | head` does; else returns.
 void end_if_reader_gone();

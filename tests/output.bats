@@ -131,15 +131,19 @@ sys.stdout.write(p.stderr.decode(errors="replace"))' "$@"
   assert_equal "$stderr" "rlock: cannot write to standard output: Bad file descriptor"
 }
 
-@test "history --follow | head -2 ends quietly at the next event, killed by SIGPIPE" {
+@test "history --follow | head -1 ends quietly once head has its line, killed by SIGPIPE, with no other event" {
   "$RLOCK" run gf -- true
-  bg_start f bash -c 'set -o pipefail; "$0" history gf --follow | head -2 >/dev/null
+  # head leaves after the first of the two events; no event comes after that
+  bg_start f bash -c 'set -o pipefail; "$0" history gf --follow | head -1 >/dev/null
     echo "exit ${PIPESTATUS[0]}"' "$RLOCK"
-  wait_until "[ -n \"\$(ps -o pid= --ppid $BG_PID)\" ]" 10
-  "$RLOCK" run gf -- true # written to the pipe head has left: EPIPE
   wait_until "grep -q exit '$T/f.out'" "$(slack 10)"
   assert_equal "$(cat "$T/f.out")" "exit 141"
   assert_equal "$(cat "$T/f.err")" ""
+  # a reader that stays keeps it following
+  bg_start g bash -c '"$0" history gf --follow | cat >/dev/null; echo "exit ${PIPESTATUS[0]}"' "$RLOCK"
+  wait_until "[ -n \"\$(ps -o pid= --ppid $BG_PID)\" ]" 10
+  sleep 1 # (time for a wrong end to show)
+  run -1 grep -q exit "$T/g.out"
 }
 
 @test "run's command gets SIGPIPE at its default: yes | head ends yes, and run passes it on (141)" {
