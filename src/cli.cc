@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <sstream>
 
 #include "commands/commands.h"
 #include "error.h"
@@ -45,6 +46,8 @@ constexpr const char* kExitTable = R"(Exit status:
 
 Durations: 250ms, 30s, 5m, 2h, 1h30m, 1.5s, 7d (a bare number is seconds), at
 most 366d. Text from Redis is shown with control characters escaped as \xHH.
+A reader that closes standard output early (| head) ends rlock quietly, killed
+by SIGPIPE as coreutils are; a failed write (a full disk) is 70.
 Environment: RLOCK_URL, REDIS_URL, RLOCK_PASSWORD, REDISCLI_AUTH,
 RLOCK_SENTINEL_PASSWORD, RLOCK_LABEL, RLOCK_HISTORY, RLOCK_LAYOUT. The child of
 run sees RLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE, RLOCK_KEYS and RLOCK_FENCES (every
@@ -641,17 +644,27 @@ std::string parse_error_message(CLI::App& app, const std::vector<std::string>& g
 std::optional<int> parse(CLI::App& app, std::vector<std::string> words) {
   const std::vector<std::string> given = words;
   std::reverse(words.begin(), words.end());  // CLI11 takes them reversed
+  // Help and the version go out as every output does (print_out): a failed
+  // write is 70, a reader that closed the pipe ends rlock quietly.
+  auto print = [&app](const CLI::Error& e) {
+    std::ostringstream out, err;
+    app.exit(e, out, err);
+    try {
+      print_out(out.str());
+    } catch (const Error& failed) {
+      if (failed.cause() != Cause::ReaderGone) log_error(failed.what());
+      return failed.exit_status();
+    }
+    return exitcode::kOk;
+  };
   try {
     app.parse(words);
   } catch (const CLI::CallForHelp& e) {
-    app.exit(e);
-    return exitcode::kOk;
+    return print(e);
   } catch (const CLI::CallForAllHelp& e) {
-    app.exit(e);
-    return exitcode::kOk;
+    return print(e);
   } catch (const CLI::CallForVersion& e) {
-    app.exit(e);
-    return exitcode::kOk;
+    return print(e);
   } catch (const CLI::ParseError& e) {
     log_error(parse_error_message(app, given, e));
     return exitcode::kUsage;
@@ -852,6 +865,8 @@ int run_cli(int argc, char** argv) {
   try {
     return dispatch(v, subs, app, w);
   } catch (const Error& e) {
+    // A reader that closed standard output: nothing to say (main ends by SIGPIPE).
+    if (e.cause() == Cause::ReaderGone) return e.exit_status();
     // "Not acquired" is an expected outcome (cron on many hosts): -q hides it.
     if (e.kind() == ErrorKind::NotAcquired)
       log_info(e.what());

@@ -34,6 +34,9 @@ enum class Cause {
   // Protocol Errors: a key under rlock's prefix holds another program's value,
   Foreign,      // one of a lock's other keys (its :holders, a holder's hash...)
   ForeignLock,  // the lock's own key PREFIX{KEY}: no lock of rlock's is there
+  // ...standard output's reader closed it (EPIPE): no error of rlock's; it
+  // ends quietly, as killed by SIGPIPE (output.h).
+  ReaderGone,
 };
 
 /// An error meant for the user: one line of text and the exit status it maps to.

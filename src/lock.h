@@ -153,6 +153,9 @@ struct ExtendReply {
   /// Held by a holder that asked to supersede (--supersede), and a newer
   /// superseding job has joined the line since it first did: who that is.
   std::optional<std::string> superseded_by;
+  /// Several keys (--and), no success: the keys found not held, else (an
+  /// error) those whose renewal failed. Empty for one key.
+  std::vector<std::string> failed_keys;
 };
 
 struct ReleaseReply {
@@ -170,6 +173,8 @@ struct ReleaseReply {
   } state = State::NotHeld;
   Millis left{0};  // KeptForMinHold, KeptAsDone, KeptForNested: how long it stays held
   long nested = 0;  // KeptForNested: how many nested holds keep it
+  /// Several keys (--and), NotHeld: the keys found not held. Empty for one key.
+  std::vector<std::string> lost_keys;
 };
 
 struct ForgetReply {

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "output.h"
 #include "signals.h"
 #include "stderr_writer.h"
 
@@ -30,5 +31,8 @@ int main(int argc, char** argv) {
   int status = rlock::run_cli(argc, argv);
   // Last messages get a bounded chance to reach a slow stderr; never a hang.
   rlock::stderr_drain(std::chrono::milliseconds(500));
+  // A reader that closed standard output (`| head`): killed by SIGPIPE, as
+  // coreutils are, with nothing said (README "Exit status").
+  rlock::end_if_reader_gone();
   return status;
 }

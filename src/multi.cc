@@ -19,6 +19,12 @@ std::vector<Lock*> MultiLock::parts() {
   return out;
 }
 
+std::vector<std::string> MultiLock::keys() {
+  std::vector<std::string> out;
+  for (auto& p : parts_) out.push_back(p->names().key);
+  return out;
+}
+
 std::vector<Lock*> MultiLock::in_order() {
   std::vector<Lock*> out = parts();
   std::sort(out.begin(), out.end(),
@@ -80,20 +86,24 @@ void MultiLock::extend(const std::string& token, Millis ttl, Done<ExtendReply> d
                        Millis timeout) {
   each<ExtendReply>(
       [=](Lock& l, Done<ExtendReply> d) { l.extend(token, ttl, std::move(d), timeout); },
-      [](std::vector<Outcome<ExtendReply>>& outs) {
-        Outcome<ExtendReply> r;
+      [keys = keys()](std::vector<Outcome<ExtendReply>>& outs) {
+        Outcome<ExtendReply> r, lost;  // lost: not held, naming the keys found not held
         r.value.held = true;
         bool first = true;
-        for (auto& o : outs) {
-          if (!o.error && !o.value.held) return Outcome<ExtendReply>{};  // lost: not held
+        for (size_t i = 0; i < outs.size(); ++i) {
+          auto& o = outs[i];
+          if (!o.error && !o.value.held) lost.value.failed_keys.push_back(keys[i]);
+          if (!lost.value.failed_keys.empty()) continue;
           if (o.error) {
             if (!r.error) r.error = o.error;
+            r.value.failed_keys.push_back(keys[i]);
             continue;
           }
           r.value.ttl = first ? o.value.ttl : std::min(r.value.ttl, o.value.ttl);
           if (first) r.value.fence = o.value.fence;
           first = false;
         }
+        if (!lost.value.failed_keys.empty()) return lost;
         return r;
       },
       std::move(done));
@@ -124,16 +134,20 @@ void MultiLock::release_all(const std::string& token, Millis min_hold, Done<Rele
       [=](Lock& l, Done<ReleaseReply> d) {
         l.release(token, min_hold, std::move(d), timeout, exit_status, done_for, lost);
       },
-      [](std::vector<Outcome<ReleaseReply>>& outs) {
+      [keys = keys()](std::vector<Outcome<ReleaseReply>>& outs) {
         Outcome<ReleaseReply> r;
         r.value.state = ReleaseReply::State::Released;
-        for (auto& o : outs) {
+        for (size_t i = 0; i < outs.size(); ++i) {
+          auto& o = outs[i];
           if (o.error) {
             if (!r.error) r.error = o.error;
             continue;
           }
           using S = ReleaseReply::State;
-          if (o.value.state == S::NotHeld) r.value.state = S::NotHeld;
+          if (o.value.state == S::NotHeld) {
+            r.value.state = S::NotHeld;
+            r.value.lost_keys.push_back(keys[i]);
+          }
           if (r.value.state == S::NotHeld) continue;
           if (o.value.state == S::KeptForMinHold || o.value.state == S::KeptAsDone) {
             if (r.value.state != S::KeptAsDone) r.value.state = o.value.state;

@@ -65,6 +65,8 @@ class MultiLock : public Lock {
   template <class T>
   void each(std::function<void(Lock&, Done<T>)> op, Combine<T> combine, Done<T> done);
 
+  /// The parts' keys, in the parts' order (as given).
+  std::vector<std::string> keys();
   /// release() on every part at once.
   void release_all(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
                    Millis timeout, int exit_status, Millis done_for, const std::string& lost);

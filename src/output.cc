@@ -1,6 +1,7 @@
 #include "output.h"
 
 #include <fmt/format.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@ namespace rlock {
 namespace {
 OutputMode g_mode;
 bool g_status_shown = false;
+bool g_reader_gone = false;  // stdout_reader_gone()
 
 void clear_status() {
   if (g_status_shown) {
@@ -110,11 +112,35 @@ void print_out(std::string_view text) {
   while (!text.empty()) {
     ssize_t n = write(STDOUT_FILENO, text.data(), text.size());
     if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EPIPE) throw stdout_reader_left();
     if (n <= 0)
       throw Error(ErrorKind::Protocol, fmt::format("cannot write to standard output: {}",
                                                    n < 0 ? strerror(errno) : "nothing written"));
     text.remove_prefix(static_cast<size_t>(n));
   }
+}
+
+bool stdout_reader_gone() {
+  return g_reader_gone;
+}
+
+Error stdout_reader_left() {
+  g_reader_gone = true;
+  return Error(ErrorKind::Protocol, "standard output: its reader closed it", 128 + SIGPIPE,
+               Cause::ReaderGone);
+}
+
+void end_if_reader_gone() {
+  if (!g_reader_gone) return;
+  struct sigaction sa {};
+  sa.sa_handler = SIG_DFL;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGPIPE, &sa, nullptr);
+  sigset_t pipe;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  sigprocmask(SIG_UNBLOCK, &pipe, nullptr);
+  raise(SIGPIPE);
 }
 
 std::string utc_iso(int64_t unix_ms) {

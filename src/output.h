@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "error.h"
 #include "text.h"
 
 namespace rlock {
@@ -45,9 +46,21 @@ bool stdout_is_tty();
 size_t stdout_columns();
 
 /// Writes `text` to standard output (blocking: stdout is the caller's to
-/// read). Throws a protocol Error (70) naming the cause when it fails
-/// (closed pipe, full disk), so the output is never lost silently.
+/// read). Throws a protocol Error (70) naming the cause when it fails (a full
+/// disk, a stdout closed at start), so the output is never lost silently.
+/// A reader that closed the pipe (EPIPE: `| head`) is no error: the Error
+/// thrown then has Cause::ReaderGone and status 141, is never shown, and
+/// rlock ends as killed by SIGPIPE (end_if_reader_gone), as coreutils do.
 void print_out(std::string_view text);
+/// Whether a write to standard output found its reader gone (EPIPE).
+bool stdout_reader_gone();
+/// Standard output's reader is gone (EPIPE, or a pipe whose reader closed
+/// it, seen by poll): marks it so (stdout_reader_gone) and returns the
+/// Error print_out throws then.
+Error stdout_reader_left();
+/// If stdout_reader_gone(): dies by SIGPIPE (its default disposition, rlock
+/// ignores it while running), as `yes | head` does; else returns.
+void end_if_reader_gone();
 
 /// Unix milliseconds as "2026-11-23T10:00:00.123Z".
 std::string utc_iso(int64_t unix_ms);

@@ -305,7 +305,8 @@ class Runner {
     }
     watchdog_ = std::make_unique<Watchdog>(
         *lock_, token_, acquired_, opts_.sync_replicas,
-        Watchdog::Events{[this](const std::string& why) { lease_lost(why); }, {}});
+        Watchdog::Events{
+            [this](const std::string& why) { lease_lost(why, watchdog_->lost_keys()); }, {}});
     watchdog_->start();
     // A short command never pays for the subscription (to hear a `break`);
     // the check that follows it covers a break in between.
@@ -318,30 +319,44 @@ class Runner {
 
   // ---- the lease (renewals and the release channel: Watchdog) ----
 
-  void lease_lost(const std::string& why) {
+  // `keys`: the keys lost (--and); empty: every key.
+  void lease_lost(const std::string& why, const std::vector<std::string>& keys = {}) {
     if (lost_ || !holding()) return;
+    std::string lock = lost_lock(keys);
     lost_ = true;
     lost_why_ = why;
     watchdog_->stop();
     switch (opts_.on_lost) {
       case OnLost::Term:
         log_error(
-            fmt::format("lost the lock '{}': {}; sending SIGTERM to the command (SIGKILL in {})",
-                        lock_->names().key, why, format_duration(opts_.kill_after)));
+            fmt::format("lost {}: {}; sending SIGTERM to the command (SIGKILL in {})", lock, why,
+                        format_duration(opts_.kill_after)));
         child_->signal_group(SIGTERM);
         if (stopped_ || (child_->stopped())) child_->signal_group(SIGCONT);
         arm_kill_timer();
         break;
       case OnLost::Kill:
-        log_error(
-            fmt::format("lost the lock '{}': {}; killing the command", lock_->names().key, why));
+        log_error(fmt::format("lost {}: {}; killing the command", lock, why));
         child_->signal_group(SIGKILL);
         break;
       case OnLost::Warn:
-        log_error(fmt::format("warning: lost the lock '{}': {}; the command runs on without it",
-                              lock_->names().key, why));
+        log_error(
+            fmt::format("warning: lost {}: {}; the command runs on without it", lock, why));
         break;
     }
+  }
+
+  // What a loss message names: "the lock 'K'", or with several keys (--and)
+  // the ones lost, "the locks 'A' and 'B'"; `keys` empty: every key.
+  std::string lost_lock(std::vector<std::string> keys) {
+    if (keys.empty())
+      for (Lock* part : lock_->parts()) keys.push_back(part->names().key);
+    std::string out = keys.size() == 1 ? "the lock " : "the locks ";
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (i > 0) out += i + 1 == keys.size() ? " and " : ", ";
+      out += fmt::format("'{}'", keys[i]);
+    }
+    return out;
   }
 
   void arm_kill_timer() {
@@ -520,10 +535,11 @@ class Runner {
         std::string why =
             "it was no longer held when the command ended (it expired, was deleted or broken, "
             "or the server lost it)";
+        std::string lock = lost_lock(o.value.lost_keys);
         if (opts_.on_lost == OnLost::Warn) {
-          log_error(fmt::format("warning: lost the lock '{}': {}", key, why));
+          log_error(fmt::format("warning: lost {}: {}", lock, why));
         } else {
-          log_error(fmt::format("lost the lock '{}': {}", key, why));
+          log_error(fmt::format("lost {}: {}", lock, why));
           status = exitcode::kLost;
         }
       } else if (lost_ && o.value.state != ReleaseReply::State::NotHeld) {

@@ -82,6 +82,7 @@ void Watchdog::renew() {
         if (!*alive) return;
         renewing_ = false;
         if (stopped_) return;
+        lost_keys_ = o.value.failed_keys;
         if (o.error) return renewal_failed(o.error->what());
         if (!o.value.held) {
           // The release's tombstone says a release with the token removed

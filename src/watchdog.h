@@ -51,6 +51,9 @@ class Watchdog {
 
   /// The time past which the lease counts as lost if it was not renewed.
   Clock::time_point lost_at() const;
+  /// Several keys (--and): the keys a reported loss is about, those found not
+  /// held or whose last renewal failed. Empty: every key (or the one key).
+  const std::vector<std::string>& lost_keys() const { return lost_keys_; }
   bool stopped() const { return stopped_; }
 
  private:
@@ -76,6 +79,7 @@ class Watchdog {
   // released only once it was heard for every one (`--and`: one key
   // released alone is a loss of the lock).
   std::vector<bool> heard_token_;
+  std::vector<std::string> lost_keys_;  // lost_keys()
   bool heard_token_everywhere() const;
   // What the channel said (heard_: why, for people), and how many messages
   // were heard: a renewal sent before the last one cannot clear it.

@@ -161,8 +161,32 @@ in_key() {
   run -0 "$RLOCK" break --yes lo2
   bg_wait "$l" "$(slack 10)"
   assert_equal "$BG_STATUS" 76
-  grep -q "lost the lock" "$T/l.err"
+  # the key lost is named, not the first one given
+  grep -q "lost the lock 'lo2'" "$T/l.err"
+  run -1 grep -q "'lo1'" "$T/l.err"
   is_free lo1
+}
+
+@test "a loss found at the release names the key lost, not the first one given" {
+  bg_start l "$RLOCK" run --on-lost warn --done-for 1h rl1 --and rl2 -- sh "$T/gate.sh" "$T" l
+  l=$BG_PID
+  wait_for_file "$T/l.started" 20
+  rcli del 'lock:{rl2}' >/dev/null
+  touch "$T/l.go"
+  bg_wait "$l" 20
+  assert_equal "$BG_STATUS" 0 # --on-lost warn passes the status through
+  grep -q "warning: lost the lock 'rl2': it was no longer held" "$T/l.err"
+  run -1 grep -q "'rl1'" "$T/l.err"
+  # without warn the same loss is 76, named the same way
+  bg_start m "$RLOCK" run rm1 --and rm2 -- sh "$T/gate.sh" "$T" m
+  m=$BG_PID
+  wait_for_file "$T/m.started" 20
+  rcli del 'lock:{rm2}' >/dev/null
+  touch "$T/m.go"
+  bg_wait "$m" 20
+  assert_equal "$BG_STATUS" 76
+  grep -q "^rlock: lost the lock 'rm2': it was no longer held" "$T/m.err"
+  run -1 grep -q "'rm1'" "$T/m.err"
 }
 
 @test "a holder of several keys killed with -9: each key expires after its TTL" {

@@ -118,6 +118,18 @@ setup() {
   run -0 "$RLOCK" run -n --done-for 1h lost -- true
 }
 
+@test "--and: a key lost during the run marks no key done, not even those still held" {
+  bg_start l "$RLOCK" run --on-lost warn --done-for 1h da --and db -- sh "$T/gate.sh" "$T" l
+  l=$BG_PID
+  wait_for_file "$T/l.started" 20
+  rcli del 'lock:{db}' >/dev/null
+  touch "$T/l.go"
+  bg_wait "$l" 20
+  assert_equal "$BG_STATUS" 0 # --on-lost warn passes the status through
+  run -0 "$RLOCK" run -n da -- true
+  run -0 "$RLOCK" run -n db -- true
+}
+
 @test "--done-for takes a duration of at least 1s" {
   run -64 "$RLOCK" run --done-for 0 bad -- true
   run -64 "$RLOCK" run --done-for 500ms bad -- true

@@ -53,6 +53,23 @@ events() { "$RLOCK" history "$1" --json | jq -r '[.[].event] | join(" ")'; }
   run -64 "$RLOCK" history 'bad{key}'
 }
 
+@test "semaphore and shared holders are each recorded as themselves: no holder's release or grant ends another" {
+  t1=$("$RLOCK" acquire --limit 2 hs)
+  t2=$("$RLOCK" acquire --limit 2 hs)
+  run -0 "$RLOCK" release hs --token "$t1"
+  run -0 "$RLOCK" release hs --token "$t2"
+  assert_equal "$(events hs)" "acquired acquired released released"
+  run -0 "$RLOCK" history hs --json
+  assert_equal "$(jq -r '[.[].tok] | join(" ")' <<<"$output")" "$t1 $t2 $t1 $t2"
+  s1=$("$RLOCK" acquire --shared hsh)
+  s2=$("$RLOCK" acquire --shared hsh)
+  run -0 "$RLOCK" release hsh --token "$s1"
+  run -0 "$RLOCK" release hsh --token "$s2"
+  assert_equal "$(events hsh)" "acquired acquired released released"
+  run -0 "$RLOCK" history hsh --json
+  assert_equal "$(jq -r '[.[].mode | values] | join(" ")' <<<"$output")" "shared shared"
+}
+
 @test "a lease that runs out without a release is recorded as expired, by the next command that looks" {
   "$RLOCK" acquire --ttl 1s ex >/dev/null # nothing releases it
   wait_until '! "$RLOCK" status ex >/dev/null' 10

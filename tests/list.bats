@@ -129,6 +129,24 @@ list_script() {
   bg_wait "$w2"
 }
 
+@test "a waiter killed with -9 is not counted once its place's lease ran out: list says 0, as status --json does" {
+  "$RLOCK" acquire --ttl 5m dw:a >/dev/null
+  rlock_bg w run --wait 60s --ttl 5m dw:a -- true
+  local w=$BG_PID k
+  wait_until "[ \"\$(n_waiters dw:a)\" = 1 ]"
+  kill -KILL "$w"
+  bg_wait "$w"
+  # its place's lease runs out now rather than in a few seconds: its record goes, and
+  # its queue entry stays until a script that changes the lock passes by
+  for k in $(rcli --raw keys 'lock:{dw:a}:w:*'); do rcli pexpire "$k" 1 >/dev/null; done
+  wait_until "[ \"\$(n_waiters dw:a)\" = 0 ]"
+  run -0 "$RLOCK" list 'dw:*'
+  assert_line --regexp $'^dw:a\t[^\t]+\t[0-9]+\t[0-9]+\t0\t'
+  run -0 "$RLOCK" list --json 'dw:*'
+  assert_equal "$(jq -c '[.[] | [.key, .waiter_count, (.waiters | length)]]' <<<"$output")" '[["dw:a",0,0]]'
+  "$RLOCK" break --yes dw:a >/dev/null
+}
+
 @test "the list script reads what it was told SCAN saw: keys that vanished read as absent, a line it did not see is not read" {
   "$RLOCK" acquire --ttl 5m sk:gone >/dev/null
   local sha

@@ -227,6 +227,27 @@ EOF2
   is_free k
 }
 
+@test "an RLOCK_HELD copied from a finished run, used inside a new run of the key, is not that run's hold" {
+  # The new holder is an ancestor of the nested run, so only the entry's token, which is
+  # the finished run's, tells the two holds apart.
+  rlock run k -- sh -c 'printf "%s" "$RLOCK_HELD" >"$T/held"'
+  run timeout 20 rlock run k -- sh -c 'RLOCK_HELD=$(cat "$T/held") rlock run --no-wait k -- echo ran'
+  [ "$status" -eq 75 ]
+  [[ $output != *ran* ]]
+  is_free k
+}
+
+@test "a live holder's own RLOCK_HELD, used by a process outside its tree, never skips the lock" {
+  # The token is the holder's and still holds: only the holder's pid, which is no
+  # ancestor of this process, says the entry is not this process's to use.
+  rlock_bg holder run k -- sh -c 'printf "%s" "$RLOCK_HELD" >"$T/held.tmp"; mv "$T/held.tmp" "$T/held"; sleep 30'
+  wait_for_file "$T/held"
+  RLOCK_HELD=$(cat "$T/held") run rlock run --no-wait k -- echo ran
+  [ "$status" -eq 75 ]
+  [[ $output != *ran* ]]
+  [[ $output == *"is held by"* ]]
+}
+
 @test "a lease kept by --min-hold after its run ended does not let a copied RLOCK_HELD in" {
   rlock run --min-hold 60s k -- sh -c 'printf "%s" "$RLOCK_HELD" >"$T/held"'
   is_held k

@@ -84,6 +84,74 @@ no_raw_controls() {
   assert [ "$elapsed" -lt 6000 ]
 }
 
+# --- a stdout whose reader goes away ----------------------------------------------------------
+
+# to_gone_reader CMD...: runs CMD with stdout a pipe whose reader has already closed it
+# (every write then fails with EPIPE, no race with a `head`), SIGPIPE at its default, as
+# a shell gives it; prints "signal N" or "exit N", then CMD's stderr.
+to_gone_reader() {
+  python3 -c '
+import os, subprocess, sys
+r, w = os.pipe()
+os.close(r)
+p = subprocess.run(sys.argv[1:], stdout=w, stderr=subprocess.PIPE)
+rc = p.returncode
+print("signal %d" % -rc if rc < 0 else "exit %d" % rc)
+sys.stdout.write(p.stderr.decode(errors="replace"))' "$@"
+}
+
+@test "a reader that closed stdout ends every command quietly, killed by SIGPIPE; acquire gives the lease back" {
+  "$RLOCK" run gr -- true
+  local tok
+  tok=$("$RLOCK" acquire --ttl 5m gh)
+  for args in "status gh" "status gh --json" "list gh" "list --json gh" "list --names gh" \
+    "history gr" "history gr --json" "extend gh --token $tok --json" "--help" "--version" \
+    "run --help" "acquire --ttl 5m ga"; do
+    # shellcheck disable=SC2086 # the words of $args
+    run -0 to_gone_reader "$RLOCK" $args
+    assert_equal "$output" "signal 13" || fail "rlock $args: $output"
+  done
+  # acquire could not hand its token over: nobody could release it, so it did
+  assert_equal "$(rcli exists 'lock:{ga}')" 0
+  # with --while-pid too (its keeper gives the lease back)
+  sleep 1000 3>&- &
+  local spid=$!
+  run -0 to_gone_reader "$RLOCK" acquire --ttl 5m gw --while-pid "$spid"
+  kill "$spid"
+  assert_equal "$output" "signal 13"
+  wait_until "[ \"\$(rcli exists 'lock:{gw}')\" = 0 ]" 10
+  # a full disk stays an error: one line, 70
+  for args in "status gh" "history gr" "--help"; do
+    # shellcheck disable=SC2086 # the words of $args
+    run -70 --separate-stderr bash -c '"$0" "$@" >/dev/full' "$RLOCK" $args
+    assert_equal "$stderr" "rlock: cannot write to standard output: No space left on device"
+  done
+  # and so does a stdout closed at start
+  run -70 --separate-stderr bash -c '"$0" --version >&-' "$RLOCK"
+  assert_equal "$stderr" "rlock: cannot write to standard output: Bad file descriptor"
+}
+
+@test "history --follow | head -1 ends quietly once head has its line, killed by SIGPIPE, with no other event" {
+  "$RLOCK" run gf -- true
+  # head leaves after the first of the two events; no event comes after that
+  bg_start f bash -c 'set -o pipefail; "$0" history gf --follow | head -1 >/dev/null
+    echo "exit ${PIPESTATUS[0]}"' "$RLOCK"
+  wait_until "grep -q exit '$T/f.out'" "$(slack 10)"
+  assert_equal "$(cat "$T/f.out")" "exit 141"
+  assert_equal "$(cat "$T/f.err")" ""
+  # a reader that stays keeps it following
+  bg_start g bash -c '"$0" history gf --follow | cat >/dev/null; echo "exit ${PIPESTATUS[0]}"' "$RLOCK"
+  wait_until "[ -n \"\$(ps -o pid= --ppid $BG_PID)\" ]" 10
+  sleep 1 # (time for a wrong end to show)
+  run -1 grep -q exit "$T/g.out"
+}
+
+@test "run's command gets SIGPIPE at its default: yes | head ends yes, and run passes it on (141)" {
+  run -0 --separate-stderr bash -c '"$0" run gy -- yes | head -1; echo "exit ${PIPESTATUS[0]}"' "$RLOCK"
+  assert_equal "$output" $'y\nexit 141'
+  assert_equal "$stderr" ""
+}
+
 # --- text from Redis -----------------------------------------------------------------------
 
 @test "status escapes a holder's host and command: no forged line, no terminal escape" {

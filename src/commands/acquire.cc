@@ -151,8 +151,8 @@ int fork_keeper(const GlobalOptions& g, Lock& lock, const std::string& token, co
       } catch (const Error& e) {
         // Not printed: the keeper releases (nobody could release a lease
         // whose token was not printed) when it reads EOF.
-        log_error(e.what());
-        status = exitcode::kProtocol;
+        if (e.cause() != Cause::ReaderGone) log_error(e.what());
+        status = e.exit_status();
       }
     } else if (said == kKeeperEnded) {
       // PID ended while the keeper started: released.
@@ -167,6 +167,7 @@ int fork_keeper(const GlobalOptions& g, Lock& lock, const std::string& token, co
     }
     close(go[1]);
     stderr_drain(Millis(500));
+    end_if_reader_gone();  // a reader that closed stdout: SIGPIPE, as in main
     _exit(status);
   }
   close(ready[0]);

@@ -5,7 +5,10 @@
 #include "history.h"
 
 #include <fmt/format.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <set>
@@ -167,8 +170,20 @@ int cmd_history(const GlobalOptions& g, const std::string& key, long count, bool
         },
         CallOptions{kFollowBlock + s.clients.front()->command_timeout(), {}, names.lock, {}});
   };
+  // A pipe whose reader left (`| head -2` has its lines) ends the follow at
+  // once, as tail -f does, not at the next event, which may be days away.
+  struct stat out {};
+  bool pipe = fstat(STDOUT_FILENO, &out) == 0 && S_ISFIFO(out.st_mode);
+  if (pipe)
+    s.loop.watch(STDOUT_FILENO, 0, [&](short revents) {
+      if (!(revents & POLLERR)) return;
+      s.loop.unwatch(STDOUT_FILENO);
+      if (!fatal) fatal = stdout_reader_left();
+      stop = true;
+    });
   for (size_t i = 0; i < sources.size(); ++i) read_new(i);
   s.loop.run_until([&] { return stop; });
+  if (pipe) s.loop.unwatch(STDOUT_FILENO);
   if (fatal) throw *fatal;
   return exitcode::kOk;
 }
