@@ -94,7 +94,9 @@ bool ended_by_stop_signal(int status) {
 constexpr Millis kListenAfter{200};
 
 // A nested run joins the enclosing hold (NestedLock::acquire) at once: it
-// never waits, and an enclosing hold that is gone meanwhile is a lost lease.
+// never waits. An enclosing hold that ended between the check of RLOCK_HELD
+// and the join (its command exited at once) is "not acquired" (75): the
+// command never ran (README "Nesting").
 class NestedJoin : public Acquisition {
  public:
   NestedJoin(NestedLock& lock, std::string token, WaitSpec spec)
@@ -108,9 +110,10 @@ class NestedJoin : public Acquisition {
                     if (*cancelled) return;
                     if (o.error) return done({o.error, {}});
                     if (o.value.state != AcquireReply::State::Acquired)
-                      return done({Error(ErrorKind::Lost,
+                      return done({Error(ErrorKind::NotAcquired,
                                          fmt::format("the enclosing hold of '{}' ended before "
-                                                     "this nested run could join it",
+                                                     "this nested run could join it: its "
+                                                     "command did not run",
                                                      lock_.names().key)),
                                    {}});
                     Acquired a;

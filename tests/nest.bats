@@ -142,6 +142,24 @@ EOF2
   _rlock_poll "k to be free" 2 is_free k
 }
 
+@test "a nested run whose outer command exits at once runs inside the lock or not at all (0 or 75, never 76)" {
+  # The outer run may end between the nested run's check of RLOCK_HELD and its join: then
+  # the nested command does not run (75); when it runs, it holds (0). Never a lost lease.
+  for i in $(seq 1 15); do
+    "$RLOCK" run --ttl 5s nx -- bash -c 'set -m
+      ( "$0" run nx -- touch "$1/ran.$2" 2>>"$1/err.$2"; echo $? >"$1/st.$2" ) </dev/null &' \
+      "$RLOCK" "$T" "$i"
+    wait_until "[ -s '$T/st.$i' ]" 20
+    st=$(<"$T/st.$i")
+    case $st in
+      0) [ -e "$T/ran.$i" ] || fail "run $i: 0 without running" ;;
+      75) [ ! -e "$T/ran.$i" ] || fail "run $i: 75 after running"
+        grep -q 'ended before this nested run could join it' "$T/err.$i" ;;
+      *) fail "run $i: exit $st: $(cat "$T/err.$i")" ;;
+    esac
+  done
+}
+
 @test "a nested run killed with -9 stops counting within its lease: the lock is freed" {
   job_script
   run timeout 20 rlock run --ttl 2s k -- bash -c "$(nested_bg k --ttl 2s)"
