@@ -102,7 +102,7 @@ errs=("$W"/err/[0-9]*)
 #   ("-": none; SHAPE "nested" for a run whose critical section ran in a nested run)
 cat "${hist[@]}" | awk '
   $1 == "E" { seen[$2] = 1; en[$2] = $3; fe[$2] = $4; tok[$2] = $7 }
-  $1 == "L" { seen[$2] = 1; lv[$2] = $3; how[$2] = $4 }
+  $1 == "L" { seen[$2] = 1; if (!($2 in lv)) { lv[$2] = $3; how[$2] = $4 } }
   $1 == "R" { seen[$2] = 1; r[$2] = $3 " " $4 " " $5 " " $6 " " $7 " " $8 " " $9 " " (NF >= 10 ? $10 : "file") " " (NF >= 11 ? $11 : "-") }
   function d(a, k) { return (k in a) ? a[k] : "-" }
   END {

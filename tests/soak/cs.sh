@@ -33,6 +33,9 @@ leave() {
   stamp
   printf 'L %s %s %s\n' "$run" "$_t" "$1" >>"$hist"
   rm -f "$dir/cur/$c"
+  # A signal after this (a SIGHUP the kernel sends a stopped orphaned process group on
+  # SIGCONT: a nested run's group once its outer run has gone) ends nothing more.
+  trap '' TERM INT HUP
 }
 
 # A signal ends the section (rlock's --on-lost term, or the soak's shutdown); inside the
