@@ -203,6 +203,29 @@ EOF2
   _rlock_poll "k to be free" 5 is_free k
 }
 
+@test "a nested acquire outside the holder's process group is refused (64): it would run on unlocked" {
+  # A nested acquire takes nothing: in a set -m job it outlived the outer run, which
+  # released the lock while the job went on holding its token (a stranger ran).
+  run timeout 20 rlock run --ttl 2s k -- bash -c '
+    rlock acquire k >/dev/null; echo "inside=$?"
+    eval "$(rlock acquire --while-pid $$ --export k)"; echo "inside-pid=$?"
+    set -m
+    ( rlock acquire --while-pid $BASHPID k >/dev/null; echo "job-pid=$?" ) &
+    wait $!
+    ( rlock acquire k >/dev/null; echo "job=$?" ) &
+    wait $!'
+  [ "$status" -eq 0 ]
+  [[ $output == *"inside=0"* ]]
+  [[ $output == *"inside-pid=0"* ]]
+  [[ $output == *"job-pid=64"* ]]
+  [[ $output == *"job=64"* ]]
+  [[ $output == *"is outside its process group: a nested acquire takes nothing"* ]]
+  is_free k
+  # The holder's own command, which leads that group, is inside.
+  run timeout 20 rlock run k -- rlock acquire k
+  [ "$status" -eq 0 ]
+}
+
 @test "a forged RLOCK_HELD never skips the lock: a holder elsewhere keeps it" {
   rlock_bg holder run k -- sleep 30
   wait_until 'is_held k'
