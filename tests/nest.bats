@@ -151,6 +151,20 @@ EOF2
   _rlock_poll "k to be free" 6 is_free k
 }
 
+@test "a nested run without --ttl takes the enclosing hold's: killed with -9, it keeps the lock no longer" {
+  # It took the default 30 s: the outer run's --ttl 1s lock stayed blocked 30 s after
+  # every holder had ended.
+  job_script
+  run timeout 20 rlock run --ttl 1s k -- bash -c "$(nested_bg k)"
+  [ "$status" -eq 0 ]
+  is_held k
+  kill -KILL "$(cat "$T/npid")"
+  start=$(now_ms)
+  _rlock_poll "k to be free" 10 is_free k
+  [ $(($(now_ms) - start)) -lt "$(slack 3000)" ]
+  touch "$T/go"
+}
+
 @test "the outer run killed with -9: its nested run keeps the lock renewed, which then expires" {
   job_script
   rlock run --ttl 1s k -- bash -c "$(nested_bg k --ttl 1s); sleep 1000" 3>&- &
