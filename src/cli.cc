@@ -212,7 +212,9 @@ void add_lock_options(CLI::App* sub, Values& v, const std::string& ttl) {
 void add_run_options(CLI::App* run, Values& v) {
   run->add_option("-c,--command", v.rc.shell, "run STRING with /bin/sh -c instead of -- CMD")
       ->type_name("STRING");
-  add_lock_options(run, v, "lease length (default 30s), renewed every TTL/3 while CMD runs");
+  add_lock_options(run, v,
+                   "lease length (default 30s; nested: the enclosing hold's), renewed every "
+                   "TTL/3 while CMD runs");
   duration(run, "--min-hold", v.min_hold,
            "keep the lock at least this long after acquisition, even if CMD ends sooner "
            "(status shows it as kept)");
@@ -689,7 +691,10 @@ void finish(Values& v) {
   if (v.connect_timeout)
     g.connect_timeout = parse_duration(*v.connect_timeout, "--connect-timeout");
   if (v.timeout) g.timeout = parse_duration(*v.timeout, "--timeout");
-  if (v.ttl) o.ttl = parse_duration(*v.ttl, "--ttl");
+  if (v.ttl) {
+    o.ttl = parse_duration(*v.ttl, "--ttl");
+    o.ttl_given = true;
+  }
   if (v.wait) o.wait = parse_duration(*v.wait, "--wait");
   if (v.min_hold) o.min_hold = parse_duration(*v.min_hold, "--min-hold");
   if (v.kill_after) o.kill_after = parse_duration(*v.kill_after, "--kill-after");

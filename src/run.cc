@@ -144,6 +144,7 @@ class NestedJoin : public Acquisition {
 struct NestedRun {
   std::vector<HeldEntry> found;
   std::vector<std::string> env;
+  Millis ttl{0};  // the shortest enclosing hold's --ttl (0: not known)
 };
 
 namespace {
@@ -669,7 +670,12 @@ std::optional<NestedRun> run_nested_if_held(const GlobalOptions& g, const LockOp
         "'{}' is held by an enclosing holder (pid {}): running the command inside it, as a "
         "nested hold under its token",
         o.key, holders.front().info.pid));
-    return NestedRun{found, spec.env};
+    // Without --ttl, a nested hold's lease is the enclosing hold's: one
+    // killed with -9 then keeps the lock no longer than the outer one would.
+    Millis ttl{0};
+    for (const Holder& h : holders)
+      if (h.ttl.count() > 0 && (ttl.count() == 0 || h.ttl < ttl)) ttl = h.ttl;
+    return NestedRun{found, spec.env, ttl};
   }
   log_verbose(
       fmt::format("'{}' is held by an enclosing holder (pid {}): running the command "
@@ -684,7 +690,9 @@ int cmd_run(const GlobalOptions& g, const LockOptions& o, const RunCommand& cmd)
   validate(o);
   std::vector<HeldEntry> held = held_from_env();
   if (auto nested = run_nested_if_held(g, o, cmd, held)) {
-    Runner r(g, o, cmd, std::move(held), std::move(nested));
+    LockOptions inner = o;
+    if (!o.ttl_given && nested->ttl >= Millis(100)) inner.ttl = nested->ttl;
+    Runner r(g, inner, cmd, std::move(held), std::move(nested));
     return r.run();
   }
   check_held_room(held, o.keys(), g.prefix, lock_location(g));

@@ -169,6 +169,20 @@ EOF2
   _rlock_poll "k to be free" 6 is_free k
 }
 
+@test "a nested run without --ttl takes the enclosing hold's: killed with -9, it keeps the lock no longer" {
+  # It took the default 30 s: the outer run's --ttl 1s lock stayed blocked 30 s after
+  # every holder had ended.
+  job_script
+  run timeout 20 rlock run --ttl 1s k -- bash -c "$(nested_bg k)"
+  [ "$status" -eq 0 ]
+  is_held k
+  kill -KILL "$(cat "$T/npid")"
+  start=$(now_ms)
+  _rlock_poll "k to be free" 10 is_free k
+  [ $(($(now_ms) - start)) -lt "$(slack 3000)" ]
+  touch "$T/go"
+}
+
 @test "the outer run killed with -9: its nested run keeps the lock renewed, which then expires" {
   job_script
   rlock run --ttl 1s k -- bash -c "$(nested_bg k --ttl 1s); sleep 1000" 3>&- &
@@ -219,6 +233,29 @@ EOF2
   wait_for_file "$T/nested.rc" 5
   [ "$(cat "$T/nested.rc")" = 143 ]
   _rlock_poll "k to be free" 5 is_free k
+}
+
+@test "a nested acquire outside the holder's process group is refused (64): it would run on unlocked" {
+  # A nested acquire takes nothing: in a set -m job it outlived the outer run, which
+  # released the lock while the job went on holding its token (a stranger ran).
+  run timeout 20 rlock run --ttl 2s k -- bash -c '
+    rlock acquire k >/dev/null; echo "inside=$?"
+    eval "$(rlock acquire --while-pid $$ --export k)"; echo "inside-pid=$?"
+    set -m
+    ( rlock acquire --while-pid $BASHPID k >/dev/null; echo "job-pid=$?" ) &
+    wait $!
+    ( rlock acquire k >/dev/null; echo "job=$?" ) &
+    wait $!'
+  [ "$status" -eq 0 ]
+  [[ $output == *"inside=0"* ]]
+  [[ $output == *"inside-pid=0"* ]]
+  [[ $output == *"job-pid=64"* ]]
+  [[ $output == *"job=64"* ]]
+  [[ $output == *"is outside its process group: a nested acquire takes nothing"* ]]
+  is_free k
+  # The holder's own command, which leads that group, is inside.
+  run timeout 20 rlock run k -- rlock acquire k
+  [ "$status" -eq 0 ]
 }
 
 @test "a forged RLOCK_HELD never skips the lock: a holder elsewhere keeps it" {

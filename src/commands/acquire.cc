@@ -10,6 +10,7 @@
 #include "commands/commands.h"
 #include "held.h"
 #include "keeper.h"
+#include "nest.h"
 #include "output.h"
 #include "procinfo.h"
 #include "progress.h"
@@ -212,6 +213,38 @@ void refuse_foreign_pid(const LockOptions& o, const std::string& key, const Hold
       o.while_pid, key, enclosing.info.pid, o.while_pid));
 }
 
+// A nested acquire takes nothing, so the process it is for (PID, else the
+// caller) is inside the lock only while the enclosing holder waits for it:
+// a run waits for its command's process group (led by its child, or by a
+// nested run's child), a keeper's script for nothing but itself. Anywhere
+// else (set -m, setsid) it would run on unlocked once the holder ends, with
+// nobody told: 64 (README "Nesting").
+void refuse_leaving_group(Session& s, Lock& part, const LockOptions& o, const HeldEntry& e,
+                          const Holder& enclosing) {
+  auto pid = static_cast<pid_t>(o.while_pid ? o.while_pid : getppid());
+  pid_t group = getpgid(pid);
+  auto holder = static_cast<pid_t>(enclosing.info.pid);
+  bool inside = false;
+  if (pid == holder) {
+    inside = true;  // the holder itself (`rlock run K -- rlock acquire K`)
+  } else if (group > 0 && holder > 0) {
+    if (e.keeper > 0) {
+      inside = getpgid(holder) == group;
+    } else if (auto leader = proc_info(group)) {
+      inside = leader->ppid == holder;
+      for (const NestedHold& n : nested_holds(s.loop, part, e.token))
+        inside = inside || (n.pid > 0 && leader->ppid == static_cast<pid_t>(n.pid));
+    }
+  }
+  if (inside) return;
+  throw_usage(fmt::format(
+      "'{}' is already held by an enclosing holder (pid {}), but process {} is outside its "
+      "process group: a nested acquire takes nothing, so it could run on after the lock is "
+      "released; acquire it in the holder's process group (no set -m or setsid), or use a "
+      "nested run",
+      e.key, enclosing.info.pid, pid));
+}
+
 // Nested in a holder of every KEY (RLOCK_HELD, confirmed with Redis): nothing
 // is taken, and the token that holds them is printed (a release of it from
 // inside is a no-op, cmd_release). False when the lock must be taken as usual.
@@ -232,6 +265,7 @@ bool acquire_nested(Session& s, Lock& lock, const GlobalOptions& g, const LockOp
     }
     refuse_upgrade(o, *h);
     refuse_foreign_pid(o, found[i].key, *h);
+    refuse_leaving_group(s, *parts[i], o, found[i], *h);
     if (!first) first = h;
     fences.push_back(h->fence);
     found[i].nested = true;  // a release under this copy is a nested one
