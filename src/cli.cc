@@ -374,8 +374,8 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
       "Exit 0, also for a KEY without history.");
 
   s.doctor = app.add_subcommand("doctor",
-                                 "check whether the Redis rlock is pointed at is safe for locks: "
-                                 "eviction, persistence, role, ACL, clock, round trip");
+                                "check whether the Redis rlock is pointed at is safe for locks: "
+                                "eviction, persistence, role, ACL, clock, round trip");
   s.doctor->footer(
       "One line per check: ok, warn, fail or skip (a check that could not run), then\n"
       "\"fix:\" and what to do. Exit 0 when nothing warns or fails, 1 when something\n"

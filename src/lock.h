@@ -171,7 +171,7 @@ struct ReleaseReply {
     KeptAsDone,
     KeptForNested
   } state = State::NotHeld;
-  Millis left{0};  // KeptForMinHold, KeptAsDone, KeptForNested: how long it stays held
+  Millis left{0};   // KeptForMinHold, KeptAsDone, KeptForNested: how long it stays held
   long nested = 0;  // KeptForNested: how many nested holds keep it
   /// Several keys (--and), NotHeld: the keys found not held. Empty for one key.
   std::vector<std::string> lost_keys;

@@ -410,11 +410,11 @@ void MultiAcquirer::renew(bool finishing) {
             // Latest wins in every key (README, "--supersede"): a newer
             // superseding job joined the line of a key this one holds.
             if (o.value.superseded_by && !*superseded)
-              *superseded = Error(
-                  ErrorKind::NotAcquired,
-                  fmt::format("no longer waiting for '{}': superseded by {} (--supersede)",
-                              h.part->names().key,
-                              escape_text(truncate_text(*o.value.superseded_by, kMaxLabel))));
+              *superseded =
+                  Error(ErrorKind::NotAcquired,
+                        fmt::format("no longer waiting for '{}': superseded by {} (--supersede)",
+                                    h.part->names().key,
+                                    escape_text(truncate_text(*o.value.superseded_by, kMaxLabel))));
           } else if (!o.error) {
             *failure = Error(ErrorKind::NotAcquired,
                              fmt::format("lost '{}' (broken or expired) while waiting for the "

@@ -38,8 +38,8 @@ std::vector<NestedHold> parse_holds(const Reply& r) {
     std::string pid = m.substr(a + 1, b - a - 1);
     if (pid.empty() || pid.size() > 9 || pid.find_first_not_of("0123456789") != std::string::npos)
       continue;
-    out.push_back({m.substr(0, a), m.substr(b + 1), std::atol(pid.c_str()),
-                   Millis(e[i + 1].integer)});
+    out.push_back(
+        {m.substr(0, a), m.substr(b + 1), std::atol(pid.c_str()), Millis(e[i + 1].integer)});
   }
   return out;
 }
@@ -96,8 +96,8 @@ bool NestedLock::supported(Lock& lock) {
   return true;
 }
 
-void NestedLock::each(const std::string& op, const std::string& ttl,
-                      Done<std::vector<Step>> done, Millis timeout) {
+void NestedLock::each(const std::string& op, const std::string& ttl, Done<std::vector<Step>> done,
+                      Millis timeout) {
   auto steps = std::make_shared<std::vector<Step>>();
   auto next = std::make_shared<std::function<void()>>();
   // The function refers to itself through a weak pointer: no cycle.
@@ -130,7 +130,8 @@ void NestedLock::each(const std::string& op, const std::string& ttl,
           }
           steps->push_back(st);
           // An end goes on to every key; a hold stops where it failed.
-          if (!st.held && op == "hold") return done(Outcome<std::vector<Step>>{std::nullopt, *steps});
+          if (!st.held && op == "hold")
+            return done(Outcome<std::vector<Step>>{std::nullopt, *steps});
           (*self)();
         },
         timeout);
@@ -138,8 +139,8 @@ void NestedLock::each(const std::string& op, const std::string& ttl,
   (*next)();
 }
 
-void NestedLock::acquire(const std::string& token, Millis ttl, bool, const HolderInfo& info,
-                         long, Done<AcquireReply> done, Millis timeout) {
+void NestedLock::acquire(const std::string& token, Millis ttl, bool, const HolderInfo& info, long,
+                         Done<AcquireReply> done, Millis timeout) {
   member_ = fmt::format("{} {} {}", token, info.pid, info.host);
   each(
       "hold", std::to_string(ttl.count()),
@@ -184,8 +185,8 @@ void NestedLock::extend(const std::string&, Millis ttl, Done<ExtendReply> done, 
       timeout);
 }
 
-void NestedLock::release(const std::string&, Millis, Done<ReleaseReply> done, Millis timeout,
-                         int, Millis, const std::string&) {
+void NestedLock::release(const std::string&, Millis, Done<ReleaseReply> done, Millis timeout, int,
+                         Millis, const std::string&) {
   each(
       "end", "",
       [this, done = std::move(done)](Outcome<std::vector<Step>> o) {
@@ -193,8 +194,8 @@ void NestedLock::release(const std::string&, Millis, Done<ReleaseReply> done, Mi
         out.error = o.error;
         bool all = o.value.size() == parts_.size();
         for (const Step& s : o.value) all = all && s.held;
-        if (!o.error) out.value.state = all ? ReleaseReply::State::Released
-                                            : ReleaseReply::State::NotHeld;
+        if (!o.error)
+          out.value.state = all ? ReleaseReply::State::Released : ReleaseReply::State::NotHeld;
         done(std::move(out));
       },
       timeout);

@@ -294,7 +294,8 @@ class Runner {
     log_verbose(fmt::format("acquired '{}' (fence {}, ttl {})", lock_->names().key, acquired_.fence,
                             format_duration(acquired_.ttl)));
     SpawnSpec spec = command_spec(cmd_);
-    spec.env = nested_ ? nested_->env : command_env(lock_->parts(), token_, acquired_, held_, where_);
+    spec.env =
+        nested_ ? nested_->env : command_env(lock_->parts(), token_, acquired_, held_, where_);
     // What the command leaves behind is reparented to rlock, which reaps it.
     become_subreaper();
     try {
@@ -332,9 +333,8 @@ class Runner {
     watchdog_->stop();
     switch (opts_.on_lost) {
       case OnLost::Term:
-        log_error(
-            fmt::format("lost {}: {}; sending SIGTERM to the command (SIGKILL in {})", lock, why,
-                        format_duration(opts_.kill_after)));
+        log_error(fmt::format("lost {}: {}; sending SIGTERM to the command (SIGKILL in {})", lock,
+                              why, format_duration(opts_.kill_after)));
         child_->signal_group(SIGTERM);
         if (stopped_ || (child_->stopped())) child_->signal_group(SIGCONT);
         arm_kill_timer();
@@ -344,8 +344,7 @@ class Runner {
         child_->signal_group(SIGKILL);
         break;
       case OnLost::Warn:
-        log_error(
-            fmt::format("warning: lost {}: {}; the command runs on without it", lock, why));
+        log_error(fmt::format("warning: lost {}: {}; the command runs on without it", lock, why));
         break;
     }
   }
@@ -528,10 +527,11 @@ class Runner {
                                 format_duration(o.value.left)));
       } else if (o.value.state == ReleaseReply::State::KeptForNested) {
         // The "holding for ..." of nested runs: they outlive this one.
-        log_info(fmt::format("'{}' stays held by {} nested run{} under this one, in {} "
-                             "process group; the last to end releases it",
-                             key, o.value.nested, o.value.nested == 1 ? "" : "s",
-                             o.value.nested == 1 ? "its own" : "their own"));
+        log_info(
+            fmt::format("'{}' stays held by {} nested run{} under this one, in {} "
+                        "process group; the last to end releases it",
+                        key, o.value.nested, o.value.nested == 1 ? "" : "s",
+                        o.value.nested == 1 ? "its own" : "their own"));
       } else if (o.value.state == ReleaseReply::State::KeptAsDone) {
         log_verbose(fmt::format("'{}' is done: it stays taken for {} more (--done-for)", key,
                                 format_duration(o.value.left)));
@@ -603,9 +603,8 @@ void refuse_leaving_group(const GlobalOptions& g, const HeldEntry& e, const Hold
     inside = leader && pid > 0 && leader->ppid == pid;
   }
   if (inside) return;
-  std::string where = g.layout != Layout::Rlock
-                          ? fmt::format("--layout {}", layout_name(g.layout))
-                          : std::string("quorum mode");
+  std::string where = g.layout != Layout::Rlock ? fmt::format("--layout {}", layout_name(g.layout))
+                                                : std::string("quorum mode");
   throw_usage(fmt::format(
       "'{}' is held by an enclosing holder (pid {}), but this run is outside its process group "
       "and {} has nowhere to record a nested hold, so it could run on after the lock is "

@@ -42,8 +42,9 @@ constexpr size_t kMaxInfoFields = 2000;
 // The ACL probe: every command rlock's scripts call (the rlock layout; tests/doctor.bats
 // checks the list against src/lua), tried with redis.pcall on scratch keys that share one
 // hash tag (KEYS: a string, a hash, a sorted set, a list; ARGV[1]: a channel). Returns
-// the names refused by the ACL ("~" for the keys, "&" for the channel), then "|", then those of the history (best effort). Each
-// key gets a 10-second expiry as soon as it exists, and all are deleted at the end.
+// the names refused by the ACL ("~" for the keys, "&" for the channel), then "|", then those of the
+// history (best effort). Each key gets a 10-second expiry as soon as it exists, and all are deleted
+// at the end.
 constexpr std::string_view kAclProbe = R"LUA(
 local k, h, z, l, ch = KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1]
 local out, hist = {}, {}
@@ -92,10 +93,14 @@ struct Finding {
 
 const char* verdict_name(Verdict v) {
   switch (v) {
-    case Verdict::Ok: return "ok";
-    case Verdict::Warn: return "warn";
-    case Verdict::Fail: return "fail";
-    case Verdict::Skip: return "skip";
+    case Verdict::Ok:
+      return "ok";
+    case Verdict::Warn:
+      return "warn";
+    case Verdict::Fail:
+      return "fail";
+    case Verdict::Skip:
+      return "skip";
   }
   return "?";
 }
@@ -110,6 +115,24 @@ Result ask(Client& c, Args args, const std::string& node = {}) {
 }
 
 using Fields = std::map<std::string, std::string>;
+
+// INFO's (and CLUSTER INFO's) "name:value" lines, "#" headers skipped; at most
+// kMaxInfoFields of them, so that a hostile server's reply stays bounded.
+Fields parse_fields(const std::string& s) {
+  Fields f;
+  size_t at = 0;
+  while (at < s.size() && f.size() < kMaxInfoFields) {
+    size_t end = s.find('\n', at);
+    if (end == std::string::npos) end = s.size();
+    std::string line = s.substr(at, end - at);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    size_t colon = line.find(':');
+    if (!line.empty() && line[0] != '#' && colon != std::string::npos)
+      f[line.substr(0, colon)] = line.substr(colon + 1);
+    at = end + 1;
+  }
+  return f;
+}
 
 // Runs one check on one server, adding what it finds.
 class Examiner {
@@ -149,8 +172,8 @@ class Examiner {
         throw *r.failure;
       }
       if (r.reply.is_error()) expect_ok(r, "PING");
-      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                       .count());
+      ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
     std::sort(ms.begin(), ms.end());
     double median = ms[ms.size() / 2];
@@ -162,32 +185,20 @@ class Examiner {
                       median),
           "run rlock near the server, or give --ttl at least 100 times the round trip");
     else
-      add("round-trip", Verdict::Ok, fmt::format("{:.2f} ms per command (median of 5 PINGs)", median));
+      add("round-trip", Verdict::Ok,
+          fmt::format("{:.2f} ms per command (median of 5 PINGs)", median));
     return true;
   }
 
   // INFO's "name:value" lines (every section); empty when INFO is refused.
   Fields read_info() {
-    Fields f;
     Result r = ask({"INFO"});
     if (r.failure) throw *r.failure;
     if (r.reply.is_error() || r.reply.type != Reply::Type::String) {
       info_error_ = r.reply.is_error() ? one_line(r.reply.str) : "not text";
-      return f;
+      return {};
     }
-    const std::string& s = r.reply.str;
-    size_t at = 0;
-    while (at < s.size() && f.size() < kMaxInfoFields) {
-      size_t end = s.find('\n', at);
-      if (end == std::string::npos) end = s.size();
-      std::string line = s.substr(at, end - at);
-      if (!line.empty() && line.back() == '\r') line.pop_back();
-      size_t colon = line.find(':');
-      if (!line.empty() && line[0] != '#' && colon != std::string::npos)
-        f[line.substr(0, colon)] = line.substr(colon + 1);
-      at = end + 1;
-    }
-    return f;
+    return parse_fields(r.reply.str);
   }
 
   std::optional<std::string> info(const std::string& name) const {
@@ -309,8 +320,9 @@ class Examiner {
     if (!r.failure && r.reply.type == Reply::Type::Array && r.reply.elements.size() == 2)
       fsync = r.reply.elements[1].text();
     if (fsync == "always")
-      add("persistence", Verdict::Ok, "appendonly yes, appendfsync always: a restart keeps "
-                                      "every lock and fence");
+      add("persistence", Verdict::Ok,
+          "appendonly yes, appendfsync always: a restart keeps "
+          "every lock and fence");
     else if (fsync == "everysec")
       add("persistence", Verdict::Ok,
           "appendonly yes, appendfsync everysec: a crash of the machine may lose the last "
@@ -362,8 +374,9 @@ class Examiner {
       return;
     }
     const std::string& base = *scratch;
-    Args eval = {"EVAL", std::string(kAclProbe), "4", base, base + ":h", base + ":z",
-                 base + ":t", base + ":c"};
+    Args eval = {
+        "EVAL",     std::string(kAclProbe), "4", base, base + ":h", base + ":z", base + ":t",
+        base + ":c"};
     Result r = ask(eval);
     if (r.failure) throw *r.failure;
     std::vector<std::string> missing, history;
@@ -379,8 +392,10 @@ class Examiner {
       bool hist = false;
       for (const Reply& e : r.reply.elements) {
         if (e.type != Reply::Type::String && e.type != Reply::Type::Status) continue;
-        if (e.str == "|") hist = true;
-        else (hist ? history : missing).push_back(cut_display(e.str, 40));
+        if (e.str == "|")
+          hist = true;
+        else
+          (hist ? history : missing).push_back(cut_display(e.str, 40));
       }
     }
     // Outside a script: the script calls themselves, waiting in line, listing.
@@ -394,8 +409,7 @@ class Examiner {
       if (x.failure) throw *x.failure;
       if (!x.reply.is_error() || x.reply.str.rfind("NOPERM", 0) != 0) continue;
       std::string what = x.reply.str.find("key") != std::string::npos ? "~" : name;
-      if (std::find(missing.begin(), missing.end(), what) == missing.end())
-        missing.push_back(what);
+      if (std::find(missing.begin(), missing.end(), what) == missing.end()) missing.push_back(what);
     }
     // Commands first, then the patterns.
     std::stable_partition(missing.begin(), missing.end(),
@@ -418,8 +432,7 @@ class Examiner {
     };
     if (!missing.empty())
       add("acl", Verdict::Fail,
-          fmt::format("this user may not use {}: taking a lock fails with exit 77",
-                      words(missing)),
+          fmt::format("this user may not use {}: taking a lock fails with exit 77", words(missing)),
           grant(missing));
     else
       add("acl", Verdict::Ok,
@@ -456,8 +469,7 @@ class Examiner {
     long long usec = std::atoll(r.reply.elements[1].text().c_str());
     double server_ms = double(sec) * 1000.0 + double(usec) / 1000.0;
     auto mid = before + (after - before) / 2;
-    double here_ms =
-        std::chrono::duration<double, std::milli>(mid.time_since_epoch()).count();
+    double here_ms = std::chrono::duration<double, std::milli>(mid.time_since_epoch()).count();
     double skew = server_ms - here_ms;
     if (std::fabs(skew) > kClockWarnMs)
       add("clock", Verdict::Warn,
@@ -468,7 +480,8 @@ class Examiner {
           "run NTP (chrony, systemd-timesyncd) on both machines");
     else
       add("clock", Verdict::Ok,
-          fmt::format("the server's clock is within {:.0f} ms of this host's", std::fabs(skew) + 0.5));
+          fmt::format("the server's clock is within {:.0f} ms of this host's",
+                      std::fabs(skew) + 0.5));
   }
 
   static std::string one_line(const std::string& s) {
@@ -499,21 +512,9 @@ class Examiner {
 
 // CLUSTER INFO's fields, or nothing where the server is no Cluster node.
 Fields cluster_info(Client& c) {
-  Fields f;
   Result r = ask(c, {"CLUSTER", "INFO"});
-  if (r.failure || r.reply.type != Reply::Type::String) return f;
-  const std::string& s = r.reply.str;
-  size_t at = 0;
-  while (at < s.size() && f.size() < kMaxInfoFields) {
-    size_t end = s.find('\n', at);
-    if (end == std::string::npos) end = s.size();
-    std::string line = s.substr(at, end - at);
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (size_t colon = line.find(':'); colon != std::string::npos)
-      f[line.substr(0, colon)] = line.substr(colon + 1);
-    at = end + 1;
-  }
-  return f;
+  if (r.failure || r.reply.type != Reply::Type::String) return {};
+  return parse_fields(r.reply.str);
 }
 
 // A Cluster as a whole (as the URL's node sees it): every slot served, state ok.
@@ -551,7 +552,8 @@ void check_sentinels(Loop& loop, const ConnectionConfig& cfg, std::vector<Findin
     c.server_kind = "sentinel";
     c.sentinel.reset();
     auto tls = c.endpoint.tls ? make_tls_context(c.tls) : nullptr;
-    Connection conn(loop, c, tls, std::make_shared<AddressBook>(loop, c.endpoint, c.connect_timeout));
+    Connection conn(loop, c, tls,
+                    std::make_shared<AddressBook>(loop, c.endpoint, c.connect_timeout));
     Result r = settle<Result>(loop, [&](std::function<void(Result)> done) {
       conn.command({"SENTINEL", "CKQUORUM", sc.master_name}, std::move(done));
     });
@@ -568,8 +570,8 @@ void check_sentinels(Loop& loop, const ConnectionConfig& cfg, std::vector<Findin
                       escape_text(r.reply.str.substr(0, 300))),
           "start enough sentinels for the quorum (and a majority of them)"});
     } else {
-      found.push_back(Finding{where, "sentinel", Verdict::Ok,
-                              escape_text(r.reply.text().substr(0, 300))});
+      found.push_back(
+          Finding{where, "sentinel", Verdict::Ok, escape_text(r.reply.text().substr(0, 300))});
     }
   }
 }
@@ -583,8 +585,9 @@ void check_sentinels(Loop& loop, const ConnectionConfig& cfg, std::vector<Findin
 std::string finding_json(const Finding& f) {
   std::string out = "{";
   if (!f.where.empty()) out += "\"server\":" + json_string(f.where) + ",";
-  out += "\"check\":" + json_string(f.check) + ",\"status\":" +
-         json_string(verdict_name(f.verdict)) + ",\"message\":" + json_string(f.text);
+  out += "\"check\":" + json_string(f.check) +
+         ",\"status\":" + json_string(verdict_name(f.verdict)) +
+         ",\"message\":" + json_string(f.text);
   if (!f.fix.empty()) out += ",\"fix\":" + json_string(f.fix);
   return out + "}";
 }
