@@ -245,6 +245,13 @@ std::optional<Holder> verify_held(Loop& loop, Lock& lock, const HeldEntry& entry
   return *h;
 }
 
+bool group_inside_holder(pid_t group, const HeldEntry& e, pid_t holder) {
+  if (group <= 0 || holder <= 0) return false;
+  if (e.keeper > 0) return getpgid(holder) == group;
+  auto leader = proc_info(group);
+  return leader && leader->ppid == holder;
+}
+
 void refuse_upgrade(const LockOptions& o, const Holder& enclosing) {
   if (!enclosing.shared || o.shared) return;
   throw_usage(fmt::format(

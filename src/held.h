@@ -16,6 +16,8 @@
 // after its run ended, is never trusted.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -74,6 +76,13 @@ std::string held_with_each(std::vector<HeldEntry> entries, const std::vector<Hel
 /// (see the file comment). The holder's record when it does; nullopt, with
 /// the reason in `why`, when it does not. Errors (the server) propagate.
 std::optional<Holder> verify_held(Loop& loop, Lock& lock, const HeldEntry& entry, std::string& why);
+
+/// Whether process group `group` is one the enclosing holder `holder` (a
+/// pid) waits for: the group of the process a keeper watches (`e.keeper`),
+/// else the group a `run` leads with its command (its leader's parent is the
+/// run). A nested run or acquire elsewhere (set -m, setsid) could go on after
+/// the holder released.
+bool group_inside_holder(pid_t group, const HeldEntry& e, pid_t holder);
 
 /// A nested run or acquire asking for more than the enclosing holder has (an
 /// exclusive hold inside a shared one: an upgrade, which would wait for

@@ -439,8 +439,7 @@ void SingleLock::extend(const std::string& token, Millis ttl, Done<ExtendReply> 
                         Millis timeout) {
   run<ExtendReply>(
       client_, extend_script(), names_,
-      {token, std::to_string(ttl.count()), std::to_string(history_),
-       line_.supersede ? "1" : ""},
+      {token, std::to_string(ttl.count()), std::to_string(history_), line_.supersede ? "1" : ""},
       [](const Reply& r) {
         auto& e = r.as_array("an extend reply", 1);
         ExtendReply x;

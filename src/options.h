@@ -36,7 +36,7 @@ struct LockOptions {
   std::string key;
   std::vector<std::string> and_keys;  // --and: more keys, all or nothing
   Millis ttl{30000};
-  bool ttl_given = false;  // --ttl given: else a nested run takes the enclosing hold's
+  bool ttl_given = false;      // --ttl given: else a nested run takes the enclosing hold's
   std::optional<Millis> wait;  // nullopt = forever
   bool no_wait = false;
   int conflict_exit = 75;

@@ -512,8 +512,10 @@ void QuorumLock::break_lock(Done<long> done) {
                   long removed = 0;  // masters where a holder was removed
                   long dead = 0;     // else the most dead waiters removed on one
                   for (auto& r : rs)
-                    if (!r.error && r.value > 0) ++removed;
-                    else if (!r.error && r.value < dead) dead = r.value;
+                    if (!r.error && r.value > 0)
+                      ++removed;
+                    else if (!r.error && r.value < dead)
+                      dead = r.value;
                   if (removed == 0) removed = dead;
                   if (answered(rs) < quorum()) return done({too_few("cannot break", rs), {}});
                   warn_unanswered("break", rs);

@@ -593,16 +593,7 @@ namespace {
 // in that group. Anywhere else (set -m, setsid) it could outlive the lock:
 // a usage Error that says why.
 void refuse_leaving_group(const GlobalOptions& g, const HeldEntry& e, const Holder& holder) {
-  pid_t group = getpgrp();
-  auto pid = static_cast<pid_t>(holder.info.pid);
-  bool inside = false;
-  if (e.keeper > 0) {
-    inside = pid > 0 && getpgid(pid) == group;
-  } else {
-    auto leader = proc_info(group);
-    inside = leader && pid > 0 && leader->ppid == pid;
-  }
-  if (inside) return;
+  if (group_inside_holder(getpgrp(), e, static_cast<pid_t>(holder.info.pid))) return;
   std::string where = g.layout != Layout::Rlock ? fmt::format("--layout {}", layout_name(g.layout))
                                                 : std::string("quorum mode");
   throw_usage(fmt::format(

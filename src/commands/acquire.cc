@@ -224,19 +224,11 @@ void refuse_leaving_group(Session& s, Lock& part, const LockOptions& o, const He
   auto pid = static_cast<pid_t>(o.while_pid ? o.while_pid : getppid());
   pid_t group = getpgid(pid);
   auto holder = static_cast<pid_t>(enclosing.info.pid);
-  bool inside = false;
-  if (pid == holder) {
-    inside = true;  // the holder itself (`rlock run K -- rlock acquire K`)
-  } else if (group > 0 && holder > 0) {
-    if (e.keeper > 0) {
-      inside = getpgid(holder) == group;
-    } else if (auto leader = proc_info(group)) {
-      inside = leader->ppid == holder;
-      for (const NestedHold& n : nested_holds(s.loop, part, e.token))
-        inside = inside || (n.pid > 0 && leader->ppid == static_cast<pid_t>(n.pid));
-    }
-  }
-  if (inside) return;
+  // (the holder itself: `rlock run K -- rlock acquire K`)
+  if (pid == holder || group_inside_holder(group, e, holder)) return;
+  if (e.keeper == 0)
+    for (const NestedHold& n : nested_holds(s.loop, part, e.token))
+      if (group_inside_holder(group, e, static_cast<pid_t>(n.pid))) return;
   throw_usage(fmt::format(
       "'{}' is already held by an enclosing holder (pid {}), but process {} is outside its "
       "process group: a nested acquire takes nothing, so it could run on after the lock is "

@@ -18,11 +18,11 @@ int main(int argc, char** argv) {
   std::string dir = argv[1];
   mkdir(dir.c_str(), 0755);
   using rlock::Script;
-  for (const Script* s : {&rlock::acquire_script(), &rlock::extend_script(),
-                          &rlock::release_script(), &rlock::leave_script(), &rlock::undo_script(),
-                          &rlock::status_script(), &rlock::break_script(), &rlock::forget_script(),
-                          &rlock::fence_script(), &rlock::history_script(),
-                          &rlock::nest_script()}) {
+  for (const Script* s :
+       {&rlock::acquire_script(), &rlock::extend_script(), &rlock::release_script(),
+        &rlock::leave_script(), &rlock::undo_script(), &rlock::status_script(),
+        &rlock::break_script(), &rlock::forget_script(), &rlock::fence_script(),
+        &rlock::history_script(), &rlock::nest_script()}) {
     std::ofstream lua(dir + "/" + s->name + ".lua", std::ios::binary);
     lua << s->source;
     std::ofstream sha(dir + "/" + s->name + ".sha1");
