@@ -17,8 +17,8 @@
 # - C contenders (tests/soak/contender.sh, each in a session of its own), each a loop of
 #   `rlock run --ttl T --wait W soak -- bash cs.sh …` (T = 1s, 1.5s, 2s by contender);
 #   the critical section (tests/soak/cs.sh) writes to a fenced resource; with --nested PCT
-#   (default 10 on one server; 0 in quorum mode, which refuses such a nested run, and in
-#   Sentinel and Cluster mode for now) that share of the runs runs it in
+#   (default 0: see the note at its default below; one server only, quorum mode refuses
+#   such a nested run) that share of the runs runs it in
 #   a nested `rlock run` put in a process group of its own (`set -m`), the outer run's
 #   command exiting at once (contender.sh). Contender 0
 #   also gives each run a random stderr: a file, /dev/full, a pipe without a reader or
@@ -167,8 +167,11 @@ else
 fi
 : "${seed:=$((EPOCHSECONDS % 1000000))}"
 if ((replicated)); then direct=$contenders; fi # no proxy: every contender connects directly
-# (quorum mode refuses a nested run outside the holder's process group: README "Nesting")
-if ((replicated)) || [[ $masters != 1 ]]; then : "${nested:=0}"; else : "${nested:=10}"; fi
+# Off by default for now: a stop fault that freezes a nested run's process group just before
+# its outer run exits is undone at once by the kernel (an orphaned process group with a
+# stopped member gets SIGHUP and SIGCONT), while the checker takes the freeze to have
+# lasted its whole stop_ms. Quorum mode refuses such a nested run anyway (README "Nesting").
+: "${nested:=0}"
 : "${direct:=$((contenders / 4))}"
 for v in target contenders seed direct fault_every max_time masters sync_replicas nested; do
   is_num "${!v}" || die_usage "--${v//_/-} needs a whole number, got '${!v}'"
