@@ -410,7 +410,7 @@ rcli FLUSHALL >/dev/null
 # The locks are made by rlock's own acquire script, sent by redis-cli --pipe (as many
 # rlock processes would take minutes): the script as rlock sends it is the prelude and
 # acquire.lua after their "-- >8 --" lines.
-{ sed '1,/^-- >8 --/d' src/lua/prelude.lua; sed '1,/^-- >8 --/d' src/lua/acquire.lua; } >"$work/acquire.lua"
+{ sed '1,/^-- >8 --/d' src/lock/lua/prelude.lua; sed '1,/^-- >8 --/d' src/lock/lua/acquire.lua; } >"$work/acquire.lua"
 acq_sha=$(rcli SCRIPT LOAD "$(cat "$work/acquire.lua")")
 awk -v n="$NKEYS" -v sha="$acq_sha" '
   function bulk(s) { printf "$%d\r\n%s\r\n", length(s), s }

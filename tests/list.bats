@@ -45,8 +45,8 @@ setup_file() { redis_start; }
 
 # The list script as rlock sends it (the prelude, then list.lua after their "-- >8 --").
 list_script() {
-  sed '1,/^-- >8 --/d' "$BATS_TEST_DIRNAME/../src/lua/prelude.lua"
-  sed '1,/^-- >8 --/d' "$BATS_TEST_DIRNAME/../src/lua/list.lua"
+  sed '1,/^-- >8 --/d' "$BATS_TEST_DIRNAME/../src/lock/lua/prelude.lua"
+  sed '1,/^-- >8 --/d' "$BATS_TEST_DIRNAME/../src/lock/lua/list.lua"
 }
 
 @test "list --json gives each lock what status --json gives, over 600 locks in two list script calls" {

@@ -30,7 +30,7 @@ setup() { T=$BATS_TEST_TMPDIR; }
 # token tokI and a command of 300 bytes, so that 512 lines (or JSON objects) are more
 # than a pipe holds.
 make_locks() {
-  local name=$1 pfx=$2 n=$3 src=$BATS_TEST_DIRNAME/../src/lua sha
+  local name=$1 pfx=$2 n=$3 src=$BATS_TEST_DIRNAME/../src/lock/lua sha
   sha=$(rcli_to "$name" script load \
     "$(sed '1,/^-- >8 --/d' "$src/prelude.lua"; sed '1,/^-- >8 --/d' "$src/acquire.lua")")
   awk -v n="$n" -v sha="$sha" -v pfx="$pfx" '

@@ -8,16 +8,16 @@
 #include <variant>
 
 #include "commands/commands.h"
-#include "held.h"
-#include "keeper.h"
-#include "nest.h"
-#include "output.h"
-#include "procinfo.h"
-#include "progress.h"
-#include "signals.h"
-#include "stderr_writer.h"
-#include "text.h"
-#include "waiter.h"
+#include "hold/held.h"
+#include "hold/keeper.h"
+#include "hold/nest.h"
+#include "cli/output.h"
+#include "proc/procinfo.h"
+#include "cli/progress.h"
+#include "proc/signals.h"
+#include "core/stderr_writer.h"
+#include "core/text.h"
+#include "hold/acquirer.h"
 
 namespace rlock {
 

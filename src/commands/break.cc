@@ -5,7 +5,7 @@
 #include <iostream>
 
 #include "commands/commands.h"
-#include "output.h"
+#include "cli/output.h"
 
 namespace rlock {
 

@@ -17,12 +17,12 @@
 #include <vector>
 
 #include "commands/commands.h"
-#include "key.h"
-#include "output.h"
-#include "resolver.h"
-#include "slot.h"
-#include "text.h"
-#include "transport.h"
+#include "lock/key.h"
+#include "cli/output.h"
+#include "net/resolver.h"
+#include "net/slot.h"
+#include "core/text.h"
+#include "net/transport.h"
 
 namespace rlock {
 
@@ -40,7 +40,7 @@ constexpr double kClockWarnMs = 2000.0;
 constexpr size_t kMaxInfoFields = 2000;
 
 // The ACL probe: every command rlock's scripts call (the rlock layout; tests/doctor.bats
-// checks the list against src/lua), tried with redis.pcall on scratch keys that share one
+// checks the list against src/lock/lua), tried with redis.pcall on scratch keys that share one
 // hash tag (KEYS: a string, a hash, a sorted set, a list; ARGV[1]: a channel). Returns
 // the names refused by the ACL ("~" for the keys, "&" for the channel), then "|", then those of the
 // history (best effort). Each key gets a 10-second expiry as soon as it exists, and all are deleted

@@ -2,7 +2,7 @@
 #include <fmt/format.h>
 
 #include "commands/commands.h"
-#include "output.h"
+#include "cli/output.h"
 
 namespace rlock {
 

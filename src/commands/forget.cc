@@ -8,7 +8,7 @@
 #include <iostream>
 
 #include "commands/commands.h"
-#include "output.h"
+#include "cli/output.h"
 
 namespace rlock {
 

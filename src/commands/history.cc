@@ -2,7 +2,7 @@
 // last (as journalctl shows a log), from its PREFIX{KEY}:log stream, read
 // through the read-only `history` script (every value bounded, whatever was
 // written); in quorum mode every master's log, merged.
-#include "history.h"
+#include "lock/history.h"
 
 #include <fmt/format.h>
 #include <poll.h>
@@ -14,10 +14,10 @@
 #include <set>
 
 #include "commands/commands.h"
-#include "output.h"
-#include "scripts.h"
-#include "signals.h"
-#include "text.h"
+#include "cli/output.h"
+#include "lock/scripts.h"
+#include "proc/signals.h"
+#include "core/text.h"
 
 namespace rlock {
 

@@ -10,10 +10,10 @@
 
 #include "commands/commands.h"
 #include "commands/list_output.h"
-#include "duration.h"
-#include "output.h"
-#include "scripts.h"
-#include "text.h"
+#include "core/duration.h"
+#include "cli/output.h"
+#include "lock/scripts.h"
+#include "core/text.h"
 
 namespace rlock {
 

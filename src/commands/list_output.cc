@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <iterator>
 
-#include "duration.h"
-#include "output.h"
-#include "table.h"
-#include "text.h"
+#include "core/duration.h"
+#include "cli/output.h"
+#include "cli/table.h"
+#include "core/text.h"
 
 namespace rlock {
 

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "commands/commands.h"  // status_json
-#include "lock.h"
-#include "options.h"
+#include "lock/lock.h"
+#include "cli/options.h"
 
 namespace rlock {
 

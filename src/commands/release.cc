@@ -7,9 +7,9 @@
 #include <thread>
 
 #include "commands/commands.h"
-#include "held.h"
-#include "output.h"
-#include "procinfo.h"
+#include "hold/held.h"
+#include "cli/output.h"
+#include "proc/procinfo.h"
 
 namespace rlock {
 

@@ -5,10 +5,10 @@
 #include <chrono>
 
 #include "commands/commands.h"
-#include "duration.h"
-#include "layout.h"
-#include "output.h"
-#include "table.h"
+#include "core/duration.h"
+#include "lock/layout.h"
+#include "cli/output.h"
+#include "cli/table.h"
 
 namespace rlock {
 

@@ -1,4 +1,4 @@
-// What a Cluster node sends about the topology (src/cluster.cc): error replies parsed as
+// What a Cluster node sends about the topology (src/net/cluster.cc): error replies parsed as
 // MOVED/ASK redirects, and CLUSTER SLOTS replies (bytes fed to the bounded ReplyParser,
 // each reply taken apart). Only rlock::Error may escape, and what is accepted stays within
 // the ranges rlock relies on: a slot in 0..16383, a port in 1..65535, a host of at most
@@ -6,13 +6,13 @@
 //
 // Input: a first byte 'R' makes the rest one error reply text for parse_redirect; any
 // other first byte makes the rest the bytes of server replies for parse_cluster_slots.
-#include "cluster.h"
+#include "net/cluster.h"
 
 #include <cstdint>
 #include <string_view>
 
 #include "fuzz_util.h"
-#include "slot.h"
+#include "net/slot.h"
 
 namespace {
 

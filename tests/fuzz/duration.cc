@@ -4,7 +4,7 @@
 // Input: text for parse_duration, or '#' and a decimal int64 for format_duration alone:
 // rlock formats numbers a server sent (a holder's pttl, the min-hold left), so any int64 may
 // reach it, negative ones included.
-#include "duration.h"
+#include "core/duration.h"
 
 #include <charconv>
 #include <cstdint>

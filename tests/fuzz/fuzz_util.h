@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "error.h"
+#include "core/error.h"
 
 /// A broken promise: print it and abort(), which libFuzzer reports as a deadly signal and
 /// saves the input.

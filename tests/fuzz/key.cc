@@ -5,7 +5,7 @@
 //
 // Input: KEY, optionally followed by a NUL byte and PREFIX (default "lock:"). A NUL is a
 // control character, so no valid key or prefix contains one. The token checked is KEY.
-#include "key.h"
+#include "lock/key.h"
 
 #include <cstdint>
 #include <string>

@@ -1,4 +1,4 @@
-// Bytes from a server, as rlock reads them (src/redis.cc): fed in chunks to the reply parser,
+// Bytes from a server, as rlock reads them (src/net/redis.cc): fed in chunks to the reply parser,
 // each reply converted to an rlock::Reply and taken apart with the accessors the lock
 // protocol uses. Only rlock::Error may escape the parser and the accessors, every message
 // built from server text is one printable line, and no input may make the parser allocate
@@ -7,7 +7,7 @@
 // Input: a digit n ('0'-'8'; any other first byte counts as 0), then n bytes of chunk sizes,
 // then the bytes the server sends. They are fed in chunks whose sizes cycle through the n
 // sizes (a size of 0 feeds all that is left); n = 0 feeds everything at once.
-#include "reply.h"
+#include "net/reply.h"
 
 #include <cstdint>
 #include <optional>
@@ -20,7 +20,7 @@ namespace {
 
 using rlock::Reply;
 
-// rlock's reply path (src/redis.cc, Connection::read_some): the bounded ReplyParser in
+// rlock's reply path (src/net/redis.cc, Connection::read_some): the bounded ReplyParser in
 // front of hiredis's reader and convert_reply.
 class Parser {
  public:
@@ -50,7 +50,7 @@ void expect_only_rlock_errors(F&& f) {
   }
 }
 
-// Everything the lock protocol does with a reply (src/lock.cc, src/redis.cc), on any shape.
+// Everything the lock protocol does with a reply (src/lock/lock.cc, src/net/redis.cc), on any shape.
 void take_apart(const Reply& r) {
   (void)r.text();
   (void)r.is_nil();

@@ -3,7 +3,7 @@
 // Any other exception escapes and libFuzzer reports it. Endpoint::display() must not depend
 // on the password (it is what rlock prints about a server), and an error message may not
 // show it either.
-#include "url.h"
+#include "net/url.h"
 
 #include <cstdint>
 #include <string>

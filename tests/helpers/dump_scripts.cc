@@ -8,7 +8,7 @@
 #include <fstream>
 #include <string>
 
-#include "scripts.h"
+#include "lock/scripts.h"
 
 int main(int argc, char** argv) {
   if (argc != 2) {

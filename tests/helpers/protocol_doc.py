@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Copies the Lua scripts of src/lua/ into docs/PROTOCOL.md.
+"""Copies the Lua scripts of src/lock/lua/ into docs/PROTOCOL.md.
 
 Each script's section ("### NAME", the prelude's "### Prelude ...") quotes what rlock
-sends: the part of src/lua/NAME.lua after its "-- >8 --" line. This rewrites the first
+sends: the part of src/lock/lua/NAME.lua after its "-- >8 --" line. This rewrites the first
 ```lua block under each such heading with that text; tests/unit/protocol_doc_test.cc
 fails when the two differ, so run this after changing a script:
 

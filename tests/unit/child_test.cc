@@ -1,4 +1,4 @@
-#include "child.h"
+#include "proc/child.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -20,7 +20,7 @@
 #include <pty.h>
 #endif
 
-#include "error.h"
+#include "core/error.h"
 
 namespace rlock {
 namespace {

@@ -1,6 +1,6 @@
 // What a Cluster node says about where keys live, parsed and checked: MOVED/ASK
 // redirects and CLUSTER SLOTS replies, well-formed or hostile.
-#include "cluster.h"
+#include "net/cluster.h"
 
 #include <gtest/gtest.h>
 

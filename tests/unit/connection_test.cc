@@ -11,8 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "redis.h"
-#include "resolver.h"
+#include "net/redis.h"
+#include "net/resolver.h"
 
 namespace rlock {
 namespace {

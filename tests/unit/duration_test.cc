@@ -1,8 +1,8 @@
-#include "duration.h"
+#include "core/duration.h"
 
 #include <gtest/gtest.h>
 
-#include "error.h"
+#include "core/error.h"
 
 namespace rlock {
 namespace {

@@ -1,6 +1,6 @@
 // RLOCK_HELD's line format (hostile input is skipped, never trusted) and the process
 // facts nesting and --while-pid rely on (a reused PID is told apart by its start time).
-#include "held.h"
+#include "hold/held.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -8,8 +8,8 @@
 
 #include <string>
 
-#include "keeper.h"
-#include "procinfo.h"
+#include "hold/keeper.h"
+#include "proc/procinfo.h"
 
 namespace rlock {
 namespace {

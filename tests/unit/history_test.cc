@@ -1,7 +1,7 @@
 // The history's events as people and tools see them: parsing what the scripts
 // answer (bounded whatever was written), merging quorum masters' logs (one line
 // per event, one ending per tenure), and the lines `rlock history` prints.
-#include "history.h"
+#include "lock/history.h"
 
 #include <gtest/gtest.h>
 

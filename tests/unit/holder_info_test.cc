@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "lock.h"
+#include "lock/lock.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // Tokens of other tools' layouts bound to their holder process (holder_token.h).
-#include "holder_token.h"
+#include "lock/holder_token.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>

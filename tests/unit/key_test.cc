@@ -1,8 +1,8 @@
-#include "key.h"
+#include "lock/key.h"
 
 #include <gtest/gtest.h>
 
-#include "error.h"
+#include "core/error.h"
 
 namespace rlock {
 namespace {

@@ -1,9 +1,9 @@
 // Other tools' layouts: the keys rlock adds beside a layout's lock.
-#include "layout.h"
+#include "lock/layout.h"
 
 #include <gtest/gtest.h>
 
-#include "slot.h"
+#include "net/slot.h"
 
 namespace rlock {
 namespace {

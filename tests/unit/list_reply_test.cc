@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "error.h"
-#include "lock.h"
-#include "reply.h"
+#include "core/error.h"
+#include "lock/lock.h"
+#include "net/reply.h"
 #include "reply_builders.h"
 
 namespace rlock {

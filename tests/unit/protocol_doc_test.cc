@@ -5,7 +5,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "scripts.h"
+#include "lock/scripts.h"
 
 namespace rlock {
 namespace {
@@ -27,7 +27,7 @@ TEST(ProtocolDoc, QuotesThePreludeVerbatim) {
   std::string doc = read_doc();
   ASSERT_FALSE(doc.empty()) << "docs/PROTOCOL.md not found";
   EXPECT_NE(doc.find(trim(script_prelude())), std::string::npos)
-      << "docs/PROTOCOL.md does not quote the prelude as in src/lua/prelude.lua "
+      << "docs/PROTOCOL.md does not quote the prelude as in src/lock/lua/prelude.lua "
          "(python3 tests/helpers/protocol_doc.py copies every script into it)";
 }
 
@@ -38,7 +38,7 @@ TEST(ProtocolDoc, QuotesEveryScriptVerbatim) {
                           &fence_script(), &history_script(), &nest_script()}) {
     std::string body = trim(s->source.substr(script_prelude().size()));
     EXPECT_NE(doc.find(body), std::string::npos)
-        << "docs/PROTOCOL.md does not quote the " << s->name << " script as in src/lua/" << s->name
+        << "docs/PROTOCOL.md does not quote the " << s->name << " script as in src/lock/lua/" << s->name
         << ".lua";
   }
 }

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "reply.h"
+#include "net/reply.h"
 
 namespace rlock::test {
 

@@ -1,7 +1,7 @@
 // ReplyParser: the bounded front of hiredis's reader.
 #include <gtest/gtest.h>
 
-#include "reply.h"
+#include "net/reply.h"
 
 namespace rlock {
 namespace {

@@ -1,4 +1,4 @@
-#include "reply.h"
+#include "net/reply.h"
 
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
@@ -8,8 +8,8 @@
 #include <set>
 #include <string>
 
-#include "scripts.h"
-#include "transport.h"
+#include "lock/scripts.h"
+#include "net/transport.h"
 
 namespace rlock {
 namespace {

@@ -1,7 +1,7 @@
 // AddressBook: numeric hosts need no lookup; a name is looked up off the loop and the
 // answer comes from the loop, never from inside lookup(); callers that ask meanwhile
 // share one lookup; a name that does not resolve keeps the addresses it had.
-#include "resolver.h"
+#include "net/resolver.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // The compile-time SHA-1 (src/sha1.h) against FIPS 180 test vectors and against
 // OpenSSL over every length around the padding boundaries.
-#include "sha1.h"
+#include "core/sha1.h"
 
 #include <gtest/gtest.h>
 #include <openssl/evp.h>

@@ -1,5 +1,5 @@
 // key_slot against the slots a real Redis Cluster reports (CLUSTER KEYSLOT).
-#include "slot.h"
+#include "net/slot.h"
 
 #include <gtest/gtest.h>
 

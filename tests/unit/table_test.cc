@@ -1,8 +1,8 @@
-#include "table.h"
+#include "cli/table.h"
 
 #include <gtest/gtest.h>
 
-#include "text.h"
+#include "core/text.h"
 
 namespace rlock {
 namespace {

@@ -1,8 +1,8 @@
-#include "url.h"
+#include "net/url.h"
 
 #include <gtest/gtest.h>
 
-#include "error.h"
+#include "core/error.h"
 
 namespace rlock {
 namespace {

@@ -1,0 +1,48 @@
+// A lock's history (`rlock history`, SPEC "Operators"): the events the
+// scripts record in PREFIX{KEY}:log, a capped Redis stream, in the same call
+// that changes the state: acquired, released, kept (--min-hold), done
+// (--done-for), expired (without a release, noticed by the next script),
+// lost (its holder said why), broken, superseded, gave-up.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "net/reply.h"
+
+namespace rlock {
+
+/// One event: the stream entry's id (its first part is the server's time in
+/// Unix ms), its name and the fields that came with it, as stored.
+struct Event {
+  std::string id;
+  int64_t ms = 0;
+  std::string ev;
+  std::vector<std::pair<std::string, std::string>> fields;
+  /// Quorum mode: on how many masters of how many (0: one deployment).
+  int masters = 0, of = 0;
+
+  /// A field's value, or "" when it is not there.
+  std::string get(const std::string& name) const;
+};
+
+/// One event from the flat form {id, f, v, ...} that the status and history
+/// scripts answer: every field cut to 1 KiB, at most 32 kept (the stream is
+/// anybody's to write); ms = 0 when the id is not one.
+Event parse_flat_event(const Reply& flat);
+
+/// Events of several masters (quorum mode), each master's oldest first, merged
+/// into one list, oldest first: the same event (name and token) of several
+/// masters is one, at its earliest time, saying on how many masters it was
+/// (`of`: the number of masters).
+std::vector<Event> merge_events(const std::vector<std::vector<Event>>& per_master, int of);
+
+/// "2026-11-27 14:03:22Z  released  fence 7, ci-4 pid 22836, held 5m2s, exit 0":
+/// one line for people, UTC, text from Redis escaped.
+std::string event_line(const Event& e);
+/// The same as a JSON object.
+std::string event_json(const Event& e);
+
+}  // namespace rlock

@@ -1,0 +1,136 @@
+// Several keys, all or nothing (`--and`, SPEC "Shell scripts"): one token
+// holds every key; the command starts only once it holds them all.
+//
+// Keys live where their names put them (a Cluster spreads them over slots),
+// so no one script can take them together. They are taken one after another
+// in one global order (byte order of their Redis names), each waiting in its
+// own line like a single lock: two runs that name the same keys in opposite
+// orders take them in the same order and cannot deadlock, and a waiter keeps
+// its place in each line it reaches, so holders of single keys cannot starve
+// it. The price: while it waits for a later key it holds the earlier ones
+// (renewed meanwhile), as any ordered locking does.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "lock/lock.h"
+#include "hold/acquirer.h"
+
+namespace rlock {
+
+/// The lock of several KEYs as one: every operation acts on every part at
+/// once, with one token. Parts are kept in the user's order (the first is
+/// RLOCK_KEY's); acquire() is not one operation here: see MultiAcquirer.
+class MultiLock : public Lock {
+ public:
+  /// `parts`: at least two locks of distinct keys on the same deployment(s).
+  explicit MultiLock(std::vector<std::unique_ptr<Lock>> parts);
+
+  /// Not one step for several keys: fails (a protocol Error). MultiAcquirer
+  /// takes the parts one by one.
+  void acquire(const std::string& token, Millis ttl, bool queue, const HolderInfo& info,
+               long attempt, Done<AcquireReply> done, Millis timeout = Millis(0)) override;
+  /// Held while every part is; the shortest TTL any part confirmed. Not held
+  /// as soon as one part says so; an Error when a part failed and none said so.
+  void extend(const std::string& token, Millis ttl, Done<ExtendReply> done,
+              Millis timeout = Millis(0)) override;
+  /// Every part; NotHeld when any part was no longer held (the others are
+  /// released all the same); an Error when a part failed.
+  void release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
+               Millis timeout = Millis(0), int exit_status = -1, Millis done_for = Millis(0),
+               const std::string& lost = "") override;
+  void leave(const std::string& token, Done<bool> done, Millis timeout = Millis(0)) override;
+  /// The first part's.
+  void status(Done<LockStatus> done) override;
+  void break_lock(Done<long> done) override;
+  void forget(Done<ForgetReply> done) override;
+  void confirm_replicas(int replicas, Millis budget, const std::string& what,
+                        Done<bool> done) override;
+  std::vector<Client*> clients() override;
+  bool fair() const override;
+  std::vector<Lock*> parts() override;
+  void set_shared(bool shared) override;
+  void set_history(int n) override;
+  void set_line_policy(const LinePolicy& p) override;
+
+  /// The parts in the order they are taken (byte order of their lock names).
+  std::vector<Lock*> in_order();
+
+ private:
+  template <class T>
+  using Combine = std::function<Outcome<T>(std::vector<Outcome<T>>&)>;
+  /// Runs `op` on every part at once; `combine` turns their outcomes (in the
+  /// parts' order) into one, once all have answered.
+  template <class T>
+  void each(std::function<void(Lock&, Done<T>)> op, Combine<T> combine, Done<T> done);
+
+  /// The parts' keys, in the parts' order (as given).
+  std::vector<std::string> keys();
+  /// release() on every part at once.
+  void release_all(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
+                   Millis timeout, int exit_status, Millis done_for, const std::string& lost);
+
+  std::vector<std::unique_ptr<Lock>> parts_;
+};
+
+/// Takes every part of a MultiLock, one after another in the global order,
+/// renewing the parts it holds while it waits for the next. Outcomes as
+/// Acquirer's: Acquired (fence of the first key, `fences` of all in the
+/// user's order, `sent` of the part whose lease ends first), or an Error;
+/// parts already held are released on any failure or cancel. A part lost
+/// while waiting for a later one (broken, expired, its renewals failed until
+/// its deadline) makes it give every part back and start again from the
+/// first, within what is left of --wait.
+class MultiAcquirer : public Acquisition {
+ public:
+  MultiAcquirer(MultiLock& lock, std::string token, WaitSpec spec);
+  ~MultiAcquirer() override;
+  MultiAcquirer(const MultiAcquirer&) = delete;
+  MultiAcquirer& operator=(const MultiAcquirer&) = delete;
+
+  void start(Done<Acquired> done) override;
+  void on_progress(std::function<void(const WaitProgress&)> cb) override {
+    progress_ = std::move(cb);
+  }
+  void cancel(std::function<void()> done) override;
+
+ private:
+  struct Held {
+    Lock* part;
+    Acquired acquired;
+    Clock::time_point deadline;  // the lease ends no earlier than this
+    Clock::time_point next;      // when it is renewed next
+  };
+  /// Takes the next part, or finishes once every part is held.
+  void next();
+  void take_next();
+  void finish_all();
+  void got(Acquired a);
+  void fail(Error e);
+  /// Stops waiting (leaves the line it is in), gives back every part held,
+  /// then fails with `e`.
+  void give_up(Error e);
+  void start_over(const Error& why);
+  /// Releases every part held so far (bounded), then calls `then`.
+  void release_held(std::function<void()> then);
+  void schedule_renewal();
+  /// Renews every part held; `finishing`: all are, and then it is done.
+  void renew(bool finishing = false);
+
+  MultiLock& lock_;
+  std::string token_;
+  WaitSpec spec_;
+  std::vector<Lock*> order_;
+  std::vector<Held> held_;
+  std::unique_ptr<Acquirer> current_;
+  Done<Acquired> done_;
+  std::function<void(const WaitProgress&)> progress_;
+  Clock::time_point started_;
+  Loop::TimerId renew_timer_ = 0;
+  bool renewing_ = false, finished_ = false;
+  bool confirm_ = false;  // every part is held: confirm after the renewal in flight
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace rlock

@@ -1,0 +1,165 @@
+// Quorum mode (Redlock): the lock of one KEY on N independent masters (several
+// --url). Each master runs the same scripts as a single server; a lease counts
+// only while a majority (N/2+1) of them grant or renew it within its validity
+// (the TTL less the time the requests took and a clock drift of TTL/100 + 2 ms).
+// The fence a holder gets is the largest a majority of masters gave out, or
+// their clock (server ms) when that is higher, made the floor of a majority's
+// counters before the lock is used, so fences grow whatever majorities grant
+// them, and still after masters lost their counters while the masters' clocks
+// agree (docs/PROTOCOL.md, "Fences in quorum mode").
+#pragma once
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "lock/lock.h"
+
+namespace rlock {
+
+/// The Redlock drift allowance for `ttl`: ttl/100 + 2 ms.
+Millis clock_drift(Millis ttl);
+
+class QuorumLock : public Lock {
+ public:
+  /// `masters`: one Client per independent master, at least 2 (the caller
+  /// keeps them alive); `limit` must be 0 (no semaphores: one count cannot
+  /// live on N masters that may disagree).
+  /// `of`: the number of masters in all, when `masters` are only those that
+  /// answered (list): the majority is still a majority of all.
+  QuorumLock(std::vector<Client*> masters, LockNames names, size_t of = 0);
+  ~QuorumLock() override;
+  /// Asked before a majority's grants count: an Error (two URLs of one
+  /// server) gives them back and fails the attempt with it (Session).
+  void set_identity_check(std::function<std::optional<Error>()> check) {
+    identity_check_ = std::move(check);
+  }
+
+  /// Requests go to every master at once, each bounded by a share of the TTL;
+  /// granted by fewer than a majority, every grant is given back before the
+  /// reply: Taken when a majority answered, an unavailable Error (69) naming
+  /// the masters that did not when fewer did.
+  void acquire(const std::string& token, Millis ttl, bool queue, const HolderInfo& info,
+               long attempt, Done<AcquireReply> done, Millis timeout = Millis(0)) override;
+  /// Held while a majority renews. A master that answers that it lost the
+  /// lease (restarted empty) is granted it again. Not held once no majority
+  /// can confirm it any more; an unavailable Error while that is undecided.
+  void extend(const std::string& token, Millis ttl, Done<ExtendReply> done,
+              Millis timeout = Millis(0)) override;
+  /// On every master; NotHeld when fewer than a majority still held it.
+  /// Every master's release is awaited (the EVAL after NOSCRIPT included);
+  /// once a majority has settled the answer, the rest get at most
+  /// clamp(TTL/50, 50 ms, --timeout) more (TTL: of the last acquire, else
+  /// the default 30 s).
+  void release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
+               Millis timeout = Millis(0), int exit_status = -1, Millis done_for = Millis(0),
+               const std::string& lost = "") override;
+  void leave(const std::string& token, Done<bool> done, Millis timeout = Millis(0)) override;
+  /// Every master's view, and the quorum's: held when one token holds on a
+  /// majority. An unavailable Error when fewer than a majority answer.
+  void status(Done<LockStatus> done) override;
+  /// On every master; an unavailable Error when fewer than a majority answer.
+  /// Once a majority answered, the rest get at most the per-master bound of
+  /// a release by token alone (clamp(30 s/50, 50 ms, --timeout): 600 ms by
+  /// default) more; a master that has not answered by then is named in a
+  /// warning (its request may still land there).
+  void break_lock(Done<long> done) override;
+  void forget(Done<ForgetReply> done) override;
+  /// Confirmed when a majority of masters had N replicas confirm.
+  void confirm_replicas(int replicas, Millis budget, const std::string& what,
+                        Done<bool> done) override;
+  std::vector<Client*> clients() override { return clients_; }
+  bool fair() const override { return false; }
+  /// Shared holds are asked of every master: a shared and an exclusive
+  /// majority would share a master, which grants only one kind at a time.
+  void set_shared(bool shared) override;
+  void set_history(int n) override;
+  void set_status_events(bool on) override;
+  /// A quorum has no line: --priority, --supersede and --max-waiters are a
+  /// usage Error.
+  void set_line_policy(const LinePolicy& p) override;
+
+  size_t quorum() const { return total_ / 2 + 1; }
+
+ private:
+  std::function<std::optional<Error>()> identity_check_;
+  template <class T>
+  using Each = std::function<void(SingleLock&, Done<T>)>;
+  template <class T>
+  using All = std::function<void(std::vector<Outcome<T>>)>;
+  /// Runs `op` on every master at once; `done` gets every outcome, in the
+  /// masters' order, once all have answered (or failed), or as soon as
+  /// `enough` says the outcome is decided (those that have not answered then
+  /// count as failed: their requests go on, unheard). With a `linger`, those
+  /// still get that long after the decision before `done` is called.
+  template <class T>
+  using Answers = std::vector<std::optional<Outcome<T>>>;  // empty: no answer yet
+  template <class T>
+  using Enough = std::function<bool(const Answers<T>&)>;
+  template <class T>
+  void fan_out(Each<T> op, All<T> done, Enough<T> enough = {}, Millis linger = Millis(0));
+  /// Whether the answers so far settle a question asked of every master:
+  /// a majority said `yes`, or more than a minority said `no`; with
+  /// `replies_settle`, also once a majority answered and `yes` can no longer
+  /// win (no reply still to come changes the outcome then).
+  template <class T, class Yes, class No>
+  bool decided(const Answers<T>& rs, Yes yes, No no, bool replies_settle) const {
+    size_t ayes = 0, noes = 0, answered = 0;
+    for (auto& r : rs) {
+      if (!r) continue;
+      ++answered;
+      if (yes(*r))
+        ++ayes;
+      else if (no(*r))
+        ++noes;
+    }
+    size_t pending = rs.size() - answered, minority = rs.size() - quorum();
+    if (ayes >= quorum() || noes > minority) return true;
+    return replies_settle && ayes + pending < quorum() && ayes + noes >= quorum();
+  }
+
+  Millis node_timeout(Millis ttl) const;
+  /// How long break and forget wait for the last masters once a majority
+  /// answered: the per-master bound of the default TTL, as release --token.
+  Millis operator_linger() const;
+  /// Enough for break and forget: a majority answered without an error.
+  template <class T>
+  Enough<T> majority_answered() const {
+    size_t q = quorum();
+    return [q](const Answers<T>& rs) {
+      return static_cast<size_t>(
+                 std::count_if(rs.begin(), rs.end(), [](auto& r) { return r && !r->error; })) >= q;
+    };
+  }
+  /// A warning for each master that did not answer `what` (break, forget).
+  template <class T>
+  void warn_unanswered(const std::string& what, const std::vector<Outcome<T>>& rs) const;
+  void commit(const std::string& token, int64_t fence, Millis ttl, Clock::time_point until,
+              Done<AcquireReply> done);
+  void give_back(const std::string& token, Millis ttl, std::function<void()> then);
+  void regrant(size_t i, const std::string& token, Millis grant, int64_t fence, Millis per);
+  /// Why fewer than a majority answered: the first permission error, else an
+  /// unavailable Error naming the masters that did not answer.
+  Error too_few(const std::string& what, const std::vector<std::optional<Error>>& errors) const;
+  template <class T>
+  Error too_few(const std::string& what, const std::vector<Outcome<T>>& rs) const {
+    std::vector<std::optional<Error>> errors;
+    for (auto& r : rs) errors.push_back(r.error);
+    return too_few(what, errors);
+  }
+  /// How many masters answered without an error.
+  template <class T>
+  static size_t answered(const std::vector<Outcome<T>>& rs) {
+    return static_cast<size_t>(
+        std::count_if(rs.begin(), rs.end(), [](const Outcome<T>& r) { return !r.error; }));
+  }
+
+  std::vector<Client*> clients_;
+  size_t total_;
+  std::vector<std::unique_ptr<SingleLock>> locks_;
+  HolderInfo info_;  // of the last acquire: a master that lost the lease is granted it again
+  Millis ttl_{0};    // of the last acquire: bounds the wait for the last releases
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace rlock

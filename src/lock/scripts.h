@@ -1,0 +1,67 @@
+// The Lua scripts of the lock protocol (src/lock/lua/*.lua, embedded at build time)
+// and how they are run: EVALSHA first, EVAL on NOSCRIPT (after SCRIPT FLUSH or
+// a failover). Nothing else in rlock knows Lua. docs/PROTOCOL.md describes the
+// same scripts in prose.
+#pragma once
+
+#include <string>
+
+#include "lock/key.h"
+#include "net/redis.h"
+
+namespace rlock {
+
+/// The version of the protocol these scripts speak (docs/PROTOCOL.md). They
+/// accept the state that version - 1 wrote.
+inline constexpr int kProtocolVersion = 2;
+
+struct Script {
+  const char* name;
+  std::string source;
+  std::string sha1;  // hex
+  /// Writes nothing: sent as EVALSHA_RO/EVAL_RO where the server has them,
+  /// so it runs for read-only users and on replicas.
+  bool read_only = false;
+};
+
+/// The scripts; each takes the six keys of keys_of() and its own ARGV.
+const Script& acquire_script();
+const Script& extend_script();
+const Script& release_script();
+const Script& leave_script();
+const Script& undo_script();
+const Script& status_script();
+const Script& break_script();
+const Script& forget_script();
+const Script& fence_script();
+/// Reads the lock's history, bounded (read-only; protocol 4).
+const Script& history_script();
+/// Nested holds under an enclosing holder's token (protocol 4): joins,
+/// renews, ends or lists them.
+const Script& nest_script();
+/// What `list` shows of many locks at once (read-only): KEYS are their lock
+/// keys PREFIX{KEY}, all of one slot on a Cluster node.
+const Script& list_script();
+
+/// The Lua every script starts with (shared helpers); a script's own part is
+/// its source after this prefix. Exposed so tests can check docs/PROTOCOL.md.
+const std::string& script_prelude();
+
+/// KEYS of every script, in order: lock, fence, holders, limit, queue, qseq.
+Args keys_of(const LockNames& names);
+
+/// Runs `script` with EVALSHA, falling back to EVAL when the server answers
+/// NOSCRIPT (a read-only script: EVALSHA_RO and EVAL_RO, or the plain ones on
+/// a server without them). `cb` gets the final result.
+/// `undo` scripts (with their ARGV) are sent as EVAL on the same connection
+/// if this one times out (see Connection::command). A non-empty `node` pins
+/// the call to that server (CallOptions::node).
+struct ScriptCall {
+  const Script* script;
+  Args argv;
+};
+void run_script(Client& client, const Script& script, const Args& keys, const Args& argv,
+                ReplyCallback cb, Millis timeout = Millis(0),
+                const std::vector<ScriptCall>& undo = {}, const std::string& node = {});
+
+}  // namespace rlock

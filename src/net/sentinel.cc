@@ -1,0 +1,378 @@
+#include "net/sentinel.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+
+#include "net/resolver.h"
+#include "core/text.h"
+
+namespace rlock {
+
+namespace {
+
+// How long a lost +switch-master watch waits before it moves on.
+constexpr Millis kRewatch{1000};
+
+std::string list_of(const std::vector<Endpoint>& eps) {
+  std::string out;
+  for (auto& e : eps) out += (out.empty() ? "" : ", ") + escape_text(e.address());
+  return out;
+}
+
+bool parse_port(const std::string& p, int& port) {
+  auto [end, ec] = std::from_chars(p.data(), p.data() + p.size(), port);
+  return ec == std::errc() && end == p.data() + p.size() && port >= 1 && port <= 65535;
+}
+
+bool plausible_host(const std::string& host) {
+  if (host.empty() || host.size() > 255) return false;
+  for (unsigned char c : host)
+    if (c <= 0x20 || c == 0x7f || c == '/') return false;
+  return true;
+}
+
+bool starts_with(const std::string& s, const char* p) {
+  return s.rfind(p, 0) == 0;
+}
+
+}  // namespace
+
+// One find(): every sentinel is asked at once; what each named is kept until
+// all have answered (or kSurveyGrace after the first that named a master).
+// What the others said decides the error when none names one.
+struct SentinelDiscovery::Survey {
+  Done<MasterInfo> done;
+  size_t pending = 0;
+  std::vector<std::optional<MasterInfo>> named;  // by sentinel
+  size_t unknown = 0;                            // sentinels that do not know the name
+  std::optional<Error> refused;                  // a permission error from a sentinel
+  std::optional<Error> garbage;                  // an answer rlock cannot use
+  std::optional<Error> silent;                   // a sentinel that could not be reached in time
+  Loop::TimerId grace = 0;
+  bool decided = false;
+};
+
+SentinelDiscovery::SentinelDiscovery(Loop& loop, const ConnectionConfig& cfg,
+                                     std::shared_ptr<TlsContext> tls)
+    : loop_(loop), cfg_(cfg), tls_(std::move(tls)) {
+  conns_.resize(cfg_.sentinel->sentinels.size());
+  addr_only_.resize(cfg_.sentinel->sentinels.size(), false);
+}
+
+SentinelDiscovery::~SentinelDiscovery() {
+  *alive_ = false;
+  loop_.cancel(rewatch_timer_);
+  loop_.cancel(poll_timer_);
+}
+
+Connection& SentinelDiscovery::connection(size_t i) {
+  if (!conns_[i]) {
+    ConnectionConfig c = cfg_;
+    c.endpoint = cfg_.sentinel->sentinels[i];
+    c.password_source = cfg_.sentinel->password_source;
+    c.server_kind = "sentinel";
+    c.sentinel.reset();
+    conns_[i] = std::make_unique<Connection>(
+        loop_, c, tls_, std::make_shared<AddressBook>(loop_, c.endpoint, c.connect_timeout));
+  }
+  return *conns_[i];
+}
+
+// The sentinels are asked at the same time, so each may take most of
+// --timeout (a loaded one answers late, but answers); three quarters (at least
+// half a second) leaves the command waiting for the master time to report why
+// none answered. One that hangs while another answers costs kSurveyGrace.
+Millis SentinelDiscovery::query_timeout() const {
+  Millis t = cfg_.command_timeout;
+  return std::min(t, std::max(Millis(500), t * 3 / 4));
+}
+
+Endpoint SentinelDiscovery::master_at(const std::string& host, int port) const {
+  Endpoint ep = cfg_.endpoint;
+  ep.kind = Endpoint::Kind::Tcp;
+  ep.host = host;
+  ep.port = port;
+  return ep;
+}
+
+void SentinelDiscovery::find(Done<MasterInfo> done) {
+  auto s = std::make_shared<Survey>();
+  s->done = std::move(done);
+  size_t n = cfg_.sentinel->sentinels.size();
+  s->named.resize(n);
+  s->pending = n;
+  for (size_t i = 0; i < n; ++i) query(s, i);
+}
+
+void SentinelDiscovery::distrust(const MasterInfo& named) {
+  rejected_ = named;
+}
+
+// The address and the epoch, pipelined on the sentinel's connection: one
+// round trip. Written together, they normally reach the sentinel in one read,
+// and it answers both before its timer (which drives a failover) runs again,
+// so the epoch is the one of that address. A sentinel that refuses SENTINEL
+// MASTER (an ACL that allows only get-master-addr-by-name) is asked only for
+// the address from then on.
+void SentinelDiscovery::query(const std::shared_ptr<Survey>& s, size_t i) {
+  const std::string& name = cfg_.sentinel->master_name;
+  auto alive = alive_;
+  Millis t = query_timeout();
+  if (addr_only_[i]) {
+    connection(i).command(
+        {"SENTINEL", "get-master-addr-by-name", name},
+        [this, alive, s, i](Result r) {
+          if (*alive) answered(s, i, std::move(r), std::nullopt);
+        },
+        t);
+    return;
+  }
+  auto addr = std::make_shared<Result>();
+  connection(i).command(
+      {"SENTINEL", "get-master-addr-by-name", name}, [addr](Result r) { *addr = std::move(r); }, t);
+  connection(i).command(
+      {"SENTINEL", "MASTER", name},
+      [this, alive, s, i, addr](Result r) {
+        if (*alive) answered(s, i, std::move(*addr), std::move(r));
+      },
+      t);
+}
+
+long long SentinelDiscovery::epoch_of(size_t i, const std::optional<Result>& master,
+                                      const Endpoint& named) const {
+  if (!master || master->failure) return -1;
+  const Reply& rep = master->reply;
+  if (rep.is_error()) return -1;  // refused (see answered) or a race with a removal
+  if (rep.type != Reply::Type::Array) return -2;
+  std::string epoch_text, ip, port;
+  const auto& e = rep.elements;
+  for (size_t k = 0; k + 1 < e.size(); k += 2) {
+    const std::string f = e[k].text();
+    if (f == "config-epoch")
+      epoch_text = e[k + 1].text();
+    else if (f == "ip")
+      ip = e[k + 1].text();
+    else if (f == "port")
+      port = e[k + 1].text();
+  }
+  if (cfg_.trace && !ip.empty() && (ip != named.host || port != std::to_string(named.port)))
+    cfg_.trace(
+        fmt::format("sentinel {} is failing over: SENTINEL MASTER still names {}:{}, "
+                    "get-master-addr-by-name already {}",
+                    escape_text(cfg_.sentinel->sentinels[i].address()), escape_text(ip),
+                    escape_text(port), escape_text(named.address())));
+  if (epoch_text.empty()) return -1;
+  long long epoch = -1;
+  auto [end, ec] = std::from_chars(epoch_text.data(), epoch_text.data() + epoch_text.size(), epoch);
+  if (ec != std::errc() || end != epoch_text.data() + epoch_text.size() || epoch < 0) return -2;
+  return epoch;
+}
+
+void SentinelDiscovery::answered(const std::shared_ptr<Survey>& s, size_t i, Result r,
+                                 std::optional<Result> master) {
+  if (s->decided) return;
+  const Endpoint& at = cfg_.sentinel->sentinels[i];
+  std::string who = escape_text(at.address());
+  if (master && !master->failure && master->reply.is_error() &&
+      (starts_with(master->reply.str, "NOPERM") || starts_with(master->reply.str, "ERR unknown")))
+    addr_only_[i] = true;  // no epoch from this one, and no need to ask again
+  if (r.failure) {
+    if (r.failure->kind() == ErrorKind::Permission)
+      s->refused = r.failure;
+    else if (r.failure->kind() == ErrorKind::Protocol)
+      s->garbage = r.failure;
+    else
+      s->silent = r.failure;
+    return one_done(s);
+  }
+  const Reply& rep = r.reply;
+  if (rep.is_nil()) {
+    ++s->unknown;
+    return one_done(s);
+  }
+  if (rep.is_error()) {
+    Error e = server_error(rep.str, fmt::format("sentinel {}", who));
+    if (e.kind() == ErrorKind::Permission) {
+      s->refused = Error(
+          ErrorKind::Permission,
+          fmt::format("{}{}", e.what(),
+                      at.password ? ""
+                                  : " (a sentinel's password goes in --sentinel-password-file "
+                                    "or RLOCK_SENTINEL_PASSWORD; the URL's is the master's)"));
+    } else {
+      s->garbage = e;
+    }
+    return one_done(s);
+  }
+  // get-master-addr-by-name: [host, port]. Checked like any reply.
+  std::string host, port_text;
+  if (rep.type == Reply::Type::Array && rep.elements.size() == 2) {
+    host = rep.elements[0].text();
+    port_text = rep.elements[1].text();
+  }
+  int port = 0;
+  long long epoch = -2;
+  if (plausible_host(host) && parse_port(port_text, port))
+    epoch = epoch_of(i, master, master_at(host, port));
+  if (epoch == -2) {
+    s->garbage = Error(ErrorKind::Protocol,
+                       fmt::format("sentinel {} gave an address rlock cannot use for '{}'", who,
+                                   escape_text(cfg_.sentinel->master_name)));
+    return one_done(s);
+  }
+  if (cfg_.trace)
+    cfg_.trace(fmt::format("sentinel {} names {}:{} as the master of '{}'{}", who,
+                           escape_text(host), port, escape_text(cfg_.sentinel->master_name),
+                           epoch >= 0 ? fmt::format(" (epoch {})", epoch) : ""));
+  s->named[i] = MasterInfo{master_at(host, port), epoch};
+  if (!s->grace) {
+    auto alive = alive_;
+    s->grace = loop_.after(kSurveyGrace, [this, alive, s] {
+      s->grace = 0;
+      if (*alive) decide(s);
+    });
+  }
+  one_done(s);
+}
+
+void SentinelDiscovery::one_done(const std::shared_ptr<Survey>& s) {
+  if (--s->pending == 0) decide(s);
+}
+
+void SentinelDiscovery::decide(const std::shared_ptr<Survey>& s) {
+  if (s->decided) return;
+  s->decided = true;
+  loop_.cancel(s->grace);
+  s->grace = 0;
+  const auto& sentinels = cfg_.sentinel->sentinels;
+  // The highest epoch wins; a master ROLE refuted ranks last; then the URL's
+  // order.
+  auto rank = [this](const MasterInfo& m) {
+    bool refuted = rejected_ && rejected_->endpoint.address() == m.endpoint.address() &&
+                   rejected_->epoch == m.epoch;
+    return std::make_pair(!refuted, m.epoch);
+  };
+  std::optional<size_t> best;
+  for (size_t i = 0; i < s->named.size(); ++i)
+    if (s->named[i] && (!best || rank(*s->named[i]) > rank(*s->named[*best]))) best = i;
+  auto done = std::move(s->done);
+  if (best) {
+    const MasterInfo& m = *s->named[*best];
+    if (cfg_.trace)
+      for (size_t i = 0; i < s->named.size(); ++i)
+        if (s->named[i] && s->named[i]->endpoint.address() != m.endpoint.address()) {
+          cfg_.trace(fmt::format("the sentinels disagree: taking {} (epoch {}) from {}",
+                                 escape_text(m.endpoint.address()), m.epoch,
+                                 escape_text(sentinels[*best].address())));
+          break;
+        }
+    last_answer_ = *best;
+    return done(Outcome<MasterInfo>{std::nullopt, m});
+  }
+  // Nobody named it: the most telling answer wins.
+  const std::string& name = cfg_.sentinel->master_name;
+  std::string asked = list_of(sentinels);
+  Error e = s->unknown > 0
+                ? Error(ErrorKind::Unavailable,
+                        fmt::format("no sentinel knows a master named '{}' (asked {}): check the "
+                                    "name in the URL",
+                                    escape_text(name), asked))
+            : s->refused ? *s->refused
+            : s->garbage ? Error(ErrorKind::Protocol,
+                                 fmt::format("no sentinel named a master of "
+                                             "'{}' (asked {}): {}",
+                                             escape_text(name), asked, s->garbage->what()))
+                         : Error(ErrorKind::Unavailable,
+                                 fmt::format("no sentinel answered ({}): {}", asked,
+                                             s->silent ? s->silent->what() : "no reply"),
+                                 -1, s->silent ? s->silent->cause() : Cause::Timeout);
+  done(Outcome<MasterInfo>{e, {}});
+}
+
+void SentinelDiscovery::watch(std::function<void(const MasterInfo&, bool)> news) {
+  if (news_) return;
+  news_ = std::move(news);
+  watching_ = last_answer_;
+  start_watch();
+  auto alive = alive_;
+  poll_timer_ = loop_.after(kSentinelPoll, [this, alive] {
+    if (*alive) poll();
+  });
+}
+
+// The watch alone is not enough: the watched sentinel may hang, or the watch
+// may have been set up after the announcement. So the sentinels are also
+// asked every kSentinelPoll.
+void SentinelDiscovery::poll() {
+  poll_timer_ = 0;
+  auto alive = alive_;
+  auto again = [this, alive] {
+    if (*alive)
+      poll_timer_ = loop_.after(kSentinelPoll, [this, alive] {
+        if (*alive) poll();
+      });
+  };
+  find([this, alive, again](Outcome<MasterInfo> o) {
+    if (!*alive) return;
+    if (!o.error) news_(o.value, false);
+    again();
+  });
+}
+
+void SentinelDiscovery::start_watch() {
+  ConnectionConfig c = cfg_;
+  c.endpoint = cfg_.sentinel->sentinels[watching_];
+  c.password_source = cfg_.sentinel->password_source;
+  c.server_kind = "sentinel";
+  c.sentinel.reset();
+  watch_conn_ = std::make_unique<Connection>(
+      loop_, c, tls_, std::make_shared<AddressBook>(loop_, c.endpoint, c.connect_timeout));
+  auto alive = alive_;
+  watch_conn_->on_push([this, alive](const Reply& r) {
+    if (!*alive || r.elements.size() < 3) return;
+    // "+switch-master NAME OLDIP OLDPORT NEWIP NEWPORT"
+    std::vector<std::string> words;
+    const std::string& text = r.elements[2].str;
+    for (size_t at = 0; at < text.size();) {
+      size_t sp = text.find(' ', at);
+      words.push_back(text.substr(at, sp == std::string::npos ? sp : sp - at));
+      if (sp == std::string::npos) break;
+      at = sp + 1;
+    }
+    int port = 0;
+    if (words.size() != 5 || words[0] != cfg_.sentinel->master_name) return;
+    if (!plausible_host(words[3]) || !parse_port(words[4], port)) return;
+    if (cfg_.trace)
+      cfg_.trace(fmt::format("sentinel announces a failover of '{}' to {}:{}",
+                             escape_text(words[0]), escape_text(words[3]), port));
+    news_(MasterInfo{master_at(words[3], port), -1}, true);
+  });
+  watch_conn_->on_disconnect([this, alive](const Error& e) {
+    if (*alive) watch_lost(e);
+  });
+  watch_conn_->command({"SUBSCRIBE", "+switch-master"}, [this, alive](Result r) {
+    if (!*alive) return;
+    if (r.failure) return watch_lost(*r.failure);
+    if (r.reply.is_error())
+      return watch_lost(server_error(r.reply.str, "SUBSCRIBE +switch-master"));
+  });
+}
+
+void SentinelDiscovery::watch_lost(const Error& why) {
+  if (cfg_.trace) cfg_.trace(fmt::format("lost the failover watch: {}", why.what()));
+  if (watch_conn_) {
+    std::shared_ptr<Connection> old(std::move(watch_conn_));
+    loop_.after(Millis(0), [old] {});
+  }
+  watching_ = (watching_ + 1) % cfg_.sentinel->sentinels.size();
+  auto alive = alive_;
+  loop_.cancel(rewatch_timer_);
+  rewatch_timer_ = loop_.after(kRewatch, [this, alive] {
+    if (!*alive) return;
+    rewatch_timer_ = 0;
+    start_watch();
+  });
+}
+
+}  // namespace rlock

@@ -1,0 +1,245 @@
+// See guard.h. Portable: a pipe, fork and kill; on Linux x86-64 and arm64 a
+// clone with CLONE_VM instead of fork (below), for the cost of the run.
+#include "proc/guard.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#ifdef __linux__
+#include <sched.h>
+#include <sys/syscall.h>
+#endif
+
+#include "proc/child.h"
+#include "core/sanitizers.h"
+
+namespace rlock {
+
+void close_all_but(int keep) {
+#if defined(__linux__) && defined(SYS_close_range)
+  // One call each side of `keep`; a kernel without close_range (< 5.9) falls
+  // through to the loop.
+  bool ok = (keep == 0 || syscall(SYS_close_range, 0u, static_cast<unsigned>(keep - 1), 0u) == 0) &&
+            syscall(SYS_close_range, static_cast<unsigned>(keep + 1), ~0u, 0u) == 0;
+  if (ok) return;
+#endif
+  long max = sysconf(_SC_OPEN_MAX);
+  if (max < 0 || max > 65536) max = 65536;
+  for (int fd = 0; fd < max; ++fd)
+    if (fd != keep) close(fd);
+}
+
+namespace {
+
+// A read of exactly `len` bytes, or fewer at EOF or on an error.
+[[maybe_unused]] size_t read_fully(int fd, void* buf, size_t len) {
+  size_t got = 0;
+  while (got < len) {
+    ssize_t n = read(fd, static_cast<char*>(buf) + got, len - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  return got;
+}
+
+}  // namespace
+
+#if defined(__linux__) && (defined(__x86_64__) || defined(__aarch64__)) && !RLOCK_HAS_ASAN
+// On Linux the guard is cloned with CLONE_VM: it shares rlock's memory instead of
+// copying rlock's page tables and making every page rlock writes afterwards a
+// copy-on-write fault (about 0.2 ms of every run, issue 10). It still is a process
+// of its own (own descriptor table, own session), so it outlives rlock's death
+// exactly as a forked guard would: the memory stays mapped for it. Sharing memory
+// and rlock's thread pointer, it must not touch anything of libc's state, errno
+// included, so it makes raw system calls only, on a stack of its own that rlock
+// never uses. One guard lives at a time (a new one starts only after the last was
+// reaped), so one stack is enough.
+#define RLOCK_GUARD_SHARES_MEMORY 1
+namespace {
+
+long raw_syscall(long n, long a = 0, long b = 0, long c = 0) {
+#if defined(__x86_64__)
+  long ret;
+  asm volatile("syscall" : "=a"(ret) : "a"(n), "D"(a), "S"(b), "d"(c) : "rcx", "r11", "memory");
+  return ret;
+#else
+  register long x8 asm("x8") = n;
+  register long x0 asm("x0") = a;
+  register long x1 asm("x1") = b;
+  register long x2 asm("x2") = c;
+  asm volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2) : "memory");
+  return x0;
+#endif
+}
+
+struct GuardArgs {
+  int read_fd;
+  int max_fd;  // for closing one by one where close_range is missing
+};
+GuardArgs g_guard_args;
+alignas(64) unsigned char g_guard_stack[32 * 1024];
+
+// Reads exactly `len` bytes; fewer at EOF or on an error (signals are blocked).
+long raw_read_fully(int fd, char* buf, long len) {
+  long got = 0;
+  while (got < len) {
+    long n = raw_syscall(SYS_read, fd, reinterpret_cast<long>(buf + got), len - got);
+    if (n <= 0) break;
+    got += n;
+  }
+  return got;
+}
+
+int guard_main(void*) {
+  const GuardArgs a = g_guard_args;
+  raw_syscall(SYS_setsid);
+  auto close_range_or_each = [&](long from, long to) {
+    if (from > to) return;
+    if (raw_syscall(SYS_close_range, from, to, 0) == 0) return;
+    for (long fd = from; fd <= to && fd < a.max_fd; ++fd) raw_syscall(SYS_close, fd);
+  };
+  close_range_or_each(0, a.read_fd - 1);
+  close_range_or_each(a.read_fd + 1, 0x7fffffff);
+  pid_t pgid = 0;
+  if (raw_read_fully(a.read_fd, reinterpret_cast<char*>(&pgid), sizeof pgid) != sizeof pgid ||
+      pgid <= 1)
+    return 0;
+  char byte;
+  if (raw_read_fully(a.read_fd, &byte, 1) == 0) raw_syscall(SYS_kill, -pgid, SIGKILL);
+  return 0;  // clone()'s wrapper ends the process with the exit system call
+}
+
+}  // namespace
+#endif
+
+GroupGuard GroupGuard::start() {
+  int fds[2];
+  if (pipe(fds) != 0) return {};
+  fcntl(fds[1], F_SETFD, FD_CLOEXEC);
+  sigset_t all, old;
+  sigfillset(&all);
+  sigprocmask(SIG_BLOCK, &all, &old);  // no rlock handler may run in the guard
+#ifdef RLOCK_GUARD_SHARES_MEMORY
+  long max_fd = sysconf(_SC_OPEN_MAX);
+  g_guard_args = {fds[0], static_cast<int>(max_fd < 0 || max_fd > 65536 ? 65536 : max_fd)};
+  pid_t pid = clone(guard_main, g_guard_stack + sizeof g_guard_stack, CLONE_VM | SIGCHLD, nullptr);
+#else
+  pid_t pid = fork();
+  if (pid == 0) {
+    // The guard: only async-signal-safe calls from here on. It holds nothing
+    // but its pipe: no Redis connection, no terminal, no caller's descriptor.
+    // A session of its own: a SIGKILL to rlock's process group (`kill -9 %1`,
+    // a CI runner ending the job) must not take the guard along with rlock.
+    setsid();
+    close_all_but(fds[0]);
+    // Every signal stays blocked (the mask set before fork): a stray signal
+    // stays pending instead of ending the guard; SIGKILL still does.
+    pid_t pgid = 0;
+    if (read_fully(fds[0], &pgid, sizeof pgid) != sizeof pgid || pgid <= 1) _exit(0);
+    char byte;
+    if (read_fully(fds[0], &byte, 1) == 0) kill(-pgid, SIGKILL);  // rlock died
+    _exit(0);
+  }
+#endif
+  sigprocmask(SIG_SETMASK, &old, nullptr);
+  close(fds[0]);
+  if (pid < 0) {
+    close(fds[1]);
+    return {};
+  }
+  GroupGuard g;
+  g.pid_ = pid;
+  g.pipe_ = fds[1];
+  return g;
+}
+
+namespace {
+
+// Writes the whole of `pgid` to the guard's pipe; false if the guard is gone
+// (EPIPE: its end of the pipe closed when it died) or the pipe failed.
+bool send_group(int pipe_fd, pid_t pgid) {
+  const char* p = reinterpret_cast<const char*>(&pgid);
+  size_t left = sizeof pgid;
+  while (left > 0) {  // a pipe takes this many bytes at once; EINTR aside
+    ssize_t n = write(pipe_fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
+void GroupGuard::watch(pid_t pgid) {
+  if (pid_ < 0) *this = start();
+  if (pipe_ >= 0 && send_group(pipe_, pgid)) return;
+  // The guard died while rlock waited (the OOM killer, an operator's kill):
+  // reap it first (so that its pid cannot be mistaken for the new guard's),
+  // then start another. Without one, a SIGKILL to rlock would leave the
+  // command's group running without a lease.
+  { GroupGuard dead(std::move(*this)); }
+  *this = start();
+  if (pipe_ >= 0) send_group(pipe_, pgid);
+}
+
+void GroupGuard::reaped(pid_t pid) {
+  if (pid != pid_ || pid_ < 0) return;
+  pid_ = -1;  // never waited for again: the number may be reused
+  if (pipe_ >= 0) close(pipe_);
+  pipe_ = -1;
+}
+
+GroupGuard::GroupGuard(GroupGuard&& o) noexcept : pid_(o.pid_), pipe_(o.pipe_) {
+  o.pid_ = -1;
+  o.pipe_ = -1;
+}
+
+GroupGuard& GroupGuard::operator=(GroupGuard&& o) noexcept {
+  if (this != &o) {
+    GroupGuard old(std::move(*this));
+    pid_ = o.pid_;
+    pipe_ = o.pipe_;
+    o.pid_ = -1;
+    o.pipe_ = -1;
+  }
+  return *this;
+}
+
+void GroupGuard::stand_down() {
+  if (pipe_ < 0) return;
+  char byte = 'x';
+  while (write(pipe_, &byte, 1) < 0 && errno == EINTR) {
+  }
+  close(pipe_);
+  pipe_ = -1;
+}
+
+GroupGuard::~GroupGuard() {
+  stand_down();
+  // Already reaped by reap_others() if it exited while rlock was in its loop:
+  // waitpid() then fails with ECHILD at once. A guard that does not exit soon
+  // after standing down (stopped by someone's SIGSTOP) is killed: it has
+  // nothing left to do, and rlock must never hang at exit waiting for it.
+  if (pid_ <= 0) return;
+  int st;
+  for (int i = 0; i < 50; ++i) {  // at most ~50 ms; a guard exits in microseconds
+    pid_t r = wait_pid(pid_, &st, WNOHANG);
+    if (r == pid_ || r < 0) return;
+    if (r == 0) {
+      struct timespec ms = {0, 1'000'000};
+      nanosleep(&ms, nullptr);
+    }
+  }
+  kill(pid_, SIGKILL);
+  wait_pid(pid_, &st, 0);
+}
+
+}  // namespace rlock

@@ -1,0 +1,165 @@
+#include "proc/procinfo.h"
+
+#include <fcntl.h>
+#include <pwd.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string_view>
+#include <vector>
+
+#include "lock/lock.h"
+#include "core/text.h"
+
+#if defined(__APPLE__)
+#include <sys/sysctl.h>
+#endif
+
+namespace rlock {
+
+namespace {
+
+#if defined(__linux__)
+// Reads at most `max` bytes of a /proc file: they are small, and a hostile
+// command line must not make rlock read megabytes.
+std::string read_small(const char* path, size_t max) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  std::string out(max, '\0');
+  size_t got = 0;
+  while (got < max) {
+    ssize_t n = read(fd, out.data() + got, max - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  close(fd);
+  out.resize(got);
+  return out;
+}
+#endif
+
+}  // namespace
+
+std::optional<ProcInfo> proc_info(pid_t pid) {
+  if (pid <= 0) return std::nullopt;
+#if defined(__linux__)
+  char path[40];
+  snprintf(path, sizeof path, "/proc/%ld/stat", static_cast<long>(pid));
+  std::string stat = read_small(path, 1024);
+  // "PID (COMM) STATE PPID ...": COMM may hold anything, so it ends at the last ')'.
+  size_t close_paren = stat.rfind(')');
+  if (close_paren == std::string::npos || close_paren + 2 >= stat.size()) return std::nullopt;
+  std::string rest = stat.substr(close_paren + 2);
+  char state = 0;
+  long ppid = 0;
+  if (sscanf(rest.c_str(), "%c %ld", &state, &ppid) != 2) return std::nullopt;
+  if (state == 'Z' || state == 'X') return std::nullopt;
+  // Field 22 (starttime) is the 20th after COMM.
+  const char* p = rest.c_str();
+  for (int field = 0; field < 19 && p; ++field) {
+    p = strchr(p, ' ');
+    if (p) ++p;
+  }
+  if (!p) return std::nullopt;
+  unsigned long long start = 0;
+  if (sscanf(p, "%llu", &start) != 1) return std::nullopt;
+  return ProcInfo{static_cast<pid_t>(ppid), start};
+#elif defined(__APPLE__)
+  int mib[4] = {CTL_KERN, KERN_PROC, KERN_PROC_PID, static_cast<int>(pid)};
+  struct kinfo_proc kp;
+  size_t len = sizeof kp;
+  memset(&kp, 0, sizeof kp);
+  if (sysctl(mib, 4, &kp, &len, nullptr, 0) != 0 || len == 0) return std::nullopt;
+  if (kp.kp_proc.p_stat == SZOMB) return std::nullopt;
+  const struct timeval& tv = kp.kp_proc.p_starttime;
+  return ProcInfo{kp.kp_eproc.e_ppid,
+                  static_cast<uint64_t>(tv.tv_sec) * 1000000u + static_cast<uint64_t>(tv.tv_usec)};
+#else
+  return std::nullopt;
+#endif
+}
+
+bool is_ancestor(pid_t ancestor, pid_t pid) {
+  if (ancestor <= 0) return false;
+  for (int i = 0; i < 256 && pid > 1; ++i) {
+    if (pid == ancestor) return true;
+    auto info = proc_info(pid);
+    if (!info) return false;
+    pid = info->ppid;
+  }
+  return pid == ancestor;
+}
+
+std::string boot_id() {
+#if defined(__linux__)
+  std::string id = read_small("/proc/sys/kernel/random/boot_id", 64);
+  while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
+  return id;
+#elif defined(__APPLE__)
+  struct timeval tv {};
+  size_t len = sizeof tv;
+  if (sysctlbyname("kern.boottime", &tv, &len, nullptr, 0) != 0) return {};
+  return std::to_string(tv.tv_sec) + "." + std::to_string(tv.tv_usec);
+#else
+  return {};
+#endif
+}
+
+std::optional<uid_t> proc_uid(pid_t pid) {
+  if (pid <= 0) return std::nullopt;
+#if defined(__linux__)
+  char path[40];
+  snprintf(path, sizeof path, "/proc/%ld/status", static_cast<long>(pid));
+  std::string status = read_small(path, 4096);
+  // "Uid:\treal\teffective\tsaved\tfs"
+  size_t at = status.find("\nUid:");
+  if (at == std::string::npos) return std::nullopt;
+  unsigned long real = 0, effective = 0;
+  if (sscanf(status.c_str() + at + 5, "%lu %lu", &real, &effective) != 2) return std::nullopt;
+  return static_cast<uid_t>(effective);
+#elif defined(__APPLE__)
+  int mib[4] = {CTL_KERN, KERN_PROC, KERN_PROC_PID, static_cast<int>(pid)};
+  struct kinfo_proc kp;
+  size_t len = sizeof kp;
+  memset(&kp, 0, sizeof kp);
+  if (sysctl(mib, 4, &kp, &len, nullptr, 0) != 0 || len == 0) return std::nullopt;
+  return kp.kp_eproc.e_ucred.cr_uid;
+#else
+  return std::nullopt;
+#endif
+}
+
+std::string user_name(uid_t uid) {
+  if (uid == geteuid()) return login_name_from_env();
+  std::vector<char> buf(16384);
+  struct passwd pw, *found = nullptr;
+  if (getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) == 0 && found && found->pw_name &&
+      *found->pw_name)
+    return truncate_text(found->pw_name, 32);
+  return uid == 0 ? "root" : "uid " + std::to_string(uid);
+}
+
+std::string proc_command_line(pid_t pid, size_t limit) {
+  std::string out;
+#if defined(__linux__)
+  char path[40];
+  snprintf(path, sizeof path, "/proc/%ld/cmdline", static_cast<long>(pid));
+  out = read_small(path, limit + 1);
+  while (!out.empty() && out.back() == '\0') out.pop_back();
+  for (char& c : out)
+    if (c == '\0') c = ' ';
+#elif defined(__APPLE__)
+  int mib[4] = {CTL_KERN, KERN_PROC, KERN_PROC_PID, static_cast<int>(pid)};
+  struct kinfo_proc kp;
+  size_t len = sizeof kp;
+  if (sysctl(mib, 4, &kp, &len, nullptr, 0) == 0 && len > 0) out = kp.kp_proc.p_comm;
+#else
+  (void)pid;
+#endif
+  if (out.size() > limit) out.resize(limit);
+  return out;
+}
+
+}  // namespace rlock
