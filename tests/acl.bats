@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# ctest-labels: fast
 # ACL users: a user restricted to ~lock:* and &lock:* can use every subcommand; wrong
 # credentials and anything outside its patterns are refused with 77.
 # shellcheck disable=SC2154 # $stderr and $stderr_lines come from `run --separate-stderr`

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# ctest-labels: fast
 # Several keys, all or nothing (`--and KEY`, issue 23): the command starts only when it
 # holds every key, with one token; keys are taken in one global order, so runs that name
 # them in opposite orders never deadlock; a waiter keeps its place in each line it

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# ctest-labels: fast faults
 # A waiter in a line waits on a list of its own (PREFIX{KEY}:t:TOKEN) with BLPOP on a
 # second connection. What operators and hostile clients do to that list and that
 # connection must cost the waiter at most its wake-ups, never its wait: CLIENT KILL,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# ctest-labels: faults
 # Fault injection against the CI policies (issue 24) and the flight recorder (issue 25):
 # each test names a promise of SPEC "Third wave" (CI, Operators) or of the issues, and
 # failed on the code it was written against (c479d3a). Real servers, real faults: foreign

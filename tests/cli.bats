@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# ctest-labels: fast
 # The command line itself: --help, --version, usage errors (64, never CLI11's own codes),
 # durations, keys, tokens, and global options before or after the subcommand.
 # shellcheck disable=SC2154 # $stderr and $stderr_lines come from `run --separate-stderr`

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# ctest-labels: topology slow
 # Redis Cluster: a plain redis:// URL of any node is enough. rlock notices the Cluster (the
 # first MOVED), routes each lock to the node that serves its slot, follows ASK and MOVED,
 # retries TRYAGAIN and CLUSTERDOWN within --timeout, publishes notices with sharded pub/sub

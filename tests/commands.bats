@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# ctest-labels: fast
 # The scriptable subcommands against a real redis-server: acquire, extend, release,
 # status, list, break; waiting, fencing, --limit, --prefix, foreign holders, -q and -v.
 # shellcheck disable=SC2154 # $stderr and $stderr_lines come from `run --separate-stderr`

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# ctest-labels: fast faults
 # Connecting: URL sources and forms (unix sockets, db numbers, IPv6), timeouts,
 # servers that misbehave, passwords and their precedence, a restarted server.
 # shellcheck disable=SC2154 # $stderr and $stderr_lines come from `run --separate-stderr`

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# ctest-labels: topology
 # DNS: managed Redis fails over by changing a DNS record, so a reconnect looks the name up
 # again; and a resolver that stalls must never hold up a renewal, so lookups run off the
 # event loop, with a bound, and a reconnect that has addresses from before does not wait

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# ctest-labels: fast
 # The documentation agrees with the binary and with itself: README's sample output is what
 # rlock prints (up to host names, pids, times and durations), the exit table is the same
 # in README, `rlock --help` and the man page, the docs write a subcommand's options after

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# ctest-labels: slow
 # rlock doctor: each unsafe configuration is found on a real server set up that way
 # (eviction of leases, no persistence, a replica, an ACL user missing a command, a skewed
 # clock), a healthy server passes, and the probe leaves nothing behind.

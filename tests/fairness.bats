@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# ctest-labels: slow
 # Fair waiting (issue 4): waiters are served first come, first served; a release wakes
 # only the waiter whose turn it is; a dead, impatient or cancelled waiter never blocks the
 # line for longer than its own place lease; a waiter that has waited longer than that

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# ctest-labels: faults
 # Servers that misbehave and connections that break at the worst moment: a reply that
 # never ends cannot make rlock allocate without bound or outlive --timeout; a silent
 # server costs about one --timeout, not two; a release whose connection is cut is

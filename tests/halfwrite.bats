@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# ctest-labels: fast faults
 # Nothing half-written: a script refused part-way (an ACL without one of its commands)
 # leaves no holder, waiter or place in line without an expiry; a waiter whose record was
 # never completed is dead; break and forget clear what dead waiters left; the line's keys

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# ctest-labels: fast
 # The test harness itself: private redis-servers, TLS, the garbage server and the fault
 # proxy behave as the other suites rely on. No rlock binary is needed here.
 

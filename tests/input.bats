@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# ctest-labels: fast
 # Hostile input gets one clear line and exit 64 (or the documented status), never a
 # crash, a hang, a raw library error or a secret on the screen: durations past the
 # 366-day cap, URL edge cases, passwords in URL errors, --password-file that is a device,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# ctest-labels: fast
 # Job control in an interactive shell on a terminal (bash in tmux): Ctrl-Z stops rlock and
 # the command's whole process group (even a member that ignores SIGTSTP), `fg` continues
 # them with the terminal back to the command, `bg` and `kill %1` leave the terminal with

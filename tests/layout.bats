@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# ctest-labels: fast
 # Other tools' layouts (issue 26): --layout plain (the seeds' NestJS service: SET
 # PREFIXKEY token NX PX, releases published on PREFIXrelease:KEY) and --layout redisson
 # (Redisson's hash at KEY, field = holder id, value = hold count; unlock publishes "0" on

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# ctest-labels: faults slow
 # Other tools' layouts (--layout plain, --layout redisson) under hostile values and
 # ordinary operator actions: huge or binary values at the lock key, a server restarted
 # or its scripts flushed during a hold, a break of a holder, an ACL user limited to

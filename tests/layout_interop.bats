@@ -1,5 +1,6 @@
 #!/usr/bin/env bats
 # ctest-timeout: 420
+# ctest-labels: topology slow
 # --layout plain and --layout redisson against clients nobody here wrote (issue 26):
 # - plain: tests/interop/seed_service.js, the NestJS RedisLockService of the seeds
 #   (../shared/seeds/000_*), re-implemented from its text over ioredis: `lock:KEY`, a

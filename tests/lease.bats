@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# ctest-labels: faults slow
 # rlock run's lease watchdog: renewal every TTL/3 keeps a short lease for as long as the
 # child runs, survives SCRIPT FLUSH and a killed connection, and declares the lease lost
 # (signalling the child per --on-lost, exit 76) when the key is gone or cannot be renewed

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# ctest-labels: faults
 # `rlock list` and `list --json` under faults: the server killed or stopped part way
 # through a listing of thousands of locks, standard output that cannot be written,
 # and (quorum mode) one master lost part way.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# ctest-labels: fast
 # Mutual exclusion under contention: 8 contenders run 20 critical sections each through
 # `rlock run`. The critical section detects overlap with an atomic mkdir and does a
 # read-modify-write of a counter file; the fences it sees must strictly increase.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# ctest-labels: slow
 # A lock for a script's whole life, and nesting that never waits on itself (SPEC "Shell
 # scripts"):
 # - a nested `run` of a key the environment (RLOCK_HELD) says is held runs at once,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# ctest-labels: fast
 # What rlock writes can neither kill it nor be forged: a stderr that fails (full disk,
 # closed pipe) or stalls (a reader that stopped reading) never stops the command, the
 # renewals or the release; text that comes from Redis (holder details, key names, server

@@ -8,6 +8,7 @@
 # shellcheck disable=SC2154 # $stderr comes from `run --separate-stderr`
 
 # ctest-timeout: 600
+# ctest-labels: topology slow
 bats_require_minimum_version 1.5.0
 
 load helpers/redis

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# ctest-labels: fast
 # Inspection is read-only (SPEC): `status` and `list` work for an ACL user that may only
 # read, subscribe and run read-only scripts, against a replica, and against a server
 # without EVAL_RO/EVALSHA_RO (Redis 6, simulated with rename-command). Purging dead

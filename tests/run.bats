@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# ctest-labels: fast
 # rlock run: what the child sees (status, arguments, environment, descriptors, stdio)
 # and when the lock is free again. Signals are in signals.bats, the lease watchdog in
 # lease.bats, waiting in waiting.bats.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# ctest-labels: fast
 # The lock protocol at the level of its Lua scripts, run directly with redis-cli EVAL
 # against a real server (no rlock process in between), so that races between attempts
 # and connections can be laid out exactly:

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# ctest-labels: topology
 # Redis Sentinel, a planned failover (SENTINEL FAILOVER) that stays half done: the
 # sentinels name the promoted replica while the old master still takes writes (issue 20
 # item 1). A grant counts only if the sentinels, asked after it was made, still name the

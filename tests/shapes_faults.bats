@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# ctest-labels: fast faults
 # Fault injection against the third wave's lock shapes (shared locks, run --done-for,
 # --and): each test states a promise of SPEC "Shell scripts"/"Cron" and fails while the
 # code breaks it (each was found by a fault-injection review and fixed).

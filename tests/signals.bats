@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# ctest-labels: fast
 # rlock run and signals: the child runs in a process group of its own, signals sent to
 # rlock reach that whole group, a signal ignored at start stays ignored, SIGKILL of rlock
 # takes the child along, and on a terminal Ctrl-C reaches the child once.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# ctest-labels: fast topology
 # TLS: rediss:// against redis-servers started with a CA generated here. Verification is
 # on by default; CA file or directory, client certificates, SNI / verification name and
 # --tls-insecure.

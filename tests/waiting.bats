@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# ctest-labels: slow
 # Waiting for a taken lock: event-driven handoff on the waiter's release channel,
 # --wait / -n / -E, cancelling with SIGTERM or SIGINT (nothing left behind in Redis), the
 # "waiting for" and "acquired" lines off a terminal, first come first served.

@@ -10,11 +10,11 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "cli/output.h"
 #include "core/error.h"
+#include "core/text.h"
 #include "lock/key.h"
 #include "lock/lock.h"
-#include "cli/output.h"
-#include "core/text.h"
 
 namespace rlock {
 
@@ -278,6 +278,30 @@ void validate(const LockOptions& o) {
     throw_usage(
         fmt::format("--done-for and {}: once per period needs one exclusive holder at a time",
                     o.shared ? "--shared" : "--limit"));
+}
+
+void check_layout_options(const GlobalOptions& g, const LockOptions* o) {
+  if (g.layout == Layout::Rlock) return;
+  const char* name = layout_name(g.layout);
+  auto refuse = [&](const std::string& what, const char* why) {
+    throw_usage(fmt::format("{} does not work with --layout {}: {}", what, name, why));
+  };
+  if (g.urls.size() > 1 || (g.urls.empty() && effective_urls(g).size() > 1))
+    refuse("quorum mode (several URLs)", "the other tools lock on one deployment");
+  if (!o) return;
+  if (o->limit > 0) refuse("--limit", "the layout has one holder at a time");
+  if (o->shared) refuse("--shared", "the layout has no shared holds");
+  if (!o->and_keys.empty())
+    refuse("--and", "its keys would fall in different Cluster slots (no hash tag)");
+  if (o->priority != 0 || o->supersede || o->max_waiters > 0)
+    refuse(o->priority != 0 ? "--priority"
+           : o->supersede   ? "--supersede"
+                            : "--max-waiters",
+           "the layout has no line (waiters try again when they hear a release)");
+  if (o->done_for.count() > 0)
+    refuse("--done-for", "the layout cannot mark a lease as done for others");
+  if (o->min_hold.count() > 0)
+    refuse("--min-hold", "the layout keeps no acquisition time to count from");
 }
 
 }  // namespace rlock

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/duration.h"
+#include "hold/on_lost.h"
 #include "lock/key.h"
 #include "net/redis.h"
 
@@ -28,8 +29,6 @@ struct GlobalOptions {
   bool json = false;
   int history = 100;  // --history / RLOCK_HISTORY: events a lock's history keeps (0: none)
 };
-
-enum class OnLost { Term, Kill, Warn };
 
 /// Locking options of `run` and `acquire`.
 struct LockOptions {
@@ -94,5 +93,11 @@ std::string resolve_label(const std::optional<std::string>& given);
 
 /// Checks the locking options for contradictions (zero TTL, --limit < 0 …).
 void validate(const LockOptions& o);
+
+/// Refuses (usage Error, 64) what `layout` cannot carry: for run and acquire
+/// `o` (--limit, --shared, --and, --priority, --supersede, --max-waiters,
+/// --done-for, --min-hold), and for every command several URLs (a quorum).
+/// Nothing for the rlock layout.
+void check_layout_options(const GlobalOptions& g, const LockOptions* o);
 
 }  // namespace rlock

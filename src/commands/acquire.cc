@@ -7,17 +7,17 @@
 
 #include <variant>
 
-#include "commands/commands.h"
-#include "hold/held.h"
-#include "hold/keeper.h"
-#include "hold/nest.h"
 #include "cli/output.h"
-#include "proc/procinfo.h"
 #include "cli/progress.h"
-#include "proc/signals.h"
+#include "commands/commands.h"
 #include "core/stderr_writer.h"
 #include "core/text.h"
 #include "hold/acquirer.h"
+#include "hold/held.h"
+#include "hold/keeper.h"
+#include "hold/nest.h"
+#include "proc/procinfo.h"
+#include "proc/signals.h"
 
 namespace rlock {
 
@@ -196,7 +196,8 @@ int fork_keeper(const GlobalOptions& g, Lock& lock, const std::string& token, co
     sigemptyset(&ign.sa_mask);
     sigaction(sig, &ign, nullptr);
   }
-  _exit(keep_while_pid(lock, token, a, o, start, ready[1], go[0], old));
+  _exit(keep_while_pid(lock, token, a, KeeperSpec{o.while_pid, o.on_lost, o.sync_replicas}, start,
+                       ready[1], go[0], old));
 }
 
 // --while-pid inside an enclosing holder: it keeps the lock for PID's life
@@ -255,7 +256,7 @@ bool acquire_nested(Session& s, Lock& lock, const GlobalOptions& g, const LockOp
           fmt::format("RLOCK_HELD lists '{}', but {}: taking it as usual", found[i].key, why));
       return false;
     }
-    refuse_upgrade(o, *h);
+    refuse_upgrade(o.key, o.shared, *h);
     refuse_foreign_pid(o, found[i].key, *h);
     refuse_leaving_group(s, *parts[i], o, found[i], *h);
     if (!first) first = h;

@@ -11,19 +11,19 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include "proc/child.h"
-#include "core/duration.h"
-#include "proc/guard.h"
-#include "hold/held.h"
-#include "hold/nest.h"
 #include "cli/output.h"
-#include "proc/procinfo.h"
 #include "cli/progress.h"
 #include "commands/session.h"
-#include "proc/signals.h"
+#include "core/duration.h"
 #include "core/text.h"
 #include "hold/acquirer.h"
+#include "hold/held.h"
+#include "hold/nest.h"
 #include "hold/watchdog.h"
+#include "proc/child.h"
+#include "proc/guard.h"
+#include "proc/procinfo.h"
+#include "proc/signals.h"
 
 namespace rlock {
 
@@ -630,7 +630,7 @@ std::optional<NestedRun> run_nested_if_held(const GlobalOptions& g, const LockOp
         log_verbose(fmt::format("RLOCK_HELD lists '{}', but {}: taking it as usual", e.key, why));
         return std::nullopt;
       }
-      refuse_upgrade(o, *holder);
+      refuse_upgrade(o.key, o.shared, *holder);
       holders.push_back(*holder);
       if (o.done_for.count() > 0 || o.min_hold.count() > 0)
         throw_usage(fmt::format(

@@ -9,12 +9,17 @@
 #include <optional>
 #include <set>
 
+#include "core/text.h"
+#include "hold/held.h"
 #include "lock/layout.h"
 #include "lock/multi.h"
 #include "lock/quorum.h"
-#include "core/text.h"
 
 namespace rlock {
+
+std::string lock_location(const GlobalOptions& g) {
+  return lock_location(effective_urls(g), g.layout);
+}
 
 namespace {
 

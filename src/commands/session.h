@@ -8,13 +8,16 @@
 #include <string>
 #include <vector>
 
-#include "lock/lock.h"
 #include "cli/options.h"
+#include "lock/lock.h"
 
 namespace rlock {
 
 /// At most this many masters in quorum mode.
 inline constexpr size_t kMaxMasters = 32;
+
+/// WHERE of RLOCK_HELD for the deployment `g` names (hold/held.h).
+std::string lock_location(const GlobalOptions& g);
 
 struct Session {
   /// Builds one Client per URL (effective_urls). Usage Errors for a bad URL,

@@ -4,11 +4,11 @@
 #include <algorithm>
 #include <chrono>
 
+#include "cli/output.h"
+#include "cli/table.h"
 #include "commands/commands.h"
 #include "core/duration.h"
 #include "lock/layout.h"
-#include "cli/output.h"
-#include "cli/table.h"
 
 namespace rlock {
 
@@ -315,7 +315,7 @@ int cmd_status(const GlobalOptions& g, const std::string& key) {
   auto st = wait_for<LockStatus>(s.loop, [&](Done<LockStatus> d) { lock->status(std::move(d)); });
   // Two layouts for one name are two locks: say so when the other is held.
   if (!s.quorum())
-    for (const std::string& other : other_layouts_held(*s.clients.front(), key, g))
+    for (const std::string& other : other_layouts_held(*s.clients.front(), key, g.layout, g.prefix))
       log_info(
           fmt::format("warning: '{}' is also held under {}: two layouts for one name are "
                       "two different locks that do not exclude each other",

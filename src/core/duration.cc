@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
+#include <ctime>
 
 #include "core/error.h"
 #include "core/text.h"
@@ -116,6 +118,16 @@ std::string format_duration(Millis d) {
   if (m) out += fmt::format("{}m", m);
   if (sec) out += fmt::format("{}s", sec);
   return out;
+}
+
+std::string utc_iso(int64_t unix_ms) {
+  // Server times may be anything: shown within years 1970–9999.
+  unix_ms = std::clamp<int64_t>(unix_ms, 0, 253'402'300'799'999);
+  time_t secs = static_cast<time_t>(unix_ms / 1000);
+  struct tm tm {};
+  gmtime_r(&secs, &tm);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", tm.tm_year + 1900, tm.tm_mon + 1,
+                     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, unix_ms % 1000);
 }
 
 }  // namespace rlock

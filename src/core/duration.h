@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -19,5 +20,8 @@ Millis parse_duration(std::string_view text, std::string_view what = "duration")
 
 /// Formats a duration compactly for people: "1h30m", "29.5s", "250ms".
 std::string format_duration(Millis d);
+
+/// Unix milliseconds as "2026-11-23T10:00:00.123Z" (clamped to years 1970-9999).
+std::string utc_iso(int64_t unix_ms);
 
 }  // namespace rlock

@@ -5,9 +5,9 @@
 #include <algorithm>
 
 #include "core/duration.h"
-#include "cli/output.h"
-#include "net/subscription.h"
+#include "core/log.h"
 #include "core/text.h"
+#include "net/subscription.h"
 
 namespace rlock {
 

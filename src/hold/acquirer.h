@@ -80,7 +80,7 @@ struct Acquired {
 };
 
 /// Getting a lock, waiting for it if need be: one (Acquirer) or several
-/// keys at once (MultiAcquirer, multi.h).
+/// keys at once (MultiAcquirer, hold/multi_acquirer.h).
 class Acquisition {
  public:
   virtual ~Acquisition() = default;

@@ -9,11 +9,11 @@
 #include <cstring>
 #include <string_view>
 
-#include "lock/holder_token.h"
-#include "hold/nest.h"
-#include "proc/procinfo.h"
 #include "core/text.h"
+#include "hold/nest.h"
+#include "lock/holder_token.h"
 #include "net/url.h"
+#include "proc/procinfo.h"
 
 namespace rlock {
 
@@ -127,11 +127,10 @@ bool same_lock(const HeldEntry& e, const std::string& key, const std::string& pr
 
 }  // namespace
 
-std::string lock_location(const GlobalOptions& g) {
+std::string lock_location(const std::vector<std::string>& urls, Layout layout) {
   // Two layouts for one name are two locks: RLOCK_HELD tells them apart.
-  if (g.layout != Layout::Rlock)
-    return canonical_where(effective_urls(g)) + " layout=" + layout_name(g.layout);
-  return canonical_where(effective_urls(g));
+  if (layout != Layout::Rlock) return canonical_where(urls) + " layout=" + layout_name(layout);
+  return canonical_where(urls);
 }
 
 const HeldEntry* find_held(const std::vector<HeldEntry>& entries, const std::string& key,
@@ -252,12 +251,12 @@ bool group_inside_holder(pid_t group, const HeldEntry& e, pid_t holder) {
   return leader && leader->ppid == holder;
 }
 
-void refuse_upgrade(const LockOptions& o, const Holder& enclosing) {
-  if (!enclosing.shared || o.shared) return;
+void refuse_upgrade(const std::string& key, bool shared, const Holder& enclosing) {
+  if (!enclosing.shared || shared) return;
   throw_usage(fmt::format(
       "'{}' is held shared by an enclosing holder (pid {}): an exclusive hold inside it would "
       "wait for itself; use --shared here, or take it exclusively around both",
-      o.key, enclosing.info.pid));
+      key, enclosing.info.pid));
 }
 
 }  // namespace rlock

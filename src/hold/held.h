@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "lock/key.h"
 #include "lock/lock.h"
-#include "cli/options.h"
 
 namespace rlock {
 
@@ -44,8 +44,9 @@ std::vector<HeldEntry> parse_held(const char* text);
 std::vector<HeldEntry> held_from_env();
 std::string format_held(const std::vector<HeldEntry>& entries);
 
-/// WHERE for the deployment `g` names (canonical: see the file comment).
-std::string lock_location(const GlobalOptions& g);
+/// WHERE for the deployment of `urls` under `layout` (canonical: see the
+/// file comment).
+std::string lock_location(const std::vector<std::string>& urls, Layout layout);
 
 /// The entry for `key` taken with `prefix` on `where` (compared canonically),
 /// if any.
@@ -87,6 +88,6 @@ bool group_inside_holder(pid_t group, const HeldEntry& e, pid_t holder);
 /// A nested run or acquire asking for more than the enclosing holder has (an
 /// exclusive hold inside a shared one: an upgrade, which would wait for
 /// itself) is a usage Error; anything else returns.
-void refuse_upgrade(const LockOptions& o, const Holder& enclosing);
+void refuse_upgrade(const std::string& key, bool shared, const Holder& enclosing);
 
 }  // namespace rlock

@@ -11,8 +11,8 @@
 #include <cstdlib>
 #include <vector>
 
-#include "proc/procinfo.h"
 #include "hold/watchdog.h"
+#include "proc/procinfo.h"
 
 namespace rlock {
 
@@ -25,7 +25,7 @@ void write_byte(int fd, char c) {
 
 class Keeper {
  public:
-  Keeper(Lock& lock, std::string token, const Acquired& a, const LockOptions& o, uint64_t start,
+  Keeper(Lock& lock, std::string token, const Acquired& a, const KeeperSpec& o, uint64_t start,
          int ready_fd, int go_fd)
       : lock_(lock),
         token_(std::move(token)),
@@ -138,7 +138,7 @@ class Keeper {
 
   Lock& lock_;
   std::string token_;
-  LockOptions opts_;
+  KeeperSpec opts_;
   uint64_t start_;
   int ready_fd_, go_fd_;
   Watchdog watchdog_;
@@ -177,7 +177,7 @@ void close_inherited_descriptors() {
 }
 
 int keep_while_pid(Lock& lock, const std::string& token, const Acquired& acquired,
-                   const LockOptions& o, uint64_t pid_start, int ready_fd, int go_fd,
+                   const KeeperSpec& o, uint64_t pid_start, int ready_fd, int go_fd,
                    const sigset_t& mask) {
   Keeper k(lock, token, acquired, o, pid_start, ready_fd, go_fd);
   sigprocmask(SIG_SETMASK, &mask, nullptr);

@@ -13,9 +13,9 @@
 #include <cstdint>
 #include <string>
 
-#include "lock/lock.h"
-#include "cli/options.h"
 #include "hold/acquirer.h"
+#include "hold/on_lost.h"
+#include "lock/lock.h"
 
 namespace rlock {
 
@@ -42,8 +42,16 @@ inline constexpr char kKeeperGo = 'g';
 /// (PID hears of it as of a loss), or the forking process says that it could
 /// not hand the token over (EOF on `go_fd`: released). Always released,
 /// token-checked. Returns the keeper's exit status.
+/// What the keeper watches and how it holds: `acquire --while-pid PID`,
+/// --on-lost, --sync-replicas.
+struct KeeperSpec {
+  long while_pid = 0;
+  OnLost on_lost = OnLost::Term;
+  int sync_replicas = 0;
+};
+
 int keep_while_pid(Lock& lock, const std::string& token, const Acquired& acquired,
-                   const LockOptions& o, uint64_t pid_start, int ready_fd, int go_fd,
+                   const KeeperSpec& spec, uint64_t pid_start, int ready_fd, int go_fd,
                    const sigset_t& mask);
 
 /// Closes every descriptor above 2 without close-on-exec: what the process

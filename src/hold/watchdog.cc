@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "cli/output.h"
+#include "core/log.h"
 #include "core/text.h"
 
 namespace rlock {

@@ -7,7 +7,6 @@
 #include <map>
 
 #include "core/duration.h"
-#include "cli/output.h"
 #include "core/text.h"
 
 namespace rlock {

@@ -2,11 +2,11 @@
 
 #include <fmt/format.h>
 
-#include "lock/holder_token.h"
-#include "lua_scripts.h"
-#include "lock/scripts.h"
 #include "core/sha1.h"
 #include "core/text.h"
+#include "lock/holder_token.h"
+#include "lock/scripts.h"
+#include "lua_scripts.h"
 
 namespace rlock {
 
@@ -304,32 +304,8 @@ void LayoutLock::forget(Done<ForgetReply> done) {
   });
 }
 
-void check_layout_options(const GlobalOptions& g, const LockOptions* o) {
-  if (g.layout == Layout::Rlock) return;
-  const char* name = layout_name(g.layout);
-  auto refuse = [&](const std::string& what, const char* why) {
-    throw_usage(fmt::format("{} does not work with --layout {}: {}", what, name, why));
-  };
-  if (g.urls.size() > 1 || (g.urls.empty() && effective_urls(g).size() > 1))
-    refuse("quorum mode (several URLs)", "the other tools lock on one deployment");
-  if (!o) return;
-  if (o->limit > 0) refuse("--limit", "the layout has one holder at a time");
-  if (o->shared) refuse("--shared", "the layout has no shared holds");
-  if (!o->and_keys.empty())
-    refuse("--and", "its keys would fall in different Cluster slots (no hash tag)");
-  if (o->priority != 0 || o->supersede || o->max_waiters > 0)
-    refuse(o->priority != 0 ? "--priority"
-           : o->supersede   ? "--supersede"
-                            : "--max-waiters",
-           "the layout has no line (waiters try again when they hear a release)");
-  if (o->done_for.count() > 0)
-    refuse("--done-for", "the layout cannot mark a lease as done for others");
-  if (o->min_hold.count() > 0)
-    refuse("--min-hold", "the layout keeps no acquisition time to count from");
-}
-
-std::vector<std::string> other_layouts_held(Client& client, const std::string& key,
-                                            const GlobalOptions& g) {
+std::vector<std::string> other_layouts_held(Client& client, const std::string& key, Layout layout,
+                                            const std::string& prefix) {
   // TYPE and PTTL of every other layout's key, sent together: one round trip
   // (in a Cluster the keys may be on different nodes: one each, at once).
   struct Look {
@@ -338,7 +314,7 @@ std::vector<std::string> other_layouts_held(Client& client, const std::string& k
   };
   std::vector<Look> looks;
   for (Layout l : {Layout::Rlock, Layout::Plain, Layout::Redisson})
-    if (l != g.layout) looks.push_back({LockNames::of(l, key, g.prefix), {}, {}});
+    if (l != layout) looks.push_back({LockNames::of(l, key, prefix), {}, {}});
   auto ask = [&](std::function<void(bool)> done) {
     auto left = std::make_shared<size_t>(2 * looks.size());
     for (Look& look : looks)

@@ -3,13 +3,12 @@
 // a service exclude each other and wake each other's waiters. Each operation is
 // one self-contained script (src/lock/lua/plain_*.lua, redisson_*.lua); what the
 // layout cannot carry (a line, fences, holder details, a history) is refused
-// by the commands before anything is sent (check_layout_options).
+// by the commands before anything is sent (check_layout_options, cli/options.h).
 #pragma once
 
 #include <string>
 
 #include "lock/lock.h"
-#include "cli/options.h"
 
 namespace rlock {
 
@@ -50,17 +49,11 @@ class LayoutLock : public SingleLock {
 /// with the token from a loss (ExtendReply::released).
 std::string layout_tombstone(const LockNames& n, const std::string& token);
 
-/// Refuses (usage Error, 64) what `layout` cannot carry: for run and acquire
-/// `o` (--limit, --shared, --and, --priority, --supersede, --max-waiters,
-/// --done-for, --min-hold), and for every command several URLs (a quorum).
-/// Nothing for the rlock layout.
-void check_layout_options(const GlobalOptions& g, const LockOptions* o);
-
-/// The Redis keys of KEY under the layouts other than `g.layout` that hold a
+/// The Redis keys of KEY under the layouts other than `layout` that hold a
 /// lock right now, each as "--layout NAME (key K)": status warns of them,
 /// since two layouts for one name are two different locks. Best effort: a key
 /// that cannot be read is left out.
-std::vector<std::string> other_layouts_held(Client& client, const std::string& key,
-                                            const GlobalOptions& g);
+std::vector<std::string> other_layouts_held(Client& client, const std::string& key, Layout layout,
+                                            const std::string& prefix);
 
 }  // namespace rlock

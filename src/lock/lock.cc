@@ -8,10 +8,10 @@
 #include <cstring>
 
 #include "core/duration.h"
-#include "lock/holder_token.h"
-#include "cli/output.h"  // utc_iso: formatting only
-#include "lock/scripts.h"
 #include "core/text.h"
+#include "lock/holder_token.h"
+#include "lock/scripts.h"
+#include "proc/procinfo.h"
 
 namespace rlock {
 
@@ -176,32 +176,9 @@ void run(Client& c, const Script& s, const LockNames& n, const Args& argv,
 
 }  // namespace
 
-// The user name shown with a lease is informational: it comes from the login's
-// environment ($LOGNAME, then $USER, as login(1), su and cron set them), not
-// from the user database, whose lookup (NSS: nsswitch.conf, passwd, maybe a
-// network directory) cost more than the rest of a run's start-up. A missing or
-// implausible name gives "root" for uid 0 (true on every POSIX system) and the
-// numeric uid otherwise.
-std::string login_name_from_env() {
-  auto plausible = [](const char* v) {
-    if (!v || !*v || *v == '-' || strlen(v) > 32) return false;
-    for (const char* c = v; *c; ++c)
-      if (!isalnum(static_cast<unsigned char>(*c)) && *c != '.' && *c != '_' && *c != '-' &&
-          *c != '$')
-        return false;
-    return true;
-  };
-  for (const char* var : {"LOGNAME", "USER"})
-    if (const char* v = getenv(var); plausible(v)) return v;
-  uid_t uid = geteuid();
-  return uid == 0 ? "root" : "uid " + std::to_string(uid);
-}
-
 HolderInfo local_holder_info(std::string cmd, long pid) {
   HolderInfo i;
-  char host[256] = "";
-  gethostname(host, sizeof host - 1);
-  i.host = host;
+  i.host = host_name();
   i.user = login_name_from_env();
   // Shown to people, and sent back to every waiter: a long command line must
   // not make the lock's replies large.

@@ -44,12 +44,6 @@ inline constexpr size_t kMaxHolderField = 1024;
 /// to kMaxHolderField bytes).
 HolderInfo local_holder_info(std::string cmd, long pid);
 
-/// The user name stored with a lease: $LOGNAME, else $USER, when it looks like
-/// a login name (at most 32 of [A-Za-z0-9._$-], no leading '-'); else "root"
-/// for uid 0 and "uid N" for others.
-/// Informational only: no user-database lookup on the start-up path.
-std::string login_name_from_env();
-
 struct Holder {
   std::string token;
   Millis ttl_left{0};

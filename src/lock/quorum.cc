@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <map>
 
-#include "cli/output.h"
+#include "core/log.h"
 #include "core/text.h"
 
 namespace rlock {

@@ -4,12 +4,13 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string_view>
 #include <vector>
 
-#include "lock/lock.h"
 #include "core/text.h"
 
 #if defined(__APPLE__)
@@ -160,6 +161,33 @@ std::string proc_command_line(pid_t pid, size_t limit) {
 #endif
   if (out.size() > limit) out.resize(limit);
   return out;
+}
+
+// The user name shown with a lease is informational: it comes from the login's
+// environment ($LOGNAME, then $USER, as login(1), su and cron set them), not
+// from the user database, whose lookup (NSS: nsswitch.conf, passwd, maybe a
+// network directory) cost more than the rest of a run's start-up. A missing or
+// implausible name gives "root" for uid 0 (true on every POSIX system) and the
+// numeric uid otherwise.
+std::string login_name_from_env() {
+  auto plausible = [](const char* v) {
+    if (!v || !*v || *v == '-' || strlen(v) > 32) return false;
+    for (const char* c = v; *c; ++c)
+      if (!isalnum(static_cast<unsigned char>(*c)) && *c != '.' && *c != '_' && *c != '-' &&
+          *c != '$')
+        return false;
+    return true;
+  };
+  for (const char* var : {"LOGNAME", "USER"})
+    if (const char* v = getenv(var); plausible(v)) return v;
+  uid_t uid = geteuid();
+  return uid == 0 ? "root" : "uid " + std::to_string(uid);
+}
+
+std::string host_name() {
+  char host[256] = "";
+  gethostname(host, sizeof host - 1);
+  return host;
 }
 
 }  // namespace rlock

@@ -54,4 +54,13 @@ std::string user_name(uid_t uid);
 /// `limit` bytes); empty when unknown.
 std::string proc_command_line(pid_t pid, size_t limit);
 
+/// The user name stored with a lease: $LOGNAME, else $USER, when it looks like
+/// a login name (at most 32 of [A-Za-z0-9._$-], no leading '-'); else "root"
+/// for uid 0 and "uid N" for others.
+/// Informational only: no user-database lookup on the start-up path.
+std::string login_name_from_env();
+
+/// This host's name (gethostname), empty when it cannot be told.
+std::string host_name();
+
 }  // namespace rlock

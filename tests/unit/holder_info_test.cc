@@ -7,6 +7,7 @@
 #include <string>
 
 #include "lock/lock.h"
+#include "proc/procinfo.h"
 
 namespace {
 
