@@ -55,7 +55,7 @@ deb() {
   find "$stage_dir" -type d -exec chmod 0755 {} +
   find "$stage_dir" -type f -exec chmod 0644 {} +
   chmod 0755 "$stage_dir/usr/bin/rlock"
-  # libc alone is linked (README, "Building"); the newest symbol version it needs.
+  # libc alone is linked (docs/INSTALL.md, "Building"); the newest symbol version it needs.
   libc=$(objdump -T "$stage_dir/usr/bin/rlock" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' |
     sort -V | tail -n 1)
   mkdir -p "$stage_dir/DEBIAN"

@@ -181,20 +181,23 @@ grant it with ACL SETUSER nopub +publish"
     fail "$stderr"
 }
 
-# --- the exact ACLs the README names --------------------------------------------------------
+# --- the exact ACLs the guide names ---------------------------------------------------------
 
-# readme_acl NAME: the README's `ACL SETUSER NAME …` line, as words, password pw.
-readme_acl() {
-  local line
-  line=$(grep -m1 "^  ACL SETUSER $1 " "$BATS_TEST_DIRNAME/../README.md") ||
-    fail "README.md names no ACL for '$1'"
+# guide_acl NAME: docs/GUIDE.md's `ACL SETUSER NAME …` line, as words, password pw; the
+# man page's line is the same.
+guide_acl() {
+  local line man
+  line=$(grep -m1 "^  ACL SETUSER $1 " "$BATS_TEST_DIRNAME/../docs/GUIDE.md") ||
+    fail "docs/GUIDE.md names no ACL for '$1'"
+  man=$(sed -e 's/\\-/-/g' "$BATS_TEST_DIRNAME/../man/rlock.1" | grep -m1 "^ACL SETUSER $1 ")
+  assert_equal "$man" "${line#  }"
   read -ra ACL_WORDS <<<"${line/>PASSWORD/>pw}"
 }
 
-@test "the README's locker and watcher ACLs run the basic scenario: acquire, wait in line, release, status, list, history, break" {
-  readme_acl locker
+@test "the guide's locker and watcher ACLs run the basic scenario: acquire, wait in line, release, status, list, history, break" {
+  guide_acl locker
   rcli "${ACL_WORDS[@]}" >/dev/null
-  readme_acl watcher
+  guide_acl watcher
   rcli "${ACL_WORDS[@]}" >/dev/null
   local lk="redis://locker:pw@127.0.0.1:$REDIS_PORT/0" wt="redis://watcher:pw@127.0.0.1:$REDIS_PORT/0"
   tok=$("$RLOCK" --url "$lk" acquire acl-exact --ttl 30s) || fail "acquire as locker"

@@ -257,13 +257,13 @@ redis_commands() {
 
 # --- docs ----------------------------------------------------------------------------------------
 
-@test "README, the man page and the completions describe history, --history and list --prometheus" {
-  # issue 25, "Done when": README, man page, --help and completions describe them
+@test "the guide, the man page and the completions describe history, --history and list --prometheus" {
+  # The guide (docs/GUIDE.md), the man page, --help and the completions describe them.
   local root=$BATS_TEST_DIRNAME/..
-  for f in README.md man/rlock.1 completions/rlock.bash completions/_rlock completions/rlock.fish; do
+  for f in docs/GUIDE.md man/rlock.1 completions/rlock.bash completions/_rlock completions/rlock.fish; do
     grep -q 'history' "$root/$f" || fail "$f says nothing of history"
   done
-  grep -q 'prometheus' "$root/README.md" || fail "README says nothing of list --prometheus"
+  grep -q 'prometheus' "$root/docs/GUIDE.md" || fail "the guide says nothing of list --prometheus"
   grep -q 'prometheus' "$root/man/rlock.1" || fail "the man page says nothing of list --prometheus"
   grep -q ':log' "$root/docs/PROTOCOL.md" || fail "PROTOCOL.md has no field table for PREFIX{KEY}:log"
 }

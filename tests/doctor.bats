@@ -105,7 +105,7 @@ doctor() {
   "$RLOCK" release doc-held --token "$tok"
 }
 
-@test "doctor: every command the lock scripts call is in the ACL probe and README's locker ACL" {
+@test "doctor: every command the lock scripts call is in the ACL probe and the guide's locker ACL" {
   # The rlock layout's scripts (the other layouts are other tools' protocols); CLUSTER
   # and SPUBLISH are asked with pcall and optional.
   src=$BATS_TEST_DIRNAME/../src
@@ -113,11 +113,11 @@ doctor() {
     xargs grep -ho -e "redis\.p\?call('[A-Z_]*'" -e "hcall('[A-Z_]*'" | sed "s/.*('//; s/'//" |
     sort -u | grep -v -x -e CLUSTER -e SPUBLISH)
   [ "${#used[@]}" -gt 20 ]
-  locker=$(grep -m1 'ACL SETUSER locker' "$BATS_TEST_DIRNAME/../README.md")
+  locker=$(grep -m1 'ACL SETUSER locker' "$BATS_TEST_DIRNAME/../docs/GUIDE.md")
   for c in "${used[@]}"; do
     grep -q -e "t('$c'" -e "try(hist, '$c'" "$src/commands/doctor.cc" ||
       fail "the doctor's ACL probe does not try $c, which the scripts call"
-    [[ $locker == *" +${c,,}"* ]] || fail "README's locker ACL does not grant $c, which the scripts call"
+    [[ $locker == *" +${c,,}"* ]] || fail "the guide's locker ACL does not grant $c, which the scripts call"
   done
 }
 

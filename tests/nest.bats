@@ -83,7 +83,7 @@ keeper_of() { sed -n 's/.*keeper=\([0-9]*\).*/\1/p' <<<"$1" | head -1; }
   is_free k
 }
 
-# --- nested holds (README "Nesting") ---------------------------------------------------------
+# --- nested holds (docs/GUIDE.md "Nesting") -------------------------------------------------
 
 # job_script: $T/job.sh, a job that says it started (and its rlock's pid, its parent), then
 # runs until $T/go exists.

@@ -36,8 +36,8 @@
 #   master (master_stop). A restart's snapshots are then of the master it restarted.
 # - Sentinel and Cluster (meta topology=sentinel|cluster): a superseded run, a fence
 #   granted twice, and a write refused to a run that exited 0 are EXPLAINED (counted
-#   apart, not a violation) when an unplanned failover lost a grant, which is what the
-#   README says asynchronous replication does ("When the lock can still be given twice"):
+#   apart, not a violation) when an unplanned failover lost a grant, which is what
+#   docs/GUIDE.md says asynchronous replication does ("When the lock can still be given twice"):
 #     failover: a `master_kill` (kill -9 of the master) at K, the earlier of the two runs
 #            A (the one that entered first) started before K and entered at most its TTL
 #            + grace_ms before K (a grant within its lease of the kill), the later one B
@@ -420,7 +420,7 @@ END {
   printf "  overlaps          %d pairs, %d explained%s\n", npairs, npairs_ok, nreset ? sprintf(", %d after a fence reset", npairs_reset) : ""
   out = counts(SUPST)
   printf "  superseded runs   %d (explained: %d by a freeze, %d by a break%s; unexplained %d), their exits:%s\n", nsup, NSW["stop"], NSW["break"], REPL ? sprintf(", %d by a failover", NSW["failover"]) : "", nsup - nsup_ok, out
-  if (REPL) printf "  explained         by a failover that lost an unreplicated grant (README): %d superseded runs, %d fences granted twice, %d refused writes of runs that exited 0\n", NSW["failover"], ndupx, nrejx
+  if (REPL) printf "  explained         by a failover that lost an unreplicated grant (docs/GUIDE.md): %d superseded runs, %d fences granted twice, %d refused writes of runs that exited 0\n", NSW["failover"], ndupx, nrejx
   if (nreset) printf "  fence resets      %d restart(s) set the fence counter back; %d runs were given used fences, %d of them stale\n", nreset, length(AFTERRESET), nsup_reset
   printf "  writes            %d attempts, %d accepted, %d rejected (%d of them by runs that exited 0), %d flock timeouts\n", nw, nacc, nrej, nrej0, nto
   out = counts(NHST)

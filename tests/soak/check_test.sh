@@ -247,7 +247,7 @@ fault break 200 210 status=0 tok=tok0.0 fence=5 fences=6,5,5 fence1=7
 expect PASS "quorum mode: a broken holder (its own fence below a master's counter) overlaps the next one"
 
 # Sentinel and Cluster (soak.sh --sentinel/--cluster): a kill -9 of the master explains a
-# grant lost with it (the README's asynchronous-replication window), counted as explained;
+# grant lost with it (the asynchronous-replication window of docs/GUIDE.md and the man page), counted as explained;
 # a planned failover or a slot migration explains nothing; --sync-replicas covering every
 # replica lets no failover explain anything.
 replicated_case() {

@@ -22,7 +22,7 @@
 # Nested runs (NESTED_PCT, 0-100: that share of the runs): the run's command starts a
 # nested `rlock run KEY -- cs.sh …` in a process group of its own (`set -m`) and exits
 # after 0-50ms, long before the critical section ends: the nested run is a hold under the
-# outer one's token (README "Nested runs"), so the lock stays held until it ends. The R
+# outer one's token (docs/GUIDE.md "Nesting"), so the lock stays held until it ends. The R
 # line then gives the nested run's status and end (the critical section is its), "nested"
 # after STDERR.
 set -u

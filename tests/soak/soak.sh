@@ -170,7 +170,7 @@ if ((replicated)); then direct=$contenders; fi # no proxy: every contender conne
 # Off by default for now: a stop fault that freezes a nested run's process group just before
 # its outer run exits is undone at once by the kernel (an orphaned process group with a
 # stopped member gets SIGHUP and SIGCONT), while the checker takes the freeze to have
-# lasted its whole stop_ms. Quorum mode refuses such a nested run anyway (README "Nesting").
+# lasted its whole stop_ms. Quorum mode refuses such a nested run anyway (docs/GUIDE.md "Nesting").
 : "${nested:=0}"
 : "${direct:=$((contenders / 4))}"
 for v in target contenders seed direct fault_every max_time masters sync_replicas nested; do
