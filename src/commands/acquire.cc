@@ -9,6 +9,7 @@
 
 #include "cli/output.h"
 #include "cli/progress.h"
+#include "cli/wording.h"
 #include "commands/commands.h"
 #include "core/stderr_writer.h"
 #include "core/text.h"
@@ -296,7 +297,8 @@ HolderInfo holder_info(const LockOptions& o) {
 std::variant<Acquired, int> take(Session& s, Lock& lock, const LockOptions& o,
                                  const std::string& token, uint64_t start) {
   auto acquirer = make_acquisition(
-      lock, token, WaitSpec{o.ttl, o.wait, o.no_wait, holder_info(o), o.sync_replicas});
+      lock, token,
+      WaitSpec{o.ttl, o.wait, o.no_wait, holder_info(o), o.sync_replicas, holders_in_words});
   WaitReporter reporter(s.loop, o.key, o.limit);
   acquirer->on_progress([&](const WaitProgress& p) { reporter.report(p); });
   std::optional<int> cancelled;

@@ -7,6 +7,7 @@
 
 #include "core/log.h"
 #include "core/text.h"
+#include "lock/single.h"
 
 namespace rlock {
 

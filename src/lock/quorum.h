@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "lock/lock.h"
+#include "lock/single.h"
 
 namespace rlock {
 
