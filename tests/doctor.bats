@@ -109,7 +109,7 @@ doctor() {
   # The rlock layout's scripts (the other layouts are other tools' protocols); CLUSTER
   # and SPUBLISH are asked with pcall and optional.
   src=$BATS_TEST_DIRNAME/../src
-  mapfile -t used < <(ls "$src"/lua/*.lua | grep -v -e plain_ -e redisson_ |
+  mapfile -t used < <(ls "$src"/lock/lua/*.lua | grep -v -e plain_ -e redisson_ |
     xargs grep -ho -e "redis\.p\?call('[A-Z_]*'" -e "hcall('[A-Z_]*'" | sed "s/.*('//; s/'//" |
     sort -u | grep -v -x -e CLUSTER -e SPUBLISH)
   [ "${#used[@]}" -gt 20 ]
