@@ -63,7 +63,7 @@ doctor() {
 }
 
 @test "doctor: a replica fails (writes refused) and names its master" {
-  redis_start_named REPLICA --replicaof 127.0.0.1 "$REDIS_PORT"
+  replica_start REPLICA REDIS
   doctor --url "redis://127.0.0.1:$REPLICA_PORT/0"
   redis_stop REPLICA
   assert_equal "$status" 1

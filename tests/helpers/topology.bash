@@ -147,6 +147,16 @@ _rlock_replica_linked() {
   [[ $(rcli_to "$1" info replication 2>/dev/null | tr -d '\r') == *master_link_status:up* ]]
 }
 
+# replica_start NAME MASTER [REDIS-SERVER ARGS...]: server NAME (redis_start_named NAME
+# ARGS... --replicaof 127.0.0.1 MASTER_PORT), a replica of server MASTER (REDIS, SMASTER,
+# …). Returns once its link to the master is up (the first sync done).
+replica_start() {
+  local name=$1 port_var=${2}_PORT
+  shift 2
+  redis_start_named "$name" "$@" --replicaof 127.0.0.1 "${!port_var}" || return 1
+  _rlock_poll "replica $name to sync" 20 _rlock_replica_linked "$name"
+}
+
 # sentinel_setup [MASTER_NAME=rlmaster [REPLICAS=1]]: a master (SMASTER), REPLICAS
 # replicas (SREPLICA, SREPLICA2, …) and three sentinels (SENT1..SENT3). Exports
 # SENTINEL_MASTER, SENTINEL_NODES (the data nodes' names, space-separated) and SENTINEL_URL
@@ -160,9 +170,7 @@ sentinel_setup() {
     name=SREPLICA
     ((i == 1)) || name+=$i
     nodes+=" $name"
-    redis_start_named "$name" --repl-diskless-sync-delay 0 --replicaof 127.0.0.1 "$SMASTER_PORT" ||
-      return 1
-    _rlock_poll "replica $name to sync" 20 _rlock_replica_linked "$name" || return 1
+    replica_start "$name" SMASTER --repl-diskless-sync-delay 0 || return 1
   done
   for i in 1 2 3; do
     sentinel_start_named "SENT$i" "$m" "$SMASTER_PORT" || return 1
@@ -265,11 +273,8 @@ slow_failover_setup() {
   local p=$1 m=$2 i mp
   redis_start_named "${p}MASTER" --repl-diskless-sync-delay 0 || return 1
   mp=${p}MASTER_PORT
-  redis_start_named "${p}REPLICA" --repl-diskless-sync-delay 0 --replicaof 127.0.0.1 "${!mp}" ||
-    return 1
-  redis_start_named "${p}SLOW" --replica-priority 0 --replicaof 127.0.0.1 "${!mp}" || return 1
-  _rlock_poll "${p}REPLICA to sync" 20 _rlock_replica_linked "${p}REPLICA" || return 1
-  _rlock_poll "${p}SLOW to sync" 20 _rlock_replica_linked "${p}SLOW" || return 1
+  replica_start "${p}REPLICA" "${p}MASTER" --repl-diskless-sync-delay 0 || return 1
+  replica_start "${p}SLOW" "${p}MASTER" --replica-priority 0 || return 1
   for i in 1 2 3; do
     SENTINEL_DOWN_AFTER_MS=20000 SENTINEL_FAILOVER_TIMEOUT_MS=60000 \
       sentinel_start_named "${p}SENT$i" "$m" "${!mp}" || return 1
