@@ -8,6 +8,7 @@
 
 # shellcheck disable=SC2016 # single-quoted scripts are expanded by the child's shell
 load helpers/redis
+load helpers/topology
 
 bats_require_minimum_version 1.5.0
 
@@ -168,8 +169,8 @@ redis_commands() {
 
 @test "quorum: one acquisition has one ending in history, also when a master missed the release" {
   local i
-  for i in 1 2 3; do redis_start_named "Q$i"; done
-  export RLOCK_URL="$Q1_URL $Q2_URL $Q3_URL"
+  masters_start Q 3
+  export RLOCK_URL=$Q_URLS
   rlock_bg holder --timeout 1s run --ttl 2s qe -- sh "$T/gate.sh" "$T" h
   holder=$BG_PID
   wait_for_file "$T/h.started" 20

@@ -12,20 +12,18 @@
 bats_require_minimum_version 1.5.0
 
 load helpers/redis
+load helpers/topology
 
 setup_file() {
   # Tests kill, pause and empty the shared masters: one at a time.
   export BATS_NO_PARALLELIZE_WITHIN_FILE=true
-  local i
-  for i in 1 2 3 4 5; do
-    redis_start_named "M$i" --appendonly yes --appendfsync always || return 1
-  done
+  masters_start M 5 --appendonly yes --appendfsync always
 }
 
 setup() {
   T=$BATS_TEST_TMPDIR
   # Every master in one variable, separated by spaces (as RLOCK_URL may hold them).
-  export RLOCK_URL="$M1_URL $M2_URL $M3_URL $M4_URL $M5_URL"
+  export RLOCK_URL=$M_URLS
   write_gate "$T/gate"
 }
 
@@ -574,10 +572,7 @@ evalsha_calls() {
 # fence_masters: three masters of the test's own (F1 F2 F3, AOF), since it empties one,
 # with fault proxies P2 and P3 in front of F2 and F3; FURLS holds the three --url.
 fence_masters() {
-  local i
-  for i in 1 2 3; do
-    redis_start_named "F$i" --appendonly yes --appendfsync always || return 1
-  done
+  masters_start F 3 --appendonly yes --appendfsync always || return 1
   proxy_start_named P2 "$F2_PORT" || return 1
   proxy_start_named P3 "$F3_PORT" || return 1
   FURLS=(--url "$F1_URL" --url "$P2_URL" --url "$P3_URL")

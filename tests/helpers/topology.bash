@@ -1,6 +1,7 @@
 # shellcheck shell=bash
-# Helpers for replicated and sharded Redis: a Redis Cluster, and a master with a replica
-# watched by sentinels. Load after helpers/redis:
+# Helpers for replicated and sharded Redis: independent masters for quorum mode, a Redis
+# Cluster, a replica, and a master with replicas watched by sentinels. Load after
+# helpers/redis:
 #
 #   load helpers/redis
 #   load helpers/topology
@@ -13,6 +14,22 @@
 # ARGS... (exports NAME_PORT, NAME_SOCK, NAME_URL), rcli_to NAME ARGS..., free_port
 # (prints a port), _rlock_poll WHAT SECONDS CMD..., fail MESSAGE and BATS_FILE_TMPDIR (a
 # directory for configuration files). Nothing else from bats may be used here.
+
+# --- Quorum mode --------------------------------------------------------------------------
+
+# masters_start P N [REDIS-SERVER ARGS...]: N independent masters ${P}1…${P}N
+# (redis_start_named ${P}i ARGS...), and exports ${P}_URLS, their URLs separated by spaces
+# (as RLOCK_URL holds a quorum's masters).
+masters_start() {
+  local p=$1 n=$2 i url_var urls=""
+  shift 2
+  for ((i = 1; i <= n; i++)); do
+    redis_start_named "$p$i" "$@" || return 1
+    url_var=$p${i}_URL
+    urls+="${urls:+ }${!url_var}"
+  done
+  export "${p}_URLS=$urls"
+}
 
 # --- Redis Cluster ------------------------------------------------------------------------
 
