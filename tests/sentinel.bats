@@ -445,9 +445,9 @@ _watchers() {
 
 @test "rediss-sentinel://: TLS to the sentinels and to the master" {
   tls_setup
-  sentinel_start_named STLS tlsm "$TLS_PORT" --port 0 --tls-port @PORT@ \
-    --tls-cert-file "$TLS_DIR/server.crt" --tls-key-file "$TLS_DIR/server.key" \
-    --tls-ca-cert-file "$TLS_DIR/ca.crt" --tls-replication yes --tls-auth-clients no
+  local -a tls_args
+  tls_server_args tls_args server no
+  sentinel_start_named STLS tlsm "$TLS_PORT" "${tls_args[@]}" --tls-replication yes
   url="rediss-sentinel://127.0.0.1:$STLS_PORT/tlsm"
   run "$RLOCK" --url "$url" --tls-ca-cert "$TLS_DIR/ca.crt" run s-tls -- sh -c 'echo "$RLOCK_FENCE"'
   assert_success

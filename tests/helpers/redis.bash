@@ -727,12 +727,32 @@ tls_setup() {
     fail "tls_setup: openssl failed: $(tail -n 20 "$TLS_DIR/openssl.log")"
     return 1
   fi
-  redis_start_named TLS --port 0 --tls-port @PORT@ \
-    --tls-cert-file "$TLS_DIR/server.crt" --tls-key-file "$TLS_DIR/server.key" \
-    --tls-ca-cert-file "$TLS_DIR/ca.crt" --tls-auth-clients optional "$@" || return 1
+  tls_start_named TLS server optional "$@" || return 1
   # The server named TLS exported its own directory as TLS_DIR: the certificates win (as
   # in every later test of the file, see _rlock_refresh).
   export TLS_DIR="$BATS_FILE_TMPDIR/tls"
+}
+
+# tls_server_args ARRAY CERT AUTH_CLIENTS: sets the array named ARRAY to the redis-server
+# arguments of a server on TLS alone: --port 0 --tls-port @PORT@ --tls-cert-file CERT.crt
+# --tls-key-file CERT.key (CERT: one of tls_setup's certificates) --tls-ca-cert-file
+# ca.crt --tls-auth-clients AUTH_CLIENTS (yes, no or optional), files of TLS_DIR.
+tls_server_args() {
+  local -n _tls_args_out=$1
+  _tls_args_out=(--port 0 --tls-port @PORT@
+    --tls-cert-file "$TLS_DIR/$2.crt" --tls-key-file "$TLS_DIR/$2.key"
+    --tls-ca-cert-file "$TLS_DIR/ca.crt" --tls-auth-clients "$3")
+}
+
+# tls_start_named NAME CERT AUTH_CLIENTS [REDIS-SERVER ARGS...]: after tls_setup, starts
+# server NAME on TLS alone (redis_start_named NAME with tls_server_args CERT AUTH_CLIENTS,
+# then ARGS).
+tls_start_named() {
+  local name=$1
+  local -a tls_args
+  tls_server_args tls_args "$2" "$3"
+  shift 3
+  redis_start_named "$name" "${tls_args[@]}" "$@"
 }
 
 # tls_cli ARGS...: redis-cli over TLS to the TLS server, verifying it with the test CA.
