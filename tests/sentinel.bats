@@ -416,7 +416,7 @@ _watchers() {
 
 @test "a sentinel ACL that allows only get-master-addr-by-name: the address without an epoch" {
   sentinel_start_named SENTACL rlmaster "$(sentinel_master_port)"
-  rcli_to SENTACL acl setuser getaddr on '>pw' -@all '+sentinel|get-master-addr-by-name' >/dev/null
+  sentinel_address_only_user SENTACL
   url="redis-sentinel://127.0.0.1:$SENTACL_PORT/rlmaster"
   RLOCK_SENTINEL_PASSWORD=pw run --separate-stderr "$RLOCK" -v --sentinel-user getaddr \
     --url "$url" run s-acl -- sh -c 'echo "$RLOCK_FENCE"'

@@ -151,6 +151,18 @@ sentinel_start_named() {
   redis_start_named "$name" --config "$conf" --sentinel "$@"
 }
 
+# sentinel_address_only_user SENTINEL...: on each SENTINEL (a name of
+# sentinel_start_named), a user `getaddr` (password pw) that may only ask for the
+# master's address (SENTINEL GET-MASTER-ADDR-BY-NAME): sentinels that answer it without
+# an epoch.
+sentinel_address_only_user() {
+  local s
+  for s in "$@"; do
+    rcli_to "$s" acl setuser getaddr on '>pw' -@all '+sentinel|get-master-addr-by-name' \
+      >/dev/null || return 1
+  done
+}
+
 # _rlock_sentinel_sees NAME MASTER_NAME REPLICAS SENTINELS: the sentinel knows the master,
 # REPLICAS replicas and SENTINELS other sentinels.
 _rlock_sentinel_sees() {
