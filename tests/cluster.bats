@@ -271,7 +271,7 @@ _migrating() {
 }
 
 @test "a Cluster node that serves no slot: list says so (69)" {
-  redis_start_named LONE --cluster-enabled yes --cluster-config-file nodes.conf
+  cluster_node_start LONE
   rl --url "$LONE_URL" list
   assert_error 69
   [[ $stderr == *"knows no slot served"* ]] || fail "$stderr"

@@ -40,6 +40,15 @@ _rlock_cluster_ok() {
     $info == *"cluster_known_nodes:$2"* ]]
 }
 
+# cluster_node_start NAME [REDIS-SERVER ARGS...]: server NAME in cluster mode
+# (redis_start_named NAME --cluster-enabled yes --cluster-config-file nodes.conf ARGS...),
+# a node of no Cluster yet, serving no slot.
+cluster_node_start() {
+  local name=$1
+  shift
+  redis_start_named "$name" --cluster-enabled yes --cluster-config-file nodes.conf "$@"
+}
+
 # cluster_start [N=3 [R=0]]: a Redis Cluster of N masters with R replicas each on free
 # loopback ports, made with `redis-cli --cluster create`. The servers are
 # CLUSTER1…CLUSTERM, M = N*(R+1) (CLUSTER1_PORT, rcli_to CLUSTER2 …; redis-cli makes the
@@ -52,8 +61,7 @@ cluster_start() {
   n=$((masters * (replicas + 1)))
   for ((i = 1; i <= n; i++)); do
     bus=$(free_port) || return 1
-    redis_start_named "CLUSTER$i" --cluster-enabled yes --cluster-config-file nodes.conf \
-      --cluster-port "$bus" --cluster-node-timeout 2000 || return 1
+    cluster_node_start "CLUSTER$i" --cluster-port "$bus" --cluster-node-timeout 2000 || return 1
     port_var="CLUSTER${i}_PORT"
     addrs+=("127.0.0.1:${!port_var}")
   done
