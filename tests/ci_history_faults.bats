@@ -72,7 +72,7 @@ redis_commands() {
 @test "an acquire the ACL refuses midway (a user without XADD) leaves no holder behind" {
   # A least-privilege user written for 0.4.0 (no stream commands) meets the new scripts:
   # whatever rlock answers, the lock must not stay taken by a token nobody holds.
-  rcli acl setuser nostream on '>pw' '~lock:*' '&lock:*' +@all -@stream >/dev/null
+  acl_lock_user nostream pw -@stream
   run "$RLOCK" --url "redis://nostream:pw@127.0.0.1:$REDIS_PORT/0" run --ttl 60s ns -- true
   echo "# exit $status: $output" >&3
   assert_equal "$(rcli exists 'lock:{ns}')" 0

@@ -656,6 +656,30 @@ rcli_to() {
   redis-cli -s "${!sock_var}" --no-auth-warning "${auth[@]}" "$@"
 }
 
+# --- ACL users --------------------------------------------------------------------------
+
+# acl_lock_user USER PASSWORD [RULES...]: on the REDIS server, ACL SETUSER USER on
+# >PASSWORD ~lock:* &lock:* +@all RULES...: a user with rlock's keys and channels and
+# every command, less what RULES take away (e.g. -eval).
+acl_lock_user() {
+  local user=$1 pw=$2
+  shift 2
+  rcli acl setuser "$user" on ">$pw" '~lock:*' '&lock:*' '+@all' "$@" >/dev/null
+}
+
+# acl_readonly_user [--on NAME] USER PASSWORD: ACL SETUSER USER on >PASSWORD ~* &* +@read
+# +@connection +@pubsub +@scripting +time: a user that may read every key, subscribe and
+# run scripts (writing ones refuse it), on server NAME (default REDIS).
+acl_readonly_user() {
+  local on=REDIS
+  if [[ $1 == --on ]]; then
+    on=$2
+    shift 2
+  fi
+  rcli_to "$on" acl setuser "$1" on ">$2" '~*' '&*' +@read +@connection +@pubsub \
+    +@scripting +time >/dev/null
+}
+
 # --- TLS --------------------------------------------------------------------------------
 
 _rlock_openssl_cnf() {
