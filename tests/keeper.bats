@@ -25,9 +25,7 @@ setup_file() {
 setup() {
   export T=$BATS_TEST_TMPDIR
   rcli flushall >/dev/null
-  mkdir -p "$T/bin"
-  ln -sf "$(realpath "$RLOCK")" "$T/bin/rlock"
-  export PATH="$T/bin:$PATH"
+  rlock_on_path "$T"
 }
 
 # After the helpers' teardown: the processes a test watched, and the servers it started.

@@ -26,10 +26,7 @@ setup_file() {
 setup() {
   export T=$BATS_TEST_TMPDIR
   rcli flushall >/dev/null
-  # rlock on PATH, as scripts call it
-  mkdir -p "$T/bin"
-  ln -sf "$(realpath "$RLOCK")" "$T/bin/rlock"
-  export PATH="$T/bin:$PATH"
+  rlock_on_path "$T"
 }
 
 suite_teardown() {

@@ -1106,6 +1106,14 @@ while [ ! -e "$d/$n.go" ] && [ "$i" -lt 2400 ]; do sleep 0.05; i=$((i + 1)); don
 EOF
 }
 
+# rlock_on_path DIR: `rlock` on PATH is the binary under test, as scripts call it (a link
+# DIR/bin/rlock, DIR/bin exported first on PATH).
+rlock_on_path() {
+  mkdir -p "$1/bin"
+  ln -sf "$(realpath "$RLOCK")" "$1/bin/rlock"
+  export PATH="$1/bin:$PATH"
+}
+
 # assert_only_fence_left KEY: of KEY's Redis keys only the fence counter is left, apart
 # from release tombstones (lock:{KEY}:r:TOKEN, kept a few seconds so that a retried
 # release can tell "done" from "lost"), which must be on their way out, and the lock's
