@@ -14,8 +14,7 @@ bats_require_minimum_version 1.5.0
 
 setup_file() {
   redis_start
-  export SCRIPTS=$BATS_FILE_TMPDIR/scripts
-  "$HELPERS/dump_scripts" "$SCRIPTS" || fail "dump_scripts failed"
+  scripts_setup
 }
 
 setup() {

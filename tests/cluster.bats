@@ -13,8 +13,7 @@ load helpers/topology
 
 setup_file() {
   cluster_start 3
-  export SCRIPTS=$BATS_FILE_TMPDIR/scripts
-  "$HELPERS/dump_scripts" "$SCRIPTS" || fail "dump_scripts failed"
+  scripts_setup
 }
 
 setup() {

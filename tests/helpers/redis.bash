@@ -1106,6 +1106,13 @@ while [ ! -e "$d/$n.go" ] && [ "$i" -lt 2400 ]; do sleep 0.05; i=$((i + 1)); don
 EOF
 }
 
+# scripts_setup: exports SCRIPTS=$BATS_FILE_TMPDIR/scripts, where the dump_scripts helper
+# writes the Lua scripts as rlock sends them (for a file's setup_file).
+scripts_setup() {
+  export SCRIPTS=$BATS_FILE_TMPDIR/scripts
+  "$HELPERS/dump_scripts" "$SCRIPTS" || fail "dump_scripts failed"
+}
+
 # rlock_on_path DIR: `rlock` on PATH is the binary under test, as scripts call it (a link
 # DIR/bin/rlock, DIR/bin exported first on PATH).
 rlock_on_path() {
