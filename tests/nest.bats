@@ -491,15 +491,7 @@ EOF2
   # times in a loop on a loaded machine).
   masters_start QR 2
   export RLOCK_URL="$RLOCK_URL $QR_URLS"
-  sh -c 'trap "touch \"$0.term\"; exit 0" TERM; while :; do sleep 0.05; done' "$BATS_TEST_TMPDIR/w" 3>&- &
-  wpid=$!
-  tok=$("$RLOCK" acquire --ttl 1s --while-pid "$wpid" qn)
-  "$RLOCK" release --token "$tok" qn
-  _rlock_poll "the keeper to end" 10 eval '! pgrep -f "acquire --ttl 1s --while-pid $wpid qn" >/dev/null'
-  [ ! -e "$BATS_TEST_TMPDIR/w.term" ]
-  "$RLOCK" acquire --while-pid "$wpid" qn >/dev/null
-  "$RLOCK" break --yes qn
-  _rlock_poll "SIGTERM to PID" 10 test -e "$BATS_TEST_TMPDIR/w.term"
+  assert_keeper_release_and_break qn
 }
 
 # --- what the fault injection found -----------------------------------------------------------

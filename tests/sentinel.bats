@@ -459,26 +459,8 @@ _watchers() {
 }
 
 @test "nesting and acquire --while-pid work through Sentinel" {
-  run timeout 30 "$RLOCK" run --wait 3s snest -- "$RLOCK" run --wait 3s snest -- sh -c 'echo "inner $RLOCK_KEY"'
-  [ "$status" -eq 0 ]
-  [[ $output == *"inner snest"* ]]
-  sleep 1000 &
-  spid=$!
-  "$RLOCK" acquire --ttl 2s --while-pid "$spid" snest >/dev/null
-  sleep 3 # past its TTL: renewed on the master the sentinels name
-  "$RLOCK" status snest >/dev/null
-  kill "$spid"
-  _rlock_poll "snest to be free" 10 eval '! "$RLOCK" status snest >/dev/null 2>&1'
-  # the owner's release with the bare token stops the keeper quietly; a break reaches PID
-  sh -c 'trap "touch \"$0.term\"; exit 0" TERM; while :; do sleep 0.05; done' "$BATS_TEST_TMPDIR/w" 3>&- &
-  wpid=$!
-  tok=$("$RLOCK" acquire --ttl 1s --while-pid "$wpid" snest)
-  "$RLOCK" release --token "$tok" snest
-  _rlock_poll "the keeper to end" 10 eval '! pgrep -f "acquire --ttl 1s --while-pid $wpid snest" >/dev/null'
-  [ ! -e "$BATS_TEST_TMPDIR/w.term" ]
-  "$RLOCK" acquire --while-pid "$wpid" snest >/dev/null
-  "$RLOCK" break --yes snest
-  _rlock_poll "SIGTERM to PID" 10 test -e "$BATS_TEST_TMPDIR/w.term"
+  assert_nesting_and_while_pid snest # renewed on the master the sentinels name
+  assert_keeper_release_and_break snest
 }
 
 @test "shared locks and --done-for work through Sentinel" {

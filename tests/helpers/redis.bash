@@ -1143,3 +1143,38 @@ assert_only_fence_left() {
   done
   ((found)) || fail "no fence counter lock:{$1}:fence (keys: ${lines[*]})"
 }
+
+# assert_nesting_and_while_pid KEY: through the servers RLOCK_URL names, a nested run of
+# KEY runs at once, and `acquire --while-pid PID` renews KEY past its TTL, then frees it
+# once PID ends.
+# shellcheck disable=SC2016 # single-quoted: expanded by the child shell or by eval
+assert_nesting_and_while_pid() {
+  local key=$1 spid
+  run timeout 30 "$RLOCK" run --wait 3s "$key" -- "$RLOCK" run --wait 3s "$key" -- sh -c 'echo "inner $RLOCK_KEY"'
+  [ "$status" -eq 0 ]
+  [[ $output == *"inner $key"* ]]
+  sleep 1000 &
+  spid=$!
+  "$RLOCK" acquire --ttl 2s --while-pid "$spid" "$key" >/dev/null
+  sleep 3 # past its TTL: renewed
+  "$RLOCK" status "$key" >/dev/null
+  kill "$spid"
+  _rlock_poll "$key to be free" 10 eval '! "$RLOCK" status "$key" >/dev/null 2>&1'
+}
+
+# assert_keeper_release_and_break KEY: through the servers RLOCK_URL names, the owner's
+# release with the bare token stops the keeper of `acquire --while-pid PID` quietly (PID
+# gets no SIGTERM); a break of KEY reaches PID.
+# shellcheck disable=SC2016 # single-quoted: expanded by the child shell or by eval
+assert_keeper_release_and_break() {
+  local key=$1 wpid tok
+  sh -c 'trap "touch \"$0.term\"; exit 0" TERM; while :; do sleep 0.05; done' "$BATS_TEST_TMPDIR/w" 3>&- &
+  wpid=$!
+  tok=$("$RLOCK" acquire --ttl 1s --while-pid "$wpid" "$key")
+  "$RLOCK" release --token "$tok" "$key"
+  _rlock_poll "the keeper to end" 10 eval '! pgrep -f "acquire --ttl 1s --while-pid $wpid $key" >/dev/null'
+  [ ! -e "$BATS_TEST_TMPDIR/w.term" ]
+  "$RLOCK" acquire --while-pid "$wpid" "$key" >/dev/null
+  "$RLOCK" break --yes "$key"
+  _rlock_poll "SIGTERM to PID" 10 test -e "$BATS_TEST_TMPDIR/w.term"
+}
