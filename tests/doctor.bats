@@ -13,8 +13,8 @@ load helpers/topology
 setup_file() {
   # A healthy server: persistence on every write, nothing evicted.
   redis_start --appendonly yes --appendfsync always --maxmemory-policy noeviction
-  rcli acl setuser nopexpire on '>pw1' '~lock:*' '&lock:*' '+@all' -pexpire >/dev/null
-  rcli acl setuser nohistory on '>pw2' '~lock:*' '&lock:*' '+@all' -xadd >/dev/null
+  acl_lock_user nopexpire pw1 -pexpire
+  acl_lock_user nohistory pw2 -xadd
   rcli acl setuser otherkeys on '>pw3' '~other:*' '&lock:*' '+@all' >/dev/null
 }
 
@@ -63,7 +63,7 @@ doctor() {
 }
 
 @test "doctor: a replica fails (writes refused) and names its master" {
-  redis_start_named REPLICA --replicaof 127.0.0.1 "$REDIS_PORT"
+  replica_start REPLICA REDIS
   doctor --url "redis://127.0.0.1:$REPLICA_PORT/0"
   redis_stop REPLICA
   assert_equal "$status" 1
