@@ -402,6 +402,16 @@ hold_keys() {
   assert_error 64
 }
 
+@test "list --names prints each name as it is (a completion inserts that lock), never a name that is not one printable line" {
+  hold_keys 'we"ird\key' 'tab\x09ed'
+  # a foreign key whose name has a newline and a control byte: no line could carry it
+  rcli set "$(printf 'lock:{bad\nname\001}')" foreign px 600000 >/dev/null
+  rl list --names
+  assert_success
+  # not escaped (we"ird\\key would name another lock)
+  assert_output "$(printf '%s\n' 'tab\x09ed' 'we"ird\key')"
+}
+
 @test "list --names prints at most 1000 names of 100,000 keys, within --timeout" {
   rcli flushall >/dev/null
   rcli eval "for i = 1, 100000 do redis.call('SET', 'lock:{k' .. i .. '}', 'x') end" 0 >/dev/null

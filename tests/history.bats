@@ -207,16 +207,55 @@ events() { "$RLOCK" history "$1" --json | jq -r '[.[].event] | join(" ")'; }
   t2=$("$RLOCK" acquire --limit 3 --ttl 60s prom-sem)
   run -0 "$RLOCK" list --prometheus 'prom*'
   assert_line '# TYPE rlock_held gauge'
-  # the key as rlock shows it everywhere (a backslash doubled), then the format's escapes
-  assert_line 'rlock_held{key="prom\"a\\\\b"} 1'
+  # the key itself, escaped once as the format wants (a parser reads back prom"a\b)
+  assert_line 'rlock_held{key="prom\"a\\b"} 1'
   assert_line 'rlock_holders{key="prom-sem"} 1'
   assert_line 'rlock_fence{key="prom-sem"} 1'
   assert_line --regexp '^rlock_lease_left_seconds\{key="prom-sem"\} [0-9]+\.[0-9]{3}$'
-  # every sample of a family right under its HELP and TYPE
-  assert_equal "$(grep -c '^# TYPE' <<<"$output")" 6
+  # every sample of a family right under its HELP and TYPE: six, and the times and the
+  # holder's info (no lock is done for a period here: that family has no sample)
+  assert_equal "$(grep -c '^# TYPE' <<<"$output")" 9
   run -64 "$RLOCK" list --prometheus --json
   "$RLOCK" release 'prom"a\b' --token "$t1"
   "$RLOCK" release prom-sem --token "$t2"
+}
+
+@test "list --prometheus: promtool accepts it; times, not only ages; done leases are not held; who holds it" {
+  command -v promtool >/dev/null || fail "promtool is not installed (scripts/setup.sh installs the prometheus package)"
+  # Hostile names and labels: quotes, backslashes, a newline, control bytes, bytes that
+  # are not UTF-8, a key that spells another's escaped form.
+  t1=$("$RLOCK" acquire --ttl 60s --label $'ci "job"\\1' 'pt"a\b')
+  t2=$("$RLOCK" acquire --ttl 60s 'pt\x0ab')
+  rcli set "$(printf 'lock:{pt\nb}')" foreign px 60000 >/dev/null
+  rcli set "$(printf 'lock:{pt\001\377}')" foreign px 60000 >/dev/null
+  "$RLOCK" run --done-for 1h pt-done -- true
+  before=$(date +%s)
+  run -0 "$RLOCK" list --prometheus 'pt*'
+  printf '%s\n' "$output" >"$T/m.prom"
+  run promtool check metrics <"$T/m.prom"
+  assert_success
+  # Each series once: a key that had to be escaped carries key_escaped="1", so the
+  # printable key pt\x0ab and the key with a newline never share a series.
+  assert_equal "$(grep -v '^#' "$T/m.prom" | awk '{print $1}' | sort | uniq -d)" ""
+  assert_equal "$(grep -c '^rlock_held{' "$T/m.prom")" 5
+  grep -qF 'rlock_held{key="pt\\x0ab",key_escaped="1"} 1' "$T/m.prom"
+  grep -qF 'rlock_held{key="pt\\x0ab"} 1' "$T/m.prom"
+  # A --done-for lease holds nothing: 0, with the end of its period.
+  grep -qF 'rlock_held{key="pt-done"} 0' "$T/m.prom"
+  done_until=$(awk '/^rlock_done_until_timestamp_seconds\{key="pt-done"\}/ {print int($2)}' "$T/m.prom")
+  ((done_until >= before + 3500 && done_until <= before + 3700)) || fail "done until $done_until, now $before"
+  # Times (Unix seconds, the server's clock; the same clock as `date` here).
+  acquired=$(awk '/^rlock_acquired_timestamp_seconds\{key="pt\\"a/ {print int($2)}' "$T/m.prom")
+  ((acquired >= before - 60 && acquired <= before + 1)) || fail "acquired at $acquired, now $before"
+  expiry=$(awk '/^rlock_lease_expiry_timestamp_seconds\{key="pt\\"a/ {print int($2)}' "$T/m.prom")
+  ((expiry >= before && expiry <= before + 61)) || fail "lease expires at $expiry, now $before"
+  # Who holds it: host, pid, user and the label, each escaped once.
+  grep -F 'rlock_holder_info{key="pt\"a\\b",' "$T/m.prom" | grep -qF "host=\"$(hostname)\"" ||
+    fail "no holder_info with this host: $(grep holder_info "$T/m.prom")"
+  grep -qF 'label="ci \"job\"\\1"} 1' "$T/m.prom"
+  grep -F 'rlock_holder_info{key="pt\"a\\b",' "$T/m.prom" | grep -qE 'user="[^"]+"'
+  "$RLOCK" release 'pt"a\b' --token "$t1"
+  "$RLOCK" release 'pt\x0ab' --token "$t2"
 }
 
 @test "recording adds no Redis command: an uncontended run is still two script calls" {

@@ -528,16 +528,16 @@ started() { grep -c '^start ' "$T/psql.log" 2>/dev/null || echo 0; }
 metrics_files() { ls -A "$T/textfile"; }
 
 # assert_metrics_complete FILE: FILE is a whole `list --prometheus` of the locks the
-# metrics tests hold (deploy:prod, and test-db with two holders): six gauge families,
-# each under its HELP and TYPE, and every sample of each.
+# metrics tests hold (deploy:prod, and test-db with two holders): nine gauge families
+# (none is done for a period), each under its HELP and TYPE, and every sample of each.
 assert_metrics_complete() {
   local f=$1
-  assert_equal "$(grep -c '^# HELP rlock_' "$f")" 6
-  assert_equal "$(grep -c '^# TYPE rlock_[a-z_]* gauge$' "$f")" 6
-  assert_equal "$(grep -vc '^#' "$f")" 12
+  assert_equal "$(grep -c '^# HELP rlock_' "$f")" 9
+  assert_equal "$(grep -c '^# TYPE rlock_[a-z_]* gauge$' "$f")" 9
+  assert_equal "$(grep -vc '^#' "$f")" 18
   grep -qx 'rlock_held{key="deploy:prod"} 1' "$f" || fail "$(cat "$f")"
   grep -qx 'rlock_holders{key="test-db"} 2' "$f" || fail "$(cat "$f")"
-  assert_equal "$(tail -n 1 "$f")" 'rlock_fence{key="test-db"} 1'
+  assert_equal "$(tail -n 1 "$f" | cut -d, -f1)" 'rlock_holder_info{key="test-db"'
 }
 
 hold_metrics_locks() {

@@ -423,7 +423,10 @@ int cmd_list_names(const GlobalOptions& given, const std::string& pattern) {
   size_t n = 0;
   for (const Found::Entry* e : found.sorted()) {
     if (n++ == kMaxListedNames) break;
-    out += escape_text(e->first) + "\n";
+    // Each name as it is, for a program (a completion) to use: escaped, it would
+    // name another lock. A name that is not printable UTF-8 (a foreign key's
+    // control bytes) cannot be one line of it, nor be typed: it is left out.
+    if (is_printable_text(e->first)) out += e->first + "\n";
   }
   print_out(out);
   if (out_of_time)

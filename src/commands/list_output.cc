@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <iterator>
 
-#include "core/duration.h"
 #include "cli/output.h"
 #include "cli/table.h"
+#include "core/duration.h"
 #include "core/text.h"
 
 namespace rlock {
@@ -23,16 +23,34 @@ std::string holder_column(const LockStatus& st, const std::string& who) {
   return who;
 }
 
-// A Prometheus label value: text from Redis escaped as everywhere (a
-// backslash doubled, control characters as \xHH, so that two keys never give
-// one series), then backslash and double quote as the format wants them.
+// A Prometheus label value, escaped once as the text format wants (a
+// backslash, a double quote, a newline). Text that is not printable UTF-8 (a
+// foreign key with control bytes) is given in rlock's escaped form (`\xHH`,
+// a backslash doubled), which could also be the name of another, printable
+// key: the key's series then carry the label key_escaped="1" as well, so that
+// two keys never give one series (docs/recipes/prometheus.md).
 std::string label_value(const std::string& s) {
+  std::string shown = is_printable_text(s) ? s : escape_text(s);
   std::string out;
-  for (char c : escape_text(s)) {
+  out.reserve(shown.size());
+  for (char c : shown) {
     if (c == '\\' || c == '"') out += '\\';
     out += c;
   }
   return out;
+}
+
+// The labels that name a lock's series: key="KEY", and key_escaped="1" when
+// KEY had to be escaped (label_value).
+std::string key_labels(const std::string& key) {
+  std::string labels = "key=\"" + label_value(key) + "\"";
+  if (!is_printable_text(key)) labels += ",key_escaped=\"1\"";
+  return labels;
+}
+
+// Unix milliseconds as Prometheus seconds ("1764410522.123").
+std::string seconds_of(int64_t ms) {
+  return fmt::format("{}.{:03}", ms / 1000, ms % 1000);
 }
 
 // A row of the terminal's table.
@@ -62,30 +80,61 @@ std::vector<std::string> table_row(const std::string& key, const LockStatus& st)
 
 void Prometheus::add(const std::string& key, const LockStatus& st) {
   const Holder& h = st.holders.front();
-  std::string k = "{key=\"" + label_value(key) + "\"}";
+  std::string k = "{" + key_labels(key) + "}";
   int64_t held_ms = h.since_ms > 0 && st.now_ms > h.since_ms ? st.now_ms - h.since_ms : 0;
-  values_[0] += fmt::format("rlock_held{} 1\n", k);
-  values_[1] += fmt::format("rlock_holders{} {}\n", k, st.holder_count);
-  values_[2] += fmt::format("rlock_waiters{} {}\n", k, st.waiter_count);
-  values_[3] += fmt::format("rlock_lease_left_seconds{} {:.3f}\n", k,
-                            std::max<int64_t>(0, h.ttl_left.count()) / 1000.0);
-  values_[4] += fmt::format("rlock_held_seconds{} {:.3f}\n", k, held_ms / 1000.0);
-  values_[5] += fmt::format("rlock_fence{} {}\n", k, h.fence);
+  int64_t left_ms = std::max<int64_t>(0, h.ttl_left.count());
+  // A lease that only marks the lock done for its period (--done-for) holds
+  // nothing: 0, so that a "held too long" alert does not fire for a day.
+  values_[kHeld] += fmt::format("rlock_held{} {}\n", k, h.done_ms > 0 ? 0 : 1);
+  values_[kHolders] += fmt::format("rlock_holders{} {}\n", k, st.holder_count);
+  values_[kWaiters] += fmt::format("rlock_waiters{} {}\n", k, st.waiter_count);
+  values_[kLeaseLeft] += fmt::format("rlock_lease_left_seconds{} {:.3f}\n", k, left_ms / 1000.0);
+  values_[kHeldFor] += fmt::format("rlock_held_seconds{} {:.3f}\n", k, held_ms / 1000.0);
+  values_[kFence] += fmt::format("rlock_fence{} {}\n", k, h.fence);
+  // Times rather than ages: `time() - rlock_acquired_timestamp_seconds` stays
+  // right between two writes of the file. Server times; unknown for a holder
+  // that is not rlock (no sample then).
+  if (h.since_ms > 0)
+    values_[kAcquiredAt] +=
+        fmt::format("rlock_acquired_timestamp_seconds{} {}\n", k, seconds_of(h.since_ms));
+  if (st.now_ms > 0)
+    values_[kExpiresAt] += fmt::format("rlock_lease_expiry_timestamp_seconds{} {}\n", k,
+                                       seconds_of(st.now_ms + left_ms));
+  // The lease of a lock marked done lasts as long as its period.
+  if (h.done_ms > 0 && st.now_ms > 0)
+    values_[kDoneUntil] += fmt::format("rlock_done_until_timestamp_seconds{} {}\n", k,
+                                       seconds_of(st.now_ms + left_ms));
+  // Who holds it, as labels of a constant 1 (the info-metric convention).
+  values_[kHolderInfo] +=
+      fmt::format("rlock_holder_info{{{},host=\"{}\",pid=\"{}\",user=\"{}\",label=\"{}\"}} 1\n",
+                  key_labels(key), label_value(h.info.host), h.info.pid, label_value(h.info.user),
+                  label_value(h.info.label));
 }
 
 std::string Prometheus::text() const {
-  static const char* kHelp[][2] = {
-      {"rlock_held", "1 for a lock that is held (free locks are not listed)."},
+  static const char* kHelp[kFamilies][2] = {
+      {"rlock_held",
+       "1 for a lock that is held, 0 for one only marked done for a period by --done-for (free "
+       "locks are not listed)."},
       {"rlock_holders", "How many hold the lock (a semaphore's or shared lock's holders)."},
       {"rlock_waiters", "How many wait in the lock's line."},
       {"rlock_lease_left_seconds",
        "Seconds left on the first holder's lease (a live holder renews it)."},
       {"rlock_held_seconds", "Seconds since the first holder acquired the lock."},
-      {"rlock_fence", "The first holder's fencing token."}};
+      {"rlock_fence", "The first holder's fencing token."},
+      {"rlock_acquired_timestamp_seconds",
+       "When the first holder acquired the lock (Unix time, the server's clock)."},
+      {"rlock_lease_expiry_timestamp_seconds",
+       "When the first holder's lease runs out unless renewed (Unix time, the server's clock)."},
+      {"rlock_done_until_timestamp_seconds",
+       "When a lock marked done by --done-for may run again (Unix time, the server's clock)."},
+      {"rlock_holder_info", "The first holder: host, pid, user and --label, as labels."}};
   std::string out;
-  for (size_t i = 0; i < 6; ++i)
+  for (size_t i = 0; i < kFamilies; ++i) {
+    if (values_[i].empty() && i >= kAcquiredAt) continue;  // a family with no sample
     out += fmt::format("# HELP {} {}\n# TYPE {} gauge\n{}", kHelp[i][0], kHelp[i][1], kHelp[i][0],
                        values_[i]);
+  }
   return out;
 }
 

@@ -6,23 +6,38 @@
 #include <string>
 #include <vector>
 
+#include "cli/options.h"
 #include "commands/commands.h"  // status_json
 #include "lock/lock.h"
-#include "cli/options.h"
 
 namespace rlock {
 
 // The Prometheus text format, one gauge family after another (each sample of
 // a family together, under its HELP and TYPE), for node_exporter's textfile
 // collector: per held lock, whether it is held, how many hold and wait, the
-// first holder's lease left and time held, and its fence.
+// first holder's lease left and time held, its fence, when it was acquired,
+// when its lease and a --done-for period end, and who holds it (an info
+// metric). docs/recipes/prometheus.md has them all.
 class Prometheus {
  public:
   void add(const std::string& key, const LockStatus& st);
   std::string text() const;
 
  private:
-  std::string values_[6];
+  enum Family {
+    kHeld,
+    kHolders,
+    kWaiters,
+    kLeaseLeft,
+    kHeldFor,
+    kFence,
+    kAcquiredAt,
+    kExpiresAt,
+    kDoneUntil,
+    kHolderInfo,
+    kFamilies
+  };
+  std::string values_[kFamilies];
 };
 
 // The lines of `list` in one of its forms, added lock by lock in order. Bare

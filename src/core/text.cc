@@ -1,5 +1,6 @@
 #include "core/text.h"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace rlock {
@@ -97,6 +98,11 @@ std::string truncate_text(std::string_view s, size_t max) {
 
 std::string escape_text(std::string_view s) {
   return escape(s, true);
+}
+
+bool is_printable_text(std::string_view s) {
+  size_t backslashes = static_cast<size_t>(std::count(s.begin(), s.end(), '\\'));
+  return escape_text(s).size() == s.size() + backslashes;
 }
 
 std::string escape_controls(std::string_view s) {

@@ -16,6 +16,11 @@ namespace rlock {
 /// printable text, whatever the input, that displays in the order it is.
 std::string escape_text(std::string_view s);
 
+/// Whether `s` is valid, printable UTF-8 that escape_text changes in nothing
+/// but its backslashes: text that can be shown (or printed for a program) as it
+/// is.
+bool is_printable_text(std::string_view s);
+
 /// escape_text without doubling backslashes: a last line of defence applied
 /// to every message rlock prints, harmless on text that is already escaped.
 std::string escape_controls(std::string_view s);

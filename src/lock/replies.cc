@@ -168,7 +168,7 @@ LockStatus parse_status_reply(const Reply& r) {
 
 namespace {
 
-// One lock of a 'line' list reply, its 13 values from `f`: limit, counts, then
+// One lock of a 'line' list reply, its 14 values from `f`: limit, counts, then
 // what a line shows of the first holder (list.lua).
 LockStatus parse_list_line(const Reply* f, int64_t now) {
   LockStatus s;
@@ -188,6 +188,7 @@ LockStatus parse_list_line(const Reply* f, int64_t now) {
   h.shared = f[10].str == "shared";
   h.done_ms = std::max<int64_t>(0, reply_int(f[11]));
   h.info.label = f[12].text();
+  h.info.user = f[13].text();
   s.holders.push_back(std::move(h));
   return s;
 }
@@ -200,7 +201,7 @@ std::vector<LockStatus> parse_list_reply(const Reply& r, size_t n, ListReply kin
   const int64_t now = reply_int(e.back());
   std::vector<LockStatus> out;
   if (kind == ListReply::Line) {
-    constexpr size_t kStride = 13;
+    constexpr size_t kStride = 14;
     if (e.size() != n * kStride + 1) throw_protocol("a list reply of another length");
     out.reserve(n);
     for (size_t i = 0; i < n; ++i) out.push_back(parse_list_line(&e[i * kStride], now));

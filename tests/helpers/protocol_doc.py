@@ -16,7 +16,7 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 DOC = ROOT / "docs" / "PROTOCOL.md"
-LUA = ROOT / "src" / "lua"
+LUA = ROOT / "src" / "lock" / "lua"
 MARK = "-- >8 --"
 
 
@@ -30,7 +30,10 @@ def main():
     check = sys.argv[1:] == ["--check"]
     doc = DOC.read_text()
     out = doc
-    for path in sorted(LUA.glob("*.lua")):
+    scripts = sorted(LUA.glob("*.lua"))
+    if not scripts:
+        sys.exit(f"protocol-doc: no scripts in {LUA}")
+    for path in scripts:
         name = path.stem
         heading = r"### Prelude[^\n]*" if name == "prelude" else r"### " + re.escape(name)
         pattern = re.compile(r"(^" + heading + r"\n(?:(?!^### ).)*?```lua\n)(.*?)(^```)",

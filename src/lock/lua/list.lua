@@ -5,9 +5,9 @@
 -- lock's other keys are derived from it as in every script. ARGV: 'line' or
 -- 'full', then one digit per key saying which of its side keys the client's SCAN
 -- saw (1: :queue, 2: :limit, 3: both; a missing digit reads both).
--- 'line' (a line of `list`) returns a flat array, 13 values per key in KEYS
+-- 'line' (a line of `list`) returns a flat array, 14 values per key in KEYS
 -- order: limit, holder_count, waiter_count, then the first holder's pttl, host,
--- pid, cmd, since, fence, kept, mode, done, label (a free lock: holder_count 0
+-- pid, cmd, since, fence, kept, mode, done, label, user (a free lock: holder_count 0
 -- and nothing after it but nils), then the server time.
 -- 'full' (`list --json`) returns per key, in KEYS order, one status reply
 -- (status.lua, without last events), {} for a free lock, or for a lock that a
@@ -20,16 +20,16 @@
 local full, seen = ARGV[1] == 'full', ARGV[2] or ''
 local out, n, budget = {}, 0, 1000
 local live = '(' .. NOW
--- Appends the first holder of a line, 10 values: what a line shows of it.
+-- Appends the first holder of a line, 11 values: what a line shows of it.
 local function put_holder(t, pttl)
   local h = redis.call('HMGET', hkey(t), 'host', 'pid', 'cmd', 'since', 'fence', 'kept', 'mode',
-                       'done', 'label')
+                       'done', 'label', 'user')
   out[n + 1] = pttl
-  for j = 1, 9 do
+  for j = 1, 10 do
     local v = h[j]
     if v and #v <= 1024 then out[n + 1 + j] = v else out[n + 1 + j] = field(v) end
   end
-  n = n + 10
+  n = n + 11
 end
 -- How many waiters in the line are live (their w: hash has an expiry).
 local function live_waiters()
@@ -107,8 +107,8 @@ for i = 1, #KEYS do
     end
     if nh == 0 then
       out[n + 1], out[n + 2], out[n + 3] = 0, 0, 0
-      for j = 4, 13 do out[n + j] = false end
-      n = n + 13
+      for j = 4, 14 do out[n + j] = false end
+      n = n + 14
     else
       local nw = 0
       if queue then
