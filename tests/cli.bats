@@ -40,7 +40,7 @@ dead_url() {
   rl --help
   assert_success
   assert_output --partial "Exit status"
-  for code in 0 64 69 70 75 76 77 126/127 '128\+N'; do
+  for code in 0 64 69 70 71 75 76 77 126/127 '128\+N'; do
     assert_line --regexp "^  $code "
   done
 }

@@ -129,7 +129,7 @@ int hand_to_keeper(const GlobalOptions& g, Lock& lock, const std::string& token,
       release_afresh(g, o, token);
       log_error(fmt::format("cannot start the keeper: it ended (pid {}); '{}' is released",
                             static_cast<long>(keeper.pid()), escape_text(o.key)));
-      status = 71;
+      status = exitcode::kNoKeeper;
       break;
   }
   keeper.abandon();
