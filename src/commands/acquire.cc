@@ -157,7 +157,7 @@ void refuse_foreign_pid(const LockOptions& o, const std::string& key, const Hold
 // a run waits for its command's process group (led by its child, or by a
 // nested run's child), a keeper's script for nothing but itself. Anywhere
 // else (set -m, setsid) it would run on unlocked once the holder ends, with
-// nobody told: 64 (README "Nesting").
+// nobody told: 64 (docs/GUIDE.md "Nesting").
 void refuse_leaving_group(Session& s, Lock& part, const LockOptions& o, const HeldEntry& e,
                           const Holder& enclosing) {
   auto pid = static_cast<pid_t>(o.while_pid ? o.while_pid : getppid());
