@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The benchmark entry point (issue 10): rlock beside its baselines, measured in one run
+# The benchmark entry point (docs/PERFORMANCE.md): rlock beside its baselines, measured in one run
 # on this machine, every line ending with rlock's ratio to the baseline (< 1: rlock is
 # cheaper or faster).
 #
@@ -23,18 +23,18 @@
 #   7. quorum mode: `rlock run k -- true` on three masters beside part 1's one server
 #   8. Sentinel: `rlock run k -- true` through three sentinels that watch part 1's server
 #      (every sentinel asked, then ROLE) beside part 1's direct URL
-#   9. history (issue 25): an uncontended run with recording on and off, back to back; the
+#   9. history: an uncontended run with recording on and off, back to back; the
 #      server time per script call (INFO commandstats usec_per_call); the memory an idle
 #      key costs with its history and without (part 3 shows rlock-h0, the handoff with
 #      recording off, beside rlock)
-#  10. many keys (issue 27): `rlock list` (and --json) over 100,000 held locks beside a
+#  10. many keys: `rlock list` (and --json) over 100,000 held locks beside a
 #      bare SCAN of the same keyspace (bench/scan.c: SCAN COUNT 500 in C), and list's
 #      peak RSS
-#  11. long lines (issue 27): 8, 64 and 300 waiters on one key released together: time
+#  11. long lines: 8, 64 and 300 waiters on one key released together: time
 #      per handoff beside flock(1) with as many waiters, client commands, server
 #      commands and server time per acquisition, the waiters' RSS together and one
 #      waiter's descriptors
-#  12. layouts (issue 26): an uncontended run with --layout plain and --layout redisson
+#  12. layouts: an uncontended run with --layout plain and --layout redisson
 #      beside part 1's default layout
 #
 # Usage: bench/run.sh [--smoke] [--part N]
@@ -183,7 +183,7 @@ row "redis-cli SET (one command)" redis-cli "$(ratio "${T[rlock]}" "${T[redis-cl
 if ((have_etcd)); then row "etcdctl lock k true" etcd "$(ratio "${T[rlock]}" "${T[etcd]}")"; else echo "$etcd_note"; fi
 fi
 
-# --- 1b. lock shapes (issue 23) ---------------------------------------------------------
+# --- 1b. lock shapes --------------------------------------------------------------------
 if want 1b; then
 echo
 echo "== 1b. lock shapes, uncontended: median of $RUNS runs (ms), beside part 1's plain run"
@@ -246,7 +246,7 @@ handoff() { # TOOL CONTENDERS PER: prints "p50 p99"
   wait_contenders
   gaps "$LOG"
 }
-# rlock-h0: rlock with its history off (--history 0), beside it (issue 25)
+# rlock-h0: rlock with its history off (--history 0), beside it
 tools=(rlock rlock-h0 flock naive)
 ((have_etcd)) && tools+=(etcd)
 declare -A P50 P99
@@ -370,7 +370,7 @@ row "rlock run, 3 sentinels" sentinel ""
 row "rlock run, one server (part 1)" rlock "$(ratio "${T[sentinel]}" "${T[rlock]}")"
 fi
 
-# --- 9. history (issue 25) ------------------------------------------------------------------
+# --- 9. history ----------------------------------------------------------------------------
 if want 9; then
 echo
 echo "== 9. history: recording on (default, 100 events) and off (--history 0), back to back"
@@ -402,7 +402,7 @@ printf '%-34s %9s\n' "history on (2 events)" "$(idle_bytes 100)"
 printf '%-34s %9s\n' "history off (the fence alone)" "$(idle_bytes 0)"
 fi
 
-# --- 10. many keys (issue 27) -----------------------------------------------------------------
+# --- 10. many keys ----------------------------------------------------------------------------
 if want 10; then
 echo
 echo "== 10. many keys: rlock list over $NKEYS held locks beside a bare SCAN (ms, median of 3)"
@@ -449,7 +449,7 @@ printf '%-34s %9s\n' "rlock list peak RSS (KB)" "$list_rss"
 rcli FLUSHALL >/dev/null
 fi
 
-# --- 11. long lines (issue 27) ----------------------------------------------------------------
+# --- 11. long lines ---------------------------------------------------------------------------
 if want 11; then
 echo
 echo "== 11. long lines: N waiters on one key, released together (10 ms critical sections)"
@@ -515,7 +515,7 @@ for n in "${LINES[@]}"; do
 done
 fi
 
-# --- 12. layouts (issue 26) -------------------------------------------------------------------
+# --- 12. layouts ------------------------------------------------------------------------------
 if want 12; then
 echo
 echo "== 12. layouts: median of $RUNS runs (ms), uncontended rlock run k -- true"

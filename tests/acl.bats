@@ -153,7 +153,7 @@ setup_file() {
   assert_error 77
 }
 
-# --- refusals that name the fix (issue 21) ----------------------------------------------------
+# --- refusals that name the fix -----------------------------------------------------------------
 
 @test "an ACL refusal names what the user lacks and the ACL SETUSER that grants it (77)" {
   acl_lock_user nopub pw4 -publish

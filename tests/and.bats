@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # ctest-labels: fast
-# Several keys, all or nothing (`--and KEY`, issue 23): the command starts only when it
+# Several keys, all or nothing (`--and KEY`, docs/GUIDE.md "Several keys, all or nothing"): the command starts only when it
 # holds every key, with one token; keys are taken in one global order, so runs that name
 # them in opposite orders never deadlock; a waiter keeps its place in each line it
 # reaches (single-key holders cannot starve it) and holds the earlier keys, renewed,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # ctest-labels: slow
-# CI policies (issue 24): a label that says which job holds or waits (by default the CI
+# CI policies (docs/GUIDE.md "CI policies"): a label that says which job holds or waits (by default the CI
 # job's own URL), "deploy only the latest" (--supersede), a capped line (--max-waiters),
 # priorities (--priority: only a higher priority overtakes) and pools (--limit N gives
 # each holder RLOCK_SLOT, the lowest slot no live holder has).

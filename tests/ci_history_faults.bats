@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # ctest-labels: faults
-# Fault injection against the CI policies (issue 24) and the flight recorder (issue 25):
-# each test names a promise of SPEC "Third wave" (CI, Operators) or of the issues, and
+# Fault injection against the CI policies and the flight recorder (docs/GUIDE.md "CI
+# policies", "What happened: the history"): each test names a promise they make, and
 # failed on the code it was written against (c479d3a). Real servers, real faults: foreign
 # values and ACL users in Redis, SIGSTOP of a waiter (an outage), a closed pipe, a quorum
 # master paused during a release, a reply lost by fault_proxy.
@@ -140,7 +140,8 @@ redis_commands() {
 }
 
 @test "a lease deleted under its holder is recorded as lost with the holder's reason, not as expired" {
-  # SPEC: every ... loss ... is recorded; issue 25: "lost (why, when rlock knows)". The
+  # Every loss is recorded, as "lost" with why when rlock knows (docs/GUIDE.md "What
+  # happened: the history"). The
   # holder's renewal finds the lease gone 1s into a 30s lease: it did not "run out".
   run -0 "$RLOCK" run --ttl 3s --on-lost warn lz -- \
     sh -c 'sleep 0.3; redis-cli -h 127.0.0.1 -p "$0" del "lock:{lz}" >/dev/null; sleep 2' "$REDIS_PORT"

@@ -40,7 +40,7 @@ dead_url() {
   rl --help
   assert_success
   assert_output --partial "Exit status"
-  for code in 0 64 69 70 75 76 77 126/127 '128\+N'; do
+  for code in 0 64 69 70 71 75 76 77 126/127 '128\+N'; do
     assert_line --regexp "^  $code "
   done
 }
@@ -344,7 +344,7 @@ release, status, list, history, break or forget (see rlock --help)"
   refute_output --partial cmdstat_eval
 }
 
-# --- option order and help (issue 12) ---------------------------------------------------------
+# --- option order and help ----------------------------------------------------------------------
 
 @test "a subcommand's option before the subcommand is refused (64), naming where it goes" {
   T=$BATS_TEST_TMPDIR
@@ -424,7 +424,7 @@ release, status, list, history, break or forget (see rlock --help)"
   assert_equal "$(rcli exists 'lock:{jr}')" 0
 }
 
-# --- typos are never executed (issue 21) ------------------------------------------------------
+# --- typos are never executed -------------------------------------------------------------------
 
 @test "a mistyped option after run's KEY is refused (64) with a suggestion, never run" {
   T=$BATS_TEST_TMPDIR

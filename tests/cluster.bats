@@ -325,7 +325,7 @@ _migrating() {
   done
 }
 
-# --- first contact (issue 20 item 4) ------------------------------------------------------
+# --- first contact (man page, WAITING AND FAIRNESS) ---------------------------------------
 
 @test "first contact: a Cluster node that does not answer the redirect is retried within --wait" {
   # The seed (node 1) is healthy and redirects to node 2, which is stopped: the first

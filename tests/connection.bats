@@ -449,7 +449,7 @@ port_6379_free() {
   [[ $stderr != *topsecret* ]] || fail "the password leaked: $stderr"
 }
 
-# --- errors that name the fix (issue 21) -----------------------------------------------------
+# --- errors that name the fix ----------------------------------------------------------------
 
 @test "a server that wants a password: 77 naming --password-file, RLOCK_PASSWORD and the URL form" {
   want="rlock: Redis at redis://127.0.0.1:$AUTH_PORT/0 wants a password: give it with \

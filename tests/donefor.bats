@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # ctest-labels: fast
-# Once per period (`run --done-for D`, issue 23): after the command exits 0, KEY stays
+# Once per period (`run --done-for D`, docs/GUIDE.md "Cron: once per period"): after the command exits 0, KEY stays
 # taken for D from the command's end and status shows it as done (by whom, when); every
 # later run within D, and every waiter already in line when the success is recorded, is
 # "not acquired" (75, -E applies) with a line that says it was already done; after a

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # ctest-labels: slow
-# Fair waiting (issue 4): waiters are served first come, first served; a release wakes
+# Fair waiting (docs/PROTOCOL.md "Fairness: what is guaranteed"): waiters are served first come, first served; a release wakes
 # only the waiter whose turn it is; a dead, impatient or cancelled waiter never blocks the
 # line for longer than its own place lease; a waiter that has waited longer than that
 # lease keeps its place; a client with a wrong clock cannot reorder or stall the line; a
@@ -162,7 +162,7 @@ herd_cost() {
     pids+=("$BG_PID")
     # the arrival itself: this waiter is in line (the next one starts after it)
     wait_until "[ \$(n_waiters q) -eq $i ]" 30
-    sleep 0.15 # the spacing the issue names; the wait above is what orders them
+    sleep 0.15 # arrivals 150 ms apart; the wait above is what orders them
   done
   # status shows the line in arrival order
   line_is q "${pids[@]}"

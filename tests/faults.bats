@@ -188,7 +188,7 @@ base_rss_kb() {
   [[ $stderr != *"internal error"* ]] || fail "$stderr"
 }
 
-# --- first contact (issue 20 item 4) ------------------------------------------------------
+# --- first contact (man page, WAITING AND FAIRNESS) ---------------------------------------
 # With an explicit --wait, a first contact that is reset or not answered in time is retried
 # until the wait runs out, with one line that says so; a refusal, and any failure without
 # --wait, is still reported at once.

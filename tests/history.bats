@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # ctest-labels: fast
-# The operators' flight recorder (issue 25): every acquisition, release (with the
+# The operators' flight recorder (docs/GUIDE.md "What happened: the history"): every acquisition, release (with the
 # command's exit status and how long it held), lease kept on purpose, expiry without a
 # release, loss, break, supersede and give-up is recorded in a capped stream per key by
 # the scripts that change the state; `rlock history KEY [-n N] [--json] [--follow]` shows

@@ -167,7 +167,7 @@ hold() {
   assert_equal "$BG_STATUS" 0
 }
 
-# --- stopping a job stops all of it (SPEC, "Stopping a job stops all of it") -------------
+# --- stopping a job stops all of it (man page, PROCESS BEHAVIOUR OF RUN) ------------------
 
 @test "leftovers keep the lock, rlock says so at once off a terminal, and SIGTERM to rlock ends them" {
   rlock_bg holder run hk -c 'sleep 100 & echo $! >"$T/sleep"; exit 0'

@@ -227,7 +227,8 @@ shell_alive() {
   touch "$T/done"
 }
 
-# --- Ctrl-C stops the whole job (SPEC: "Stopping a job stops all of it") ---------------
+# --- Ctrl-C stops the whole job (man page, PROCESS BEHAVIOUR OF RUN: "Stopping a job
+# stops all of it") ---------------------------------------------------------------------
 
 ctrl_c() { tmux -L "$TMUX_SOCK" send-keys -t jc C-c; }
 screen() { tmux -L "$TMUX_SOCK" capture-pane -p -t jc; }

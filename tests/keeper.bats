@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # ctest-labels: faults slow
-# The keeper of `acquire --while-pid PID` under attack (SPEC "Shell scripts"): it renews
+# The keeper of `acquire --while-pid PID` under attack (docs/GUIDE.md "A lock for the script's whole life"): it renews
 # while PID lives, releases soon after PID ends, signals PID alone when the lease is lost,
 # and never signals PID for the owner's own release, whatever happens to the keeper, PID,
 # the caller or the server meanwhile:

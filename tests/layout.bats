@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # ctest-labels: fast
-# Other tools' layouts (issue 26): --layout plain (the seeds' NestJS service: SET
+# Other tools' layouts (docs/PROTOCOL.md "Other tools' layouts"): --layout plain (the seeds' NestJS service: SET
 # PREFIXKEY token NX PX, releases published on PREFIXrelease:KEY) and --layout redisson
 # (Redisson's hash at KEY, field = holder id, value = hold count; unlock publishes "0" on
 # redisson_lock__channel:{KEY}). Here: rlock on its own, against the keys and channels

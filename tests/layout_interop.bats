@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # ctest-timeout: 420
 # ctest-labels: topology slow
-# --layout plain and --layout redisson against clients nobody here wrote (issue 26):
+# --layout plain and --layout redisson against clients nobody here wrote (docs/PROTOCOL.md
+# "Other tools' layouts"):
 # - plain: tests/interop/seed_service.js, the NestJS RedisLockService of the seeds
 #   (../shared/seeds/000_*), re-implemented from its text over ioredis: `lock:KEY`, a
 #   1 s fallback retry, PSUBSCRIBE lock:release:*;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # ctest-labels: fast
-# `rlock list` over many locks (issue 27): on one server that is no Cluster node, one
+# `rlock list` over many locks (docs/PROTOCOL.md "list"): on one server that is no Cluster node, one
 # read-only `list` script call per 512 locks (one prelude each, not one per lock), with
 # the same lines as before; where a call cannot hold keys of several slots (a Cluster of
 # one node) it falls back to each lock's status.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # ctest-labels: slow
-# A lock for a script's whole life, and nesting that never waits on itself (SPEC "Shell
-# scripts"):
+# A lock for a script's whole life, and nesting that never waits on itself (docs/GUIDE.md
+# "Nesting"):
 # - a nested `run` of a key the environment (RLOCK_HELD) says is held runs at once,
 #   renews and releases nothing and passes the exit status; across keys (a, b, a) too;
 # - RLOCK_HELD is checked against Redis: a forged one, one copied from a finished run, or

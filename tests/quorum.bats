@@ -599,7 +599,7 @@ fences_grow() {
     {prev = $1} END {exit bad}' "$T/fences" || fail "fences went backwards: $(cat "$T/fences")"
 }
 
-# the issue's sequence up to the empty restart: F3 misses the grants and commits of a few
+# the failure sequence up to the empty restart: F3 misses the grants and commits of a few
 # runs (cut off), comes back with its data, then F1 restarts empty.
 stale_and_empty() {
   local key=$1 n

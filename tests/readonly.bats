@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # ctest-labels: fast
-# Inspection is read-only (SPEC): `status` and `list` work for an ACL user that may only
+# Inspection is read-only (docs/GUIDE.md "Connecting"): `status` and `list` work for an ACL user that may only
 # read, subscribe and run read-only scripts, against a replica, and against a server
 # without EVAL_RO/EVALSHA_RO (Redis 6, simulated with rename-command). Purging dead
 # waiters is left to the commands that write.

@@ -467,7 +467,7 @@ holder_record() {
   assert_output "true 0 true"
 }
 
-# --- shared locks and done leases beside protocol 3 (issue 23) ----------------------------------
+# --- shared locks and done leases beside protocol 3 ---------------------------------------------
 
 # sacq VERSION KEY TOKEN [MODE=try] [ATTEMPT=1]: a shared acquire (ARGV[12]).
 sacq() {
@@ -591,7 +591,7 @@ sacq() {
   assert_equal "$(messages)" 0
 }
 
-# --- CI policies beside protocol 3 (issue 24) ---------------------------------------------------
+# --- CI policies beside protocol 3 ---------------------------------------------------------------
 
 # pacq KEY TOKEN PRIORITY [SUPERSEDE] [CAP] [ATTEMPT=1]: a waiting acquire of these scripts
 # with a line policy (ARGV[13-16]).

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # ctest-labels: fast
-# Counting semaphores (`--limit N`, issue 4): at most N holders at once, each with its own
+# Counting semaphores (`--limit N`, docs/GUIDE.md "Pools"): at most N holders at once, each with its own
 # token, fence and lease; a crashed holder frees its slot after its TTL; the limit is
 # stored with the key and a different one (or a plain lock) is refused with 64; waiters
 # are served first come, first served as places free up, one release waking exactly one

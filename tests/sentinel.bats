@@ -169,7 +169,7 @@ _watchers() {
 @test "SENTINEL FAILOVER half done: no second holder, whichever sentinel is asked first" {
   # The leader (PASENT1) has promoted PAREPLICA and waits for PASLOW: its SENTINEL MASTER
   # still names PAMASTER, which still answers ROLE with master; every sentinel's
-  # get-master-addr-by-name names PAREPLICA (issue 20).
+  # get-master-addr-by-name names PAREPLICA (man page, CHOOSING A TOPOLOGY: Sentinel).
   slow_failover_setup PA plannedA
   run "$RLOCK" --url "$PA_URL1" run s-planned -- sh -c 'echo "$RLOCK_FENCE"'
   assert_success

@@ -1,8 +1,8 @@
 #!/usr/bin/env bats
 # ctest-labels: topology
 # Redis Sentinel, a planned failover (SENTINEL FAILOVER) that stays half done: the
-# sentinels name the promoted replica while the old master still takes writes (issue 20
-# item 1). A grant counts only if the sentinels, asked after it was made, still name the
+# sentinels name the promoted replica while the old master still takes writes (man page,
+# CHOOSING A TOPOLOGY: Sentinel). A grant counts only if the sentinels, asked after it was made, still name the
 # master that made it; a void one is released there and the waiter goes on, on the master
 # they name. Real servers and sentinels (tests/helpers/topology.bash, slow_failover_setup).
 

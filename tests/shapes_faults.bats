@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # ctest-labels: fast faults
-# Fault injection against the third wave's lock shapes (shared locks, run --done-for,
-# --and): each test states a promise of SPEC "Shell scripts"/"Cron" and fails while the
+# Fault injection against the lock shapes (shared locks, run --done-for,
+# --and): each test states a promise of docs/GUIDE.md ("Shared locks", "Cron: once per
+# period", "Several keys, all or nothing") and fails while the
 # code breaks it (each was found by a fault-injection review and fixed).
 
 # shellcheck disable=SC2016 # single-quoted scripts are expanded by the child's shell
@@ -123,7 +124,8 @@ p3_acquire() {
   sleep 1.2
   s=$("$RLOCK" acquire --limit 2 --ttl 30s lm)
   "$RLOCK" extend lm --token "$s" --ttl 30s
-  # SPEC: a marker on a --limit key makes 0.4.0 hosts refuse it during a rolling upgrade
+  # A marker on a --limit key makes 0.4.0 hosts refuse it during a rolling upgrade
+  # (docs/PROTOCOL.md "Versions")
   assert_equal "$(rcli get 'lock:{lm}')" ""
   run -0 p3_acquire lm old 30000 2
   assert_line --index 0 OK

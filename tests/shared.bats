@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # ctest-labels: fast
-# Shared locks (`--shared`/`-s`, as flock -s; issue 23): any number of shared holders or
+# Shared locks (`--shared`/`-s`, as flock -s; docs/GUIDE.md "Shared locks"): any number of shared holders or
 # one exclusive holder; the line stays first come, first served across both kinds, so an
 # exclusive waiter is never overtaken by shared ones that came after it; each acquisition
 # has its own fence; a `SET NX` client is kept out while shared holders hold (the key

@@ -221,7 +221,7 @@ plain-text connections; use rediss:// instead of redis:// (or the server's plain
   assert_regex "$stderr" 'EVALSHA(_RO)? [0-9.]+ms'
 }
 
-# --- libssl is loaded only for TLS (issue 10) ------------------------------------------
+# --- libssl is loaded only for TLS (docs/DESIGN.md, "Start-up cost") --------------------
 
 @test "rlock links no TLS library: libssl is loaded only for rediss://" {
   command -v readelf >/dev/null || skip "readelf not installed"

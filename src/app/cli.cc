@@ -38,6 +38,8 @@ constexpr const char* kExitTable = R"(Exit status:
   70       internal or protocol error: a reply rlock did not expect, or a
            key under rlock's prefix that another program wrote (the message
            names the key and its type)
+  71       the keeper of acquire --while-pid could not be started (no pipe
+           or fork, or it died before it was ready)
   75       lock not acquired: taken, --no-wait, or --wait ran out (-E changes
            it)
   76       lock lost or not held: lease lost during run, or a token that no

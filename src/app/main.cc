@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
   // Last messages get a bounded chance to reach a slow stderr; never a hang.
   rlock::stderr_drain(std::chrono::milliseconds(500));
   // A reader that closed standard output (`| head`): killed by SIGPIPE, as
-  // coreutils are, with nothing said (README "Exit status").
+  // coreutils are, with nothing said (docs/GUIDE.md "Exit status").
   rlock::end_if_reader_gone();
   return status;
 }

@@ -113,8 +113,8 @@ std::string owners_of(CLI::App& app, const std::string& name, std::vector<std::s
   return list;
 }
 
-// A subcommand's option written before the subcommand is refused (SPEC,
-// "Options"): it is never taken for anything else, run's command included.
+// A subcommand's option written before the subcommand is refused (the man
+// page's OPTIONS): it is never taken for anything else, run's command included.
 void check_option_order(const std::vector<std::string>& words, CLI::App& app) {
   size_t sub = subcommand_at(words, app);
   std::string sub_name = sub < words.size() ? words[sub] : "";

@@ -129,7 +129,7 @@ int hand_to_keeper(const GlobalOptions& g, Lock& lock, const std::string& token,
       release_afresh(g, o, token);
       log_error(fmt::format("cannot start the keeper: it ended (pid {}); '{}' is released",
                             static_cast<long>(keeper.pid()), escape_text(o.key)));
-      status = 71;
+      status = exitcode::kNoKeeper;
       break;
   }
   keeper.abandon();
@@ -157,7 +157,7 @@ void refuse_foreign_pid(const LockOptions& o, const std::string& key, const Hold
 // a run waits for its command's process group (led by its child, or by a
 // nested run's child), a keeper's script for nothing but itself. Anywhere
 // else (set -m, setsid) it would run on unlocked once the holder ends, with
-// nobody told: 64 (README "Nesting").
+// nobody told: 64 (docs/GUIDE.md "Nesting").
 void refuse_leaving_group(Session& s, Lock& part, const LockOptions& o, const HeldEntry& e,
                           const Holder& enclosing) {
   auto pid = static_cast<pid_t>(o.while_pid ? o.while_pid : getppid());

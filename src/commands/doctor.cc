@@ -1,5 +1,6 @@
 // `rlock doctor`: whether the Redis that rlock is pointed at is safe for locks,
-// checked the way a lock depends on it (README "Is my Redis safe for locks?").
+// checked the way a lock depends on it (the man page's doctor; docs/GUIDE.md
+// "Pointing rlock at Redis").
 // Every check reads, except the ACL check, which runs the commands a lock
 // needs on scratch keys of its own (a hash tag no lock has, each key with a
 // 10-second expiry, all deleted at the end) so that no lock is touched.
@@ -254,7 +255,7 @@ class Examiner {
     if (replicas > 0)
       add("role", Verdict::Ok,
           fmt::format("a master with {} replica{}: a failover may lose a grant made just "
-                      "before it (README \"When the lock can still be given twice\"); "
+                      "before it (man rlock, CHOOSING A TOPOLOGY); "
                       "--sync-replicas N makes each grant wait for N of them",
                       replicas, replicas == 1 ? "" : "s"));
     else

@@ -21,8 +21,8 @@ enum class Nested { No, Inside, Owner };
 // several keys, --and, is listed once per key), confirmed with Redis:
 // - Inside: the holder is an enclosing `run`, or the process a keeper watches
 //   while the release comes from deeper down: a nested release, which never
-//   frees the outer lock while its holder goes on (SPEC "Reentrant by
-//   inheritance"): nothing to do, whichever keys it names;
+//   frees the outer lock while its holder goes on (docs/GUIDE.md
+//   "Nesting"): nothing to do, whichever keys it names;
 // - Owner: a release under the RLOCK_HELD the keeper's owner evaluated (not a
 //   nested copy): the keeper is told to release and stop (SIGUSR1), so that it
 //   does not take the release for a lost lease. It releases every key it

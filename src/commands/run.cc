@@ -79,9 +79,10 @@ std::vector<std::string> command_env(const std::vector<Lock*>& parts, const std:
 // exited, while processes it left behind keep the lock.
 constexpr Millis kGroupPoll{100};
 
-// A stop request (SPEC, "Stopping a job stops all of it"): one of these
-// signals received by rlock while the command runs or leftovers hold the lock,
-// or a command that ended by one of them (killed by it, or exiting 128+N).
+// A stop request (the man page's PROCESS BEHAVIOUR OF RUN: "Stopping a job
+// stops all of it"): one of these signals received by rlock while the command
+// runs or leftovers hold the lock, or a command that ended by one of them
+// (killed by it, or exiting 128+N).
 bool is_stop_signal(int sig) {
   return sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT;
 }
@@ -97,7 +98,7 @@ constexpr Millis kListenAfter{200};
 // A nested run joins the enclosing hold (NestedLock::acquire) at once: it
 // never waits. An enclosing hold that ended between the check of RLOCK_HELD
 // and the join (its command exited at once) is "not acquired" (75): the
-// command never ran (README "Nesting").
+// command never ran (docs/GUIDE.md "Nesting").
 class NestedJoin : public Acquisition {
  public:
   NestedJoin(NestedLock& lock, std::string token, WaitSpec spec)
@@ -140,7 +141,7 @@ class NestedJoin : public Acquisition {
 
 }  // namespace
 
-/// A nested run (README "Nesting"): the enclosing holders' entries (one per
+/// A nested run (docs/GUIDE.md "Nesting"): the enclosing holders' entries (one per
 /// key) and the environment its command gets.
 struct NestedRun {
   std::vector<HeldEntry> found;
@@ -209,7 +210,7 @@ class Runner {
   }
 
   // A stop request to this run reaches the nested runs under its token on
-  // this host (README "Nesting"), each once: their own group is outside this
+  // this host (docs/GUIDE.md "Nesting"), each once: their own group is outside this
   // run's. A pid is signalled only while it is still an rlock process.
   void pass_stop(int sig) {
     if (nested_ || !holding()) return;
@@ -511,7 +512,8 @@ class Runner {
 
   // Always released, even after a loss: renewals that timed out may have left
   // the key ours, and the release is token-checked. A release that finds the
-  // token no longer holding reports the loss (SPEC: a loss is never hidden).
+  // token no longer holding reports the loss (a loss is never hidden: the man
+  // page's PROCESS BEHAVIOUR OF RUN).
   // A lease kept by --min-hold is marked with the command's own status.
   void release_and_exit(int code) {
     int command = command_status_ ? *command_status_ : -1;
@@ -605,7 +607,7 @@ void refuse_leaving_group(const GlobalOptions& g, const HeldEntry& e, const Hold
       e.key, holder.info.pid, where));
 }
 
-// A nested run (README "Nesting"): when the environment says this process
+// A nested run (docs/GUIDE.md "Nesting"): when the environment says this process
 // already holds the lock and Redis confirms it, the command runs at once,
 // inside the enclosing hold. In the rlock layout on one deployment the run
 // holds a nested hold of its own for as long as it runs (returned: Runner);

@@ -10,7 +10,7 @@ namespace rlock {
 
 using Millis = std::chrono::milliseconds;
 
-/// The longest duration any option accepts (SPEC: 366 days).
+/// The longest duration any option accepts (the man page's DURATIONS).
 inline constexpr Millis kMaxDuration{366LL * 24 * 3600 * 1000};
 
 /// Parses a duration. Throws a usage Error naming `what` on bad input, a

@@ -1,5 +1,6 @@
-// Typed errors: one kind per boundary, each carrying the exit status of the
-// spec's table. Lower layers throw these; only run_cli (cli.cc) turns them into an exit.
+// Typed errors: one kind per boundary, each carrying its exit status from the
+// exit table (--help, the man page's EXIT STATUS, README). Lower layers throw
+// these; only run_cli (cli.cc) turns them into an exit.
 #pragma once
 
 #include <stdexcept>
@@ -7,13 +8,14 @@
 
 namespace rlock {
 
-/// Exit statuses of the spec's table (sysexits-style where they overlap).
+/// Exit statuses of the exit table (sysexits-style where they overlap).
 namespace exitcode {
 inline constexpr int kOk = 0;
 inline constexpr int kFree = 1;          // `status`/`break`: KEY is not held
 inline constexpr int kUsage = 64;        // bad flag, duration, URL, key, token
 inline constexpr int kUnavailable = 69;  // connect/TLS/timeout/IO failure
 inline constexpr int kProtocol = 70;     // internal error or unexpected reply
+inline constexpr int kNoKeeper = 71;     // acquire --while-pid: no keeper started
 inline constexpr int kNotAcquired = 75;  // taken, --no-wait, --wait ran out
 inline constexpr int kLost = 76;         // lease lost, or token no longer holds
 inline constexpr int kPermission = 77;   // NOAUTH / WRONGPASS / NOPERM

@@ -13,11 +13,10 @@ namespace {
 
 constexpr size_t kChunk = 512;
 
-// The queue and its counters. Only rlock's single thread touches them (signal
+// The queue and its counter. Only rlock's single thread touches them (signal
 // handlers never print).
 std::string g_queue;
-size_t g_dropped = 0;     // messages dropped, all time
-size_t g_unreported = 0;  // of those, not yet reported on stderr
+size_t g_unreported = 0;  // messages dropped, not yet reported on stderr
 
 bool writable_now() {
   pollfd p{STDERR_FILENO, POLLOUT, 0};
@@ -30,10 +29,7 @@ bool writable_now() {
 }
 
 void drop_queue() {
-  if (!g_queue.empty()) {
-    ++g_dropped;
-    ++g_unreported;
-  }
+  if (!g_queue.empty()) ++g_unreported;
   g_queue.clear();
 }
 
@@ -78,14 +74,12 @@ void stderr_write(std::string_view text) {
   if (text.empty()) return;
   try {
     if (g_queue.size() + text.size() > kStderrBuffer) {
-      ++g_dropped;
       ++g_unreported;
     } else {
       g_queue.append(text);
     }
   } catch (...) {
     // Out of memory while queueing a message: drop it rather than die.
-    ++g_dropped;
     ++g_unreported;
   }
   stderr_pump();
@@ -107,10 +101,6 @@ void stderr_drain(std::chrono::milliseconds limit) {
     stderr_pump();
   }
   g_queue.clear();
-}
-
-size_t stderr_dropped() {
-  return g_dropped;
 }
 
 }  // namespace rlock

@@ -1,7 +1,7 @@
 // rlock's only way to write to standard error. It never throws and never
 // blocks: rlock must go on renewing, releasing and exiting with the right
 // status when stderr is a closed pipe, a full disk or a terminal that stopped
-// reading (SPEC, "Nothing kills rlock but a signal").
+// reading (docs/GUIDE.md: "Nothing kills rlock but a signal").
 //
 // Descriptor 2 is shared with the child, so it stays blocking (no O_NONBLOCK):
 // a write is only attempted when poll() says it is writable, in chunks small
@@ -31,10 +31,7 @@ void stderr_pump();
 /// Before exit: waits at most `limit` for the queue to drain, then drops it.
 void stderr_drain(std::chrono::milliseconds limit);
 
-/// Messages dropped so far (full buffer, or a write that failed).
-size_t stderr_dropped();
-
-/// The buffer's capacity in bytes (for tests).
+/// The buffer's capacity in bytes.
 inline constexpr size_t kStderrBuffer = 16 * 1024;
 
 }  // namespace rlock

@@ -1,4 +1,4 @@
-// Reentrancy by inheritance (SPEC "Shell scripts"): the locks a process holds
+// Reentrancy by inheritance (docs/GUIDE.md "Nesting"): the locks a process holds
 // travel to everything it runs in RLOCK_HELD, one line per lock:
 //
 //   TOKEN <tab> KEY <tab> PREFIX <tab> WHERE [<tab> keeper=PID:START [<tab> nested]]

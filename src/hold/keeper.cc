@@ -219,7 +219,7 @@ StartedKeeper start_keeper(Lock& lock, const std::string& token, const Acquired&
                            const KeeperSpec& spec, uint64_t pid_start) {
   int ready[2], go[2];
   if (pipe(ready) != 0 || pipe(go) != 0)
-    throw Error(ErrorKind::Exec, fmt::format("pipe: {}", strerror(errno)), 71);
+    throw Error(ErrorKind::Exec, fmt::format("pipe: {}", strerror(errno)), exitcode::kNoKeeper);
   for (int fd : {ready[0], ready[1], go[0], go[1]}) fcntl(fd, F_SETFD, FD_CLOEXEC);
   // Blocked across the fork: in this process until its _exit (a signal
   // handler here would write to the self-pipe the keeper shares); in the
@@ -235,7 +235,7 @@ StartedKeeper start_keeper(Lock& lock, const std::string& token, const Acquired&
     wait_for<ReleaseReply>(
         lock.loop(), [&](Done<ReleaseReply> d) { lock.release(token, Millis(0), std::move(d)); });
     throw Error(ErrorKind::Exec, fmt::format("cannot start the keeper: fork: {}", strerror(err)),
-                71);
+                exitcode::kNoKeeper);
   }
   if (pid == 0) {
     close(ready[0]);

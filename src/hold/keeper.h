@@ -75,8 +75,9 @@ class StartedKeeper {
 /// Every signal stays blocked in this process (a handler here would write to
 /// the self-pipe the keeper shares): it is to leave by _exit once it has
 /// handed the token over (its connections are the keeper's now: no
-/// destructor may close or shut them). An Exec Error (71) when the keeper
-/// cannot be started (pipe, fork), the lease released first.
+/// destructor may close or shut them). An Exec Error (71,
+/// exitcode::kNoKeeper) when the keeper cannot be started: a fork that fails
+/// (the lease released first), or a pipe (the lease left to run out).
 StartedKeeper start_keeper(Lock& lock, const std::string& token, const Acquired& acquired,
                            const KeeperSpec& spec, uint64_t pid_start);
 

@@ -214,8 +214,8 @@ void MultiAcquirer::renew(bool finishing) {
           if (!o.error && o.value.held) {
             h.deadline = later(sent, std::clamp(o.value.ttl, Millis(0), h.acquired.ttl));
             h.next = later(sent, h.acquired.ttl / 3);
-            // Latest wins in every key (README, "--supersede"): a newer
-            // superseding job joined the line of a key this one holds.
+            // Latest wins in every key (--supersede, docs/GUIDE.md "CI policies"): a
+            // newer superseding job joined the line of a key this one holds.
             if (o.value.superseded_by && !*superseded)
               *superseded =
                   Error(ErrorKind::NotAcquired,

@@ -1,4 +1,4 @@
-// Nested holds (README "Nesting", docs/PROTOCOL.md "nest"): a `run` let in
+// Nested holds (docs/GUIDE.md "Nesting", docs/PROTOCOL.md "nest"): a `run` let in
 // through RLOCK_HELD holds the lock under the enclosing holder's token for as
 // long as it runs, wherever its process group or session is. Its hold is a
 // record with a lease of its own (the nest script), renewed by its watchdog

@@ -1,6 +1,6 @@
-// A lock's history (`rlock history`, SPEC "Operators"): the events the
-// scripts record in PREFIX{KEY}:log, a capped Redis stream, in the same call
-// that changes the state: acquired, released, kept (--min-hold), done
+// A lock's history (`rlock history`, docs/GUIDE.md "What happened: the
+// history"): the events the scripts record in PREFIX{KEY}:log, a capped Redis
+// stream, in the same call that changes the state: acquired, released, kept (--min-hold), done
 // (--done-for), expired (without a release, noticed by the next script),
 // lost (its holder said why), broken, superseded, gave-up.
 #pragma once

@@ -1,5 +1,6 @@
-// Several keys, all or nothing (`--and`, SPEC "Shell scripts"): one token
-// holds every key; the command starts only once it holds them all.
+// Several keys, all or nothing (`--and`, docs/GUIDE.md "Several keys, all or
+// nothing"): one token holds every key; the command starts only once it holds
+// them all.
 //
 // Keys live where their names put them (a Cluster spreads them over slots),
 // so no one script can take them together. They are taken one after another

@@ -153,7 +153,7 @@ struct ReleaseReply {
   /// AlreadyReleased: a retried release whose first try had released it.
   /// KeptAsDone: kept for --done-for after a success (marked done).
   /// KeptForNested: nested holds under the token still run; the last of them
-  /// to end releases it (protocol 4, README "Nesting").
+  /// to end releases it (protocol 4, docs/GUIDE.md "Nesting").
   enum class State {
     Released,
     NotHeld,

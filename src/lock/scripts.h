@@ -11,10 +11,6 @@
 
 namespace rlock {
 
-/// The version of the protocol these scripts speak (docs/PROTOCOL.md). They
-/// accept the state that version - 1 wrote.
-inline constexpr int kProtocolVersion = 2;
-
 struct Script {
   const char* name;
   std::string source;

@@ -32,9 +32,10 @@ using Args = std::vector<std::string>;
 /// and a command answered in time never needs them.
 using Undo = std::function<std::vector<Args>()>;
 
-/// Where the password came from (SPEC precedence), for messages and for
-/// redis-cli's rule: REDISCLI_AUTH against a server without a password is
-/// ignored, any other password there is a permission error (77).
+/// Where the password came from (the precedence the man page gives under
+/// --password-file), for messages and for redis-cli's rule: REDISCLI_AUTH
+/// against a server without a password is ignored, any other password there
+/// is a permission error (77).
 enum class PasswordSource { None, Url, File, RlockEnv, RediscliEnv, SentinelFile, SentinelEnv };
 const char* describe(PasswordSource s);
 

@@ -91,7 +91,6 @@ class SentinelDiscovery {
   std::unique_ptr<Connection> watch_conn_;
   size_t watching_ = 0;
   Loop::TimerId rewatch_timer_ = 0, poll_timer_ = 0;
-  bool polling_ = false;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

@@ -28,8 +28,8 @@ struct Endpoint {
   std::string address() const;
 };
 
-/// Parses a URL of the spec's forms. Throws a usage Error on anything else,
-/// naming what is wrong (scheme, port, db, bracket…); the message shows the
+/// Parses a URL of the forms the man page's URLS lists. Throws a usage Error
+/// on anything else, naming what is wrong (scheme, port, db, bracket…); the message shows the
 /// URL through redact_url(), never with its password. An empty host, an
 /// empty password after ':', a %00 anywhere and control characters in the
 /// user name or host are errors too.

@@ -284,12 +284,12 @@ Child Child::spawn(const SpawnSpec& spec) {
   sigfillset(&all);
   sigprocmask(SIG_SETMASK, &all, &old);
   // vfork() where it is safe: it copies no page tables and takes no
-  // copy-on-write faults (issue 10). The child runs in rlock's memory until it
-  // execs or _exits, making only system calls and writing only its own stack
-  // and the plan made for it (become_command). vfork() must be called here,
-  // in the frame the child leaves by exec, never from a helper it returns
-  // from. Under AddressSanitizer, plain fork(): its shadow stack is not
-  // vfork-aware.
+  // copy-on-write faults (docs/DESIGN.md, "Start-up cost"). The child runs in
+  // rlock's memory until it execs or _exits, making only system calls and
+  // writing only its own stack and the plan made for it (become_command).
+  // vfork() must be called here, in the frame the child leaves by exec, never
+  // from a helper it returns from. Under AddressSanitizer, plain fork(): its
+  // shadow stack is not vfork-aware.
 #if defined(__linux__) && !RLOCK_HAS_ASAN
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"

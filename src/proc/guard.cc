@@ -53,7 +53,7 @@ namespace {
 #if defined(__linux__) && (defined(__x86_64__) || defined(__aarch64__)) && !RLOCK_HAS_ASAN
 // On Linux the guard is cloned with CLONE_VM: it shares rlock's memory instead of
 // copying rlock's page tables and making every page rlock writes afterwards a
-// copy-on-write fault (about 0.2 ms of every run, issue 10). It still is a process
+// copy-on-write fault (about 0.2 ms of every run: docs/PERFORMANCE.md). It still is a process
 // of its own (own descriptor table, own session), so it outlives rlock's death
 // exactly as a forked guard would: the memory stays mapped for it. Sharing memory
 // and rlock's thread pointer, it must not touch anything of libc's state, errno

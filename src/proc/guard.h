@@ -19,7 +19,8 @@ namespace rlock {
 ///
 /// The guard is forked before the command (start(), while the acquire request
 /// is in flight), so that its fork is not on the path from "acquired" to
-/// "command started" (issue 10); watch() then names the group.
+/// "command started" (docs/DESIGN.md, "Start-up cost"); watch() then names the
+/// group.
 class GroupGuard {
  public:
   /// Forks a guard that waits to be told its group. Returns an inactive guard
@@ -37,7 +38,7 @@ class GroupGuard {
   GroupGuard(GroupGuard&& other) noexcept;
   GroupGuard& operator=(GroupGuard&& other) noexcept;
   /// Tells the guard to stand down without waiting for it to exit (one write):
-  /// the release need not wait for the guard (issue 10).
+  /// the release need not wait for the guard (docs/DESIGN.md, "Start-up cost").
   void stand_down();
   /// Stands the guard down if that was not done yet, and reaps it.
   ~GroupGuard();

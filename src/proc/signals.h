@@ -14,7 +14,7 @@ inline constexpr int kForwardedSignals[] = {SIGINT,  SIGTERM, SIGHUP,   SIGQUIT,
 /// Every signal whose disposition rlock ever changes: the forwarded ones,
 /// SIGTSTP and SIGCHLD (handled by `run`) and SIGPIPE (ignored). Only these are
 /// recorded at start and restored in a child: one system call each, not one per
-/// signal number (issue 10: ~200 sigaction calls per run before).
+/// signal number (~200 sigaction calls per run before: docs/PERFORMANCE.md).
 inline constexpr int kTouchedSignals[] = {SIGINT,   SIGTERM, SIGHUP,  SIGQUIT, SIGUSR1, SIGUSR2,
                                           SIGWINCH, SIGCONT, SIGTSTP, SIGCHLD, SIGPIPE};
 

@@ -1,5 +1,5 @@
 // parse_url (or, for redis-sentinel:// and rediss-sentinel://, parse_sentinel_url) on any
-// bytes: Endpoints within the spec's ranges, or a usage Error (exit 64).
+// bytes: Endpoints within the ranges of the man page's URLS, or a usage Error (exit 64).
 // Any other exception escapes and libFuzzer reports it. Endpoint::display() must not depend
 // on the password (it is what rlock prints about a server), and an error message may not
 // show it either.

@@ -347,7 +347,8 @@ _rlock_planned_window() {
 # SENTINEL FAILOVER through ${P}SENT1, which promotes ${P}REPLICA and then waits for ${P}SLOW
 # (up to down-after or failover-timeout). Returns once every sentinel's
 # get-master-addr-by-name names ${P}REPLICA while ${P}SENT1's SENTINEL MASTER still names
-# ${P}MASTER, and both answer ROLE with "master": the window of issue 20. It lasts until
+# ${P}MASTER, and both answer ROLE with "master": the window in which two could hold the lock (man page, CHOOSING A
+# TOPOLOGY: Sentinel). It lasts until
 # ${P}SLOW resumes, or the other sentinels turn ${P}MASTER into a replica (some 8s after
 # they switched).
 slow_failover_start() {

@@ -76,10 +76,11 @@
 #       superseded, not frozen past its TTL, not broken while inside, write not rejected,
 #       command not ended by a signal ("a loss is never hidden": such runs exit 76).
 #   break: a run whose lock `rlock break` removed while it was inside is out within
-#       break_grace_ms of the break (SPEC: "a holder hears a break within about a second").
+#       break_grace_ms of the break (the man page, break: a holder hears it "within about a
+#       second").
 #   release: a failed release (rlock: "could not release") away from any restart,
 #       failover or acl fault (a release the ACL refuses is 77, the lease then expiring by
-#       itself): SPEC says it is retried on a new connection first.
+#       itself): it is retried on a new connection first (man page, --timeout).
 #   shutdown: the lock is free after the soak, a newcomer gets in with `run -n` (no dead
 #       waiter blocks it), no key of the lock but its fence counter and history is left
 #       without an expiry, and no process is left behind.

@@ -16,7 +16,8 @@
 # DIR/err/C, each run's lines after a "== RUN" marker: STDERR is "file". With
 # STDERR_FAULTS=1, each run draws one of four: file; "full" (/dev/full: every write
 # fails with ENOSPC); "epipe" (a FIFO without a reader: EPIPE); "stall" (a FIFO whose
-# reader never reads: once its 64 KiB are full, a write would block). SPEC: a failed or
+# reader never reads: once its 64 KiB are full, a write would block). docs/GUIDE.md, "Nothing kills rlock but
+# a signal": a failed or
 # stalled stderr neither kills rlock nor delays renewal.
 #
 # Nested runs (NESTED_PCT, 0-100: that share of the runs): the run's command starts a
