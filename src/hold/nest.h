@@ -76,9 +76,8 @@ class NestedLock : public Lock {
   };
   /// Runs the nest script `op` on every part in turn; a hold stops at the
   /// first part whose enclosing hold is gone.
-  /// `ttl`: a hold's lease, in ms.
-  void each(const std::string& op, const std::string& ttl, Done<std::vector<Step>> done,
-            Millis timeout);
+  /// `ttl`: a hold's lease.
+  void each(const std::string& op, Millis ttl, Done<std::vector<Step>> done, Millis timeout);
 
   std::unique_ptr<Lock> inner_;
   std::vector<Lock*> parts_;

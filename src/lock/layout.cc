@@ -5,6 +5,7 @@
 #include "core/sha1.h"
 #include "core/text.h"
 #include "lock/holder_token.h"
+#include "lock/script_args.h"
 #include "lock/scripts.h"
 #include "lock/single.h"
 #include "lua_scripts.h"
@@ -114,9 +115,17 @@ Args release_args(const LockNames& n, const std::string& token, Millis tomb) {
   // Plain: the payload is the KEY (the seed's service matches the channel; a
   // listener that reads the message finds the same name); Redisson's release
   // script publishes its own unlock message, "0".
-  std::string life = std::to_string(std::min(tomb, Millis(86'400'000)).count());
-  if (n.layout == Layout::Plain) return {token, n.channel, n.key, life, new_token()};
-  return {token, n.channel, life, new_token()};
+  Millis life = std::min(tomb, Millis(86'400'000));
+  if (n.layout == Layout::Plain)
+    return PlainReleaseArgs{.token = token,
+                            .channel = n.channel,
+                            .payload = n.key,
+                            .tombstone = life,
+                            .release_id = new_token()}
+        .to_argv();
+  return RedissonReleaseArgs{
+      .id = token, .channel = n.channel, .tombstone = life, .release_id = new_token()}
+      .to_argv();
 }
 
 }  // namespace
@@ -141,7 +150,8 @@ void LayoutLock::acquire(const std::string& token, Millis ttl, bool /*queue*/,
   acquired_ttl_ = ttl;
   LockNames n = names_;
   run<AcquireReply>(
-      client(), scripts(layout()).acquire, {names_.lock}, {token, std::to_string(ttl.count())},
+      client(), scripts(layout()).acquire, {names_.lock},
+      LayoutAcquireArgs{.token = token, .ttl = ttl}.to_argv(),
       [n](const Reply& r) {
         auto& e = r.as_array("an acquire reply", 2);
         const std::string& tag = e[0].as_string("an acquire status");
@@ -185,7 +195,7 @@ void LayoutLock::extend(const std::string& token, Millis ttl, Done<ExtendReply> 
   // again with the tombstone, to tell a release with the token from a loss.
   const Script* s = &scripts(layout()).extend;
   Client* c = &client();
-  Args argv{token, std::to_string(ttl.count())};
+  Args argv = LayoutExtendArgs{.token = token, .ttl = ttl}.to_argv();
   Args both{names_.lock, layout_tombstone(names_, token)};
   run<ExtendReply>(
       client(), *s, {names_.lock}, argv, parse,
@@ -292,7 +302,9 @@ void LayoutLock::status(Done<LockStatus> done) {
 }
 
 void LayoutLock::break_lock(Done<long> done) {
-  Args argv = layout() == Layout::Plain ? Args{names_.channel, names_.key} : Args{names_.channel};
+  Args argv = layout() == Layout::Plain
+                  ? PlainBreakArgs{.channel = names_.channel, .payload = names_.key}.to_argv()
+                  : RedissonBreakArgs{.channel = names_.channel}.to_argv();
   run<long>(
       client(), scripts(layout()).brk, {names_.lock}, argv,
       [](const Reply& r) { return static_cast<long>(r.as_int("a break reply")); }, std::move(done));
