@@ -16,7 +16,7 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 DOC = ROOT / "docs" / "PROTOCOL.md"
-LUA = ROOT / "src" / "lua"
+LUA = ROOT / "src" / "lock" / "lua"
 MARK = "-- >8 --"
 
 
