@@ -143,8 +143,8 @@ void NestedLock::each(const std::string& op, Millis ttl, Done<std::vector<Step>>
   (*next)();
 }
 
-void NestedLock::acquire(const std::string& token, Millis ttl, bool, const HolderInfo& info, long,
-                         Done<AcquireReply> done, Millis timeout) {
+void NestedLock::do_acquire(const std::string& token, Millis ttl, bool, const HolderInfo& info,
+                            long, Done<AcquireReply> done, Millis timeout) {
   member_ = fmt::format("{} {} {}", token, info.pid, info.host);
   each(
       "hold", ttl,
@@ -170,7 +170,7 @@ void NestedLock::acquire(const std::string& token, Millis ttl, bool, const Holde
       timeout);
 }
 
-void NestedLock::extend(const std::string&, Millis ttl, Done<ExtendReply> done, Millis timeout) {
+void NestedLock::do_extend(const std::string&, Millis ttl, Done<ExtendReply> done, Millis timeout) {
   each(
       "hold", ttl,
       [this, done = std::move(done)](Outcome<std::vector<Step>> o) {
@@ -189,8 +189,8 @@ void NestedLock::extend(const std::string&, Millis ttl, Done<ExtendReply> done, 
       timeout);
 }
 
-void NestedLock::release(const std::string&, Millis, Done<ReleaseReply> done, Millis timeout, int,
-                         Millis, const std::string&) {
+void NestedLock::do_release(const std::string&, Millis, Done<ReleaseReply> done, Millis timeout,
+                            int, Millis, const std::string&) {
   each(
       "end", Millis(0),
       [this, done = std::move(done)](Outcome<std::vector<Step>> o) {

@@ -144,9 +144,9 @@ std::string LayoutLock::fresh_token(long holder_pid) const {
   return bound_token(layout(), holder_pid);
 }
 
-void LayoutLock::acquire(const std::string& token, Millis ttl, bool /*queue*/,
-                         const HolderInfo& /*info*/, long /*attempt*/, Done<AcquireReply> done,
-                         Millis timeout) {
+void LayoutLock::do_acquire(const std::string& token, Millis ttl, bool /*queue*/,
+                            const HolderInfo& /*info*/, long /*attempt*/, Done<AcquireReply> done,
+                            Millis timeout) {
   acquired_ttl_ = ttl;
   LockNames n = names_;
   run<AcquireReply>(
@@ -177,8 +177,8 @@ void LayoutLock::acquire(const std::string& token, Millis ttl, bool /*queue*/,
       std::move(done), timeout);
 }
 
-void LayoutLock::extend(const std::string& token, Millis ttl, Done<ExtendReply> done,
-                        Millis timeout) {
+void LayoutLock::do_extend(const std::string& token, Millis ttl, Done<ExtendReply> done,
+                           Millis timeout) {
   if (ttl.count() == 0) ttl = acquired_ttl_;
   std::function<ExtendReply(const Reply&)> parse = [](const Reply& r) {
     auto& e = r.as_array("an extend reply", 1);
@@ -210,9 +210,9 @@ void LayoutLock::extend(const std::string& token, Millis ttl, Done<ExtendReply> 
 // A release whose connection broke is tried again on a new one until the
 // window closes, with the same release id: a retry whose first try did
 // release finds that try's tombstone (layout_tombstone) and says so.
-void LayoutLock::release(const std::string& token, Millis /*min_hold*/, Done<ReleaseReply> done,
-                         Millis timeout, int /*exit_status*/, Millis /*done_for*/,
-                         const std::string& /*lost*/) {
+void LayoutLock::do_release(const std::string& token, Millis /*min_hold*/, Done<ReleaseReply> done,
+                            Millis timeout, int /*exit_status*/, Millis /*done_for*/,
+                            const std::string& /*lost*/) {
   Millis window = timeout.count() > 0 ? timeout : client().command_timeout();
   auto until = later(Clock::now(), window);
   struct Try {
@@ -263,7 +263,7 @@ void LayoutLock::confirm_master(const std::string& token, const AcquireReply& gr
       });
 }
 
-void LayoutLock::leave(const std::string& /*token*/, Done<bool> done, Millis /*timeout*/) {
+void LayoutLock::do_leave(const std::string& /*token*/, Done<bool> done, Millis /*timeout*/) {
   // No line: nothing to leave.
   client().loop().after(Millis(0), [done = std::move(done)] {
     done(Outcome<bool>{std::nullopt, false});

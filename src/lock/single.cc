@@ -38,8 +38,9 @@ void run(Client& c, const Script& s, const LockNames& n, const Args& argv,
 
 }  // namespace
 
-void SingleLock::acquire(const std::string& token, Millis ttl, bool queue, const HolderInfo& info,
-                         long attempt, Done<AcquireReply> done, Millis timeout) {
+void SingleLock::do_acquire(const std::string& token, Millis ttl, bool queue,
+                            const HolderInfo& info, long attempt, Done<AcquireReply> done,
+                            Millis timeout) {
   acquire_in(queue ? "wait" : "try", token, ttl, info, attempt, std::move(done), timeout);
 }
 
@@ -106,8 +107,8 @@ Done<ExtendReply> confirmed_renewal(Client& client, Done<ExtendReply> done) {
   };
 }
 
-void SingleLock::extend(const std::string& token, Millis ttl, Done<ExtendReply> done,
-                        Millis timeout) {
+void SingleLock::do_extend(const std::string& token, Millis ttl, Done<ExtendReply> done,
+                           Millis timeout) {
   run<ExtendReply>(
       client_, extend_script(), names_,
       ExtendArgs{.token = token, .ttl = ttl, .history = history_, .supersede = line_.supersede}
@@ -153,9 +154,9 @@ void release_until(Client& c, const LockNames& n, Args argv, Clock::time_point u
 
 }  // namespace
 
-void SingleLock::release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
-                         Millis timeout, int exit_status, Millis done_for,
-                         const std::string& lost) {
+void SingleLock::do_release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
+                            Millis timeout, int exit_status, Millis done_for,
+                            const std::string& lost) {
   Millis window = timeout.count() > 0 ? timeout : client_.command_timeout();
   // The tombstone outlives every retry of this release.
   Millis tomb = std::min(window + Millis(5000), Millis(86'400'000));
@@ -204,7 +205,7 @@ void SingleLock::confirm_master(const std::string& token, const AcquireReply& gr
       });
 }
 
-void SingleLock::leave(const std::string& token, Done<bool> done, Millis timeout) {
+void SingleLock::do_leave(const std::string& token, Done<bool> done, Millis timeout) {
   run<bool>(
       client_, leave_script(), names_,
       LeaveArgs{.token = token, .channel = names_.channel, .history = history_}.to_argv(),
