@@ -1,9 +1,11 @@
 // The ARGV of each script, by name. Every script reads its arguments into
 // named locals at its top (src/lock/lua/NAME.lua; docs/PROTOCOL.md tables
-// them under "Scripts"); the struct of the same name here holds them, and its
-// to_argv() is the one place in C++ that writes down their order. Fields are
-// in that order. Optional trailing arguments (added after 0.4.0's protocol)
-// are always sent, except where a field says otherwise.
+// them under "Scripts"); the struct here holds them, each field commented
+// with the script's name for it, and its to_argv() is the one place in C++
+// that writes down their order. Fields are in that order. The arguments a
+// script takes as optional (older clients send fewer) are always sent,
+// except where a field says otherwise. A new argument goes last, in the
+// script, its struct, docs/PROTOCOL.md and tests/unit/script_args_test.cc.
 #pragma once
 
 #include <cstdint>
