@@ -16,6 +16,7 @@
 #include "cli/output.h"
 #include "commands/commands.h"
 #include "core/text.h"
+#include "lock/script_args.h"
 #include "lock/scripts.h"
 #include "proc/signals.h"
 
@@ -61,7 +62,7 @@ std::vector<Event> read_newest(Session& s, const Args& keys, std::vector<Source>
   std::optional<Error> failure;
   size_t answered = 0, pending = sources.size();
   for (size_t i = 0; i < sources.size(); ++i) {
-    run_script(*sources[i].client, history_script(), keys, {std::to_string(count), ""},
+    run_script(*sources[i].client, history_script(), keys, HistoryArgs{.count = count}.to_argv(),
                [&, i](Result r) {
                  --pending;
                  try {
@@ -116,7 +117,7 @@ class Follow {
   void read_new(size_t i) {
     if (stop_) return;
     run_script(*sources_[i].client, history_script(), keys_,
-               {std::to_string(kFollowBatch), sources_[i].last_id},
+               HistoryArgs{.count = kFollowBatch, .after = sources_[i].last_id}.to_argv(),
                [this, i](Result r) { on_read(i, std::move(r)); });
   }
 

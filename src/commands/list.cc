@@ -14,6 +14,7 @@
 #include "core/duration.h"
 #include "core/text.h"
 #include "lock/replies.h"
+#include "lock/script_args.h"
 #include "lock/scripts.h"
 
 namespace rlock {
@@ -241,7 +242,8 @@ ListCall send_list_call(Client& c, const GlobalOptions& g, const Listed& all, si
     keys.push_back(LockNames(all[i]->first, g.prefix).lock);
     seen += static_cast<char>('0' + (all[i]->second & (kSawQueue | kSawLimit)));
   }
-  run_script(c, list_script(), keys, {kind == ListReply::Full ? "full" : "line", seen},
+  run_script(c, list_script(), keys,
+             ListArgs{.full = kind == ListReply::Full, .seen = seen}.to_argv(),
              [r = call.result](Result res) { *r = std::move(res); });
   return call;
 }

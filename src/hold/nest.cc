@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "core/text.h"
+#include "lock/script_args.h"
 #include "lock/scripts.h"
 #include "lock/single.h"
 
@@ -46,8 +47,8 @@ std::vector<NestedHold> parse_holds(const Reply& r) {
 }
 
 void list_holds(SingleLock& s, const std::string& outer, Done<Reply> d) {
-  run_script(s.client(), nest_script(), keys_of(s.names()), {"list", outer},
-             [d = std::move(d)](Result res) {
+  run_script(s.client(), nest_script(), keys_of(s.names()),
+             NestArgs{.op = "list", .outer = outer}.to_argv(), [d = std::move(d)](Result res) {
                Outcome<Reply> o;
                try {
                  o.value = expect_ok(res, "nest script");
@@ -97,7 +98,7 @@ bool NestedLock::supported(Lock& lock) {
   return true;
 }
 
-void NestedLock::each(const std::string& op, const std::string& ttl, Done<std::vector<Step>> done,
+void NestedLock::each(const std::string& op, Millis ttl, Done<std::vector<Step>> done,
                       Millis timeout) {
   auto steps = std::make_shared<std::vector<Step>>();
   auto next = std::make_shared<std::function<void()>>();
@@ -107,11 +108,13 @@ void NestedLock::each(const std::string& op, const std::string& ttl, Done<std::v
     size_t i = steps->size();
     if (i == parts_.size()) return done(Outcome<std::vector<Step>>{std::nullopt, *steps});
     SingleLock* s = single(parts_[i]);
-    Args argv{op, outer_[i], member_};
-    if (op == "hold")
-      argv.push_back(ttl);
-    else
-      argv.insert(argv.end(), {s->names().channel, std::to_string(history_)});
+    Args argv = NestArgs{.op = op,
+                         .outer = outer_[i],
+                         .member = member_,
+                         .ttl = ttl,
+                         .channel = s->names().channel,
+                         .history = history_}
+                    .to_argv();
     auto self = weak.lock();
     run_script(
         s->client(), nest_script(), keys_of(s->names()), argv,
@@ -140,11 +143,11 @@ void NestedLock::each(const std::string& op, const std::string& ttl, Done<std::v
   (*next)();
 }
 
-void NestedLock::acquire(const std::string& token, Millis ttl, bool, const HolderInfo& info, long,
-                         Done<AcquireReply> done, Millis timeout) {
+void NestedLock::do_acquire(const std::string& token, Millis ttl, bool, const HolderInfo& info,
+                            long, Done<AcquireReply> done, Millis timeout) {
   member_ = fmt::format("{} {} {}", token, info.pid, info.host);
   each(
-      "hold", std::to_string(ttl.count()),
+      "hold", ttl,
       [this, done = std::move(done)](Outcome<std::vector<Step>> o) {
         Outcome<AcquireReply> out;
         out.error = o.error;
@@ -167,9 +170,9 @@ void NestedLock::acquire(const std::string& token, Millis ttl, bool, const Holde
       timeout);
 }
 
-void NestedLock::extend(const std::string&, Millis ttl, Done<ExtendReply> done, Millis timeout) {
+void NestedLock::do_extend(const std::string&, Millis ttl, Done<ExtendReply> done, Millis timeout) {
   each(
-      "hold", std::to_string(ttl.count()),
+      "hold", ttl,
       [this, done = std::move(done)](Outcome<std::vector<Step>> o) {
         Outcome<ExtendReply> out;
         out.error = o.error;
@@ -186,10 +189,10 @@ void NestedLock::extend(const std::string&, Millis ttl, Done<ExtendReply> done, 
       timeout);
 }
 
-void NestedLock::release(const std::string&, Millis, Done<ReleaseReply> done, Millis timeout, int,
-                         Millis, const std::string&) {
+void NestedLock::do_release(const std::string&, Millis, Done<ReleaseReply> done, Millis timeout,
+                            int, Millis, const std::string&) {
   each(
-      "end", "",
+      "end", Millis(0),
       [this, done = std::move(done)](Outcome<std::vector<Step>> o) {
         Outcome<ReleaseReply> out;
         out.error = o.error;

@@ -46,16 +46,19 @@ class NestedLock : public Lock {
   /// deployment's lock of the rlock layout.
   static bool supported(Lock& lock);
 
-  void acquire(const std::string& token, Millis ttl, bool queue, const HolderInfo& info,
-               long attempt, Done<AcquireReply> done, Millis timeout = Millis(0)) override;
-  void extend(const std::string& token, Millis ttl, Done<ExtendReply> done,
-              Millis timeout = Millis(0)) override;
-  void release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
-               Millis timeout = Millis(0), int exit_status = -1, Millis done_for = Millis(0),
-               const std::string& lost = "") override;
-  void leave(const std::string&, Done<bool> done, Millis = Millis(0)) override {
+ protected:
+  void do_acquire(const std::string& token, Millis ttl, bool queue, const HolderInfo& info,
+                  long attempt, Done<AcquireReply> done, Millis timeout) override;
+  void do_extend(const std::string& token, Millis ttl, Done<ExtendReply> done,
+                 Millis timeout) override;
+  void do_release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
+                  Millis timeout, int exit_status, Millis done_for,
+                  const std::string& lost) override;
+  void do_leave(const std::string&, Done<bool> done, Millis) override {
     done(Outcome<bool>{std::nullopt, false});
   }
+
+ public:
   void status(Done<LockStatus> done) override { inner_->status(std::move(done)); }
   void break_lock(Done<long> done) override { inner_->break_lock(std::move(done)); }
   void forget(Done<ForgetReply> done) override { inner_->forget(std::move(done)); }
@@ -76,9 +79,8 @@ class NestedLock : public Lock {
   };
   /// Runs the nest script `op` on every part in turn; a hold stops at the
   /// first part whose enclosing hold is gone.
-  /// `ttl`: a hold's lease, in ms.
-  void each(const std::string& op, const std::string& ttl, Done<std::vector<Step>> done,
-            Millis timeout);
+  /// `ttl`: a hold's lease.
+  void each(const std::string& op, Millis ttl, Done<std::vector<Step>> done, Millis timeout);
 
   std::unique_ptr<Lock> inner_;
   std::vector<Lock*> parts_;

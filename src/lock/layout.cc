@@ -5,6 +5,7 @@
 #include "core/sha1.h"
 #include "core/text.h"
 #include "lock/holder_token.h"
+#include "lock/script_args.h"
 #include "lock/scripts.h"
 #include "lock/single.h"
 #include "lua_scripts.h"
@@ -114,9 +115,17 @@ Args release_args(const LockNames& n, const std::string& token, Millis tomb) {
   // Plain: the payload is the KEY (the seed's service matches the channel; a
   // listener that reads the message finds the same name); Redisson's release
   // script publishes its own unlock message, "0".
-  std::string life = std::to_string(std::min(tomb, Millis(86'400'000)).count());
-  if (n.layout == Layout::Plain) return {token, n.channel, n.key, life, new_token()};
-  return {token, n.channel, life, new_token()};
+  Millis life = std::min(tomb, Millis(86'400'000));
+  if (n.layout == Layout::Plain)
+    return PlainReleaseArgs{.token = token,
+                            .channel = n.channel,
+                            .payload = n.key,
+                            .tombstone = life,
+                            .release_id = new_token()}
+        .to_argv();
+  return RedissonReleaseArgs{
+      .id = token, .channel = n.channel, .tombstone = life, .release_id = new_token()}
+      .to_argv();
 }
 
 }  // namespace
@@ -135,13 +144,14 @@ std::string LayoutLock::fresh_token(long holder_pid) const {
   return bound_token(layout(), holder_pid);
 }
 
-void LayoutLock::acquire(const std::string& token, Millis ttl, bool /*queue*/,
-                         const HolderInfo& /*info*/, long /*attempt*/, Done<AcquireReply> done,
-                         Millis timeout) {
+void LayoutLock::do_acquire(const std::string& token, Millis ttl, bool /*queue*/,
+                            const HolderInfo& /*info*/, long /*attempt*/, Done<AcquireReply> done,
+                            Millis timeout) {
   acquired_ttl_ = ttl;
   LockNames n = names_;
   run<AcquireReply>(
-      client(), scripts(layout()).acquire, {names_.lock}, {token, std::to_string(ttl.count())},
+      client(), scripts(layout()).acquire, {names_.lock},
+      LayoutAcquireArgs{.token = token, .ttl = ttl}.to_argv(),
       [n](const Reply& r) {
         auto& e = r.as_array("an acquire reply", 2);
         const std::string& tag = e[0].as_string("an acquire status");
@@ -167,8 +177,8 @@ void LayoutLock::acquire(const std::string& token, Millis ttl, bool /*queue*/,
       std::move(done), timeout);
 }
 
-void LayoutLock::extend(const std::string& token, Millis ttl, Done<ExtendReply> done,
-                        Millis timeout) {
+void LayoutLock::do_extend(const std::string& token, Millis ttl, Done<ExtendReply> done,
+                           Millis timeout) {
   if (ttl.count() == 0) ttl = acquired_ttl_;
   std::function<ExtendReply(const Reply&)> parse = [](const Reply& r) {
     auto& e = r.as_array("an extend reply", 1);
@@ -185,7 +195,7 @@ void LayoutLock::extend(const std::string& token, Millis ttl, Done<ExtendReply> 
   // again with the tombstone, to tell a release with the token from a loss.
   const Script* s = &scripts(layout()).extend;
   Client* c = &client();
-  Args argv{token, std::to_string(ttl.count())};
+  Args argv = LayoutExtendArgs{.token = token, .ttl = ttl}.to_argv();
   Args both{names_.lock, layout_tombstone(names_, token)};
   run<ExtendReply>(
       client(), *s, {names_.lock}, argv, parse,
@@ -200,9 +210,9 @@ void LayoutLock::extend(const std::string& token, Millis ttl, Done<ExtendReply> 
 // A release whose connection broke is tried again on a new one until the
 // window closes, with the same release id: a retry whose first try did
 // release finds that try's tombstone (layout_tombstone) and says so.
-void LayoutLock::release(const std::string& token, Millis /*min_hold*/, Done<ReleaseReply> done,
-                         Millis timeout, int /*exit_status*/, Millis /*done_for*/,
-                         const std::string& /*lost*/) {
+void LayoutLock::do_release(const std::string& token, Millis /*min_hold*/, Done<ReleaseReply> done,
+                            Millis timeout, int /*exit_status*/, Millis /*done_for*/,
+                            const std::string& /*lost*/) {
   Millis window = timeout.count() > 0 ? timeout : client().command_timeout();
   auto until = later(Clock::now(), window);
   struct Try {
@@ -253,7 +263,7 @@ void LayoutLock::confirm_master(const std::string& token, const AcquireReply& gr
       });
 }
 
-void LayoutLock::leave(const std::string& /*token*/, Done<bool> done, Millis /*timeout*/) {
+void LayoutLock::do_leave(const std::string& /*token*/, Done<bool> done, Millis /*timeout*/) {
   // No line: nothing to leave.
   client().loop().after(Millis(0), [done = std::move(done)] {
     done(Outcome<bool>{std::nullopt, false});
@@ -292,7 +302,9 @@ void LayoutLock::status(Done<LockStatus> done) {
 }
 
 void LayoutLock::break_lock(Done<long> done) {
-  Args argv = layout() == Layout::Plain ? Args{names_.channel, names_.key} : Args{names_.channel};
+  Args argv = layout() == Layout::Plain
+                  ? PlainBreakArgs{.channel = names_.channel, .payload = names_.key}.to_argv()
+                  : RedissonBreakArgs{.channel = names_.channel}.to_argv();
   run<long>(
       client(), scripts(layout()).brk, {names_.lock}, argv,
       [](const Reply& r) { return static_cast<long>(r.as_int("a break reply")); }, std::move(done));

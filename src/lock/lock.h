@@ -35,6 +35,10 @@ class Lock {
   Lock(const Lock&) = delete;
   Lock& operator=(const Lock&) = delete;
 
+  // acquire, extend, release and leave take their defaults here, once, and
+  // call the lock's own do_acquire, do_extend, do_release and do_leave: a
+  // caller gets the same defaults through any type of lock.
+
   /// One attempt. With `queue`, a waiter that is not served joins (or keeps)
   /// its place in the line; without, it is told the lock is taken. A
   /// `--limit` mismatch yields a usage Error. `attempt` numbers the attempts
@@ -43,11 +47,15 @@ class Lock {
   /// is out of its reach. A token that already holds gets its lease renewed.
   /// The reply's ttl is how long after the attempt was sent the lease is
   /// certain to last.
-  virtual void acquire(const std::string& token, Millis ttl, bool queue, const HolderInfo& info,
-                       long attempt, Done<AcquireReply> done, Millis timeout = Millis(0)) = 0;
+  void acquire(const std::string& token, Millis ttl, bool queue, const HolderInfo& info,
+               long attempt, Done<AcquireReply> done, Millis timeout = Millis(0)) {
+    do_acquire(token, ttl, queue, info, attempt, std::move(done), timeout);
+  }
   /// Renews the lease of `token` by `ttl` (0 = the TTL it was acquired with).
-  virtual void extend(const std::string& token, Millis ttl, Done<ExtendReply> done,
-                      Millis timeout = Millis(0)) = 0;
+  void extend(const std::string& token, Millis ttl, Done<ExtendReply> done,
+              Millis timeout = Millis(0)) {
+    do_extend(token, ttl, std::move(done), timeout);
+  }
   /// Releases (or, with min_hold, shortens to acquisition + min_hold). A
   /// release that fails because the connection broke is retried on a new one
   /// until `timeout` (0: the command timeout) has passed since the first try;
@@ -59,11 +67,15 @@ class Lock {
   /// until acquisition + min_hold, if later) and marked done (KeptAsDone).
   /// `lost`: why its holder knows the lease was lost (recorded in the history
   /// when the release finds it gone), or empty.
-  virtual void release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
-                       Millis timeout = Millis(0), int exit_status = -1,
-                       Millis done_for = Millis(0), const std::string& lost = "") = 0;
+  void release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
+               Millis timeout = Millis(0), int exit_status = -1, Millis done_for = Millis(0),
+               const std::string& lost = "") {
+    do_release(token, min_hold, std::move(done), timeout, exit_status, done_for, lost);
+  }
   /// Leaves the line; true if the token had a place.
-  virtual void leave(const std::string& token, Done<bool> done, Millis timeout = Millis(0)) = 0;
+  void leave(const std::string& token, Done<bool> done, Millis timeout = Millis(0)) {
+    do_leave(token, std::move(done), timeout);
+  }
   virtual void status(Done<LockStatus> done) = 0;
   /// Removes every holder and waiter; returns how many holders there were.
   virtual void break_lock(Done<long> done) = 0;
@@ -128,6 +140,16 @@ class Lock {
   virtual void set_status_events(bool on) { status_events_ = on; }
 
  protected:
+  /// What acquire, extend, release and leave do (above), without defaults.
+  virtual void do_acquire(const std::string& token, Millis ttl, bool queue, const HolderInfo& info,
+                          long attempt, Done<AcquireReply> done, Millis timeout) = 0;
+  virtual void do_extend(const std::string& token, Millis ttl, Done<ExtendReply> done,
+                         Millis timeout) = 0;
+  virtual void do_release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
+                          Millis timeout, int exit_status, Millis done_for,
+                          const std::string& lost) = 0;
+  virtual void do_leave(const std::string& token, Done<bool> done, Millis timeout) = 0;
+
   LockNames names_;
   int limit_;
   bool shared_ = false;

@@ -77,13 +77,13 @@ void MultiLock::each(std::function<void(Lock&, Done<T>)> op, Combine<T> combine,
   }
 }
 
-void MultiLock::acquire(const std::string&, Millis, bool, const HolderInfo&, long,
-                        Done<AcquireReply> done, Millis) {
+void MultiLock::do_acquire(const std::string&, Millis, bool, const HolderInfo&, long,
+                           Done<AcquireReply> done, Millis) {
   done({Error(ErrorKind::Protocol, "several keys are taken one by one (MultiAcquirer)"), {}});
 }
 
-void MultiLock::extend(const std::string& token, Millis ttl, Done<ExtendReply> done,
-                       Millis timeout) {
+void MultiLock::do_extend(const std::string& token, Millis ttl, Done<ExtendReply> done,
+                          Millis timeout) {
   each<ExtendReply>(
       [=](Lock& l, Done<ExtendReply> d) { l.extend(token, ttl, std::move(d), timeout); },
       [keys = keys()](std::vector<Outcome<ExtendReply>>& outs) {
@@ -109,8 +109,9 @@ void MultiLock::extend(const std::string& token, Millis ttl, Done<ExtendReply> d
       std::move(done));
 }
 
-void MultiLock::release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
-                        Millis timeout, int exit_status, Millis done_for, const std::string& lost) {
+void MultiLock::do_release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
+                           Millis timeout, int exit_status, Millis done_for,
+                           const std::string& lost) {
   if (done_for.count() > 0 && exit_status == 0) {
     // Done (--done-for) only if every key is still held: a run that lost one
     // of them did not do its job under the lock, and marks none done.
@@ -166,7 +167,7 @@ void MultiLock::release_all(const std::string& token, Millis min_hold, Done<Rele
       std::move(done));
 }
 
-void MultiLock::leave(const std::string& token, Done<bool> done, Millis timeout) {
+void MultiLock::do_leave(const std::string& token, Done<bool> done, Millis timeout) {
   each<bool>([=](Lock& l, Done<bool> d) { l.leave(token, std::move(d), timeout); },
              [](std::vector<Outcome<bool>>& outs) {
                Outcome<bool> r;

@@ -28,20 +28,23 @@ class MultiLock : public Lock {
   /// `parts`: at least two locks of distinct keys on the same deployment(s).
   explicit MultiLock(std::vector<std::unique_ptr<Lock>> parts);
 
+ protected:
   /// Not one step for several keys: fails (a protocol Error). MultiAcquirer
   /// takes the parts one by one.
-  void acquire(const std::string& token, Millis ttl, bool queue, const HolderInfo& info,
-               long attempt, Done<AcquireReply> done, Millis timeout = Millis(0)) override;
+  void do_acquire(const std::string& token, Millis ttl, bool queue, const HolderInfo& info,
+                  long attempt, Done<AcquireReply> done, Millis timeout) override;
   /// Held while every part is; the shortest TTL any part confirmed. Not held
   /// as soon as one part says so; an Error when a part failed and none said so.
-  void extend(const std::string& token, Millis ttl, Done<ExtendReply> done,
-              Millis timeout = Millis(0)) override;
+  void do_extend(const std::string& token, Millis ttl, Done<ExtendReply> done,
+                 Millis timeout) override;
   /// Every part; NotHeld when any part was no longer held (the others are
   /// released all the same); an Error when a part failed.
-  void release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
-               Millis timeout = Millis(0), int exit_status = -1, Millis done_for = Millis(0),
-               const std::string& lost = "") override;
-  void leave(const std::string& token, Done<bool> done, Millis timeout = Millis(0)) override;
+  void do_release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
+                  Millis timeout, int exit_status, Millis done_for,
+                  const std::string& lost) override;
+  void do_leave(const std::string& token, Done<bool> done, Millis timeout) override;
+
+ public:
   /// The first part's.
   void status(Done<LockStatus> done) override;
   void break_lock(Done<long> done) override;

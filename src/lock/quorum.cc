@@ -94,9 +94,9 @@ std::vector<std::string> QuorumLock::names() const {
 
 // ---- acquiring ----
 
-void QuorumLock::acquire(const std::string& token, Millis ttl, bool /*queue*/,
-                         const HolderInfo& info, long attempt, Done<AcquireReply> done,
-                         Millis timeout) {
+void QuorumLock::do_acquire(const std::string& token, Millis ttl, bool /*queue*/,
+                            const HolderInfo& info, long attempt, Done<AcquireReply> done,
+                            Millis timeout) {
   // No line: the masters' lines could disagree (a different head on each,
   // nobody with a majority), so every attempt is a plain try.
   info_ = info;
@@ -212,8 +212,8 @@ void QuorumLock::regrant(size_t i, const std::string& token, Millis grant, int64
       per);
 }
 
-void QuorumLock::extend(const std::string& token, Millis ttl, Done<ExtendReply> done,
-                        Millis timeout) {
+void QuorumLock::do_extend(const std::string& token, Millis ttl, Done<ExtendReply> done,
+                           Millis timeout) {
   Millis per = timeout.count() > 0 ? timeout : clients_.front()->command_timeout();
   auto alive = alive_;
   // The renewal is decided by the fastest majority; a master that answers
@@ -280,9 +280,9 @@ void QuorumLock::set_shared(bool shared) {
   for (auto& l : locks_) l->set_shared(shared);
 }
 
-void QuorumLock::release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
-                         Millis timeout, int exit_status, Millis done_for,
-                         const std::string& lost) {
+void QuorumLock::do_release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
+                            Millis timeout, int exit_status, Millis done_for,
+                            const std::string& lost) {
   // Every master gets its release, not only the first majority: a master left
   // holding (its release answered NOSCRIPT and not yet sent again as EVAL, or
   // merely slow) keeps the token for a whole TTL, and an outage of another
@@ -329,7 +329,7 @@ void QuorumLock::release(const std::string& token, Millis min_hold, Done<Release
       linger);
 }
 
-void QuorumLock::leave(const std::string& token, Done<bool> done, Millis timeout) {
+void QuorumLock::do_leave(const std::string& token, Done<bool> done, Millis timeout) {
   fan_out<bool>([=](SingleLock& l, Done<bool> d) { l.leave(token, std::move(d), timeout); },
                 [done](std::vector<Outcome<bool>> rs) {
                   bool any = false;

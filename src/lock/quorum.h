@@ -34,26 +34,29 @@ class QuorumLock : public Lock {
     identity_check_ = std::move(check);
   }
 
+ protected:
   /// Requests go to every master at once, each bounded by a share of the TTL;
   /// granted by fewer than a majority, every grant is given back before the
   /// reply: Taken when a majority answered, an unavailable Error (69) naming
   /// the masters that did not when fewer did.
-  void acquire(const std::string& token, Millis ttl, bool queue, const HolderInfo& info,
-               long attempt, Done<AcquireReply> done, Millis timeout = Millis(0)) override;
+  void do_acquire(const std::string& token, Millis ttl, bool queue, const HolderInfo& info,
+                  long attempt, Done<AcquireReply> done, Millis timeout) override;
   /// Held while a majority renews. A master that answers that it lost the
   /// lease (restarted empty) is granted it again. Not held once no majority
   /// can confirm it any more; an unavailable Error while that is undecided.
-  void extend(const std::string& token, Millis ttl, Done<ExtendReply> done,
-              Millis timeout = Millis(0)) override;
+  void do_extend(const std::string& token, Millis ttl, Done<ExtendReply> done,
+                 Millis timeout) override;
   /// On every master; NotHeld when fewer than a majority still held it.
   /// Every master's release is awaited (the EVAL after NOSCRIPT included);
   /// once a majority has settled the answer, the rest get at most
   /// clamp(TTL/50, 50 ms, --timeout) more (TTL: of the last acquire, else
   /// the default 30 s).
-  void release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
-               Millis timeout = Millis(0), int exit_status = -1, Millis done_for = Millis(0),
-               const std::string& lost = "") override;
-  void leave(const std::string& token, Done<bool> done, Millis timeout = Millis(0)) override;
+  void do_release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
+                  Millis timeout, int exit_status, Millis done_for,
+                  const std::string& lost) override;
+  void do_leave(const std::string& token, Done<bool> done, Millis timeout) override;
+
+ public:
   /// Every master's view, and the quorum's: held when one token holds on a
   /// majority. An unavailable Error when fewer than a majority answer.
   void status(Done<LockStatus> done) override;

@@ -9,6 +9,7 @@
 #include "core/text.h"
 #include "lock/holder_token.h"
 #include "lock/replies.h"
+#include "lock/script_args.h"
 #include "lock/scripts.h"
 
 namespace rlock {
@@ -37,8 +38,9 @@ void run(Client& c, const Script& s, const LockNames& n, const Args& argv,
 
 }  // namespace
 
-void SingleLock::acquire(const std::string& token, Millis ttl, bool queue, const HolderInfo& info,
-                         long attempt, Done<AcquireReply> done, Millis timeout) {
+void SingleLock::do_acquire(const std::string& token, Millis ttl, bool queue,
+                            const HolderInfo& info, long attempt, Done<AcquireReply> done,
+                            Millis timeout) {
   acquire_in(queue ? "wait" : "try", token, ttl, info, attempt, std::move(done), timeout);
 }
 
@@ -50,35 +52,37 @@ void SingleLock::regrant(const std::string& token, Millis ttl, const HolderInfo&
 void SingleLock::acquire_in(const char* mode, const std::string& token, Millis ttl,
                             const HolderInfo& info, long attempt, Done<AcquireReply> done,
                             Millis timeout) {
-  Args argv{token,
-            std::to_string(ttl.count()),
-            std::to_string(limit_),
-            mode,
-            std::to_string(kQueueLease.count()),
-            names_.channel,
-            info.host,
-            std::to_string(info.pid),
-            info.user,
-            info.cmd,
-            std::to_string(attempt),
-            shared_ ? "shared" : "",
-            info.label,
-            std::to_string(line_.priority),
-            line_.supersede ? "1" : "",
-            std::to_string(line_.max_waiters),
-            std::to_string(history_)};
+  AcquireArgs a{.token = token,
+                .ttl = ttl,
+                .limit = limit_,
+                .mode = mode,
+                .channel = names_.channel,
+                .host = info.host,
+                .pid = info.pid,
+                .user = info.user,
+                .cmd = info.cmd,
+                .attempt = attempt,
+                .shared = shared_,
+                .label = info.label,
+                .priority = line_.priority,
+                .supersede = line_.supersede,
+                .max_waiters = line_.max_waiters,
+                .history = history_};
   int limit = limit_;
   bool shared = shared_;
   std::string key = names_.key;
   run<AcquireReply>(
-      client_, acquire_script(), names_, argv,
+      client_, acquire_script(), names_, a.to_argv(),
       [limit, shared, key](const Reply& r) { return parse_acquire(r, limit, shared, key); },
       std::move(done), timeout,
       // A timed-out attempt may still run on the server: its undo goes right
       // behind it on the same connection, and touches nothing a later attempt
       // of this token did.
-      {ScriptCall{&undo_script(),
-                  {token, std::to_string(attempt), names_.channel, std::to_string(history_)}}});
+      {ScriptCall{
+          &undo_script(),
+          UndoArgs{
+              .token = token, .attempt = attempt, .channel = names_.channel, .history = history_}
+              .to_argv()}});
 }
 
 Done<ExtendReply> confirmed_renewal(Client& client, Done<ExtendReply> done) {
@@ -103,11 +107,12 @@ Done<ExtendReply> confirmed_renewal(Client& client, Done<ExtendReply> done) {
   };
 }
 
-void SingleLock::extend(const std::string& token, Millis ttl, Done<ExtendReply> done,
-                        Millis timeout) {
+void SingleLock::do_extend(const std::string& token, Millis ttl, Done<ExtendReply> done,
+                           Millis timeout) {
   run<ExtendReply>(
       client_, extend_script(), names_,
-      {token, std::to_string(ttl.count()), std::to_string(history_), line_.supersede ? "1" : ""},
+      ExtendArgs{.token = token, .ttl = ttl, .history = history_, .supersede = line_.supersede}
+          .to_argv(),
       [](const Reply& r) {
         auto& e = r.as_array("an extend reply", 1);
         ExtendReply x;
@@ -149,29 +154,29 @@ void release_until(Client& c, const LockNames& n, Args argv, Clock::time_point u
 
 }  // namespace
 
-void SingleLock::release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
-                         Millis timeout, int exit_status, Millis done_for,
-                         const std::string& lost) {
+void SingleLock::do_release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
+                            Millis timeout, int exit_status, Millis done_for,
+                            const std::string& lost) {
   Millis window = timeout.count() > 0 ? timeout : client_.command_timeout();
   // The tombstone outlives every retry of this release.
   Millis tomb = std::min(window + Millis(5000), Millis(86'400'000));
-  // The id tells a retry of this release from another release of the token.
-  Args argv{token,
-            std::to_string(min_hold.count()),
-            names_.channel,
-            std::to_string(tomb.count()),
-            new_token(),
-            exit_status >= 0 && exit_status <= 255 ? std::to_string(exit_status) : "",
-            std::to_string(done_for.count()),
-            std::to_string(history_),
-            truncate_text(lost, 512)};
-  release_until(client_, names_, std::move(argv), later(Clock::now(), window), 0, std::move(done));
+  ReleaseArgs r{.token = token,
+                .min_hold = min_hold,
+                .channel = names_.channel,
+                .tombstone = tomb,
+                // The id tells a retry of this release from another release of the token.
+                .release_id = new_token(),
+                .exit_status = exit_status,
+                .done_for = done_for,
+                .history = history_,
+                .lost = truncate_text(lost, 512)};
+  release_until(client_, names_, r.to_argv(), later(Clock::now(), window), 0, std::move(done));
 }
 
 void SingleLock::give_back(const std::string& token, Done<ReleaseReply> done, Millis timeout) {
   // No release id: release.lua then writes no tombstone.
-  Args argv{token, "0", names_.channel, "0", "", "", "0", std::to_string(history_), ""};
-  release_until(client_, names_, std::move(argv), later(Clock::now(), timeout), 0, std::move(done));
+  ReleaseArgs r{.token = token, .channel = names_.channel, .history = history_};
+  release_until(client_, names_, r.to_argv(), later(Clock::now(), timeout), 0, std::move(done));
 }
 
 void SingleLock::confirm_master(const std::string& token, const AcquireReply& granted,
@@ -185,10 +190,14 @@ void SingleLock::confirm_master(const std::string& token, const AcquireReply& gr
         if (o.error || o.value) return done(std::move(o));
         // Void: released where it was made (token-checked, one try within
         // `cleanup`), whatever the release says; the lease expires there anyway.
-        Millis tomb = cleanup + Millis(5000);
-        Args argv{token, "0", n.channel, std::to_string(tomb.count()), new_token()};
+        // (No history cap: the script's own default.)
+        ReleaseArgs r{.token = token,
+                      .channel = n.channel,
+                      .tombstone = cleanup + Millis(5000),
+                      .release_id = new_token(),
+                      .history = std::nullopt};
         run<ReleaseReply>(
-            *c, release_script(), n, argv, parse_release,
+            *c, release_script(), n, r.to_argv(), parse_release,
             [done = std::move(done)](Outcome<ReleaseReply>) {
               done(Outcome<bool>{std::nullopt, false});
             },
@@ -196,16 +205,17 @@ void SingleLock::confirm_master(const std::string& token, const AcquireReply& gr
       });
 }
 
-void SingleLock::leave(const std::string& token, Done<bool> done, Millis timeout) {
+void SingleLock::do_leave(const std::string& token, Done<bool> done, Millis timeout) {
   run<bool>(
-      client_, leave_script(), names_, {token, names_.channel, std::to_string(history_)},
+      client_, leave_script(), names_,
+      LeaveArgs{.token = token, .channel = names_.channel, .history = history_}.to_argv(),
       [](const Reply& r) { return r.as_int("a leave reply") == 1; }, std::move(done), timeout);
 }
 
 void SingleLock::status(Done<LockStatus> done) {
-  Args argv{std::to_string(kStatusRecords)};
-  if (!status_events()) argv.push_back("0");
-  run<LockStatus>(client_, status_script(), names_, argv, parse_status_reply, std::move(done));
+  run<LockStatus>(client_, status_script(), names_,
+                  StatusArgs{.max_records = kStatusRecords, .events = status_events()}.to_argv(),
+                  parse_status_reply, std::move(done));
 }
 
 // How long a broken holder's token keeps its tombstone ("broken", break.lua):
@@ -219,7 +229,9 @@ void SingleLock::break_lock(Done<long> done) {
   std::string by = fmt::format("{}@{} pid {}", me.user, me.host, me.pid);
   run<long>(
       client_, break_script(), names_,
-      {names_.channel, std::to_string(history_), by, std::to_string(kBreakTombstone.count())},
+      BreakArgs{
+          .channel = names_.channel, .history = history_, .by = by, .tombstone = kBreakTombstone}
+          .to_argv(),
       [](const Reply& r) { return static_cast<long>(r.as_int("a break reply")); }, std::move(done));
 }
 
@@ -245,7 +257,7 @@ void SingleLock::forget(Done<ForgetReply> done) {
 void SingleLock::commit_fence(const std::string& token, int64_t fence, Done<FenceReply> done,
                               Millis timeout) {
   run<FenceReply>(
-      client_, fence_script(), names_, {token, std::to_string(fence)},
+      client_, fence_script(), names_, FenceArgs{.token = token, .fence = fence}.to_argv(),
       [](const Reply& r) {
         auto& e = r.as_array("a fence reply", 2);
         FenceReply f;

@@ -25,14 +25,17 @@ class SingleLock : public Lock {
   SingleLock(Client& client, LockNames names, int limit = 0)
       : Lock(std::move(names), limit), client_(client) {}
 
-  void acquire(const std::string& token, Millis ttl, bool queue, const HolderInfo& info,
-               long attempt, Done<AcquireReply> done, Millis timeout = Millis(0)) override;
-  void extend(const std::string& token, Millis ttl, Done<ExtendReply> done,
-              Millis timeout = Millis(0)) override;
-  void release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
-               Millis timeout = Millis(0), int exit_status = -1, Millis done_for = Millis(0),
-               const std::string& lost = "") override;
-  void leave(const std::string& token, Done<bool> done, Millis timeout = Millis(0)) override;
+ protected:
+  void do_acquire(const std::string& token, Millis ttl, bool queue, const HolderInfo& info,
+                  long attempt, Done<AcquireReply> done, Millis timeout) override;
+  void do_extend(const std::string& token, Millis ttl, Done<ExtendReply> done,
+                 Millis timeout) override;
+  void do_release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
+                  Millis timeout, int exit_status, Millis done_for,
+                  const std::string& lost) override;
+  void do_leave(const std::string& token, Done<bool> done, Millis timeout) override;
+
+ public:
   void status(Done<LockStatus> done) override;
   void break_lock(Done<long> done) override;
   void forget(Done<ForgetReply> done) override;

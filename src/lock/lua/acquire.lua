@@ -21,14 +21,24 @@
 -- answered its renewal "not held") is 'try', except where a release with the
 -- token (1) or a break (2) removed it: that answer may be older than they are.
 -- >8 -- rlock sends the rest of this file, from the newline ending this line on
-local tok, ttl, limit, mode = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
-local qlease, chan = tonumber(ARGV[5]), ARGV[6]
-local att = tonumber(ARGV[11] or '0') or 0
-local shared = ARGV[12] == 'shared' and limit == 0
-local label = ARGV[13] or ''
+-- The arguments, in the order rlock sends them (AcquireArgs, src/lock/script_args.h):
+local tok = ARGV[1]                    -- the holder's or waiter's token
+local ttl = tonumber(ARGV[2])          -- the lease, ms
+local limit = tonumber(ARGV[3])        -- --limit (0: a lock, not a semaphore)
+local mode = ARGV[4]                   -- 'try', 'wait' or 'regrant'
+local qlease = tonumber(ARGV[5])       -- a waiter's place lease, ms
+local chan = ARGV[6]                   -- the release channel
+local host, pid = ARGV[7], ARGV[8]     -- who: its host and pid,
+local user, cmd = ARGV[9], ARGV[10]    -- its user and command
+-- Optional (older clients send fewer):
+local att = tonumber(ARGV[11] or '0') or 0  -- the attempt (0: not tracked)
+local shared = ARGV[12] == 'shared' and limit == 0  -- kind: 'shared' or exclusive
+local label = ARGV[13] or ''           -- the holder's label ('' none)
+-- the priority, -1000 to 1000 (higher goes first)
 local prio = math.max(-1000, math.min(1000, math.floor(tonumber(ARGV[14] or '0') or 0)))
-local supersede, cap = ARGV[15] == '1', tonumber(ARGV[16] or '0') or 0
-HISTORY = history_cap(ARGV[17])
+local supersede = ARGV[15] == '1'      -- replaces the superseding waiter before it
+local cap = tonumber(ARGV[16] or '0') or 0  -- max waiters (0: no cap)
+HISTORY = history_cap(ARGV[17])        -- events the history keeps (0: none)
 -- (PUBLISH is not asked: a user without rlock's channels may still take a free lock)
 preflight('DEL EXISTS GET HDEL HEXISTS HGET HGETALL HLEN HMGET HSET HSETNX INCR PERSIST PEXPIRE ' ..
           'PTTL SET ' ..
@@ -38,9 +48,9 @@ if mode == 'regrant' then
   if tomb then return {'GONE', tomb == 'broken' and 2 or 1} end
   mode = 'try'
 end
--- A holder's or a waiter's record: who (ARGV[7-10]) and since when, and more.
+-- A holder's or a waiter's record: who (host, pid, user, cmd) and since when, and more.
 local function describe(key, ...)
-  redis.call('HSET', key, 'host', ARGV[7], 'pid', ARGV[8], 'user', ARGV[9], 'cmd', ARGV[10],
+  redis.call('HSET', key, 'host', host, 'pid', pid, 'user', user, 'cmd', cmd,
              'since', NOW, ...)
   if shared then redis.call('HSET', key, 'mode', 'shared') end
   if label ~= '' then redis.call('HSET', key, 'label', field(label)) end
@@ -136,7 +146,7 @@ if supersede and mode == 'wait' and not queued then
     return {'FULL', -1, capacity(limit), hs, n}
   end
   local by = label
-  if by == '' then by = ARGV[7] .. ' pid ' .. ARGV[8] end
+  if by == '' then by = host .. ' pid ' .. pid end
   by = field(by)
   -- Told first: a PUBLISH that is refused must fail before anything is
   -- written (the one before would else be superseded by a job that failed).
@@ -218,9 +228,9 @@ if eligible then
   local waited = 0
   if queued then waited = NOW - (tonumber(redis.call('HGET', wkey(tok), 'since') or '') or NOW) end
   -- who_of(hkey(tok)), from what describe just wrote
-  local who = label ~= '' and field(label) or field(ARGV[7]) .. ' pid ' .. field(ARGV[8])
+  local who = label ~= '' and field(label) or field(host) .. ' pid ' .. field(pid)
   record_acquired(tok, fence, not shared and limit == 0, who, 'mode', shared and 'shared' or 'exclusive',
-                  'waited', waited, 'slot', slot, 'cmd', cut(ARGV[10], 200))
+                  'waited', waited, 'slot', slot, 'cmd', cut(cmd, 200))
   if queued then
     redis.call('ZREM', QUEUE, tok)
     redis.call('DEL', wkey(tok), tkey(tok))

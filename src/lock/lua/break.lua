@@ -9,9 +9,12 @@
 -- removed (a record left without an expiry, or a place without a record:
 -- what could block the line), 0 when there were none.
 -- >8 -- rlock sends the rest of this file, from the newline ending this line on
-local chan, by = ARGV[1], field(ARGV[3])
-local tomb = tonumber(ARGV[4] or '0') or 0
-HISTORY = history_cap(ARGV[2])
+-- The arguments, in the order rlock sends them (BreakArgs, src/lock/script_args.h):
+local chan = ARGV[1]                   -- the release channel
+-- Optional (older clients send fewer):
+HISTORY = history_cap(ARGV[2])         -- events the history keeps (0: none)
+local by = field(ARGV[3])              -- who breaks it
+local tomb = tonumber(ARGV[4] or '0') or 0  -- the broken tokens' tombstone, ms (0: none)
 notice_expired(purge_holders())
 -- A shared marker left without holders (by an older host) is no holder: it goes quietly.
 if redis.call('EXISTS', HOLDERS) == 0 and redis.call('GET', LOCK) == SHARED then

@@ -12,8 +12,12 @@
 -- when a newer superseding job has joined this key's line since it first
 -- did (an --and holder of some keys gives them back).
 -- >8 -- rlock sends the rest of this file, from the newline ending this line on
-local tok = ARGV[1]
-HISTORY = history_cap(ARGV[3])
+-- The arguments, in the order rlock sends them (ExtendArgs, src/lock/script_args.h):
+local tok = ARGV[1]                    -- the holder's token
+local ttl_arg = ARGV[2]                -- the new lease, ms (0: as acquired)
+-- Optional (older clients send fewer):
+HISTORY = history_cap(ARGV[3])         -- events the history keeps (0: none)
+local supersede = ARGV[4] == '1'       -- the holder asked to supersede
 preflight('DEL GET HEXISTS HGET HMGET PEXPIRE PTTL ' ..
           'SET ZADD ZRANGE ZRANGEBYSCORE ZREMRANGEBYSCORE ZSCORE')
 notice_expired(purge_holders(), tok)
@@ -24,7 +28,7 @@ if not how then
   if tomb then return {0, 1} end
   return {0}
 end
-local ttl = tonumber(ARGV[2])
+local ttl = tonumber(ttl_arg)
 if ttl == 0 then ttl = tonumber(redis.call('HGET', hkey(tok), 'ttl') or '0') end
 if ttl == 0 then ttl = math.max(redis.call('PTTL', LOCK), 1000) end
 -- A lease kept after its command ended (--min-hold, --done-for) is never cut short.
@@ -40,5 +44,5 @@ set_lease(tok, how, ttl)
 -- that its end is still recorded.
 if HISTORY > 0 then hcall('PEXPIRE', LIVE, LOG_IDLE_MS) end
 local out = {1, ttl, tonumber(redis.call('HGET', hkey(tok), 'fence') or '0')}
-if ARGV[4] == '1' then out[4] = newer_than(tok) end
+if supersede then out[4] = newer_than(tok) end
 return out

@@ -2,7 +2,9 @@
 -- fence counter to at least ARGV[2]; if ARGV[1] holds the lock here, its
 -- record gets that fence. Returns {the counter, 1 if ARGV[1] holds here}.
 -- >8 -- rlock sends the rest of this file, from the newline ending this line on
-local tok, f = ARGV[1], tonumber(ARGV[2])
+-- The arguments, in the order rlock sends them (FenceArgs, src/lock/script_args.h):
+local tok = ARGV[1]                    -- the holder's token
+local f = tonumber(ARGV[2])            -- the fence it was given
 local cur = tonumber(redis.call('GET', FENCE) or '0') or 0
 if f > cur then
   redis.call('SET', FENCE, f)

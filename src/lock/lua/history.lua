@@ -5,7 +5,9 @@
 -- event, and no more events once the reply passes 4 MiB. A value at :log
 -- that is not a stream reads as no history.
 -- >8 -- rlock sends the rest of this file, from the newline ending this line on
-local n, after = math.max(1, math.min(10000, tonumber(ARGV[1]) or 20)), ARGV[2] or ''
+-- The arguments, in the order rlock sends them (HistoryArgs, src/lock/script_args.h):
+local n = math.max(1, math.min(10000, tonumber(ARGV[1]) or 20))  -- how many events
+local after = ARGV[2] or ''            -- '' the newest, else after this entry id
 local entries
 if after == '' then
   entries = hcall('XREVRANGE', LOG, '+', '-', 'COUNT', n)

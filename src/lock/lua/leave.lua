@@ -1,8 +1,11 @@
 -- A waiter gives up its place. ARGV: token, channel. Returns 1 if it had one.
 -- ARGV[3] (protocol 4, optional): the history cap (events kept; 0 = none).
 -- >8 -- rlock sends the rest of this file, from the newline ending this line on
-local tok, chan = ARGV[1], ARGV[2]
-HISTORY = history_cap(ARGV[3])
+-- The arguments, in the order rlock sends them (LeaveArgs, src/lock/script_args.h):
+local tok = ARGV[1]                    -- the waiter's token
+local chan = ARGV[2]                   -- the release channel
+-- Optional (older clients send fewer):
+HISTORY = history_cap(ARGV[3])         -- events the history keeps (0: none)
 preflight('DEL EXISTS GET HGET PTTL ZCARD ZRANGE ZRANGEBYSCORE ZREM ZREMRANGEBYSCORE ZSCORE')
 notice_expired(purge_holders())
 if HISTORY > 0 and redis.call('ZSCORE', QUEUE, tok) and redis.call('EXISTS', wkey(tok)) == 1 then

@@ -17,7 +17,10 @@
 -- records past 1000 (what one status may list), so a reply stays about as
 -- small as two status replies: the client asks again for the keys left.
 -- >8 -- rlock sends the rest of this file, from the newline ending this line on
-local full, seen = ARGV[1] == 'full', ARGV[2] or ''
+-- The arguments, in the order rlock sends them (ListArgs, src/lock/script_args.h):
+local full = ARGV[1] == 'full'         -- 'full' (list --json) or 'line'
+local seen = ARGV[2] or ''             -- one digit a key: the side keys SCAN saw
+local locks = KEYS                     -- the lock keys PREFIX{KEY}
 local out, n, budget = {}, 0, 1000
 local live = '(' .. NOW
 -- Appends the first holder of a line, 11 values: what a line shows of it.
@@ -47,16 +50,16 @@ end
 -- Every lock key's value in one command rather than one GET each, and in
 -- 'full' every fence counter's.
 local values, fences = {}, {}
-if #KEYS > 0 then
-  values = redis.call('MGET', unpack(KEYS))
+if #locks > 0 then
+  values = redis.call('MGET', unpack(locks))
   if full then
     local fk = {}
-    for i = 1, #KEYS do fk[i] = KEYS[i] .. ':fence' end
+    for i = 1, #locks do fk[i] = locks[i] .. ':fence' end
     fences = redis.call('MGET', unpack(fk))
   end
 end
-for i = 1, #KEYS do
-  LOCK = KEYS[i]
+for i = 1, #locks do
+  LOCK = locks[i]
   BASE = LOCK .. ':'
   -- A side key that SCAN did not see is read only where the lock's state needs
   -- it: the line and the limit are read when SCAN saw them; a lock held through

@@ -13,7 +13,13 @@
 --     {1} ended, {2} ended and released the lock, {0} OUTER no longer holds.
 --   'list': the live nested holds, {member, ms_left, ...}, reading only.
 -- >8 -- rlock sends the rest of this file, from the newline ending this line on
-local op, outer = ARGV[1], ARGV[2]
+-- The arguments, in the order rlock sends them (NestArgs, src/lock/script_args.h):
+local op = ARGV[1]                     -- 'hold', 'end' or 'list'
+local outer = ARGV[2]                  -- the enclosing holder's token
+local member = ARGV[3]                 -- 'hold', 'end': the nested hold's member
+local ttl_arg = ARGV[4]                -- 'hold': its lease, ms
+local chan = ARGV[4]                   -- 'end': the release channel
+local history = ARGV[5]                -- 'end': events the history keeps (0: none)
 local NEST = nkey(outer)
 -- Nothing half-written (PROTOCOL.md): 'hold' and 'end' write, so they ask the
 -- ACL first.
@@ -34,8 +40,8 @@ end
 local how = held_by(outer)
 if op == 'hold' then
   if not how then return {0} end
-  local ttl = math.max(1, math.floor(tonumber(ARGV[4]) or 0))
-  redis.call('ZADD', NEST, NOW + ttl, cut(ARGV[3], 1200))
+  local ttl = math.max(1, math.floor(tonumber(ttl_arg) or 0))
+  redis.call('ZADD', NEST, NOW + ttl, cut(member, 1200))
   redis.call('PEXPIRE', NEST, nested_left(outer))
   -- The enclosing lease lasts at least as long as this hold (raised, never cut).
   if how == 'plain' then
@@ -48,14 +54,14 @@ if op == 'hold' then
   return {1, ttl, whole(redis.call('HGET', hkey(outer), 'fence'))}
 end
 -- 'end'
-redis.call('ZREM', NEST, ARGV[3])
+redis.call('ZREM', NEST, member)
 if not how then return {0} end
 if redis.call('EXISTS', NEST) == 1 then return {1} end
 local ended = redis.call('HMGET', hkey(outer), 'ended', 'erid')
 if not ended[1] then return {1} end
-HISTORY = history_cap(ARGV[5])
+HISTORY = history_cap(history)
 local info = ending(outer)
 local rid = ended[2] or ''
-drop_holder(outer, how, ARGV[4], rid ~= '' and 10000 or 0, rid)
+drop_holder(outer, how, chan, rid ~= '' and 10000 or 0, rid)
 record_end('released', outer, info, 'nested', '1')
 return {2}

@@ -9,15 +9,19 @@
 -- they are equal only when the whole value is the token): a huge value at the
 -- key is never copied into the script.
 -- >8 -- rlock sends the rest of this file, from the newline ending this line on
-local t = redis.call('TYPE', KEYS[1]).ok
+-- The arguments, in the order rlock sends them (LayoutAcquireArgs, src/lock/script_args.h):
+local key = KEYS[1]                    -- the lock's key
+local token = ARGV[1]                  -- the holder's token
+local ttl = ARGV[2]                    -- the lease, ms
+local t = redis.call('TYPE', key).ok
 if t ~= 'none' and t ~= 'string' then return {'FOREIGN', t} end
 if t == 'none' then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  return {'OK', tonumber(ARGV[2])}
+  redis.call('SET', key, token, 'PX', ttl)
+  return {'OK', tonumber(ttl)}
 end
-local v = redis.call('GETRANGE', KEYS[1], 0, 255)
-if v == ARGV[1] then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return {'OK', tonumber(ARGV[2])}
+local v = redis.call('GETRANGE', key, 0, 255)
+if v == token then
+  redis.call('PEXPIRE', key, ttl)
+  return {'OK', tonumber(ttl)}
 end
-return {'TAKEN', v, redis.call('PTTL', KEYS[1])}
+return {'TAKEN', v, redis.call('PTTL', key)}

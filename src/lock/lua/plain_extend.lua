@@ -6,10 +6,15 @@
 -- when it no longer holds because a release with the token removed it (its
 -- tombstone is there: an `acquire --while-pid` keeper's owner released it).
 -- >8 -- rlock sends the rest of this file, from the newline ending this line on
-if redis.call('TYPE', KEYS[1]).ok ~= 'string' or
-    redis.call('GETRANGE', KEYS[1], 0, 255) ~= ARGV[1] then
-  if KEYS[2] and redis.call('EXISTS', KEYS[2]) == 1 then return {0, 1} end
+-- The arguments, in the order rlock sends them (LayoutExtendArgs, src/lock/script_args.h):
+local key = KEYS[1]                    -- the lock's key
+local tombstone = KEYS[2]              -- optional: the token's release tombstone
+local token = ARGV[1]                  -- the holder's token
+local ttl = ARGV[2]                    -- the new lease, ms
+if redis.call('TYPE', key).ok ~= 'string' or
+    redis.call('GETRANGE', key, 0, 255) ~= token then
+  if tombstone and redis.call('EXISTS', tombstone) == 1 then return {0, 1} end
   return {0}
 end
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return {1, tonumber(ARGV[2])}
+redis.call('PEXPIRE', key, ttl)
+return {1, tonumber(ttl)}

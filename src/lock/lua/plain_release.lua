@@ -11,15 +11,23 @@
 -- Returns {1} when released, {3} when an earlier try of this same release
 -- did, {0} when the token did not hold.
 -- >8 -- rlock sends the rest of this file, from the newline ending this line on
-if redis.call('TYPE', KEYS[1]).ok ~= 'string' or
-    redis.call('GETRANGE', KEYS[1], 0, 255) ~= ARGV[1] then
+-- The arguments, in the order rlock sends them (PlainReleaseArgs, src/lock/script_args.h):
+local key = KEYS[1]                    -- the lock's key
+local tombstone = KEYS[2]              -- optional: the release's tombstone
+local token = ARGV[1]                  -- the holder's token
+local chan = ARGV[2]                   -- the release channel
+local payload = ARGV[3]                -- what is published (the KEY)
+local tomb_ms = ARGV[4]                -- optional: the tombstone's life, ms
+local rid = ARGV[5]                    -- optional: the release id
+if redis.call('TYPE', key).ok ~= 'string' or
+    redis.call('GETRANGE', key, 0, 255) ~= token then
   -- pcall: a tombstone of another type (not ours) is no tombstone
-  if KEYS[2] and ARGV[5] and redis.pcall('GETRANGE', KEYS[2], 0, 127) == ARGV[5] then
+  if tombstone and rid and redis.pcall('GETRANGE', tombstone, 0, 127) == rid then
     return {3}
   end
   return {0}
 end
-redis.call('DEL', KEYS[1])
-redis.call('PUBLISH', ARGV[2], ARGV[3])
-if KEYS[2] and ARGV[5] then redis.pcall('SET', KEYS[2], ARGV[5], 'PX', ARGV[4]) end
+redis.call('DEL', key)
+redis.call('PUBLISH', chan, payload)
+if tombstone and rid then redis.pcall('SET', tombstone, rid, 'PX', tomb_ms) end
 return {1}

@@ -7,6 +7,10 @@
 -- when another id holds it (holders: the first 16 {id, holds}, ids cut to
 -- 256 bytes), {'FOREIGN', type} when KEY is not a hash.
 -- >8 -- rlock sends the rest of this file, from the newline ending this line on
+-- The arguments, in the order rlock sends them (LayoutAcquireArgs, src/lock/script_args.h):
+local key = KEYS[1]                    -- the lock's key (KEY itself)
+local id = ARGV[1]                     -- the holder's id
+local ttl = ARGV[2]                    -- the lease, ms
 -- The first 16 holders {id (cut to 256 bytes), holds} and how many there
 -- are. Names only are read (HKEYS of a hash of 16 fields at most, else
 -- HRANDFIELD's 16), and a count by HGET only when HSTRLEN says it is one (20
@@ -38,21 +42,21 @@ local function holders_of(k)
   end
   return holders, n
 end
-local t = redis.call('TYPE', KEYS[1]).ok
-if t == 'none' or (t == 'hash' and redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1) then
+local t = redis.call('TYPE', key).ok
+if t == 'none' or (t == 'hash' and redis.call('HEXISTS', key, id) == 1) then
   -- Never a hash without an expiry: a PEXPIRE the ACL refuses is asked
   -- about before the write (Redis 7), else undone after it.
-  if redis.acl_check_cmd and not redis.acl_check_cmd('PEXPIRE', KEYS[1], '1') then
+  if redis.acl_check_cmd and not redis.acl_check_cmd('PEXPIRE', key, '1') then
     return redis.error_reply("NOPERM this user has no permissions to run the 'pexpire' command")
   end
-  if t == 'none' then redis.call('HINCRBY', KEYS[1], ARGV[1], 1) end
-  local r = redis.pcall('PEXPIRE', KEYS[1], ARGV[2])
+  if t == 'none' then redis.call('HINCRBY', key, id, 1) end
+  local r = redis.pcall('PEXPIRE', key, ttl)
   if type(r) == 'table' and r.err then
-    if t == 'none' then redis.call('DEL', KEYS[1]) end
+    if t == 'none' then redis.call('DEL', key) end
     return r
   end
-  return {'OK', tonumber(ARGV[2])}
+  return {'OK', tonumber(ttl)}
 end
 if t ~= 'hash' then return {'FOREIGN', t} end
-local holders, n = holders_of(KEYS[1])
-return {'TAKEN', holders, n, redis.call('PTTL', KEYS[1])}
+local holders, n = holders_of(key)
+return {'TAKEN', holders, n, redis.call('PTTL', key)}

@@ -12,16 +12,23 @@
 -- Returns {1} when released, {3} when an earlier try of this same release
 -- did, {0} when the id did not hold.
 -- >8 -- rlock sends the rest of this file, from the newline ending this line on
-if redis.call('TYPE', KEYS[1]).ok ~= 'hash' or redis.call('HDEL', KEYS[1], ARGV[1]) == 0 then
+-- The arguments, in the order rlock sends them (RedissonReleaseArgs, src/lock/script_args.h):
+local key = KEYS[1]                    -- the lock's key (KEY itself)
+local tombstone = KEYS[2]              -- optional: the release's tombstone
+local id = ARGV[1]                     -- the holder's id
+local chan = ARGV[2]                   -- Redisson's unlock channel
+local tomb_ms = ARGV[3]                -- optional: the tombstone's life, ms
+local rid = ARGV[4]                    -- optional: the release id
+if redis.call('TYPE', key).ok ~= 'hash' or redis.call('HDEL', key, id) == 0 then
   -- pcall: a tombstone of another type (not ours) is no tombstone
-  if KEYS[2] and ARGV[4] and redis.pcall('GETRANGE', KEYS[2], 0, 127) == ARGV[4] then
+  if tombstone and rid and redis.pcall('GETRANGE', tombstone, 0, 127) == rid then
     return {3}
   end
   return {0}
 end
-if redis.call('EXISTS', KEYS[1]) == 0 then
-  redis.call('PUBLISH', ARGV[2], '0')
-  if type(redis.pcall('CLUSTER', 'MYID')) == 'string' then redis.pcall('SPUBLISH', ARGV[2], '0') end
+if redis.call('EXISTS', key) == 0 then
+  redis.call('PUBLISH', chan, '0')
+  if type(redis.pcall('CLUSTER', 'MYID')) == 'string' then redis.pcall('SPUBLISH', chan, '0') end
 end
-if KEYS[2] and ARGV[4] then redis.pcall('SET', KEYS[2], ARGV[4], 'PX', ARGV[3]) end
+if tombstone and rid then redis.pcall('SET', tombstone, rid, 'PX', tomb_ms) end
 return {1}

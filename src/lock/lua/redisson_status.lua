@@ -1,6 +1,7 @@
 -- --layout redisson: who holds it (read-only).
 -- Returns {type, holders (the first 16 {id, holds}), count, pttl}.
 -- >8 -- rlock sends the rest of this file, from the newline ending this line on
+local key = KEYS[1]                    -- the lock's key (KEY itself; no arguments)
 -- The first 16 holders {id (cut to 256 bytes), holds} and how many there
 -- are. Names only are read (HKEYS of a hash of 16 fields at most, else
 -- HRANDFIELD's 16), and a count by HGET only when HSTRLEN says it is one (20
@@ -32,7 +33,7 @@ local function holders_of(k)
   end
   return holders, n
 end
-local t = redis.call('TYPE', KEYS[1]).ok
+local t = redis.call('TYPE', key).ok
 if t ~= 'hash' then return {t, {}, 0, -2} end
-local holders, n = holders_of(KEYS[1])
-return {t, holders, n, redis.call('PTTL', KEYS[1])}
+local holders, n = holders_of(key)
+return {t, holders, n, redis.call('PTTL', key)}

@@ -13,10 +13,17 @@
 -- lease kept as done says when ('done'): until it ends, every acquire is
 -- answered DONE, and the waiters are told at once.
 -- >8 -- rlock sends the rest of this file, from the newline ending this line on
-local tok, minhold, chan = ARGV[1], tonumber(ARGV[2]), ARGV[3]
-local tomb, rid = tonumber(ARGV[4] or '0') or 0, ARGV[5] or ''
-local donefor = tonumber(ARGV[7] or '0') or 0
-HISTORY = history_cap(ARGV[8])
+-- The arguments, in the order rlock sends them (ReleaseArgs, src/lock/script_args.h):
+local tok = ARGV[1]                    -- the holder's token
+local minhold = tonumber(ARGV[2])      -- --min-hold, ms (0: none)
+local chan = ARGV[3]                   -- the release channel
+-- Optional (older clients send fewer):
+local tomb = tonumber(ARGV[4] or '0') or 0  -- the tombstone's life, ms (0: none)
+local rid = ARGV[5] or ''              -- the release id ('' : no tombstone)
+local exit_status = ARGV[6]            -- the command's exit status ('' : not known)
+local donefor = tonumber(ARGV[7] or '0') or 0  -- --done-for, ms (0: not)
+HISTORY = history_cap(ARGV[8])         -- events the history keeps (0: none)
+local lost = ARGV[9] or ''             -- why the lease was lost ('' : it was not)
 preflight('DEL EXISTS GET HGET HMGET HSET PEXPIRE PTTL ' ..
           'SET ZADD ZCARD ZRANGE ZRANGEBYSCORE ZREM ZREMRANGEBYSCORE ZSCORE')
 local dead = purge_holders()
@@ -25,7 +32,7 @@ if not how then
   if rid ~= '' and redis.call('GET', rkey(tok)) == rid then return {3} end
   -- Its own release found it gone: lost, with the reason its holder knows.
   if hcall('HEXISTS', LIVE, tok) == 1 then
-    local why = ARGV[9] or ''
+    local why = lost
     if why == '' then why = 'its release found it no longer held' end
     record_end('lost', tok, ending(tok), 'why', field(why))
   end
@@ -41,7 +48,7 @@ if minhold > 0 and since > 0 then left = since + minhold - NOW end
 -- Nested holds under this token (nest.lua) still running: the lock stays
 -- theirs, marked as ended here, and the last of them releases it.
 local nested = nested_left(tok)
-if nested > 0 and left <= 0 and not (donefor > 0 and how == 'plain' and ARGV[6] == '0') then
+if nested > 0 and left <= 0 and not (donefor > 0 and how == 'plain' and exit_status == '0') then
   redis.call('HSET', hkey(tok), 'ended', NOW, 'erid', rid)
   return {5, nested, redis.call('ZCOUNT', nkey(tok), '(' .. NOW, '+inf')}
 end
@@ -49,7 +56,7 @@ left = math.max(left, nested)
 -- A retry of this release (its reply was lost) keeps the lease again but
 -- records it once.
 local again = rid ~= '' and h[2] == rid
-if donefor > 0 and how == 'plain' and ARGV[6] == '0' then
+if donefor > 0 and how == 'plain' and exit_status == '0' then
   -- Publish first: a script's writes are not rolled back, so a PUBLISH the
   -- ACL refuses must fail before anything is written.
   publish(chan, 'done')
@@ -68,14 +75,14 @@ if donefor > 0 and how == 'plain' and ARGV[6] == '0' then
 end
 if left > 0 then
   set_lease(tok, how, left)
-  redis.call('HSET', hkey(tok), 'kept', NOW, 'exit', field(ARGV[6]), 'krid', rid)
+  redis.call('HSET', hkey(tok), 'kept', NOW, 'exit', field(exit_status), 'krid', rid)
   if not again then
-    record_end('kept', tok, ending(tok), 'held', held, 'exit', field(ARGV[6]), 'until', NOW + left)
+    record_end('kept', tok, ending(tok), 'held', held, 'exit', field(exit_status), 'until', NOW + left)
   end
   return {2, left}
 end
 if rid == '' then tomb = 0 end
 local info = ending(tok)
 drop_holder(tok, how, chan, tomb, rid)  -- publishes first: a refusal records nothing
-record_end('released', tok, info, 'held', held, 'exit', field(ARGV[6]))
+record_end('released', tok, info, 'held', held, 'exit', field(exit_status))
 return {1}

@@ -7,4 +7,8 @@
 -- priority} (the last three since protocol 4; mode is 'shared' or empty for an
 -- exclusive one, priority empty for 0).
 -- >8 -- rlock sends the rest of this file, from the newline ending this line on
-return status_of(tonumber(ARGV[1] or '1000') or 1000, true, false, true, nil, nil, ARGV[2] ~= '0')
+-- The arguments, in the order rlock sends them (StatusArgs, src/lock/script_args.h), each
+-- optional:
+local max = tonumber(ARGV[1] or '1000') or 1000  -- the most holder and waiter records
+local events = ARGV[2] ~= '0'          -- '0': without the last events
+return status_of(max, true, false, true, nil, nil, events)

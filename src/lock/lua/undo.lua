@@ -4,8 +4,12 @@
 -- (a newer attempt of the token, or nothing, is there: left alone).
 -- ARGV[4] (protocol 4, optional): the history cap (events kept; 0 = none).
 -- >8 -- rlock sends the rest of this file, from the newline ending this line on
-local tok, att, chan = ARGV[1], tonumber(ARGV[2]), ARGV[3]
-HISTORY = history_cap(ARGV[4])
+-- The arguments, in the order rlock sends them (UndoArgs, src/lock/script_args.h):
+local tok = ARGV[1]                    -- the token whose attempt timed out
+local att = tonumber(ARGV[2])          -- that attempt's number
+local chan = ARGV[3]                   -- the release channel
+-- Optional (older clients send fewer):
+HISTORY = history_cap(ARGV[4])         -- events the history keeps (0: none)
 preflight('DEL EXISTS GET HGET PTTL SET ZCARD ZRANGE ZRANGEBYSCORE ZREM ZREMRANGEBYSCORE ZSCORE')
 notice_expired(purge_holders())
 local how = held_by(tok)
