@@ -49,7 +49,7 @@ Millis Acquirer::jitter(Millis most) {
 }
 
 Acquirer::~Acquirer() {
-  *alive_ = false;
+  life_.end();
   Loop& loop = lock_.loop();
   loop.cancel(retry_timer_);
   loop.cancel(resubscribe_timer_);
@@ -83,16 +83,16 @@ void Acquirer::start_waiting() {
 }
 
 void Acquirer::watch_list() {
-  auto alive = alive_;
+  auto alive = life_.token();
   Subscription::Events ev;
   ev.message = [this, alive](const std::string& what) {
-    if (!*alive || finished_) return;
+    if (!alive || finished_) return;
     log_verbose(fmt::format("woken ({})", escape_text(truncate_text(what, 32))));
     list_failures_ = 0;  // it answered: the list works again
     attempt();
   };
   ev.ready = [this, alive] {
-    if (!*alive || finished_) return;
+    if (!alive || finished_) return;
     outage_over();
     // The first: the attempt that joined the line has just been answered.
     // Later ones follow a lost connection (a failover): what was pushed to
@@ -104,7 +104,7 @@ void Acquirer::watch_list() {
     attempt();
   };
   ev.failed = [this, alive](const Error& e) {
-    if (!*alive || finished_) return;
+    if (!alive || finished_) return;
     log_verbose(fmt::format("wake-up list: {}", e.what()));
     if (e.kind() != ErrorKind::Unavailable) {
       // An ACL without BLPOP, or a list BLPOP cannot wait on (a foreign
@@ -121,7 +121,7 @@ void Acquirer::watch_list() {
       // ASK): no outage, however long it lasts; the re-checks go on meanwhile.
       lock_.loop().cancel(resubscribe_timer_);
       resubscribe_timer_ = lock_.loop().after(kMovedRetry, [this, alive] {
-        if (!*alive || finished_) return;
+        if (!alive || finished_) return;
         resubscribe_timer_ = 0;
         sub_->start();
       });
@@ -146,12 +146,12 @@ void Acquirer::watch_list() {
 }
 
 void Acquirer::arm_deadline(Millis after) {
-  auto alive = alive_;
+  auto alive = life_.token();
   Loop& loop = lock_.loop();
   {
     wait_deadline_ = later(Clock::now(), after);
     deadline_timer_ = loop.after(after, [this, alive] {
-      if (!*alive || finished_) return;
+      if (!alive || finished_) return;
       deadline_timer_ = 0;
       std::string who = last_ ? " (" + holder_text(*last_) + ")" : "";
       // Still unable to reach Redis (fewer than a majority of a quorum's
@@ -163,29 +163,27 @@ void Acquirer::arm_deadline(Millis after) {
                     : Error(ErrorKind::NotAcquired,
                             fmt::format("gave up waiting for '{}' after {}{}", lock_.names().key,
                                         format_duration(*spec_.wait), who));
-      cancel([this, alive, e] {
-        if (*alive) done_(Outcome<Acquired>{e, {}});
-      });
+      cancel(life_.guard([this, e] { done_(Outcome<Acquired>{e, {}}); }));
     });
   }
 }
 
 void Acquirer::subscribe() {
   if (!lock_.fair()) return listen_for_releases();
-  auto alive = alive_;
+  auto alive = life_.token();
   Subscription::Events ev;
   ev.message = [this, alive](const std::string&) {
-    if (!*alive || finished_) return;
+    if (!alive || finished_) return;
     log_verbose(fmt::format("woken on {}", sub_->channel()));
     attempt();
   };
   ev.ready = [this, alive] {
-    if (!*alive || finished_) return;
+    if (!alive || finished_) return;
     outage_over();
     attempt();  // nothing can have been missed before this
   };
   ev.failed = [this, alive](const Error& e) {
-    if (!*alive || finished_) return;
+    if (!alive || finished_) return;
     log_verbose(fmt::format("wake-up channel: {}", e.what()));
     if (ride_out(e, resubscribe_timer_, [this] { sub_->start(); })) return;
     fail_with_cleanup(e);
@@ -202,21 +200,21 @@ void Acquirer::subscribe() {
 // re-check comes, after a random pause so that waiters woken together do not
 // split the masters' votes forever (the Redlock paper's randomised retry).
 void Acquirer::listen_for_releases() {
-  auto alive = alive_;
+  auto alive = life_.token();
   Subscription::Events ev;
   ev.message = [this, alive](const std::string&) {
-    if (!*alive || finished_) return;
+    if (!alive || finished_) return;
     log_verbose(fmt::format("heard a release on {}", lock_.names().channel));
     // Waiters of several masters spread out (split votes); on one deployment
     // (another tool's layout) the first SET NX wins anyway.
     schedule(lock_.clients().size() > 1 ? jitter(kRetryJitter) : Millis(0));
   };
   ev.ready = [this, alive] {
-    if (!*alive || finished_) return;
+    if (!alive || finished_) return;
     attempt();  // nothing can have been missed before this
   };
   ev.failed = [this, alive](const Error& e) {
-    if (!*alive || finished_) return;
+    if (!alive || finished_) return;
     log_verbose(fmt::format("release channel: {}", e.what()));
     // An outage is ridden out by the attempts (and the subscription comes
     // back by itself). A refusal is not going away, but a minority of
@@ -246,11 +244,8 @@ void Acquirer::attempt() {
   retry_timer_ = 0;
   in_flight_ = true;
   sent_ = Clock::now();
-  auto alive = alive_;
   lock_.acquire(token_, spec_.ttl, joins(), spec_.info, ++attempts_,
-                [this, alive](Outcome<AcquireReply> o) {
-                  if (*alive) on_reply(std::move(o));
-                });
+                life_.guard([this](Outcome<AcquireReply> o) { on_reply(std::move(o)); }));
 }
 
 void Acquirer::on_reply(Outcome<AcquireReply> o) {
@@ -274,11 +269,11 @@ void Acquirer::on_reply(Outcome<AcquireReply> o) {
     if (spec_.sync_replicas == 0) return confirm(a);
     // Not a grant until the replicas confirm it: a failover to one that had
     // not seen it would give the lock away again.
-    auto alive = alive_;
+    auto alive = life_.token();
     Millis budget = std::max(Millis(1), std::min(lock_.command_timeout(), a.ttl / 2));
     return lock_.confirm_replicas(spec_.sync_replicas, budget, "the lease",
                                   [this, alive, a](Outcome<bool> o) {
-                                    if (!*alive || finished_) return;
+                                    if (!alive || finished_) return;
                                     if (o.error) return fail_with_cleanup(*o.error);
                                     confirm(a);
                                   });
@@ -346,12 +341,12 @@ void Acquirer::on_reply(Outcome<AcquireReply> o) {
 // sentinels name, within its --wait (its place in the old master's line is
 // lost with that master anyway).
 void Acquirer::confirm(const AcquireReply& a) {
-  auto alive = alive_;
+  auto alive = life_.token();
   Millis bound = std::min(lock_.command_timeout(), kCleanupBound);
   lock_.confirm_master(
       token_, a,
       [this, alive, a, bound](Outcome<bool> o) {
-        if (!*alive || finished_) return;
+        if (!alive || finished_) return;
         if (o.error) {
           // Nobody to ask whether it stands: not a grant (yet).
           log_verbose(fmt::format("could not confirm the grant of '{}' with the sentinels: {}",
@@ -387,12 +382,12 @@ void Acquirer::renew_if_late(const AcquireReply& a) {
                   format_duration(std::max(
                       Millis(0), std::chrono::duration_cast<Millis>(later(sent_, a.ttl) - now))),
                   format_duration(a.ttl)));
-  auto alive = alive_;
+  auto alive = life_.token();
   Millis timeout = std::max(Millis(1), std::min(lock_.command_timeout(), a.ttl / 2));
   lock_.extend(
       token_, a.ttl,
       [this, alive, a, now, timeout](Outcome<ExtendReply> o) {
-        if (!*alive || finished_) return;
+        if (!alive || finished_) return;
         if (o.error) {
           if (ride_out(*o.error, retry_timer_, [this] { attempt(); })) return;
           return fail_with_cleanup(*o.error);
@@ -406,7 +401,7 @@ void Acquirer::renew_if_late(const AcquireReply& a) {
         if (spec_.sync_replicas == 0) return granted(a, now, ttl);
         lock_.confirm_replicas(spec_.sync_replicas, timeout, "the lease",
                                [this, alive, a, now, ttl](Outcome<bool> c) {
-                                 if (!*alive || finished_) return;
+                                 if (!alive || finished_) return;
                                  if (c.error) return fail_with_cleanup(*c.error);
                                  granted(a, now, ttl);
                                });
@@ -430,9 +425,9 @@ void Acquirer::granted(const AcquireReply& a, Clock::time_point sent, Millis ttl
 
 void Acquirer::schedule(Millis delay) {
   lock_.loop().cancel(retry_timer_);
-  auto alive = alive_;
+  auto alive = life_.token();
   retry_timer_ = lock_.loop().after(delay, [this, alive] {
-    if (!*alive) return;
+    if (!alive) return;
     retry_timer_ = 0;
     attempt();
   });
@@ -457,10 +452,10 @@ bool Acquirer::ride_out(const Error& e, Loop::TimerId& timer, std::function<void
   Millis backoff = std::max(at_least, std::clamp(down / 4, Millis(250), Millis(2000)));
   log_verbose(fmt::format("Redis unavailable while waiting ({}); retrying in {}", e.what(),
                           format_duration(backoff)));
-  auto alive = alive_;
+  auto alive = life_.token();
   lock_.loop().cancel(timer);
   timer = lock_.loop().after(backoff, [this, alive, &timer, retry = std::move(retry)] {
-    if (!*alive || finished_) return;
+    if (!alive || finished_) return;
     timer = 0;
     retry();
   });
@@ -511,10 +506,7 @@ void Acquirer::stop() {
 
 void Acquirer::fail_with_cleanup(Error e) {
   if (finished_) return;
-  auto alive = alive_;
-  cancel([this, alive, e] {
-    if (*alive) done_(Outcome<Acquired>{e, {}});
-  });
+  cancel(life_.guard([this, e] { done_(Outcome<Acquired>{e, {}}); }));
 }
 
 void Acquirer::cancel(std::function<void()> done) {

@@ -11,6 +11,7 @@
 #include <optional>
 #include <random>
 
+#include "core/lifetime.h"
 #include "lock/lock.h"
 #include "net/subscription.h"
 
@@ -180,7 +181,7 @@ class Acquirer : public Acquisition {
   std::optional<Clock::time_point> wait_deadline_;  // when --wait runs out, once waiting
   std::optional<Error> outage_error_;               // the last failure of the outage
   std::minstd_rand rng_;
-  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  Lifetime life_;
 };
 
 }  // namespace rlock

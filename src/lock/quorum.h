@@ -13,6 +13,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/lifetime.h"
 #include "lock/lock.h"
 
 namespace rlock {
@@ -159,7 +160,7 @@ class QuorumLock : public Lock {
   std::vector<std::unique_ptr<SingleLock>> locks_;
   HolderInfo info_;  // of the last acquire: a master that lost the lease is granted it again
   Millis ttl_{0};    // of the last acquire: bounds the wait for the last releases
-  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  Lifetime life_;
 };
 
 }  // namespace rlock

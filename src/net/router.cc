@@ -4,12 +4,12 @@
 
 #include <algorithm>
 
+#include "core/text.h"
 #include "net/cluster.h"
 #include "net/resolver.h"
 #include "net/sentinel.h"
 #include "net/slot.h"
 #include "net/subscription.h"
-#include "core/text.h"
 
 namespace rlock {
 
@@ -74,7 +74,7 @@ Router::Router(Loop& loop, ConnectionConfig cfg)
 }
 
 Router::~Router() {
-  *alive_ = false;
+  life_.end();
   for (auto& c : awaiting_master_) loop_.cancel(c->timer);
 }
 
@@ -98,9 +98,9 @@ Router::Node& Router::node(const Endpoint& ep) {
   ConnectionConfig c = cfg_;
   c.endpoint = n->ep;
   n->conn = std::make_unique<Connection>(loop_, c, tls_, n->book);
-  auto alive = alive_;
+  auto alive = life_.token();
   n->conn->on_disconnect([this, alive, name](const Error& e) {
-    if (*alive) node_lost(name, e);
+    if (alive) node_lost(name, e);
   });
   return *nodes_.emplace(name, std::move(n)).first->second;
 }
@@ -141,11 +141,11 @@ void Router::dispatch(const CallPtr& c) {
   if (asking)
     conn.command(
         {"ASKING"}, [](Result) {}, left);
-  auto alive = alive_;
+  auto alive = life_.token();
   conn.command(
       c->args,
       [this, alive, c, target](Result r) {
-        if (*alive) on_result(c, target, std::move(r));
+        if (alive) on_result(c, target, std::move(r));
       },
       left, c->opt.undo);
 }
@@ -208,9 +208,9 @@ void Router::retry_later(const CallPtr& c, Millis pause) {
   // A pause (TRYAGAIN during a migration: ASK, then TRYAGAIN at the target)
   // is not a redirect loop: only redirects in a row count.
   c->redirects = 0;
-  auto alive = alive_;
+  auto alive = life_.token();
   c->timer = loop_.after(pause, [this, alive, c] {
-    if (!*alive || c->finished) return;
+    if (!alive || c->finished) return;
     c->timer = 0;
     dispatch(c);
   });
@@ -299,21 +299,21 @@ void Router::refresh_from(const std::shared_ptr<std::vector<std::string>>& names
     refreshing_ = false;
     return;
   }
-  auto alive = alive_;
+  auto alive = life_.token();
   ask_slots((*names)[i], [this, alive, names, i](Outcome<std::vector<std::string>> o) {
-    if (!*alive) return;
+    if (!alive) return;
     if (o.error) return refresh_from(names, i + 1);
     refreshing_ = false;
   });
 }
 
 void Router::ask_slots(const std::string& name, Done<std::vector<std::string>> done) {
-  auto alive = alive_;
+  auto alive = life_.token();
   std::string host = node(name).ep.host;
   node(name).conn->command(
       {"CLUSTER", "SLOTS"},
       [this, alive, name, host, done = std::move(done)](Result r) {
-        if (!*alive) return;
+        if (!alive) return;
         Outcome<std::vector<std::string>> o;
         try {
           // One server: it is the only master. A user whose ACL has no
@@ -348,9 +348,9 @@ void Router::ask_slots(const std::string& name, Done<std::vector<std::string>> d
 void Router::masters(Done<std::vector<std::string>> done) {
   if (sentinel_) {
     // The master Sentinel names (found first, if need be).
-    auto alive = alive_;
+    auto alive = life_.token();
     command({"PING"}, [this, alive, done = std::move(done)](Result r) {
-      if (!*alive) return;
+      if (!alive) return;
       Outcome<std::vector<std::string>> o;
       try {
         expect_ok(r, "PING");
@@ -368,9 +368,9 @@ void Router::masters(Done<std::vector<std::string>> done) {
 void Router::open_subscriber(const std::string& channel, Done<std::unique_ptr<Connection>> done) {
   if (sentinel_ && seed_.empty()) {
     // Once the master is known: a PING finds (and confirms) it.
-    auto alive = alive_;
+    auto alive = life_.token();
     command({"PING"}, [this, alive, channel, done = std::move(done)](Result r) mutable {
-      if (!*alive) return;
+      if (!alive) return;
       if (r.failure || seed_.empty()) {
         Error e = r.failure ? *r.failure : Error(ErrorKind::Unavailable, "no master");
         return done(Outcome<std::unique_ptr<Connection>>{e, nullptr});
@@ -390,9 +390,9 @@ void Router::open_subscriber(const std::string& channel, Done<std::unique_ptr<Co
   auto conn = std::make_shared<std::unique_ptr<Connection>>(
       std::make_unique<Connection>(loop_, c, tls_, n.book));
   // From the loop, never from inside this call.
-  auto alive = alive_;
+  auto alive = life_.token();
   loop_.after(Millis(0), [alive, conn, done = std::move(done)] {
-    if (*alive) done(Outcome<std::unique_ptr<Connection>>{std::nullopt, std::move(*conn)});
+    if (alive) done(Outcome<std::unique_ptr<Connection>>{std::nullopt, std::move(*conn)});
   });
 }
 
@@ -400,9 +400,9 @@ void Router::open_subscriber(const std::string& channel, Done<std::unique_ptr<Co
 
 void Router::need_master(const CallPtr& c) {
   awaiting_master_.push_back(c);
-  auto alive = alive_;
+  auto alive = life_.token();
   c->timer = loop_.at(c->deadline, [this, alive, c] {
-    if (!*alive || c->finished) return;
+    if (!alive || c->finished) return;
     c->timer = 0;
     awaiting_master_.erase(std::find(awaiting_master_.begin(), awaiting_master_.end(), c));
     Error e =
@@ -424,9 +424,9 @@ void Router::fail_awaiting(const Error& why) {
 void Router::find_master() {
   if (finding_) return;
   finding_ = true;
-  auto alive = alive_;
+  auto alive = life_.token();
   sentinel_->find([this, alive](Outcome<MasterInfo> o) {
-    if (!*alive) return;
+    if (!alive) return;
     if (o.error) {
       // Nobody to ask, or nobody who knows the name: waiting will not help.
       finding_ = false;
@@ -442,9 +442,9 @@ void Router::master_found(const MasterInfo& info) {
   finding_ = true;
   // The sentinels' word is checked: a replica, or a master that was demoted
   // (a failover that sentinel has not seen yet), would accept no write.
-  auto alive = alive_;
+  auto alive = life_.token();
   node(info.endpoint).conn->command({"ROLE"}, [this, alive, name, info](Result r) {
-    if (!*alive) return;
+    if (!alive) return;
     if (r.failure) {
       // A password the master refuses will not work later either.
       if (r.failure->kind() == ErrorKind::Permission || r.failure->kind() == ErrorKind::Usage) {
@@ -504,9 +504,9 @@ void Router::master_failed(const Error& why) {
   seed_.clear();
   if (cfg_.trace) cfg_.trace(fmt::format("{}; asking the sentinels again", why.what()));
   if (awaiting_master_.empty()) return;
-  auto alive = alive_;
+  auto alive = life_.token();
   loop_.after(Millis(200), [this, alive] {
-    if (*alive && !awaiting_master_.empty()) find_master();
+    if (alive && !awaiting_master_.empty()) find_master();
   });
 }
 
@@ -550,9 +550,9 @@ void Router::master_moved(const MasterInfo& info, const std::string& why) {
 // master they named by then is never trusted with it.
 void Router::confirm_master(const std::string& node, Done<bool> done) {
   if (!sentinel_ || node.empty()) return done(Outcome<bool>{std::nullopt, true});
-  auto alive = alive_;
+  auto alive = life_.token();
   sentinel_->find([this, alive, node, done = std::move(done)](Outcome<MasterInfo> o) {
-    if (!*alive) return;
+    if (!alive) return;
     if (o.error) return done(Outcome<bool>{o.error, false});
     std::string named = o.value.endpoint.address();
     if (named == node) {
@@ -573,9 +573,9 @@ void Router::confirm_master(const std::string& node, Done<bool> done) {
 
 void Router::stay() {
   if (!sentinel_) return;
-  auto alive = alive_;
+  auto alive = life_.token();
   sentinel_->watch([this, alive](const MasterInfo& info, bool announced) {
-    if (*alive) sentinel_news(info, announced);
+    if (alive) sentinel_news(info, announced);
   });
 }
 

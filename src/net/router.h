@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "core/lifetime.h"
 #include "net/redis.h"
 
 namespace rlock {
@@ -96,7 +97,7 @@ class Router : public Client {
   long long master_epoch_ = -1;  // the configuration epoch of seed_, -1 unknown
   std::optional<Error> last_find_error_;
 
-  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  Lifetime life_;
 };
 
 }  // namespace rlock

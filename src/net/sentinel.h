@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "core/lifetime.h"
 #include "net/redis.h"
 
 namespace rlock {
@@ -92,7 +93,7 @@ class SentinelDiscovery {
   size_t watching_ = 0;
   Loop::TimerId rewatch_timer_ = 0, poll_timer_ = 0;
   bool polling_ = false;
-  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  Lifetime life_;
 };
 
 }  // namespace rlock
