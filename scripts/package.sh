@@ -45,7 +45,7 @@ deb() {
   # Debian policy: compressed man page and documentation, a copyright file and a
   # changelog (a native package: changelog.gz), permissions 0755/0644.
   gzip -9n "$stage_dir/usr/share/man/man1/rlock.1"
-  gzip -9n "$stage_dir/usr/share/doc/rlock/README.md" "$stage_dir/usr/share/doc/rlock/PROTOCOL.md"
+  gzip -9n "$stage_dir"/usr/share/doc/rlock/{README,GUIDE,DECISIONS,PROTOCOL}.md
   # The license's text is in the copyright file, where Debian wants it (lintian:
   # extra-license-file).
   rm "$stage_dir/usr/share/doc/rlock/LICENSE"

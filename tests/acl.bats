@@ -13,7 +13,7 @@ setup_file() {
   redis_start
   rcli acl setuser app on '>apppw' resetkeys '~lock:*' resetchannels '&lock:*' '+@all' >/dev/null
   # Keys and channels allowed, but no scripts at all.
-  rcli acl setuser noscript on '>pw2' '~lock:*' '&lock:*' '+@all' -eval -evalsha >/dev/null
+  acl_lock_user noscript pw2 -eval -evalsha
   # Keys allowed, the release channels not.
   rcli acl setuser nochan on '>pw3' '~lock:*' resetchannels '&other:*' '+@all' >/dev/null
   export APP_URL="redis://app:apppw@127.0.0.1:$REDIS_PORT/0"
@@ -59,8 +59,8 @@ setup_file() {
 @test "an ACL user without BLPOP, or whose releases may not LPUSH, still waits and is woken" {
   # Without BLPOP the waiter subscribes to its channel instead; a releaser without LPUSH
   # pushes nothing (its script goes on: the push is best effort) but still publishes.
-  rcli acl setuser noblpop on '>pw5' '~lock:*' '&lock:*' '+@all' -blpop >/dev/null
-  rcli acl setuser nolpush on '>pw6' '~lock:*' '&lock:*' '+@all' -lpush >/dev/null
+  acl_lock_user noblpop pw5 -blpop
+  acl_lock_user nolpush pw6 -lpush
   local nb="redis://noblpop:pw5@127.0.0.1:$REDIS_PORT/0"
   local nl="redis://nolpush:pw6@127.0.0.1:$REDIS_PORT/0"
   tok=$("$RLOCK" --url "$nl" acquire acl-nob --ttl 30s)
@@ -156,7 +156,7 @@ setup_file() {
 # --- refusals that name the fix (issue 21) ----------------------------------------------------
 
 @test "an ACL refusal names what the user lacks and the ACL SETUSER that grants it (77)" {
-  rcli acl setuser nopub on '>pw4' '~lock:*' '&lock:*' '+@all' -publish >/dev/null
+  acl_lock_user nopub pw4 -publish
   tok=$("$RLOCK" acquire acl-fix --ttl 30s)
   # A command inside a script: the line of the script names it.
   rl --url "redis://nopub:pw4@127.0.0.1:$REDIS_PORT/0" release acl-fix --token "$tok"

@@ -267,7 +267,7 @@ order_is() { assert_equal "$(tr '\n' ' ' <"$T/order")" "$* "; }
 }
 
 @test "--supersede under an ACL refusal: nothing it wrote outlives it, and the waiter before keeps its place" {
-  rcli acl setuser sups-nohlen on '>pw' '~lock:*' '&lock:*' '+@all' -hlen >/dev/null
+  acl_lock_user sups-nohlen pw -hlen
   rcli acl setuser sups-nochan on '>pw' '~lock:*' resetchannels '+@all' >/dev/null
   # HLEN refused: 77, and :sups is not written (Redis 7 asks the ACL first) or expires
   run -77 "$RLOCK" -u "redis://sups-nohlen:pw@127.0.0.1:$REDIS_PORT/0" run --supersede acl-sups -- true

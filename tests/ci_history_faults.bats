@@ -8,13 +8,13 @@
 
 # shellcheck disable=SC2016 # single-quoted scripts are expanded by the child's shell
 load helpers/redis
+load helpers/topology
 
 bats_require_minimum_version 1.5.0
 
 setup_file() {
   redis_start
-  export SCRIPTS=$BATS_FILE_TMPDIR/scripts
-  "$HELPERS/dump_scripts" "$SCRIPTS" || fail "dump_scripts failed"
+  scripts_setup
 }
 
 setup() {
@@ -71,7 +71,7 @@ redis_commands() {
 @test "an acquire the ACL refuses midway (a user without XADD) leaves no holder behind" {
   # A least-privilege user written for 0.4.0 (no stream commands) meets the new scripts:
   # whatever rlock answers, the lock must not stay taken by a token nobody holds.
-  rcli acl setuser nostream on '>pw' '~lock:*' '&lock:*' +@all -@stream >/dev/null
+  acl_lock_user nostream pw -@stream
   run "$RLOCK" --url "redis://nostream:pw@127.0.0.1:$REDIS_PORT/0" run --ttl 60s ns -- true
   echo "# exit $status: $output" >&3
   assert_equal "$(rcli exists 'lock:{ns}')" 0
@@ -168,8 +168,8 @@ redis_commands() {
 
 @test "quorum: one acquisition has one ending in history, also when a master missed the release" {
   local i
-  for i in 1 2 3; do redis_start_named "Q$i"; done
-  export RLOCK_URL="$Q1_URL $Q2_URL $Q3_URL"
+  masters_start Q 3
+  export RLOCK_URL=$Q_URLS
   rlock_bg holder --timeout 1s run --ttl 2s qe -- sh "$T/gate.sh" "$T" h
   holder=$BG_PID
   wait_for_file "$T/h.started" 20

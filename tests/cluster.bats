@@ -13,8 +13,7 @@ load helpers/topology
 
 setup_file() {
   cluster_start 3
-  export SCRIPTS=$BATS_FILE_TMPDIR/scripts
-  "$HELPERS/dump_scripts" "$SCRIPTS" || fail "dump_scripts failed"
+  scripts_setup
 }
 
 setup() {
@@ -271,7 +270,7 @@ _migrating() {
 }
 
 @test "a Cluster node that serves no slot: list says so (69)" {
-  redis_start_named LONE --cluster-enabled yes --cluster-config-file nodes.conf
+  cluster_node_start LONE
   rl --url "$LONE_URL" list
   assert_error 69
   [[ $stderr == *"knows no slot served"* ]] || fail "$stderr"
@@ -356,26 +355,8 @@ _migrating() {
 }
 
 @test "nesting and acquire --while-pid work in a Cluster" {
-  run timeout 30 "$RLOCK" run --wait 3s cnest -- "$RLOCK" run --wait 3s cnest -- sh -c 'echo "inner $RLOCK_KEY"'
-  [ "$status" -eq 0 ]
-  [[ $output == *"inner cnest"* ]]
-  sleep 1000 &
-  spid=$!
-  "$RLOCK" acquire --ttl 2s --while-pid "$spid" cnest >/dev/null
-  sleep 3 # past its TTL: renewed through the Cluster
-  "$RLOCK" status cnest >/dev/null
-  kill "$spid"
-  _rlock_poll "cnest to be free" 10 eval '! "$RLOCK" status cnest >/dev/null 2>&1'
-  # the owner's release with the bare token stops the keeper quietly; a break reaches PID
-  sh -c 'trap "touch \"$0.term\"; exit 0" TERM; while :; do sleep 0.05; done' "$BATS_TEST_TMPDIR/w" 3>&- &
-  wpid=$!
-  tok=$("$RLOCK" acquire --ttl 1s --while-pid "$wpid" cnest)
-  "$RLOCK" release --token "$tok" cnest
-  _rlock_poll "the keeper to end" 10 eval '! pgrep -f "acquire --ttl 1s --while-pid $wpid cnest" >/dev/null'
-  [ ! -e "$BATS_TEST_TMPDIR/w.term" ]
-  "$RLOCK" acquire --while-pid "$wpid" cnest >/dev/null
-  "$RLOCK" break --yes cnest
-  _rlock_poll "SIGTERM to PID" 10 test -e "$BATS_TEST_TMPDIR/w.term"
+  assert_nesting_and_while_pid cnest # renewed through the Cluster
+  assert_keeper_release_and_break cnest
 }
 
 @test "shared locks and --done-for work in a Cluster, on the node that serves the slot" {

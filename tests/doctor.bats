@@ -13,8 +13,8 @@ load helpers/topology
 setup_file() {
   # A healthy server: persistence on every write, nothing evicted.
   redis_start --appendonly yes --appendfsync always --maxmemory-policy noeviction
-  rcli acl setuser nopexpire on '>pw1' '~lock:*' '&lock:*' '+@all' -pexpire >/dev/null
-  rcli acl setuser nohistory on '>pw2' '~lock:*' '&lock:*' '+@all' -xadd >/dev/null
+  acl_lock_user nopexpire pw1 -pexpire
+  acl_lock_user nohistory pw2 -xadd
   rcli acl setuser otherkeys on '>pw3' '~other:*' '&lock:*' '+@all' >/dev/null
 }
 
@@ -63,7 +63,7 @@ doctor() {
 }
 
 @test "doctor: a replica fails (writes refused) and names its master" {
-  redis_start_named REPLICA --replicaof 127.0.0.1 "$REDIS_PORT"
+  replica_start REPLICA REDIS
   doctor --url "redis://127.0.0.1:$REPLICA_PORT/0"
   redis_stop REPLICA
   assert_equal "$status" 1
@@ -109,7 +109,7 @@ doctor() {
   # The rlock layout's scripts (the other layouts are other tools' protocols); CLUSTER
   # and SPUBLISH are asked with pcall and optional.
   src=$BATS_TEST_DIRNAME/../src
-  mapfile -t used < <(ls "$src"/lua/*.lua | grep -v -e plain_ -e redisson_ |
+  mapfile -t used < <(ls "$src"/lock/lua/*.lua | grep -v -e plain_ -e redisson_ |
     xargs grep -ho -e "redis\.p\?call('[A-Z_]*'" -e "hcall('[A-Z_]*'" | sed "s/.*('//; s/'//" |
     sort -u | grep -v -x -e CLUSTER -e SPUBLISH)
   [ "${#used[@]}" -gt 20 ]

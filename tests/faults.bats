@@ -16,8 +16,7 @@ setup_file() {
   export BATS_NO_PARALLELIZE_WITHIN_FILE=true
   redis_start
   proxy_start "$REDIS_PORT"
-  export SCRIPTS=$BATS_FILE_TMPDIR/scripts
-  "$HELPERS/dump_scripts" "$SCRIPTS" || fail "dump_scripts failed"
+  scripts_setup
 }
 
 setup() { T=$BATS_TEST_TMPDIR; }

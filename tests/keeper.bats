@@ -15,6 +15,7 @@
 bats_require_minimum_version 1.5.0
 
 load helpers/redis
+load helpers/topology
 
 setup_file() {
   export BATS_NO_PARALLELIZE_WITHIN_FILE=true
@@ -24,9 +25,7 @@ setup_file() {
 setup() {
   export T=$BATS_TEST_TMPDIR
   rcli flushall >/dev/null
-  mkdir -p "$T/bin"
-  ln -sf "$(realpath "$RLOCK")" "$T/bin/rlock"
-  export PATH="$T/bin:$PATH"
+  rlock_on_path "$T"
 }
 
 # After the helpers' teardown: the processes a test watched, and the servers it started.
@@ -174,7 +173,7 @@ EOF2
 }
 
 @test "--sync-replicas: renewals the replica cannot confirm lose the lease, and PID gets SIGTERM" {
-  redis_start_named REPLICA --replicaof 127.0.0.1 "$REDIS_PORT"
+  replica_start REPLICA REDIS
   wait_until '[[ $(rcli info replication) == *"slave0:"*"state=online"* ]]'
   watched w
   # the replica's confirmation within a share of the TTL and --timeout: slack for a busy machine

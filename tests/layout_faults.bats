@@ -397,7 +397,7 @@ no_raw_controls() {
 }
 
 @test "a read-only ACL user's extend and release --token under the layouts: one line naming a command it lacks (77), 76 once the token no longer holds" {
-  rcli acl setuser lro on '>ropw' '~*' '&*' +@read +@connection +@pubsub +@scripting +time >/dev/null
+  acl_readonly_user lro ropw
   local l tok ro="redis://lro:ropw@127.0.0.1:$REDIS_PORT/0"
   for l in plain redisson; do
     tok=$("$RLOCK" --layout "$l" acquire --ttl 30s "ro-$l")

@@ -33,7 +33,7 @@ setup_file() { redis_start; }
 }
 
 @test "a Cluster of one node refuses several slots in one call: list asks each lock instead" {
-  redis_start_named ONE --cluster-enabled yes --cluster-config-file nodes.conf
+  cluster_node_start ONE
   rcli_to ONE cluster addslotsrange 0 16383 >/dev/null
   wait_until "rcli_to ONE cluster info | grep -q cluster_state:ok"
   local url="redis://127.0.0.1:$ONE_PORT/0" i

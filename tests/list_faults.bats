@@ -16,11 +16,11 @@
 bats_require_minimum_version 1.5.0
 
 load helpers/redis
+load helpers/topology
 
 setup_file() {
   redis_start || return 1
-  local i
-  for i in 1 2 3; do redis_start_named "M$i" || return 1; done
+  masters_start M 3
 }
 
 setup() { T=$BATS_TEST_TMPDIR; }
@@ -217,7 +217,7 @@ quorum_listing() {
   local name=$1 pfx=$2 i
   shift 2
   for i in 1 2 3; do make_locks "M$i" "$pfx" 3000; done
-  export RLOCK_URL="$M1_URL $M2_URL $M3_URL"
+  export RLOCK_URL=$M_URLS
   "$RLOCK" list "${pfx}0" >/dev/null # the status script loaded on each
   for i in 1 2 3; do rcli_to "M$i" config resetstat >/dev/null; done
   SERVER=M3 list_into_fifo "$name" 512 "$@" list --json "$pfx*"

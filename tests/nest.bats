@@ -16,6 +16,7 @@
 bats_require_minimum_version 1.5.0
 
 load helpers/redis
+load helpers/topology
 
 setup_file() {
   export BATS_NO_PARALLELIZE_WITHIN_FILE=true
@@ -25,10 +26,7 @@ setup_file() {
 setup() {
   export T=$BATS_TEST_TMPDIR
   rcli flushall >/dev/null
-  # rlock on PATH, as scripts call it
-  mkdir -p "$T/bin"
-  ln -sf "$(realpath "$RLOCK")" "$T/bin/rlock"
-  export PATH="$T/bin:$PATH"
+  rlock_on_path "$T"
 }
 
 suite_teardown() {
@@ -467,9 +465,8 @@ EOF2
 # --- other topologies -------------------------------------------------------------------------
 
 @test "quorum mode: a nested run runs at once; --while-pid keeps and frees the lock" {
-  redis_start_named Q2
-  redis_start_named Q3
-  export RLOCK_URL="$RLOCK_URL $Q2_URL $Q3_URL"
+  masters_start Q 2
+  export RLOCK_URL="$RLOCK_URL $Q_URLS"
   run timeout 30 rlock run --wait 3s qn -- rlock run --wait 3s qn -- sh -c 'echo "inner $RLOCK_KEY"'
   [ "$status" -eq 0 ]
   [[ $output == *"inner qn"* ]]
@@ -492,18 +489,9 @@ EOF2
   # says so (its tombstone), and it is never granted the token again: without that, a slow
   # release let the regrants cascade over every master and undo the release (7 of 20
   # times in a loop on a loaded machine).
-  redis_start_named QR2
-  redis_start_named QR3
-  export RLOCK_URL="$RLOCK_URL $QR2_URL $QR3_URL"
-  sh -c 'trap "touch \"$0.term\"; exit 0" TERM; while :; do sleep 0.05; done' "$BATS_TEST_TMPDIR/w" 3>&- &
-  wpid=$!
-  tok=$("$RLOCK" acquire --ttl 1s --while-pid "$wpid" qn)
-  "$RLOCK" release --token "$tok" qn
-  _rlock_poll "the keeper to end" 10 eval '! pgrep -f "acquire --ttl 1s --while-pid $wpid qn" >/dev/null'
-  [ ! -e "$BATS_TEST_TMPDIR/w.term" ]
-  "$RLOCK" acquire --while-pid "$wpid" qn >/dev/null
-  "$RLOCK" break --yes qn
-  _rlock_poll "SIGTERM to PID" 10 test -e "$BATS_TEST_TMPDIR/w.term"
+  masters_start QR 2
+  export RLOCK_URL="$RLOCK_URL $QR_URLS"
+  assert_keeper_release_and_break qn
 }
 
 # --- what the fault injection found -----------------------------------------------------------

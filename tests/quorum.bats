@@ -12,20 +12,18 @@
 bats_require_minimum_version 1.5.0
 
 load helpers/redis
+load helpers/topology
 
 setup_file() {
   # Tests kill, pause and empty the shared masters: one at a time.
   export BATS_NO_PARALLELIZE_WITHIN_FILE=true
-  local i
-  for i in 1 2 3 4 5; do
-    redis_start_named "M$i" --appendonly yes --appendfsync always || return 1
-  done
+  masters_start M 5 --appendonly yes --appendfsync always
 }
 
 setup() {
   T=$BATS_TEST_TMPDIR
   # Every master in one variable, separated by spaces (as RLOCK_URL may hold them).
-  export RLOCK_URL="$M1_URL $M2_URL $M3_URL $M4_URL $M5_URL"
+  export RLOCK_URL=$M_URLS
   write_gate "$T/gate"
 }
 
@@ -36,6 +34,30 @@ on_masters() {
     [[ $(rcli_to "M$i" exists "lock:{$1}" 2>/dev/null) == 1 ]] && n=$((n + 1))
   done
   echo "$n"
+}
+
+# m5_behind_proxy NAME [DELAY_MS=0]: a fault proxy NAME in front of M5 (everything M5
+# says reaches rlock DELAY_MS later); PURLS holds the five --url, M5's through NAME.
+m5_behind_proxy() {
+  proxy_start_named "$1" "$M5_PORT" 127.0.0.1 "${2:-0}" || return 1
+  local url_var=${1}_URL
+  PURLS=(--url "$M1_URL" --url "$M2_URL" --url "$M3_URL" --url "$M4_URL" --url "${!url_var}")
+}
+
+# holder_start ARGS...: rlock_bg holder ARGS... -- sh gate T h, once its command runs. A
+# loaded machine can make an acquisition fail (69: no majority within the time each
+# master gets), which is not what the tests using it are about: up to five tries.
+holder_start() {
+  local n # not i: bats's run sets it
+  for n in 1 2 3 4 5; do
+    rlock_bg holder "$@" -- sh "$T/gate" "$T" h
+    holder=$BG_PID
+    wait_until "[[ -e $T/h.started ]] || _rlock_dead $holder" 30
+    [[ -e $T/h.started ]] && return 0
+    bg_wait "$holder"
+    [[ $BG_STATUS == 69 ]] || fail "holder exited $BG_STATUS: $(cat "$T/holder.err")"
+  done
+  fail "5 acquisitions failed: $(cat "$T/holder.err")"
 }
 
 # evalsha_calls NAME: how many EVALSHA server NAME has run (INFO commandstats).
@@ -164,19 +186,9 @@ evalsha_calls() {
 # says by 500ms, so its answer comes after the four others decided each round (and its
 # grant at acquisition times out, 250ms for a 6s TTL: only a renewal can grant it there).
 @test "a master that always answers last and lost the key is granted it again by the renewals" {
-  proxy_start_named QS "$M5_PORT" 127.0.0.1 500
-  # A loaded machine can make an acquisition fail (69: no majority within the 250ms
-  # each master gets); that is not what this test is about, so it starts again.
-  for n in 1 2 3 4 5; do # not i: bats's run sets it
-    rlock_bg holder --url "$M1_URL" --url "$M2_URL" --url "$M3_URL" --url "$M4_URL" \
-      --url "$QS_URL" run --ttl 6s q-late -- sh "$T/gate" "$T" h
-    holder=$BG_PID
-    wait_until "[[ -e $T/h.started ]] || _rlock_dead $holder" 30
-    [[ -e $T/h.started ]] && break
-    bg_wait "$holder"
-    [[ $BG_STATUS == 69 ]] || fail "holder exited $BG_STATUS: $(cat "$T/holder.err")"
-  done
-  [[ -e $T/h.started ]] || fail "5 acquisitions failed: $(cat "$T/holder.err")"
+  m5_behind_proxy QS 500
+  # (each master gets 250ms to answer the acquisition: holder_start tries again on 69)
+  holder_start "${PURLS[@]}" run --ttl 6s q-late
   tok=$(rcli_to M1 get 'lock:{q-late}')
   [[ -n $tok ]] || fail "not held on M1"
   # A renewal (every 2s) grants it on M5, which answered it "not held", late.
@@ -297,19 +309,9 @@ evalsha_calls() {
 # arrives, the token is granted there again (as an earlier round's regrant does) and a
 # break removes it. The regrant then lands on the break's tombstone: it must not grant.
 @test "a regrant decided before a break reached the master does not undo the break there" {
-  proxy_start_named QB "$M5_PORT" 127.0.0.1 2000
+  m5_behind_proxy QB 2000
   # M5's grant at acquisition times out (250ms for a 9s TTL): a renewal grants it there.
-  # A loaded machine can make an acquisition fail (69), which is not this test's subject.
-  for n in 1 2 3 4 5; do # not i: bats's run sets it
-    rlock_bg holder -v --url "$M1_URL" --url "$M2_URL" --url "$M3_URL" --url "$M4_URL" \
-      --url "$QB_URL" run --ttl 9s q-brk3 -- sh "$T/gate" "$T" h
-    holder=$BG_PID
-    wait_until "[[ -e $T/h.started ]] || _rlock_dead $holder" 30
-    [[ -e $T/h.started ]] && break
-    bg_wait "$holder"
-    [[ $BG_STATUS == 69 ]] || fail "holder exited $BG_STATUS: $(cat "$T/holder.err")"
-  done
-  [[ -e $T/h.started ]] || fail "5 acquisitions failed: $(cat "$T/holder.err")"
+  holder_start -v "${PURLS[@]}" run --ttl 9s q-brk3
   tok=$(rcli_to M1 get 'lock:{q-brk3}')
   [[ -n $tok ]] || fail "not held on M1"
   wait_until "[[ \$(rcli_to M5 get 'lock:{q-brk3}') == $tok ]]" 20
@@ -426,12 +428,11 @@ evalsha_calls() {
 }
 
 @test "a master that resets its connection while rlock writes to it fails alone: every run succeeds" {
-  proxy_start_named QP "$M5_PORT"
+  m5_behind_proxy QP
   echo EVALSHA >"$QP_DIR/reset"
   for n in $(seq 1 15); do # not i: bats's run sets it
     proxy_arm_cut QP # the next script sent to the fifth master gets a reset, not a reply
-    rl --url "$M1_URL" --url "$M2_URL" --url "$M3_URL" --url "$M4_URL" --url "$QP_URL" \
-      run --ttl 10s "q-rst-$n" -- touch "$T/ran-$n"
+    rl "${PURLS[@]}" run --ttl 10s "q-rst-$n" -- touch "$T/ran-$n"
     assert_success
     [[ -e $T/ran-$n ]] || fail "run $n: the command did not run"
     assert_equal "$(on_masters "q-rst-$n")" 0 # released everywhere it was granted
@@ -574,10 +575,7 @@ evalsha_calls() {
 # fence_masters: three masters of the test's own (F1 F2 F3, AOF), since it empties one,
 # with fault proxies P2 and P3 in front of F2 and F3; FURLS holds the three --url.
 fence_masters() {
-  local i
-  for i in 1 2 3; do
-    redis_start_named "F$i" --appendonly yes --appendfsync always || return 1
-  done
+  masters_start F 3 --appendonly yes --appendfsync always || return 1
   proxy_start_named P2 "$F2_PORT" || return 1
   proxy_start_named P3 "$F3_PORT" || return 1
   FURLS=(--url "$F1_URL" --url "$P2_URL" --url "$P3_URL")

@@ -9,15 +9,14 @@
 bats_require_minimum_version 1.5.0
 
 load helpers/redis
+load helpers/topology
 
 setup_file() {
   redis_start
-  rcli acl setuser ro on '>ropw' '~*' '&*' +@read +@connection +@pubsub +@scripting +time \
-    >/dev/null
-  redis_start_named REPLICA --replicaof 127.0.0.1 "$REDIS_PORT"
+  acl_readonly_user ro ropw
+  replica_start REPLICA REDIS
   # ACL users are not replicated: the replica gets its own.
-  rcli_to REPLICA acl setuser ro on '>ropw' '~*' '&*' +@read +@connection +@pubsub +@scripting \
-    +time >/dev/null
+  acl_readonly_user --on REPLICA ro ropw
   redis_start_named OLD --rename-command EVAL_RO '' --rename-command EVALSHA_RO ''
 }
 

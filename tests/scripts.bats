@@ -20,8 +20,7 @@ load helpers/redis
 
 setup_file() {
   redis_start
-  export SCRIPTS=$BATS_FILE_TMPDIR/scripts
-  "$HELPERS/dump_scripts" "$SCRIPTS" || fail "dump_scripts failed"
+  scripts_setup
   export V1=$BATS_TEST_DIRNAME/fixtures/protocol-v1
   export V2=$BATS_TEST_DIRNAME/fixtures/protocol-v2
   export V3=$BATS_TEST_DIRNAME/fixtures/protocol-v3

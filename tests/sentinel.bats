@@ -416,7 +416,7 @@ _watchers() {
 
 @test "a sentinel ACL that allows only get-master-addr-by-name: the address without an epoch" {
   sentinel_start_named SENTACL rlmaster "$(sentinel_master_port)"
-  rcli_to SENTACL acl setuser getaddr on '>pw' -@all '+sentinel|get-master-addr-by-name' >/dev/null
+  sentinel_address_only_user SENTACL
   url="redis-sentinel://127.0.0.1:$SENTACL_PORT/rlmaster"
   RLOCK_SENTINEL_PASSWORD=pw run --separate-stderr "$RLOCK" -v --sentinel-user getaddr \
     --url "$url" run s-acl -- sh -c 'echo "$RLOCK_FENCE"'
@@ -445,9 +445,9 @@ _watchers() {
 
 @test "rediss-sentinel://: TLS to the sentinels and to the master" {
   tls_setup
-  sentinel_start_named STLS tlsm "$TLS_PORT" --port 0 --tls-port @PORT@ \
-    --tls-cert-file "$TLS_DIR/server.crt" --tls-key-file "$TLS_DIR/server.key" \
-    --tls-ca-cert-file "$TLS_DIR/ca.crt" --tls-replication yes --tls-auth-clients no
+  local -a tls_args
+  tls_server_args tls_args server no
+  sentinel_start_named STLS tlsm "$TLS_PORT" "${tls_args[@]}" --tls-replication yes
   url="rediss-sentinel://127.0.0.1:$STLS_PORT/tlsm"
   run "$RLOCK" --url "$url" --tls-ca-cert "$TLS_DIR/ca.crt" run s-tls -- sh -c 'echo "$RLOCK_FENCE"'
   assert_success
@@ -459,26 +459,8 @@ _watchers() {
 }
 
 @test "nesting and acquire --while-pid work through Sentinel" {
-  run timeout 30 "$RLOCK" run --wait 3s snest -- "$RLOCK" run --wait 3s snest -- sh -c 'echo "inner $RLOCK_KEY"'
-  [ "$status" -eq 0 ]
-  [[ $output == *"inner snest"* ]]
-  sleep 1000 &
-  spid=$!
-  "$RLOCK" acquire --ttl 2s --while-pid "$spid" snest >/dev/null
-  sleep 3 # past its TTL: renewed on the master the sentinels name
-  "$RLOCK" status snest >/dev/null
-  kill "$spid"
-  _rlock_poll "snest to be free" 10 eval '! "$RLOCK" status snest >/dev/null 2>&1'
-  # the owner's release with the bare token stops the keeper quietly; a break reaches PID
-  sh -c 'trap "touch \"$0.term\"; exit 0" TERM; while :; do sleep 0.05; done' "$BATS_TEST_TMPDIR/w" 3>&- &
-  wpid=$!
-  tok=$("$RLOCK" acquire --ttl 1s --while-pid "$wpid" snest)
-  "$RLOCK" release --token "$tok" snest
-  _rlock_poll "the keeper to end" 10 eval '! pgrep -f "acquire --ttl 1s --while-pid $wpid snest" >/dev/null'
-  [ ! -e "$BATS_TEST_TMPDIR/w.term" ]
-  "$RLOCK" acquire --while-pid "$wpid" snest >/dev/null
-  "$RLOCK" break --yes snest
-  _rlock_poll "SIGTERM to PID" 10 test -e "$BATS_TEST_TMPDIR/w.term"
+  assert_nesting_and_while_pid snest # renewed on the master the sentinels name
+  assert_keeper_release_and_break snest
 }
 
 @test "shared locks and --done-for work through Sentinel" {

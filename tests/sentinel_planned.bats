@@ -16,22 +16,12 @@ setup() {
   write_gate "$T/gate"
 }
 
-# address_only_user P: on the sentinels of slow_failover_setup P, a user `getaddr`
-# (password pw) that may only ask for the master's address.
-address_only_user() {
-  local i
-  for i in 1 2 3; do
-    rcli_to "${1}SENT$i" acl setuser getaddr on '>pw' -@all '+sentinel|get-master-addr-by-name' \
-      >/dev/null
-  done
-}
-
 @test "a waiter granted on a master the sentinels no longer name does not run there: it gets the lock on the new one" {
   slow_failover_setup PC plannedC
   # The waiter's sentinel user may only ask for the address: answers without an epoch,
   # which never move a process that stays (only a newer epoch or +switch-master do), so
   # it stays on the old master however often it asks.
-  address_only_user PC
+  sentinel_address_only_user PCSENT1 PCSENT2 PCSENT3
   tok=$("$RLOCK" --url "$PC_URL1" acquire --ttl 60s s-void)
   RLOCK_SENTINEL_PASSWORD=pw rlock_bg w -v --sentinel-user getaddr --url "$PC_URL1" \
     run --wait 60s s-void -- sh -c 'echo "$RLOCK_FENCE" >>"$0/w.fences"' "$T"
@@ -58,7 +48,7 @@ address_only_user() {
 @test "a renewal made on a master the sentinels no longer name does not count: the holder renews on the new one" {
   slow_failover_setup PD plannedD
   # As above: answers without an epoch, so only a survey after a renewal moves the holder.
-  address_only_user PD
+  sentinel_address_only_user PDSENT1 PDSENT2 PDSENT3
   RLOCK_SENTINEL_PASSWORD=pw rlock_bg h -v --sentinel-user getaddr --url "$PD_URL1" \
     run --ttl 3s s-renew -- sh "$T/gate" "$T" h
   holder=$BG_PID

@@ -16,16 +16,12 @@ setup_file() {
   # directory that tls_setup exported (each test gets the certificate one back).
   export TLS_DIR="$BATS_FILE_TMPDIR/tls"
   # MTLS: demands a client certificate signed by the test CA.
-  redis_start_named MTLS --port 0 --tls-port @PORT@ \
-    --tls-cert-file "$TLS_DIR/server.crt" --tls-key-file "$TLS_DIR/server.key" \
-    --tls-ca-cert-file "$TLS_DIR/ca.crt" --tls-auth-clients yes
+  tls_start_named MTLS server yes
   # NAMED: a certificate for DNS:localhost only (no IP), so 127.0.0.1 needs
   # --tls-server-name localhost.
   _rlock_gen_cert named ca localhost serverAuth "DNS:localhost" ||
     fail "openssl failed: $(tail -n 20 "$TLS_DIR/openssl.log")"
-  redis_start_named NAMED --port 0 --tls-port @PORT@ \
-    --tls-cert-file "$TLS_DIR/named.crt" --tls-key-file "$TLS_DIR/named.key" \
-    --tls-ca-cert-file "$TLS_DIR/ca.crt" --tls-auth-clients no
+  tls_start_named NAMED named no
   # PLAIN: no TLS at all.
   redis_start_named PLAIN
 }
@@ -61,9 +57,7 @@ setup_file() {
 }
 
 @test "a server certificate signed by another CA exits 69" {
-  redis_start_named WRONGSRV --port 0 --tls-port @PORT@ \
-    --tls-cert-file "$TLS_DIR/wrong-server.crt" --tls-key-file "$TLS_DIR/wrong-server.key" \
-    --tls-ca-cert-file "$TLS_DIR/ca.crt" --tls-auth-clients no
+  tls_start_named WRONGSRV wrong-server no
   rl --url "$WRONGSRV_URL" --tls-ca-cert "$TLS_DIR/ca.crt" status tls-wrong-srv
   assert_error 69
   redis_stop WRONGSRV

@@ -4,8 +4,8 @@
 
 #include "app/cli.h"
 #include "cli/output.h"
-#include "proc/signals.h"
 #include "core/stderr_writer.h"
+#include "proc/signals.h"
 
 namespace {
 

@@ -4,8 +4,9 @@
 
 #include <algorithm>
 
-#include "core/duration.h"
 #include "cli/output.h"
+#include "cli/wording.h"
+#include "core/duration.h"
 #include "core/text.h"
 
 namespace rlock {

@@ -1,6 +1,5 @@
 // `rlock acquire KEY`: take a lease for --ttl and print its token. With
 // --while-pid, a detached keeper holds it for as long as that process lives.
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
@@ -9,6 +8,7 @@
 
 #include "cli/output.h"
 #include "cli/progress.h"
+#include "cli/wording.h"
 #include "commands/commands.h"
 #include "core/stderr_writer.h"
 #include "core/text.h"
@@ -22,11 +22,6 @@
 namespace rlock {
 
 namespace {
-
-void write_byte_to(int fd, char c) {
-  while (write(fd, &c, 1) < 0 && errno == EINTR) {
-  }
-}
 
 std::string shell_quote(std::string_view s) {
   std::string out = "'";
@@ -101,103 +96,46 @@ void release_afresh(const GlobalOptions& g, const LockOptions& o, const std::str
   }
 }
 
-char read_byte(int fd) {
-  char c = 0;
-  ssize_t n;
-  do {
-    n = read(fd, &c, 1);
-  } while (n < 0 && errno == EINTR);
-  return n == 1 ? c : 0;
-}
-
-// The keeper: forked once the lease is granted. It detaches at once (a
-// session of its own, none of the caller's descriptors) and says when it is
-// ready to be told to stop; only then does this process print what the
-// caller wants (so that the caller's release always finds a keeper that
-// hears it), tell the keeper the caller has it, and leave by _exit (its
-// connections are the keeper's now: no destructor may close or shut them).
-int fork_keeper(const GlobalOptions& g, Lock& lock, const std::string& token, const Acquired& a,
-                const LockOptions& o, uint64_t start,
-                const std::function<std::string(long keeper)>& text) {
-  int ready[2], go[2];
-  if (pipe(ready) != 0 || pipe(go) != 0)
-    throw Error(ErrorKind::Exec, fmt::format("pipe: {}", strerror(errno)), 71);
-  for (int fd : {ready[0], ready[1], go[0], go[1]}) fcntl(fd, F_SETFD, FD_CLOEXEC);
-  // Blocked across the fork: in this process until its _exit (a signal
-  // handler here would write to the self-pipe the keeper shares); in the
-  // keeper until its own handlers are in place.
-  sigset_t all, old;
-  sigfillset(&all);
-  sigprocmask(SIG_SETMASK, &all, &old);
-  pid_t pid = fork();
-  if (pid < 0) {
-    int err = errno;
-    sigprocmask(SIG_SETMASK, &old, nullptr);
-    for (int fd : {ready[0], ready[1], go[0], go[1]}) close(fd);
-    wait_for<ReleaseReply>(
-        lock.loop(), [&](Done<ReleaseReply> d) { lock.release(token, Millis(0), std::move(d)); });
-    throw Error(ErrorKind::Exec, fmt::format("cannot start the keeper: fork: {}", strerror(err)),
-                71);
-  }
-  if (pid > 0) {
-    close(ready[1]);
-    close(go[0]);
-    char said = read_byte(ready[0]);
-    close(ready[0]);
-    int status = exitcode::kOk;
-    if (said == kKeeperReady) {
+// With --while-pid: the keeper takes the lease over (start_keeper). Only once
+// it is ready to be told to stop does this process print what the caller
+// wants (so that the caller's release always finds a keeper that hears it),
+// tell the keeper the caller has it, and leave by _exit (its connections are
+// the keeper's now: no destructor may close or shut them).
+int hand_to_keeper(const GlobalOptions& g, Lock& lock, const std::string& token, const Acquired& a,
+                   const LockOptions& o, uint64_t start,
+                   const std::function<std::string(long keeper)>& text) {
+  StartedKeeper keeper =
+      start_keeper(lock, token, a, KeeperSpec{o.while_pid, o.on_lost, o.sync_replicas}, start);
+  int status = exitcode::kOk;
+  switch (keeper.said()) {
+    case StartedKeeper::Said::Ready:
       try {
-        print_out(text(pid));
-        write_byte_to(go[1], kKeeperGo);
+        print_out(text(keeper.pid()));
+        keeper.go();
       } catch (const Error& e) {
         // Not printed: the keeper releases (nobody could release a lease
         // whose token was not printed) when it reads EOF.
         if (e.cause() != Cause::ReaderGone) log_error(e.what());
         status = e.exit_status();
       }
-    } else if (said == kKeeperEnded) {
+      break;
+    case StartedKeeper::Said::Ended:
       // PID ended while the keeper started: released.
       log_error(fmt::format("--while-pid {}: the process ended", o.while_pid));
       status = exitcode::kUsage;
-    } else {
-      close(go[1]);
+      break;
+    case StartedKeeper::Said::Died:
+      keeper.abandon();
       release_afresh(g, o, token);
       log_error(fmt::format("cannot start the keeper: it ended (pid {}); '{}' is released",
-                            static_cast<long>(pid), escape_text(o.key)));
+                            static_cast<long>(keeper.pid()), escape_text(o.key)));
       status = 71;
-    }
-    close(go[1]);
-    stderr_drain(Millis(500));
-    end_if_reader_gone();  // a reader that closed stdout: SIGPIPE, as in main
-    _exit(status);
+      break;
   }
-  close(ready[0]);
-  close(go[1]);
-  // Detached at once: no terminal (a Ctrl-C at the caller's prompt is not
-  // the keeper's), nothing of the caller's kept open ($(...) returns as soon
-  // as the caller exits), nor its directory (an unmountable file system).
-  setsid();
-  int null = open("/dev/null", O_RDWR);
-  if (null >= 0) {
-    dup2(null, STDIN_FILENO);
-    dup2(null, STDOUT_FILENO);
-    dup2(null, STDERR_FILENO);
-    if (null > 2) close(null);
-  }
-  close_inherited_descriptors();
-  (void)chdir("/");
-  // A signal meant for the caller's group (a Ctrl-C while it printed) may be
-  // pending here too: discarded (POSIX: setting SIG_IGN discards a pending
-  // signal), so that the keeper does not take it for its own. SIGUSR1 stays
-  // blocked, never discarded: it can only be the owner's release.
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) {
-    struct sigaction ign {};
-    ign.sa_handler = SIG_IGN;
-    sigemptyset(&ign.sa_mask);
-    sigaction(sig, &ign, nullptr);
-  }
-  _exit(keep_while_pid(lock, token, a, KeeperSpec{o.while_pid, o.on_lost, o.sync_replicas}, start,
-                       ready[1], go[0], old));
+  keeper.abandon();
+  stderr_drain(Millis(500));
+  end_if_reader_gone();  // a reader that closed stdout: SIGPIPE, as in main
+  _exit(status);
 }
 
 // --while-pid inside an enclosing holder: it keeps the lock for PID's life
@@ -296,7 +234,8 @@ HolderInfo holder_info(const LockOptions& o) {
 std::variant<Acquired, int> take(Session& s, Lock& lock, const LockOptions& o,
                                  const std::string& token, uint64_t start) {
   auto acquirer = make_acquisition(
-      lock, token, WaitSpec{o.ttl, o.wait, o.no_wait, holder_info(o), o.sync_replicas});
+      lock, token,
+      WaitSpec{o.ttl, o.wait, o.no_wait, holder_info(o), o.sync_replicas, holders_in_words});
   WaitReporter reporter(s.loop, o.key, o.limit);
   acquirer->on_progress([&](const WaitProgress& p) { reporter.report(p); });
   std::optional<int> cancelled;
@@ -365,7 +304,7 @@ int cmd_acquire(const GlobalOptions& g, const LockOptions& o) {
           s.loop, [&](Done<ReleaseReply> d) { lock->release(token, Millis(0), std::move(d)); });
       throw_usage(fmt::format("--while-pid {}: the process ended", o.while_pid));
     }
-    return fork_keeper(g, *lock, token, a, o, start, text);
+    return hand_to_keeper(g, *lock, token, a, o, start, text);
   }
   try {
     print_out(text(0));

@@ -13,11 +13,11 @@
 #include <algorithm>
 #include <set>
 
-#include "commands/commands.h"
 #include "cli/output.h"
+#include "commands/commands.h"
+#include "core/text.h"
 #include "lock/scripts.h"
 #include "proc/signals.h"
-#include "core/text.h"
 
 namespace rlock {
 
@@ -52,18 +52,11 @@ std::string render(const std::vector<Event>& events, bool json, bool lines) {
   return out;
 }
 
-}  // namespace
-
-int cmd_history(const GlobalOptions& g, const std::string& key, long count, bool follow) {
-  Session s(g);
-  auto lock = s.lock(key, g.prefix);
-  const LockNames names = lock->names();
-  const Args keys = keys_of(names);
-  std::vector<Source> sources;
-  for (Client* c : lock->clients()) sources.push_back(Source{c});
-  const int of = sources.size() > 1 ? static_cast<int>(sources.size()) : 0;
-
-  // The newest `count` events of every master, each oldest first.
+// The newest `count` events of every master, merged (in quorum mode), oldest
+// first; each source's last_id is the newest event read from it. A master
+// that fails is left out with a warning; its error is thrown when none answered.
+std::vector<Event> read_newest(Session& s, const Args& keys, std::vector<Source>& sources,
+                               long count) {
   std::vector<std::vector<Event>> per_master(sources.size());
   std::optional<Error> failure;
   size_t answered = 0, pending = sources.size();
@@ -85,79 +78,86 @@ int cmd_history(const GlobalOptions& g, const std::string& key, long count, bool
   if (answered == 0 && failure) throw *failure;
   if (failure)
     log_error(fmt::format("warning: {}; showing the masters that answered", failure->what()));
+  const int of = sources.size() > 1 ? static_cast<int>(sources.size()) : 0;
   std::vector<Event> events = of ? merge_events(per_master, of) : per_master.front();
   if (static_cast<long>(events.size()) > count) events.erase(events.begin(), events.end() - count);
-  print_out(render(events, g.json, follow));
-  if (events.empty() && !g.json) log_info(fmt::format("no events recorded for '{}'", key));
-  if (!follow) return exitcode::kOk;
+  return events;
+}
 
-  // --follow: on every master, read what came after the last event read
-  // (the script: bounded), and when nothing did, wait for more with a
-  // blocking read (XREAD BLOCK: only a wake-up; its reply is not used). A
-  // master that fails is asked again after a pause (a restart, a failover),
-  // from the last event read from it. In quorum mode an event that several
-  // masters recorded is shown once. A stop signal ends it (exit 0); so does
-  // a reader that went away (a closed pipe, a full disk), with its error.
-  bool stop = false;
-  std::optional<Error> fatal;
-  for (int sig : {SIGINT, SIGTERM, SIGHUP})
-    if (!ignored_at_start(sig)) s.loop.on_signal(sig, [&](int) { stop = true; });
-  std::set<std::pair<std::string, std::string>> shown;
-  for (auto& e : events) shown.insert({e.ev, e.get("tok")});
-  std::function<void(size_t)> read_new, wait_new;
-  auto failed = [&](size_t i, const Error& e) {
-    if (e.kind() == ErrorKind::Permission || e.kind() == ErrorKind::Usage) {
-      fatal = e;
-      stop = true;
-      return;
+// --follow: on every master, read what came after the last event read (the
+// script: bounded), and when nothing did, wait for more with a blocking read
+// (XREAD BLOCK: only a wake-up; its reply is not used). A master that fails
+// is asked again after a pause (a restart, a failover), from the last event
+// read from it. In quorum mode an event that several masters recorded is
+// shown once. A stop signal ends it (exit 0); so does a reader that went
+// away (a closed pipe, a full disk), with its error.
+class Follow {
+ public:
+  /// `shown`: the events already printed.
+  Follow(Session& s, const GlobalOptions& g, const LockNames& names, const Args& keys,
+         std::vector<Source>& sources, const std::vector<Event>& shown)
+      : s_(s), g_(g), names_(names), keys_(keys), sources_(sources), quorum_(sources.size() > 1) {
+    for (auto& e : shown) shown_.insert({e.ev, e.get("tok")});
+  }
+
+  /// Until a stop signal or a reader that left; throws what ended it otherwise.
+  void run() {
+    for (int sig : {SIGINT, SIGTERM, SIGHUP})
+      if (!ignored_at_start(sig)) s_.loop.on_signal(sig, [this](int) { stop_ = true; });
+    bool pipe = watch_reader();
+    for (size_t i = 0; i < sources_.size(); ++i) read_new(i);
+    s_.loop.run_until([this] { return stop_; });
+    if (pipe) s_.loop.unwatch(STDOUT_FILENO);
+    if (fatal_) throw *fatal_;
+  }
+
+ private:
+  // Reads what master `i` recorded after its last event read.
+  void read_new(size_t i) {
+    if (stop_) return;
+    run_script(*sources_[i].client, history_script(), keys_,
+               {std::to_string(kFollowBatch), sources_[i].last_id},
+               [this, i](Result r) { on_read(i, std::move(r)); });
+  }
+
+  // Prints what came (each event once), then reads on, or waits when
+  // nothing came.
+  void on_read(size_t i, Result r) {
+    if (stop_) return;
+    Source& src = sources_[i];
+    std::vector<Event> got;
+    try {
+      got = script_events(expect_ok(r, "history script"));
+    } catch (const Error& e) {
+      return failed(i, e);
     }
-    Source& src = sources[i];
-    src.backoff = std::clamp(src.backoff * 2, Millis(250), Millis(2000));
-    log_verbose(
-        fmt::format("history --follow: {}; reading again in {}ms", e.what(), src.backoff.count()));
-    s.loop.after(src.backoff, [&, i] { read_new(i); });
-  };
-  read_new = [&](size_t i) {
-    if (stop) return;
-    Source& src = sources[i];
-    run_script(*src.client, history_script(), keys, {std::to_string(kFollowBatch), src.last_id},
-               [&, i](Result r) {
-                 if (stop) return;
-                 Source& src = sources[i];
-                 std::vector<Event> got;
-                 try {
-                   got = script_events(expect_ok(r, "history script"));
-                 } catch (const Error& e) {
-                   return failed(i, e);
-                 }
-                 src.backoff = Millis(0);
-                 std::string out;
-                 for (Event& e : got) {
-                   src.last_id = e.id;
-                   if (of && !shown.insert({e.ev, e.get("tok")}).second) continue;
-                   out += (g.json ? event_json(e) : event_line(e)) + "\n";
-                 }
-                 try {
-                   print_out(out);
-                 } catch (const Error& e) {
-                   fatal = e;
-                   stop = true;
-                   return;
-                 }
-                 if (got.empty())
-                   wait_new(i);
-                 else
-                   read_new(i);
-               });
-  };
-  wait_new = [&](size_t i) {
-    if (stop) return;
-    Source& src = sources[i];
+    src.backoff = Millis(0);
+    std::string out;
+    for (Event& e : got) {
+      src.last_id = e.id;
+      if (quorum_ && !shown_.insert({e.ev, e.get("tok")}).second) continue;
+      out += (g_.json ? event_json(e) : event_line(e)) + "\n";
+    }
+    try {
+      print_out(out);
+    } catch (const Error& e) {
+      return end(e);
+    }
+    if (got.empty())
+      wait_new(i);
+    else
+      read_new(i);
+  }
+
+  // Waits until master `i` records something after its last event read.
+  void wait_new(size_t i) {
+    if (stop_) return;
+    Source& src = sources_[i];
     src.client->command(
         {"XREAD", "COUNT", "1", "BLOCK", std::to_string(kFollowBlock.count()), "STREAMS",
-         names.sub("log"), src.last_id},
-        [&, i](Result r) {
-          if (stop) return;
+         names_.sub("log"), src.last_id},
+        [this, i](Result r) {
+          if (stop_) return;
           // Whatever it says (new events, nothing, an error or a reply too
           // large to take), the script reads what is there.
           if (r.failure) return failed(i, *r.failure);
@@ -168,23 +168,67 @@ int cmd_history(const GlobalOptions& g, const std::string& key, long count, bool
                                    "XREAD: " + escape_text(truncate_text(r.reply.str, 200))));
           read_new(i);
         },
-        CallOptions{kFollowBlock + s.clients.front()->command_timeout(), {}, names.lock, {}});
-  };
+        CallOptions{kFollowBlock + s_.clients.front()->command_timeout(), {}, names_.lock, {}});
+  }
+
+  // A refusal ends the follow; anything else asks master `i` again after a
+  // pause that doubles up to 2 s.
+  void failed(size_t i, const Error& e) {
+    if (e.kind() == ErrorKind::Permission || e.kind() == ErrorKind::Usage) return end(e);
+    Source& src = sources_[i];
+    src.backoff = std::clamp(src.backoff * 2, Millis(250), Millis(2000));
+    log_verbose(
+        fmt::format("history --follow: {}; reading again in {}ms", e.what(), src.backoff.count()));
+    s_.loop.after(src.backoff, [this, i] { read_new(i); });
+  }
+
+  void end(const Error& e) {
+    fatal_ = e;
+    stop_ = true;
+  }
+
   // A pipe whose reader left (`| head -2` has its lines) ends the follow at
   // once, as tail -f does, not at the next event, which may be days away.
-  struct stat out {};
-  bool pipe = fstat(STDOUT_FILENO, &out) == 0 && S_ISFIFO(out.st_mode);
-  if (pipe)
-    s.loop.watch(STDOUT_FILENO, 0, [&](short revents) {
+  // Whether standard output is a pipe (then watched).
+  bool watch_reader() {
+    struct stat out {};
+    if (fstat(STDOUT_FILENO, &out) != 0 || !S_ISFIFO(out.st_mode)) return false;
+    s_.loop.watch(STDOUT_FILENO, 0, [this](short revents) {
       if (!(revents & POLLERR)) return;
-      s.loop.unwatch(STDOUT_FILENO);
-      if (!fatal) fatal = stdout_reader_left();
-      stop = true;
+      s_.loop.unwatch(STDOUT_FILENO);
+      if (!fatal_) fatal_ = stdout_reader_left();
+      stop_ = true;
     });
-  for (size_t i = 0; i < sources.size(); ++i) read_new(i);
-  s.loop.run_until([&] { return stop; });
-  if (pipe) s.loop.unwatch(STDOUT_FILENO);
-  if (fatal) throw *fatal;
+    return true;
+  }
+
+  Session& s_;
+  const GlobalOptions& g_;
+  const LockNames& names_;
+  const Args& keys_;
+  std::vector<Source>& sources_;
+  const bool quorum_;  // several masters: an event may come from each
+  std::set<std::pair<std::string, std::string>> shown_;
+  bool stop_ = false;
+  std::optional<Error> fatal_;
+};
+
+}  // namespace
+
+int cmd_history(const GlobalOptions& g, const std::string& key, long count, bool follow) {
+  Session s(g);
+  auto lock = s.lock(key, g.prefix);
+  const LockNames names = lock->names();
+  const Args keys = keys_of(names);
+  std::vector<Source> sources;
+  for (Client* c : lock->clients()) sources.push_back(Source{c});
+
+  std::vector<Event> events = read_newest(s, keys, sources, count);
+  print_out(render(events, g.json, follow));
+  if (events.empty() && !g.json) log_info(fmt::format("no events recorded for '{}'", key));
+  if (!follow) return exitcode::kOk;
+  Follow follower(s, g, names, keys, sources, events);
+  follower.run();
   return exitcode::kOk;
 }
 

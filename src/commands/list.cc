@@ -8,12 +8,13 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "cli/output.h"
 #include "commands/commands.h"
 #include "commands/list_output.h"
 #include "core/duration.h"
-#include "cli/output.h"
-#include "lock/scripts.h"
 #include "core/text.h"
+#include "lock/replies.h"
+#include "lock/scripts.h"
 
 namespace rlock {
 

@@ -25,6 +25,7 @@
 
 #include "cli/output.h"
 #include "cli/progress.h"
+#include "cli/wording.h"
 #include "commands/session.h"
 #include "core/duration.h"
 #include "core/text.h"
@@ -184,7 +185,8 @@ class Runner {
     install_signals();
     HolderInfo info = local_holder_info(join_command(cmd_), static_cast<long>(getpid()));
     info.label = opts_.label;
-    WaitSpec spec{opts_.ttl, opts_.wait, opts_.no_wait, info, opts_.sync_replicas};
+    WaitSpec spec{opts_.ttl, opts_.wait,          opts_.no_wait,
+                  info,      opts_.sync_replicas, holders_in_words};
     if (nested_)
       acquirer_ = std::make_unique<NestedJoin>(static_cast<NestedLock&>(*lock_), token_, spec);
     else

@@ -14,6 +14,7 @@
 #include "lock/layout.h"
 #include "lock/multi.h"
 #include "lock/quorum.h"
+#include "lock/single.h"
 
 namespace rlock {
 

@@ -552,7 +552,7 @@ void Acquirer::cancel(std::function<void()> done) {
 }
 
 std::string Acquirer::holder_text(const AcquireReply& a) const {
-  return describe_holders(a, lock_.limit());
+  return spec_.describe ? spec_.describe(a, lock_.limit()) : "held";
 }
 
 void Acquirer::report_outage(const Error& e) {

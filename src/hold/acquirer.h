@@ -39,6 +39,10 @@ struct WaitSpec {
   HolderInfo info;
   /// --sync-replicas: a grant counts only once this many replicas confirm it.
   int sync_replicas = 0;
+  /// The holders in words for the messages of a refusal ("'K' is held by …"):
+  /// the face's describe_holders (cli/wording.h), given by the commands; a
+  /// bare "held" without it.
+  std::function<std::string(const AcquireReply&, int limit)> describe;
 };
 
 /// What happens while an Acquirer waits, for whoever shows it (progress.h).

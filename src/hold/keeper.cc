@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "hold/watchdog.h"
@@ -18,9 +19,25 @@ namespace rlock {
 
 namespace {
 
+// What the keeper tells the process that forked it, on its ready pipe: it
+// can be told to stop, or PID ended first (the lease is released); and what
+// that process answers on the go pipe once the caller has the token.
+constexpr char kKeeperReady = 'r';
+constexpr char kKeeperEnded = 'e';
+constexpr char kKeeperGo = 'g';
+
 void write_byte(int fd, char c) {
   while (write(fd, &c, 1) < 0 && errno == EINTR) {
   }
+}
+
+char read_byte(int fd) {
+  char c = 0;
+  ssize_t n;
+  do {
+    n = read(fd, &c, 1);
+  } while (n < 0 && errno == EINTR);
+  return n == 1 ? c : 0;
 }
 
 class Keeper {
@@ -146,7 +163,95 @@ class Keeper {
   bool finishing_ = false, lost_ = false, done_ = false;
 };
 
+// The keeper's process, forked with every signal blocked: detached at once
+// (no terminal: a Ctrl-C at the caller's prompt is not the keeper's; nothing
+// of the caller's kept open: $(...) returns as soon as the caller exits; nor
+// its directory: an unmountable file system), its handlers installed, then
+// the signal mask `mask` put back. Never returns.
+[[noreturn]] void be_keeper(Lock& lock, const std::string& token, const Acquired& acquired,
+                            const KeeperSpec& spec, uint64_t pid_start, int ready_fd, int go_fd,
+                            const sigset_t& mask) {
+  setsid();
+  int null = open("/dev/null", O_RDWR);
+  if (null >= 0) {
+    dup2(null, STDIN_FILENO);
+    dup2(null, STDOUT_FILENO);
+    dup2(null, STDERR_FILENO);
+    if (null > 2) close(null);
+  }
+  close_inherited_descriptors();
+  (void)chdir("/");
+  // A signal meant for the caller's group (a Ctrl-C while it printed) may be
+  // pending here too: discarded (POSIX: setting SIG_IGN discards a pending
+  // signal), so that the keeper does not take it for its own. SIGUSR1 stays
+  // blocked, never discarded: it can only be the owner's release.
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) {
+    struct sigaction ign {};
+    ign.sa_handler = SIG_IGN;
+    sigemptyset(&ign.sa_mask);
+    sigaction(sig, &ign, nullptr);
+  }
+  int status;
+  {
+    Keeper k(lock, token, acquired, spec, pid_start, ready_fd, go_fd);
+    sigprocmask(SIG_SETMASK, &mask, nullptr);
+    status = k.run();
+  }
+  _exit(status);
+}
+
 }  // namespace
+
+void StartedKeeper::go() {
+  if (go_fd_ >= 0) write_byte(go_fd_, kKeeperGo);
+}
+
+void StartedKeeper::abandon() {
+  if (go_fd_ < 0) return;
+  close(go_fd_);
+  go_fd_ = -1;
+}
+
+// Forked once the lease is granted; this process waits for the keeper to say
+// that it is ready to be told to stop, so that the caller's release, once
+// the caller has the token, always finds a keeper that hears it.
+StartedKeeper start_keeper(Lock& lock, const std::string& token, const Acquired& acquired,
+                           const KeeperSpec& spec, uint64_t pid_start) {
+  int ready[2], go[2];
+  if (pipe(ready) != 0 || pipe(go) != 0)
+    throw Error(ErrorKind::Exec, fmt::format("pipe: {}", strerror(errno)), 71);
+  for (int fd : {ready[0], ready[1], go[0], go[1]}) fcntl(fd, F_SETFD, FD_CLOEXEC);
+  // Blocked across the fork: in this process until its _exit (a signal
+  // handler here would write to the self-pipe the keeper shares); in the
+  // keeper until its own handlers are in place.
+  sigset_t all, old;
+  sigfillset(&all);
+  sigprocmask(SIG_SETMASK, &all, &old);
+  pid_t pid = fork();
+  if (pid < 0) {
+    int err = errno;
+    sigprocmask(SIG_SETMASK, &old, nullptr);
+    for (int fd : {ready[0], ready[1], go[0], go[1]}) close(fd);
+    wait_for<ReleaseReply>(
+        lock.loop(), [&](Done<ReleaseReply> d) { lock.release(token, Millis(0), std::move(d)); });
+    throw Error(ErrorKind::Exec, fmt::format("cannot start the keeper: fork: {}", strerror(err)),
+                71);
+  }
+  if (pid == 0) {
+    close(ready[0]);
+    close(go[1]);
+    be_keeper(lock, token, acquired, spec, pid_start, ready[1], go[0], old);
+  }
+  close(ready[1]);
+  close(go[0]);
+  char said = read_byte(ready[0]);
+  close(ready[0]);
+  return StartedKeeper(pid,
+                       said == kKeeperReady   ? StartedKeeper::Said::Ready
+                       : said == kKeeperEnded ? StartedKeeper::Said::Ended
+                                              : StartedKeeper::Said::Died,
+                       go[1]);
+}
 
 bool watched_alive(long pid, uint64_t start) {
   if (auto info = proc_info(static_cast<pid_t>(pid))) return info->start == start;
@@ -174,14 +279,6 @@ void close_inherited_descriptors() {
     int flags = fcntl(fd, F_GETFD);
     if (flags >= 0 && !(flags & FD_CLOEXEC)) close(fd);
   }
-}
-
-int keep_while_pid(Lock& lock, const std::string& token, const Acquired& acquired,
-                   const KeeperSpec& o, uint64_t pid_start, int ready_fd, int go_fd,
-                   const sigset_t& mask) {
-  Keeper k(lock, token, acquired, o, pid_start, ready_fd, go_fd);
-  sigprocmask(SIG_SETMASK, &mask, nullptr);
-  return k.run();
 }
 
 }  // namespace rlock

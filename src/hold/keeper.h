@@ -9,6 +9,7 @@
 #pragma once
 
 #include <signal.h>
+#include <sys/types.h>
 
 #include <cstdint>
 #include <string>
@@ -25,23 +26,6 @@ inline constexpr Millis kWatchPidEvery{200};
 /// Whether process `pid`, which started at `start` (proc_info), still runs.
 bool watched_alive(long pid, uint64_t start);
 
-/// What the keeper tells the process that forked it, on `ready_fd`: it can
-/// be told to stop (its SIGUSR1 handler is in place and the release channel
-/// is subscribed, or could not be within the command timeout), or PID ended
-/// first (the lease is released).
-inline constexpr char kKeeperReady = 'r';
-inline constexpr char kKeeperEnded = 'e';
-/// What the forking process answers on `go_fd` once the caller has the token.
-inline constexpr char kKeeperGo = 'g';
-
-/// Runs the keeper in a process that has already detached from its caller
-/// (a session of its own, no terminal, no descriptor of the caller's). Its
-/// signal handlers are installed first, then the signal mask `mask` is put
-/// back. Keeps the lease of `token` until PID ends, the owner releases, the
-/// lease is lost (--on-lost applies to PID), another stop signal gives it up
-/// (PID hears of it as of a loss), or the forking process says that it could
-/// not hand the token over (EOF on `go_fd`: released). Always released,
-/// token-checked. Returns the keeper's exit status.
 /// What the keeper watches and how it holds: `acquire --while-pid PID`,
 /// --on-lost, --sync-replicas.
 struct KeeperSpec {
@@ -50,9 +34,51 @@ struct KeeperSpec {
   int sync_replicas = 0;
 };
 
-int keep_while_pid(Lock& lock, const std::string& token, const Acquired& acquired,
-                   const KeeperSpec& spec, uint64_t pid_start, int ready_fd, int go_fd,
-                   const sigset_t& mask);
+/// A keeper just started (start_keeper), as the process that forked it sees it.
+class StartedKeeper {
+ public:
+  /// What the keeper said first. Ready: it can be told to stop (its SIGUSR1
+  /// handler is in place and the release channel is subscribed, or could not
+  /// be within the command timeout); hand the token over, then go(). Ended:
+  /// PID ended while it started (the lease is released). Died: it ended
+  /// without a word (the lease is still to be released).
+  enum class Said { Ready, Ended, Died };
+
+  StartedKeeper(pid_t pid, Said said, int go_fd) : pid_(pid), said_(said), go_fd_(go_fd) {}
+  StartedKeeper(const StartedKeeper&) = delete;
+  StartedKeeper& operator=(const StartedKeeper&) = delete;
+  /// Closes the pipe to the keeper (abandon()).
+  ~StartedKeeper() { abandon(); }
+
+  pid_t pid() const { return pid_; }
+  Said said() const { return said_; }
+  /// The caller has the token: the keeper keeps the lease from now on.
+  void go();
+  /// Closes the pipe to the keeper: one not told go() reads EOF and releases
+  /// (nobody could release a lease whose token was not handed over).
+  void abandon();
+
+ private:
+  pid_t pid_;
+  Said said_;
+  int go_fd_;
+};
+
+/// Starts the keeper of `token` in a process of its own, detached at once
+/// (a session of its own, no terminal, none of this process's descriptors,
+/// in /), and returns once it said whether it is ready. The keeper keeps
+/// the lease until PID (`spec`, started at `pid_start`) ends, the owner
+/// releases, the lease is lost (--on-lost applies to PID), another stop
+/// signal gives it up (PID hears of it as of a loss), or it is abandoned
+/// (released). Always released, token-checked; the keeper's exit status is
+/// 0, or 76 after a loss.
+/// Every signal stays blocked in this process (a handler here would write to
+/// the self-pipe the keeper shares): it is to leave by _exit once it has
+/// handed the token over (its connections are the keeper's now: no
+/// destructor may close or shut them). An Exec Error (71) when the keeper
+/// cannot be started (pipe, fork), the lease released first.
+StartedKeeper start_keeper(Lock& lock, const std::string& token, const Acquired& acquired,
+                           const KeeperSpec& spec, uint64_t pid_start);
 
 /// Closes every descriptor above 2 without close-on-exec: what the process
 /// inherited from its caller (rlock's own are all O_CLOEXEC).

@@ -4,8 +4,9 @@
 
 #include <cstdlib>
 
-#include "lock/scripts.h"
 #include "core/text.h"
+#include "lock/scripts.h"
+#include "lock/single.h"
 
 namespace rlock {
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "lock/lock.h"
+#include "lock/single.h"
 
 namespace rlock {
 

@@ -11,8 +11,8 @@
 #include <cstring>
 
 #include "core/error.h"
-#include "proc/procinfo.h"
 #include "core/sha1.h"
+#include "proc/procinfo.h"
 
 namespace rlock {
 

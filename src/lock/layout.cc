@@ -6,6 +6,7 @@
 #include "core/text.h"
 #include "lock/holder_token.h"
 #include "lock/scripts.h"
+#include "lock/single.h"
 #include "lua_scripts.h"
 
 namespace rlock {

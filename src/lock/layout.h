@@ -9,6 +9,7 @@
 #include <string>
 
 #include "lock/lock.h"
+#include "lock/single.h"
 
 namespace rlock {
 

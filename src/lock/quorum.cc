@@ -7,6 +7,7 @@
 
 #include "core/log.h"
 #include "core/text.h"
+#include "lock/single.h"
 
 namespace rlock {
 
@@ -26,10 +27,6 @@ constexpr Millis kNodeTimeoutFloor{250};
 constexpr Millis kDefaultTtl{30000};
 
 }  // namespace
-
-Millis clock_drift(Millis ttl) {
-  return ttl / 100 + Millis(2);
-}
 
 QuorumLock::QuorumLock(std::vector<Client*> masters, LockNames names, size_t of)
     : Lock(std::move(names), 0), clients_(std::move(masters)), total_(of ? of : clients_.size()) {
@@ -89,34 +86,10 @@ Millis QuorumLock::node_timeout(Millis ttl) const {
   return std::clamp(ttl / 50, std::min(least, most), most);
 }
 
-Error QuorumLock::too_few(const std::string& what,
-                          const std::vector<std::optional<Error>>& errors) const {
-  std::string silent;
-  std::optional<Error> last, refused, foreign;
-  size_t failed = 0, refusals = 0, foreigns = 0;
-  for (size_t i = 0; i < errors.size(); ++i) {
-    if (!errors[i]) continue;
-    if (errors[i]->kind() == ErrorKind::Permission) {
-      refused = errors[i];
-      ++refusals;
-    }
-    if (errors[i]->cause() == Cause::Foreign || errors[i]->cause() == Cause::ForeignLock) {
-      foreign = errors[i];
-      ++foreigns;
-    }
-    silent += (silent.empty() ? "" : ", ") + clients_[i]->name();
-    last = errors[i];
-    ++failed;
-  }
-  // 77 when the refusals alone leave no majority (the credentials or the ACL
-  // are what to fix); an outage of the others is 69 otherwise.
-  if (refused && total_ - refusals < quorum()) return *refused;
-  // 70 likewise when another program's values at the lock's keys do (what to fix).
-  if (foreign && total_ - foreigns < quorum()) return *foreign;
-  return Error(ErrorKind::Unavailable,
-               fmt::format("{}: only {} of {} masters answered (a majority is {}); failed: {}{}",
-                           what, errors.size() - failed, errors.size(), quorum(), silent,
-                           last ? fmt::format(" ({})", last->what()) : ""));
+std::vector<std::string> QuorumLock::names() const {
+  std::vector<std::string> out;
+  for (Client* c : clients_) out.push_back(c->name());
+  return out;
 }
 
 // ---- acquiring ----
@@ -129,7 +102,7 @@ void QuorumLock::acquire(const std::string& token, Millis ttl, bool /*queue*/,
   info_ = info;
   ttl_ = ttl;
   Clock::time_point start = Clock::now();
-  Clock::time_point until = later(start, ttl - clock_drift(ttl));
+  Clock::time_point until = validity_end(start, ttl);
   Millis per = timeout.count() > 0 ? std::min(timeout, node_timeout(ttl)) : node_timeout(ttl);
   auto alive = life_.token();
   fan_out<AcquireReply>(
@@ -141,66 +114,20 @@ void QuorumLock::acquire(const std::string& token, Millis ttl, bool /*queue*/,
         if (identity_check_)
           if (auto e = identity_check_())
             return give_back(token, ttl, [done, e = *e] { done({e, {}}); });
-        size_t granted = 0;
-        int64_t fence = 0;
-        std::map<std::string, size_t> holder_votes;
-        for (auto& r : rs) {
-          if (r.error) {
-            // A --limit mismatch or a refusal is the same everywhere: say so.
-            if (r.error->kind() == ErrorKind::Usage) {
-              // Grants on the other masters go back first.
-              auto e = *r.error;
-              return give_back(token, ttl, [done, e] { done({e, {}}); });
-            }
-            continue;
-          }
-          if (r.value.state == AcquireReply::State::Acquired) {
-            ++granted;
-            // The grant's fence, or the master's clock when that is higher
-            // (see commit()).
-            fence = std::max({fence, r.value.fence, r.value.now_ms});
-          } else if (!r.value.holders.empty()) {
-            ++holder_votes[r.value.holders.front().token];
-          }
-        }
-        if (granted >= quorum() && Clock::now() < until)
-          return commit(token, fence, ttl, until, done);
-        // Not a majority (or too late): every grant goes back before the reply,
-        // so that no master keeps this token while the next attempt runs.
+        AcquireVerdict v = acquire_verdict(rs, total_, Clock::now() < until, names());
+        if (v.kind == AcquireVerdict::Kind::Granted)
+          return commit(token, v.fence, ttl, until, done);
+        // Not a majority (or too late), or a refusal: every grant goes back
+        // before the reply, so that no master keeps this token while the next
+        // attempt runs.
         Outcome<AcquireReply> o;
-        if (answered(rs) < quorum()) {
-          o.error = too_few("cannot acquire", rs);
-        } else {
-          o.value.state = AcquireReply::State::Taken;
-          // The holder most masters name (a majority of them, when there is one).
-          std::string best;
-          size_t votes = 0;
-          for (auto& [tok, n] : holder_votes)
-            if (n > votes) best = tok, votes = n;
-          for (auto& r : rs)
-            if (!r.error && !r.value.holders.empty() && r.value.holders.front().token == best) {
-              o.value.holders = {r.value.holders.front()};
-              o.value.holder_count = 1;
-              break;
-            }
-          // Done (run --done-for) when a majority keeps it as done: a minority
-          // that does is only taken.
-          if (votes >= quorum() && !o.value.holders.empty() && o.value.holders.front().done_ms > 0)
-            o.value.state = AcquireReply::State::Done;
-        }
+        if (v.error)
+          o.error = v.error;
+        else
+          o.value = v.reply;
         give_back(token, ttl, [done, o] { done(o); });
       },
-      [this](const Answers<AcquireReply>& rs) {
-        // Decided once a majority granted, or too many refused or failed.
-        // Taken needs a majority of replies; unavailable needs every master
-        // heard from (or timed out), for the message to be right.
-        return decided(
-            rs,
-            [](const Outcome<AcquireReply>& r) {
-              return !r.error && r.value.state == AcquireReply::State::Acquired;
-            },
-            [](const Outcome<AcquireReply>& r) { return !r.error; }, true);
-      });
+      [this](const Answers<AcquireReply>& rs) { return acquire_settled(rs, total_); });
 }
 
 void QuorumLock::commit(const std::string& token, int64_t fence, Millis ttl,
@@ -305,61 +232,29 @@ void QuorumLock::extend(const std::string& token, Millis ttl, Done<ExtendReply> 
         l.extend(
             token, ttl,
             [this, alive, renewed, i, token, per, d](Outcome<ExtendReply> o) {
-              if (alive && renewed->decided && renewed->held && !o.error && !o.value.held &&
-                  !o.value.released && !o.value.broken)
+              if (alive && renewed->decided && renewed->held && wants_regrant(o))
                 regrant(i, token, renewed->grant, renewed->fence, per);
               d(std::move(o));
             },
             per);
       },
       [this, alive, renewed, token, ttl, per, done](std::vector<Outcome<ExtendReply>> rs) {
-        size_t held = 0, lost = 0;
-        bool released = false;
-        Millis shortest = Millis::max();
-        int64_t fence = 0;
-        for (auto& r : rs) {
-          if (r.error) continue;
-          if (!r.value.held) {
-            ++lost;
-            released = released || r.value.released;
-            continue;
-          }
-          ++held;
-          shortest = std::min(shortest, r.value.ttl);
-          fence = std::max(fence, r.value.fence);
-        }
+        ExtendVerdict v = extend_verdict(rs, total_, ttl, names());
         renewed->decided = true;
-        if (held >= quorum()) {
+        if (v.kind == ExtendVerdict::Kind::Held) {
           renewed->held = true;
-          renewed->grant = ttl.count() > 0 ? ttl : shortest;
-          renewed->fence = fence;
+          renewed->grant = v.grant;
+          renewed->fence = v.reply.fence;
           // A master where a release or a break removed the token (its
           // tombstone says so) is never granted it again: the release or
           // break is on its way to the others (a holder renews as soon as it
           // hears the first one).
-          for (size_t i = 0; i < rs.size(); ++i)
-            if (!rs[i].error && !rs[i].value.held && !rs[i].value.released && !rs[i].value.broken)
-              regrant(i, token, renewed->grant, fence, per);
-          ExtendReply x;
-          x.held = true;
-          x.ttl = shortest - clock_drift(shortest);
-          x.fence = fence;
-          return done({std::nullopt, x});
+          for (size_t i : v.regrant) regrant(i, token, v.grant, v.reply.fence, per);
         }
-        // No majority can confirm it any more: lost. Otherwise undecided (too
-        // many masters did not answer): a failed renewal, tried again.
-        if (locks_.size() - lost < quorum()) {
-          ExtendReply x;
-          x.released = released;  // a release with the token removed it somewhere
-          return done({std::nullopt, x});
-        }
-        done({too_few("cannot renew", rs), {}});
+        if (v.error) return done({v.error, {}});
+        done({std::nullopt, v.reply});
       },
-      [this](const Answers<ExtendReply>& rs) {
-        return decided(
-            rs, [](const Outcome<ExtendReply>& r) { return !r.error && r.value.held; },
-            [](const Outcome<ExtendReply>& r) { return !r.error && !r.value.held; }, false);
-      });
+      [this](const Answers<ExtendReply>& rs) { return extend_settled(rs, total_); });
 }
 
 void QuorumLock::set_line_policy(const LinePolicy& p) {

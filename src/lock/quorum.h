@@ -15,11 +15,10 @@
 
 #include "core/lifetime.h"
 #include "lock/lock.h"
+#include "lock/quorum_verdict.h"
+#include "lock/single.h"
 
 namespace rlock {
-
-/// The Redlock drift allowance for `ttl`: ttl/100 + 2 ms.
-Millis clock_drift(Millis ttl);
 
 class QuorumLock : public Lock {
  public:
@@ -80,7 +79,7 @@ class QuorumLock : public Lock {
   /// usage Error.
   void set_line_policy(const LinePolicy& p) override;
 
-  size_t quorum() const { return total_ / 2 + 1; }
+  size_t quorum() const { return majority(total_); }
 
  private:
   std::function<std::optional<Error>()> identity_check_;
@@ -94,29 +93,13 @@ class QuorumLock : public Lock {
   /// count as failed: their requests go on, unheard). With a `linger`, those
   /// still get that long after the decision before `done` is called.
   template <class T>
-  using Answers = std::vector<std::optional<Outcome<T>>>;  // empty: no answer yet
-  template <class T>
   using Enough = std::function<bool(const Answers<T>&)>;
   template <class T>
   void fan_out(Each<T> op, All<T> done, Enough<T> enough = {}, Millis linger = Millis(0));
-  /// Whether the answers so far settle a question asked of every master:
-  /// a majority said `yes`, or more than a minority said `no`; with
-  /// `replies_settle`, also once a majority answered and `yes` can no longer
-  /// win (no reply still to come changes the outcome then).
+  /// quorum_decided over this lock's masters.
   template <class T, class Yes, class No>
   bool decided(const Answers<T>& rs, Yes yes, No no, bool replies_settle) const {
-    size_t ayes = 0, noes = 0, answered = 0;
-    for (auto& r : rs) {
-      if (!r) continue;
-      ++answered;
-      if (yes(*r))
-        ++ayes;
-      else if (no(*r))
-        ++noes;
-    }
-    size_t pending = rs.size() - answered, minority = rs.size() - quorum();
-    if (ayes >= quorum() || noes > minority) return true;
-    return replies_settle && ayes + pending < quorum() && ayes + noes >= quorum();
+    return quorum_decided(rs, total_, yes, no, replies_settle);
   }
 
   Millis node_timeout(Millis ttl) const;
@@ -139,15 +122,15 @@ class QuorumLock : public Lock {
               Done<AcquireReply> done);
   void give_back(const std::string& token, Millis ttl, std::function<void()> then);
   void regrant(size_t i, const std::string& token, Millis grant, int64_t fence, Millis per);
-  /// Why fewer than a majority answered: the first permission error, else an
-  /// unavailable Error naming the masters that did not answer.
-  Error too_few(const std::string& what, const std::vector<std::optional<Error>>& errors) const;
+  /// Why fewer than a majority answered (quorum_shortfall).
   template <class T>
   Error too_few(const std::string& what, const std::vector<Outcome<T>>& rs) const {
     std::vector<std::optional<Error>> errors;
     for (auto& r : rs) errors.push_back(r.error);
-    return too_few(what, errors);
+    return quorum_shortfall(what, errors, names(), total_);
   }
+  /// The masters' names, in their order.
+  std::vector<std::string> names() const;
   /// How many masters answered without an error.
   template <class T>
   static size_t answered(const std::vector<Outcome<T>>& rs) {

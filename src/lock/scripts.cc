@@ -9,9 +9,9 @@
 #include <optional>
 #include <vector>
 
-#include "lua_scripts.h"
 #include "core/sha1.h"
 #include "core/text.h"
+#include "lua_scripts.h"
 
 namespace rlock {
 

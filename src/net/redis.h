@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/async.h"
 #include "core/lifetime.h"
 #include "core/loop.h"
 #include "net/plain_probe.h"
@@ -23,15 +24,6 @@ class AddressBook;   // resolver.h
 class Subscription;  // subscription.h
 
 using ReplyCallback = std::function<void(Result)>;
-
-/// Asynchronous results: a value or an Error (never both).
-template <class T>
-struct Outcome {
-  std::optional<Error> error;
-  T value{};
-};
-template <class T>
-using Done = std::function<void(Outcome<T>)>;
 
 /// Reads of up to 16 KiB each per wake-up of a connection.
 inline constexpr int kReadsPerWakeup = 4;

@@ -67,10 +67,20 @@ Router::Router(Loop& loop, ConnectionConfig cfg)
       cfg_(std::move(cfg)),
       tls_(cfg_.endpoint.tls ? make_tls_context(cfg_.tls) : nullptr) {
   if (cfg_.sentinel) {
-    sentinel_ = std::make_unique<SentinelDiscovery>(loop_, cfg_, tls_);
+    sentinel_ = std::make_unique<SentinelMaster>(
+        loop_, cfg_, tls_,
+        SentinelMaster::Events{
+            [this](const Endpoint& ep) -> Connection& { return *node(ep).conn; },
+            [this] { return !awaiting_master_.empty(); }, [this] { master_ready(); },
+            [this](const Error& why) { fail_awaiting(why); },
+            [this](const std::string& old, const Error& why) { master_moved(old, why); }});
   } else {
     seed_ = node(cfg_.endpoint).ep.address();
   }
+}
+
+const std::string& Router::seed() const {
+  return sentinel_ ? sentinel_->master() : seed_;
 }
 
 Router::~Router() {
@@ -118,7 +128,7 @@ std::string Router::route(const Call& c) const {
     const std::string& owner = slots_[key_slot(c.opt.key)];
     if (!owner.empty()) return owner;
   }
-  return seed_;
+  return seed();
 }
 
 void Router::command(Args args, ReplyCallback cb, CallOptions opt) {
@@ -132,7 +142,7 @@ void Router::command(Args args, ReplyCallback cb, CallOptions opt) {
 }
 
 void Router::dispatch(const CallPtr& c) {
-  if (sentinel_ && seed_.empty() && c->opt.node.empty()) return need_master(c);
+  if (sentinel_ && seed().empty() && c->opt.node.empty()) return need_master(c);
   std::string target = c->ask_node.empty() ? route(*c) : c->ask_node;
   bool asking = !c->ask_node.empty();
   c->ask_node.clear();
@@ -165,8 +175,8 @@ void Router::on_result(const CallPtr& c, const std::string& node_name, Result r)
     }
     // A Cluster node other than the URL's that cannot be reached is most
     // likely going down, to be failed over: that may pass (waiter.h).
-    if (cluster_ && r.unsent && node_name != seed_ && r.failure->kind() == ErrorKind::Unavailable &&
-        r.failure->cause() == Cause::Other)
+    if (cluster_ && r.unsent && node_name != seed() &&
+        r.failure->kind() == ErrorKind::Unavailable && r.failure->cause() == Cause::Other)
       r.failure->set_cause(Cause::NodeDown);
     return finish(c, std::move(r));
   }
@@ -185,7 +195,7 @@ void Router::on_result(const CallPtr& c, const std::string& node_name, Result r)
       Error why(ErrorKind::Unavailable,
                 fmt::format("{} is not a master now ({})", escape_text(node_name), escape_text(m)));
       if (sentinel_)
-        master_failed(why);
+        sentinel_->failed(why);
       else
         node(node_name).conn->close(why);
       return retry_later(c, pause);
@@ -217,11 +227,7 @@ void Router::retry_later(const CallPtr& c, Millis pause) {
 }
 
 void Router::node_lost(const std::string& name, const Error& why) {
-  if (sentinel_ && name == seed_) {
-    if (cfg_.trace)
-      cfg_.trace(fmt::format("lost the master {}: {}", escape_text(name), why.what()));
-    seed_.clear();  // asked for again before the next command
-  }
+  if (sentinel_) sentinel_->lost(name, why);
   if (cluster_) refresh_slots();
 }
 
@@ -263,7 +269,7 @@ bool Router::redirect(const CallPtr& c, const std::string& reply) {
 void Router::learn(const std::string& error_reply) {
   auto r = parse_redirect(error_reply);
   if (!r || r->ask || sentinel_) return;
-  std::string host = r->host.empty() ? node(seed_).ep.host : r->host;
+  std::string host = r->host.empty() ? node(seed()).ep.host : r->host;
   slot_moved(r->slot, node(at(host, r->port)).ep.address());
 }
 
@@ -275,22 +281,22 @@ void Router::enter_cluster_mode(const std::string& told_by) {
 }
 
 void Router::slot_moved(int slot, const std::string& owner) {
-  enter_cluster_mode(seed_);
+  enter_cluster_mode(seed());
   slots_[slot] = owner;
   refresh_slots();
 }
 
 void Router::refresh_slots() {
-  if (refreshing_ || sentinel_ || seed_.empty()) return;
+  if (refreshing_ || sentinel_ || seed().empty()) return;
   auto since = Clock::now() - last_refresh_;
   if (since < kRefreshInterval) return;
   refreshing_ = true;
   last_refresh_ = Clock::now();
   // The seed first, then any other node rlock knows, until one answers.
   auto names = std::make_shared<std::vector<std::string>>();
-  names->push_back(seed_);
+  names->push_back(seed());
   for (auto& [name, n] : nodes_)
-    if (name != seed_) names->push_back(name);
+    if (name != seed()) names->push_back(name);
   refresh_from(names, 0);
 }
 
@@ -354,7 +360,7 @@ void Router::masters(Done<std::vector<std::string>> done) {
       Outcome<std::vector<std::string>> o;
       try {
         expect_ok(r, "PING");
-        o.value = {seed_};
+        o.value = {seed()};
       } catch (const Error& e) {
         o.error = e;
       }
@@ -362,16 +368,16 @@ void Router::masters(Done<std::vector<std::string>> done) {
     });
     return;
   }
-  ask_slots(seed_, std::move(done));
+  ask_slots(seed(), std::move(done));
 }
 
 void Router::open_subscriber(const std::string& channel, Done<std::unique_ptr<Connection>> done) {
-  if (sentinel_ && seed_.empty()) {
+  if (sentinel_ && seed().empty()) {
     // Once the master is known: a PING finds (and confirms) it.
     auto alive = life_.token();
     command({"PING"}, [this, alive, channel, done = std::move(done)](Result r) mutable {
       if (!alive) return;
-      if (r.failure || seed_.empty()) {
+      if (r.failure || seed().empty()) {
         Error e = r.failure ? *r.failure : Error(ErrorKind::Unavailable, "no master");
         return done(Outcome<std::unique_ptr<Connection>>{e, nullptr});
       }
@@ -379,7 +385,7 @@ void Router::open_subscriber(const std::string& channel, Done<std::unique_ptr<Co
     });
     return;
   }
-  std::string target = seed_;
+  std::string target = seed();
   if (cluster_) {
     const std::string& owner = slots_[key_slot(channel)];
     if (!owner.empty()) target = owner;
@@ -405,14 +411,24 @@ void Router::need_master(const CallPtr& c) {
     if (!alive || c->finished) return;
     c->timer = 0;
     awaiting_master_.erase(std::find(awaiting_master_.begin(), awaiting_master_.end(), c));
-    Error e =
-        last_find_error_.value_or(Error(ErrorKind::Unavailable,
-                                        fmt::format("the sentinels named no master of '{}' in time",
-                                                    escape_text(sentinel_->master_name())),
-                                        -1, Cause::Timeout));
+    Error e = sentinel_->last_error().value_or(
+        Error(ErrorKind::Unavailable,
+              fmt::format("the sentinels named no master of '{}' in time",
+                          escape_text(sentinel_->master_name())),
+              -1, Cause::Timeout));
     finish(c, Result{e, {}, true});
   });
-  find_master();
+  sentinel_->find();
+}
+
+void Router::master_ready() {
+  auto calls = std::move(awaiting_master_);
+  awaiting_master_.clear();
+  for (auto& c : calls) {
+    loop_.cancel(c->timer);
+    c->timer = 0;
+    if (!c->finished) dispatch(c);
+  }
 }
 
 void Router::fail_awaiting(const Error& why) {
@@ -421,162 +437,18 @@ void Router::fail_awaiting(const Error& why) {
   for (auto& c : calls) finish(c, Result{why, {}, true});
 }
 
-void Router::find_master() {
-  if (finding_) return;
-  finding_ = true;
-  auto alive = life_.token();
-  sentinel_->find([this, alive](Outcome<MasterInfo> o) {
-    if (!alive) return;
-    if (o.error) {
-      // Nobody to ask, or nobody who knows the name: waiting will not help.
-      finding_ = false;
-      last_find_error_ = o.error;
-      return fail_awaiting(*o.error);
-    }
-    master_found(o.value);
-  });
+void Router::master_moved(const std::string& old, const Error& why) {
+  if (auto it = nodes_.find(old); it != nodes_.end()) it->second->conn->close(why);
+  topology_changed(why);
 }
 
-void Router::master_found(const MasterInfo& info) {
-  std::string name = info.endpoint.address();
-  finding_ = true;
-  // The sentinels' word is checked: a replica, or a master that was demoted
-  // (a failover that sentinel has not seen yet), would accept no write.
-  auto alive = life_.token();
-  node(info.endpoint).conn->command({"ROLE"}, [this, alive, name, info](Result r) {
-    if (!alive) return;
-    if (r.failure) {
-      // A password the master refuses will not work later either.
-      if (r.failure->kind() == ErrorKind::Permission || r.failure->kind() == ErrorKind::Usage) {
-        finding_ = false;
-        last_find_error_ = r.failure;
-        return fail_awaiting(*r.failure);
-      }
-      return master_failed(*r.failure);
-    }
-    const Reply& rep = r.reply;
-    if (rep.is_error()) {
-      Error e = server_error(rep.str, fmt::format("ROLE at {}", escape_text(name)));
-      if (e.kind() == ErrorKind::Permission && !starts_with(rep.str, "NOPERM")) {
-        finding_ = false;
-        last_find_error_ = e;
-        return fail_awaiting(e);
-      }
-      // NOPERM (an ACL without ROLE) or a server without it: the sentinels'
-      // word has to do. Anything else (LOADING…) passes.
-      if (!starts_with(rep.str, "NOPERM") && !starts_with(rep.str, "ERR unknown"))
-        return master_failed(e);
-    } else {
-      std::string role =
-          rep.type == Reply::Type::Array && !rep.elements.empty() ? rep.elements[0].text() : "";
-      if (role != "master") {
-        sentinel_->distrust(info);
-        return master_failed(
-            Error(ErrorKind::Unavailable,
-                  fmt::format("the sentinels name {} as the master of '{}', but it answers ROLE "
-                              "with '{}'",
-                              escape_text(name), escape_text(sentinel_->master_name()),
-                              escape_text(truncate_text(role, 32)))));
-      }
-    }
-    finding_ = false;
-    last_find_error_.reset();
-    if (seed_ != name && cfg_.trace)
-      cfg_.trace(fmt::format("using the master {} of '{}'", escape_text(name),
-                             escape_text(sentinel_->master_name())));
-    seed_ = name;
-    master_epoch_ = std::max(master_epoch_, info.epoch);
-    auto calls = std::move(awaiting_master_);
-    awaiting_master_.clear();
-    for (auto& c : calls) {
-      loop_.cancel(c->timer);
-      c->timer = 0;
-      if (!c->finished) dispatch(c);
-    }
-  });
-}
-
-void Router::master_failed(const Error& why) {
-  // Not (yet) a usable master: a failover in progress. Asked again soon, as
-  // long as some command still has time to wait for it.
-  finding_ = false;
-  last_find_error_ = why;
-  seed_.clear();
-  if (cfg_.trace) cfg_.trace(fmt::format("{}; asking the sentinels again", why.what()));
-  if (awaiting_master_.empty()) return;
-  auto alive = life_.token();
-  loop_.after(Millis(200), [this, alive] {
-    if (alive && !awaiting_master_.empty()) find_master();
-  });
-}
-
-void Router::sentinel_news(const MasterInfo& info, bool announced) {
-  std::string name = info.endpoint.address();
-  if (name == seed_) {
-    master_epoch_ = std::max(master_epoch_, info.epoch);
-    return;
-  }
-  // A sentinel that has not heard of the last failover yet names the master
-  // before it: only a newer configuration (or an announcement) moves rlock.
-  // The epoch comes with the address of get-master-addr-by-name, so a leader
-  // that is still reconfiguring the replicas after a planned failover moves
-  // a holder off the deposed master at once; the holder's subscription then
-  // starts again there and checks its lease (which a grant lost with the old
-  // master does not have: 76).
-  bool newer = announced || (info.epoch >= 0 && info.epoch > master_epoch_);
-  if (!newer || seed_.empty()) return;
-  if (announced && master_epoch_ >= 0) ++master_epoch_;  // at least that
-  master_moved(info, fmt::format("failover: the master of '{}' is now {}",
-                                 escape_text(sentinel_->master_name()), escape_text(name)));
-}
-
-void Router::master_moved(const MasterInfo& info, const std::string& why) {
-  std::string old = seed_;
-  seed_.clear();
-  Error e(ErrorKind::Unavailable, why);
-  if (cfg_.trace) cfg_.trace(why);
-  // Commands in flight on the old master fail (the callers retry them);
-  // subscriptions end and start again on the new one.
-  if (auto it = nodes_.find(old); it != nodes_.end()) it->second->conn->close(e);
-  topology_changed(e);
-  if (!finding_) master_found(info);
-}
-
-// A grant counts only if the sentinels, asked after it was made, still name
-// the master that made it: one that was made on a master they no longer name
-// (a planned failover that has promoted a replica while the old master still
-// takes writes, until it is reconfigured) would give the lock a second time
-// once they switch. The survey is sent after the grant's reply arrived, so a
-// master they named by then is never trusted with it.
 void Router::confirm_master(const std::string& node, Done<bool> done) {
   if (!sentinel_ || node.empty()) return done(Outcome<bool>{std::nullopt, true});
-  auto alive = life_.token();
-  sentinel_->find([this, alive, node, done = std::move(done)](Outcome<MasterInfo> o) {
-    if (!alive) return;
-    if (o.error) return done(Outcome<bool>{o.error, false});
-    std::string named = o.value.endpoint.address();
-    if (named == node) {
-      if (node == seed_) master_epoch_ = std::max(master_epoch_, o.value.epoch);
-      return done(Outcome<bool>{std::nullopt, true});
-    }
-    std::string why =
-        fmt::format("failover: the master of '{}' is now {}, not {}",
-                    escape_text(sentinel_->master_name()), escape_text(named), escape_text(node));
-    if (seed_ == node) {
-      master_moved(o.value, why);
-    } else if (cfg_.trace) {
-      cfg_.trace(why);
-    }
-    done(Outcome<bool>{std::nullopt, false});
-  });
+  sentinel_->confirm(node, std::move(done));
 }
 
 void Router::stay() {
-  if (!sentinel_) return;
-  auto alive = life_.token();
-  sentinel_->watch([this, alive](const MasterInfo& info, bool announced) {
-    if (alive) sentinel_news(info, announced);
-  });
+  if (sentinel_) sentinel_->stay();
 }
 
 std::string Router::name() const {

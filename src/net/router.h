@@ -8,12 +8,13 @@
 // TRYAGAIN (a slot being migrated) or CLUSTERDOWN never reached a script, so
 // the command is sent again, within its timeout.
 //
-// Under Sentinel the server is found by asking the sentinels, confirmed with
-// ROLE, and found again when it fails (a connection that cannot be made, or
-// is lost), answers READONLY (it was demoted) or a sentinel announces a
-// failover (+switch-master, watched once the process stays: see stay()), or
-// names the master with a newer configuration epoch (asked every second once
-// the process stays).
+// Under Sentinel the server is the master SentinelMaster (sentinel.h) keeps
+// track of: found by asking the sentinels, confirmed with ROLE, and found
+// again when it fails (a connection that cannot be made, or is lost), answers
+// READONLY (it was demoted) or a sentinel announces a failover
+// (+switch-master, watched once the process stays: see stay()), or names the
+// master with a newer configuration epoch (asked every second once the
+// process stays). Commands wait here until it is known.
 #pragma once
 
 #include <deque>
@@ -27,8 +28,7 @@
 
 namespace rlock {
 
-class SentinelDiscovery;  // sentinel.h
-struct MasterInfo;        // sentinel.h
+class SentinelMaster;  // sentinel.h
 
 class Router : public Client {
  public:
@@ -70,32 +70,28 @@ class Router : public Client {
   void refresh_from(const std::shared_ptr<std::vector<std::string>>& names, size_t i);
   void ask_slots(const std::string& node_name, Done<std::vector<std::string>> done);
 
-  // Sentinel
+  // Sentinel: the master is SentinelMaster's; the commands that wait for it are here.
+  /// Where commands go by default: the URL's server, or the master Sentinel
+  /// names ("" while unknown).
+  const std::string& seed() const;
   void need_master(const CallPtr& c);
+  void master_ready();
   void fail_awaiting(const Error& why);
-  void find_master();
-  void master_found(const MasterInfo& info);
-  void master_failed(const Error& why);
-  void sentinel_news(const MasterInfo& info, bool announced);
-  void master_moved(const MasterInfo& info, const std::string& why);
+  void master_moved(const std::string& old, const Error& why);
 
   Loop& loop_;
   ConnectionConfig cfg_;
   std::shared_ptr<TlsContext> tls_;
   std::map<std::string, std::unique_ptr<Node>> nodes_;
-  std::string seed_;  // the URL's server, or the confirmed master ("" while unknown)
+  std::string seed_;  // the URL's server (see seed())
 
   bool cluster_ = false;
   std::vector<std::string> slots_;  // cluster: the node serving each slot ("" = not known)
   bool refreshing_ = false;
   Clock::time_point last_refresh_{};
 
-  std::unique_ptr<SentinelDiscovery> sentinel_;
+  std::unique_ptr<SentinelMaster> sentinel_;
   std::deque<CallPtr> awaiting_master_;
-  std::vector<Done<std::unique_ptr<Connection>>> awaiting_subscribers_;
-  bool finding_ = false;
-  long long master_epoch_ = -1;  // the configuration epoch of seed_, -1 unknown
-  std::optional<Error> last_find_error_;
 
   Lifetime life_;
 };

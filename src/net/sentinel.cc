@@ -375,4 +375,162 @@ void SentinelDiscovery::watch_lost(const Error& why) {
   });
 }
 
+// ---- the master, as the Router uses it ----
+
+SentinelMaster::SentinelMaster(Loop& loop, const ConnectionConfig& cfg,
+                               std::shared_ptr<TlsContext> tls, Events events)
+    : loop_(loop), cfg_(cfg), discovery_(loop, cfg, std::move(tls)), events_(std::move(events)) {}
+
+SentinelMaster::~SentinelMaster() {
+  life_.end();
+}
+
+void SentinelMaster::find() {
+  if (finding_) return;
+  finding_ = true;
+  auto alive = life_.token();
+  discovery_.find([this, alive](Outcome<MasterInfo> o) {
+    if (!alive) return;
+    // Nobody to ask, or nobody who knows the name: waiting will not help.
+    if (o.error) return give_up(*o.error);
+    found(o.value);
+  });
+}
+
+void SentinelMaster::give_up(const Error& why) {
+  finding_ = false;
+  last_error_ = why;
+  events_.failed(why);
+}
+
+void SentinelMaster::found(const MasterInfo& info) {
+  std::string name = info.endpoint.address();
+  finding_ = true;
+  // The sentinels' word is checked: a replica, or a master that was demoted
+  // (a failover that sentinel has not seen yet), would accept no write.
+  auto alive = life_.token();
+  events_.connection(info.endpoint).command({"ROLE"}, [this, alive, name, info](Result r) {
+    if (!alive) return;
+    if (r.failure) {
+      // A password the master refuses will not work later either.
+      if (r.failure->kind() == ErrorKind::Permission || r.failure->kind() == ErrorKind::Usage)
+        return give_up(*r.failure);
+      return failed(*r.failure);
+    }
+    const Reply& rep = r.reply;
+    if (rep.is_error()) {
+      Error e = server_error(rep.str, fmt::format("ROLE at {}", escape_text(name)));
+      if (e.kind() == ErrorKind::Permission && !starts_with(rep.str, "NOPERM")) return give_up(e);
+      // NOPERM (an ACL without ROLE) or a server without it: the sentinels'
+      // word has to do. Anything else (LOADING…) passes.
+      if (!starts_with(rep.str, "NOPERM") && !starts_with(rep.str, "ERR unknown")) return failed(e);
+    } else {
+      std::string role =
+          rep.type == Reply::Type::Array && !rep.elements.empty() ? rep.elements[0].text() : "";
+      if (role != "master") {
+        discovery_.distrust(info);
+        return failed(
+            Error(ErrorKind::Unavailable,
+                  fmt::format("the sentinels name {} as the master of '{}', but it answers ROLE "
+                              "with '{}'",
+                              escape_text(name), escape_text(master_name()),
+                              escape_text(truncate_text(role, 32)))));
+      }
+    }
+    finding_ = false;
+    last_error_.reset();
+    if (master_ != name)
+      trace(fmt::format("using the master {} of '{}'", escape_text(name),
+                        escape_text(master_name())));
+    master_ = name;
+    epoch_ = std::max(epoch_, info.epoch);
+    events_.found();
+  });
+}
+
+void SentinelMaster::lost(const std::string& name, const Error& why) {
+  if (name != master_) return;
+  trace(fmt::format("lost the master {}: {}", escape_text(name), why.what()));
+  master_.clear();  // asked for again before the next command
+}
+
+void SentinelMaster::failed(const Error& why) {
+  // Not (yet) a usable master: a failover in progress. Asked again soon, as
+  // long as some command still has time to wait for it.
+  finding_ = false;
+  last_error_ = why;
+  master_.clear();
+  trace(fmt::format("{}; asking the sentinels again", why.what()));
+  if (!events_.wanted()) return;
+  auto alive = life_.token();
+  loop_.after(Millis(200), [this, alive] {
+    if (alive && events_.wanted()) find();
+  });
+}
+
+void SentinelMaster::news(const MasterInfo& info, bool announced) {
+  std::string name = info.endpoint.address();
+  if (name == master_) {
+    epoch_ = std::max(epoch_, info.epoch);
+    return;
+  }
+  // A sentinel that has not heard of the last failover yet names the master
+  // before it: only a newer configuration (or an announcement) moves rlock.
+  // The epoch comes with the address of get-master-addr-by-name, so a leader
+  // that is still reconfiguring the replicas after a planned failover moves
+  // a holder off the deposed master at once; the holder's subscription then
+  // starts again there and checks its lease (which a grant lost with the old
+  // master does not have: 76).
+  bool newer = announced || (info.epoch >= 0 && info.epoch > epoch_);
+  if (!newer || master_.empty()) return;
+  if (announced && epoch_ >= 0) ++epoch_;  // at least that
+  moved(info, fmt::format("failover: the master of '{}' is now {}", escape_text(master_name()),
+                          escape_text(name)));
+}
+
+void SentinelMaster::moved(const MasterInfo& info, const std::string& why) {
+  std::string old = master_;
+  master_.clear();
+  Error e(ErrorKind::Unavailable, why);
+  trace(why);
+  // Commands in flight on the old master fail (the callers retry them);
+  // subscriptions end and start again on the new one.
+  events_.moved(old, e);
+  if (!finding_) found(info);
+}
+
+// A grant counts only if the sentinels, asked after it was made, still name
+// the master that made it: one that was made on a master they no longer name
+// (a planned failover that has promoted a replica while the old master still
+// takes writes, until it is reconfigured) would give the lock a second time
+// once they switch. The survey is sent after the grant's reply arrived, so a
+// master they named by then is never trusted with it.
+void SentinelMaster::confirm(const std::string& node, Done<bool> done) {
+  auto alive = life_.token();
+  discovery_.find([this, alive, node, done = std::move(done)](Outcome<MasterInfo> o) {
+    if (!alive) return;
+    if (o.error) return done(Outcome<bool>{o.error, false});
+    std::string named = o.value.endpoint.address();
+    if (named == node) {
+      if (node == master_) epoch_ = std::max(epoch_, o.value.epoch);
+      return done(Outcome<bool>{std::nullopt, true});
+    }
+    std::string why =
+        fmt::format("failover: the master of '{}' is now {}, not {}", escape_text(master_name()),
+                    escape_text(named), escape_text(node));
+    if (master_ == node)
+      moved(o.value, why);
+    else
+      trace(why);
+    done(Outcome<bool>{std::nullopt, false});
+  });
+}
+
+void SentinelMaster::stay() {
+  auto alive = life_.token();
+  discovery_.watch([this, alive](const MasterInfo& info, bool announced) {
+    if (alive) news(info, announced);
+  });
+}
+
 }  // namespace rlock

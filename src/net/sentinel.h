@@ -96,4 +96,72 @@ class SentinelDiscovery {
   Lifetime life_;
 };
 
+/// The master a redis-sentinel:// URL names, as the Router uses it: found by
+/// asking the sentinels (SentinelDiscovery), confirmed with ROLE, and found
+/// again when it fails (the Router says so: a connection lost, READONLY), or
+/// when a sentinel announces a failover or names the master with a newer
+/// configuration epoch (watched once the process stays). The Router keeps
+/// the connections and the commands that wait for a master; this keeps which
+/// master it is.
+class SentinelMaster {
+ public:
+  struct Events {
+    /// The connection to the server at `ep` (made if new): ROLE is asked there.
+    std::function<Connection&(const Endpoint& ep)> connection;
+    /// Whether commands wait for a master (a failed one is then asked for again).
+    std::function<bool()> wanted;
+    /// The master is known (master()): the waiting commands go.
+    std::function<void()> found;
+    /// No master can be found by waiting (no sentinel answers, none knows the
+    /// name, the master refuses the credentials): the waiting commands fail.
+    std::function<void(const Error& why)> failed;
+    /// A failover moved the master away from `old`: its commands in flight
+    /// and its subscriptions end with `why`.
+    std::function<void(const std::string& old, const Error& why)> moved;
+  };
+
+  SentinelMaster(Loop& loop, const ConnectionConfig& cfg, std::shared_ptr<TlsContext> tls,
+                 Events events);
+  ~SentinelMaster();
+
+  /// The confirmed master's address ("" while unknown).
+  const std::string& master() const { return master_; }
+  const std::string& master_name() const { return discovery_.master_name(); }
+  /// Asks the sentinels (unless already asking): Events::found or failed follows.
+  void find();
+  /// Why no master was found yet (for a command that waited in vain), if known.
+  const std::optional<Error>& last_error() const { return last_error_; }
+  /// The connection to `name` was lost: if it is the master, it is forgotten
+  /// (asked for again before the next command).
+  void lost(const std::string& name, const Error& why);
+  /// The master is not usable (demoted, a failover in progress): forgotten,
+  /// and asked for again soon while commands wait for one.
+  void failed(const Error& why);
+  /// From now on, hear of failovers (SentinelDiscovery::watch).
+  void stay();
+  /// Whether the sentinels, asked now, still name `node` as the master (see
+  /// Client::confirm_master); when the master they name is another, the
+  /// master moves there.
+  void confirm(const std::string& node, Done<bool> done);
+
+ private:
+  void found(const MasterInfo& info);
+  void news(const MasterInfo& info, bool announced);
+  void moved(const MasterInfo& info, const std::string& why);
+  void give_up(const Error& why);
+  void trace(const std::string& line) const {
+    if (cfg_.trace) cfg_.trace(line);
+  }
+
+  Loop& loop_;
+  ConnectionConfig cfg_;
+  SentinelDiscovery discovery_;
+  Events events_;
+  std::string master_;    // the confirmed master ("" while unknown)
+  long long epoch_ = -1;  // the configuration epoch of master_, -1 unknown
+  bool finding_ = false;  // asking the sentinels, or confirming what they named
+  std::optional<Error> last_error_;
+  Lifetime life_;
+};
+
 }  // namespace rlock

@@ -132,6 +132,15 @@ std::string Endpoint::address() const {
 
 namespace {
 
+// rest[?query]: cuts the query off `rest` and returns it (empty without '?').
+std::string_view take_query(std::string_view& rest) {
+  auto q = rest.find('?');
+  if (q == std::string_view::npos) return {};
+  std::string_view query = rest.substr(q + 1);
+  rest = rest.substr(0, q);
+  return query;
+}
+
 // [userinfo@]rest: fills ep.user and ep.password, returns the rest. The
 // userinfo ends at the last '@', so that a password with '/', '?' or ':'
 // (which should be %-encoded) is still taken whole, and never shown as part
@@ -224,12 +233,7 @@ Endpoint parse_url(std::string_view url) {
         escape_text(scheme)));
   }
   rest = take_userinfo(rest, ep, url);
-  auto q = rest.find('?');
-  std::string_view query;
-  if (q != std::string_view::npos) {
-    query = rest.substr(q + 1);
-    rest = rest.substr(0, q);
-  }
+  std::string_view query = take_query(rest);
   auto slash = rest.find('/');
   auto authority = rest.substr(0, slash);
   if (slash != std::string_view::npos) {
@@ -254,12 +258,7 @@ SentinelUrl parse_sentinel_url(std::string_view url) {
   std::string_view rest = url.substr(url.find("://") + 3);
   out.master.tls = tls;
   rest = take_userinfo(rest, out.master, url);
-  auto q = rest.find('?');
-  std::string_view query;
-  if (q != std::string_view::npos) {
-    query = rest.substr(q + 1);
-    rest = rest.substr(0, q);
-  }
+  std::string_view query = take_query(rest);
   // host:port,host:port / MASTERNAME [/db]
   auto slash = rest.find('/');
   std::string_view hosts = rest.substr(0, slash);

@@ -39,6 +39,13 @@ std::string read_small(const char* path, size_t max) {
   out.resize(got);
   return out;
 }
+
+// read_small of /proc/PID/NAME.
+std::string read_proc(pid_t pid, const char* name, size_t max) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%ld/%s", static_cast<long>(pid), name);
+  return read_small(path, max);
+}
 #endif
 
 }  // namespace
@@ -46,9 +53,7 @@ std::string read_small(const char* path, size_t max) {
 std::optional<ProcInfo> proc_info(pid_t pid) {
   if (pid <= 0) return std::nullopt;
 #if defined(__linux__)
-  char path[40];
-  snprintf(path, sizeof path, "/proc/%ld/stat", static_cast<long>(pid));
-  std::string stat = read_small(path, 1024);
+  std::string stat = read_proc(pid, "stat", 1024);
   // "PID (COMM) STATE PPID ...": COMM may hold anything, so it ends at the last ')'.
   size_t close_paren = stat.rfind(')');
   if (close_paren == std::string::npos || close_paren + 2 >= stat.size()) return std::nullopt;
@@ -111,9 +116,7 @@ std::string boot_id() {
 std::optional<uid_t> proc_uid(pid_t pid) {
   if (pid <= 0) return std::nullopt;
 #if defined(__linux__)
-  char path[40];
-  snprintf(path, sizeof path, "/proc/%ld/status", static_cast<long>(pid));
-  std::string status = read_small(path, 4096);
+  std::string status = read_proc(pid, "status", 4096);
   // "Uid:\treal\teffective\tsaved\tfs"
   size_t at = status.find("\nUid:");
   if (at == std::string::npos) return std::nullopt;
@@ -145,9 +148,7 @@ std::string user_name(uid_t uid) {
 std::string proc_command_line(pid_t pid, size_t limit) {
   std::string out;
 #if defined(__linux__)
-  char path[40];
-  snprintf(path, sizeof path, "/proc/%ld/cmdline", static_cast<long>(pid));
-  out = read_small(path, limit + 1);
+  out = read_proc(pid, "cmdline", limit + 1);
   while (!out.empty() && out.back() == '\0') out.pop_back();
   for (char& c : out)
     if (c == '\0') c = ' ';

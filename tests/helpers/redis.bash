@@ -656,6 +656,30 @@ rcli_to() {
   redis-cli -s "${!sock_var}" --no-auth-warning "${auth[@]}" "$@"
 }
 
+# --- ACL users --------------------------------------------------------------------------
+
+# acl_lock_user USER PASSWORD [RULES...]: on the REDIS server, ACL SETUSER USER on
+# >PASSWORD ~lock:* &lock:* +@all RULES...: a user with rlock's keys and channels and
+# every command, less what RULES take away (e.g. -eval).
+acl_lock_user() {
+  local user=$1 pw=$2
+  shift 2
+  rcli acl setuser "$user" on ">$pw" '~lock:*' '&lock:*' '+@all' "$@" >/dev/null
+}
+
+# acl_readonly_user [--on NAME] USER PASSWORD: ACL SETUSER USER on >PASSWORD ~* &* +@read
+# +@connection +@pubsub +@scripting +time: a user that may read every key, subscribe and
+# run scripts (writing ones refuse it), on server NAME (default REDIS).
+acl_readonly_user() {
+  local on=REDIS
+  if [[ $1 == --on ]]; then
+    on=$2
+    shift 2
+  fi
+  rcli_to "$on" acl setuser "$1" on ">$2" '~*' '&*' +@read +@connection +@pubsub \
+    +@scripting +time >/dev/null
+}
+
 # --- TLS --------------------------------------------------------------------------------
 
 _rlock_openssl_cnf() {
@@ -727,12 +751,32 @@ tls_setup() {
     fail "tls_setup: openssl failed: $(tail -n 20 "$TLS_DIR/openssl.log")"
     return 1
   fi
-  redis_start_named TLS --port 0 --tls-port @PORT@ \
-    --tls-cert-file "$TLS_DIR/server.crt" --tls-key-file "$TLS_DIR/server.key" \
-    --tls-ca-cert-file "$TLS_DIR/ca.crt" --tls-auth-clients optional "$@" || return 1
+  tls_start_named TLS server optional "$@" || return 1
   # The server named TLS exported its own directory as TLS_DIR: the certificates win (as
   # in every later test of the file, see _rlock_refresh).
   export TLS_DIR="$BATS_FILE_TMPDIR/tls"
+}
+
+# tls_server_args ARRAY CERT AUTH_CLIENTS: sets the array named ARRAY to the redis-server
+# arguments of a server on TLS alone: --port 0 --tls-port @PORT@ --tls-cert-file CERT.crt
+# --tls-key-file CERT.key (CERT: one of tls_setup's certificates) --tls-ca-cert-file
+# ca.crt --tls-auth-clients AUTH_CLIENTS (yes, no or optional), files of TLS_DIR.
+tls_server_args() {
+  local -n _tls_args_out=$1
+  _tls_args_out=(--port 0 --tls-port @PORT@
+    --tls-cert-file "$TLS_DIR/$2.crt" --tls-key-file "$TLS_DIR/$2.key"
+    --tls-ca-cert-file "$TLS_DIR/ca.crt" --tls-auth-clients "$3")
+}
+
+# tls_start_named NAME CERT AUTH_CLIENTS [REDIS-SERVER ARGS...]: after tls_setup, starts
+# server NAME on TLS alone (redis_start_named NAME with tls_server_args CERT AUTH_CLIENTS,
+# then ARGS).
+tls_start_named() {
+  local name=$1
+  local -a tls_args
+  tls_server_args tls_args "$2" "$3"
+  shift 3
+  redis_start_named "$name" "${tls_args[@]}" "$@"
 }
 
 # tls_cli ARGS...: redis-cli over TLS to the TLS server, verifying it with the test CA.
@@ -1062,6 +1106,21 @@ while [ ! -e "$d/$n.go" ] && [ "$i" -lt 2400 ]; do sleep 0.05; i=$((i + 1)); don
 EOF
 }
 
+# scripts_setup: exports SCRIPTS=$BATS_FILE_TMPDIR/scripts, where the dump_scripts helper
+# writes the Lua scripts as rlock sends them (for a file's setup_file).
+scripts_setup() {
+  export SCRIPTS=$BATS_FILE_TMPDIR/scripts
+  "$HELPERS/dump_scripts" "$SCRIPTS" || fail "dump_scripts failed"
+}
+
+# rlock_on_path DIR: `rlock` on PATH is the binary under test, as scripts call it (a link
+# DIR/bin/rlock, DIR/bin exported first on PATH).
+rlock_on_path() {
+  mkdir -p "$1/bin"
+  ln -sf "$(realpath "$RLOCK")" "$1/bin/rlock"
+  export PATH="$1/bin:$PATH"
+}
+
 # assert_only_fence_left KEY: of KEY's Redis keys only the fence counter is left, apart
 # from release tombstones (lock:{KEY}:r:TOKEN, kept a few seconds so that a retried
 # release can tell "done" from "lost"), which must be on their way out, and the lock's
@@ -1083,4 +1142,39 @@ assert_only_fence_left() {
     fi
   done
   ((found)) || fail "no fence counter lock:{$1}:fence (keys: ${lines[*]})"
+}
+
+# assert_nesting_and_while_pid KEY: through the servers RLOCK_URL names, a nested run of
+# KEY runs at once, and `acquire --while-pid PID` renews KEY past its TTL, then frees it
+# once PID ends.
+# shellcheck disable=SC2016 # single-quoted: expanded by the child shell or by eval
+assert_nesting_and_while_pid() {
+  local key=$1 spid
+  run timeout 30 "$RLOCK" run --wait 3s "$key" -- "$RLOCK" run --wait 3s "$key" -- sh -c 'echo "inner $RLOCK_KEY"'
+  [ "$status" -eq 0 ]
+  [[ $output == *"inner $key"* ]]
+  sleep 1000 &
+  spid=$!
+  "$RLOCK" acquire --ttl 2s --while-pid "$spid" "$key" >/dev/null
+  sleep 3 # past its TTL: renewed
+  "$RLOCK" status "$key" >/dev/null
+  kill "$spid"
+  _rlock_poll "$key to be free" 10 eval '! "$RLOCK" status "$key" >/dev/null 2>&1'
+}
+
+# assert_keeper_release_and_break KEY: through the servers RLOCK_URL names, the owner's
+# release with the bare token stops the keeper of `acquire --while-pid PID` quietly (PID
+# gets no SIGTERM); a break of KEY reaches PID.
+# shellcheck disable=SC2016 # single-quoted: expanded by the child shell or by eval
+assert_keeper_release_and_break() {
+  local key=$1 wpid tok
+  sh -c 'trap "touch \"$0.term\"; exit 0" TERM; while :; do sleep 0.05; done' "$BATS_TEST_TMPDIR/w" 3>&- &
+  wpid=$!
+  tok=$("$RLOCK" acquire --ttl 1s --while-pid "$wpid" "$key")
+  "$RLOCK" release --token "$tok" "$key"
+  _rlock_poll "the keeper to end" 10 eval '! pgrep -f "acquire --ttl 1s --while-pid $wpid $key" >/dev/null'
+  [ ! -e "$BATS_TEST_TMPDIR/w.term" ]
+  "$RLOCK" acquire --while-pid "$wpid" "$key" >/dev/null
+  "$RLOCK" break --yes "$key"
+  _rlock_poll "SIGTERM to PID" 10 test -e "$BATS_TEST_TMPDIR/w.term"
 }

@@ -1,6 +1,7 @@
 # shellcheck shell=bash
-# Helpers for replicated and sharded Redis: a Redis Cluster, and a master with a replica
-# watched by sentinels. Load after helpers/redis:
+# Helpers for replicated and sharded Redis: independent masters for quorum mode, a Redis
+# Cluster, a replica, and a master with replicas watched by sentinels. Load after
+# helpers/redis:
 #
 #   load helpers/redis
 #   load helpers/topology
@@ -14,6 +15,22 @@
 # (prints a port), _rlock_poll WHAT SECONDS CMD..., fail MESSAGE and BATS_FILE_TMPDIR (a
 # directory for configuration files). Nothing else from bats may be used here.
 
+# --- Quorum mode --------------------------------------------------------------------------
+
+# masters_start P N [REDIS-SERVER ARGS...]: N independent masters ${P}1…${P}N
+# (redis_start_named ${P}i ARGS...), and exports ${P}_URLS, their URLs separated by spaces
+# (as RLOCK_URL holds a quorum's masters).
+masters_start() {
+  local p=$1 n=$2 i url_var urls=""
+  shift 2
+  for ((i = 1; i <= n; i++)); do
+    redis_start_named "$p$i" "$@" || return 1
+    url_var=$p${i}_URL
+    urls+="${urls:+ }${!url_var}"
+  done
+  export "${p}_URLS=$urls"
+}
+
 # --- Redis Cluster ------------------------------------------------------------------------
 
 _rlock_cluster_ok() {
@@ -21,6 +38,15 @@ _rlock_cluster_ok() {
   info=$(rcli_to "$1" cluster info 2>/dev/null | tr -d '\r')
   [[ $info == *cluster_state:ok* && $info == *cluster_slots_ok:16384* &&
     $info == *"cluster_known_nodes:$2"* ]]
+}
+
+# cluster_node_start NAME [REDIS-SERVER ARGS...]: server NAME in cluster mode
+# (redis_start_named NAME --cluster-enabled yes --cluster-config-file nodes.conf ARGS...),
+# a node of no Cluster yet, serving no slot.
+cluster_node_start() {
+  local name=$1
+  shift
+  redis_start_named "$name" --cluster-enabled yes --cluster-config-file nodes.conf "$@"
 }
 
 # cluster_start [N=3 [R=0]]: a Redis Cluster of N masters with R replicas each on free
@@ -35,8 +61,7 @@ cluster_start() {
   n=$((masters * (replicas + 1)))
   for ((i = 1; i <= n; i++)); do
     bus=$(free_port) || return 1
-    redis_start_named "CLUSTER$i" --cluster-enabled yes --cluster-config-file nodes.conf \
-      --cluster-port "$bus" --cluster-node-timeout 2000 || return 1
+    cluster_node_start "CLUSTER$i" --cluster-port "$bus" --cluster-node-timeout 2000 || return 1
     port_var="CLUSTER${i}_PORT"
     addrs+=("127.0.0.1:${!port_var}")
   done
@@ -134,6 +159,18 @@ sentinel_start_named() {
   redis_start_named "$name" --config "$conf" --sentinel "$@"
 }
 
+# sentinel_address_only_user SENTINEL...: on each SENTINEL (a name of
+# sentinel_start_named), a user `getaddr` (password pw) that may only ask for the
+# master's address (SENTINEL GET-MASTER-ADDR-BY-NAME): sentinels that answer it without
+# an epoch.
+sentinel_address_only_user() {
+  local s
+  for s in "$@"; do
+    rcli_to "$s" acl setuser getaddr on '>pw' -@all '+sentinel|get-master-addr-by-name' \
+      >/dev/null || return 1
+  done
+}
+
 # _rlock_sentinel_sees NAME MASTER_NAME REPLICAS SENTINELS: the sentinel knows the master,
 # REPLICAS replicas and SENTINELS other sentinels.
 _rlock_sentinel_sees() {
@@ -145,6 +182,16 @@ _rlock_sentinel_sees() {
 
 _rlock_replica_linked() {
   [[ $(rcli_to "$1" info replication 2>/dev/null | tr -d '\r') == *master_link_status:up* ]]
+}
+
+# replica_start NAME MASTER [REDIS-SERVER ARGS...]: server NAME (redis_start_named NAME
+# ARGS... --replicaof 127.0.0.1 MASTER_PORT), a replica of server MASTER (REDIS, SMASTER,
+# …). Returns once its link to the master is up (the first sync done).
+replica_start() {
+  local name=$1 port_var=${2}_PORT
+  shift 2
+  redis_start_named "$name" "$@" --replicaof 127.0.0.1 "${!port_var}" || return 1
+  _rlock_poll "replica $name to sync" 20 _rlock_replica_linked "$name"
 }
 
 # sentinel_setup [MASTER_NAME=rlmaster [REPLICAS=1]]: a master (SMASTER), REPLICAS
@@ -160,9 +207,7 @@ sentinel_setup() {
     name=SREPLICA
     ((i == 1)) || name+=$i
     nodes+=" $name"
-    redis_start_named "$name" --repl-diskless-sync-delay 0 --replicaof 127.0.0.1 "$SMASTER_PORT" ||
-      return 1
-    _rlock_poll "replica $name to sync" 20 _rlock_replica_linked "$name" || return 1
+    replica_start "$name" SMASTER --repl-diskless-sync-delay 0 || return 1
   done
   for i in 1 2 3; do
     sentinel_start_named "SENT$i" "$m" "$SMASTER_PORT" || return 1
@@ -265,11 +310,8 @@ slow_failover_setup() {
   local p=$1 m=$2 i mp
   redis_start_named "${p}MASTER" --repl-diskless-sync-delay 0 || return 1
   mp=${p}MASTER_PORT
-  redis_start_named "${p}REPLICA" --repl-diskless-sync-delay 0 --replicaof 127.0.0.1 "${!mp}" ||
-    return 1
-  redis_start_named "${p}SLOW" --replica-priority 0 --replicaof 127.0.0.1 "${!mp}" || return 1
-  _rlock_poll "${p}REPLICA to sync" 20 _rlock_replica_linked "${p}REPLICA" || return 1
-  _rlock_poll "${p}SLOW to sync" 20 _rlock_replica_linked "${p}SLOW" || return 1
+  replica_start "${p}REPLICA" "${p}MASTER" --repl-diskless-sync-delay 0 || return 1
+  replica_start "${p}SLOW" "${p}MASTER" --replica-priority 0 || return 1
   for i in 1 2 3; do
     SENTINEL_DOWN_AFTER_MS=20000 SENTINEL_FAILOVER_TIMEOUT_MS=60000 \
       sentinel_start_named "${p}SENT$i" "$m" "${!mp}" || return 1

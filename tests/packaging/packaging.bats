@@ -38,7 +38,8 @@ package() {
   run dpkg-deb -c "$PKG"
   for f in ./usr/bin/rlock ./usr/share/man/man1/rlock.1.gz \
     ./usr/share/bash-completion/completions/rlock ./usr/share/zsh/vendor-completions/_rlock \
-    ./usr/share/fish/vendor_completions.d/rlock.fish ./usr/share/doc/rlock/copyright; do
+    ./usr/share/fish/vendor_completions.d/rlock.fish ./usr/share/doc/rlock/copyright \
+    ./usr/share/doc/rlock/GUIDE.md.gz ./usr/share/doc/rlock/DECISIONS.md.gz; do
     assert_output --partial " $f"
   done
   run dpkg-deb -f "$PKG" Version

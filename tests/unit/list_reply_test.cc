@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "lock/lock.h"
+#include "lock/replies.h"
 #include "net/reply.h"
 #include "reply_builders.h"
 

@@ -1,0 +1,74 @@
+// The command line, in parts (src/app): flags.cc defines every flag once,
+// words.cc splits run's command off and checks the order and names of option
+// words, parse.cc runs CLI11 and turns the text values into options, and
+// cli.cc dispatches to the commands. Internal to src/app.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/help.h"
+#include "cli/options.h"
+#include "commands/run.h"
+
+namespace rlock::app {
+
+// Everything the command line gives. Durations and numbers are kept as text
+// and parsed afterwards (finish()), so that their errors name the flag; an
+// empty value ("--ttl ''") is then an error, not "not given".
+struct Values {
+  GlobalOptions g;
+  LockOptions o;
+  std::vector<std::string> urls;
+  std::optional<std::string> connect_timeout, timeout, ttl, wait, min_hold, kill_after, on_lost,
+      limit, conflict_exit, sync_replicas, while_pid, done_for, label, priority, max_waiters,
+      history, layout;
+  std::string key, token, pattern = "*";
+  std::optional<std::string> count;
+  bool follow = false;
+  std::vector<std::string> and_keys;
+  bool yes = false, names = false, prometheus = false;
+  RunCommand rc;
+};
+
+struct Subcommands {
+  CLI::App* history;
+  CLI::App* run;
+  CLI::App* acquire;
+  CLI::App* extend;
+  CLI::App* release;
+  CLI::App* status;
+  CLI::App* list;
+  CLI::App* brk;
+  CLI::App* forget;
+  CLI::App* doctor;
+};
+
+struct Words {
+  std::vector<std::string> rlock;    // for CLI11
+  std::vector<std::string> command;  // run's CMD ARGS…
+  bool split = false;                // "--" given, or CMD found without it
+};
+
+// flags.cc
+void add_connection_options(CLI::App& app, Values& v);
+void add_output_options(CLI::App& app, Values& v);
+Subcommands define_subcommands(CLI::App& app, Values& v);
+HelpLayout help_layout();
+
+// words.cc
+Words split_words(int argc, char** argv, CLI::App& app, CLI::App* run);
+void check_option_order(const std::vector<std::string>& words, CLI::App& app);
+void check_known_options(const std::vector<std::string>& words, CLI::App& app);
+/// The index of the subcommand's name among `words`, or words.size().
+size_t subcommand_at(const std::vector<std::string>& words, CLI::App& app);
+
+// parse.cc
+std::optional<int> parse(CLI::App& app, std::vector<std::string> words);
+void finish(Values& v);
+/// A whole number in [lo, hi] in decimal digits only, or a usage Error naming `flag`.
+int whole_number(const std::string& s, int lo, int hi, const char* flag, const char* want);
+
+}  // namespace rlock::app

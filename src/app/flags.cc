@@ -1,0 +1,341 @@
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <sstream>
+
+#include "app/cli_parts.h"
+#include "cli/help.h"
+#include "cli/output.h"
+#include "cli/suggest.h"
+#include "commands/commands.h"
+#include "commands/run.h"
+#include "core/error.h"
+#include "core/text.h"
+#include "lock/layout.h"
+
+namespace rlock::app {
+
+// --- definitions: every flag once, with the value name its help shows ---------------------
+
+CLI::Option* duration(CLI::App* app, const char* names, std::optional<std::string>& into,
+                      const std::string& what) {
+  return app->add_option(names, into, what)->type_name("DURATION");
+}
+
+void add_connection_options(CLI::App& app, Values& v) {
+  auto opt = [&](const char* names, std::string& into, const char* value, const char* what) {
+    app.add_option(names, into, what)->type_name(value)->group("Connection");
+  };
+  // Several --url make a quorum lock (src/lock/quorum.h).
+  app.add_option("-u,--url", v.urls,
+                 "Redis URL: redis://[USER[:PASS]@]HOST[:PORT][/DB], rediss://..., "
+                 "unix:///PATH[?db=N], redis-sentinel://HOST[:PORT],.../MASTER[/DB], "
+                 "rediss-sentinel://...; default $RLOCK_URL (several separated by spaces), "
+                 "$REDIS_URL, redis://127.0.0.1:6379/0. Repeated: one independent master "
+                 "each, a quorum (Redlock) lock held on a majority of them")
+      ->type_name("URL")
+      // One URL per -u: "--url URL KEY" must leave KEY to the subcommand.
+      ->allow_extra_args(false)
+      ->group("Connection");
+  opt("--user", v.g.user, "NAME", "ACL user name (overrides the URL's)");
+  opt("--password-file", v.g.password_file, "FILE",
+      "read the password from FILE (else $RLOCK_PASSWORD, then $REDISCLI_AUTH)");
+  opt("--sentinel-user", v.g.sentinel_user, "NAME",
+      "ACL user name for the sentinels of a redis-sentinel:// URL");
+  opt("--sentinel-password-file", v.g.sentinel_password_file, "FILE",
+      "read the sentinels' password from FILE (else $RLOCK_SENTINEL_PASSWORD)");
+  opt("--tls-ca-cert", v.g.tls.ca_cert, "FILE", "CA certificate file to verify the server");
+  opt("--tls-ca-dir", v.g.tls.ca_dir, "DIR", "directory of CA certificates");
+  opt("--tls-cert", v.g.tls.cert, "FILE", "client certificate file");
+  opt("--tls-key", v.g.tls.key, "FILE", "client private key file");
+  opt("--tls-server-name", v.g.tls.server_name, "NAME",
+      "name for SNI and certificate verification");
+  app.add_flag("--tls-insecure", v.g.tls.insecure, "do not verify the server's certificate")
+      ->group("Connection");
+  duration(&app, "--connect-timeout", v.connect_timeout,
+           "limit for connecting and for a DNS lookup (default 5s)")
+      ->group("Connection");
+  duration(&app, "--timeout", v.timeout, "limit for one Redis command (default 5s)")
+      ->group("Connection");
+  opt("--prefix", v.g.prefix, "PREFIX", "prefix of every Redis key (default lock:)");
+  app.add_option("--layout", v.layout,
+                 "whose keys: rlock (default), plain (SET PREFIXKEY NX PX, as the seeds' "
+                 "NestJS service) or redisson (Redisson's hash at KEY); default $RLOCK_LAYOUT. "
+                 "Two layouts for one name are two different locks")
+      ->type_name("LAYOUT")
+      ->group("Connection");
+}
+
+void add_output_options(CLI::App& app, Values& v) {
+  app.add_flag("-v,--verbose", v.g.verbose, "log each Redis round trip with timestamps to stderr")
+      ->group("Output");
+  app.add_flag("-q,--quiet", v.g.quiet, "no informational messages (errors are still printed)")
+      ->group("Output");
+  app.add_flag("--json", v.g.json,
+               "machine-readable output (acquire, extend, status, list, history, doctor)")
+      ->group("Output");
+  app.add_option("--history", v.history,
+                 "events each lock's history keeps, written by run, acquire, extend, release "
+                 "and break (default $RLOCK_HISTORY, else 100; 0 records nothing)")
+      ->type_name("N")
+      ->group("Output");
+}
+
+CLI::App* add_key(CLI::App* sub, Values& v) {
+  sub->add_option("key", v.key, "the lock's name: 1-512 bytes of UTF-8, no '{' or '}'")->required();
+  return sub;
+}
+
+// --and KEY (repeatable): more keys, taken all or nothing with one token.
+void add_and(CLI::App* sub, Values& v, const char* what) {
+  sub->add_option("--and", v.and_keys, what)
+      ->type_name("KEY2")
+      // One KEY per --and: "--and B -- CMD" must leave the rest alone.
+      ->allow_extra_args(false);
+}
+
+void add_sync_replicas(CLI::App* sub, Values& v, const char* what) {
+  sub->add_option("--sync-replicas", v.sync_replicas, what)->type_name("N");
+}
+
+// The locking options of run and acquire; `ttl` says how the lease is kept.
+void add_lock_options(CLI::App* sub, Values& v, const std::string& ttl) {
+  duration(sub, "--ttl", v.ttl, ttl);
+  duration(sub, "--wait", v.wait, "wait at most this long when taken (default: forever)");
+  sub->add_flag("-n,--no-wait", v.o.no_wait, "fail at once when taken");
+  sub->add_option("-E,--conflict-exit-code", v.conflict_exit,
+                  "exit status when the lock was not acquired (default 75)")
+      ->type_name("N");
+  sub->add_option("--limit", v.limit, "counting semaphore: at most N holders at once")
+      ->type_name("N");
+  add_and(sub, v,
+          "also hold KEY2 (repeatable): every key or none, taken in one global order "
+          "(no deadlock between runs that name them in other orders), one token for all");
+  sub->add_option("--label", v.label,
+                  "what this job is, shown to others with the lock (at most 256 bytes; default "
+                  "$RLOCK_LABEL, else the CI job's URL in GitHub Actions, GitLab CI, Jenkins "
+                  "and Buildkite)")
+      ->type_name("LABEL");
+  sub->add_option("--priority", v.priority,
+                  "place in line: a higher priority is served first, equal ones first come, "
+                  "first served (-1000 to 1000, default 0)")
+      ->type_name("N");
+  sub->add_flag("--supersede", v.o.supersede,
+                "deploy only the latest: an older job that asked for it too, waiting or back "
+                "later, exits not acquired (75), in every key of --and; a later one replaces "
+                "this one");
+  sub->add_option("--max-waiters", v.max_waiters,
+                  "not acquired at once (75) when N waiters are in line already")
+      ->type_name("N");
+  sub->add_flag("-s,--shared", v.o.shared,
+                "a shared lock, as flock -s: any number of shared holders at once, or one "
+                "exclusive holder (the default); the line stays first come, first served "
+                "across both kinds");
+  add_sync_replicas(sub, v,
+                    "count the lease as granted (and renewed) only once N replicas confirm it; "
+                    "fewer is 69");
+}
+
+void add_run_options(CLI::App* run, Values& v) {
+  run->add_option("-c,--command", v.rc.shell, "run STRING with /bin/sh -c instead of -- CMD")
+      ->type_name("STRING");
+  add_lock_options(run, v,
+                   "lease length (default 30s; nested: the enclosing hold's), renewed every "
+                   "TTL/3 while CMD runs");
+  duration(run, "--min-hold", v.min_hold,
+           "keep the lock at least this long after acquisition, even if CMD ends sooner "
+           "(status shows it as kept)");
+  duration(run, "--done-for", v.done_for,
+           "once per period: when CMD exits 0, KEY stays taken this long from its end (status "
+           "shows it as done) and every run of KEY meanwhile, waiting ones included, is not "
+           "acquired (75); when CMD fails, KEY is released at once so another host may retry");
+  run->add_option("--on-lost", v.on_lost,
+                  "when the lease is lost: term (SIGTERM, then SIGKILL after --kill-after; "
+                  "the default), kill, or warn (let CMD finish)")
+      ->type_name("ACTION");
+  duration(run, "--kill-after", v.kill_after,
+           "SIGKILL this long after SIGTERM (--on-lost term, --kill-leftovers; default 10s)");
+  run->add_flag("--kill-leftovers", v.o.kill_leftovers,
+                "when CMD exits, end what it left in its process group (SIGTERM, then SIGKILL "
+                "after --kill-after) instead of holding the lock until it exits (a stop signal "
+                "to rlock, or CMD ending by one, always ends them)");
+}
+
+void add_token(CLI::App* sub, Values& v) {
+  sub->add_option("--token", v.token, "the token printed by acquire (default $RLOCK_TOKEN)")
+      ->type_name("TOKEN")
+      ->envname("RLOCK_TOKEN")
+      ->required();
+}
+
+Subcommands define_subcommands(CLI::App& app, Values& v) {
+  Subcommands s{};
+  s.run = add_key(app.add_subcommand("run",
+                                     "hold KEY while CMD (and what it leaves in its process "
+                                     "group) runs, renewing the lease; exit with CMD's status "
+                                     "(76 if the lock was lost)"),
+                  v);
+  add_run_options(s.run, v);
+  s.run->footer(
+      "Before CMD, every word that starts with '-' is an rlock option: a CMD that\n"
+      "starts with '-' goes after '--'. An option rlock does not know is a usage\n"
+      "error (64) that names the closest one (--wiat: did you mean --wait?).\n"
+      "Under a run that holds KEY (RLOCK_HELD, confirmed with Redis), run holds KEY\n"
+      "under that holder for as long as CMD runs, in any process group: KEY is free\n"
+      "only once both have ended; if the outer hold is lost or broken, --on-lost\n"
+      "applies and run exits 76.");
+
+  s.acquire = add_key(app.add_subcommand("acquire",
+                                         "take KEY for --ttl and print the token; no process "
+                                         "stays behind (but with --while-pid)"),
+                      v);
+  add_lock_options(s.acquire, v,
+                   "lease length (default 30s); extend renews it (with --while-pid, the keeper "
+                   "renews it every TTL/3)");
+  s.acquire
+      ->add_option("--while-pid", v.while_pid,
+                   "hold KEY while process PID lives: a detached keeper renews the lease and "
+                   "releases it within about a second after PID exits (the one acquire that "
+                   "leaves a process behind)")
+      ->type_name("PID");
+  s.acquire
+      ->add_option("--on-lost", v.on_lost,
+                   "with --while-pid, when the lease is lost: term (SIGTERM to PID alone, "
+                   "the default), kill (SIGKILL), or warn (nothing)")
+      ->type_name("ACTION");
+  s.acquire->add_flag("--export", v.o.export_env,
+                      "print shell assignments (RLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE, RLOCK_KEYS, "
+                      "RLOCK_FENCES, RLOCK_HELD; RLOCK_SLOT with --limit) to eval instead of the "
+                      "token");
+  s.acquire->footer(
+      "In a script, for the script's whole life:\n"
+      "  eval \"$(rlock acquire KEY --while-pid $$ --export)\" || exit\n"
+      "Under a run or acquire that holds KEY (RLOCK_HELD, confirmed with Redis),\n"
+      "acquire takes nothing and prints the token that holds it; with --while-pid\n"
+      "only for a PID that runs under that holder (no keeper is started), else 64.\n"
+      "The keeper signals PID only for a lost lease (a break, an expiry), never for\n"
+      "the owner's release: rlock release KEY in the evaluated environment, or\n"
+      "rlock release KEY --token T from anywhere.");
+
+  s.extend = add_key(app.add_subcommand("extend", "renew a lease that --token still holds"), v);
+  add_token(s.extend, v);
+  add_and(s.extend, v, "renew KEY2 too (a token acquire --and printed; repeatable)");
+  duration(s.extend, "--ttl", v.ttl,
+           "new lease length (default: the TTL it was acquired with; required with --layout "
+           "plain or redisson)");
+  add_sync_replicas(s.extend, v, "count the renewal only once N replicas confirm it; fewer is 69");
+
+  s.release = add_key(app.add_subcommand("release",
+                                         "release KEY if --token still holds it; wake the next "
+                                         "waiter"),
+                      v);
+  add_token(s.release, v);
+  add_and(s.release, v, "release KEY2 too (a token acquire --and printed; repeatable)");
+
+  s.status = add_key(
+      app.add_subcommand("status", "show holders and waiters; exit 0 when held, 1 when free"), v);
+  s.status->footer(
+      "On a terminal: a table under a header, durations like 29s, each line within\n"
+      "the terminal (the command is cut with '…'); piped: the same lines as always.\n"
+      "A lease that run --min-hold keeps after its command ended says so: \"kept by\n"
+      "--min-hold until 10:54:01Z; its command exited 0\" (--json: kept, kept_until,\n"
+      "exit_status).\n"
+      "A holder's or waiter's --label is shown below it (in the table: in WHO, with\n"
+      "user@host:pid below), a waiter's --priority before it, and a --limit\n"
+      "holder's slot after its fence (in the table: below it).\n"
+      "A free KEY shows its last events from its history, oldest first: \"last\"\n"
+      "lines, as rlock history prints them (--json: last_events, always there).\n"
+      "Reads only: works for a read-only ACL user and on a replica.");
+
+  s.list = app.add_subcommand("list",
+                              "list held locks whose KEY matches PATTERN (a glob; default *), "
+                              "one tab-separated line each: KEY HOLDER TTL_MS FENCE WAITERS CMD "
+                              "LABEL");
+  s.list->add_option("pattern", v.pattern, "a glob over KEY (default *)");
+  s.list->add_flag("--prometheus", v.prometheus,
+                   "print the Prometheus text format for node_exporter's textfile collector "
+                   "(held, holders, waiters, lease left, time held, fence per lock)");
+  s.list->add_flag("--names", v.names,
+                   "print only the names, one per line, at most 1000, with --timeout for the "
+                   "whole listing (for shell completion)");
+  s.list->footer(
+      "On a terminal: a table under a header (KEY HOLDER LEFT FENCE WAITERS COMMAND;\n"
+      "HOLDER is the holder's --label when it has one), durations like 29s, each\n"
+      "line within the terminal; piped: the bare tab-separated values above, for\n"
+      "scripts (LABEL empty when there is none).");
+
+  s.brk = add_key(
+      app.add_subcommand("break", "delete a stuck lock and wake its waiters (asks first)"), v);
+  s.brk->add_flag("-y,--yes", v.yes, "do not ask for confirmation");
+  s.brk->footer(
+      "Exits 1 when KEY is not held. With --yes, on a KEY nobody holds, it removes\n"
+      "the places of dead waiters that could still block its line and says how\n"
+      "many (exit 0).");
+
+  s.forget = add_key(app.add_subcommand("forget",
+                                        "remove every trace of a free KEY nobody waits on, its "
+                                        "fence counter included: its fences start again at 1 "
+                                        "(asks first)"),
+                     v);
+  s.forget->add_flag("-y,--yes", v.yes, "do not ask for confirmation");
+  s.forget->footer(
+      "Refused (exit 1) while KEY is held or waited for (dead holders and waiters\n"
+      "do not count). A resource that checks\n"
+      "RLOCK_FENCE must forget KEY too: it would refuse the new, lower fences.");
+
+  s.history = add_key(app.add_subcommand("history",
+                                         "show what happened to KEY: who held it, how long, "
+                                         "how it ended (newest last, times in UTC)"),
+                      v);
+  s.history->add_option("-n,--lines", v.count, "show the newest N events (default 20)")
+      ->type_name("N");
+  s.history->add_flag("-f,--follow", v.follow,
+                      "then show each new event as it happens, until interrupted");
+  s.history->footer(
+      "Events: acquired, released, kept (--min-hold), done (--done-for), expired\n"
+      "(a lease that ran out without a release, noticed by the next command that\n"
+      "touches KEY), lost (its holder said why), broken, superseded, gave-up. Each\n"
+      "lock keeps its newest --history events (100 by default) for 7 days after the\n"
+      "last one. --json: an array (with --follow, one object per line). In quorum\n"
+      "mode every master's log, merged: an event says on how many masters it was.\n"
+      "Exit 0, also for a KEY without history.");
+
+  s.doctor = app.add_subcommand("doctor",
+                                "check whether the Redis rlock is pointed at is safe for locks: "
+                                "eviction, persistence, role, ACL, clock, round trip");
+  s.doctor->footer(
+      "One line per check: ok, warn, fail or skip (a check that could not run), then\n"
+      "\"fix:\" and what to do. Exit 0 when nothing warns or fails, 1 when something\n"
+      "does, 69 when the server cannot be reached, 77 when rlock cannot authenticate.\n"
+      "Reads only, except the ACL check: it runs the commands a lock needs on scratch\n"
+      "keys of its own under the prefix (deleted, and expiring in 10 s), never on a\n"
+      "lock. Quorum mode and a Cluster: every master is checked. --json: an array of\n"
+      "{server, check, status, message, fix}.");
+
+  for (auto* sub : app.get_subcommands({})) sub->fallthrough();
+  return s;
+}
+
+HelpLayout help_layout() {
+  HelpLayout h;
+  h.usage[""] = "rlock [OPTIONS] SUBCOMMAND ...";
+  h.usage["run"] =
+      "rlock run KEY [OPTIONS] -- CMD [ARGS...]\nrlock run KEY [OPTIONS] -c 'SHELL STRING'";
+  h.usage["acquire"] = "rlock acquire KEY [OPTIONS]";
+  h.usage["extend"] = "rlock extend KEY [--token TOKEN] [OPTIONS]";
+  h.usage["release"] = "rlock release KEY [--token TOKEN] [OPTIONS]";
+  h.usage["status"] = "rlock status KEY [OPTIONS]";
+  h.usage["list"] = "rlock list [PATTERN] [--names | --prometheus] [OPTIONS]";
+  h.usage["break"] = "rlock break KEY [--yes] [OPTIONS]";
+  h.usage["forget"] = "rlock forget KEY [--yes] [OPTIONS]";
+  h.usage["history"] = "rlock history KEY [-n N] [--follow] [--json] [OPTIONS]";
+  h.usage["doctor"] = "rlock doctor [--json] [OPTIONS]";
+  // --json only where there is something to print as JSON.
+  for (const char* sub : {"run", "release", "break", "forget"}) h.hidden_output[sub] = {"--json"};
+  return h;
+}
+
+}  // namespace rlock::app

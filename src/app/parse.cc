@@ -1,0 +1,166 @@
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <sstream>
+
+#include "app/cli_parts.h"
+#include "cli/help.h"
+#include "cli/output.h"
+#include "cli/suggest.h"
+#include "commands/commands.h"
+#include "commands/run.h"
+#include "core/error.h"
+#include "core/text.h"
+#include "lock/layout.h"
+
+namespace rlock::app {
+
+// --- parsing ----------------------------------------------------------------------------------
+
+// What was missing, and how to give it: a newcomer's first mistakes.
+std::optional<std::string> missing_message(CLI::App* sub) {
+  const std::string& name = sub->get_name();
+  if (const CLI::Option* key = sub->get_option_no_throw("key"); key && key->count() == 0) {
+    if (name == "status")
+      return std::string(
+          "status needs a KEY: rlock status KEY (to see every held lock, use rlock list)");
+    return fmt::format("{} needs a KEY: see rlock {} --help", name, name);
+  }
+  if (const CLI::Option* token = sub->get_option_no_throw("--token"); token && token->count() == 0)
+    return fmt::format(
+        "{} needs the token that acquire printed: give --token TOKEN or set $RLOCK_TOKEN", name);
+  return std::nullopt;
+}
+
+// One line, in lower case like every other, for what CLI11 refused.
+std::string parse_error_message(CLI::App& app, const std::vector<std::string>& given,
+                                const CLI::ParseError& e) {
+  std::vector<CLI::App*> subs = app.get_subcommands();
+  if (subs.empty()) {
+    size_t at = subcommand_at(given, app);
+    if (at < given.size())
+      return fmt::format("unknown command '{}' (see rlock --help)", escape_text(given[at]));
+    return "a subcommand is required: run, acquire, extend, release, status, list, history, "
+           "break or forget (see rlock --help)";
+  }
+  if (dynamic_cast<const CLI::RequiredError*>(&e))
+    if (auto m = missing_message(subs.front())) return *m;
+  std::string what = e.what();
+  if (what.size() > 1 && std::isupper(static_cast<unsigned char>(what[0])) &&
+      std::islower(static_cast<unsigned char>(what[1])))
+    what[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(what[0])));
+  return fmt::format("{} (see rlock --help)", what);
+}
+
+// CLI11 on the words; nullopt when they parsed, else the exit status: 0 for
+// --help and --version, 64 with one line for anything CLI11 refused.
+std::optional<int> parse(CLI::App& app, std::vector<std::string> words) {
+  const std::vector<std::string> given = words;
+  std::reverse(words.begin(), words.end());  // CLI11 takes them reversed
+  // Help and the version go out as every output does (print_out): a failed
+  // write is 70, a reader that closed the pipe ends rlock quietly.
+  auto print = [&app](const CLI::Error& e) {
+    std::ostringstream out, err;
+    app.exit(e, out, err);
+    try {
+      print_out(out.str());
+    } catch (const Error& failed) {
+      if (failed.cause() != Cause::ReaderGone) log_error(failed.what());
+      return failed.exit_status();
+    }
+    return exitcode::kOk;
+  };
+  try {
+    app.parse(words);
+  } catch (const CLI::CallForHelp& e) {
+    return print(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return print(e);
+  } catch (const CLI::CallForVersion& e) {
+    return print(e);
+  } catch (const CLI::ParseError& e) {
+    log_error(parse_error_message(app, given, e));
+    return exitcode::kUsage;
+  }
+  return std::nullopt;
+}
+
+// A whole number in [lo, hi] written in decimal digits only ("", "+3", "3x" and
+// " 3" are errors), or a usage Error naming the flag.
+int whole_number(const std::string& s, int lo, int hi, const char* flag, const char* want) {
+  int n = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+  if (s.empty() || s[0] == '-' || ec != std::errc() || p != s.data() + s.size() || n < lo || n > hi)
+    throw_usage(fmt::format("invalid {} '{}': use {}", flag, escape_text(s), want));
+  return n;
+}
+
+// The text values become options; usage errors name the flag.
+void finish(Values& v) {
+  GlobalOptions& g = v.g;
+  LockOptions& o = v.o;
+  if (v.connect_timeout)
+    g.connect_timeout = parse_duration(*v.connect_timeout, "--connect-timeout");
+  if (v.timeout) g.timeout = parse_duration(*v.timeout, "--timeout");
+  if (v.ttl) {
+    o.ttl = parse_duration(*v.ttl, "--ttl");
+    o.ttl_given = true;
+  }
+  if (v.wait) o.wait = parse_duration(*v.wait, "--wait");
+  if (v.min_hold) o.min_hold = parse_duration(*v.min_hold, "--min-hold");
+  if (v.kill_after) o.kill_after = parse_duration(*v.kill_after, "--kill-after");
+  if (v.done_for) {
+    o.done_for = parse_duration(*v.done_for, "--done-for");
+    if (o.done_for < Millis(1000))
+      throw_usage("--done-for must be at least 1s: it is how long a success counts");
+  }
+  if (v.while_pid)
+    o.while_pid = whole_number(*v.while_pid, 1, 2147483647, "--while-pid", "a process id");
+  std::string on_lost = v.on_lost.value_or("term");
+  if (on_lost == "term")
+    o.on_lost = OnLost::Term;
+  else if (on_lost == "kill")
+    o.on_lost = OnLost::Kill;
+  else if (on_lost == "warn")
+    o.on_lost = OnLost::Warn;
+  else
+    throw_usage(
+        fmt::format("invalid --on-lost '{}': use term, kill or warn", escape_text(on_lost)));
+  if (v.limit)
+    o.limit = whole_number(*v.limit, 1, 1'000'000, "--limit", "a whole number from 1 to 1000000");
+  if (v.conflict_exit)
+    o.conflict_exit = whole_number(*v.conflict_exit, 0, 255, "--conflict-exit-code",
+                                   "an exit status from 0 to 255");
+  if (v.sync_replicas)
+    o.sync_replicas =
+        whole_number(*v.sync_replicas, 1, 1000, "--sync-replicas", "a whole number from 1 to 1000");
+  if (v.priority) {
+    const std::string& p = *v.priority;
+    bool negative = !p.empty() && p[0] == '-';
+    int n = whole_number(negative ? p.substr(1) : p, 0, 1000, "--priority",
+                         "a whole number from -1000 to 1000");
+    o.priority = negative ? -n : n;
+  }
+  if (v.max_waiters)
+    o.max_waiters = whole_number(*v.max_waiters, 1, 1'000'000, "--max-waiters",
+                                 "a whole number from 1 to 1000000");
+  if (!v.history)
+    if (const char* h = std::getenv("RLOCK_HISTORY"); h && *h)
+      g.history =
+          whole_number(h, 0, kMaxHistory, "RLOCK_HISTORY", "a whole number from 0 to 10000");
+  if (v.history)
+    g.history =
+        whole_number(*v.history, 0, kMaxHistory, "--history", "a whole number from 0 to 10000");
+  if (v.layout)
+    g.layout = parse_layout(*v.layout, "--layout");
+  else if (const char* l = std::getenv("RLOCK_LAYOUT"); l && *l)
+    g.layout = parse_layout(l, "RLOCK_LAYOUT");
+  g.urls = v.urls;
+  o.key = v.key;
+  o.and_keys = v.and_keys;
+}
+
+}  // namespace rlock::app

@@ -1,0 +1,287 @@
+#include "lock/single.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "core/duration.h"
+#include "core/text.h"
+#include "lock/holder_token.h"
+#include "lock/replies.h"
+#include "lock/scripts.h"
+
+namespace rlock {
+
+namespace {
+
+// Runs a script and hands its reply to `parse`; parse errors become the outcome.
+template <class T>
+void run(Client& c, const Script& s, const LockNames& n, const Args& argv,
+         std::function<T(const Reply&)> parse, Done<T> done, Millis timeout = Millis(0),
+         const std::vector<ScriptCall>& undo = {}, const std::string& node = {}) {
+  run_script(
+      c, s, keys_of(n), argv,
+      [parse = std::move(parse), done = std::move(done), name = s.name](Result r) {
+        Outcome<T> o;
+        try {
+          o.value = parse(expect_ok(r, fmt::format("{} script", name)));
+          if constexpr (requires(T & t) { t.node = r.node; }) o.value.node = r.node;
+        } catch (const Error& e) {
+          o.error = e;
+        }
+        done(std::move(o));
+      },
+      timeout, undo, node);
+}
+
+}  // namespace
+
+void SingleLock::acquire(const std::string& token, Millis ttl, bool queue, const HolderInfo& info,
+                         long attempt, Done<AcquireReply> done, Millis timeout) {
+  acquire_in(queue ? "wait" : "try", token, ttl, info, attempt, std::move(done), timeout);
+}
+
+void SingleLock::regrant(const std::string& token, Millis ttl, const HolderInfo& info,
+                         Done<AcquireReply> done, Millis timeout) {
+  acquire_in("regrant", token, ttl, info, 0, std::move(done), timeout);
+}
+
+void SingleLock::acquire_in(const char* mode, const std::string& token, Millis ttl,
+                            const HolderInfo& info, long attempt, Done<AcquireReply> done,
+                            Millis timeout) {
+  Args argv{token,
+            std::to_string(ttl.count()),
+            std::to_string(limit_),
+            mode,
+            std::to_string(kQueueLease.count()),
+            names_.channel,
+            info.host,
+            std::to_string(info.pid),
+            info.user,
+            info.cmd,
+            std::to_string(attempt),
+            shared_ ? "shared" : "",
+            info.label,
+            std::to_string(line_.priority),
+            line_.supersede ? "1" : "",
+            std::to_string(line_.max_waiters),
+            std::to_string(history_)};
+  int limit = limit_;
+  bool shared = shared_;
+  std::string key = names_.key;
+  run<AcquireReply>(
+      client_, acquire_script(), names_, argv,
+      [limit, shared, key](const Reply& r) { return parse_acquire(r, limit, shared, key); },
+      std::move(done), timeout,
+      // A timed-out attempt may still run on the server: its undo goes right
+      // behind it on the same connection, and touches nothing a later attempt
+      // of this token did.
+      {ScriptCall{&undo_script(),
+                  {token, std::to_string(attempt), names_.channel, std::to_string(history_)}}});
+}
+
+Done<ExtendReply> confirmed_renewal(Client& client, Done<ExtendReply> done) {
+  Client* c = &client;
+  return [c, done = std::move(done)](Outcome<ExtendReply> o) mutable {
+    if (o.error || !o.value.held) return done(std::move(o));
+    std::string node = o.value.node;
+    c->confirm_master(node, [node, o, done = std::move(done)](Outcome<bool> ok) mutable {
+      if (ok.error) {
+        o.error = Error(ErrorKind::Unavailable,
+                        fmt::format("renewed on {}, but no sentinel confirmed it is still the "
+                                    "master: {}",
+                                    escape_text(node), ok.error->what()));
+      } else if (!ok.value) {
+        o.error = Error(ErrorKind::Unavailable,
+                        fmt::format("renewed on {}, which the sentinels no longer name as the "
+                                    "master (failover): the renewal does not count",
+                                    escape_text(node)));
+      }
+      done(std::move(o));
+    });
+  };
+}
+
+void SingleLock::extend(const std::string& token, Millis ttl, Done<ExtendReply> done,
+                        Millis timeout) {
+  run<ExtendReply>(
+      client_, extend_script(), names_,
+      {token, std::to_string(ttl.count()), std::to_string(history_), line_.supersede ? "1" : ""},
+      [](const Reply& r) {
+        auto& e = r.as_array("an extend reply", 1);
+        ExtendReply x;
+        x.held = reply_int(e[0]) == 1;
+        if (x.held && e.size() >= 3) {
+          x.ttl = Millis(reply_int(e[1]));
+          x.fence = reply_int(e[2]);
+        }
+        if (x.held && e.size() >= 4) x.superseded_by = e[3].as_string("who supersedes it");
+        if (!x.held && e.size() >= 2) {
+          x.released = reply_int(e[1]) == 1;
+          x.broken = reply_int(e[1]) == 2;
+        }
+        return x;
+      },
+      confirmed_renewal(client_, std::move(done)), timeout);
+}
+
+namespace {
+
+// One release try; on a broken connection, another on a new one after a
+// short pause, until `until`.
+void release_until(Client& c, const LockNames& n, Args argv, Clock::time_point until, int tries,
+                   Done<ReleaseReply> done) {
+  Millis left = std::chrono::duration_cast<Millis>(until - Clock::now());
+  run<ReleaseReply>(
+      c, release_script(), n, argv, parse_release,
+      [&c, n, argv, until, tries, done = std::move(done)](Outcome<ReleaseReply> o) mutable {
+        Millis pause = std::min(Millis(50) * (1 << std::min(tries, 4)), Millis(500));
+        bool retry =
+            o.error && o.error->kind() == ErrorKind::Unavailable && Clock::now() + pause < until;
+        if (!retry) return done(std::move(o));
+        c.loop().after(pause, [&c, n, argv, until, tries, done = std::move(done)]() mutable {
+          release_until(c, n, std::move(argv), until, tries + 1, std::move(done));
+        });
+      },
+      std::max(left, Millis(1)));
+}
+
+}  // namespace
+
+void SingleLock::release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
+                         Millis timeout, int exit_status, Millis done_for,
+                         const std::string& lost) {
+  Millis window = timeout.count() > 0 ? timeout : client_.command_timeout();
+  // The tombstone outlives every retry of this release.
+  Millis tomb = std::min(window + Millis(5000), Millis(86'400'000));
+  // The id tells a retry of this release from another release of the token.
+  Args argv{token,
+            std::to_string(min_hold.count()),
+            names_.channel,
+            std::to_string(tomb.count()),
+            new_token(),
+            exit_status >= 0 && exit_status <= 255 ? std::to_string(exit_status) : "",
+            std::to_string(done_for.count()),
+            std::to_string(history_),
+            truncate_text(lost, 512)};
+  release_until(client_, names_, std::move(argv), later(Clock::now(), window), 0, std::move(done));
+}
+
+void SingleLock::give_back(const std::string& token, Done<ReleaseReply> done, Millis timeout) {
+  // No release id: release.lua then writes no tombstone.
+  Args argv{token, "0", names_.channel, "0", "", "", "0", std::to_string(history_), ""};
+  release_until(client_, names_, std::move(argv), later(Clock::now(), timeout), 0, std::move(done));
+}
+
+void SingleLock::confirm_master(const std::string& token, const AcquireReply& granted,
+                                Done<bool> done, Millis cleanup) {
+  std::string node = granted.node;
+  // Captured by value: the callback may outlive this Lock (not the Client).
+  Client* c = &client_;
+  LockNames n = names_;
+  client_.confirm_master(
+      node, [c, n, token, node, cleanup, done = std::move(done)](Outcome<bool> o) mutable {
+        if (o.error || o.value) return done(std::move(o));
+        // Void: released where it was made (token-checked, one try within
+        // `cleanup`), whatever the release says; the lease expires there anyway.
+        Millis tomb = cleanup + Millis(5000);
+        Args argv{token, "0", n.channel, std::to_string(tomb.count()), new_token()};
+        run<ReleaseReply>(
+            *c, release_script(), n, argv, parse_release,
+            [done = std::move(done)](Outcome<ReleaseReply>) {
+              done(Outcome<bool>{std::nullopt, false});
+            },
+            std::max(cleanup, Millis(1)), {}, node);
+      });
+}
+
+void SingleLock::leave(const std::string& token, Done<bool> done, Millis timeout) {
+  run<bool>(
+      client_, leave_script(), names_, {token, names_.channel, std::to_string(history_)},
+      [](const Reply& r) { return r.as_int("a leave reply") == 1; }, std::move(done), timeout);
+}
+
+void SingleLock::status(Done<LockStatus> done) {
+  Args argv{std::to_string(kStatusRecords)};
+  if (!status_events()) argv.push_back("0");
+  run<LockStatus>(client_, status_script(), names_, argv, parse_status_reply, std::move(done));
+}
+
+// How long a broken holder's token keeps its tombstone ("broken", break.lua):
+// longer than any renewal of the holder still in flight when the break reached
+// this master, so that quorum mode does not grant the token here again.
+constexpr Millis kBreakTombstone{30'000};
+
+void SingleLock::break_lock(Done<long> done) {
+  // Who breaks it, for the history: the operator's user, host and pid.
+  HolderInfo me = local_holder_info("rlock break", static_cast<long>(getpid()));
+  std::string by = fmt::format("{}@{} pid {}", me.user, me.host, me.pid);
+  run<long>(
+      client_, break_script(), names_,
+      {names_.channel, std::to_string(history_), by, std::to_string(kBreakTombstone.count())},
+      [](const Reply& r) { return static_cast<long>(r.as_int("a break reply")); }, std::move(done));
+}
+
+void SingleLock::forget(Done<ForgetReply> done) {
+  run<ForgetReply>(
+      client_, forget_script(), names_, {},
+      [](const Reply& r) {
+        auto& e = r.as_array("a forget reply", 1);
+        ForgetReply f;
+        long long n = e[0].as_int("a forget status");
+        if (n == 1) {
+          f.state = ForgetReply::State::Removed;
+        } else if (n < 0) {
+          f.state = ForgetReply::State::InUse;
+          f.holders = e.size() > 1 ? static_cast<long>(reply_int(e[1])) : 0;
+          f.waiters = e.size() > 2 ? static_cast<long>(reply_int(e[2])) : 0;
+        }
+        return f;
+      },
+      std::move(done));
+}
+
+void SingleLock::commit_fence(const std::string& token, int64_t fence, Done<FenceReply> done,
+                              Millis timeout) {
+  run<FenceReply>(
+      client_, fence_script(), names_, {token, std::to_string(fence)},
+      [](const Reply& r) {
+        auto& e = r.as_array("a fence reply", 2);
+        FenceReply f;
+        f.counter = static_cast<int64_t>(e[0].as_int("a fence counter"));
+        f.held = e[1].as_int("a fence reply's holder flag") == 1;
+        return f;
+      },
+      std::move(done), timeout);
+}
+
+void SingleLock::confirm_replicas(int replicas, Millis budget, const std::string& what,
+                                  Done<bool> done) {
+  // The server gives up a little before the client does, so that the answer
+  // (how many confirmed) arrives instead of a timeout.
+  Millis server = std::max(Millis(1), budget - std::min(budget / 4, Millis(500)));
+  std::string key = names_.key;
+  client_.command(
+      {"WAIT", std::to_string(replicas), std::to_string(server.count())},
+      [replicas, server, what, key, done = std::move(done)](Result r) {
+        Outcome<bool> o;
+        try {
+          long long n = expect_ok(r, "WAIT").as_int("a WAIT reply");
+          if (n < replicas)
+            throw Error(
+                ErrorKind::Unavailable,
+                fmt::format("only {} of {} replicas confirmed {} of '{}' within {} "
+                            "(--sync-replicas)",
+                            std::max(n, 0LL), replicas, what, key, format_duration(server)));
+          o.value = true;
+        } catch (const Error& e) {
+          o.error = e;
+        }
+        done(std::move(o));
+      },
+      // On the connection that wrote the lease: WAIT counts its writes.
+      CallOptions{budget, {}, names_.lock, {}});
+}
+
+}  // namespace rlock

@@ -1,0 +1,68 @@
+// The lock on one Redis deployment (a server, a Cluster, Sentinel's master):
+// each operation is one script there (lock/lua/, docs/PROTOCOL.md).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "lock/lock.h"
+
+namespace rlock {
+
+/// The lock on one Redis deployment: each operation is one script there.
+/// `done`, called only once a renewal that held is confirmed as a grant is
+/// (Client::confirm_master): under Sentinel, the sentinels asked after its
+/// reply still name the master that made it. A renewal made on a master they
+/// no longer name (a planned failover promotes a replica while the old master
+/// still takes writes) is lost with that master: it is reported as an
+/// unavailable Error, so the holder's deadline stays that of its last
+/// confirmed renewal and it renews again, on the master they name. Without
+/// Sentinel `done` gets the reply at once.
+Done<ExtendReply> confirmed_renewal(Client& client, Done<ExtendReply> done);
+
+class SingleLock : public Lock {
+ public:
+  SingleLock(Client& client, LockNames names, int limit = 0)
+      : Lock(std::move(names), limit), client_(client) {}
+
+  void acquire(const std::string& token, Millis ttl, bool queue, const HolderInfo& info,
+               long attempt, Done<AcquireReply> done, Millis timeout = Millis(0)) override;
+  void extend(const std::string& token, Millis ttl, Done<ExtendReply> done,
+              Millis timeout = Millis(0)) override;
+  void release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
+               Millis timeout = Millis(0), int exit_status = -1, Millis done_for = Millis(0),
+               const std::string& lost = "") override;
+  void leave(const std::string& token, Done<bool> done, Millis timeout = Millis(0)) override;
+  void status(Done<LockStatus> done) override;
+  void break_lock(Done<long> done) override;
+  void forget(Done<ForgetReply> done) override;
+  void confirm_replicas(int replicas, Millis budget, const std::string& what,
+                        Done<bool> done) override;
+  void confirm_master(const std::string& token, const AcquireReply& granted, Done<bool> done,
+                      Millis cleanup) override;
+  std::vector<Client*> clients() override { return {&client_}; }
+
+  /// Quorum mode: gives back a grant that won no majority (token-checked,
+  /// retried on a new connection within `timeout`, as release() is). Unlike release() it leaves no
+  /// tombstone: the token's next attempt may win here or elsewhere, and a tombstone would tell that
+  /// holder's renewals (a keeper's) that its owner released it.
+  void give_back(const std::string& token, Done<ReleaseReply> done, Millis timeout);
+  /// Quorum mode: grants a holder's lease again here (acquire in mode
+  /// `regrant`: a try), unless a release with the token or a break removed it
+  /// here (its tombstone): Gone then. The renewal answer that asked for it
+  /// ("not held") may be older than that release or break.
+  void regrant(const std::string& token, Millis ttl, const HolderInfo& info,
+               Done<AcquireReply> done, Millis timeout);
+  /// Quorum mode: raises the fence counter to at least `fence` and, if
+  /// `token` holds, records that fence as its own.
+  void commit_fence(const std::string& token, int64_t fence, Done<FenceReply> done, Millis timeout);
+  Client& client() { return client_; }
+
+ private:
+  void acquire_in(const char* mode, const std::string& token, Millis ttl, const HolderInfo& info,
+                  long attempt, Done<AcquireReply> done, Millis timeout);
+
+  Client& client_;
+};
+
+}  // namespace rlock
