@@ -1,15 +1,27 @@
 // `rlock run`: one event loop waits on the child, signals, timers and Redis.
+// Its phases (Runner::Phase; every change goes through Runner::enter):
 //
-//   waiting ──acquired──▶ running ──command exits──▶ draining ──group empty──▶ releasing ──▶ exit
-//      │                  │      (leftovers in its group)          │
-//   SIGTERM…              └── renewal fails past the deadline, ────┘
-//      ▼                      or a break is heard ──▶ lost (signal the group per --on-lost)
-//   leave the line, exit 128+N
+//   Waiting ──acquired──▶ Running ──command exits,──▶ Draining ──a stop request,──▶ EndingLeftovers
+//    │  │                  │        leftovers in      │          --kill-leftovers   (SIGTERM, then
+//    │  │                  │        its group         │                             SIGKILL later)
+//    │  │                  │ command exits,           │ group empty                  │ group empty
+//    │  │                  ▼ group empty              ▼                              │
+//    │  └─cannot start──▶ Releasing ◀─────────────────┴──────────────────────────────┘
+//    │   the command       │ answered
+//    │                     ▼
+//    └─not acquired, ───▶ Exited (the exit status is known: the loop ends)
+//      or a signal: leave the line, 128+N
+//
+// The lease is not a phase: while the command's group holds the lock (Running, Draining,
+// EndingLeftovers), a renewal that fails past its deadline or a break that is heard loses it
+// (lost_: the group is signalled per --on-lost), and the phases go on as drawn.
 #include "commands/run.h"
 
 #include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
+
+#include <cassert>
 
 #include "cli/output.h"
 #include "cli/progress.h"
@@ -189,17 +201,53 @@ class Runner {
       guard_timer_ = 0;
       guard_ = GroupGuard::start();
     });
-    loop().run_until([this] { return exit_status_.has_value(); });
+    loop().run_until([this] { return phase_ == Phase::Exited; });
     if (error_) throw *error_;
-    return *exit_status_;
+    return exit_status_;
   }
 
  private:
+  // The diagram at the top of this file.
+  enum class Phase { Waiting, Running, Draining, EndingLeftovers, Releasing, Exited };
+
+  static bool allowed(Phase from, Phase to) {
+    switch (from) {
+      case Phase::Waiting:
+        return to == Phase::Running || to == Phase::Releasing || to == Phase::Exited;
+      case Phase::Running:
+        return to == Phase::Draining || to == Phase::Releasing;
+      case Phase::Draining:
+        return to == Phase::EndingLeftovers || to == Phase::Releasing;
+      case Phase::EndingLeftovers:
+        return to == Phase::Releasing;
+      case Phase::Releasing:
+        return to == Phase::Exited;
+      case Phase::Exited:
+        return false;
+    }
+    return false;
+  }
+
+  void enter(Phase next) {
+    assert(allowed(phase_, next));
+    phase_ = next;
+  }
+
+  // The exit status is known: the loop ends. A second one in the same turn of
+  // the loop (a signal's, while the release was answered) replaces the first.
+  void exit_with(int status) {
+    if (phase_ != Phase::Exited) enter(Phase::Exited);
+    exit_status_ = status;
+  }
+
+  /// The command has exited and processes it left in its group hold the lock.
+  bool draining() const { return phase_ == Phase::Draining || phase_ == Phase::EndingLeftovers; }
+
   Loop& loop() { return session_.loop; }
 
   /// The lock protects the command's process group: from the start of the
   /// command until the last process it left in its group has exited.
-  bool holding() const { return child_ && (child_->running() || draining_); }
+  bool holding() const { return child_ && (child_->running() || draining()); }
 
   void install_signals() {
     for (int sig : kForwardedSignals)
@@ -229,7 +277,7 @@ class Runner {
   void on_signal(int sig) {
     if (sig == SIGCONT && stopped_) return;  // stop_self() resumes once it returns
     if (is_stop_signal(sig)) pass_stop(sig);
-    if (holding() && draining_ && is_stop_signal(sig)) {
+    if (holding() && draining() && is_stop_signal(sig)) {
       // The command has ended and rlock has the terminal back: this is the
       // Ctrl-C (or the SIGTERM of a CI cancel) that ends what it left behind.
       stop_requested_ = true;
@@ -242,13 +290,10 @@ class Runner {
       return;
     }
     if (!child_ && sig != SIGWINCH && sig != SIGCONT) {
-      if (!acquirer_) {
-        exit_status_ = 128 + sig;
-        return;
-      }
+      if (!acquirer_) return exit_with(128 + sig);
       // A signal while waiting cancels the wait and leaves the line.
       log_verbose(fmt::format("signal {} while waiting: leaving the line", sig));
-      acquirer_->cancel([this, sig] { exit_status_ = 128 + sig; });
+      acquirer_->cancel([this, sig] { exit_with(128 + sig); });
     }
   }
 
@@ -288,8 +333,7 @@ class Runner {
         error_ = Error(ErrorKind::NotAcquired, o.error->what(), opts_.conflict_exit);
       else
         error_ = o.error;
-      exit_status_ = error_->exit_status();
-      return;
+      return exit_with(error_->exit_status());
     }
     acquired_ = o.value;
     // The TTL in the reply is the server's word: kept within what rlock asked.
@@ -308,9 +352,11 @@ class Runner {
       guard_.watch(child_->pid());
     } catch (const Error& e) {
       log_error(e.what());
+      enter(Phase::Releasing);
       release_and_exit(e.exit_status());
       return;
     }
+    enter(Phase::Running);
     watchdog_ = std::make_unique<Watchdog>(
         *lock_, token_, acquired_, opts_.sync_replicas,
         Watchdog::Events{
@@ -422,7 +468,7 @@ class Runner {
     command_status_ = status;
     if (ended_by_stop_signal(status)) stop_requested_ = true;
     if (child_->group_alive()) {
-      draining_ = true;
+      enter(Phase::Draining);
       if (opts_.kill_leftovers) {
         end_leftovers("--kill-leftovers");
       } else if (stop_requested_) {
@@ -442,9 +488,9 @@ class Runner {
 
   void end_leftovers(const std::string& why) {
     // Once: a second Ctrl-C must not put off the SIGKILL that is already armed.
-    if (ending_leftovers_) return;
+    if (phase_ == Phase::EndingLeftovers) return;
     log_verbose(fmt::format("ending what the command left in its process group ({})", why));
-    ending_leftovers_ = true;
+    enter(Phase::EndingLeftovers);
     child_->signal_group(SIGTERM);
     child_->signal_group(SIGCONT);
     arm_kill_timer();
@@ -455,7 +501,7 @@ class Runner {
   // process on its way out at that moment is not named), unless -q.
   void leftovers_notice() {
     notice_pending_ = false;
-    if (ending_leftovers_) return;
+    if (phase_ == Phase::EndingLeftovers) return;
     long total = 0;
     auto members = group_members(child_->pid(), 3, total);
     if (total == 0) return;  // only zombies, or gone meanwhile
@@ -479,7 +525,7 @@ class Runner {
   }
 
   void check_leftovers() {
-    if (!draining_) return;
+    if (!draining()) return;
     loop().cancel(group_timer_);
     group_timer_ = 0;
     if (child_->group_alive()) {
@@ -491,11 +537,11 @@ class Runner {
       });
       return;
     }
-    draining_ = false;
     finish();
   }
 
   void finish() {
+    enter(Phase::Releasing);
     loop().cancel(kill_timer_);
     loop().cancel(group_timer_);
     loop().cancel(listen_timer_);
@@ -553,7 +599,7 @@ class Runner {
       } else if (lost_ && o.value.state != ReleaseReply::State::NotHeld) {
         log_verbose(fmt::format("released '{}' after all: it was still held", key));
       }
-      exit_status_ = status;
+      exit_with(status);
     };
     // Done only when the command itself succeeded and the lease was kept
     // throughout (a loss is never turned into a success for the period).
@@ -578,11 +624,27 @@ class Runner {
   Acquired acquired_;
   std::unique_ptr<Watchdog> watchdog_;
   Loop::TimerId kill_timer_ = 0, group_timer_ = 0, listen_timer_ = 0, guard_timer_ = 0;
+  Phase phase_ = Phase::Waiting;
+  // Facts, not phases: each holds across phases, or beside any of them.
+  // The guard was told to stand down (finish()): it is not restarted if it
+  // dies. Not "Releasing": a command that could not start releases with no
+  // guard told anything.
   bool guard_stood_down_ = false;
-  bool lost_ = false, stopped_ = false, draining_ = false;
-  bool stop_requested_ = false, ending_leftovers_ = false, notice_pending_ = false;
+  // The lease was lost (lease_lost): from then on in Running, Draining or
+  // EndingLeftovers, and read again when releasing (the exit status, the
+  // history's reason, no --done-for).
+  bool lost_ = false;
+  // rlock is stopping itself (stop_self, around its SIGSTOP to itself): in
+  // any phase, Waiting too.
+  bool stopped_ = false;
+  // A stop signal came, or the command ended by one: its leftovers are ended
+  // when it exits. Set in Running, acted on when it exits (Draining).
+  bool stop_requested_ = false;
+  // The "holding ... for N processes" line is owed at the first look at the
+  // group after the command exited; cleared by that look (in Draining).
+  bool notice_pending_ = false;
   std::optional<int> command_status_;
-  std::optional<int> exit_status_;
+  int exit_status_ = 0;  // once Exited
   std::optional<Error> error_;
 };
 

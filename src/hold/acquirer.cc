@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cassert>
 
 #include "core/duration.h"
 #include "core/log.h"
@@ -48,8 +49,29 @@ Millis Acquirer::jitter(Millis most) {
   return Millis(std::uniform_int_distribution<Millis::rep>(0, most.count())(rng_));
 }
 
+// The transitions the diagram in acquirer.h draws.
+bool Acquirer::allowed(Phase from, Phase to) {
+  using P = Phase;
+  switch (from) {
+    case P::Probing:
+      return to == P::OnList || to == P::OnChannel || to == P::Finished;
+    case P::OnList:
+      return to == P::OnChannel || to == P::Finished;
+    case P::OnChannel:
+      return to == P::Finished;
+    case P::Finished:
+      return false;
+  }
+  return false;
+}
+
+void Acquirer::enter(Phase next) {
+  assert(allowed(phase_, next));
+  phase_ = next;
+}
+
 Acquirer::~Acquirer() {
-  *alive_ = false;
+  life_.end();
   Loop& loop = lock_.loop();
   loop.cancel(retry_timer_);
   loop.cancel(resubscribe_timer_);
@@ -73,26 +95,27 @@ bool Acquirer::joins() const {
 }
 
 void Acquirer::start_waiting() {
-  probing_ = false;
+  bool in_line = last_ && last_->state == AcquireReply::State::Queued;
+  enter(in_line ? Phase::OnList : Phase::OnChannel);
   lock_.stay();
   // Armed already when the first contact had to be retried: the wait
   // counts from the start.
   if (spec_.wait && !deadline_timer_) arm_deadline(*spec_.wait);
-  if (lists_ && last_ && last_->state == AcquireReply::State::Queued) return watch_list();
+  if (in_line) return watch_list();
   subscribe();
 }
 
 void Acquirer::watch_list() {
-  auto alive = alive_;
+  auto alive = life_.token();
   Subscription::Events ev;
   ev.message = [this, alive](const std::string& what) {
-    if (!*alive || finished_) return;
+    if (!alive || finished()) return;
     log_verbose(fmt::format("woken ({})", escape_text(truncate_text(what, 32))));
     list_failures_ = 0;  // it answered: the list works again
     attempt();
   };
   ev.ready = [this, alive] {
-    if (!*alive || finished_) return;
+    if (!alive || finished()) return;
     outage_over();
     // The first: the attempt that joined the line has just been answered.
     // Later ones follow a lost connection (a failover): what was pushed to
@@ -104,14 +127,14 @@ void Acquirer::watch_list() {
     attempt();
   };
   ev.failed = [this, alive](const Error& e) {
-    if (!*alive || finished_) return;
+    if (!alive || finished()) return;
     log_verbose(fmt::format("wake-up list: {}", e.what()));
     if (e.kind() != ErrorKind::Unavailable) {
       // An ACL without BLPOP, or a list BLPOP cannot wait on (a foreign
       // value: WRONGTYPE, an item too large to take): its channel then, as
       // before lists. The list only wakes the waiter: its loss alone does not
       // end the wait.
-      lists_ = false;
+      enter(Phase::OnChannel);
       std::shared_ptr<Subscription> old(std::move(sub_));
       lock_.loop().after(Millis(0), [old] {});
       return subscribe();
@@ -121,7 +144,7 @@ void Acquirer::watch_list() {
       // ASK): no outage, however long it lasts; the re-checks go on meanwhile.
       lock_.loop().cancel(resubscribe_timer_);
       resubscribe_timer_ = lock_.loop().after(kMovedRetry, [this, alive] {
-        if (!*alive || finished_) return;
+        if (!alive || finished()) return;
         resubscribe_timer_ = 0;
         sub_->start();
       });
@@ -146,12 +169,12 @@ void Acquirer::watch_list() {
 }
 
 void Acquirer::arm_deadline(Millis after) {
-  auto alive = alive_;
+  auto alive = life_.token();
   Loop& loop = lock_.loop();
   {
     wait_deadline_ = later(Clock::now(), after);
     deadline_timer_ = loop.after(after, [this, alive] {
-      if (!*alive || finished_) return;
+      if (!alive || finished()) return;
       deadline_timer_ = 0;
       std::string who = last_ ? " (" + holder_text(*last_) + ")" : "";
       // Still unable to reach Redis (fewer than a majority of a quorum's
@@ -163,29 +186,27 @@ void Acquirer::arm_deadline(Millis after) {
                     : Error(ErrorKind::NotAcquired,
                             fmt::format("gave up waiting for '{}' after {}{}", lock_.names().key,
                                         format_duration(*spec_.wait), who));
-      cancel([this, alive, e] {
-        if (*alive) done_(Outcome<Acquired>{e, {}});
-      });
+      cancel(life_.guard([this, e] { done_(Outcome<Acquired>{e, {}}); }));
     });
   }
 }
 
 void Acquirer::subscribe() {
   if (!lock_.fair()) return listen_for_releases();
-  auto alive = alive_;
+  auto alive = life_.token();
   Subscription::Events ev;
   ev.message = [this, alive](const std::string&) {
-    if (!*alive || finished_) return;
+    if (!alive || finished()) return;
     log_verbose(fmt::format("woken on {}", sub_->channel()));
     attempt();
   };
   ev.ready = [this, alive] {
-    if (!*alive || finished_) return;
+    if (!alive || finished()) return;
     outage_over();
     attempt();  // nothing can have been missed before this
   };
   ev.failed = [this, alive](const Error& e) {
-    if (!*alive || finished_) return;
+    if (!alive || finished()) return;
     log_verbose(fmt::format("wake-up channel: {}", e.what()));
     if (ride_out(e, resubscribe_timer_, [this] { sub_->start(); })) return;
     fail_with_cleanup(e);
@@ -202,21 +223,21 @@ void Acquirer::subscribe() {
 // re-check comes, after a random pause so that waiters woken together do not
 // split the masters' votes forever (the Redlock paper's randomised retry).
 void Acquirer::listen_for_releases() {
-  auto alive = alive_;
+  auto alive = life_.token();
   Subscription::Events ev;
   ev.message = [this, alive](const std::string&) {
-    if (!*alive || finished_) return;
+    if (!alive || finished()) return;
     log_verbose(fmt::format("heard a release on {}", lock_.names().channel));
     // Waiters of several masters spread out (split votes); on one deployment
     // (another tool's layout) the first SET NX wins anyway.
     schedule(lock_.clients().size() > 1 ? jitter(kRetryJitter) : Millis(0));
   };
   ev.ready = [this, alive] {
-    if (!*alive || finished_) return;
+    if (!alive || finished()) return;
     attempt();  // nothing can have been missed before this
   };
   ev.failed = [this, alive](const Error& e) {
-    if (!*alive || finished_) return;
+    if (!alive || finished()) return;
     log_verbose(fmt::format("release channel: {}", e.what()));
     // An outage is ridden out by the attempts (and the subscription comes
     // back by itself). A refusal is not going away, but a minority of
@@ -237,7 +258,7 @@ void Acquirer::listen_for_releases() {
 }
 
 void Acquirer::attempt() {
-  if (finished_) return;
+  if (finished()) return;
   if (in_flight_) {
     again_ = true;
     return;
@@ -246,16 +267,13 @@ void Acquirer::attempt() {
   retry_timer_ = 0;
   in_flight_ = true;
   sent_ = Clock::now();
-  auto alive = alive_;
   lock_.acquire(token_, spec_.ttl, joins(), spec_.info, ++attempts_,
-                [this, alive](Outcome<AcquireReply> o) {
-                  if (*alive) on_reply(std::move(o));
-                });
+                life_.guard([this](Outcome<AcquireReply> o) { on_reply(std::move(o)); }));
 }
 
 void Acquirer::on_reply(Outcome<AcquireReply> o) {
   in_flight_ = false;
-  if (finished_) return;
+  if (finished()) return;
   if (o.error) {
     // The attempt may have reached the server before the failure: clean up.
     if (retry_first_contact(*o.error)) return;
@@ -274,11 +292,11 @@ void Acquirer::on_reply(Outcome<AcquireReply> o) {
     if (spec_.sync_replicas == 0) return confirm(a);
     // Not a grant until the replicas confirm it: a failover to one that had
     // not seen it would give the lock away again.
-    auto alive = alive_;
+    auto alive = life_.token();
     Millis budget = std::max(Millis(1), std::min(lock_.command_timeout(), a.ttl / 2));
     return lock_.confirm_replicas(spec_.sync_replicas, budget, "the lease",
                                   [this, alive, a](Outcome<bool> o) {
-                                    if (!*alive || finished_) return;
+                                    if (!alive || finished()) return;
                                     if (o.error) return fail_with_cleanup(*o.error);
                                     confirm(a);
                                   });
@@ -288,7 +306,7 @@ void Acquirer::on_reply(Outcome<AcquireReply> o) {
     // run --done-for: the job was done for this period; waiting on is pointless.
     Error e(ErrorKind::NotAcquired, fmt::format("'{}' was already done for this period: {}",
                                                 lock_.names().key, holder_text(a)));
-    if (probing_) return finish({e, {}});
+    if (phase_ == Phase::Probing) return finish({e, {}});
     return fail_with_cleanup(e);  // leaves the line (the script left it already)
   }
   if (a.state == AcquireReply::State::Superseded)
@@ -302,15 +320,15 @@ void Acquirer::on_reply(Outcome<AcquireReply> o) {
               fmt::format("'{}' has {} or more waiters already (--max-waiters {}); it is {}",
                           lock_.names().key, lock_.line_policy().max_waiters,
                           lock_.line_policy().max_waiters, holder_text(a))));
-  if (a.state == AcquireReply::State::Taken && !spec_.no_wait && probing_) {
+  if (a.state == AcquireReply::State::Taken && !spec_.no_wait && phase_ == Phase::Probing) {
     last_ = a;
     return start_waiting();
   }
-  if (a.state == AcquireReply::State::Queued && probing_) {
+  if (a.state == AcquireReply::State::Queued && phase_ == Phase::Probing) {
     // Joined the line with the first attempt: wait on the list from now.
     last_ = a;
     start_waiting();
-  } else if (a.state == AcquireReply::State::Queued && sub_ && lists_) {
+  } else if (a.state == AcquireReply::State::Queued && phase_ == Phase::OnList) {
     sub_->rearm();  // woken, and still not its turn: wait for the next notice
   }
   if (a.state == AcquireReply::State::Taken && spec_.no_wait) {
@@ -346,12 +364,12 @@ void Acquirer::on_reply(Outcome<AcquireReply> o) {
 // sentinels name, within its --wait (its place in the old master's line is
 // lost with that master anyway).
 void Acquirer::confirm(const AcquireReply& a) {
-  auto alive = alive_;
+  auto alive = life_.token();
   Millis bound = std::min(lock_.command_timeout(), kCleanupBound);
   lock_.confirm_master(
       token_, a,
       [this, alive, a, bound](Outcome<bool> o) {
-        if (!*alive || finished_) return;
+        if (!alive || finished()) return;
         if (o.error) {
           // Nobody to ask whether it stands: not a grant (yet).
           log_verbose(fmt::format("could not confirm the grant of '{}' with the sentinels: {}",
@@ -387,12 +405,12 @@ void Acquirer::renew_if_late(const AcquireReply& a) {
                   format_duration(std::max(
                       Millis(0), std::chrono::duration_cast<Millis>(later(sent_, a.ttl) - now))),
                   format_duration(a.ttl)));
-  auto alive = alive_;
+  auto alive = life_.token();
   Millis timeout = std::max(Millis(1), std::min(lock_.command_timeout(), a.ttl / 2));
   lock_.extend(
       token_, a.ttl,
       [this, alive, a, now, timeout](Outcome<ExtendReply> o) {
-        if (!*alive || finished_) return;
+        if (!alive || finished()) return;
         if (o.error) {
           if (ride_out(*o.error, retry_timer_, [this] { attempt(); })) return;
           return fail_with_cleanup(*o.error);
@@ -406,7 +424,7 @@ void Acquirer::renew_if_late(const AcquireReply& a) {
         if (spec_.sync_replicas == 0) return granted(a, now, ttl);
         lock_.confirm_replicas(spec_.sync_replicas, timeout, "the lease",
                                [this, alive, a, now, ttl](Outcome<bool> c) {
-                                 if (!*alive || finished_) return;
+                                 if (!alive || finished()) return;
                                  if (c.error) return fail_with_cleanup(*c.error);
                                  granted(a, now, ttl);
                                });
@@ -430,16 +448,16 @@ void Acquirer::granted(const AcquireReply& a, Clock::time_point sent, Millis ttl
 
 void Acquirer::schedule(Millis delay) {
   lock_.loop().cancel(retry_timer_);
-  auto alive = alive_;
+  auto alive = life_.token();
   retry_timer_ = lock_.loop().after(delay, [this, alive] {
-    if (!*alive) return;
+    if (!alive) return;
     retry_timer_ = 0;
     attempt();
   });
 }
 
 void Acquirer::finish(Outcome<Acquired> o) {
-  if (finished_) return;
+  if (finished()) return;
   stop();
   done_(std::move(o));
 }
@@ -447,7 +465,7 @@ void Acquirer::finish(Outcome<Acquired> o) {
 bool Acquirer::ride_out(const Error& e, Loop::TimerId& timer, std::function<void()> retry,
                         Millis at_least) {
   // Only once waiting: a first contact that fails is reported at once (69).
-  if (probing_ || spec_.no_wait || e.kind() != ErrorKind::Unavailable) return false;
+  if (phase_ == Phase::Probing || spec_.no_wait || e.kind() != ErrorKind::Unavailable) return false;
   auto now = Clock::now();
   if (!outage_since_) outage_since_ = now;
   outage_error_ = e;
@@ -457,10 +475,10 @@ bool Acquirer::ride_out(const Error& e, Loop::TimerId& timer, std::function<void
   Millis backoff = std::max(at_least, std::clamp(down / 4, Millis(250), Millis(2000)));
   log_verbose(fmt::format("Redis unavailable while waiting ({}); retrying in {}", e.what(),
                           format_duration(backoff)));
-  auto alive = alive_;
+  auto alive = life_.token();
   lock_.loop().cancel(timer);
   timer = lock_.loop().after(backoff, [this, alive, &timer, retry = std::move(retry)] {
-    if (!*alive || finished_) return;
+    if (!alive || finished()) return;
     timer = 0;
     retry();
   });
@@ -473,7 +491,7 @@ bool Acquirer::retry_first_contact(const Error& e) {
   // in time: a server restarting, a Cluster failing over) is tried again
   // until the wait runs out (its deadline then says why: 69). Never a
   // refusal, a name, TLS, a password or a protocol: those do not pass.
-  if (!probing_ || !spec_.wait || spec_.no_wait || !e.transient()) return false;
+  if (phase_ != Phase::Probing || !spec_.wait || spec_.no_wait || !e.transient()) return false;
   auto now = Clock::now();
   auto elapsed = std::chrono::duration_cast<Millis>(now - started_);
   if (elapsed >= *spec_.wait) return false;
@@ -492,7 +510,7 @@ bool Acquirer::retry_first_contact(const Error& e) {
 }
 
 void Acquirer::stop() {
-  finished_ = true;
+  enter(Phase::Finished);
   Loop& loop = lock_.loop();
   loop.cancel(retry_timer_);
   loop.cancel(resubscribe_timer_);
@@ -510,15 +528,12 @@ void Acquirer::stop() {
 }
 
 void Acquirer::fail_with_cleanup(Error e) {
-  if (finished_) return;
-  auto alive = alive_;
-  cancel([this, alive, e] {
-    if (*alive) done_(Outcome<Acquired>{e, {}});
-  });
+  if (finished()) return;
+  cancel(life_.guard([this, e] { done_(Outcome<Acquired>{e, {}}); }));
 }
 
 void Acquirer::cancel(std::function<void()> done) {
-  if (finished_) return;
+  if (finished()) return;
   stop();
   // Release too: an attempt in flight may have been granted after all. Both
   // are no-ops for a token that holds and waits for nothing. They are sent,

@@ -11,6 +11,7 @@
 #include <optional>
 #include <random>
 
+#include "core/lifetime.h"
 #include "lock/lock.h"
 #include "net/subscription.h"
 
@@ -157,9 +158,30 @@ class Acquirer : public Acquisition {
   void outage_over();
   std::string holder_text(const AcquireReply& a) const;
 
+  // Where the Acquirer is. Every change goes through enter(), which allows
+  // only these:
+  //
+  //   Probing ──Queued (joined the line)──▶ OnList ──BLPOP refused──▶ OnChannel
+  //    │  └─Taken (not in a line: a quorum, another tool's layout)──▶ OnChannel
+  //    │                                        │                         │
+  //    └────────────────────────────────────▶ Finished ◀──────────────────┘
+  //         granted, refused, failed, given up (--wait), cancelled
+  enum class Phase {
+    Probing,  // the first attempt(s): not waiting yet; a failure is reported at once
+    OnList,   // in line, woken by BLPOP on its own list (Subscription::use_list)
+    // Waiting, woken by its own channel (a line whose BLPOP an ACL refused:
+    // as 0.4.0 did), or by every master's releases (a quorum).
+    OnChannel,
+    Finished,  // no more attempts, timers or wake-ups; done_ called, or being called
+  };
+  static bool allowed(Phase from, Phase to);
+  void enter(Phase next);
+  bool finished() const { return phase_ == Phase::Finished; }
+
   Lock& lock_;
   std::string token_;
   WaitSpec spec_;
+  Phase phase_ = Phase::Probing;
   Done<Acquired> done_;
   std::function<void(const WaitProgress&)> progress_;
   std::unique_ptr<Subscription> sub_;    // its own wake-up list or channel (a line)
@@ -167,24 +189,30 @@ class Acquirer : public Acquisition {
   size_t refusals_ = 0;                  // masters that refused the release channel (quorum mode)
   // the attempts' and the wake-up channel's: an attempt never cancels a resubscription
   Loop::TimerId retry_timer_ = 0, resubscribe_timer_ = 0, deadline_timer_ = 0;
-  bool probing_ = true;
-  // A line's waiter joins it with its first attempt and waits on its list
-  // with BLPOP (Subscription::use_list); false once BLPOP was refused (an
-  // ACL): it then subscribes to its channel and tries again, as 0.4.0 did.
-  bool lists_ = true;
-  bool list_ready_ = false;  // the list's first ready() came (the join needs no attempt)
-  int list_failures_ = 0;    // the wake-up list's outages since it last woke this waiter
-  long attempts_ = 0;        // numbers each acquire attempt of token_
-  int regrants_ = 0;         // grants in a row that did not count (see regrant)
-  bool in_flight_ = false, again_ = false, finished_ = false, waited_ = false;
+  // Facts, not phases: each can be true or false in more than one phase.
+  // The list's first ready() came (the join needs no attempt); read in OnList
+  // only, and kept once the list is left for the channel.
+  bool list_ready_ = false;
+  int list_failures_ = 0;  // the wake-up list's outages since it last woke this waiter
+  long attempts_ = 0;      // numbers each acquire attempt of token_
+  int regrants_ = 0;       // grants in a row that did not count (see regrant)
+  // An attempt is awaiting its reply (in any phase: the first one while
+  // Probing, re-checks while waiting, one still in flight when Finished), and
+  // a wake-up came meanwhile, so another follows the reply (again_).
+  bool in_flight_ = false, again_ = false;
+  // A Waiting progress report was made: the Acquired one then follows (the
+  // phase cannot tell, a wait may end at its first reply).
+  bool waited_ = false;
   Clock::time_point started_, sent_;
   std::optional<AcquireReply> last_;
   std::optional<Clock::time_point> outage_since_;
+  // The current outage was told (WaitProgress::Outage): its end is told too.
+  // Outages come and go in any waiting phase.
   bool outage_told_ = false;
   std::optional<Clock::time_point> wait_deadline_;  // when --wait runs out, once waiting
   std::optional<Error> outage_error_;               // the last failure of the outage
   std::minstd_rand rng_;
-  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  Lifetime life_;
 };
 
 }  // namespace rlock

@@ -14,7 +14,7 @@ MultiAcquirer::MultiAcquirer(MultiLock& lock, std::string token, WaitSpec spec)
     : lock_(lock), token_(std::move(token)), spec_(std::move(spec)), order_(lock.in_order()) {}
 
 MultiAcquirer::~MultiAcquirer() {
-  *alive_ = false;
+  life_.end();
   lock_.loop().cancel(renew_timer_);
 }
 
@@ -80,16 +80,16 @@ void MultiAcquirer::take_next() {
     log_verbose(fmt::format("holding {} of {} keys; taking '{}'", held_.size(), order_.size(),
                             part->names().key));
   current_ = std::make_unique<Acquirer>(*part, token_, spec);
-  auto alive = alive_;
+  auto alive = life_.token();
   std::string key = part->names().key;
   current_->on_progress([this, alive, key](const WaitProgress& p) {
-    if (!*alive || !progress_) return;
+    if (!alive || !progress_) return;
     WaitProgress q = p;
     q.key = key;
     progress_(q);
   });
   current_->start([this, alive](Outcome<Acquired> o) {
-    if (!*alive || finished_) return;
+    if (!alive || finished_) return;
     if (o.error) return fail(*o.error);
     got(o.value);
   });
@@ -109,10 +109,7 @@ void MultiAcquirer::fail(Error e) {
   if (finished_) return;
   finished_ = true;
   lock_.loop().cancel(renew_timer_);
-  auto alive = alive_;
-  release_held([this, alive, e] {
-    if (*alive) done_({e, {}});
-  });
+  release_held(life_.guard([this, e] { done_({e, {}}); }));
 }
 
 // A key held while waiting for the next was lost (broken, expired, its server
@@ -123,11 +120,11 @@ void MultiAcquirer::start_over(const Error& why) {
   if (finished_) return;
   log_info(fmt::format("{}: taking the keys again from the first", why.what()));
   lock_.loop().cancel(renew_timer_);
-  auto alive = alive_;
+  auto alive = life_.token();
   auto again = [this, alive] {
-    if (!*alive || finished_) return;
+    if (!alive || finished_) return;
     release_held([this, alive] {
-      if (!*alive || finished_) return;
+      if (!alive || finished_) return;
       held_.clear();
       confirm_ = false;
       next();
@@ -141,20 +138,14 @@ void MultiAcquirer::start_over(const Error& why) {
 
 void MultiAcquirer::give_up(Error e) {
   if (finished_) return;
-  auto alive = alive_;
-  cancel([this, alive, e] {
-    if (*alive) done_({e, {}});
-  });
+  cancel(life_.guard([this, e] { done_({e, {}}); }));
 }
 
 void MultiAcquirer::cancel(std::function<void()> done) {
   if (finished_) return;
   finished_ = true;
   lock_.loop().cancel(renew_timer_);
-  auto alive = alive_;
-  auto then = [this, alive, done = std::move(done)] {
-    if (*alive) release_held(done);
-  };
+  auto then = life_.guard([this, done = std::move(done)] { release_held(done); });
   if (current_)
     current_->cancel(then);
   else
@@ -181,9 +172,9 @@ void MultiAcquirer::schedule_renewal() {
   Clock::time_point when = held_.front().next;
   for (auto& h : held_) when = std::min(when, h.next);
   lock_.loop().cancel(renew_timer_);
-  auto alive = alive_;
+  auto alive = life_.token();
   renew_timer_ = lock_.loop().at(when, [this, alive] {
-    if (!*alive) return;
+    if (!alive) return;
     renew_timer_ = 0;
     renew();
   });
@@ -192,7 +183,7 @@ void MultiAcquirer::schedule_renewal() {
 void MultiAcquirer::renew(bool finishing) {
   if (finished_ || renewing_) return;
   renewing_ = true;
-  auto alive = alive_;
+  auto alive = life_.token();
   auto pending = std::make_shared<size_t>(held_.size());
   auto failure = std::make_shared<std::optional<Error>>();
   auto unanswered = std::make_shared<bool>(false);  // a part to ask again (its lease has time)
@@ -208,7 +199,7 @@ void MultiAcquirer::renew(bool finishing) {
         token_, h.acquired.ttl,
         [this, alive, i, sent, lost_at, pending, failure, unanswered, superseded,
          finishing](Outcome<ExtendReply> o) {
-          if (!*alive || finished_) return;
+          if (!alive || finished_) return;
           Held& h = held_[i];
           Millis retry = std::min(Millis(250), h.acquired.ttl / 10);
           if (!o.error && o.value.held) {
@@ -248,10 +239,10 @@ void MultiAcquirer::renew(bool finishing) {
           }
           if (finishing && *unanswered) {
             // The command starts only once every key is confirmed: ask again.
-            auto again = alive_;
+            auto again = life_.token();
             renew_timer_ = lock_.loop().after(
                 std::min(Millis(250), held_.front().acquired.ttl / 10), [this, again] {
-                  if (!*again) return;
+                  if (!again) return;
                   renew_timer_ = 0;
                   renew(true);
                 });

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/lifetime.h"
 #include "hold/acquirer.h"
 #include "lock/multi.h"
 
@@ -68,7 +69,7 @@ class MultiAcquirer : public Acquisition {
   Loop::TimerId renew_timer_ = 0;
   bool renewing_ = false, finished_ = false;
   bool confirm_ = false;  // every part is held: confirm after the renewal in flight
-  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  Lifetime life_;
 };
 
 }  // namespace rlock

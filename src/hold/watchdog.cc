@@ -25,7 +25,7 @@ Watchdog::Watchdog(Lock& lock, std::string token, const Acquired& acquired, int 
       deadline_(later(acquired.sent, acquired.ttl)) {}
 
 Watchdog::~Watchdog() {
-  *alive_ = false;
+  life_.end();
   loop().cancel(renew_timer_);
   loop().cancel(lost_timer_);
 }
@@ -75,11 +75,11 @@ void Watchdog::renew() {
   auto left = std::chrono::duration_cast<Millis>(lost_at() - sent);
   Millis timeout = std::max(Millis(10), std::min(lock_.command_timeout(), left));
   unsigned heard = heard_count_;
-  auto alive = alive_;
+  auto alive = life_.token();
   lock_.extend(
       token_, acquired_.ttl,
       [this, alive, sent, timeout, heard](Outcome<ExtendReply> o) {
-        if (!*alive) return;
+        if (!alive) return;
         renewing_ = false;
         if (stopped_) return;
         lost_keys_ = o.value.failed_keys;
@@ -109,7 +109,7 @@ void Watchdog::renew() {
             std::min(timeout, std::chrono::duration_cast<Millis>(lost_at() - Clock::now())));
         lock_.confirm_replicas(sync_replicas_, budget, "the renewal",
                                [this, alive, sent, deadline](Outcome<bool> c) {
-                                 if (!*alive) return;
+                                 if (!alive) return;
                                  renewing_ = false;
                                  if (stopped_) return;
                                  if (c.error) return renewal_failed(c.error->what());
@@ -154,11 +154,11 @@ void Watchdog::not_held() {
   loop().cancel(lost_timer_);
   renew_timer_ = lost_timer_ = 0;
   renewing_ = true;  // nothing else is sent meanwhile
-  auto alive = alive_;
+  auto alive = life_.token();
   auto left = std::make_shared<size_t>(subs_.size());
   for (auto& subs : subs_)
     subs->barrier([this, alive, why, left] {
-      if (!*alive || stopped_ || --*left > 0) return;
+      if (!alive || stopped_ || --*left > 0) return;
       renewing_ = false;
       if (!heard_token_everywhere()) return report_lost(heard_.empty() ? why : heard_);
       stop();

@@ -11,9 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "core/lifetime.h"
+#include "hold/acquirer.h"
 #include "lock/lock.h"
 #include "net/subscription.h"
-#include "hold/acquirer.h"
 
 namespace rlock {
 
@@ -85,7 +86,7 @@ class Watchdog {
   // were heard: a renewal sent before the last one cannot clear it.
   std::string last_renew_error_, heard_;
   unsigned heard_count_ = 0;
-  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  Lifetime life_;
 };
 
 }  // namespace rlock

@@ -34,7 +34,7 @@ QuorumLock::QuorumLock(std::vector<Client*> masters, LockNames names, size_t of)
 }
 
 QuorumLock::~QuorumLock() {
-  *alive_ = false;
+  life_.end();
 }
 
 template <class T>
@@ -50,7 +50,7 @@ void QuorumLock::fan_out(Each<T> op, All<T> done, Enough<T> enough, Millis linge
   st->out.resize(locks_.size());
   st->left = locks_.size();
   st->done = std::move(done);
-  auto alive = alive_;
+  auto alive = life_.token();
   Loop* loop = &clients_.front()->loop();
   // A master that has not answered when the outcome is decided counts as
   // one that did not answer; its request goes on, unheard.
@@ -65,7 +65,7 @@ void QuorumLock::fan_out(Each<T> op, All<T> done, Enough<T> enough, Millis linge
   };
   for (size_t i = 0; i < locks_.size(); ++i) {
     op(*locks_[i], [st, i, alive, enough, linger, loop, finish](Outcome<T> o) {
-      if (st->decided || !*alive) return;
+      if (st->decided || !alive) return;
       st->out[i] = std::move(o);
       if (--st->left == 0) return finish();
       if (st->settled || !(enough && enough(st->out))) return;
@@ -74,7 +74,7 @@ void QuorumLock::fan_out(Each<T> op, All<T> done, Enough<T> enough, Millis linge
       st->settled = true;
       st->timer = loop->after(linger, [st, alive, finish] {
         st->timer = 0;
-        if (!st->decided && *alive) finish();
+        if (!st->decided && alive) finish();
       });
     });
   }
@@ -104,7 +104,7 @@ void QuorumLock::do_acquire(const std::string& token, Millis ttl, bool /*queue*/
   Clock::time_point start = Clock::now();
   Clock::time_point until = validity_end(start, ttl);
   Millis per = timeout.count() > 0 ? std::min(timeout, node_timeout(ttl)) : node_timeout(ttl);
-  auto alive = alive_;
+  auto alive = life_.token();
   fan_out<AcquireReply>(
       [=](SingleLock& l, Done<AcquireReply> d) {
         l.acquire(token, ttl, false, info, attempt, std::move(d), per);
@@ -142,7 +142,7 @@ void QuorumLock::commit(const std::string& token, int64_t fence, Millis ttl,
   // knew the last fence lost it (restarted empty) or are cut off, and the
   // others missed its commit, the clock still puts the new fence above it.
   Millis left = std::max(Millis(1), std::chrono::ceil<Millis>(until - Clock::now()));
-  auto alive = alive_;
+  auto alive = life_.token();
   auto committed_here = [fence](const Outcome<FenceReply>& r) {
     return !r.error && r.value.held && r.value.counter >= fence;
   };
@@ -190,7 +190,7 @@ void QuorumLock::give_back(const std::string& token, Millis ttl, std::function<v
 void QuorumLock::regrant(size_t i, const std::string& token, Millis grant, int64_t fence,
                          Millis per) {
   SingleLock* l = locks_[i].get();
-  auto alive = alive_;
+  auto alive = life_.token();
   log_verbose(
       fmt::format("{} no longer holds the lease: granting it again there", clients_[i]->name()));
   // The answer that asked for this may be older than a release with the
@@ -201,7 +201,7 @@ void QuorumLock::regrant(size_t i, const std::string& token, Millis grant, int64
   l->regrant(
       token, grant, info_,
       [alive, l, token, fence, per, name](Outcome<AcquireReply> a) {
-        if (!*alive || a.error) return;
+        if (!alive || a.error) return;
         if (a.value.state == AcquireReply::State::Gone)
           return log_verbose(fmt::format("{}: not granted again: {} removed it there", name,
                                          a.value.broken ? "a break" : "a release with the token"));
@@ -215,7 +215,7 @@ void QuorumLock::regrant(size_t i, const std::string& token, Millis grant, int64
 void QuorumLock::do_extend(const std::string& token, Millis ttl, Done<ExtendReply> done,
                            Millis timeout) {
   Millis per = timeout.count() > 0 ? timeout : clients_.front()->command_timeout();
-  auto alive = alive_;
+  auto alive = life_.token();
   // The renewal is decided by the fastest majority; a master that answers
   // "not held" after that (an empty one answers last: its scripts must be
   // loaded again) is granted the lease again all the same.
@@ -232,7 +232,7 @@ void QuorumLock::do_extend(const std::string& token, Millis ttl, Done<ExtendRepl
         l.extend(
             token, ttl,
             [this, alive, renewed, i, token, per, d](Outcome<ExtendReply> o) {
-              if (*alive && renewed->decided && renewed->held && wants_regrant(o))
+              if (alive && renewed->decided && renewed->held && wants_regrant(o))
                 regrant(i, token, renewed->grant, renewed->fence, per);
               d(std::move(o));
             },
@@ -445,7 +445,7 @@ void QuorumLock::forget(Done<ForgetReply> done) {
 
 void QuorumLock::confirm_replicas(int replicas, Millis budget, const std::string& what,
                                   Done<bool> done) {
-  auto alive = alive_;
+  auto alive = life_.token();
   fan_out<bool>([=](SingleLock& l,
                     Done<bool> d) { l.confirm_replicas(replicas, budget, what, std::move(d)); },
                 [this, alive, done](std::vector<Outcome<bool>> rs) {

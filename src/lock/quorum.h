@@ -13,6 +13,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/lifetime.h"
 #include "lock/lock.h"
 #include "lock/quorum_verdict.h"
 #include "lock/single.h"
@@ -145,7 +146,7 @@ class QuorumLock : public Lock {
   std::vector<std::unique_ptr<SingleLock>> locks_;
   HolderInfo info_;  // of the last acquire: a master that lost the lease is granted it again
   Millis ttl_{0};    // of the last acquire: bounds the wait for the last releases
-  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  Lifetime life_;
 };
 
 }  // namespace rlock

@@ -77,17 +77,14 @@ TlsProbe::TlsProbe(Loop& loop, const Endpoint& ep, const Address& addr,
     stream_ = open_stream(ep, addr, nullptr);
   } catch (const Error&) {
     // Refused: nothing listens (any more). From the loop, not from here.
-    auto alive = alive_;
-    loop_.after(Millis(0), [this, alive] {
-      if (*alive) conclude(false);
-    });
+    loop_.after(Millis(0), life_.guard([this] { conclude(false); }));
     return;
   }
   loop_.watch(stream_->fd(), POLLOUT, [this](short) { on_io(); });
 }
 
 TlsProbe::~TlsProbe() {
-  *alive_ = false;
+  life_.end();
   if (stream_) loop_.unwatch(stream_->fd());
 }
 

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 
+#include "core/lifetime.h"
 #include "core/loop.h"
 #include "net/transport.h"
 
@@ -57,7 +58,7 @@ class TlsProbe {
   std::unique_ptr<Stream> stream_;
   std::function<void(bool)> done_;
   bool sent_ = false;
-  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  Lifetime life_;
 };
 
 }  // namespace rlock

@@ -4,9 +4,9 @@
 #include <hiredis/hiredis.h>
 #include <poll.h>
 
+#include "core/text.h"
 #include "net/resolver.h"
 #include "net/subscription.h"
-#include "core/text.h"
 
 namespace rlock {
 
@@ -31,7 +31,7 @@ bool wants_password(const std::string& m) {
 }  // namespace
 
 Connection::~Connection() {
-  *alive_ = false;
+  life_.end();
   stop_tls_probe();
   loop_.cancel(tls_check_timer_);
   loop_.cancel(connect_timer_);
@@ -45,10 +45,9 @@ void Connection::command(Args args, ReplyCallback cb, Millis timeout, Undo undo)
   if (idle()) {
     if (auto err = start_connect()) {
       // Report from the loop, never re-entrantly from inside command().
-      auto alive = alive_;
-      loop_.after(Millis(0), [alive, cb = std::move(cb), err = *err] {
-        if (*alive) cb(Result{err, Reply{}, true});
-      });
+      loop_.after(Millis(0), life_.guard([cb = std::move(cb), err = *err] {
+        cb(Result{err, Reply{}, true});
+      }));
       return;
     }
   }
@@ -74,9 +73,9 @@ void Connection::enqueue_raw(const Args& args, ReplyCallback cb, Millis timeout,
                              Undo undo) {
   out_ += format(args);
   Millis t = timeout.count() > 0 ? timeout : cfg_.command_timeout;
-  auto alive = alive_;
+  auto alive = life_.token();
   auto id = loop_.after(t, [this, alive, t, name, undo = std::move(undo)] {
-    if (!*alive) return;
+    if (!alive) return;
     if (undo && ready()) {
       try {
         for (auto& u : undo()) out_ += format(u);
@@ -103,7 +102,7 @@ void Connection::enqueue_raw(const Args& args, ReplyCallback cb, Millis timeout,
       // call, so that a caller sending to several servers reaches the others.
       unsigned stream = streams_opened_;
       loop_.after(Millis(0), [this, alive, stream, e] {
-        if (*alive && stream_ && streams_opened_ == stream) broken(e);
+        if (alive && stream_ && streams_opened_ == stream) broken(e);
       });
       out_.clear();
       return;
@@ -123,9 +122,9 @@ std::optional<Error> Connection::start_connect() {
     if (auto err = open_next_address()) return err;
   } else {
     resolving_ = true;
-    auto alive = alive_;
+    auto alive = life_.token();
     book_->lookup([this, alive](std::optional<Error> err, const std::vector<Address>& addrs) {
-      if (*alive && resolving_) addresses_found(std::move(err), addrs);
+      if (alive && resolving_) addresses_found(std::move(err), addrs);
     });
   }
   queue_handshake();
@@ -144,7 +143,7 @@ void Connection::addresses_found(std::optional<Error> err, const std::vector<Add
 
 void Connection::queue_handshake() {
   // AUTH and SELECT go first; their replies are checked here, not by callers.
-  auto alive = alive_;
+  auto alive = life_.token();
   Args auth;
   if (cfg_.endpoint.password) {
     auth = {"AUTH"};
@@ -152,7 +151,7 @@ void Connection::queue_handshake() {
     auth.push_back(*cfg_.endpoint.password);
   }
   auto check_select = [this, alive](Result r) {
-    if (!*alive || r.failure || !r.reply.is_error()) return;
+    if (!alive || r.failure || !r.reply.is_error()) return;
     if (r.reply.str.find("DB index is out of range") != std::string::npos)
       return close(
           Error(ErrorKind::Usage, fmt::format("{} has no database {}: use a number below its "
@@ -167,7 +166,7 @@ void Connection::queue_handshake() {
                        fmt::format("Redis refused SELECT at {}", cfg_.endpoint.display())));
   };
   auto check_auth = [this, alive](Result r) {
-    if (!*alive || r.failure || !r.reply.is_error()) return;
+    if (!alive || r.failure || !r.reply.is_error()) return;
     const std::string& m = r.reply.str;
     bool no_password = m.find("without any password configured") != std::string::npos ||
                        m.find("no password is set") != std::string::npos;
@@ -209,18 +208,18 @@ std::optional<Error> Connection::open_next_address() {
     replies_on_stream_ = 0;
     first_bytes_.clear();
     loop_.watch(stream_->fd(), POLLOUT, [this](short ev) { on_io(ev); });
-    auto alive = alive_;
+    auto alive = life_.token();
     if (cfg_.endpoint.tls) {
       Address addr = a;
       probe_timer_ =
           loop_.after(std::min(kTlsProbeAfter, cfg_.connect_timeout / 2), [this, alive, addr] {
-            if (!*alive) return;
+            if (!alive) return;
             probe_timer_ = 0;
             if (handshaking_ && stream_) start_tls_probe(addr);
           });
     }
     connect_timer_ = loop_.after(cfg_.connect_timeout, [this, alive] {
-      if (!*alive) return;
+      if (!alive) return;
       connect_timer_ = 0;
       connect_failed(Error(
           ErrorKind::Unavailable,
@@ -234,9 +233,9 @@ std::optional<Error> Connection::open_next_address() {
 }
 
 void Connection::start_tls_probe(const Address& addr) {
-  auto alive = alive_;
+  auto alive = life_.token();
   probe_ = std::make_unique<PlainProbe>(loop_, cfg_.endpoint, addr, [this, alive] {
-    if (!*alive || !handshaking_) return;
+    if (!alive || !handshaking_) return;
     const bool sentinel = cfg_.sentinel || std::string_view(cfg_.server_kind) == "sentinel";
     connect_failed(Error(
         ErrorKind::Unavailable,
@@ -305,7 +304,7 @@ void Connection::connect_failed(const Error& why) {
 }
 
 void Connection::on_io(short revents) {
-  auto alive = alive_;
+  auto alive = life_.token();
   std::optional<Error> failure;
   // Only the socket and the parser are guarded here: an exception from a
   // command's callback (below) is not a connection failure and goes up.
@@ -328,7 +327,7 @@ void Connection::on_io(short revents) {
     failure = not_redis(e);
   }
   deliver_ready();
-  if (!*alive || !stream_) return;
+  if (!alive || !stream_) return;
   if (failure) return broken(*failure);
   try {
     flush();
@@ -351,9 +350,9 @@ void Connection::broken(const Error& why) {
   loop_.unwatch(stream_->fd());
   stream_.reset();
   checking_tls_ = true;
-  auto alive = alive_;
+  auto alive = life_.token();
   auto verdict = [this, alive, why](bool tls) {
-    if (!*alive || !checking_tls_) return;
+    if (!alive || !checking_tls_) return;
     end_tls_check();
     if (!tls) return close(why);
     const bool sentinel = cfg_.sentinel || std::string_view(cfg_.server_kind) == "sentinel";
@@ -388,9 +387,9 @@ void Connection::on_connected() {
   connect_timer_ = 0;
   if (cfg_.trace) cfg_.trace(fmt::format("connected to {}", cfg_.endpoint.display()));
   if (established_cb_) {
-    auto alive = alive_;
+    auto alive = life_.token();
     loop_.after(Millis(0), [this, alive] {
-      if (*alive && established_cb_) established_cb_();
+      if (alive && established_cb_) established_cb_();
     });
   }
 }
@@ -411,29 +410,29 @@ void Connection::update_events() {
 }
 
 void Connection::deliver_ready() {
-  auto alive = alive_;
+  auto alive = life_.token();
   // If a callback throws, its exception goes up to whoever runs the loop; the
   // replies still waiting are delivered from the loop right after.
   struct Later {
     Connection* c;
-    std::shared_ptr<bool> alive;
+    Alive alive;
     ~Later() {
-      if (*alive && c->stream_ && !c->ready_.empty()) c->come_back();
+      if (alive && c->stream_ && !c->ready_.empty()) c->come_back();
     }
   } later_guard{this, alive};
   while (!ready_.empty()) {
     Reply r = std::move(ready_.front());
     ready_.pop_front();
     deliver(std::move(r));
-    if (!*alive || !stream_) return;
+    if (!alive || !stream_) return;
   }
 }
 
 void Connection::come_back() {
   if (more_timer_) return;
-  auto alive = alive_;
+  auto alive = life_.token();
   more_timer_ = loop_.after(Millis(0), [this, alive] {
-    if (!*alive) return;
+    if (!alive) return;
     more_timer_ = 0;
     if (stream_ && !handshaking_) on_io(POLLIN);
   });
@@ -494,14 +493,14 @@ void Connection::deliver(Reply reply) {
 void Connection::fail_all(const Error& why, bool unsent) {
   auto pending = std::move(pending_);
   pending_.clear();
-  auto alive = alive_;
+  auto alive = life_.token();
   for (auto& p : pending) {
     loop_.cancel(p.timer);
     if (cfg_.trace) cfg_.trace(fmt::format("{} failed: {}", p.name, why.what()));
   }
   for (auto& p : pending) {
     p.cb(Result{why, Reply{}, unsent});
-    if (!*alive) return;
+    if (!alive) return;
   }
 }
 
@@ -522,9 +521,9 @@ void Connection::close(const Error& why) {
   out_.clear();
   ready_.clear();
   parser_.reset();
-  auto alive = alive_;
+  auto alive = life_.token();
   fail_all(why, !was_connected);
-  if (*alive && was_connected && disconnect_cb_) disconnect_cb_(why);
+  if (alive && was_connected && disconnect_cb_) disconnect_cb_(why);
 }
 
 Client::~Client() {

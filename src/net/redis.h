@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/async.h"
+#include "core/lifetime.h"
 #include "core/loop.h"
 #include "net/plain_probe.h"
 #include "net/reply.h"
@@ -159,7 +160,7 @@ class Connection {
   std::function<void(const Reply&)> push_;
   std::function<void(const Error&)> disconnect_cb_;
   std::function<void()> established_cb_;
-  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  Lifetime life_;
 };
 
 /// What rlock learnt about the server while talking to it.

@@ -74,7 +74,7 @@ AddressBook::AddressBook(Loop& loop, std::vector<Address> fixed)
     : loop_(loop), numeric_(true), last_(std::move(fixed)) {}
 
 AddressBook::~AddressBook() {
-  *alive_ = false;
+  life_.end();
   loop_.cancel(patience_timer_);
   if (pending_ && pending_->read_fd >= 0) {
     loop_.cancel(pending_->bound_timer);
@@ -92,9 +92,9 @@ std::optional<std::vector<Address>> AddressBook::ready(bool fresh) const {
 void AddressBook::lookup(Found done) {
   waiting_.push_back(std::move(done));
   if (!last_.empty() && !patience_timer_) {
-    auto alive = alive_;
+    auto alive = life_.token();
     patience_timer_ = loop_.after(kLookupPatience, [this, alive] {
-      if (!*alive) return;
+      if (!alive) return;
       patience_timer_ = 0;
       answer(Error(ErrorKind::Unavailable,
                    fmt::format("the lookup of '{}' is slow (it goes on)", escape_text(ep_.host))));
@@ -163,16 +163,16 @@ void AddressBook::start_lookup() {
     p->read_fd = -1;
     return cannot_look_up(*failed);
   }
-  auto alive = alive_;
+  auto alive = life_.token();
   loop_.watch(p->read_fd, POLLIN, [this, alive, p](short) {
-    if (!*alive || !p->done.load(std::memory_order_acquire)) return;
+    if (!alive || !p->done.load(std::memory_order_acquire)) return;
     if (!p->error.empty())
       finish(Error(ErrorKind::Unavailable, p->error), {});
     else
       finish(std::nullopt, std::move(p->found));
   });
   p->bound_timer = loop_.after(bound_, [this, alive] {
-    if (!*alive) return;
+    if (!alive) return;
     finish(Error(ErrorKind::Unavailable,
                  fmt::format("cannot resolve '{}': no answer within {}ms (--connect-timeout)",
                              escape_text(ep_.host), bound_.count())),
@@ -182,8 +182,8 @@ void AddressBook::start_lookup() {
 
 void AddressBook::cannot_look_up(const std::string& why) {
   // Answered from the loop, never from inside lookup().
-  loop_.after(Millis(0), [this, alive = alive_, why] {
-    if (*alive)
+  loop_.after(Millis(0), [this, alive = life_.token(), why] {
+    if (alive)
       finish(Error(ErrorKind::Unavailable,
                    fmt::format("cannot look up '{}': {}", escape_text(ep_.host), why)),
              {});
@@ -214,10 +214,10 @@ void AddressBook::answer(const std::optional<Error>& err) {
   patience_timer_ = 0;
   auto waiting = std::move(waiting_);
   waiting_.clear();
-  auto alive = alive_;
+  auto alive = life_.token();
   for (auto& w : waiting) {
     w(err, last_);
-    if (!*alive) return;
+    if (!alive) return;
   }
 }
 

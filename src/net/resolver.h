@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/lifetime.h"
 #include "core/loop.h"
 #include "net/transport.h"
 
@@ -78,7 +79,7 @@ class AddressBook {
   std::shared_ptr<Pending> pending_;  // the lookup in flight
   std::vector<Found> waiting_;
   Loop::TimerId patience_timer_ = 0;
-  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  Lifetime life_;
 };
 
 }  // namespace rlock

@@ -84,7 +84,7 @@ const std::string& Router::seed() const {
 }
 
 Router::~Router() {
-  *alive_ = false;
+  life_.end();
   for (auto& c : awaiting_master_) loop_.cancel(c->timer);
 }
 
@@ -108,9 +108,9 @@ Router::Node& Router::node(const Endpoint& ep) {
   ConnectionConfig c = cfg_;
   c.endpoint = n->ep;
   n->conn = std::make_unique<Connection>(loop_, c, tls_, n->book);
-  auto alive = alive_;
+  auto alive = life_.token();
   n->conn->on_disconnect([this, alive, name](const Error& e) {
-    if (*alive) node_lost(name, e);
+    if (alive) node_lost(name, e);
   });
   return *nodes_.emplace(name, std::move(n)).first->second;
 }
@@ -151,11 +151,11 @@ void Router::dispatch(const CallPtr& c) {
   if (asking)
     conn.command(
         {"ASKING"}, [](Result) {}, left);
-  auto alive = alive_;
+  auto alive = life_.token();
   conn.command(
       c->args,
       [this, alive, c, target](Result r) {
-        if (*alive) on_result(c, target, std::move(r));
+        if (alive) on_result(c, target, std::move(r));
       },
       left, c->opt.undo);
 }
@@ -218,9 +218,9 @@ void Router::retry_later(const CallPtr& c, Millis pause) {
   // A pause (TRYAGAIN during a migration: ASK, then TRYAGAIN at the target)
   // is not a redirect loop: only redirects in a row count.
   c->redirects = 0;
-  auto alive = alive_;
+  auto alive = life_.token();
   c->timer = loop_.after(pause, [this, alive, c] {
-    if (!*alive || c->finished) return;
+    if (!alive || c->finished) return;
     c->timer = 0;
     dispatch(c);
   });
@@ -305,21 +305,21 @@ void Router::refresh_from(const std::shared_ptr<std::vector<std::string>>& names
     refreshing_ = false;
     return;
   }
-  auto alive = alive_;
+  auto alive = life_.token();
   ask_slots((*names)[i], [this, alive, names, i](Outcome<std::vector<std::string>> o) {
-    if (!*alive) return;
+    if (!alive) return;
     if (o.error) return refresh_from(names, i + 1);
     refreshing_ = false;
   });
 }
 
 void Router::ask_slots(const std::string& name, Done<std::vector<std::string>> done) {
-  auto alive = alive_;
+  auto alive = life_.token();
   std::string host = node(name).ep.host;
   node(name).conn->command(
       {"CLUSTER", "SLOTS"},
       [this, alive, name, host, done = std::move(done)](Result r) {
-        if (!*alive) return;
+        if (!alive) return;
         Outcome<std::vector<std::string>> o;
         try {
           // One server: it is the only master. A user whose ACL has no
@@ -354,9 +354,9 @@ void Router::ask_slots(const std::string& name, Done<std::vector<std::string>> d
 void Router::masters(Done<std::vector<std::string>> done) {
   if (sentinel_) {
     // The master Sentinel names (found first, if need be).
-    auto alive = alive_;
+    auto alive = life_.token();
     command({"PING"}, [this, alive, done = std::move(done)](Result r) {
-      if (!*alive) return;
+      if (!alive) return;
       Outcome<std::vector<std::string>> o;
       try {
         expect_ok(r, "PING");
@@ -374,9 +374,9 @@ void Router::masters(Done<std::vector<std::string>> done) {
 void Router::open_subscriber(const std::string& channel, Done<std::unique_ptr<Connection>> done) {
   if (sentinel_ && seed().empty()) {
     // Once the master is known: a PING finds (and confirms) it.
-    auto alive = alive_;
+    auto alive = life_.token();
     command({"PING"}, [this, alive, channel, done = std::move(done)](Result r) mutable {
-      if (!*alive) return;
+      if (!alive) return;
       if (r.failure || seed().empty()) {
         Error e = r.failure ? *r.failure : Error(ErrorKind::Unavailable, "no master");
         return done(Outcome<std::unique_ptr<Connection>>{e, nullptr});
@@ -396,9 +396,9 @@ void Router::open_subscriber(const std::string& channel, Done<std::unique_ptr<Co
   auto conn = std::make_shared<std::unique_ptr<Connection>>(
       std::make_unique<Connection>(loop_, c, tls_, n.book));
   // From the loop, never from inside this call.
-  auto alive = alive_;
+  auto alive = life_.token();
   loop_.after(Millis(0), [alive, conn, done = std::move(done)] {
-    if (*alive) done(Outcome<std::unique_ptr<Connection>>{std::nullopt, std::move(*conn)});
+    if (alive) done(Outcome<std::unique_ptr<Connection>>{std::nullopt, std::move(*conn)});
   });
 }
 
@@ -406,9 +406,9 @@ void Router::open_subscriber(const std::string& channel, Done<std::unique_ptr<Co
 
 void Router::need_master(const CallPtr& c) {
   awaiting_master_.push_back(c);
-  auto alive = alive_;
+  auto alive = life_.token();
   c->timer = loop_.at(c->deadline, [this, alive, c] {
-    if (!*alive || c->finished) return;
+    if (!alive || c->finished) return;
     c->timer = 0;
     awaiting_master_.erase(std::find(awaiting_master_.begin(), awaiting_master_.end(), c));
     Error e = sentinel_->last_error().value_or(

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "core/lifetime.h"
 #include "net/redis.h"
 
 namespace rlock {
@@ -92,7 +93,7 @@ class Router : public Client {
   std::unique_ptr<SentinelMaster> sentinel_;
   std::deque<CallPtr> awaiting_master_;
 
-  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  Lifetime life_;
 };
 
 }  // namespace rlock

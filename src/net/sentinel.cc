@@ -61,7 +61,7 @@ SentinelDiscovery::SentinelDiscovery(Loop& loop, const ConnectionConfig& cfg,
 }
 
 SentinelDiscovery::~SentinelDiscovery() {
-  *alive_ = false;
+  life_.end();
   loop_.cancel(rewatch_timer_);
   loop_.cancel(poll_timer_);
 }
@@ -117,13 +117,13 @@ void SentinelDiscovery::distrust(const MasterInfo& named) {
 // the address from then on.
 void SentinelDiscovery::query(const std::shared_ptr<Survey>& s, size_t i) {
   const std::string& name = cfg_.sentinel->master_name;
-  auto alive = alive_;
+  auto alive = life_.token();
   Millis t = query_timeout();
   if (addr_only_[i]) {
     connection(i).command(
         {"SENTINEL", "get-master-addr-by-name", name},
         [this, alive, s, i](Result r) {
-          if (*alive) answered(s, i, std::move(r), std::nullopt);
+          if (alive) answered(s, i, std::move(r), std::nullopt);
         },
         t);
     return;
@@ -134,7 +134,7 @@ void SentinelDiscovery::query(const std::shared_ptr<Survey>& s, size_t i) {
   connection(i).command(
       {"SENTINEL", "MASTER", name},
       [this, alive, s, i, addr](Result r) {
-        if (*alive) answered(s, i, std::move(*addr), std::move(r));
+        if (alive) answered(s, i, std::move(*addr), std::move(r));
       },
       t);
 }
@@ -227,10 +227,10 @@ void SentinelDiscovery::answered(const std::shared_ptr<Survey>& s, size_t i, Res
                            epoch >= 0 ? fmt::format(" (epoch {})", epoch) : ""));
   s->named[i] = MasterInfo{master_at(host, port), epoch};
   if (!s->grace) {
-    auto alive = alive_;
+    auto alive = life_.token();
     s->grace = loop_.after(kSurveyGrace, [this, alive, s] {
       s->grace = 0;
-      if (*alive) decide(s);
+      if (alive) decide(s);
     });
   }
   one_done(s);
@@ -295,9 +295,9 @@ void SentinelDiscovery::watch(std::function<void(const MasterInfo&, bool)> news)
   news_ = std::move(news);
   watching_ = last_answer_;
   start_watch();
-  auto alive = alive_;
+  auto alive = life_.token();
   poll_timer_ = loop_.after(kSentinelPoll, [this, alive] {
-    if (*alive) poll();
+    if (alive) poll();
   });
 }
 
@@ -306,15 +306,15 @@ void SentinelDiscovery::watch(std::function<void(const MasterInfo&, bool)> news)
 // asked every kSentinelPoll.
 void SentinelDiscovery::poll() {
   poll_timer_ = 0;
-  auto alive = alive_;
+  auto alive = life_.token();
   auto again = [this, alive] {
-    if (*alive)
+    if (alive)
       poll_timer_ = loop_.after(kSentinelPoll, [this, alive] {
-        if (*alive) poll();
+        if (alive) poll();
       });
   };
   find([this, alive, again](Outcome<MasterInfo> o) {
-    if (!*alive) return;
+    if (!alive) return;
     if (!o.error) news_(o.value, false);
     again();
   });
@@ -328,9 +328,9 @@ void SentinelDiscovery::start_watch() {
   c.sentinel.reset();
   watch_conn_ = std::make_unique<Connection>(
       loop_, c, tls_, std::make_shared<AddressBook>(loop_, c.endpoint, c.connect_timeout));
-  auto alive = alive_;
+  auto alive = life_.token();
   watch_conn_->on_push([this, alive](const Reply& r) {
-    if (!*alive || r.elements.size() < 3) return;
+    if (!alive || r.elements.size() < 3) return;
     // "+switch-master NAME OLDIP OLDPORT NEWIP NEWPORT"
     std::vector<std::string> words;
     const std::string& text = r.elements[2].str;
@@ -349,10 +349,10 @@ void SentinelDiscovery::start_watch() {
     news_(MasterInfo{master_at(words[3], port), -1}, true);
   });
   watch_conn_->on_disconnect([this, alive](const Error& e) {
-    if (*alive) watch_lost(e);
+    if (alive) watch_lost(e);
   });
   watch_conn_->command({"SUBSCRIBE", "+switch-master"}, [this, alive](Result r) {
-    if (!*alive) return;
+    if (!alive) return;
     if (r.failure) return watch_lost(*r.failure);
     if (r.reply.is_error())
       return watch_lost(server_error(r.reply.str, "SUBSCRIBE +switch-master"));
@@ -366,10 +366,10 @@ void SentinelDiscovery::watch_lost(const Error& why) {
     loop_.after(Millis(0), [old] {});
   }
   watching_ = (watching_ + 1) % cfg_.sentinel->sentinels.size();
-  auto alive = alive_;
+  auto alive = life_.token();
   loop_.cancel(rewatch_timer_);
   rewatch_timer_ = loop_.after(kRewatch, [this, alive] {
-    if (!*alive) return;
+    if (!alive) return;
     rewatch_timer_ = 0;
     start_watch();
   });
@@ -382,15 +382,15 @@ SentinelMaster::SentinelMaster(Loop& loop, const ConnectionConfig& cfg,
     : loop_(loop), cfg_(cfg), discovery_(loop, cfg, std::move(tls)), events_(std::move(events)) {}
 
 SentinelMaster::~SentinelMaster() {
-  *alive_ = false;
+  life_.end();
 }
 
 void SentinelMaster::find() {
   if (finding_) return;
   finding_ = true;
-  auto alive = alive_;
+  auto alive = life_.token();
   discovery_.find([this, alive](Outcome<MasterInfo> o) {
-    if (!*alive) return;
+    if (!alive) return;
     // Nobody to ask, or nobody who knows the name: waiting will not help.
     if (o.error) return give_up(*o.error);
     found(o.value);
@@ -408,9 +408,9 @@ void SentinelMaster::found(const MasterInfo& info) {
   finding_ = true;
   // The sentinels' word is checked: a replica, or a master that was demoted
   // (a failover that sentinel has not seen yet), would accept no write.
-  auto alive = alive_;
+  auto alive = life_.token();
   events_.connection(info.endpoint).command({"ROLE"}, [this, alive, name, info](Result r) {
-    if (!*alive) return;
+    if (!alive) return;
     if (r.failure) {
       // A password the master refuses will not work later either.
       if (r.failure->kind() == ErrorKind::Permission || r.failure->kind() == ErrorKind::Usage)
@@ -462,9 +462,9 @@ void SentinelMaster::failed(const Error& why) {
   master_.clear();
   trace(fmt::format("{}; asking the sentinels again", why.what()));
   if (!events_.wanted()) return;
-  auto alive = alive_;
+  auto alive = life_.token();
   loop_.after(Millis(200), [this, alive] {
-    if (*alive && events_.wanted()) find();
+    if (alive && events_.wanted()) find();
   });
 }
 
@@ -506,9 +506,9 @@ void SentinelMaster::moved(const MasterInfo& info, const std::string& why) {
 // once they switch. The survey is sent after the grant's reply arrived, so a
 // master they named by then is never trusted with it.
 void SentinelMaster::confirm(const std::string& node, Done<bool> done) {
-  auto alive = alive_;
+  auto alive = life_.token();
   discovery_.find([this, alive, node, done = std::move(done)](Outcome<MasterInfo> o) {
-    if (!*alive) return;
+    if (!alive) return;
     if (o.error) return done(Outcome<bool>{o.error, false});
     std::string named = o.value.endpoint.address();
     if (named == node) {
@@ -527,9 +527,9 @@ void SentinelMaster::confirm(const std::string& node, Done<bool> done) {
 }
 
 void SentinelMaster::stay() {
-  auto alive = alive_;
+  auto alive = life_.token();
   discovery_.watch([this, alive](const MasterInfo& info, bool announced) {
-    if (*alive) news(info, announced);
+    if (alive) news(info, announced);
   });
 }
 

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "core/lifetime.h"
 #include "net/redis.h"
 
 namespace rlock {
@@ -91,7 +92,7 @@ class SentinelDiscovery {
   std::unique_ptr<Connection> watch_conn_;
   size_t watching_ = 0;
   Loop::TimerId rewatch_timer_ = 0, poll_timer_ = 0;
-  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  Lifetime life_;
 };
 
 /// The master a redis-sentinel:// URL names, as the Router uses it: found by
@@ -159,7 +160,7 @@ class SentinelMaster {
   long long epoch_ = -1;  // the configuration epoch of master_, -1 unknown
   bool finding_ = false;  // asking the sentinels, or confirming what they named
   std::optional<Error> last_error_;
-  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  Lifetime life_;
 };
 
 }  // namespace rlock

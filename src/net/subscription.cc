@@ -26,7 +26,7 @@ Subscription::Subscription(Client& client, std::string channel, Events events)
 }
 
 Subscription::~Subscription() {
-  *alive_ = false;
+  life_.end();
   if (client_) client_->subscriptions_.erase(this);
 }
 
@@ -35,9 +35,9 @@ void Subscription::start() {
   moved_ = false;
   drop();
   unsigned gen = ++generation_;
-  auto alive = alive_;
+  auto alive = life_.token();
   client_->open_subscriber(channel_, [this, alive, gen](Outcome<std::unique_ptr<Connection>> o) {
-    if (!*alive || gen != generation_) return;
+    if (!alive || gen != generation_) return;
     if (o.error) return fail(*o.error);
     opened(std::move(o.value));
   });
@@ -45,19 +45,19 @@ void Subscription::start() {
 
 void Subscription::opened(std::unique_ptr<Connection> conn) {
   conn_ = std::move(conn);
-  auto alive = alive_;
+  auto alive = life_.token();
   unsigned gen = generation_;
   conn_->on_push([this, alive, gen](const Reply& r) {
-    if (*alive && gen == generation_) on_push(r);
+    if (alive && gen == generation_) on_push(r);
   });
   conn_->on_disconnect([this, alive, gen](const Error& e) {
-    if (*alive && gen == generation_) fail(e);
+    if (alive && gen == generation_) fail(e);
   });
   if (!list_.empty()) {
     // ready() once the server can be reached: BLPOP answers only when an
     // item comes.
     conn_->on_established([this, alive, gen] {
-      if (*alive && gen == generation_) ev_.ready();
+      if (alive && gen == generation_) ev_.ready();
     });
     popping_ = false;
     pop();
@@ -65,7 +65,7 @@ void Subscription::opened(std::unique_ptr<Connection> conn) {
   }
   if (classic_only_) {
     conn_->command({"SUBSCRIBE", channel_}, [this, alive, gen](Result r) {
-      if (!*alive || gen != generation_) return;
+      if (!alive || gen != generation_) return;
       if (r.failure) return fail(*r.failure);
       if (r.reply.is_error())
         return fail(server_error(r.reply.str,
@@ -77,7 +77,7 @@ void Subscription::opened(std::unique_ptr<Connection> conn) {
   auto classic = std::make_shared<std::optional<Result>>();
   conn_->command({"SUBSCRIBE", channel_}, [classic](Result r) { *classic = std::move(r); });
   conn_->command({"SSUBSCRIBE", channel_}, [this, alive, gen, classic](Result r) {
-    if (!*alive || gen != generation_ || !*classic) return;
+    if (!alive || gen != generation_ || !*classic) return;
     subscribed(std::move(**classic), std::move(r));
   });
 }
@@ -108,13 +108,13 @@ void Subscription::rearm() {
 void Subscription::pop() {
   if (!conn_ || !client_) return;
   popping_ = true;
-  auto alive = alive_;
+  auto alive = life_.token();
   unsigned gen = generation_;
   Millis limit = Millis(kPopSeconds * 1000) + client_->command_timeout();
   conn_->command(
       {"BLPOP", list_, std::to_string(kPopSeconds)},
       [this, alive, gen](Result r) {
-        if (!*alive || gen != generation_) return;
+        if (!alive || gen != generation_) return;
         popping_ = false;
         if (r.failure) return fail(*r.failure);
         if (redirected(r)) {
@@ -202,18 +202,14 @@ Subscriptions::Subscriptions(std::vector<Client*> clients, const std::string& ch
                              Subscription::Events events, Millis retry)
     : loop_(clients.front()->loop()), ev_(std::move(events)), retry_(retry) {
   timers_.resize(clients.size(), 0);
-  auto alive = alive_;
+  auto alive = life_.token();
   for (size_t i = 0; i < clients.size(); ++i) {
     Subscription::Events ev;
-    ev.message = [this, alive](const std::string& payload) {
-      if (*alive) ev_.message(payload);
-    };
-    ev.ready = [this, alive] {
-      if (*alive) ev_.ready();
-    };
+    ev.message = life_.guard([this](const std::string& payload) { ev_.message(payload); });
+    ev.ready = life_.guard([this] { ev_.ready(); });
     std::string who = clients.size() > 1 ? clients[i]->name() + ": " : "";
     ev.failed = [this, alive, i, who](const Error& e) {
-      if (!*alive) return;
+      if (!alive) return;
       ev_.failed(e.reworded(who + e.what()));
       if (e.kind() != ErrorKind::Unavailable) return;
       loop_.cancel(timers_[i]);
@@ -221,7 +217,7 @@ Subscriptions::Subscriptions(std::vector<Client*> clients, const std::string& ch
       // soon as this is back (ready): a grant lost with the old one is
       // noticed then, not a second later.
       timers_[i] = loop_.after(subs_[i]->moved() ? Millis(0) : retry_, [this, alive, i] {
-        if (!*alive) return;
+        if (!alive) return;
         timers_[i] = 0;
         subs_[i]->start();
       });
@@ -231,7 +227,7 @@ Subscriptions::Subscriptions(std::vector<Client*> clients, const std::string& ch
 }
 
 Subscriptions::~Subscriptions() {
-  *alive_ = false;
+  life_.end();
   for (auto t : timers_) loop_.cancel(t);
 }
 
@@ -246,10 +242,10 @@ void Subscriptions::barrier(std::function<void()> done) {
   }
   auto left = std::make_shared<size_t>(subs_.size());
   auto shared = std::make_shared<std::function<void()>>(std::move(done));
-  auto alive = alive_;
+  auto alive = life_.token();
   for (auto& s : subs_)
     s->barrier([alive, left, shared] {
-      if (*alive && --*left == 0) (*shared)();
+      if (alive && --*left == 0) (*shared)();
     });
 }
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/lifetime.h"
 #include "net/redis.h"
 
 namespace rlock {
@@ -86,7 +87,7 @@ class Subscription {
   bool classic_only_ = false;
   std::string list_;      // list mode: the key BLPOP waits on
   bool popping_ = false;  // a BLPOP is out
-  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  Lifetime life_;
 };
 
 /// One channel on every deployment a lock lives on (every master of a
@@ -112,7 +113,7 @@ class Subscriptions {
   Millis retry_;
   std::vector<std::unique_ptr<Subscription>> subs_;
   std::vector<Loop::TimerId> timers_;
-  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  Lifetime life_;
 };
 
 }  // namespace rlock
