@@ -31,7 +31,7 @@ struct Session {
   /// prefix that validate_key/validate_prefix refuse.
   std::unique_ptr<Lock> lock(const std::string& key, const std::string& prefix, int limit = 0,
                              bool shared = false);
-  /// The lock of every KEY of `keys` as one (`--and`: a MultiLock, multi.h),
+  /// The lock of every KEY of `keys` as one (`--and`: a MultiLock, lock/multi.h),
   /// or of the one KEY. The same KEY twice, or --limit with several, is a
   /// usage Error.
   std::unique_ptr<Lock> locks(const std::vector<std::string>& keys, const std::string& prefix,

@@ -122,7 +122,7 @@ class Acquirer : public Acquisition {
 
  private:
   void start_waiting();
-  /// Gives up (see the deadline in waiter.cc) `after` from now.
+  /// Gives up (see the deadline in acquirer.cc) `after` from now.
   void arm_deadline(Millis after);
   /// Before the first reply: retries a transient failure when --wait allows;
   /// true if a retry was scheduled.

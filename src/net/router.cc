@@ -174,7 +174,7 @@ void Router::on_result(const CallPtr& c, const std::string& node_name, Result r)
       return retry_later(c, pause);
     }
     // A Cluster node other than the URL's that cannot be reached is most
-    // likely going down, to be failed over: that may pass (waiter.h).
+    // likely going down, to be failed over: that may pass (hold/acquirer.h).
     if (cluster_ && r.unsent && node_name != seed() &&
         r.failure->kind() == ErrorKind::Unavailable && r.failure->cause() == Cause::Other)
       r.failure->set_cause(Cause::NodeDown);
