@@ -167,11 +167,10 @@ else
 fi
 : "${seed:=$((EPOCHSECONDS % 1000000))}"
 if ((replicated)); then direct=$contenders; fi # no proxy: every contender connects directly
-# Off by default for now: a stop fault that freezes a nested run's process group just before
-# its outer run exits is undone at once by the kernel (an orphaned process group with a
-# stopped member gets SIGHUP and SIGCONT), while the checker takes the freeze to have
-# lasted its whole stop_ms. Quorum mode refuses such a nested run anyway (docs/GUIDE.md "Nesting").
-: "${nested:=0}"
+# Quorum mode refuses a nested run outside the holder's process group (docs/GUIDE.md
+# "Nesting"). The stop fault never freezes a group that can still become orphaned (the
+# kernel would SIGHUP and SIGCONT it) and logs the real freeze (fault_stop).
+if [[ $masters != 1 ]]; then : "${nested:=0}"; else : "${nested:=10}"; fi
 : "${direct:=$((contenders / 4))}"
 for v in target contenders seed direct fault_every max_time masters sync_replicas nested; do
   is_num "${!v}" || die_usage "--${v//_/-} needs a whole number, got '${!v}'"
@@ -1196,8 +1195,60 @@ pgid_of() {
   read -r _ _ _pg _ <<<"$st"
 }
 
+# group_orphaned PGID: 0 when no member of the process group has its parent in another
+# group of the same session: the group is orphaned already (a contender's own session,
+# a nested run under setsid or whose outer run has gone), so it cannot become orphaned
+# while frozen. 1 when it still can: the kernel sends an orphaned group with a stopped
+# member SIGHUP and SIGCONT at once (a nested run's group the moment its outer run's
+# command exits), which would end the freeze early and signal the nested run.
+group_orphaned() {
+  local f st ppid pg sid ppg psid
+  for f in /proc/[0-9]*/stat; do
+    { read -r st <"$f"; } 2>/dev/null || continue
+    st=${st##*) }
+    read -r _ ppid pg sid _ <<<"$st"
+    [[ $pg == "$1" ]] || continue
+    { read -r st <"/proc/$ppid/stat"; } 2>/dev/null || continue
+    st=${st##*) }
+    read -r _ _ ppg psid _ <<<"$st"
+    [[ $ppg != "$1" && $psid == "$sid" ]] && return 1
+  done
+  return 0
+}
+
+# frozen_state PID: 0 while the process is stopped (state T), 1 once it runs, 2 once it is
+# gone (or a zombie).
+frozen_state() {
+  local st
+  { read -r st <"/proc/$1/stat"; } 2>/dev/null || return 2
+  st=${st##*) }
+  case ${st:0:1} in
+    T) return 0 ;;
+    [ZX]) return 2 ;;
+  esac
+  return 1
+}
+
+# watch_frozen NAME PID: one poll of a frozen process's state (for fault_stop). Sets
+# NAME_lo (µs after the stop it was last seen stopped) and, once it is seen running again
+# or gone before the soak continued it, NAME_hi (µs after the stop: it ran by then) and
+# NAME_how (ran or ended). A process not yet seen stopped 100ms after the SIGSTOP counts
+# as continued at once.
+# shellcheck disable=SC2034 # lo, hi, how: namerefs to the caller's variables
+watch_frozen() {
+  local -n lo=${1}_lo hi=${1}_hi how=${1}_how
+  local st=0
+  [[ -z $hi ]] || return 0
+  frozen_state "$2" || st=$?
+  if ((st == 0)); then
+    lo=$((_now - _t0))
+  elif ((st == 2)) || [[ -n $lo ]] || ((_now - _t0 >= 100000)); then
+    hi=$((_now - _t0)) lo=${lo:-0} how=$([[ $st == 2 ]] && echo ended || echo ran)
+  fi
+}
+
 fault_stop() {
-  local run cspid rpid ttl rpg cpg dur order
+  local run cspid rpid ttl rpg cpg dur order end r_lo="" r_hi="" c_lo="" c_hi="" r_how="" c_how=""
   if ! poll_until 1 find_holder; then
     _kind=stop_skipped _detail="no holder found within 1s"
     return
@@ -1208,6 +1259,12 @@ fault_stop() {
     return
   fi
   cpg=$_pg
+  # rlock's group (the one that renews the lease) must not become orphaned while frozen;
+  # the critical section's group cannot: its parent, rlock, is frozen too.
+  if ! group_orphaned "$rpg"; then
+    _kind=stop_skipped _detail="run=$run: its rlock's process group can still be orphaned (a nested run whose outer run's command still runs)"
+    return
+  fi
   rnd 200 1200
   dur=$((ttl + _r))
   rnd 0 1
@@ -1216,8 +1273,19 @@ fault_stop() {
   echo "$cpg" >>"$W/stopped"
   now_us
   _t0=$_now
+  end=$((_t0 + dur * 1000))
   kill -STOP -- "-$rpg" "-$cpg" 2>/dev/null
-  sleep "$(printf '%d.%03d' $((dur / 1000)) $((dur % 1000)))"
+  # The freeze that counts is the real one: poll both processes' state every ~10ms until
+  # the planned end, or until both run again (something else continued them).
+  while now_us && ((_now < end)); do
+    watch_frozen r "$rpid"
+    watch_frozen c "$cspid"
+    [[ -n $r_hi && -n $c_hi ]] && break
+    sleep 0.01
+  done
+  now_us
+  [[ -n $r_hi ]] || r_lo=$((_now - _t0))
+  [[ -n $c_hi ]] || c_lo=$((_now - _t0))
   if [[ $order == cs-first ]]; then
     kill -CONT -- "-$cpg" "-$rpg" 2>/dev/null
   else
@@ -1225,7 +1293,14 @@ fault_stop() {
   fi
   now_us
   _t1=$_now
+  [[ -n $r_hi ]] || r_hi=$((_now - _t0)) r_how=soak
+  [[ -n $c_hi ]] || c_hi=$((_now - _t0)) c_how=soak
   _detail="run=$run ttl=$ttl stop_ms=$dur order=$order cs_pid=$cspid rlock_pid=$rpid"
+  _detail+=" frozen_min_ms=$((r_lo / 1000)) frozen_ms=$(((r_hi + 999) / 1000))"
+  _detail+=" cs_frozen_min_ms=$((c_lo / 1000)) cs_frozen_ms=$(((c_hi + 999) / 1000))"
+  # how each ran again: "soak" (its SIGCONT), "ran" (something else continued it: the
+  # kernel, for a group that became orphaned), "ended" (it was ending: it never stopped)
+  _detail+=" continued=$r_how cs_continued=$c_how"
 }
 
 # The soak user loses one command the scripts use for 0.5-3s (on one master in quorum
