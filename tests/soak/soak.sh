@@ -17,10 +17,12 @@
 # - C contenders (tests/soak/contender.sh, each in a session of its own), each a loop of
 #   `rlock run --ttl T --wait W soak -- bash cs.sh …` (T = 1s, 1.5s, 2s by contender);
 #   the critical section (tests/soak/cs.sh) writes to a fenced resource; with --nested PCT
-#   (default 0: see the note at its default below; one server only, quorum mode refuses
-#   such a nested run) that share of the runs runs it in
-#   a nested `rlock run` put in a process group of its own (`set -m`), the outer run's
-#   command exiting at once (contender.sh). Contender 0
+#   (default 10 on one server, Sentinel and Cluster; 0 in quorum mode, which refuses a
+#   nested run outside the holder's process group) that share of the runs runs it in a
+#   nested `rlock run` that outlives what encloses it, the shape drawn by the seed: a job
+#   of its own (`set -m`) or a session of its own (`setsid`) started by the run's command,
+#   which exits at once; or a background job of a script that took the lock with
+#   `acquire --while-pid $$ --export` and exits at once (contender.sh). Contender 0
 #   also gives each run a random stderr: a file, /dev/full, a pipe without a reader or
 #   a pipe nobody reads (unless --no-stderr-faults).
 # Until N critical sections have been entered (or --max-time runs out) it injects one
@@ -29,9 +31,13 @@
 #   cut            fault_proxy SIGUSR1: every proxied connection closed at once
 #   client_kill    CLIENT KILL TYPE normal
 #   restart        kill -9 redis-server, 0-400ms down, start again (same port, dir, AOF)
-#   stop           SIGSTOP a holder's whole job (contender loop, rlock, its guard and the
-#                  critical section's process group) for its TTL + 0.2-1.2s, then SIGCONT
-#                  (which side first is drawn too), like a GC pause or a VM freeze
+#   stop           SIGSTOP a holder's whole job (rlock's process group: the contender loop,
+#                  rlock, its guard, or a nested run's own group; and the critical
+#                  section's process group) for its TTL + 0.2-1.2s, then SIGCONT (which
+#                  side first is drawn too), like a GC pause or a VM freeze. The details
+#                  give the real freeze, polled from /proc (frozen_ms, cs_frozen_ms); a
+#                  group that can still become orphaned (the kernel would SIGHUP and
+#                  SIGCONT it) is not frozen: stop_skipped
 #   script_flush   SCRIPT FLUSH
 #   break          rlock break soak --yes
 #   acl            the ACL user the contenders connect as ("soak") loses one command the
