@@ -100,7 +100,9 @@ for ((i = 0; ; i++)); do
     nest_st=$dir/nest.$c
     rm -f "$nest_st"
     # The nested run's stderr is the contender's file (not the drawn fault: it outlives the
-    # outer run, which may have left a FIFO's reader behind). The inner bash gets: $1
+    # outer run, which may have left a FIFO's reader behind); the enclosing script's own is
+    # /dev/null (a job-control shell reports its jobs there: on a broken stderr it would
+    # die of SIGPIPE, and rlock would pass that on). The inner bash gets: $1
     # rlock, $2 TTL, $3 wait, $4 key, $5 cs.sh, $6 err, $7 status file, $8 outer's sleep,
     # $9-$13 cs.sh's arguments, $14… the URL options.
     inner=(nested "$rlock" "${ttl}ms" "${wait_ms}ms" "$key" "$cs" "$err" "$nest_st"
@@ -110,11 +112,11 @@ for ((i = 0; ; i++)); do
     case $shape in
       setm) # a job of its own (set -m: a process group of its own)
         set -- -v "${url_args[@]}" run --ttl "${ttl}ms" --wait "${wait_ms}ms" "${run_opts[@]}" "$key" -- \
-          bash -c "set -m; ( $nest_run ) </dev/null >/dev/null &"' sleep "$8"' "${inner[@]}"
+          bash -c "exec 2>/dev/null; set -m; ( $nest_run ) </dev/null >/dev/null &"' sleep "$8"' "${inner[@]}"
         ;;
       setsid) # a session of its own
         set -- -v "${url_args[@]}" run --ttl "${ttl}ms" --wait "${wait_ms}ms" "${run_opts[@]}" "$key" -- \
-          bash -c 'setsid bash -c "$0" nested "$@" </dev/null >/dev/null &
+          bash -c 'exec 2>/dev/null; setsid bash -c "$0" nested "$@" </dev/null >/dev/null &
             sleep "$8"' "$nest_run" "${inner[@]:1}"
         ;;
       whilepid) # a background job of a script that holds the lock with a keeper, then exits
@@ -123,6 +125,7 @@ for ((i = 0; ; i++)); do
         set -- -c 'out=$("$1" -v "${@:14}" acquire --ttl "$2" --wait "$3"'"$opts"' "$4" --while-pid $$ --export) ||
             exit $?
           eval "$out"
+          exec 2>/dev/null
           ( '"$nest_run"' ) </dev/null >/dev/null &
           sleep "$8"' "${inner[@]}"
         ;;
