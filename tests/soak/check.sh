@@ -88,6 +88,9 @@
 #   shutdown: the lock is free after the soak, a newcomer gets in with `run -n` (no dead
 #       waiter blocks it), no key of the lock but its fence counter and history is left
 #       without an expiry, and no process is left behind.
+#   supersede: superseding jobs (`run --supersede`, DIR/sups: the first join of each, by
+#       token) entered in the order they joined: an older one never runs after a newer
+#       one entered ("latest wins", docs/GUIDE.md).
 #   target: the soak reached its number of acquisitions before --max-time.
 set -uo pipefail
 
@@ -116,8 +119,12 @@ cat "${hist[@]}" | awk '
       print k, d(en, k), d(lv, k), d(how, k), d(fe, k), d(tok, k), ((k in r) ? r[k] : "- - - - - - - - - -")
   }' | sort -k2,2n -k1,1 >"$tmp/runs"
 
+# DIR/sups: the first join (server ms) of every superseding job, by token (soak.sh
+# --supersede); none in a history without superseding jobs.
+supsf=$W/sups
+[[ -f $supsf ]] || { supsf=$tmp/sups && : >"$supsf"; }
 awk -v show="${CHECK_SHOW:-25}" -v metaf="$W/meta" -v faultf="$W/faults.log" -v resf="$W/res/log" -v runsf="$tmp/runs" \
-  -v errlist="${errs[*]}" -f - "$W/meta" "$W/faults.log" "$W/res/log" "$tmp/runs" <<'AWK'
+  -v supsf="$supsf" -v errlist="${errs[*]}" -f - "$W/meta" "$W/faults.log" "$W/res/log" "$supsf" "$tmp/runs" <<'AWK'
 BEGIN { max = 0 }
 function sec(t) { return sprintf("%.3fs", (t - T0) / 1e6) }
 function ms(d) { return sprintf("%.0fms", d / 1000) }
@@ -255,10 +262,12 @@ FILENAME == resf && $1 == "W" {
   } else nrej++
   next
 }
+FILENAME == supsf && NF == 2 { JOIN[$1] = $2 + 0; next }
 FILENAME == runsf {
   # RUN ENTER LEAVE HOW FENCE TOKEN START END STATUS TTL WAIT VIA WORK STDERR SHAPE HOW_NESTED
   nruns_all++; id = $1; A_SE[id] = $14
   if ($15 == "nested") { nnest++; NESTST[$9]++; NESTV[$16 == "-" ? "setm" : $16]++ }
+  if ($15 == "supersede") { nsupjob++; SUPJST[$9]++ }
   if ($14 != "file" && $14 != "-") { SEN[$14]++; if ($9 != "-") SEST[$9]++ }
   A_ST[id] = $9; A_EN[id] = $2; A_NDT[id] = $8; A_START[id] = $7; A_TTL[id] = $10
   if ($9 != "-") { nrun++; SC[$9]++ }
@@ -352,6 +361,18 @@ END {
     SUPST[STAT[i]]++
   }
 
+  # --- superseding jobs: latest wins ---
+  # Runs in the order they entered; a superseding job whose first join came before that of
+  # one that already entered ran after a newer one.
+  for (i = 1; i <= n; i++) {
+    if (!(TOK[i] in JOIN)) continue
+    nsupin++
+    if (maxj && JOIN[TOK[i]] < JOIN[TOK[maxj]])
+      viol("supersede", sprintf("run %s, a superseding job that joined at %s, entered at %s, after run %s, a newer one (joined at %s), had entered at %s: it should have been superseded", \
+        RUN[i], sec(JOIN[TOK[i]] * 1000), sec(EN[i]), RUN[maxj], sec(JOIN[TOK[maxj]] * 1000), sec(EN[maxj])), RUN[i])
+    if (!maxj || JOIN[TOK[i]] > JOIN[TOK[maxj]]) maxj = i
+  }
+
   # --- freezes and breaks ---
   for (k = 1; k <= nf; k++) {
     if (FK[k] == "stop") {
@@ -429,8 +450,9 @@ END {
   printf "  wall time         %.1fs\n", (TEND - T0) / 1e6
   printf "  acquisitions      %d (target %s)   runs %d   fences %.0f..%.0f\n", n, M["target"], nrun, (n ? FE_[1] : 0), PM[n]
   if (nnest) printf "  nested runs       %d (set -m, setsid, a --while-pid script's job:%s), their exits:%s\n", nnest, counts(NESTV, "setm setsid whilepid"), counts(NESTST)
+  if (nsupjob) printf "  superseding jobs  %d (run --supersede; %d entered, in the order they joined), their exits:%s\n", nsupjob, nsupin, counts(SUPJST)
   printf "  exit statuses    %s%s\n", counts(SC), nacl77 ? sprintf(" (77: %d, each while a command was taken from the soak user)", nacl77) : ""
-  printf "  faults            %d:%s\n", nf - NK["stop_skipped"] - NK["failover_skipped"] - NK["master_kill_skipped"], counts(NK, "cut client_kill restart stop script_flush break acl master_stop failover master_kill migrate stop_skipped failover_skipped master_kill_skipped")
+  printf "  faults            %d:%s\n", nf - NK["stop_skipped"] - NK["failover_skipped"] - NK["master_kill_skipped"], counts(NK, "cut client_kill restart stop stop_waiter script_flush break acl master_stop failover master_kill migrate stop_skipped failover_skipped master_kill_skipped")
   if (NK["restart"]) printf "  restarts          down (kill -9 to AOF loaded) avg %s, max %s%s\n", ms(sumdown / NK["restart"]), ms(maxdown), nblind ? sprintf("; %d without a readable state after the restart (not checked)", nblind) : ""
   out = counts(STOPST)
   printf "  frozen holders    %d, their exits:%s%s%s\n", nstopped, out, nstopped_late ? sprintf(" (and %d frozen only after their command ended)", nstopped_late) : "", nearly ? sprintf("; %d ran again before the soak continued them (the freeze counted is the real one)", nearly) : ""

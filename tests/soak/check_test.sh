@@ -62,6 +62,9 @@ norun() {
 
 fault() { echo "F $1 $(us "$2") $(us "$3") ${*:4}" >>"$D/faults.log"; }
 
+# sups C.I JOIN: run C.I is a superseding job that first joined at JOIN (ms after B).
+sups() { echo "tok$1 $(($(us "$2") / 1000))" >>"$D/sups"; }
+
 # expect PASS|RULE WHAT: runs the checker on D; RULE is the [rule] a FAIL must name.
 expect() {
   local want=$1 what=$2 out rc=0
@@ -127,6 +130,21 @@ run 0.0 1 0 10 20 2100 0
 run 1.0 2 5 2110 2120 2125 0
 fault stop 22 2000 run=0.0 ttl=1000 stop_ms=1978
 expect PASS "a job frozen only after its command ended (while releasing) may exit 0"
+
+new_case
+run 0.0 1 0 10 20 25 0
+run 1.0 2 5 30 40 45 0
+sups 0.0 3
+sups 1.0 8
+expect PASS "two superseding jobs entered in the order they joined"
+
+new_case
+run 1.0 1 5 10 20 25 0
+run 0.0 2 0 30 40 45 0
+sups 0.0 3
+sups 1.0 8
+run 2.0 3 50 60 70 75 0
+expect supersede "a superseding job ran after a newer one had entered"
 
 # A stop fault logs the real freeze of rlock (frozen_min_ms..frozen_ms, the soak polled its
 # state): the kernel continues an orphaned process group with a stopped member at once.

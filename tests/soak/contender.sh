@@ -3,7 +3,8 @@
 # One soak contender; tests/soak/soak.sh starts it in a session of its own (setsid), so a
 # fault can freeze "the whole job" (this loop, rlock and rlock's guard) with one kill.
 #
-#   contender.sh DIR C SEED RLOCK URL KEY TTL_MS VIA STDERR_FAULTS [RUN_OPTIONS [NESTED_PCT]]
+#   contender.sh DIR C SEED RLOCK URL KEY TTL_MS VIA STDERR_FAULTS [RUN_OPTIONS [NESTED_PCT
+#                [SUPERSEDE_PCT]]]
 #
 # URL may be several URLs separated by spaces (quorum mode: one --url each). RUN_OPTIONS
 # (space-separated, e.g. "--sync-replicas 2") go to every `rlock run`.
@@ -11,7 +12,7 @@
 # exists. W and the critical section's work come from a random stream seeded by SEED and
 # C, so a seed always asks for the same runs. After each run it appends to DIR/hist/C
 #
-#   R RUN START_US END_US STATUS TTL_MS WAIT_MS VIA WORK_MS STDERR [nested SHAPE]
+#   R RUN START_US END_US STATUS TTL_MS WAIT_MS VIA WORK_MS STDERR [nested SHAPE | supersede]
 #
 # rlock's stderr (-v: every round trip, and "no longer held at release") goes to
 # DIR/err/C, each run's lines after a "== RUN" marker: STDERR is "file". With
@@ -30,10 +31,14 @@
 # under the enclosing one's token (docs/GUIDE.md "Nesting"), so the lock stays held until
 # it ends. The R line then gives the nested run's status and end (the critical section is
 # its), "nested SHAPE" after STDERR; for "whilepid", STATUS is the acquire's when it failed.
+#
+# Superseding jobs (SUPERSEDE_PCT, 0-100: that share of the runs that are not nested): the
+# run is `rlock run --supersede` (a CI job: the newest of them wins, docs/GUIDE.md);
+# "supersede" after STDERR. A superseded one exits 75.
 set -u
 dir=$1 c=$2 seed=$3 rlock=$4 url=$5 key=$6 ttl=$7 via=$8 stderr_faults=${9:-0}
 read -r -a run_opts <<<"${10:-}"
-nested_pct=${11:-0}
+nested_pct=${11:-0} supersede_pct=${12:-0}
 cs="$(dirname "${BASH_SOURCE[0]}")/cs.sh"
 hist=$dir/hist/$c err=$dir/err/$c
 read -r -a urls <<<"$url"
@@ -131,8 +136,13 @@ for ((i = 0; ; i++)); do
         ;;
     esac
   else
-    set -- -v "${url_args[@]}" run --ttl "${ttl}ms" --wait "${wait_ms}ms" "${run_opts[@]}" "$key" -- \
-      bash "$cs" "$dir" "$c" "$run" "$work_s" "$ttl"
+    sup=()
+    if ((supersede_pct > 0)); then
+      rnd 0 99
+      ((_r < supersede_pct)) && sup=(--supersede) shape=supersede
+    fi
+    set -- -v "${url_args[@]}" run --ttl "${ttl}ms" --wait "${wait_ms}ms" "${run_opts[@]}" "${sup[@]}" \
+      "$key" -- bash "$cs" "$dir" "$c" "$run" "$work_s" "$ttl"
   fi
   t0=${EPOCHREALTIME/./}
   prog=$rlock
@@ -146,6 +156,7 @@ for ((i = 0; ; i++)); do
   st=$?
   t1=${EPOCHREALTIME/./}
   tail=""
+  [[ $shape == supersede ]] && tail=" supersede"
   if ((nested)); then
     tail=" nested $shape"
     # The outer run let the command run (0, or 76 if it lost the lock meanwhile): the

@@ -7,7 +7,7 @@
 #                      [--rlock PATH] [--proxy PATH] [--direct K] [--fault-every MS]
 #                      [--max-time S] [--no-persistence] [--no-stderr-faults] [--dir DIR]
 #                      [--masters N | --sentinel | --cluster] [--sync-replicas N]
-#                      [--keep] [--quiet] [--rlock-alt PATH] [--nested PCT]
+#                      [--keep] [--quiet] [--rlock-alt PATH] [--nested PCT] [--supersede PCT]
 #
 # What it starts, all its own and all stopped at exit (trap on EXIT, INT, TERM, HUP):
 # - redis-server on a free loopback port with persistence (--appendonly yes
@@ -22,7 +22,11 @@
 #   nested `rlock run` that outlives what encloses it, the shape drawn by the seed: a job
 #   of its own (`set -m`) or a session of its own (`setsid`) started by the run's command,
 #   which exits at once; or a background job of a script that took the lock with
-#   `acquire --while-pid $$ --export` and exits at once (contender.sh). Contender 0
+#   `acquire --while-pid $$ --export` and exits at once (contender.sh); with --supersede
+#   PCT (default 10 on one server, where the checker reads every superseding job's first
+#   join from the lock's :sups hash after the soak; 0 elsewhere) that share of the other
+#   runs are `run --supersede` CI jobs, and a third of the stop faults freeze one of them
+#   that waits (stop_waiter, 6.5-8s: past its place's lease), if one does. Contender 0
 #   also gives each run a random stderr: a file, /dev/full, a pipe without a reader or
 #   a pipe nobody reads (unless --no-stderr-faults).
 # Until N critical sections have been entered (or --max-time runs out) it injects one
@@ -118,7 +122,7 @@ die_usage() {
 
 target="" contenders=8 seed="" short=0 rlock="" rlock_alt="" proxy_bin="" direct="" fault_every=""
 max_time="" persistence=1 stderr_faults=1 dir="" keep=0 quiet=0 masters=1 topo=""
-sync_replicas=0 nested=""
+sync_replicas=0 nested="" supersede=""
 while (($#)); do
   case $1 in
     --acquisitions) target=${2:-} && shift ;;
@@ -141,6 +145,7 @@ while (($#)); do
       ;;
     --sync-replicas) sync_replicas=${2:-} && shift ;;
     --nested) nested=${2:-} && shift ;;
+    --supersede) supersede=${2:-} && shift ;;
     --keep) keep=1 ;;
     --quiet) quiet=1 ;;
     -h | --help)
@@ -177,14 +182,18 @@ if ((replicated)); then direct=$contenders; fi # no proxy: every contender conne
 # "Nesting"). The stop fault never freezes a group that can still become orphaned (the
 # kernel would SIGHUP and SIGCONT it) and logs the real freeze (fault_stop).
 if [[ $masters != 1 ]]; then : "${nested:=0}"; else : "${nested:=10}"; fi
+# Superseding jobs (--supersede PCT): one server only, where the checker reads the join
+# order of every superseding job (the lock's :sups hash, docs/PROTOCOL.md) after the soak.
+if ((masters == 1 && !replicated)) && [[ -z $rlock_alt ]]; then : "${supersede:=10}"; else supersede=0; fi
 : "${direct:=$((contenders / 4))}"
-for v in target contenders seed direct fault_every max_time masters sync_replicas nested; do
+for v in target contenders seed direct fault_every max_time masters sync_replicas nested supersede; do
   is_num "${!v}" || die_usage "--${v//_/-} needs a whole number, got '${!v}'"
 done
 ((target >= 1)) || die_usage "--acquisitions must be at least 1"
 ((contenders >= 2 && contenders <= 64)) || die_usage "--contenders must be 2..64"
 ((direct <= contenders)) || die_usage "--direct must be at most --contenders"
 ((nested <= 100)) || die_usage "--nested must be a share of the runs, 0..100"
+((supersede <= 100)) || die_usage "--supersede must be a share of the runs, 0..100"
 ((fault_every >= 50)) || die_usage "--fault-every must be at least 50 (ms)"
 ((masters == 1 || (masters >= 3 && masters <= 9))) ||
   die_usage "--masters must be 1, or 3..9 for quorum mode"
@@ -906,7 +915,7 @@ start_contenders() {
     bin=$rlock
     ((c % 2 == 1)) && [[ -n $rlock_alt ]] && bin=$rlock_alt
     setsid bash "$here/contender.sh" "$W" "$c" "$seed" "$bin" "$url" "$KEY" \
-      "$(ttl_of "$c")" "$via" $((c == 0 ? stderr_faults : 0)) "$opts" "$nested" </dev/null >/dev/null 2>>"$W/err/contender.$c" &
+      "$(ttl_of "$c")" "$via" $((c == 0 ? stderr_faults : 0)) "$opts" "$nested" "$supersede" </dev/null >/dev/null 2>>"$W/err/contender.$c" &
     CONT_PIDS+=($!)
   done
 }
@@ -1253,8 +1262,54 @@ watch_frozen() {
   fi
 }
 
+# Finds a superseding job still waiting (an rlock run --supersede of ours whose critical
+# section has not started): sets _waiter to "RUN RLOCK_PID".
+find_waiter() {
+  local f pid args c run
+  local -a a
+  for f in /proc/[0-9]*/cmdline; do
+    pid=${f#/proc/}
+    pid=${pid%/cmdline}
+    args=$(tr '\0' '\n' 2>/dev/null <"$f") || continue
+    [[ $args == *$'\n--supersede\n'*"$here/cs.sh"$'\n'"$W"$'\n'* ]] || continue
+    mapfile -t a <<<"$args"
+    [[ ${a[0]} != bash ]] || continue
+    run=${a[-3]}
+    c=${run%%.*}
+    [[ -e $W/cur/$c ]] && continue # its section runs (or the contender's previous one)
+    _waiter="$run $pid"
+    return 0
+  done
+  return 1
+}
+
+# A superseding job frozen while it waits, for longer than its place's lease (6s):
+# whether it comes back superseded is the checker's supersede rule.
+fault_stop_waiter() {
+  local run pid pg dur
+  read -r run pid <<<"$_waiter"
+  pgid_of "$pid" && group_orphaned "$_pg" || return 1
+  pg=$_pg
+  rnd 6500 8000
+  dur=$_r
+  echo "$pg" >>"$W/stopped"
+  now_us
+  _t0=$_now
+  kill -STOP -- "-$pg" 2>/dev/null
+  sleep "$(printf '%d.%03d' $((dur / 1000)) $((dur % 1000)))"
+  kill -CONT -- "-$pg" 2>/dev/null
+  now_us
+  _t1=$_now
+  _kind=stop_waiter _detail="run=$run stop_ms=$dur rlock_pid=$pid"
+}
+
 fault_stop() {
   local run cspid rpid ttl rpg cpg dur order end r_lo="" r_hi="" c_lo="" c_hi="" r_how="" c_how=""
+  # With superseding jobs, a third of the stops freeze one that waits, if any does.
+  if ((supersede > 0)); then
+    rnd 0 2
+    ((_r == 0)) && find_waiter && fault_stop_waiter && return
+  fi
   if ! poll_until 1 find_holder; then
     _kind=stop_skipped _detail="no holder found within 1s"
     return
@@ -1416,6 +1471,7 @@ T0=$_now
   echo "stderr_faults=$stderr_faults"
   echo "short=$short"
   echo "nested_pct=$nested"
+  echo "supersede_pct=$supersede"
   echo "t0=$T0"
   echo "grace_ms=1000"
   echo "break_grace_ms=2000"
@@ -1501,8 +1557,9 @@ lock_free() {
 
 # The lock's keys left on the master in use (release tombstones counted: they expire soon).
 redis_keys() {
-  echo "$(rcli --scan --pattern "lock:*" | grep -v ':r:' | sort | tr '\n' ' ')$(
-    rcli --scan --pattern "lock:*:r:*" | wc -l) release tombstones"
+  echo "$(rcli --scan --pattern "lock:*" | grep -v ':[rx]:' | sort | tr '\n' ' ')$(
+    rcli --scan --pattern "lock:*:r:*" | wc -l) release tombstones, $(
+    rcli --scan --pattern "lock:*:x:*" | wc -l) superseded marks"
 }
 final_free=no
 poll_until 4 lock_free && final_free=yes
@@ -1538,6 +1595,11 @@ keys_without_expiry() {
   echo "$out"
 }
 final_unblocked
+# The first join (server ms) of every superseding job, for the checker's supersede rule:
+# DIR/sups, "TOKEN MS" lines (one server; docs/PROTOCOL.md, the :sups hash).
+if ((supersede > 0)); then
+  rcli hgetall "$LOCK_KEY:sups" | tr -d '\r' | paste - - | awk -F '\t' '$1 !~ / / { print $1, $2 }' >"$W/sups"
+fi
 noexpiry=""
 if ((replicated)); then
   pick_node
