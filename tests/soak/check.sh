@@ -10,7 +10,8 @@
 #
 # Inputs (see soak.sh, contender.sh, cs.sh): DIR/meta (key=value), DIR/hist/C (E, L and R
 # lines of contender C), DIR/res/log (W lines, in the resource's decision order),
-# DIR/faults.log (F lines), DIR/err/C (rlock's stderr, each run after "== RUN").
+# DIR/faults.log (F lines), DIR/err/C (rlock's stderr, each run after "== RUN"), DIR/sups
+# if there (TOKEN MS lines: the first join of every superseding job).
 #
 # Definitions (all times are the machine's wall clock in µs, one clock for every process):
 # - A run is inside from its E (enter) to its L (leave); without an L (killed), to the end
