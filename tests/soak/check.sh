@@ -10,7 +10,8 @@
 #
 # Inputs (see soak.sh, contender.sh, cs.sh): DIR/meta (key=value), DIR/hist/C (E, L and R
 # lines of contender C), DIR/res/log (W lines, in the resource's decision order),
-# DIR/faults.log (F lines), DIR/err/C (rlock's stderr, each run after "== RUN").
+# DIR/faults.log (F lines), DIR/err/C (rlock's stderr, each run after "== RUN"), DIR/sups
+# if there (TOKEN MS lines: the first join of every superseding job).
 #
 # Definitions (all times are the machine's wall clock in µs, one clock for every process):
 # - A run is inside from its E (enter) to its L (leave); without an L (killed), to the end
@@ -22,9 +23,14 @@
 #   superseded; a run that enters after a higher fence already did is superseded without
 #   overlapping.
 # - A superseded run X (first superseded by Y) is explained by
-#     stop:  a `stop` fault of X's job that started before Y entered, with X out within
-#            grace_ms (meta, 1s) after the SIGCONT: the freeze outlived the lease, which is
-#            exactly what fencing is for;
+#     stop:  a `stop` fault of X's job that started before Y entered, Y entered within
+#            grace_ms (meta, 1s) after X's rlock ran again and X was out within grace_ms
+#            after its whole job ran again: the freeze outlived the lease, which is exactly
+#            what fencing is for. The freeze counted is the real one: the soak polls the
+#            frozen processes and logs when each ran again (frozen_ms for rlock,
+#            cs_frozen_ms for the critical section; without them, the fault's end);
+#            frozen_min_ms, the last time rlock was seen stopped, is how long it surely
+#            was frozen (a run ending 0 must not have been frozen past its TTL);
 #     break: an `rlock break` that removed a holder, started before Y entered, ended after
 #            X's rlock started, with X's fence between the fence counter just before the
 #            break and just after it, and X out within break_grace_ms (meta, 2s: "about a
@@ -73,7 +79,7 @@
 #       from the soak user (or within grace_ms after), or 128+N (HUP, INT, QUIT, TERM) once the
 #       soak is stopping; a run that ran its command did not end 69 or 75, one that did
 #       not run it did not end 0 or 76. A run ending 0 must not have lost the lock: not
-#       superseded, not frozen past its TTL, not broken while inside, write not rejected,
+#       superseded, its rlock not frozen past its TTL, not broken while inside, write not rejected,
 #       command not ended by a signal ("a loss is never hidden": such runs exit 76).
 #   break: a run whose lock `rlock break` removed while it was inside is out within
 #       break_grace_ms of the break (the man page, break: a holder hears it "within about a
@@ -84,6 +90,9 @@
 #   shutdown: the lock is free after the soak, a newcomer gets in with `run -n` (no dead
 #       waiter blocks it), no key of the lock but its fence counter and history is left
 #       without an expiry, and no process is left behind.
+#   supersede: superseding jobs (`run --supersede`, DIR/sups: the first join of each, by
+#       token) entered in the order they joined: an older one never runs after a newer
+#       one entered ("latest wins", docs/GUIDE.md).
 #   target: the soak reached its number of acquisitions before --max-time.
 set -uo pipefail
 
@@ -99,20 +108,25 @@ hist=("$W"/hist/*)
 errs=("$W"/err/[0-9]*)
 
 # Pass 1: one line per run, joined from its E, L and R lines:
-#   RUN ENTER LEAVE HOW FENCE TOKEN START END STATUS TTL WAIT VIA WORK STDERR SHAPE
-#   ("-": none; SHAPE "nested" for a run whose critical section ran in a nested run)
+#   RUN ENTER LEAVE HOW FENCE TOKEN START END STATUS TTL WAIT VIA WORK STDERR SHAPE HOW_NESTED
+#   ("-": none; SHAPE "nested" for a run whose critical section ran in a nested run,
+#   HOW_NESTED setm, setsid or whilepid: contender.sh)
 cat "${hist[@]}" | awk '
   $1 == "E" { seen[$2] = 1; en[$2] = $3; fe[$2] = $4; tok[$2] = $7 }
   $1 == "L" { seen[$2] = 1; if (!($2 in lv)) { lv[$2] = $3; how[$2] = $4 } }
-  $1 == "R" { seen[$2] = 1; r[$2] = $3 " " $4 " " $5 " " $6 " " $7 " " $8 " " $9 " " (NF >= 10 ? $10 : "file") " " (NF >= 11 ? $11 : "-") }
+  $1 == "R" { seen[$2] = 1; r[$2] = $3 " " $4 " " $5 " " $6 " " $7 " " $8 " " $9 " " (NF >= 10 ? $10 : "file") " " (NF >= 11 ? $11 : "-") " " (NF >= 12 ? $12 : "-") }
   function d(a, k) { return (k in a) ? a[k] : "-" }
   END {
     for (k in seen)
-      print k, d(en, k), d(lv, k), d(how, k), d(fe, k), d(tok, k), ((k in r) ? r[k] : "- - - - - - - - -")
+      print k, d(en, k), d(lv, k), d(how, k), d(fe, k), d(tok, k), ((k in r) ? r[k] : "- - - - - - - - - -")
   }' | sort -k2,2n -k1,1 >"$tmp/runs"
 
+# DIR/sups: the first join (server ms) of every superseding job, by token (soak.sh
+# --supersede); none in a history without superseding jobs.
+supsf=$W/sups
+[[ -f $supsf ]] || { supsf=$tmp/sups && : >"$supsf"; }
 awk -v show="${CHECK_SHOW:-25}" -v metaf="$W/meta" -v faultf="$W/faults.log" -v resf="$W/res/log" -v runsf="$tmp/runs" \
-  -v errlist="${errs[*]}" -f - "$W/meta" "$W/faults.log" "$W/res/log" "$tmp/runs" <<'AWK'
+  -v supsf="$supsf" -v errlist="${errs[*]}" -f - "$W/meta" "$W/faults.log" "$W/res/log" "$supsf" "$tmp/runs" <<'AWK'
 BEGIN { max = 0 }
 function sec(t) { return sprintf("%.3fs", (t - T0) / 1e6) }
 function ms(d) { return sprintf("%.0fms", d / 1000) }
@@ -144,12 +158,23 @@ function counts(arr, order,    keys, nk, i, j, t, out) {
 }
 function leave_of(i) { return LV[i] != "-" ? LV[i] + 0 : (ND[i] != "-" ? ND[i] + 0 : TEND) }
 function add(list, s) { return list == "" ? s : list "; " s }
+# when stop fault k's freeze of rlock (the process that renews the lease) had ended: by
+# frozen_ms (the soak polled its state: something else may have continued it early, the
+# kernel for an orphaned group), else the fault's end (a history without frozen_ms)
+function thaw(k) { return FKV[k, "frozen_ms"] != "" ? FS0[k] + FKV[k, "frozen_ms"] * 1000 : FE[k] }
+# when the whole job ran again: rlock and the critical section (cs_frozen_ms)
+function thaw_job(k,    c) {
+  c = FKV[k, "cs_frozen_ms"] != "" ? FS0[k] + FKV[k, "cs_frozen_ms"] * 1000 : FE[k]
+  return c > thaw(k) ? c : thaw(k)
+}
+# how long rlock surely stayed frozen (ms): the last time it was seen stopped
+function frozen_min(k) { return FKV[k, "frozen_min_ms"] != "" ? FKV[k, "frozen_min_ms"] + 0 : FKV[k, "stop_ms"] + 0 }
 # how long run i was frozen by `stop` faults within [a, b] (µs)
 function frozen_within(i, a, b,    k, f, lo, hi) {
   f = 0
   for (k = 1; k <= nf; k++) {
     if (FK[k] != "stop" || FKV[k, "run"] != RUN[i]) continue
-    lo = FS0[k] > a ? FS0[k] : a; hi = FE[k] < b ? FE[k] : b
+    lo = FS0[k] > a ? FS0[k] : a; hi = thaw_job(k) < b ? thaw_job(k) : b
     if (hi > lo) f += hi - lo
   }
   return f
@@ -183,7 +208,8 @@ function explain_failover(a, b,    k, K, ttl) {
 function explain(i, j,    k, tY, lvX) {
   tY = EN[j]; lvX = leave_of(i)
   for (k = 1; k <= nf; k++) {
-    if (FK[k] == "stop" && FKV[k, "run"] == RUN[i] && FS0[k] < tY && lvX <= FE[k] + GRACE)
+    if (FK[k] == "stop" && FKV[k, "run"] == RUN[i] && FS0[k] < tY && tY <= thaw(k) + GRACE && \
+        lvX <= thaw_job(k) + GRACE)
       return "stop"
     if (FK[k] == "break" && FKV[k, "status"] == "0" && FS0[k] < tY && ST[i] != "-" && \
         ST[i] + 0 <= FE[k] && lvX - frozen_within(i, FE[k], lvX) <= FE[k] + BGRACE && \
@@ -238,10 +264,12 @@ FILENAME == resf && $1 == "W" {
   } else nrej++
   next
 }
+FILENAME == supsf && NF == 2 { JOIN[$1] = $2 + 0; next }
 FILENAME == runsf {
-  # RUN ENTER LEAVE HOW FENCE TOKEN START END STATUS TTL WAIT VIA WORK STDERR SHAPE
+  # RUN ENTER LEAVE HOW FENCE TOKEN START END STATUS TTL WAIT VIA WORK STDERR SHAPE HOW_NESTED
   nruns_all++; id = $1; A_SE[id] = $14
-  if ($15 == "nested") { nnest++; NESTST[$9]++ }
+  if ($15 == "nested") { nnest++; NESTST[$9]++; NESTV[$16 == "-" ? "setm" : $16]++ }
+  if ($15 == "supersede") { nsupjob++; SUPJST[$9]++ }
   if ($14 != "file" && $14 != "-") { SEN[$14]++; if ($9 != "-") SEST[$9]++ }
   A_ST[id] = $9; A_EN[id] = $2; A_NDT[id] = $8; A_START[id] = $7; A_TTL[id] = $10
   if ($9 != "-") { nrun++; SC[$9]++ }
@@ -335,6 +363,18 @@ END {
     SUPST[STAT[i]]++
   }
 
+  # --- superseding jobs: latest wins ---
+  # Runs in the order they entered; a superseding job whose first join came before that of
+  # one that already entered ran after a newer one.
+  for (i = 1; i <= n; i++) {
+    if (!(TOK[i] in JOIN)) continue
+    nsupin++
+    if (maxj && JOIN[TOK[i]] < JOIN[TOK[maxj]])
+      viol("supersede", sprintf("run %s, a superseding job that joined at %s, entered at %s, after run %s, a newer one (joined at %s), had entered at %s: it should have been superseded", \
+        RUN[i], sec(JOIN[TOK[i]] * 1000), sec(EN[i]), RUN[maxj], sec(JOIN[TOK[maxj]] * 1000), sec(EN[maxj])), RUN[i])
+    if (!maxj || JOIN[TOK[i]] > JOIN[TOK[maxj]]) maxj = i
+  }
+
   # --- freezes and breaks ---
   for (k = 1; k <= nf; k++) {
     if (FK[k] == "stop") {
@@ -342,6 +382,7 @@ END {
       if (!i) continue
       STOPPED[i] = k
       if (FS0[k] < leave_of(i)) { nstopped++; STOPST[STAT[i]]++ } else nstopped_late++
+      if (FKV[k, "continued"] == "ran" || FKV[k, "cs_continued"] == "ran") nearly++
     } else if (FK[k] == "break" && FKV[k, "status"] == "0") {
       nbroke++
       i = BYTOK[FKV[k, "tok"]]
@@ -384,7 +425,7 @@ END {
     if (WRES[id] == "R" && !(i in AFTERRESET) && !fx) why = add(why, sprintf("its write with fence %s was rejected as stale (resource max %s)", WF[id], WMAX[id]))
     if ((i in SUP) && SUPWHY[i] != "failover") why = add(why, sprintf("run %s (fence %.0f) was granted the lock at/before %s while it was inside", RUN[SUP[i]], FE_[SUP[i]], sec(EN[SUP[i]])))
     else if (fx && WRES[id] == "R") nrejx++
-    if (i in STOPPED) { k = STOPPED[i]; if (FKV[k, "stop_ms"] + 0 > TTL[i] + 0 && FS0[k] < leave_of(i)) why = add(why, sprintf("its job was frozen %sms (TTL %sms) at %s", FKV[k, "stop_ms"], TTL[i], sec(FS0[k]))) }
+    if (i in STOPPED) { k = STOPPED[i]; if (frozen_min(k) > TTL[i] + 0 && FS0[k] < leave_of(i)) why = add(why, sprintf("its rlock was frozen %sms (TTL %sms) at %s", frozen_min(k), TTL[i], sec(FS0[k]))) }
     if (i in BROKEN) why = add(why, sprintf("rlock break removed its lock at %s while it was inside", sec(FS0[BROKEN[i]])))
     if (id in NOTHELD) why = add(why, "rlock logged that it was no longer held at release")
     if (HOW[i] != "ok") why = add(why, "its command was ended by SIG" toupper(HOW[i] == "-" ? "KILL" : HOW[i]))
@@ -410,12 +451,13 @@ END {
   printf "  rlock %s (%s), redis %s\n", M["rlock_version"], M["commit"], M["redis"]
   printf "  wall time         %.1fs\n", (TEND - T0) / 1e6
   printf "  acquisitions      %d (target %s)   runs %d   fences %.0f..%.0f\n", n, M["target"], nrun, (n ? FE_[1] : 0), PM[n]
-  if (nnest) printf "  nested runs       %d (in a process group of their own), their exits:%s\n", nnest, counts(NESTST)
+  if (nnest) printf "  nested runs       %d (set -m, setsid, a --while-pid script's job:%s), their exits:%s\n", nnest, counts(NESTV, "setm setsid whilepid"), counts(NESTST)
+  if (nsupjob) printf "  superseding jobs  %d (run --supersede; %d entered, in the order they joined), their exits:%s\n", nsupjob, nsupin, counts(SUPJST)
   printf "  exit statuses    %s%s\n", counts(SC), nacl77 ? sprintf(" (77: %d, each while a command was taken from the soak user)", nacl77) : ""
-  printf "  faults            %d:%s\n", nf - NK["stop_skipped"] - NK["failover_skipped"] - NK["master_kill_skipped"], counts(NK, "cut client_kill restart stop script_flush break acl master_stop failover master_kill migrate stop_skipped failover_skipped master_kill_skipped")
+  printf "  faults            %d:%s\n", nf - NK["stop_skipped"] - NK["failover_skipped"] - NK["master_kill_skipped"], counts(NK, "cut client_kill restart stop stop_waiter script_flush break acl master_stop failover master_kill migrate stop_skipped failover_skipped master_kill_skipped")
   if (NK["restart"]) printf "  restarts          down (kill -9 to AOF loaded) avg %s, max %s%s\n", ms(sumdown / NK["restart"]), ms(maxdown), nblind ? sprintf("; %d without a readable state after the restart (not checked)", nblind) : ""
   out = counts(STOPST)
-  printf "  frozen holders    %d, their exits:%s%s\n", nstopped, out, nstopped_late ? sprintf(" (and %d frozen only after their command ended)", nstopped_late) : ""
+  printf "  frozen holders    %d, their exits:%s%s%s\n", nstopped, out, nstopped_late ? sprintf(" (and %d frozen only after their command ended)", nstopped_late) : "", nearly ? sprintf("; %d ran again before the soak continued them (the freeze counted is the real one)", nearly) : ""
   out = counts(BRST)
   printf "  breaks            %d removed a holder; %d runs certainly broken while inside, their exits:%s; slowest out %s after the break (run %s)\n", nbroke, nbroken, out, ms(maxreact), maxreact_run
   printf "  overlaps          %d pairs, %d explained%s\n", npairs, npairs_ok, nreset ? sprintf(", %d after a fence reset", npairs_reset) : ""

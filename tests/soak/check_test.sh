@@ -62,6 +62,9 @@ norun() {
 
 fault() { echo "F $1 $(us "$2") $(us "$3") ${*:4}" >>"$D/faults.log"; }
 
+# sups C.I JOIN: run C.I is a superseding job that first joined at JOIN (ms after B).
+sups() { echo "tok$1 $(($(us "$2") / 1000))" >>"$D/sups"; }
+
 # expect PASS|RULE WHAT: runs the checker on D; RULE is the [rule] a FAIL must name.
 expect() {
   local want=$1 what=$2 out rc=0
@@ -129,6 +132,40 @@ fault stop 22 2000 run=0.0 ttl=1000 stop_ms=1978
 expect PASS "a job frozen only after its command ended (while releasing) may exit 0"
 
 new_case
+run 0.0 1 0 10 20 25 0
+run 1.0 2 5 30 40 45 0
+sups 0.0 3
+sups 1.0 8
+expect PASS "two superseding jobs entered in the order they joined"
+
+new_case
+run 1.0 1 5 10 20 25 0
+run 0.0 2 0 30 40 45 0
+sups 0.0 3
+sups 1.0 8
+run 2.0 3 50 60 70 75 0
+expect supersede "a superseding job ran after a newer one had entered"
+
+# A stop fault logs the real freeze of rlock (frozen_min_ms..frozen_ms, the soak polled its
+# state): the kernel continues an orphaned process group with a stopped member at once.
+new_case
+run 0.0 1 0 10 1850 1860 0
+fault stop 100 1800 run=0.0 ttl=1000 stop_ms=1700 frozen_min_ms=5 frozen_ms=13 cs_frozen_min_ms=1690 cs_frozen_ms=1700 continued=ran cs_continued=soak
+expect PASS "a holder whose rlock the kernel continued after 13ms of a 1.7s stop may exit 0"
+
+new_case
+run 1.0 2 5 1500 1510 1515 0
+run 0.0 1 0 10 1900 1950 76 R term
+fault stop 100 1800 run=0.0 ttl=1000 stop_ms=1700 frozen_min_ms=5 frozen_ms=13 cs_frozen_min_ms=1690 cs_frozen_ms=1700 continued=ran cs_continued=soak
+expect overlap "a 13ms real freeze (of a 1.7s stop) does not explain an overlap"
+
+new_case
+run 1.0 2 5 1500 1510 1515 0
+run 0.0 1 0 10 1900 1950 0 R
+fault stop 100 1800 run=0.0 ttl=1000 stop_ms=1700 frozen_min_ms=1690 frozen_ms=1701 cs_frozen_min_ms=1690 cs_frozen_ms=1701 continued=soak cs_continued=soak
+expect hidden-loss "a holder whose rlock was really frozen 1.69s exits 0"
+
+new_case
 run 0.0 5 0 10 20 25 0
 fault restart 30 40 tok=- pttl=-2 fence=5 "at=$(us 30)" "tok1=LOADING Redis" pttl1=- fence1=- "at1=$(us 40)"
 run 1.0 6 45 50 60 65 0
@@ -146,6 +183,13 @@ run 1.0 2 5 300 310 315 0
 fault break 200 210 status=0 tok=tok0.0 fence=1 fence1=1
 fault stop 700 3800 run=0.0 ttl=1000 stop_ms=3100
 expect PASS "a broken holder frozen before it could hear the break: the freeze does not count"
+
+new_case
+run 0.0 1 0 10 4000 4005 76 none term
+run 1.0 2 5 300 310 315 0
+fault break 200 210 status=0 tok=tok0.0 fence=1 fence1=1
+fault stop 700 3800 run=0.0 ttl=1000 stop_ms=3100 frozen_min_ms=2 frozen_ms=12 cs_frozen_min_ms=2 cs_frozen_ms=12 continued=ran cs_continued=ran
+expect break "a broken holder whose rlock the kernel continued after 12ms of a stop: only the real freeze counts"
 
 new_case
 run 0.0 1 0 10 2500 2505 76 none term

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2016 # the nested runs' scripts are expanded by their own bash
 # One soak contender; tests/soak/soak.sh starts it in a session of its own (setsid), so a
 # fault can freeze "the whole job" (this loop, rlock and rlock's guard) with one kill.
 #
-#   contender.sh DIR C SEED RLOCK URL KEY TTL_MS VIA STDERR_FAULTS [RUN_OPTIONS [NESTED_PCT]]
+#   contender.sh DIR C SEED RLOCK URL KEY TTL_MS VIA STDERR_FAULTS [RUN_OPTIONS [NESTED_PCT
+#                [SUPERSEDE_PCT]]]
 #
 # URL may be several URLs separated by spaces (quorum mode: one --url each). RUN_OPTIONS
 # (space-separated, e.g. "--sync-replicas 2") go to every `rlock run`.
@@ -10,7 +12,7 @@
 # exists. W and the critical section's work come from a random stream seeded by SEED and
 # C, so a seed always asks for the same runs. After each run it appends to DIR/hist/C
 #
-#   R RUN START_US END_US STATUS TTL_MS WAIT_MS VIA WORK_MS STDERR
+#   R RUN START_US END_US STATUS TTL_MS WAIT_MS VIA WORK_MS STDERR [nested SHAPE | supersede]
 #
 # rlock's stderr (-v: every round trip, and "no longer held at release") goes to
 # DIR/err/C, each run's lines after a "== RUN" marker: STDERR is "file". With
@@ -20,16 +22,24 @@
 # a signal": a failed or
 # stalled stderr neither kills rlock nor delays renewal.
 #
-# Nested runs (NESTED_PCT, 0-100: that share of the runs): the run's command starts a
-# nested `rlock run KEY -- cs.sh …` in a process group of its own (`set -m`) and exits
-# after 0-50ms, long before the critical section ends: the nested run is a hold under the
-# outer one's token (docs/GUIDE.md "Nesting"), so the lock stays held until it ends. The R
-# line then gives the nested run's status and end (the critical section is its), "nested"
-# after STDERR.
+# Nested runs (NESTED_PCT, 0-100: that share of the runs): the run's critical section runs
+# in a nested `rlock run KEY -- cs.sh …` that outlives what encloses it, in one of three
+# shapes drawn from the seeded stream: "setm", the run's command starts it as a job of its
+# own (`set -m`: a process group of its own) and exits after 0-50ms; "setsid", the same in
+# a session of its own; "whilepid", instead of `rlock run` a script takes the lock with
+# `acquire --while-pid $$ --export`, evals it, starts the nested run in the background
+# and exits after 0-50ms (its keeper then releases its hold). The nested run is a hold
+# under the enclosing one's token (docs/GUIDE.md "Nesting"), so the lock stays held until
+# it ends. The R line then gives the nested run's status and end (the critical section is
+# its), "nested SHAPE" after STDERR; for "whilepid", STATUS is the acquire's when it failed.
+#
+# Superseding jobs (SUPERSEDE_PCT, 0-100: that share of the runs that are not nested): the
+# run is `rlock run --supersede` (a CI job: the newest of them wins, docs/GUIDE.md);
+# "supersede" after STDERR. A superseded one exits 75.
 set -u
 dir=$1 c=$2 seed=$3 rlock=$4 url=$5 key=$6 ttl=$7 via=$8 stderr_faults=${9:-0}
 read -r -a run_opts <<<"${10:-}"
-nested_pct=${11:-0}
+nested_pct=${11:-0} supersede_pct=${12:-0}
 cs="$(dirname "${BASH_SOURCE[0]}")/cs.sh"
 hist=$dir/hist/$c err=$dir/err/$c
 read -r -a urls <<<"$url"
@@ -37,6 +47,7 @@ url_args=()
 for u in "${urls[@]}"; do url_args+=(--url "$u"); done
 RANDOM=$((seed * 1009 + c * 7919))
 stopping=0
+shapes=(setm setsid whilepid)
 # SIGTERM (the soak's shutdown) reaches rlock too; the loop records the run, then ends.
 trap 'stopping=1' TERM INT HUP
 
@@ -80,7 +91,7 @@ for ((i = 0; ; i++)); do
     mode=${modes[$_r]}
   fi
   printf -v work_s '%d.%03d' $((work_ms / 1000)) $((work_ms % 1000))
-  nested=0
+  nested=0 shape=""
   if ((nested_pct > 0)); then
     rnd 0 99
     ((_r < nested_pct)) && nested=1
@@ -90,33 +101,65 @@ for ((i = 0; ; i++)); do
   if ((nested)); then
     rnd 0 50
     printf -v outer_s '0.%03d' "$_r"
+    rnd 0 2
+    shape=${shapes[$_r]}
     nest_st=$dir/nest.$c
     rm -f "$nest_st"
     # The nested run's stderr is the contender's file (not the drawn fault: it outlives the
-    # outer run, which may have left a FIFO's reader behind).
-    # shellcheck disable=SC2016 # expanded by the inner bash
-    set -- -v "${url_args[@]}" run --ttl "${ttl}ms" --wait "${wait_ms}ms" "${run_opts[@]}" "$key" -- \
-      bash -c 'set -m
-        ( "$1" -v "${@:14}" run --ttl "$2" --wait "$3" "$4" -- bash "$5" "${@:9:5}" 2>>"$6"
-          echo $? >"$7.tmp" && mv "$7.tmp" "$7" ) </dev/null >/dev/null &
-        sleep "$8"' nested "$rlock" "${ttl}ms" "${wait_ms}ms" "$key" "$cs" "$err" "$nest_st" \
-      "$outer_s" "$dir" "$c" "$run" "$work_s" "$ttl" "${url_args[@]}"
+    # outer run, which may have left a FIFO's reader behind); the enclosing script's own is
+    # /dev/null (a job-control shell reports its jobs there: on a broken stderr it would
+    # die of SIGPIPE, and rlock would pass that on). The inner bash gets: $1
+    # rlock, $2 TTL, $3 wait, $4 key, $5 cs.sh, $6 err, $7 status file, $8 outer's sleep,
+    # $9-$13 cs.sh's arguments, $14… the URL options.
+    inner=(nested "$rlock" "${ttl}ms" "${wait_ms}ms" "$key" "$cs" "$err" "$nest_st"
+      "$outer_s" "$dir" "$c" "$run" "$work_s" "$ttl" "${url_args[@]}")
+    nest_run='"$1" -v "${@:14}" run --ttl "$2" --wait "$3" "$4" -- bash "$5" "${@:9:5}" 2>>"$6"
+      echo $? >"$7.tmp" && mv "$7.tmp" "$7"'
+    case $shape in
+      setm) # a job of its own (set -m: a process group of its own)
+        set -- -v "${url_args[@]}" run --ttl "${ttl}ms" --wait "${wait_ms}ms" "${run_opts[@]}" "$key" -- \
+          bash -c "exec 2>/dev/null; set -m; ( $nest_run ) </dev/null >/dev/null &"' sleep "$8"' "${inner[@]}"
+        ;;
+      setsid) # a session of its own
+        set -- -v "${url_args[@]}" run --ttl "${ttl}ms" --wait "${wait_ms}ms" "${run_opts[@]}" "$key" -- \
+          bash -c 'exec 2>/dev/null; setsid bash -c "$0" nested "$@" </dev/null >/dev/null &
+            sleep "$8"' "$nest_run" "${inner[@]:1}"
+        ;;
+      whilepid) # a background job of a script that holds the lock with a keeper, then exits
+        printf -v opts ' %q' "${run_opts[@]}"
+        ((${#run_opts[@]})) || opts=""
+        set -- -c 'out=$("$1" -v "${@:14}" acquire --ttl "$2" --wait "$3"'"$opts"' "$4" --while-pid $$ --export) ||
+            exit $?
+          eval "$out"
+          exec 2>/dev/null
+          ( '"$nest_run"' ) </dev/null >/dev/null &
+          sleep "$8"' "${inner[@]}"
+        ;;
+    esac
   else
-    set -- -v "${url_args[@]}" run --ttl "${ttl}ms" --wait "${wait_ms}ms" "${run_opts[@]}" "$key" -- \
-      bash "$cs" "$dir" "$c" "$run" "$work_s" "$ttl"
+    sup=()
+    if ((supersede_pct > 0)); then
+      rnd 0 99
+      ((_r < supersede_pct)) && sup=(--supersede) shape=supersede
+    fi
+    set -- -v "${url_args[@]}" run --ttl "${ttl}ms" --wait "${wait_ms}ms" "${run_opts[@]}" "${sup[@]}" \
+      "$key" -- bash "$cs" "$dir" "$c" "$run" "$work_s" "$ttl"
   fi
   t0=${EPOCHREALTIME/./}
+  prog=$rlock
+  [[ $shape == whilepid ]] && prog=bash
   case $mode in
-    file) "$rlock" "$@" </dev/null >/dev/null 2>>"$err" ;;
-    full) "$rlock" "$@" </dev/null >/dev/null 2>/dev/full ;;
-    epipe) "$rlock" "$@" </dev/null >/dev/null 2>&"$epipe" ;;
-    stall) "$rlock" "$@" </dev/null >/dev/null 2>&"$stall" ;;
+    file) "$prog" "$@" </dev/null >/dev/null 2>>"$err" ;;
+    full) "$prog" "$@" </dev/null >/dev/null 2>/dev/full ;;
+    epipe) "$prog" "$@" </dev/null >/dev/null 2>&"$epipe" ;;
+    stall) "$prog" "$@" </dev/null >/dev/null 2>&"$stall" ;;
   esac
   st=$?
   t1=${EPOCHREALTIME/./}
-  shape=""
+  tail=""
+  [[ $shape == supersede ]] && tail=" supersede"
   if ((nested)); then
-    shape=" nested"
+    tail=" nested $shape"
     # The outer run let the command run (0, or 76 if it lost the lock meanwhile): the
     # nested run's end is the run's. Bounded: a critical section lasts at most 1.8 TTL
     # and a nested run waits for nobody (the lock is its outer run's).
@@ -132,7 +175,7 @@ for ((i = 0; ; i++)); do
     fi
   fi
   printf 'R %s %s %s %s %s %s %s %s %s%s\n' "$run" "$t0" "$t1" "$st" "$ttl" "$wait_ms" "$via" \
-    "$work_ms" "$mode" "$shape" >>"$hist"
+    "$work_ms" "$mode" "$tail" >>"$hist"
   # Redis is down (a restart), or refuses the soak user a command (the acl fault): do not
   # spin.
   if ((st == 69 || st == 77)); then sleep 0.1; fi

@@ -7,7 +7,7 @@
 #                      [--rlock PATH] [--proxy PATH] [--direct K] [--fault-every MS]
 #                      [--max-time S] [--no-persistence] [--no-stderr-faults] [--dir DIR]
 #                      [--masters N | --sentinel | --cluster] [--sync-replicas N]
-#                      [--keep] [--quiet] [--rlock-alt PATH] [--nested PCT]
+#                      [--keep] [--quiet] [--rlock-alt PATH] [--nested PCT] [--supersede PCT]
 #
 # What it starts, all its own and all stopped at exit (trap on EXIT, INT, TERM, HUP):
 # - redis-server on a free loopback port with persistence (--appendonly yes
@@ -17,10 +17,16 @@
 # - C contenders (tests/soak/contender.sh, each in a session of its own), each a loop of
 #   `rlock run --ttl T --wait W soak -- bash cs.sh …` (T = 1s, 1.5s, 2s by contender);
 #   the critical section (tests/soak/cs.sh) writes to a fenced resource; with --nested PCT
-#   (default 0: see the note at its default below; one server only, quorum mode refuses
-#   such a nested run) that share of the runs runs it in
-#   a nested `rlock run` put in a process group of its own (`set -m`), the outer run's
-#   command exiting at once (contender.sh). Contender 0
+#   (default 10 on one server, Sentinel and Cluster; 0 in quorum mode, which refuses a
+#   nested run outside the holder's process group) that share of the runs runs it in a
+#   nested `rlock run` that outlives what encloses it, the shape drawn by the seed: a job
+#   of its own (`set -m`) or a session of its own (`setsid`) started by the run's command,
+#   which exits at once; or a background job of a script that took the lock with
+#   `acquire --while-pid $$ --export` and exits at once (contender.sh); with --supersede
+#   PCT (default 10 on one server, where the checker reads every superseding job's first
+#   join from the lock's :sups hash after the soak; 0 elsewhere) that share of the other
+#   runs are `run --supersede` CI jobs, and a third of the stop faults freeze one of them
+#   that waits (stop_waiter, 6.5-8s: past its place's lease), if one does. Contender 0
 #   also gives each run a random stderr: a file, /dev/full, a pipe without a reader or
 #   a pipe nobody reads (unless --no-stderr-faults).
 # Until N critical sections have been entered (or --max-time runs out) it injects one
@@ -29,9 +35,13 @@
 #   cut            fault_proxy SIGUSR1: every proxied connection closed at once
 #   client_kill    CLIENT KILL TYPE normal
 #   restart        kill -9 redis-server, 0-400ms down, start again (same port, dir, AOF)
-#   stop           SIGSTOP a holder's whole job (contender loop, rlock, its guard and the
-#                  critical section's process group) for its TTL + 0.2-1.2s, then SIGCONT
-#                  (which side first is drawn too), like a GC pause or a VM freeze
+#   stop           SIGSTOP a holder's whole job (rlock's process group: the contender loop,
+#                  rlock, its guard, or a nested run's own group; and the critical
+#                  section's process group) for its TTL + 0.2-1.2s, then SIGCONT (which
+#                  side first is drawn too), like a GC pause or a VM freeze. The details
+#                  give the real freeze, polled from /proc (frozen_ms, cs_frozen_ms); a
+#                  group that can still become orphaned (the kernel would SIGHUP and
+#                  SIGCONT it) is not frozen: stop_skipped
 #   script_flush   SCRIPT FLUSH
 #   break          rlock break soak --yes
 #   acl            the ACL user the contenders connect as ("soak") loses one command the
@@ -112,7 +122,7 @@ die_usage() {
 
 target="" contenders=8 seed="" short=0 rlock="" rlock_alt="" proxy_bin="" direct="" fault_every=""
 max_time="" persistence=1 stderr_faults=1 dir="" keep=0 quiet=0 masters=1 topo=""
-sync_replicas=0 nested=""
+sync_replicas=0 nested="" supersede=""
 while (($#)); do
   case $1 in
     --acquisitions) target=${2:-} && shift ;;
@@ -135,6 +145,7 @@ while (($#)); do
       ;;
     --sync-replicas) sync_replicas=${2:-} && shift ;;
     --nested) nested=${2:-} && shift ;;
+    --supersede) supersede=${2:-} && shift ;;
     --keep) keep=1 ;;
     --quiet) quiet=1 ;;
     -h | --help)
@@ -167,19 +178,22 @@ else
 fi
 : "${seed:=$((EPOCHSECONDS % 1000000))}"
 if ((replicated)); then direct=$contenders; fi # no proxy: every contender connects directly
-# Off by default for now: a stop fault that freezes a nested run's process group just before
-# its outer run exits is undone at once by the kernel (an orphaned process group with a
-# stopped member gets SIGHUP and SIGCONT), while the checker takes the freeze to have
-# lasted its whole stop_ms. Quorum mode refuses such a nested run anyway (docs/GUIDE.md "Nesting").
-: "${nested:=0}"
+# Quorum mode refuses a nested run outside the holder's process group (docs/GUIDE.md
+# "Nesting"). The stop fault never freezes a group that can still become orphaned (the
+# kernel would SIGHUP and SIGCONT it) and logs the real freeze (fault_stop).
+if [[ $masters != 1 ]]; then : "${nested:=0}"; else : "${nested:=10}"; fi
+# Superseding jobs (--supersede PCT): one server only, where the checker reads the join
+# order of every superseding job (the lock's :sups hash, docs/PROTOCOL.md) after the soak.
+if ((masters == 1 && !replicated)) && [[ -z $rlock_alt ]]; then : "${supersede:=10}"; else supersede=0; fi
 : "${direct:=$((contenders / 4))}"
-for v in target contenders seed direct fault_every max_time masters sync_replicas nested; do
+for v in target contenders seed direct fault_every max_time masters sync_replicas nested supersede; do
   is_num "${!v}" || die_usage "--${v//_/-} needs a whole number, got '${!v}'"
 done
 ((target >= 1)) || die_usage "--acquisitions must be at least 1"
 ((contenders >= 2 && contenders <= 64)) || die_usage "--contenders must be 2..64"
 ((direct <= contenders)) || die_usage "--direct must be at most --contenders"
 ((nested <= 100)) || die_usage "--nested must be a share of the runs, 0..100"
+((supersede <= 100)) || die_usage "--supersede must be a share of the runs, 0..100"
 ((fault_every >= 50)) || die_usage "--fault-every must be at least 50 (ms)"
 ((masters == 1 || (masters >= 3 && masters <= 9))) ||
   die_usage "--masters must be 1, or 3..9 for quorum mode"
@@ -901,7 +915,7 @@ start_contenders() {
     bin=$rlock
     ((c % 2 == 1)) && [[ -n $rlock_alt ]] && bin=$rlock_alt
     setsid bash "$here/contender.sh" "$W" "$c" "$seed" "$bin" "$url" "$KEY" \
-      "$(ttl_of "$c")" "$via" $((c == 0 ? stderr_faults : 0)) "$opts" "$nested" </dev/null >/dev/null 2>>"$W/err/contender.$c" &
+      "$(ttl_of "$c")" "$via" $((c == 0 ? stderr_faults : 0)) "$opts" "$nested" "$supersede" </dev/null >/dev/null 2>>"$W/err/contender.$c" &
     CONT_PIDS+=($!)
   done
 }
@@ -1196,8 +1210,106 @@ pgid_of() {
   read -r _ _ _pg _ <<<"$st"
 }
 
+# group_orphaned PGID: 0 when no member of the process group has its parent in another
+# group of the same session: the group is orphaned already (a contender's own session,
+# a nested run under setsid or whose outer run has gone), so it cannot become orphaned
+# while frozen. 1 when it still can: the kernel sends an orphaned group with a stopped
+# member SIGHUP and SIGCONT at once (a nested run's group the moment its outer run's
+# command exits), which would end the freeze early and signal the nested run.
+group_orphaned() {
+  local f st ppid pg sid ppg psid
+  for f in /proc/[0-9]*/stat; do
+    { read -r st <"$f"; } 2>/dev/null || continue
+    st=${st##*) }
+    read -r _ ppid pg sid _ <<<"$st"
+    [[ $pg == "$1" ]] || continue
+    { read -r st <"/proc/$ppid/stat"; } 2>/dev/null || continue
+    st=${st##*) }
+    read -r _ _ ppg psid _ <<<"$st"
+    [[ $ppg != "$1" && $psid == "$sid" ]] && return 1
+  done
+  return 0
+}
+
+# frozen_state PID: 0 while the process is stopped (state T), 1 once it runs, 2 once it is
+# gone (or a zombie).
+frozen_state() {
+  local st
+  { read -r st <"/proc/$1/stat"; } 2>/dev/null || return 2
+  st=${st##*) }
+  case ${st:0:1} in
+    T) return 0 ;;
+    [ZX]) return 2 ;;
+  esac
+  return 1
+}
+
+# watch_frozen NAME PID: one poll of a frozen process's state (for fault_stop). Sets
+# NAME_lo (µs after the stop it was last seen stopped) and, once it is seen running again
+# or gone before the soak continued it, NAME_hi (µs after the stop: it ran by then) and
+# NAME_how (ran or ended). A process not yet seen stopped 100ms after the SIGSTOP counts
+# as continued at once.
+# shellcheck disable=SC2034 # lo, hi, how: namerefs to the caller's variables
+watch_frozen() {
+  local -n lo=${1}_lo hi=${1}_hi how=${1}_how
+  local st=0
+  [[ -z $hi ]] || return 0
+  frozen_state "$2" || st=$?
+  if ((st == 0)); then
+    lo=$((_now - _t0))
+  elif ((st == 2)) || [[ -n $lo ]] || ((_now - _t0 >= 100000)); then
+    hi=$((_now - _t0)) lo=${lo:-0} how=$([[ $st == 2 ]] && echo ended || echo ran)
+  fi
+}
+
+# Finds a superseding job still waiting (an rlock run --supersede of ours whose critical
+# section has not started): sets _waiter to "RUN RLOCK_PID".
+find_waiter() {
+  local f pid args c run
+  local -a a
+  for f in /proc/[0-9]*/cmdline; do
+    pid=${f#/proc/}
+    pid=${pid%/cmdline}
+    args=$(tr '\0' '\n' 2>/dev/null <"$f") || continue
+    [[ $args == *$'\n--supersede\n'*"$here/cs.sh"$'\n'"$W"$'\n'* ]] || continue
+    mapfile -t a <<<"$args"
+    [[ ${a[0]} != bash ]] || continue
+    run=${a[-3]}
+    c=${run%%.*}
+    [[ -e $W/cur/$c ]] && continue # its section runs (or the contender's previous one)
+    _waiter="$run $pid"
+    return 0
+  done
+  return 1
+}
+
+# A superseding job frozen while it waits, for longer than its place's lease (6s):
+# whether it comes back superseded is the checker's supersede rule.
+fault_stop_waiter() {
+  local run pid pg dur
+  read -r run pid <<<"$_waiter"
+  pgid_of "$pid" && group_orphaned "$_pg" || return 1
+  pg=$_pg
+  rnd 6500 8000
+  dur=$_r
+  echo "$pg" >>"$W/stopped"
+  now_us
+  _t0=$_now
+  kill -STOP -- "-$pg" 2>/dev/null
+  sleep "$(printf '%d.%03d' $((dur / 1000)) $((dur % 1000)))"
+  kill -CONT -- "-$pg" 2>/dev/null
+  now_us
+  _t1=$_now
+  _kind=stop_waiter _detail="run=$run stop_ms=$dur rlock_pid=$pid"
+}
+
 fault_stop() {
-  local run cspid rpid ttl rpg cpg dur order
+  local run cspid rpid ttl rpg cpg dur order end r_lo="" r_hi="" c_lo="" c_hi="" r_how="" c_how=""
+  # With superseding jobs, a third of the stops freeze one that waits, if any does.
+  if ((supersede > 0)); then
+    rnd 0 2
+    ((_r == 0)) && find_waiter && fault_stop_waiter && return
+  fi
   if ! poll_until 1 find_holder; then
     _kind=stop_skipped _detail="no holder found within 1s"
     return
@@ -1208,6 +1320,12 @@ fault_stop() {
     return
   fi
   cpg=$_pg
+  # rlock's group (the one that renews the lease) must not become orphaned while frozen;
+  # the critical section's group cannot: its parent, rlock, is frozen too.
+  if ! group_orphaned "$rpg"; then
+    _kind=stop_skipped _detail="run=$run: its rlock's process group can still be orphaned (a nested run whose outer run's command still runs)"
+    return
+  fi
   rnd 200 1200
   dur=$((ttl + _r))
   rnd 0 1
@@ -1216,8 +1334,19 @@ fault_stop() {
   echo "$cpg" >>"$W/stopped"
   now_us
   _t0=$_now
+  end=$((_t0 + dur * 1000))
   kill -STOP -- "-$rpg" "-$cpg" 2>/dev/null
-  sleep "$(printf '%d.%03d' $((dur / 1000)) $((dur % 1000)))"
+  # The freeze that counts is the real one: poll both processes' state every ~10ms until
+  # the planned end, or until both run again (something else continued them).
+  while now_us && ((_now < end)); do
+    watch_frozen r "$rpid"
+    watch_frozen c "$cspid"
+    [[ -n $r_hi && -n $c_hi ]] && break
+    sleep 0.01
+  done
+  now_us
+  [[ -n $r_hi ]] || r_lo=$((_now - _t0))
+  [[ -n $c_hi ]] || c_lo=$((_now - _t0))
   if [[ $order == cs-first ]]; then
     kill -CONT -- "-$cpg" "-$rpg" 2>/dev/null
   else
@@ -1225,7 +1354,14 @@ fault_stop() {
   fi
   now_us
   _t1=$_now
+  [[ -n $r_hi ]] || r_hi=$((_now - _t0)) r_how=soak
+  [[ -n $c_hi ]] || c_hi=$((_now - _t0)) c_how=soak
   _detail="run=$run ttl=$ttl stop_ms=$dur order=$order cs_pid=$cspid rlock_pid=$rpid"
+  _detail+=" frozen_min_ms=$((r_lo / 1000)) frozen_ms=$(((r_hi + 999) / 1000))"
+  _detail+=" cs_frozen_min_ms=$((c_lo / 1000)) cs_frozen_ms=$(((c_hi + 999) / 1000))"
+  # how each ran again: "soak" (its SIGCONT), "ran" (something else continued it: the
+  # kernel, for a group that became orphaned), "ended" (it was ending: it never stopped)
+  _detail+=" continued=$r_how cs_continued=$c_how"
 }
 
 # The soak user loses one command the scripts use for 0.5-3s (on one master in quorum
@@ -1335,6 +1471,7 @@ T0=$_now
   echo "stderr_faults=$stderr_faults"
   echo "short=$short"
   echo "nested_pct=$nested"
+  echo "supersede_pct=$supersede"
   echo "t0=$T0"
   echo "grace_ms=1000"
   echo "break_grace_ms=2000"
@@ -1420,8 +1557,9 @@ lock_free() {
 
 # The lock's keys left on the master in use (release tombstones counted: they expire soon).
 redis_keys() {
-  echo "$(rcli --scan --pattern "lock:*" | grep -v ':r:' | sort | tr '\n' ' ')$(
-    rcli --scan --pattern "lock:*:r:*" | wc -l) release tombstones"
+  echo "$(rcli --scan --pattern "lock:*" | grep -v ':[rx]:' | sort | tr '\n' ' ')$(
+    rcli --scan --pattern "lock:*:r:*" | wc -l) release tombstones, $(
+    rcli --scan --pattern "lock:*:x:*" | wc -l) superseded marks"
 }
 final_free=no
 poll_until 4 lock_free && final_free=yes
@@ -1457,6 +1595,11 @@ keys_without_expiry() {
   echo "$out"
 }
 final_unblocked
+# The first join (server ms) of every superseding job, for the checker's supersede rule:
+# DIR/sups, "TOKEN MS" lines (one server; docs/PROTOCOL.md, the :sups hash).
+if ((supersede > 0)); then
+  rcli hgetall "$LOCK_KEY:sups" | tr -d '\r' | paste - - | awk -F '\t' '$1 !~ / / { print $1, $2 }' >"$W/sups"
+fi
 noexpiry=""
 if ((replicated)); then
   pick_node
