@@ -84,19 +84,7 @@ template <class T>
 void run(Client& c, const Script& s, const Args& keys, const Args& argv,
          std::function<T(const Reply&)> parse, Done<T> done, Millis timeout = Millis(0),
          const std::string& node = {}) {
-  run_script(
-      c, s, keys, argv,
-      [parse = std::move(parse), done = std::move(done), name = s.name](Result r) {
-        Outcome<T> o;
-        try {
-          o.value = parse(expect_ok(r, fmt::format("{} script", name)));
-          if constexpr (requires(T & t) { t.node = r.node; }) o.value.node = r.node;
-        } catch (const Error& e) {
-          o.error = e;
-        }
-        done(std::move(o));
-      },
-      timeout, {}, node);
+  run_parsed<T>(c, s, keys, argv, std::move(parse), std::move(done), timeout, {}, node);
 }
 
 ReleaseReply parse_release(const Reply& r) {

@@ -60,4 +60,26 @@ void run_script(Client& client, const Script& script, const Args& keys, const Ar
                 ReplyCallback cb, Millis timeout = Millis(0),
                 const std::vector<ScriptCall>& undo = {}, const std::string& node = {});
 
+/// run_script, its reply handed to `parse`: what `done` gets is the parsed
+/// value (with the node that answered, where T has one), or the Error of a
+/// failed call or of a reply `parse` refused ("NAME script: …").
+template <class T>
+void run_parsed(Client& c, const Script& s, const Args& keys, const Args& argv,
+                std::function<T(const Reply&)> parse, Done<T> done, Millis timeout,
+                const std::vector<ScriptCall>& undo, const std::string& node) {
+  run_script(
+      c, s, keys, argv,
+      [parse = std::move(parse), done = std::move(done), name = s.name](Result r) {
+        Outcome<T> o;
+        try {
+          o.value = parse(expect_ok(r, std::string(name) + " script"));
+          if constexpr (requires(T & t) { t.node = r.node; }) o.value.node = r.node;
+        } catch (const Error& e) {
+          o.error = e;
+        }
+        done(std::move(o));
+      },
+      timeout, undo, node);
+}
+
 }  // namespace rlock
