@@ -4,8 +4,8 @@
 
 #include <iostream>
 
-#include "commands/commands.h"
 #include "cli/output.h"
+#include "commands/commands.h"
 
 namespace rlock {
 

@@ -6,9 +6,9 @@
 #include <optional>
 #include <string>
 
-#include "lock/lock.h"
 #include "cli/options.h"
 #include "commands/session.h"
+#include "lock/lock.h"
 
 namespace rlock {
 

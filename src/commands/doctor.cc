@@ -17,12 +17,12 @@
 #include <string>
 #include <vector>
 
-#include "commands/commands.h"
-#include "lock/key.h"
 #include "cli/output.h"
+#include "commands/commands.h"
+#include "core/text.h"
+#include "lock/key.h"
 #include "net/resolver.h"
 #include "net/slot.h"
-#include "core/text.h"
 #include "net/transport.h"
 
 namespace rlock {

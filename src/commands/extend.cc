@@ -1,8 +1,8 @@
 // `rlock extend KEY --token T [--ttl D]`: renew a lease T still holds.
 #include <fmt/format.h>
 
-#include "commands/commands.h"
 #include "cli/output.h"
+#include "commands/commands.h"
 
 namespace rlock {
 

@@ -7,8 +7,8 @@
 
 #include <iostream>
 
-#include "commands/commands.h"
 #include "cli/output.h"
+#include "commands/commands.h"
 
 namespace rlock {
 

@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <thread>
 
+#include "cli/output.h"
 #include "commands/commands.h"
 #include "hold/held.h"
-#include "cli/output.h"
 #include "proc/procinfo.h"
 
 namespace rlock {

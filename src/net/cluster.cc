@@ -4,8 +4,8 @@
 
 #include <charconv>
 
-#include "net/slot.h"
 #include "core/text.h"
+#include "net/slot.h"
 
 namespace rlock {
 

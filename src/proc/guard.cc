@@ -15,8 +15,8 @@
 #include <sys/syscall.h>
 #endif
 
-#include "proc/child.h"
 #include "core/sanitizers.h"
+#include "proc/child.h"
 
 namespace rlock {
 

@@ -50,7 +50,8 @@ void expect_only_rlock_errors(F&& f) {
   }
 }
 
-// Everything the lock protocol does with a reply (src/lock/lock.cc, src/net/redis.cc), on any shape.
+// Everything the lock protocol does with a reply (src/lock/lock.cc, src/net/redis.cc), on any
+// shape.
 void take_apart(const Reply& r) {
   (void)r.text();
   (void)r.is_nil();

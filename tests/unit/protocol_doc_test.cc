@@ -38,8 +38,8 @@ TEST(ProtocolDoc, QuotesEveryScriptVerbatim) {
                           &fence_script(), &history_script(), &nest_script()}) {
     std::string body = trim(s->source.substr(script_prelude().size()));
     EXPECT_NE(doc.find(body), std::string::npos)
-        << "docs/PROTOCOL.md does not quote the " << s->name << " script as in src/lock/lua/" << s->name
-        << ".lua";
+        << "docs/PROTOCOL.md does not quote the " << s->name << " script as in src/lock/lua/"
+        << s->name << ".lua";
   }
 }
 
