@@ -9,6 +9,27 @@
 namespace rlock {
 
 namespace {
+
+enum class Step { Waiting, SendFailed, Answered };
+
+// One wake-up of a probe: once the stream is ready, `hello` is sent (`sent`
+// then true, and the probe waits to read); afterwards the first byte of the
+// answer is read into `c`. A hello of a few dozen bytes fits any fresh
+// socket's buffer: one write, or the probe has failed.
+Step probe_step(Loop& loop, Stream& stream, bool& sent, std::string_view hello, char& c) {
+  if (!sent) {
+    if (stream.handshake() != Want::Nothing) return Step::Waiting;
+    if (stream.write(hello.data(), hello.size()).bytes != hello.size()) return Step::SendFailed;
+    sent = true;
+    loop.set_events(stream.fd(), POLLIN);
+    return Step::Waiting;
+  }
+  return stream.read(&c, 1).bytes == 0 ? Step::Waiting : Step::Answered;
+}
+
+}  // namespace
+
+namespace {
 constexpr std::string_view kPing = "PING\r\n";
 
 // A TLS 1.2 ClientHello with two cipher suites and no extensions: enough for
@@ -49,17 +70,15 @@ void PlainProbe::stop() {
 
 void PlainProbe::on_io() {
   try {
-    if (!sent_) {
-      if (stream_->handshake() != Want::Nothing) return;
-      // Six bytes fit any fresh socket's buffer: one write.
-      if (stream_->write(kPing.data(), kPing.size()).bytes != kPing.size()) return stop();
-      sent_ = true;
-      loop_.set_events(stream_->fd(), POLLIN);
-      return;
-    }
     char c = 0;
-    IoResult r = stream_->read(&c, 1);
-    if (r.bytes == 0) return;
+    switch (probe_step(loop_, *stream_, sent_, kPing, c)) {
+      case Step::Waiting:
+        return;
+      case Step::SendFailed:
+        return stop();
+      case Step::Answered:
+        break;
+    }
     stop();
     if (c == '+' || c == '-') {
       auto cb = std::move(on_plain_);
@@ -99,18 +118,15 @@ void TlsProbe::conclude(bool tls) {
 
 void TlsProbe::on_io() {
   try {
-    if (!sent_) {
-      if (stream_->handshake() != Want::Nothing) return;
-      // 52 bytes fit any fresh socket's buffer: one write.
-      if (stream_->write(kClientHello.data(), kClientHello.size()).bytes != kClientHello.size())
-        return conclude(false);
-      sent_ = true;
-      loop_.set_events(stream_->fd(), POLLIN);
-      return;
-    }
     char c = 0;
-    IoResult r = stream_->read(&c, 1);
-    if (r.bytes == 0) return;
+    switch (probe_step(loop_, *stream_, sent_, kClientHello, c)) {
+      case Step::Waiting:
+        return;
+      case Step::SendFailed:
+        return conclude(false);
+      case Step::Answered:
+        break;
+    }
     // A TLS record: 0x16 handshake (ServerHello), 0x15 alert.
     conclude(c == 0x16 || c == 0x15);
   } catch (const Error&) {

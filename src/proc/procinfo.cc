@@ -48,6 +48,17 @@ std::string read_proc(pid_t pid, const char* name, size_t max) {
 }
 #endif
 
+#if defined(__APPLE__)
+// The kernel's record of process `pid` (sysctl KERN_PROC_PID); false when
+// there is no such process.
+bool kinfo_of(pid_t pid, struct kinfo_proc& kp) {
+  int mib[4] = {CTL_KERN, KERN_PROC, KERN_PROC_PID, static_cast<int>(pid)};
+  size_t len = sizeof kp;
+  memset(&kp, 0, sizeof kp);
+  return sysctl(mib, 4, &kp, &len, nullptr, 0) == 0 && len > 0;
+}
+#endif
+
 }  // namespace
 
 std::optional<ProcInfo> proc_info(pid_t pid) {
@@ -73,11 +84,8 @@ std::optional<ProcInfo> proc_info(pid_t pid) {
   if (sscanf(p, "%llu", &start) != 1) return std::nullopt;
   return ProcInfo{static_cast<pid_t>(ppid), start};
 #elif defined(__APPLE__)
-  int mib[4] = {CTL_KERN, KERN_PROC, KERN_PROC_PID, static_cast<int>(pid)};
   struct kinfo_proc kp;
-  size_t len = sizeof kp;
-  memset(&kp, 0, sizeof kp);
-  if (sysctl(mib, 4, &kp, &len, nullptr, 0) != 0 || len == 0) return std::nullopt;
+  if (!kinfo_of(pid, kp)) return std::nullopt;
   if (kp.kp_proc.p_stat == SZOMB) return std::nullopt;
   const struct timeval& tv = kp.kp_proc.p_starttime;
   return ProcInfo{kp.kp_eproc.e_ppid,
@@ -124,11 +132,8 @@ std::optional<uid_t> proc_uid(pid_t pid) {
   if (sscanf(status.c_str() + at + 5, "%lu %lu", &real, &effective) != 2) return std::nullopt;
   return static_cast<uid_t>(effective);
 #elif defined(__APPLE__)
-  int mib[4] = {CTL_KERN, KERN_PROC, KERN_PROC_PID, static_cast<int>(pid)};
   struct kinfo_proc kp;
-  size_t len = sizeof kp;
-  memset(&kp, 0, sizeof kp);
-  if (sysctl(mib, 4, &kp, &len, nullptr, 0) != 0 || len == 0) return std::nullopt;
+  if (!kinfo_of(pid, kp)) return std::nullopt;
   return kp.kp_eproc.e_ucred.cr_uid;
 #else
   return std::nullopt;
@@ -153,10 +158,8 @@ std::string proc_command_line(pid_t pid, size_t limit) {
   for (char& c : out)
     if (c == '\0') c = ' ';
 #elif defined(__APPLE__)
-  int mib[4] = {CTL_KERN, KERN_PROC, KERN_PROC_PID, static_cast<int>(pid)};
   struct kinfo_proc kp;
-  size_t len = sizeof kp;
-  if (sysctl(mib, 4, &kp, &len, nullptr, 0) == 0 && len > 0) out = kp.kp_proc.p_comm;
+  if (kinfo_of(pid, kp)) out = kp.kp_proc.p_comm;
 #else
   (void)pid;
 #endif
