@@ -488,6 +488,11 @@ started() { grep -c '^start ' "$T/psql.log" 2>/dev/null || echo 0; }
   rlock_bg waiter run --wait 60s deploy:prod -- sh -c 'touch "$0"; sleep 600' "$T/next.started"
   wait_until '[[ $(rcli zcard "lock:{deploy:prod}:queue") == 1 ]]'
   export PATH="$T/bin:$PATH"
+  # Step 0, the server's own health: one verdict line per check (this test server keeps
+  # no AOF: a warning, exit 1).
+  run bash -c "$(recipe_block stuck-lock.md doctor.sh)"
+  assert [ "$status" -le 1 ]
+  assert_line --regexp '^(ok|warn|fail|skip) +persistence: '
   run bash -e -c "$(recipe_block stuck-lock.md step1.sh)"
   assert_success
   assert_output --partial "deploy:prod: held"
