@@ -164,6 +164,20 @@ doctor() {
   assert_output --regexp "fail +reach \\(redis://127.0.0.1:$port/0\\)"
 }
 
+@test "doctor: quorum masters that are one server under two names fail; distinct ones pass" {
+  redis_start_named M3 --appendonly yes --appendfsync always
+  doctor --url "redis://127.0.0.1:$REDIS_PORT/0" --url "redis://localhost:$REDIS_PORT/0" \
+    --url "redis://127.0.0.1:$M3_PORT/0"
+  assert_equal "$status" 1
+  assert_line --regexp "^fail +masters: redis://127.0.0.1:$REDIS_PORT/0 and redis://localhost:$REDIS_PORT/0 are one server \\(run_id [0-9a-f]+\\)"
+  redis_start_named M4 --appendonly yes --appendfsync always
+  doctor --url "redis://127.0.0.1:$REDIS_PORT/0" --url "redis://127.0.0.1:$M3_PORT/0" \
+    --url "redis://127.0.0.1:$M4_PORT/0"
+  assert_line --regexp '^ok +masters: 3 masters, 3 distinct servers'
+  redis_stop M3
+  redis_stop M4
+}
+
 @test "doctor: a Cluster with a slot nobody serves fails; every master is checked" {
   cluster_start 3
   for i in 1 2 3; do rcli_to "CLUSTER$i" config set appendonly yes >/dev/null; done

@@ -155,6 +155,9 @@ class Examiner {
     return true;
   }
 
+  // The server's run_id (INFO server): the same on two URLs means one server.
+  std::string run_id() const { return info("run_id").value_or(""); }
+
  private:
   void add(const char* check, Verdict v, std::string text, std::string fix = {}) {
     out_.push_back(Finding{where_, check, v, std::move(text), std::move(fix)});
@@ -593,6 +596,35 @@ std::string finding_json(const Finding& f) {
   return out + "}";
 }
 
+// Quorum mode: masters that are one server under two names (two ports of
+// one host forwarded, a name and its address) make a majority of one
+// server. Told apart by the run_id each server makes at start.
+void check_distinct_masters(const std::vector<std::pair<std::string, std::string>>& run_ids,
+                            size_t masters, std::vector<Finding>& out) {
+  std::map<std::string, std::string> first;  // run_id -> the first master that has it
+  size_t known = 0;
+  for (const auto& [where, id] : run_ids) {
+    if (id.empty()) continue;
+    ++known;
+    auto [it, fresh] = first.emplace(id, where);
+    if (!fresh)
+      out.push_back(Finding{
+          "", "masters", Verdict::Fail,
+          fmt::format("{} and {} are one server (run_id {}): a majority counted there is not a "
+                      "majority of independent servers",
+                      it->second, where, escape_text(truncate_text(id, 40))),
+          "give each --url its own server (Redlock needs independent masters)"});
+  }
+  if (known < masters)
+    out.push_back(Finding{"", "masters", Verdict::Skip,
+                          fmt::format("{} of {} masters told their run_id: cannot tell whether "
+                                      "some are one server",
+                                      known, masters)});
+  else if (first.size() == masters)
+    out.push_back(Finding{"", "masters", Verdict::Ok,
+                          fmt::format("{} masters, {} distinct servers", masters, masters)});
+}
+
 std::string finding_text(const Finding& f) {
   std::string out = fmt::format("{:<5} {}", verdict_name(f.verdict), f.check);
   if (!f.where.empty()) out += " (" + f.where + ")";
@@ -607,6 +639,7 @@ int cmd_doctor(const GlobalOptions& g) {
   Session s(g);
   std::vector<Finding> found;
   size_t unreachable = 0;
+  std::vector<std::pair<std::string, std::string>> run_ids;  // quorum mode: master, run_id
   std::vector<std::string> urls = effective_urls(g);
   for (size_t i = 0; i < s.clients.size(); ++i) {
     Client& c = *s.clients[i];
@@ -636,12 +669,15 @@ int cmd_doctor(const GlobalOptions& g) {
     for (const std::string& node : nodes) {
       std::string label = nodes.size() > 1 ? node : where;
       try {
-        Examiner(c, nodes.size() > 1 ? node : std::string(), label, g.prefix, found).run();
+        Examiner x(c, nodes.size() > 1 ? node : std::string(), label, g.prefix, found);
+        x.run();
+        if (s.quorum() && nodes.size() == 1) run_ids.emplace_back(where, x.run_id());
       } catch (const Error& e) {
         unreachable_master(e, label, s.quorum() || nodes.size() > 1);
       }
     }
   }
+  if (s.quorum()) check_distinct_masters(run_ids, s.clients.size(), found);
   if (unreachable > 0 && unreachable == found.size()) throw_unavailable_all(found);
   int bad = 0;
   for (const Finding& f : found)
