@@ -15,7 +15,7 @@ setup_file() { redis_start; }
 @test "600 held locks: two list script calls, every lock listed once with its holder, semaphores and shared locks as before" {
   local i
   for ((i = 0; i < 600; i++)); do echo "$i"; done |
-    xargs -P 4 -I{} "$RLOCK" acquire --ttl 5m "many:{}" >/dev/null
+    xargs -P 4 -I{} "$RLOCK" acquire --ttl 1h "many:{}" >/dev/null
   "$RLOCK" acquire --limit 3 many:sem >/dev/null
   "$RLOCK" acquire -s many:shr >/dev/null
   rcli config resetstat >/dev/null
@@ -53,7 +53,7 @@ list_script() {
 @test "list --json gives each lock what status --json gives, over 600 locks in two list script calls" {
   local i
   for ((i = 0; i < 600; i++)); do echo "$i"; done |
-    xargs -P 4 -I{} "$RLOCK" acquire --ttl 5m "js:{}" >/dev/null
+    xargs -P 4 -I{} "$RLOCK" acquire --ttl 1h "js:{}" >/dev/null
   "$RLOCK" acquire --limit 3 --ttl 5m js:sem >/dev/null
   "$RLOCK" acquire -s --ttl 5m js:shr >/dev/null
   "$RLOCK" run --ttl 5m --min-hold 2m js:kept -- true
@@ -217,10 +217,12 @@ list_script() {
 
 @test "locks whose lease ends while list runs (their keys deleted): list succeeds, every lock held throughout is listed" {
   local i
+  # Leases of an hour: 3000 acquisitions take minutes in the sanitizer pass on a busy
+  # machine, and none of the kept locks may expire before list reads them.
   for ((i = 0; i < 1500; i++)); do echo "$i"; done |
-    xargs -P 4 -I{} "$RLOCK" acquire --ttl 5m "mid:keep:{}" >/dev/null
+    xargs -P 4 -I{} "$RLOCK" acquire --ttl 1h "mid:keep:{}" >/dev/null
   for ((i = 0; i < 1500; i++)); do echo "$i"; done |
-    xargs -P 4 -I{} "$RLOCK" acquire --ttl 5m "mid:go:{}" >/dev/null
+    xargs -P 4 -I{} "$RLOCK" acquire --ttl 1h "mid:go:{}" >/dev/null
   # their lock keys go as fast as one redis-cli deletes them, while list reads
   (for ((i = 0; i < 1500; i++)); do printf 'DEL lock:{mid:go:%s}\n' "$i"; done | rcli >/dev/null) 3>&- &
   local deleter=$!
