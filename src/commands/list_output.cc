@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <iterator>
 
 #include "cli/output.h"
@@ -80,11 +81,15 @@ std::vector<std::string> table_row(const std::string& key, const LockStatus& st)
 
 void Prometheus::add(const std::string& key, const LockStatus& st) {
   const Holder& h = st.holders.front();
-  std::string k = "{" + key_labels(key) + "}";
+  const std::string labels = key_labels(key);
+  const std::string k = "{" + labels + "}";
   int64_t held_ms = h.since_ms > 0 && st.now_ms > h.since_ms ? st.now_ms - h.since_ms : 0;
-  int64_t left_ms = std::max<int64_t>(0, h.ttl_left.count());
+  // A lease left as a hostile reply gives it stays within a year, and its end
+  // within int64 whatever the server's time.
+  int64_t left_ms = std::clamp<int64_t>(h.ttl_left.count(), 0, 366LL * 24 * 3600 * 1000);
   // A lease that only marks the lock done for its period (--done-for) holds
   // nothing: 0, so that a "held too long" alert does not fire for a day.
+  const int64_t lease_end = st.now_ms > INT64_MAX - left_ms ? INT64_MAX : st.now_ms + left_ms;
   values_[kHeld] += fmt::format("rlock_held{} {}\n", k, h.done_ms > 0 ? 0 : 1);
   values_[kHolders] += fmt::format("rlock_holders{} {}\n", k, st.holder_count);
   values_[kWaiters] += fmt::format("rlock_waiters{} {}\n", k, st.waiter_count);
@@ -98,17 +103,16 @@ void Prometheus::add(const std::string& key, const LockStatus& st) {
     values_[kAcquiredAt] +=
         fmt::format("rlock_acquired_timestamp_seconds{} {}\n", k, seconds_of(h.since_ms));
   if (st.now_ms > 0)
-    values_[kExpiresAt] += fmt::format("rlock_lease_expiry_timestamp_seconds{} {}\n", k,
-                                       seconds_of(st.now_ms + left_ms));
+    values_[kExpiresAt] +=
+        fmt::format("rlock_lease_expiry_timestamp_seconds{} {}\n", k, seconds_of(lease_end));
   // The lease of a lock marked done lasts as long as its period.
   if (h.done_ms > 0 && st.now_ms > 0)
-    values_[kDoneUntil] += fmt::format("rlock_done_until_timestamp_seconds{} {}\n", k,
-                                       seconds_of(st.now_ms + left_ms));
+    values_[kDoneUntil] +=
+        fmt::format("rlock_done_until_timestamp_seconds{} {}\n", k, seconds_of(lease_end));
   // Who holds it, as labels of a constant 1 (the info-metric convention).
-  values_[kHolderInfo] +=
-      fmt::format("rlock_holder_info{{{},host=\"{}\",pid=\"{}\",user=\"{}\",label=\"{}\"}} 1\n",
-                  key_labels(key), label_value(h.info.host), h.info.pid, label_value(h.info.user),
-                  label_value(h.info.label));
+  values_[kHolderInfo] += fmt::format(
+      "rlock_holder_info{{{},host=\"{}\",pid=\"{}\",user=\"{}\",label=\"{}\"}} 1\n", labels,
+      label_value(h.info.host), h.info.pid, label_value(h.info.user), label_value(h.info.label));
 }
 
 std::string Prometheus::text() const {
