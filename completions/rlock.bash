@@ -3,26 +3,27 @@
 # the bash-completion package (uses _command_offset from it when available).
 # Lock names are completed from the server when a URL is known (-u/--url on the
 # line, $RLOCK_URL or $REDIS_URL), through `rlock list --names`, which gives up
-# after --timeout 500ms in all: a dead or stalled server never hangs the shell.
+# after --command-timeout 500ms in all: a dead or stalled server never hangs the shell.
 
 _rlock_subcommands="run acquire extend release status list history break forget doctor"
 
 # Options every subcommand accepts (before or after the subcommand). --json is
 # not among them: run, release, break and forget refuse it.
 _rlock_global_opts="-u --url --user --password-file --sentinel-user --sentinel-password-file
-  --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --tls-server-name --tls-insecure --connect-timeout --timeout --prefix
+  --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --tls-server-name --tls-insecure --connect-timeout --command-timeout --prefix
   --layout -v --verbose -q --quiet --history -h --help"
 
 # The options of subcommand $1 besides the global ones: what `rlock $1 --help` lists.
 _rlock_sub_opts() {
     case $1 in
-        run) echo "-c --command --ttl --wait -n --no-wait -E --conflict-exit-code --limit
-                   --and --label --priority --supersede --max-waiters -s --shared
-                   --sync-replicas --min-hold --done-for --on-lost --kill-after
-                   --kill-leftovers" ;;
-        acquire) echo "--ttl --wait -n --no-wait -E --conflict-exit-code --limit --and --label
-                       --priority --supersede --max-waiters -s --shared --sync-replicas
-                       --while-pid --on-lost --export --json" ;;
+        run) echo "-c --command --ttl --wait -w --timeout -n --no-wait --nonblock -E
+                   --conflict-exit-code --limit --and --label --priority --supersede
+                   --max-waiters -s --shared -x -e --exclusive --sync-replicas --min-hold
+                   --done-for --on-lost --kill-after --kill-leftovers -o --close" ;;
+        acquire) echo "--ttl --wait -w --timeout -n --no-wait --nonblock -E --conflict-exit-code
+                       --limit --and --label --priority --supersede --max-waiters -s --shared
+                       -x -e --exclusive --sync-replicas --while-pid --on-lost --export
+                       --json" ;;
         extend) echo "--token --and --ttl --sync-replicas --json" ;;
         release) echo "--token --and" ;;
         status) echo "--json" ;;
@@ -40,7 +41,8 @@ _rlock_takes_value() {
     case $1 in
         -u | --url | --user | --password-file | --sentinel-user | --sentinel-password-file | \
             --tls-ca-cert | --tls-ca-dir | --tls-cert | \
-            --tls-key | --tls-server-name | --connect-timeout | --timeout | --prefix | --layout | \
+            --tls-key | --tls-server-name | --connect-timeout | --command-timeout | --prefix | \
+            --layout | -w | --timeout | \
             -c | --command | --ttl | --wait | -E | --conflict-exit-code | --limit | \
             --sync-replicas | --min-hold | --done-for | --on-lost | --kill-after | --token | \
             --while-pid | --and | --label | --priority | --max-waiters | --history)
@@ -111,7 +113,7 @@ _rlock_key_names() {
     pattern=${pattern//\?/\\?}
     pattern=${pattern//\[/\\[}
     pattern=${pattern//]/\\]}
-    "$bin" list --names "${_rlock_conn[@]}" --timeout 500ms "$pattern*" 2>/dev/null </dev/null
+    "$bin" list --names "${_rlock_conn[@]}" --command-timeout 500ms "$pattern*" 2>/dev/null </dev/null
 }
 
 _rlock() {
@@ -202,7 +204,8 @@ _rlock_candidates() {
             compopt -o nospace 2>/dev/null
             COMPREPLY=($(compgen -W "redis:// rediss:// unix:/// redis-sentinel:// rediss-sentinel://" -- "$cur"))
             return ;;
-        --ttl | --wait | --min-hold | --kill-after | --connect-timeout | --timeout)
+        --ttl | --wait | -w | --timeout | --min-hold | --kill-after | --connect-timeout | \
+            --command-timeout)
             COMPREPLY=($(compgen -W "250ms 5s 30s 5m 30m 1h" -- "$cur"))
             return ;;
         --done-for)

@@ -1,12 +1,12 @@
 # fish completion for rlock(1). Installed in share/fish/vendor_completions.d.
 # Lock names are completed from the server when a URL is known (-u/--url on the
 # line, $RLOCK_URL or $REDIS_URL), through `rlock list --names`, which gives up
-# after --timeout 500ms in all: a dead or stalled server never hangs the shell.
+# after --command-timeout 500ms in all: a dead or stalled server never hangs the shell.
 
 # Options that take their value as the next word.
 set -g __rlock_value_opts -u --url --user --password-file --sentinel-user --sentinel-password-file \
-    --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --tls-server-name --connect-timeout --timeout \
-    --prefix --layout -c --command --ttl --wait -E --conflict-exit-code --limit --sync-replicas \
+    --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --tls-server-name --connect-timeout \
+    --command-timeout --prefix --layout -c --command --ttl --wait -w --timeout -E --conflict-exit-code --limit --sync-replicas \
     --min-hold --done-for --on-lost --kill-after --token --while-pid --and --label --priority \
     --max-waiters --history
 
@@ -102,7 +102,7 @@ function __rlock_key_names
     # The value of --and=KEY2 is completed as KEY.
     set -l typed (string replace -r -- '^--and=' '' (commandline -ct))
     set -l pattern (string replace -ra -- '([\\\\*?\[\]])' '\\\\$1' $typed)
-    command $bin list --names $conn --timeout 500ms "$pattern*" 2>/dev/null </dev/null
+    command $bin list --names $conn --command-timeout 500ms "$pattern*" 2>/dev/null </dev/null
 end
 
 function __rlock_no_subcommand
@@ -114,7 +114,7 @@ function __rlock_no_subcommand
             set skip 0
             continue
         end
-        if contains -- $w -u --url --user --password-file --sentinel-user --sentinel-password-file --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --tls-server-name --connect-timeout --timeout --prefix --layout --history
+        if contains -- $w -u --url --user --password-file --sentinel-user --sentinel-password-file --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --tls-server-name --connect-timeout --command-timeout -w --timeout --prefix --layout --history
             set skip 1
         else if not string match -q -- '-*' $w
             return 1
@@ -169,7 +169,7 @@ complete -c rlock -n $g -l tls-key -r -F -d 'client private key file'
 complete -c rlock -n $g -l tls-server-name -x -d 'name for SNI and certificate verification'
 complete -c rlock -n $g -l tls-insecure -d 'do not verify the server certificate'
 complete -c rlock -n $g -l connect-timeout -x -d 'connect and handshake limit (default 5s)'
-complete -c rlock -n $g -l timeout -x -d 'limit for one Redis command (default 5s)'
+complete -c rlock -n $g -l command-timeout -x -d 'limit for one Redis command (default 5s; before 0.5.0: --timeout)'
 complete -c rlock -n $g -l prefix -x -d 'prefix of every Redis key (default lock:)'
 complete -c rlock -n $g -l layout -x -a 'rlock\t"rlock own keys, the default: a fair line, fences, history" plain\t"SET PREFIXKEY NX PX, as the NestJS service of the seeds" redisson\t"the hash Redisson keeps at KEY"' -d 'whose keys (default $RLOCK_LAYOUT); two layouts for one name are two different locks'
 complete -c rlock -n $g -s v -l verbose -d 'log each Redis round trip'
@@ -187,7 +187,8 @@ complete -c rlock -n __rlock_wants_key -x -a '(__rlock_key_names)'
 set -l lk "__rlock_sub_is run acquire"
 complete -c rlock -n $lk -l ttl -x -d 'lease length (default 30s)'
 complete -c rlock -n $lk -l wait -x -d 'wait at most this long (default: forever)'
-complete -c rlock -n $lk -s n -l no-wait -d 'fail at once when taken'
+complete -c rlock -n $lk -s w -l timeout -x -d 'the same as --wait, as in flock (a bare number is seconds)'
+complete -c rlock -n $lk -s n -l no-wait -l nonblock -d 'fail at once when taken'
 complete -c rlock -n $lk -s E -l conflict-exit-code -x -d 'exit status when not acquired (default 75)'
 complete -c rlock -n $lk -l limit -x -d 'counting semaphore: at most N holders'
 complete -c rlock -n $lk -l and -x -a '(__rlock_key_names)' -d 'also hold KEY2 (repeatable): every key or none'
@@ -196,6 +197,7 @@ complete -c rlock -n $lk -l priority -x -d 'place in line: a higher priority is 
 complete -c rlock -n $lk -l supersede -d 'deploy only the latest: replace the waiter that asked for it before'
 complete -c rlock -n $lk -l max-waiters -x -d 'not acquired at once when N waiters are in line already'
 complete -c rlock -n $lk -s s -l shared -d 'a shared lock (as flock -s): many shared holders, or one exclusive'
+complete -c rlock -n $lk -s x -s e -l exclusive -d 'an exclusive lock (as flock -x): the default'
 complete -c rlock -n $lk -l sync-replicas -x -d 'count a lease only once N replicas confirm it'
 
 # run only.
@@ -206,6 +208,7 @@ complete -c rlock -n $rn -l done-for -x -d 'once per period: after a success, KE
 complete -c rlock -n $rn -l on-lost -x -a 'term\t"SIGTERM then SIGKILL, the default" kill\t"SIGKILL at once" warn\t"warn and let CMD finish"' -d 'when the lease is lost'
 complete -c rlock -n $rn -l kill-after -x -d 'SIGKILL this long after SIGTERM (--on-lost term, --kill-leftovers; default 10s)'
 complete -c rlock -n $rn -l kill-leftovers -d 'when CMD exits, end what it left in its group instead of waiting for it'
+complete -c rlock -n $rn -s o -l close -d 'as flock -o: release when CMD exits; what it left runs on outside the lock'
 complete -c rlock -n __rlock_in_run_command -x -a '(__rlock_run_command)'
 
 # acquire only.

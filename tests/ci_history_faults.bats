@@ -171,7 +171,7 @@ redis_commands() {
   local i
   masters_start Q 3
   export RLOCK_URL=$Q_URLS
-  rlock_bg holder --timeout 1s run --ttl 2s qe -- sh "$T/gate.sh" "$T" h
+  rlock_bg holder --command-timeout 1s run --ttl 2s qe -- sh "$T/gate.sh" "$T" h
   holder=$BG_PID
   wait_for_file "$T/h.started" 20
   redis_pause Q3

@@ -110,10 +110,10 @@ release, status, list, history, break or forget (see rlock --help)"
   assert_usage_error
 }
 
-@test "--connect-timeout 0 and --timeout 0 are usage errors (64)" {
+@test "--connect-timeout 0 and --command-timeout 0 are usage errors (64)" {
   rl --connect-timeout 0 status k
   assert_usage_error
-  rl status k --timeout 0
+  rl status k --command-timeout 0
   assert_usage_error
 }
 
@@ -140,7 +140,7 @@ release, status, list, history, break or forget (see rlock --help)"
     rl acquire k --ttl "$d"
     assert_usage_error
   done
-  rl --timeout nope status k
+  rl --command-timeout nope status k
   assert_usage_error
   rl --connect-timeout 3q status k
   assert_usage_error
@@ -374,7 +374,7 @@ release, status, list, history, break or forget (see rlock --help)"
   assert_usage_error
   [[ $stderr == *"--ttl is an option of run, acquire and extend"* ]] || fail "$stderr"
   # Connection and output options stay welcome before the subcommand.
-  rl -q --timeout 2s status order2
+  rl -q --command-timeout 2s status order2
   assert_equal "$status" 1
 }
 
@@ -407,7 +407,7 @@ release, status, list, history, break or forget (see rlock --help)"
   run "$RLOCK" status --help
   assert_line --regexp '^  --json +'
   assert_line --regexp '^  -u,--url URL +'
-  assert_line --regexp '^  --timeout DURATION +'
+  assert_line --regexp '^  --command-timeout DURATION( |$)'
   assert_output --partial 'Exit status'
   run "$RLOCK" run --help
   refute_line --regexp '^  --json +'
@@ -453,19 +453,19 @@ release, status, list, history, break or forget (see rlock --help)"
 }
 
 @test "an unknown option anywhere before the command is 64: global, subcommand, short" {
-  rl --timout 2s status typo2
+  rl --comand-timeout 2s status typo2
   assert_usage_error
-  assert_equal "${stderr_lines[0]}" "rlock: unknown option '--timout': did you mean --timeout?"
-  rl status typo2 --timout 2s
+  assert_equal "${stderr_lines[0]}" "rlock: unknown option '--comand-timeout': did you mean --command-timeout?"
+  rl status typo2 --comand-timeout 2s
   assert_usage_error
-  assert_equal "${stderr_lines[0]}" "rlock: unknown option '--timout' for status: did you mean --timeout?"
+  assert_equal "${stderr_lines[0]}" "rlock: unknown option '--comand-timeout' for status: did you mean --command-timeout?"
   rl acquire typo2 --conn 2s
   assert_usage_error
   [[ $stderr == *"did you mean --connect-timeout?"* ]] || fail "$stderr"
-  rl run typo2 -x -- true
+  rl run typo2 -z -- true
   assert_usage_error
-  [[ $stderr == *"unknown option '-x' for run"* ]] || fail "$stderr"
-  rl run typo2 -nx -- true
+  [[ $stderr == *"unknown option '-z' for run"* ]] || fail "$stderr"
+  rl run typo2 -nz -- true
   assert_usage_error
   rl run typo2 --frobnicate -- true
   assert_usage_error

@@ -2,7 +2,7 @@
 # ctest-labels: topology slow
 # Redis Cluster: a plain redis:// URL of any node is enough. rlock notices the Cluster (the
 # first MOVED), routes each lock to the node that serves its slot, follows ASK and MOVED,
-# retries TRYAGAIN and CLUSTERDOWN within --timeout, publishes notices with sharded pub/sub
+# retries TRYAGAIN and CLUSTERDOWN within --command-timeout, publishes notices with sharded pub/sub
 # and subscribes again where a slot went. A real 3-master Cluster, made with
 # `redis-cli --cluster create`; slots are migrated with SETSLOT and MIGRATE.
 
@@ -261,7 +261,7 @@ _migrating() {
   # Nothing of the lock exists yet: ASK to the target, TRYAGAIN there, again and again.
   rcli_to CLUSTER3 cluster setslot "$slot" importing "$id2" >/dev/null
   rcli_to CLUSTER2 cluster setslot "$slot" migrating "$id3" >/dev/null
-  rlock_bg mig -v --timeout 20s run "$k" -- true
+  rlock_bg mig -v --command-timeout 20s run "$k" -- true
   mig=$BG_PID
   wait_until "(( \$(grep -c 'ASK ' '$T/mig.err') >= 12 ))" 15
   for i in 1 2 3; do rcli_to "CLUSTER$i" cluster setslot "$slot" node "$id3" >/dev/null; done
@@ -308,17 +308,17 @@ _migrating() {
   [[ $stderr == *"database 0 only"* && $stderr == *"remove '/3'"* ]] || fail "$stderr"
 }
 
-@test "a slot that no node serves: CLUSTERDOWN is retried within --timeout, then 69" {
+@test "a slot that no node serves: CLUSTERDOWN is retried within --command-timeout, then 69" {
   k=$(cluster_key_on 2 down)
   slot=$(cluster_slot "$k")
   rcli_to CLUSTER2 cluster delslots "$slot"
   start=$(now_ms)
-  rl --timeout 1s acquire "$k"
+  rl --command-timeout 1s acquire "$k"
   took=$(($(now_ms) - start))
   rcli_to CLUSTER2 cluster addslots "$slot"
   assert_error 69
   [[ $stderr == *CLUSTERDOWN* ]] || fail "$stderr"
-  ((took >= 900)) || fail "gave up after ${took}ms, before --timeout"
+  ((took >= 900)) || fail "gave up after ${took}ms, before --command-timeout"
   ((took < 5000)) || fail "took ${took}ms"
   for i in 1 2 3; do
     _rlock_poll "CLUSTER$i to be ok again" 20 _rlock_cluster_ok "CLUSTER$i" 3
@@ -332,7 +332,7 @@ _migrating() {
   # contact times out there, is retried, and gets through once node 2 continues.
   k=$(cluster_key_on 2 firstcontact)
   redis_pause CLUSTER2
-  rlock_bg waiter --timeout 1s run --wait 60s "$k" -- true
+  rlock_bg waiter --command-timeout 1s run --wait 60s "$k" -- true
   waiter=$BG_PID
   wait_until "grep -q 'retrying until --wait runs out' '$T/waiter.err'" 20
   redis_resume CLUSTER2
@@ -347,7 +347,7 @@ _migrating() {
 @test "first contact: a Cluster node that does not answer, without --wait, exits 69 at once" {
   k=$(cluster_key_on 2 firstcontact-now)
   redis_pause CLUSTER2
-  rl --timeout 1s run "$k" -- true
+  rl --command-timeout 1s run "$k" -- true
   redis_resume CLUSTER2
   assert_error 69
   assert_regex "$stderr" "did not answer"

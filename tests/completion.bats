@@ -56,17 +56,22 @@ complete_line() {
   for c in "${COMPREPLY[@]}"; do printf '%s%s\n' "$head" "$c"; done | sort -u | sed '/^$/d'
 }
 
-# long_options HELP-TEXT: the long options of the option lines ("  -x,--long …", "  --long …").
+# option_names: every name of each option line on stdin ("  -x,--long …", "  --long …",
+# "  -x,-e,--long …"), one per line.
+option_names() {
+  sed -n 's/^  \(-[a-zA-Z-][-a-zA-Z,]*\).*/\1/p' | tr ',' '\n'
+}
+
+# long_options HELP-TEXT: the long options of the option lines.
 long_options() {
-  sed -n 's/^  \(-[a-zA-Z],\)\{0,1\}\(--[a-z][a-z-]*\).*/\2/p' <<<"$1" | sort -u
+  option_names <<<"$1" | grep -- '^--' | sort -u
 }
 
 # help_options SUB: every option (short and long) that `rlock SUB --help` lists (SUB
 # empty: `rlock --help`), sorted.
 help_options() {
   # shellcheck disable=SC2086 # SUB empty: no word
-  "$RLOCK" $1 --help | sed -n 's/^  \(-[a-zA-Z]\),\(--[a-z][a-z-]*\).*/\1\n\2/p;
-    s/^  \(--[a-z][a-z-]*\).*/\1/p' | sort -u
+  "$RLOCK" $1 --help | option_names | sort -u
 }
 
 # assert_candidates WORD...: $output (from `run complete_line`) is exactly WORD..., in any
@@ -161,7 +166,7 @@ help_subcommands() {
 @test "'rlock --' offers the global options and --version" {
   run complete_line 'rlock --'
   for opt in --url --user --password-file --tls-ca-cert --tls-insecure --connect-timeout \
-    --timeout --prefix --verbose --quiet --json --help --version; do
+    --command-timeout --prefix --verbose --quiet --json --help --version; do
     assert_line "$opt"
   done
 }
@@ -412,29 +417,29 @@ hold_keys() {
   assert_output "$(printf '%s\n' 'tab\x09ed' 'we"ird\key')"
 }
 
-@test "list --names prints at most 1000 names of 100,000 keys, within --timeout" {
+@test "list --names prints at most 1000 names of 100,000 keys, within --command-timeout" {
   rcli flushall >/dev/null
   rcli eval "for i = 1, 100000 do redis.call('SET', 'lock:{k' .. i .. '}', 'x') end" 0 >/dev/null
   assert_equal "$(rcli dbsize)" 100000
   t0=$(now_ms)
-  rl list --names --timeout 2s
+  rl list --names --command-timeout 2s
   elapsed=$(($(now_ms) - t0))
   assert_success
   assert_equal "${#lines[@]}" 1000
-  # A prefix that few keys match needs the whole SCAN: --timeout still bounds it.
+  # A prefix that few keys match needs the whole SCAN: --command-timeout still bounds it.
   t0=$(now_ms)
-  rl list --names --timeout 300ms 'k9999*'
+  rl list --names --command-timeout 300ms 'k9999*'
   elapsed=$(($(now_ms) - t0))
   ((elapsed < $(slack 1500))) || fail "took ${elapsed}ms"
   [[ $status == 0 || $status == 69 ]] || fail "exit $status"
   rcli flushall >/dev/null
 }
 
-@test "list --names gives up at --timeout in all when the server is stalled (SIGSTOP)" {
+@test "list --names gives up at --command-timeout in all when the server is stalled (SIGSTOP)" {
   hold_keys deploy:prod
   redis_pause
   t0=$(now_ms)
-  rl list --names --timeout 300ms --connect-timeout 5s
+  rl list --names --command-timeout 300ms --connect-timeout 5s
   elapsed=$(($(now_ms) - t0))
   assert_error 69
   ((elapsed < $(slack 1500))) || fail "took ${elapsed}ms"

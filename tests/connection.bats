@@ -213,11 +213,11 @@ port_6379_free() {
   assert [ "$elapsed" -lt 3000 ]
 }
 
-@test "a blackholed connection exits 69 after --timeout" {
+@test "a blackholed connection exits 69 after --command-timeout" {
   proxy_start "$REDIS_PORT"
   proxy_partition
   t0=$(now_ms)
-  rl --url "$PROXY_URL" --connect-timeout 20s --timeout 500ms status blackhole
+  rl --url "$PROXY_URL" --connect-timeout 20s --command-timeout 500ms status blackhole
   elapsed=$(($(now_ms) - t0))
   assert_error 69
   assert [ "$elapsed" -ge 400 ]
@@ -225,10 +225,10 @@ port_6379_free() {
   redis_stop PROXY
 }
 
-@test "a stopped server (SIGSTOP) exits 69 after --timeout" {
+@test "a stopped server (SIGSTOP) exits 69 after --command-timeout" {
   redis_pause
   t0=$(now_ms)
-  rl --timeout 500ms --connect-timeout 500ms acquire paused
+  rl --command-timeout 500ms --connect-timeout 500ms acquire paused
   elapsed=$(($(now_ms) - t0))
   redis_resume
   assert_error 69
@@ -241,7 +241,7 @@ port_6379_free() {
   rl run undone-warm -- true
   assert_success
   redis_pause
-  rl -v --timeout 300ms acquire undone
+  rl -v --command-timeout 300ms acquire undone
   redis_resume
   assert_equal "$status" 69
   assert_regex "$stderr" "timed out: compensating on the same connection"
@@ -273,7 +273,7 @@ port_6379_free() {
   for args in "acquire g" "acquire g -n" "status g" "list" "release g --token abc" \
     "extend g --token abc" "break g --yes" "status g --json"; do
     # shellcheck disable=SC2086 # word splitting wanted
-    run --separate-stderr timeout 20 "$RLOCK" --url "$url" --timeout 2s $args
+    run --separate-stderr timeout 20 "$RLOCK" --url "$url" --command-timeout 2s $args
     assert_unavailable_or_protocol
   done
 }
@@ -283,22 +283,22 @@ port_6379_free() {
   url="redis://127.0.0.1:$GARBAGE_PORT/0"
   for args in "acquire g" "status g" "list" "release g --token abc"; do
     # shellcheck disable=SC2086
-    run --separate-stderr timeout 20 "$RLOCK" --url "$url" --timeout 2s $args
+    run --separate-stderr timeout 20 "$RLOCK" --url "$url" --command-timeout 2s $args
     assert_error 70
   done
 }
 
 @test "garbage_server reply with a wrong array shape exits 70" {
   garbage_start 'reply=*1\r\n$2\r\nhi\r\n'
-  rl --url "redis://127.0.0.1:$GARBAGE_PORT/0" --timeout 2s status g
+  rl --url "redis://127.0.0.1:$GARBAGE_PORT/0" --command-timeout 2s status g
   assert_error 70
-  rl --url "redis://127.0.0.1:$GARBAGE_PORT/0" --timeout 2s acquire g
+  rl --url "redis://127.0.0.1:$GARBAGE_PORT/0" --command-timeout 2s acquire g
   assert_error 70
 }
 
 @test "garbage_server close: a server that hangs up exits 69" {
   garbage_start close
-  rl --url "redis://127.0.0.1:$GARBAGE_PORT/0" --timeout 2s status g
+  rl --url "redis://127.0.0.1:$GARBAGE_PORT/0" --command-timeout 2s status g
   assert_error 69
 }
 
@@ -306,7 +306,7 @@ port_6379_free() {
   garbage_start close
   for i in 1 2 3 4 5 6 7 8; do
     run --separate-stderr "$RLOCK" --url "redis://127.0.0.1:$GARBAGE_PORT/0" \
-      --timeout 2s acquire "pipe-$i" --ttl 5s
+      --command-timeout 2s acquire "pipe-$i" --ttl 5s
     assert_error 69
   done
 }
@@ -314,7 +314,7 @@ port_6379_free() {
 @test "a connection cut by a proxy while waiting: 69 or a reconnect, never SIGPIPE" {
   proxy_start "$REDIS_PORT"
   tok=$("$RLOCK" acquire cut --ttl 30s)
-  rlock_bg waiter --url "$PROXY_URL" --timeout 2s acquire cut --wait 20s
+  rlock_bg waiter --url "$PROXY_URL" --command-timeout 2s acquire cut --wait 20s
   waiter=$BG_PID
   wait_until '"$RLOCK" status cut --json | grep -q "\"position\":"'
   proxy_wait_active 1
@@ -328,10 +328,10 @@ port_6379_free() {
   redis_stop PROXY
 }
 
-@test "garbage_server silent: exits 69 after --timeout" {
+@test "garbage_server silent: exits 69 after --command-timeout" {
   garbage_start silent
   t0=$(now_ms)
-  rl --url "redis://127.0.0.1:$GARBAGE_PORT/0" --timeout 500ms --connect-timeout 20s status g
+  rl --url "redis://127.0.0.1:$GARBAGE_PORT/0" --command-timeout 500ms --connect-timeout 20s status g
   elapsed=$(($(now_ms) - t0))
   assert_error 69
   assert [ "$elapsed" -ge 400 ]
@@ -476,7 +476,7 @@ use a number below its 'databases' setting (16 by default) in the URL"
   garbage_start 'reply=HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n'
   for args in "status http" "acquire http" "list"; do
     # shellcheck disable=SC2086 # word splitting wanted
-    rl --url "redis://127.0.0.1:$GARBAGE_PORT/0" --timeout 5s $args
+    rl --url "redis://127.0.0.1:$GARBAGE_PORT/0" --command-timeout 5s $args
     assert_error 69
     assert_equal "${stderr_lines[0]}" "rlock: the endpoint at redis://127.0.0.1:$GARBAGE_PORT/0 \
 does not speak Redis (it answered 'HTTP/1.1 400 Bad Request'): check the host and port in the URL"
@@ -486,14 +486,14 @@ does not speak Redis (it answered 'HTTP/1.1 400 Bad Request'): check the host an
 
 @test "a server that stops making sense after a good reply is still a protocol error (70)" {
   garbage_start badtype
-  rl --url "redis://127.0.0.1:$GARBAGE_PORT/0" --timeout 2s status g
+  rl --url "redis://127.0.0.1:$GARBAGE_PORT/0" --command-timeout 2s status g
   assert_error 70
   redis_stop GARBAGE
 }
 
 @test "a reply that starts like Redis's but breaks its rules stays a protocol error (70)" {
   garbage_start 'reply=*1\r\nxyz\r\n'
-  rl --url "redis://127.0.0.1:$GARBAGE_PORT/0" --timeout 2s status g
+  rl --url "redis://127.0.0.1:$GARBAGE_PORT/0" --command-timeout 2s status g
   assert_error 70
   [[ $stderr != *"does not speak Redis"* ]] || fail "$stderr"
   redis_stop GARBAGE

@@ -399,16 +399,19 @@ man_exit_table() {
 
 @test "the man page names every option of --help and every variable of its Environment" {
   # The reference is the man page; README shows only the idioms.
-  local sub short long missing=()
+  local sub names name long missing=()
   man=$(sed -e 's/\\-/-/g' "$MAN")
-  # Each option line of rlock --help and of each subcommand's: "  -x,--long …" or "  --long …".
-  while read -r short long; do
-    [[ -n $long ]] || long=$short
-    grep -qE -- "(^|[^a-z-])$long([^a-z-]|$)" <<<"$man" || missing+=("man: $long")
+  # Each option line of rlock --help and of each subcommand's: "  -x,--long …", "  --long …"
+  # or "  -x,-e,--long …": every long name (the short one when there is none).
+  while read -r names; do
+    long=$(tr ',' '\n' <<<"$names" | grep -- '^--') || long=$names
+    for name in $long; do
+      grep -qE -- "(^|[^a-z-])$name([^a-z-]|$)" <<<"$man" || missing+=("man: $name")
+    done
   done < <(for sub in "" run acquire extend release status list history break forget; do
     # shellcheck disable=SC2086 # SUB empty: no word
     "$RLOCK" $sub --help
-  done | sed -n 's/^  \(-[a-zA-Z]\),\(--[a-z][a-z-]*\).*/\1 \2/p; s/^  \(--[a-z][a-z-]*\).*/\1/p' | sort -u)
+  done | sed -n 's/^  \(-[a-zA-Z-][-a-zA-Z,]*\).*/\1/p' | sort -u)
   # The variables of the Environment paragraph (rlock's own and the child's).
   vars=$("$RLOCK" --help | sed -n '/^Environment:/,/^See /p' | grep -oE '\b(RLOCK|REDIS)[A-Z_]*\b' | sort -u)
   assert [ "$(wc -l <<<"$vars")" -ge 10 ]

@@ -1,8 +1,8 @@
 #!/usr/bin/env bats
 # ctest-labels: faults
 # Servers that misbehave and connections that break at the worst moment: a reply that
-# never ends cannot make rlock allocate without bound or outlive --timeout; a silent
-# server costs about one --timeout, not two; a release whose connection is cut is
+# never ends cannot make rlock allocate without bound or outlive --command-timeout; a silent
+# server costs about one --command-timeout, not two; a release whose connection is cut is
 # retried on a new one instead of leaving the lock to its TTL, and a retry whose first try
 # released it (only the reply was lost) is a success, not a loss.
 # shellcheck disable=SC2154 # $stderr and $stderr_lines come from `run --separate-stderr`
@@ -49,7 +49,7 @@ base_rss_kb() {
   garbage_start 'flood=*100000000\r\n'
   start=$(now_ms)
   run --separate-stderr /usr/bin/time -o "$T/rss" -f %M "$RLOCK" \
-    --url "redis://127.0.0.1:$GARBAGE_PORT/0" --timeout 3s acquire k
+    --url "redis://127.0.0.1:$GARBAGE_PORT/0" --command-timeout 3s acquire k
   elapsed=$(($(now_ms) - start))
   assert_equal "$status" 70
   assert [ "$elapsed" -lt 3000 ]
@@ -57,12 +57,12 @@ base_rss_kb() {
   [[ $stderr == *"not acceptable"* ]] || fail "$stderr"
 }
 
-@test "an array just within the size limit that then floods still ends within --timeout" {
+@test "an array just within the size limit that then floods still ends within --command-timeout" {
   # 60000 elements are accepted; what follows is a reply nobody asked for.
   garbage_start 'flood=*60000\r\n'
   start=$(now_ms)
   run --separate-stderr /usr/bin/time -o "$T/rss" -f %M "$RLOCK" \
-    --url "redis://127.0.0.1:$GARBAGE_PORT/0" --timeout 3s status k
+    --url "redis://127.0.0.1:$GARBAGE_PORT/0" --command-timeout 3s status k
   elapsed=$(($(now_ms) - start))
   [[ $status == 69 || $status == 70 ]] || fail "exit $status: $stderr"
   assert [ "$elapsed" -lt 4000 ]
@@ -71,21 +71,21 @@ base_rss_kb() {
 
 @test "an endless bulk string (\$1000000000) exits 70 at once" {
   garbage_start 'flood=$1000000000\r\n'
-  run --separate-stderr "$RLOCK" --url "redis://127.0.0.1:$GARBAGE_PORT/0" --timeout 3s status k
+  run --separate-stderr "$RLOCK" --url "redis://127.0.0.1:$GARBAGE_PORT/0" --command-timeout 3s status k
   assert_equal "$status" 70
 }
 
 # --- a silent server -------------------------------------------------------------------------------
 
-@test "a silent server: acquire and run give up after about --timeout, not twice it" {
+@test "a silent server: acquire and run give up after about --command-timeout, not twice it" {
   garbage_start silent
   for cmd in "acquire k" "run k -- true"; do
     start=$(now_ms)
     # shellcheck disable=SC2086 # word splitting of $cmd is the point
-    run --separate-stderr "$RLOCK" --url "redis://127.0.0.1:$GARBAGE_PORT/0" --timeout 3s $cmd
+    run --separate-stderr "$RLOCK" --url "redis://127.0.0.1:$GARBAGE_PORT/0" --command-timeout 3s $cmd
     elapsed=$(($(now_ms) - start))
     assert_equal "$status" 69
-    # A promise, not scaled: about --timeout (3s), not twice it (6s). The 1s left below
+    # A promise, not scaled: about --command-timeout (3s), not twice it (6s). The 1s left below
     # twice is for starting and ending rlock on a slow machine or under ASan.
     assert [ "$elapsed" -ge 2900 ]
     assert [ "$elapsed" -lt 5000 ]
@@ -162,8 +162,8 @@ base_rss_kb() {
   refute_output --partial "expires by itself"
 }
 
-@test "a release the server never answers falls back to expiry after --timeout" {
-  rlock_bg holder --url "$PROXY_URL" --timeout 1s run --ttl 30s cut3 -- \
+@test "a release the server never answers falls back to expiry after --command-timeout" {
+  rlock_bg holder --url "$PROXY_URL" --command-timeout 1s run --ttl 30s cut3 -- \
     sh -c 'touch "$1/held"; while [ ! -e "$1/go" ]; do sleep 0.05; done' x "$T"
   holder=$BG_PID
   wait_for_file "$T/held"
@@ -240,12 +240,12 @@ base_rss_kb() {
 @test "a first contact not answered in time is retried until --wait runs out, then 69" {
   garbage_start silent
   start=$(now_ms)
-  rl --url "redis://127.0.0.1:$GARBAGE_PORT/0" --timeout 1s run --wait 3s fc-silent -- true
+  rl --url "redis://127.0.0.1:$GARBAGE_PORT/0" --command-timeout 1s run --wait 3s fc-silent -- true
   elapsed=$(($(now_ms) - start))
   assert_equal "$status" 69
   assert_equal "$output" ""
   assert_equal "${#stderr_lines[@]}" 2
-  assert_regex "${stderr_lines[0]}" "^rlock: .*did not answer .* within 1000ms \(--timeout\); \
+  assert_regex "${stderr_lines[0]}" "^rlock: .*did not answer .* within 1000ms \(--command-timeout\); \
 retrying until --wait runs out$"
   assert_regex "${stderr_lines[1]}" "^rlock: gave up waiting for 'fc-silent' after 3s: .*did not answer"
   assert [ "$elapsed" -ge 3000 ]
@@ -254,7 +254,7 @@ retrying until --wait runs out$"
 
 @test "a first contact to a stopped server gets through once it continues, within --wait" {
   redis_pause
-  rlock_bg waiter --url "$REDIS_URL" --timeout 1s run --wait 60s fc-paused -- true
+  rlock_bg waiter --url "$REDIS_URL" --command-timeout 1s run --wait 60s fc-paused -- true
   waiter=$BG_PID
   wait_until "grep -q 'retrying until --wait runs out' '$T/waiter.err'" 20
   redis_resume

@@ -86,7 +86,7 @@ hold() {
 
 @test "a lease lost while Redis did not answer is still released once it does" {
   # --ttl 5s: renewals every 1.7s, declared lost 1s before the key would expire.
-  hold --ttl 5s --timeout 1s
+  hold --ttl 5s --command-timeout 1s
   redis_pause
   wait_for_file "$T/term" 10 # lost: the command is told
   redis_resume
@@ -445,7 +445,7 @@ EOF2
 
 @test "a server that answers a huge TTL cannot overflow the lease arithmetic" {
   garbage_start 'reply=*4\r\n$2\r\nOK\r\n:1\r\n:9000000000000000\r\n:0\r\n'
-  run --separate-stderr "$RLOCK" --url "redis://127.0.0.1:$GARBAGE_PORT/0" --timeout 1s \
+  run --separate-stderr "$RLOCK" --url "redis://127.0.0.1:$GARBAGE_PORT/0" --command-timeout 1s \
     run --ttl 2s hk -- true
   # not a sanitizer abort, not a wrapped deadline: the release finds it "not held"
   [[ $status == 76 || $status == 70 ]] || fail "exit $status: $stderr"

@@ -28,7 +28,7 @@ setup() { T=$BATS_TEST_TMPDIR; }
       [[ $d == 1e400 || $stderr == *"at most 366 days"* ]] || fail "$flag $d: $stderr"
     done
   done
-  rl --timeout 9999999999999d status dur
+  rl --command-timeout 9999999999999d status dur
   assert_error 64
   rl acquire dur --ttl "$(printf '9%.0s' {1..400})"
   assert_error 64
@@ -40,7 +40,7 @@ setup() { T=$BATS_TEST_TMPDIR; }
   assert_success
   pttl=$(rcli pttl 'lock:{dur366}')
   assert [ "$pttl" -gt $((366 * 86400000 - 60000)) ]
-  rl acquire dur366 --wait 366d --ttl 1s --timeout 1s -n
+  rl acquire dur366 --wait 366d --ttl 1s --command-timeout 1s -n
   assert_error 64 # --wait and -n contradict: checked before any waiting
   run -75 "$RLOCK" acquire dur366 --wait 1s
 }

@@ -79,8 +79,8 @@ eval "$out"
 keeper=$(printf '%s\n' "$RLOCK_HELD" | sed -n 's/.*keeper=\([0-9]*\):.*/\1/p')
 echo "$keeper" >"$T/pid.keeper"
 kill -STOP "$keeper"
-# waits (--timeout) for the stopped keeper, then releases: past the keeper's deadline
-rlock --timeout 2s release k || exit 8
+# waits (--command-timeout) for the stopped keeper, then releases: past the keeper's deadline
+rlock --command-timeout 2s release k || exit 8
 rlock status k >/dev/null || echo freed
 kill -CONT "$keeper"
 # a keeper that took the release for a loss would signal us before it ends
@@ -176,8 +176,8 @@ EOF2
   replica_start REPLICA REDIS
   wait_until '[[ $(rcli info replication) == *"slave0:"*"state=online"* ]]'
   watched w
-  # the replica's confirmation within a share of the TTL and --timeout: slack for a busy machine
-  rlock --timeout "$(slack 1)s" acquire k --ttl "$(slack 2)s" --sync-replicas 1 \
+  # the replica's confirmation within a share of the TTL and --command-timeout: slack for a busy machine
+  rlock --command-timeout "$(slack 1)s" acquire k --ttl "$(slack 2)s" --sync-replicas 1 \
     --while-pid "$WPID" >/dev/null
   # renewed past its TTL while the replica confirms
   sleep "$(slack 2).5"
@@ -190,7 +190,7 @@ EOF2
 
 @test "a server stopped for longer than the lease: PID gets SIGTERM, and the lock is free once it is back" {
   watched w
-  out=$(rlock --timeout 500ms acquire k --ttl 2s --while-pid "$WPID" --export)
+  out=$(rlock --command-timeout 500ms acquire k --ttl 2s --while-pid "$WPID" --export)
   keeper=$(keeper_of "$out")
   redis_pause
   _rlock_poll "SIGTERM to PID" 15 test -e "$T/w.term"
@@ -380,7 +380,7 @@ EOF2
   # every reply a second late: the keeper's subscription takes a second, time enough to kill it
   proxy_start_named SLOW "$REDIS_PORT" 127.0.0.1 1000
   sleeper s
-  bg_start acq "$RLOCK" --url "$SLOW_URL" --timeout 10s acquire kd --while-pid "$SPID"
+  bg_start acq "$RLOCK" --url "$SLOW_URL" --command-timeout 10s acquire kd --while-pid "$SPID"
   acq=$BG_PID
   # the keeper: the acquire's child once the lease is granted
   wait_until '[[ -n $(pgrep -P '"$acq"' -f "acquire kd") ]]' 30

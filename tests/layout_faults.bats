@@ -298,7 +298,7 @@ no_raw_controls() {
     tok=$("$RLOCK" --layout "$l" acquire --ttl 30s "tb-$l")
     tomb="lock:rlock-released:{lock:tb-$l}:$tok"
     [[ $l == redisson ]] && tomb="redisson_unlock_latch:{tb-$l}:$tok"
-    run -0 "$RLOCK" --layout "$l" --timeout 2s release "tb-$l" --token "$tok"
+    run -0 "$RLOCK" --layout "$l" --command-timeout 2s release "tb-$l" --token "$tok"
     run -0 rcli pttl "$tomb"
     assert [ "$output" -gt 0 ]
     assert [ "$output" -le 7000 ]

@@ -245,7 +245,7 @@ start_holder() {
 }
 
 @test "Redis paused longer than the TTL: the child is signalled before the key expires" {
-  # default --timeout (5s) is longer than the lease: the renewal deadline must win
+  # default --command-timeout (5s) is longer than the lease: the renewal deadline must win
   start_holder --ttl 2s
   # pause right after a renewal, so that the expiry measured is the last one
   prev=$(expiry_of lk)
@@ -289,7 +289,7 @@ start_holder() {
 
 @test "an acquire whose reply is lost to a timeout leaves no orphaned lock" {
   redis_pause
-  run -69 "$RLOCK" acquire --ttl 30s lk --timeout 300ms
+  run -69 "$RLOCK" acquire --ttl 30s lk --command-timeout 300ms
   redis_resume
   run -0 rcli ping
   run -1 "$RLOCK" status lk
@@ -303,7 +303,7 @@ start_holder() {
   # lease it grants runs from then, but rlock counts it from when it asked (3s TTL, renewal
   # deadline 2.4s): too little is left to renew it in time, so it is renewed first.
   redis_pause
-  rlock_bg late -v --timeout 20s run --ttl 3s lk-late -- sh -c 'echo "$RLOCK_FENCE" >"$0/late.ran"' \
+  rlock_bg late -v --command-timeout 20s run --ttl 3s lk-late -- sh -c 'echo "$RLOCK_FENCE" >"$0/late.ran"' \
     "$T"
   late=$BG_PID
   sleep 2.8 # how late the reply is (the fault itself, not a wait for an event)

@@ -141,16 +141,16 @@ partial_json_array() {
   partial_json_array "$T/kj.out"
 }
 
-@test "the server stopped part way through list and list --json: 69 after about one --timeout, one error line" {
+@test "the server stopped part way through list and list --json: 69 after about one --command-timeout, one error line" {
   make_locks REDIS fk: 3000
   "$RLOCK" list 'fk:0' >/dev/null
   local mode t0 elapsed
   for mode in line json; do
     rcli config resetstat >/dev/null
     if [[ $mode == json ]]; then
-      list_into_fifo "st$mode" 3 --timeout 2s list --json 'fk:*'
+      list_into_fifo "st$mode" 3 --command-timeout 2s list --json 'fk:*'
     else
-      list_into_fifo "st$mode" 3 --timeout 2s list 'fk:*'
+      list_into_fifo "st$mode" 3 --command-timeout 2s list 'fk:*'
     fi
     redis_pause
     t0=$(now_ms)
@@ -158,8 +158,8 @@ partial_json_array() {
     elapsed=$(($(now_ms) - t0))
     redis_resume
     assert_equal "$mode $BG_STATUS" "$mode 69"
-    one_error_line "st$mode" "Redis at redis://127.0.0.1:$REDIS_PORT/0 did not answer EVALSHA(_RO)? within 2000ms \\(--timeout\\)"
-    # the promise: one --timeout (2s), not one per batch left (4 of them); the rest is
+    one_error_line "st$mode" "Redis at redis://127.0.0.1:$REDIS_PORT/0 did not answer EVALSHA(_RO)? within 2000ms \\(--command-timeout\\)"
+    # the promise: one --command-timeout (2s), not one per batch left (4 of them); the rest is
     # reading and printing two batches
     ((elapsed >= 1900 && elapsed < 6000)) || fail "$mode: rlock ended ${elapsed}ms after the server stopped"
     if [[ $mode == json ]]; then
@@ -234,8 +234,8 @@ quorum_listing() {
   one_error_line qk "warning: .*127.0.0.1:$M3_PORT.*; listing the rest from the 2 masters that answered"
 }
 
-@test "quorum: a master stopped part way through list --json: one --timeout in all, not one per batch, one warning" {
-  quorum_listing qs qs: --timeout 3s
+@test "quorum: a master stopped part way through list --json: one --command-timeout in all, not one per batch, one warning" {
+  quorum_listing qs qs: --command-timeout 3s
   redis_pause M3
   local t0 elapsed
   t0=$(now_ms)
@@ -246,7 +246,7 @@ quorum_listing() {
   run -0 jq '[.[] | select(.held)] | length' "$T/qs.out"
   assert_output 3000
   one_error_line qs "warning: Redis at redis://127.0.0.1:$M3_PORT/0 did not answer .*; listing the rest from the 2 masters that answered"
-  # The promise: a stalled master costs one --timeout (3s). Before, each of the five
+  # The promise: a stalled master costs one --command-timeout (3s). Before, each of the five
   # batches left waited for it (15s and more); the rest is reading 2500 locks.
   ((elapsed < 9000)) || fail "the listing took ${elapsed}ms after the master stopped"
 }

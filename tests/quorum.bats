@@ -469,18 +469,18 @@ evalsha_calls() {
   for i in 1 2 3 4 5; do rcli_to "M$i" acl deluser qu >/dev/null; done
 }
 
-@test "list with one master refusing the password and one stalled: it answers within about one --timeout" {
+@test "list with one master refusing the password and one stalled: it answers within about one --command-timeout" {
   toks=()
   for n in 1 2 3 4 5 6; do toks+=("$("$RLOCK" acquire --ttl 60s "q-list-$n")"); done
   redis_pause M4
   t0=$(now_ms)
-  run --separate-stderr "$RLOCK" --timeout 1s --url "$M1_URL" --url "$M2_URL" --url "$M3_URL" \
+  run --separate-stderr "$RLOCK" --command-timeout 1s --url "$M1_URL" --url "$M2_URL" --url "$M3_URL" \
     --url "$M4_URL" --url "${M5_URL/redis:\/\//redis://:wrong@}" list 'q-list-*'
   elapsed=$(($(now_ms) - t0))
   redis_resume M4
   assert_success
   assert_equal "$(grep -c '^q-list-' <<<"$output")" 6
-  # one --timeout for the stalled master's SCAN, not one per key
+  # one --command-timeout for the stalled master's SCAN, not one per key
   ((elapsed < 4000)) || fail "list took ${elapsed}ms"
   for n in 1 2 3 4 5 6; do "$RLOCK" release "q-list-$n" --token "${toks[n - 1]}"; done
 }
@@ -495,7 +495,7 @@ evalsha_calls() {
 }
 
 @test "run gives every master its release before it exits: masters that lost their scripts get the EVAL" {
-  rlock_bg holder --timeout 20s run --ttl 10m q-flush -- sh "$T/gate" "$T" h
+  rlock_bg holder --command-timeout 20s run --ttl 10m q-flush -- sh "$T/gate" "$T" h
   holder=$BG_PID
   wait_for_file "$T/h.started"
   assert_equal "$(on_masters q-flush)" 5
@@ -508,7 +508,7 @@ evalsha_calls() {
   redis_pause M5
   touch "$T/h.go"
   wait_until "[[ \$(rcli_to M1 exists 'lock:{q-flush}') == 0 ]]"
-  # run waits for them up to TTL/50 = 12 s (--timeout is 20 s): time enough to resume them.
+  # run waits for them up to TTL/50 = 12 s (--command-timeout is 20 s): time enough to resume them.
   redis_resume M4
   redis_resume M5
   bg_wait "$holder"
@@ -517,20 +517,20 @@ evalsha_calls() {
   assert_equal "$(on_masters q-flush)" 0
 }
 
-@test "a stalled master does not hold up run's exit: its release is bounded by the per-master bound, not --timeout" {
+@test "a stalled master does not hold up run's exit: its release is bounded by the per-master bound, not --command-timeout" {
   redis_pause M5
   t0=$(now_ms)
-  run "$RLOCK" --timeout 8s run --ttl 10s q-slowrel -- true
+  run "$RLOCK" --command-timeout 8s run --ttl 10s q-slowrel -- true
   elapsed=$(($(now_ms) - t0))
   redis_resume M5
   assert_success
   # The release waits at most 250 ms for M5 (the per-master bound for a 10s TTL; the
-  # acquire as long): not --timeout.
+  # acquire as long): not --command-timeout.
   ((elapsed < 4000)) || fail "run took ${elapsed}ms with one master stalled"
   assert_equal "$(rcli_to M1 exists 'lock:{q-slowrel}')" 0
   # A master that went down during the run (refused: its release is retried on new
-  # connections until --timeout) holds up the exit as little.
-  rlock_bg holder --timeout 8s run --ttl 10s q-slowrel -- sh "$T/gate" "$T" h
+  # connections until --command-timeout) holds up the exit as little.
+  rlock_bg holder --command-timeout 8s run --ttl 10s q-slowrel -- sh "$T/gate" "$T" h
   holder=$BG_PID
   wait_for_file "$T/h.started"
   redis_kill M5
@@ -543,21 +543,21 @@ evalsha_calls() {
   assert_equal "$(on_masters q-slowrel)" 0
 }
 
-@test "break and forget with a master stalled report once a majority answered and the rest had the per-master bound, not after --timeout" {
+@test "break and forget with a master stalled report once a majority answered and the rest had the per-master bound, not after --command-timeout" {
   "$RLOCK" acquire --ttl 60s q-slowbrk >/dev/null
   redis_pause M5
   t0=$(now_ms)
-  run "$RLOCK" --timeout 10s break --yes q-slowbrk
+  run "$RLOCK" --command-timeout 10s break --yes q-slowbrk
   elapsed=$(($(now_ms) - t0))
   assert_success
-  # M5 got 600ms more (the per-master bound of release --token), not --timeout (10s).
+  # M5 got 600ms more (the per-master bound of release --token), not --command-timeout (10s).
   ((elapsed < 5000)) || fail "break took ${elapsed}ms with one master stalled"
   assert_output --partial "its holder removed on 4 of 5 masters"
   assert_line --regexp "^rlock: warning: $M5_URL did not answer the break .*: it may not have reached it$"
   for n in 1 2 3 4; do assert_equal "$(rcli_to "M$n" exists 'lock:{q-slowbrk}')" 0; done
   # forget (the key is free on the four others) waits as little.
   t0=$(now_ms)
-  run "$RLOCK" --timeout 10s forget --yes q-slowbrk
+  run "$RLOCK" --command-timeout 10s forget --yes q-slowbrk
   elapsed=$(($(now_ms) - t0))
   assert_success
   ((elapsed < 5000)) || fail "forget took ${elapsed}ms with one master stalled"

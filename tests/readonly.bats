@@ -78,8 +78,8 @@ replica_has() { [[ $(rcli_to REPLICA exists "$1") == 1 ]]; }
 }
 
 @test "a write against a replica is 69 (READONLY), not a crash" {
-  # Retried within --timeout (a failover may be under way), then given up.
-  rl --timeout 1s --url "$REPLICA_URL" acquire rep-write
+  # Retried within --command-timeout (a failover may be under way), then given up.
+  rl --command-timeout 1s --url "$REPLICA_URL" acquire rep-write
   assert_error 69
   [[ $stderr == *READONLY* ]] || fail "$stderr"
 }

@@ -234,12 +234,12 @@ _watchers() {
   assert_equal "$(rcli_to OTHERM exists 'lock:{s-epoch}')" 0
 }
 
-@test "a sentinel that hangs costs 100 ms more, not its share of --timeout" {
+@test "a sentinel that hangs costs 100 ms more, not its share of --command-timeout" {
   redis_pause SENT1
   start=$(now_ms)
-  # A hung sentinel may take three quarters of --timeout (7.5s): the others answer, and
+  # A hung sentinel may take three quarters of --command-timeout (7.5s): the others answer, and
   # it gets only 100 ms more.
-  run --separate-stderr "$RLOCK" --timeout 10s status s-share
+  run --separate-stderr "$RLOCK" --command-timeout 10s status s-share
   took=$(($(now_ms) - start))
   redis_resume SENT1
   assert_equal "$status" 1 # free: the other sentinels answered
@@ -252,7 +252,7 @@ _watchers() {
   garbage_start_named JUNKSENT garbage
   garbage_start_named BADTYPESENT badtype
   url="redis-sentinel://127.0.0.1:$JUNKSENT_PORT,127.0.0.1:$BADTYPESENT_PORT,127.0.0.1:$SENT3_PORT/rlmaster"
-  run "$RLOCK" --timeout 3s --url "$url" run s-junk -- true
+  run "$RLOCK" --command-timeout 3s --url "$url" run s-junk -- true
   assert_success
 }
 
@@ -262,7 +262,7 @@ _watchers() {
   port=$(rcli_to "$(replica)" config get port | sed -n 2p)
   garbage_start_named LIARSENT "sentinel=127.0.0.1:$port:1000"
   url="redis-sentinel://127.0.0.1:$LIARSENT_PORT,127.0.0.1:$SENT2_PORT/rlmaster"
-  rlock_bg liar -v --url "$url" --timeout 5s run s-liar -- sh "$T/gate" "$T" l
+  rlock_bg liar -v --url "$url" --command-timeout 5s run s-liar -- sh "$T/gate" "$T" l
   holder=$BG_PID
   wait_for_file "$T/l.started"
   grep -q "answers ROLE with 'slave'" "$T/liar.err" || fail "$(cat "$T/liar.err")"
@@ -278,13 +278,13 @@ _watchers() {
 @test "a sentinel that names a replica is passed over for the next one" {
   port=$(rcli_to "$(replica)" config get port | sed -n 2p)
   garbage_start_named STALESENT "$(fake_sentinel_reply "$port")"
-  run "$RLOCK" --timeout 3s \
+  run "$RLOCK" --command-timeout 3s \
     --url "redis-sentinel://127.0.0.1:$STALESENT_PORT,127.0.0.1:$SENT2_PORT/rlmaster" \
     run s-stale -- true
   assert_success
 }
 
-@test "a master that refuses the URL's password: 77 at once, not after --timeout" {
+@test "a master that refuses the URL's password: 77 at once, not after --command-timeout" {
   start=$(now_ms)
   rl --url "redis-sentinel://:wrongpw@127.0.0.1:$SENT1_PORT/rlmaster" status k
   took=$(($(now_ms) - start))
@@ -311,19 +311,19 @@ _watchers() {
 
 @test "--sync-replicas 1 with the replica stopped: not acquired, one line, 69, released again" {
   redis_pause "$(replica)"
-  rl --timeout 1s acquire --sync-replicas 1 s-nosync
+  rl --command-timeout 1s acquire --sync-replicas 1 s-nosync
   assert_error 69
   [[ $stderr == *"only 0 of 1 replicas confirmed"*"--sync-replicas"* ]] || fail "$stderr"
   assert_equal "$(rcli_to "$(master)" exists 'lock:{s-nosync}')" 0
   # An availability failure: -E does not turn it into "someone else has it".
-  rl --timeout 1s run -E 0 --sync-replicas 1 s-nosync -- touch "$T/ran"
+  rl --command-timeout 1s run -E 0 --sync-replicas 1 s-nosync -- touch "$T/ran"
   assert_equal "$status" 69
   [[ ! -e $T/ran ]] || fail "the command ran"
   redis_resume "$(replica)"
 }
 
 @test "--sync-replicas during a run: renewals the replica cannot confirm lose the lease (76)" {
-  rlock_bg holder run --ttl 2s --sync-replicas 1 --timeout 500ms s-syncrun -- sleep 30
+  rlock_bg holder run --ttl 2s --sync-replicas 1 --command-timeout 500ms s-syncrun -- sleep 30
   holder=$BG_PID
   wait_until "[[ \$(rcli_to $(master) exists 'lock:{s-syncrun}') == 1 ]]"
   redis_pause "$(replica)"
@@ -337,7 +337,7 @@ _watchers() {
   # Its only sentinel is behind a proxy that goes silent: a failover could happen unseen.
   proxy_start_named SPX "$SENT1_PORT"
   rlock_bg holder -v --url "redis-sentinel://127.0.0.1:$SPX_PORT/rlmaster" \
-    run --ttl 2s --timeout 500ms s-nosent -- sleep 30
+    run --ttl 2s --command-timeout 500ms s-nosent -- sleep 30
   holder=$BG_PID
   wait_until "[[ \$(rcli_to $(master) exists 'lock:{s-nosent}') == 1 ]]"
   proxy_partition SPX
@@ -350,7 +350,7 @@ _watchers() {
 }
 
 @test "--sync-replicas more than there are replicas: 69" {
-  rl --timeout 500ms acquire --sync-replicas 2 s-two
+  rl --command-timeout 500ms acquire --sync-replicas 2 s-two
   assert_error 69
   [[ $stderr == *"only 1 of 2 replicas"* ]] || fail "$stderr"
 }
@@ -374,7 +374,7 @@ _watchers() {
   port=$(rcli_to "$(replica)" config get port | sed -n 2p)
   garbage_start_named FAKESENT "$(fake_sentinel_reply "$port")"
   start=$(now_ms)
-  rl --timeout 1s --url "redis-sentinel://127.0.0.1:$FAKESENT_PORT/rlmaster" acquire k
+  rl --command-timeout 1s --url "redis-sentinel://127.0.0.1:$FAKESENT_PORT/rlmaster" acquire k
   assert_error 69
   [[ $stderr == *"name 127.0.0.1:$port as the master"*"answers ROLE with 'slave'"* ]] ||
     fail "$stderr"
@@ -393,7 +393,7 @@ _watchers() {
 @test "a sentinel naming a server that answers ROLE with garbage: one line, 69" {
   garbage_start_named BADROLE badtype
   garbage_start_named BADROLESENT "sentinel=127.0.0.1:$BADROLE_PORT:7"
-  rl --timeout 1s --url "redis-sentinel://127.0.0.1:$BADROLESENT_PORT/rlmaster" acquire k
+  rl --command-timeout 1s --url "redis-sentinel://127.0.0.1:$BADROLESENT_PORT/rlmaster" acquire k
   assert_error 69
   [[ $stderr == *"name 127.0.0.1:$BADROLE_PORT as the master"*"answers ROLE with ''"* ]] ||
     fail "$stderr"

@@ -72,7 +72,7 @@ setup() {
   proxy_start "$REDIS_PORT"
   printf '%s\n' '{gz2}' >"$PROXY_DIR/reset"
   proxy_arm_cut
-  bg_start g "$RLOCK" --url "$PROXY_URL" --timeout 1s run --wait 30s gz1 --and gz2 -- sh -c '
+  bg_start g "$RLOCK" --url "$PROXY_URL" --command-timeout 1s run --wait 30s gz1 --and gz2 -- sh -c '
     [ "$(redis-cli -p "$0" get "lock:{gz1}")" = "$RLOCK_TOKEN" ] || echo "ran without gz1"' "$REDIS_PORT"
   g=$BG_PID
   wait_until '[ "$(proxy_state armed)" = 0 ]' 20

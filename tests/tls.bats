@@ -198,7 +198,7 @@ speak TLS: it answers a plain-text PING; use redis:// instead of rediss:// (or t
 
 @test "redis:// (no TLS) to a TLS-only port exits 69 or 70, without hanging" {
   run --separate-stderr timeout 20 "$RLOCK" --url "redis://127.0.0.1:$TLS_PORT/0" \
-    --timeout 2s --connect-timeout 2s status k
+    --command-timeout 2s --connect-timeout 2s status k
   [[ $status == 69 || $status == 70 ]] || fail "exit $status; stderr: $stderr"
   assert_equal "${#stderr_lines[@]}" 1
 }

@@ -65,6 +65,14 @@ See rlock(1) for details.)";
 // --- dispatch ---------------------------------------------------------------------------------
 
 int dispatch(Values& v, const Subcommands& s, CLI::App& app, const Words& w) {
+  // flock's --timeout is the wait, wherever it is written: a command that never
+  // waits has none (the limit for one Redis command was --timeout before 0.5.0).
+  if (v.wait_timeout && !s.run->parsed() && !s.acquire->parsed())
+    for (CLI::App* sub : app.get_subcommands())
+      throw_usage(fmt::format(
+          "--timeout (-w) is how long run and acquire wait for the lock, as in flock; {} does "
+          "not wait: the limit for one Redis command is --command-timeout",
+          sub->get_name()));
   finish(v);
   const GlobalOptions& g = v.g;
   for (CLI::App* sub : {s.run, s.release, s.brk, s.forget})

@@ -58,7 +58,8 @@ void add_connection_options(CLI::App& app, Values& v) {
   duration(&app, "--connect-timeout", v.connect_timeout,
            "limit for connecting and for a DNS lookup (default 5s)")
       ->group("Connection");
-  duration(&app, "--timeout", v.timeout, "limit for one Redis command (default 5s)")
+  duration(&app, "--command-timeout", v.command_timeout,
+           "limit for one Redis command (default 5s; before 0.5.0: --timeout)")
       ->group("Connection");
   opt("--prefix", v.g.prefix, "PREFIX", "prefix of every Redis key (default lock:)");
   app.add_option("--layout", v.layout,
@@ -105,7 +106,10 @@ void add_sync_replicas(CLI::App* sub, Values& v, const char* what) {
 void add_lock_options(CLI::App* sub, Values& v, const std::string& ttl) {
   duration(sub, "--ttl", v.ttl, ttl);
   duration(sub, "--wait", v.wait, "wait at most this long when taken (default: forever)");
-  sub->add_flag("-n,--no-wait", v.o.no_wait, "fail at once when taken");
+  // flock's names for the wait and for not waiting (the man page's OPTIONS).
+  duration(sub, "-w,--timeout", v.wait_timeout,
+           "the same as --wait, as in flock: a bare number is seconds (-w 0.5)");
+  sub->add_flag("-n,--no-wait,--nonblock", v.o.no_wait, "fail at once when taken");
   sub->add_option("-E,--conflict-exit-code", v.conflict_exit,
                   "exit status when the lock was not acquired (default 75)")
       ->type_name("N");
@@ -134,6 +138,8 @@ void add_lock_options(CLI::App* sub, Values& v, const std::string& ttl) {
                 "a shared lock, as flock -s: any number of shared holders at once, or one "
                 "exclusive holder (the default); the line stays first come, first served "
                 "across both kinds");
+  sub->add_flag("-x,-e,--exclusive", v.exclusive,
+                "an exclusive lock, as flock -x: the default, accepted for flock's habit");
   add_sync_replicas(sub, v,
                     "count the lease as granted (and renewed) only once N replicas confirm it; "
                     "fewer is 69");
@@ -162,6 +168,10 @@ void add_run_options(CLI::App* run, Values& v) {
                 "when CMD exits, end what it left in its process group (SIGTERM, then SIGKILL "
                 "after --kill-after) instead of holding the lock until it exits (a stop signal "
                 "to rlock, or CMD ending by one, always ends them)");
+  run->add_flag("-o,--close", v.o.close,
+                "as flock -o: release the lock when CMD exits, and let what it left in its "
+                "process group run on outside the lock (a nested run under it still holds "
+                "it)");
 }
 
 void add_token(CLI::App* sub, Values& v) {
@@ -258,9 +268,10 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
   s.list->add_flag("--prometheus", v.prometheus,
                    "print the Prometheus text format for node_exporter's textfile collector "
                    "(held, holders, waiters, lease left, time held, fence per lock)");
-  s.list->add_flag("--names", v.names,
-                   "print only the names, one per line, at most 1000, with --timeout for the "
-                   "whole listing (for shell completion)");
+  s.list->add_flag(
+      "--names", v.names,
+      "print only the names, one per line, at most 1000, with --command-timeout for the "
+      "whole listing (for shell completion)");
   s.list->footer(
       "On a terminal: a table under a header (KEY HOLDER LEFT FENCE WAITERS COMMAND;\n"
       "HOLDER is the holder's --label when it has one), durations like 29s, each\n"
@@ -314,6 +325,11 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
       "keys of its own under the prefix (deleted, and expiring in 10 s), never on a\n"
       "lock. Quorum mode and a Cluster: every master is checked. --json: an array of\n"
       "{server, check, status, message, fix}.");
+
+  // -w, --timeout is the wait wherever it is written, as in flock: before the
+  // subcommand too (hidden here: run's and acquire's help show it), and refused
+  // for a command that never waits (dispatch).
+  duration(&app, "-w,--timeout", v.wait_timeout, "the wait of run and acquire")->group("");
 
   for (auto* sub : app.get_subcommands({})) sub->fallthrough();
   return s;

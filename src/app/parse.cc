@@ -104,12 +104,28 @@ void finish(Values& v) {
   LockOptions& o = v.o;
   if (v.connect_timeout)
     g.connect_timeout = parse_duration(*v.connect_timeout, "--connect-timeout");
-  if (v.timeout) g.timeout = parse_duration(*v.timeout, "--timeout");
+  if (v.command_timeout)
+    g.command_timeout = parse_duration(*v.command_timeout, "--command-timeout");
   if (v.ttl) {
     o.ttl = parse_duration(*v.ttl, "--ttl");
     o.ttl_given = true;
   }
   if (v.wait) o.wait = parse_duration(*v.wait, "--wait");
+  if (v.wait_timeout) {
+    // flock's name for the wait (the man page's OPTIONS): one of the two.
+    if (v.wait)
+      throw_usage(
+          "--wait and --timeout (-w) are the same wait (--timeout is flock's name); give one");
+    if (o.no_wait) throw_usage("--timeout (-w) and --no-wait contradict each other; give one");
+    o.wait = parse_duration(*v.wait_timeout, "--timeout");
+  }
+  if (v.exclusive && o.shared)
+    throw_usage(
+        "--exclusive and --shared contradict each other; give one (exclusive is the default)");
+  if (o.close && o.kill_leftovers)
+    throw_usage(
+        "--close (-o) and --kill-leftovers contradict each other: -o lets what CMD left run on "
+        "outside the lock, --kill-leftovers ends it; give one");
   if (v.min_hold) o.min_hold = parse_duration(*v.min_hold, "--min-hold");
   if (v.kill_after) o.kill_after = parse_duration(*v.kill_after, "--kill-after");
   if (v.done_for) {

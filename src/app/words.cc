@@ -144,9 +144,11 @@ bool knows(CLI::App* sub, const std::string& name) {
 }
 
 // Whether option word `w` means only options that `sub` (or rlock) knows:
-// "--wait", "--wait=5s", "-n", "-E3", "-qv" (short flags together).
+// "--wait", "--wait=5s", "-n", "-E3", "-qv" (short flags together). A long
+// name behind one dash ("-wait") is a typo of it, not -w with the value "ait".
 bool known_option_word(CLI::App* sub, const std::string& w) {
   if (w.rfind("--", 0) == 0) return knows(sub, w.substr(0, w.find('=')));
+  if (w.size() > 2 && knows(sub, "-" + w.substr(0, w.find('=')))) return false;
   for (size_t k = 1; k < w.size(); ++k) {
     std::string letter = std::string("-") + w[k];
     if (!knows(sub, letter)) return false;

@@ -79,7 +79,7 @@ class HelpFormatter : public CLI::Formatter {
     std::vector<const CLI::Option*> hidden;
     auto h = layout_.hidden_output.find(sub);
     return app->get_options([&](const CLI::Option* o) {
-      if (o->get_positional()) return false;
+      if (o->get_positional() || o->get_group().empty()) return false;  // hidden
       bool global = std::find(std::begin(kGlobalGroups), std::end(kGlobalGroups), o->get_group()) !=
                     std::end(kGlobalGroups);
       if (group.empty() && global) return false;

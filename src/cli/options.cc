@@ -177,8 +177,8 @@ SentinelConfig sentinel_config(const GlobalOptions& g, SentinelUrl url) {
 
 ConnectionConfig connection_config(const GlobalOptions& g, const std::string& url) {
   ConnectionConfig c;
-  if (g.connect_timeout.count() <= 0 || g.timeout.count() <= 0)
-    throw_usage("--connect-timeout and --timeout must be greater than zero");
+  if (g.connect_timeout.count() <= 0 || g.command_timeout.count() <= 0)
+    throw_usage("--connect-timeout and --command-timeout must be greater than zero");
   if (is_sentinel_url(url)) {
     SentinelUrl su = parse_sentinel_url(url);
     c.endpoint = su.master;
@@ -224,7 +224,7 @@ ConnectionConfig connection_config(const GlobalOptions& g, const std::string& ur
   }
   c.tls = t;
   c.connect_timeout = g.connect_timeout;
-  c.command_timeout = g.timeout;
+  c.command_timeout = g.command_timeout;
   if (g.verbose) c.trace = [](const std::string& line) { log_verbose(line); };
   return c;
 }

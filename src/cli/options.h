@@ -21,7 +21,7 @@ struct GlobalOptions {
   std::string sentinel_password_file;  // --sentinel-password-file
   TlsOptions tls;
   Millis connect_timeout{5000};
-  Millis timeout{5000};
+  Millis command_timeout{5000};  // --command-timeout: one Redis command
   std::string prefix = "lock:";
   Layout layout = Layout::Rlock;  // --layout / RLOCK_LAYOUT
   bool verbose = false;
@@ -44,6 +44,7 @@ struct LockOptions {
   OnLost on_lost = OnLost::Term;
   Millis kill_after{10000};
   bool kill_leftovers = false;  // run: end what the command left in its group
+  bool close = false;           // run -o: release when the command exits, leftovers or not
   int sync_replicas = 0;        // --sync-replicas: WAIT for this many after each write
   long while_pid = 0;           // acquire --while-pid: hold while this process lives
   bool export_env = false;      // acquire --export: print shell assignments

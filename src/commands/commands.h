@@ -21,7 +21,7 @@ int cmd_status(const GlobalOptions& g, const std::string& key);
 /// `prometheus`: the Prometheus text format (node_exporter's textfile collector).
 int cmd_list(const GlobalOptions& g, const std::string& pattern, bool prometheus = false);
 /// `list --names`: the names only, one per line, at most kMaxListedNames, within
-/// one --timeout for everything (connecting included); what was found by then
+/// one --command-timeout for everything (connecting included); what was found by then
 /// is printed before the unavailable Error that says the time ran out.
 int cmd_list_names(const GlobalOptions& g, const std::string& pattern);
 inline constexpr size_t kMaxListedNames = 1000;

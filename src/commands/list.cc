@@ -186,7 +186,7 @@ using Listed = std::vector<const Found::Entry*>;
 
 // Quorum mode: the masters that failed a status call of the batch `got` (down,
 // stalled, refusing) leave `answered`, each with a warning, so that a master
-// lost part way costs one --timeout, not one per batch, and is never silently
+// lost part way costs one --command-timeout, not one per batch, and is never silently
 // left out. Too few left: the next batch's calls say so (69).
 void drop_failed_masters(const std::vector<std::optional<Outcome<LockStatus>>>& got,
                          std::vector<Client*>& answered) {
@@ -319,7 +319,7 @@ int cmd_list(const GlobalOptions& g, const std::string& pattern, bool prometheus
   // In quorum mode a minority of them may be down: a key a quorum holds is
   // still on one that answers.
   // A master that fails (down, stalled, refusing this ACL user) is left out of
-  // the status calls too, so that a stalled one costs one --timeout, not one per key.
+  // the status calls too, so that a stalled one costs one --command-timeout, not one per key.
   std::vector<Client*> answered;
   std::optional<Error> failure;
   std::vector<std::string> left_out;  // why each master that failed SCAN did
@@ -368,15 +368,15 @@ int cmd_list(const GlobalOptions& g, const std::string& pattern, bool prometheus
 }
 
 // Names only, for shell completion: no round trip per key, at most
-// kMaxListedNames, and one deadline (--timeout) for connecting and every SCAN
+// kMaxListedNames, and one deadline (--command-timeout) for connecting and every SCAN
 // on every master, so that neither a stalled server nor 100,000 keys keeps a
 // shell waiting. A master that fails is left out; the first failure is thrown
 // only when none answered.
 int cmd_list_names(const GlobalOptions& given, const std::string& pattern) {
   std::string match = scan_match(given, pattern);
-  const auto deadline = later(Clock::now(), given.timeout);
+  const auto deadline = later(Clock::now(), given.command_timeout);
   GlobalOptions g = given;
-  g.connect_timeout = std::min(g.connect_timeout, g.timeout);
+  g.connect_timeout = std::min(g.connect_timeout, g.command_timeout);
   Session s(g);
   std::string head = head_of(g);
   Found found;
@@ -432,8 +432,9 @@ int cmd_list_names(const GlobalOptions& given, const std::string& pattern) {
   }
   print_out(out);
   if (out_of_time)
-    throw_unavailable(fmt::format("list --names: --timeout ({}ms) ran out after {} names",
-                                  given.timeout.count(), std::min(found.locks, kMaxListedNames)));
+    throw_unavailable(fmt::format("list --names: --command-timeout ({}ms) ran out after {} names",
+                                  given.command_timeout.count(),
+                                  std::min(found.locks, kMaxListedNames)));
   if (answered == 0 && failure) throw *failure;
   return exitcode::kOk;
 }

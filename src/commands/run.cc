@@ -5,7 +5,7 @@
 //    │  │                  │        leftovers in      │          --kill-leftovers   (SIGTERM, then
 //    │  │                  │        its group         │                             SIGKILL later)
 //    │  │                  │ command exits,           │ group empty                  │ group empty
-//    │  │                  ▼ group empty              ▼                              │
+//    │  │                  ▼ group empty (or -o)      ▼                              │
 //    │  └─cannot start──▶ Releasing ◀─────────────────┴──────────────────────────────┘
 //    │   the command       │ answered
 //    │                     ▼
@@ -464,10 +464,20 @@ class Runner {
   // SIGKILL after --kill-after, so that the prompt comes back and the lock is
   // freed within moments. Otherwise rlock says at once that it holds the lock
   // for them, and how to end them.
+  //
+  // With -o (flock's --close) the lock is released at once and what the
+  // command left runs on outside it; a nested run among them holds the lock on
+  // its own (the release leaves it held for it).
   void command_exited(int status) {
     command_status_ = status;
     if (ended_by_stop_signal(status)) stop_requested_ = true;
-    if (child_->group_alive()) {
+    if (opts_.close) {
+      if (child_->group_alive())
+        log_verbose(
+            "the command exited: releasing the lock (--close); what it left in its group runs "
+            "on outside it");
+      child_->let_go();
+    } else if (child_->group_alive()) {
       enter(Phase::Draining);
       if (opts_.kill_leftovers) {
         end_leftovers("--kill-leftovers");

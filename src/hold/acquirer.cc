@@ -538,7 +538,7 @@ void Acquirer::cancel(std::function<void()> done) {
   // Release too: an attempt in flight may have been granted after all. Both
   // are no-ops for a token that holds and waits for nothing. They are sent,
   // but waited for only briefly: giving up on a server that does not answer
-  // must not take a second --timeout (a timed-out attempt's own undo already
+  // must not take a second --command-timeout (a timed-out attempt's own undo already
   // follows it on its connection; anything left expires with its lease).
   Millis bound = std::min(lock_.command_timeout(), kCleanupBound);
   auto remaining = std::make_shared<int>(2);

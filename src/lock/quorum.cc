@@ -16,7 +16,7 @@ namespace {
 // How long a master that does not answer may hold up one acquisition: far
 // below the TTL (the Redlock paper: a few ms for a 10 s TTL; a network that
 // stalls a while is not worth a lease that will soon be gone), never above
-// --timeout. TTL/50, but at least kNodeTimeoutFloor or TTL/10 when that is
+// --command-timeout. TTL/50, but at least kNodeTimeoutFloor or TTL/10 when that is
 // less (a loaded host, or a sanitizer build, misses 50 ms now and then),
 // and never under kMinNodeTimeout.
 constexpr Millis kMinNodeTimeout{50};
@@ -288,7 +288,7 @@ void QuorumLock::do_release(const std::string& token, Millis min_hold, Done<Rele
   // merely slow) keeps the token for a whole TTL, and an outage of another
   // master then makes the free lock unavailable. Once a majority settled the
   // answer, the others get as long as a give-back, so that one master down
-  // does not hold up every exit by --timeout.
+  // does not hold up every exit by --command-timeout.
   Millis linger = node_timeout(ttl_.count() > 0 ? ttl_ : kDefaultTtl);
   if (timeout.count() > 0) linger = std::min(linger, timeout);
   fan_out<ReleaseReply>(
@@ -400,7 +400,7 @@ void QuorumLock::warn_unanswered(const std::string& what, const std::vector<Outc
 void QuorumLock::break_lock(Done<long> done) {
   // Every master gets the break; once a majority answered, the others get
   // the per-master bound more (as a release by token alone), so that one
-  // stalled master costs that, not --timeout. A break not answered by then
+  // stalled master costs that, not --command-timeout. A break not answered by then
   // may still land there (it was usually written); a warning names that master.
   fan_out<long>([](SingleLock& l, Done<long> d) { l.break_lock(std::move(d)); },
                 [this, done](std::vector<Outcome<long>> rs) {

@@ -50,7 +50,7 @@ class QuorumLock : public Lock {
   /// On every master; NotHeld when fewer than a majority still held it.
   /// Every master's release is awaited (the EVAL after NOSCRIPT included);
   /// once a majority has settled the answer, the rest get at most
-  /// clamp(TTL/50, 50 ms, --timeout) more (TTL: of the last acquire, else
+  /// clamp(TTL/50, 50 ms, --command-timeout) more (TTL: of the last acquire, else
   /// the default 30 s).
   void do_release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
                   Millis timeout, int exit_status, Millis done_for,
@@ -63,7 +63,7 @@ class QuorumLock : public Lock {
   void status(Done<LockStatus> done) override;
   /// On every master; an unavailable Error when fewer than a majority answer.
   /// Once a majority answered, the rest get at most the per-master bound of
-  /// a release by token alone (clamp(30 s/50, 50 ms, --timeout): 600 ms by
+  /// a release by token alone (clamp(30 s/50, 50 ms, --command-timeout): 600 ms by
   /// default) more; a master that has not answered by then is named in a
   /// warning (its request may still land there).
   void break_lock(Done<long> done) override;

@@ -89,7 +89,7 @@ void Connection::enqueue_raw(const Args& args, ReplyCallback cb, Millis timeout,
     close(Error(ErrorKind::Unavailable,
                 fmt::format("{} at {} did not answer {} within {}ms{}", cfg_.server_kind,
                             cfg_.endpoint.display(), name, t.count(),
-                            t == cfg_.command_timeout ? " (--timeout)" : ""),
+                            t == cfg_.command_timeout ? " (--command-timeout)" : ""),
                 -1, Cause::Timeout));
   });
   pending_.push_back(Pending{std::move(cb), id, Clock::now(), std::move(name)});
@@ -440,7 +440,7 @@ void Connection::come_back() {
 
 void Connection::read_some(std::deque<Reply>& replies) {
   // A bounded amount per wake-up: a server that streams without pause must
-  // not starve the timers (renewal, --timeout) of the loop.
+  // not starve the timers (renewal, --command-timeout) of the loop.
   char buf[16384];
   for (int i = 0; i < kReadsPerWakeup; ++i) {
     IoResult r = stream_->read(buf, sizeof buf);

@@ -80,7 +80,7 @@ Connection& SentinelDiscovery::connection(size_t i) {
 }
 
 // The sentinels are asked at the same time, so each may take most of
-// --timeout (a loaded one answers late, but answers); three quarters (at least
+// --command-timeout (a loaded one answers late, but answers); three quarters (at least
 // half a second) leaves the command waiting for the master time to report why
 // none answered. One that hangs while another answers costs kSurveyGrace.
 Millis SentinelDiscovery::query_timeout() const {

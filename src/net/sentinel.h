@@ -11,7 +11,7 @@
 // heard of a failover names the master before it, with an older epoch). The
 // answers are awaited from every sentinel, but once one has named a master
 // the others get only kSurveyGrace more, so a sentinel that hangs costs that,
-// not its share of --timeout. A master whose ROLE refuted the sentinels
+// not its share of --command-timeout. A master whose ROLE refuted the sentinels
 // (distrust()) ranks below every other answer next time.
 //
 // A process that stays watches a sentinel for +switch-master and asks all of

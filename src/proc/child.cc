@@ -321,13 +321,16 @@ Child Child::spawn(const SpawnSpec& spec) {
 }
 
 Child::Child(Child&& other) noexcept
-    : pid_(other.pid_), took_terminal_(other.took_terminal_), status_(other.status_) {
+    : pid_(other.pid_),
+      took_terminal_(other.took_terminal_),
+      status_(other.status_),
+      let_go_(other.let_go_) {
   other.pid_ = -1;
   other.took_terminal_ = false;
 }
 
 Child::~Child() {
-  if (pid_ > 0 && status_ && group_alive()) signal_group(SIGKILL);  // leftovers
+  if (pid_ > 0 && status_ && !let_go_ && group_alive()) signal_group(SIGKILL);  // leftovers
   if (!running()) return;
   signal_group(SIGKILL);
   wait_for(pid_);

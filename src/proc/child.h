@@ -41,7 +41,8 @@ class Child {
   Child(Child&& other) noexcept;
   Child& operator=(Child&&) = delete;
   Child(const Child&) = delete;
-  /// A child still running is sent SIGKILL (its group) and reaped.
+  /// A child still running is sent SIGKILL (its group) and reaped; so is what
+  /// an exited child left in its group, unless let_go() was called.
   ~Child();
 
   pid_t pid() const { return pid_; }
@@ -67,6 +68,9 @@ class Child {
   /// Gives the terminal back to the child's group (if it had it) and sends
   /// the group SIGCONT.
   void resume();
+  /// What the exited child left in its group runs on without rlock (run -o):
+  /// the destructor no longer kills it.
+  void let_go() { let_go_ = true; }
 
  private:
   explicit Child(pid_t pid, bool took_terminal) : pid_(pid), took_terminal_(took_terminal) {}
@@ -74,6 +78,7 @@ class Child {
   bool took_terminal_ = false;
   std::optional<int> status_;
   bool stopped_ = false;
+  bool let_go_ = false;
 };
 
 /// A process of a process group, as the notice about leftovers names it.

@@ -65,10 +65,10 @@ _RLOCK_PORT_DIR="${RLOCK_TEST_PORT_DIR:-/tmp/rlock-test-ports}"
 # - bounds that measure no promise (how long to wait for a server to start, for a line to
 #   appear, for a run to finish at all): generous at factor 1, and multiplied by
 #   RLOCK_TEST_SLACK through `slack MS` (every wait_until/_rlock_poll timeout is);
-# - bounds that measure a promise (give up after about --timeout, not twice it; a release
+# - bounds that measure a promise (give up after about --command-timeout, not twice it; a release
 #   wakes the next waiter at once, not at the next poll): never scaled; a comment beside
 #   each says which promise, and the test is built so that the promise leaves room for a
-#   machine three times slower than an idle one (e.g. a longer --timeout, so the fixed
+#   machine three times slower than an idle one (e.g. a longer --command-timeout, so the fixed
 #   start-up cost is small beside it).
 # RLOCK_TEST_SLACK (a whole number, default 1) is the one factor: ctest sets it to 3 for a
 # sanitizer build (ASan/UBSan make every start and exit slower; tests/CMakeLists.txt also

@@ -86,7 +86,7 @@
 #       second").
 #   release: a failed release (rlock: "could not release") away from any restart,
 #       failover or acl fault (a release the ACL refuses is 77, the lease then expiring by
-#       itself): it is retried on a new connection first (man page, --timeout).
+#       itself): it is retried on a new connection first (man page, --command-timeout).
 #   shutdown: the lock is free after the soak, a newcomer gets in with `run -n` (no dead
 #       waiter blocks it), no key of the lock but its fence counter and history is left
 #       without an expiry, and no process is left behind.
