@@ -5,7 +5,8 @@
 # -w/--timeout bounds the wait (a bare number is seconds), -n/--nonblock does not wait,
 # -s shares, -x/-e/--exclusive is the default, -o/--close releases when the command
 # exits though what it left runs on. The limit for one Redis command is
-# --command-timeout; --timeout given to a command that never waits names it.
+# --command-timeout; --timeout given to a command that never waits names it. An
+# unknown subcommand gets a "did you mean".
 # Exit statuses: flock gives up with 1 (its -E default), rlock with 75.
 # shellcheck disable=SC2016 # single-quoted scripts are expanded by the child's shell
 # shellcheck disable=SC2154 # $stderr and $stderr_lines come from `run --separate-stderr`
@@ -157,4 +158,16 @@ assert_usage_error() {
     assert_usage_error
   done
   [[ ! -e $T/ran ]] || fail "the command ran"
+}
+
+@test "an unknown subcommand gets a did-you-mean, as an unknown option does" {
+  rl statsu fl
+  assert_usage_error
+  assert_equal "${stderr_lines[0]}" "rlock: unknown command 'statsu': did you mean status?"
+  rl -q aquire fl
+  assert_usage_error
+  assert_equal "${stderr_lines[0]}" "rlock: unknown command 'aquire': did you mean acquire?"
+  rl frobnicate fl
+  assert_usage_error
+  assert_equal "${stderr_lines[0]}" "rlock: unknown command 'frobnicate' (see rlock --help)"
 }

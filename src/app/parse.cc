@@ -41,8 +41,15 @@ std::string parse_error_message(CLI::App& app, const std::vector<std::string>& g
   std::vector<CLI::App*> subs = app.get_subcommands();
   if (subs.empty()) {
     size_t at = subcommand_at(given, app);
-    if (at < given.size())
-      return fmt::format("unknown command '{}' (see rlock --help)", escape_text(given[at]));
+    if (at < given.size()) {
+      // "statsu": the closest subcommand, as for an unknown option.
+      std::vector<std::string> names;
+      for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+      std::string shown = escape_text(given[at]);
+      if (auto s = closest_name(given[at], names))
+        return fmt::format("unknown command '{}': did you mean {}?", shown, *s);
+      return fmt::format("unknown command '{}' (see rlock --help)", shown);
+    }
     return "a subcommand is required: run, acquire, extend, release, status, list, history, "
            "break or forget (see rlock --help)";
   }
