@@ -153,7 +153,8 @@ hold_bg() {
   bg_start f env --default-signal=INT "$RLOCK" status hand-j --follow --json
   local f=$BG_PID
   wait_until "grep -c . '$T/f.out' | grep -qx 1" 10
-  "$RLOCK" acquire --ttl 1s --label short hand-j >/dev/null
+  # (a lease of a few readings: the acquisition publishes nothing, a reading every second sees it)
+  "$RLOCK" acquire --ttl 4s --label short hand-j >/dev/null
   # held, then free once the lease ran out without a release
   wait_until "grep -c . '$T/f.out' | grep -qx 3" 10
   hold_bg h hand-j --label by-hand
