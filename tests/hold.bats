@@ -192,3 +192,15 @@ hold_bg() {
   wait_until "grep -q '^holding ' '$T/copied.out'" 10
   grep -q "RLOCK_HELD lists 'hand-nest', but" "$T/copied.err" || fail "$(cat "$T/copied.err")"
 }
+
+@test "status --follow rides out a server restart: a holder after it is shown" {
+  bg_start f env --default-signal=TERM "$RLOCK" status hand-restart --follow
+  local f=$BG_PID
+  wait_until "grep -c . '$T/f.out' | grep -qx 1" 10
+  redis_restart
+  "$RLOCK" acquire --ttl 30s --label after-restart hand-restart >/dev/null
+  wait_until "grep -q 'label after-restart' '$T/f.out'" "$(slack 20)"
+  kill -TERM "$f"
+  bg_wait "$f" 10
+  assert_equal "$BG_STATUS" 0
+}
