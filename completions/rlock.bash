@@ -26,7 +26,7 @@ _rlock_sub_opts() {
                        --json" ;;
         extend) echo "--token --and --ttl --sync-replicas --json" ;;
         release) echo "--token --and" ;;
-        status) echo "--json" ;;
+        status) echo "-f --follow --json" ;;
         list) echo "--names --prometheus --json" ;;
         history) echo "-n --lines -f --follow --json" ;;
         break | forget) echo "-y --yes" ;;

@@ -143,7 +143,7 @@ end
 complete -c rlock -f
 
 # Subcommands.
-complete -c rlock -n __rlock_no_subcommand -a run -d 'hold KEY while CMD runs, renewing the lease'
+complete -c rlock -n __rlock_no_subcommand -a run -d 'hold KEY while CMD runs, renewing the lease (no CMD: until interrupted)'
 complete -c rlock -n __rlock_no_subcommand -a acquire -d 'take KEY for --ttl and print the token'
 complete -c rlock -n __rlock_no_subcommand -a extend -d 'renew a lease that --token still holds'
 complete -c rlock -n __rlock_no_subcommand -a release -d 'release KEY if --token still holds it'
@@ -229,4 +229,5 @@ complete -c rlock -n '__rlock_sub_is list' -l prometheus -d 'print the Prometheu
 # history.
 complete -c rlock -n '__rlock_sub_is history' -s n -l lines -x -d 'show the newest N events (default 20)'
 complete -c rlock -n '__rlock_sub_is history' -s f -l follow -d 'then show each new event as it happens, until interrupted'
+complete -c rlock -n '__rlock_sub_is status' -s f -l follow -d 'then a line each time the holder changes, until interrupted'
 complete -c rlock -n '__rlock_sub_is break forget' -s y -l yes -d 'do not ask for confirmation'

@@ -529,6 +529,54 @@ started() { grep -c '^start ' "$T/psql.log" 2>/dev/null || echo 0; }
   refute_output --partial null
 }
 
+@test "hot standbys: one active, one waiting; the maintenance hold takes over ahead of it, Ctrl-C hands over; --follow shows each holder" {
+  export PATH="$T/bin:$PATH"
+  recipe_block standby.md orders-worker.sh >"$T/orders-worker.sh"
+  grep -q '^exec rlock run orders-worker ' "$T/orders-worker.sh" || fail "$(cat "$T/orders-worker.sh")"
+  sed -i "s#/usr/local/bin/orders-worker#$T/worker.sh#" "$T/orders-worker.sh"
+  # The worker says which instance is active, then works until it is stopped.
+  printf '#!/bin/sh\necho "$INSTANCE" >>"%s/active"\nwhile :; do sleep 0.1; done\n' "$T" >"$T/worker.sh"
+  chmod +x "$T/worker.sh"
+  watch=$(recipe_block standby.md watch.sh)
+  [[ $watch == "rlock status orders-worker --follow" ]] || fail "$watch"
+  bg_start watch env --default-signal=INT sh -c "exec $watch"
+  watcher=$BG_PID
+  wait_until "grep -c . '$T/watch.out' | grep -qx 1" 10
+  bg_start a env --default-signal INSTANCE=a sh "$T/orders-worker.sh"
+  a=$BG_PID
+  wait_until "grep -qx a '$T/active'" 10
+  bg_start b env --default-signal INSTANCE=b sh "$T/orders-worker.sh"
+  b=$BG_PID
+  wait_until '[ "$(n_waiters orders-worker)" = 1 ]' 10
+  # The hand hold joins the line ahead of the standby, and gets the lock when the active
+  # instance is stopped (systemctl stop: SIGTERM).
+  bg_start m env --default-signal USER=ops sh -c "exec $(recipe_block standby.md maintenance.sh)"
+  m=$BG_PID
+  wait_until '[ "$(n_waiters orders-worker)" = 2 ]' 10
+  kill -TERM "$a"
+  bg_wait "$a" 10
+  wait_until "grep -q \"^holding 'orders-worker' (fence 2); kill $m releases it\$\" '$T/m.out'" 10
+  assert_equal "$(cat "$T/active")" a
+  wait_until "grep -q 'held by .* pid $m, .*fence 2\$' '$T/watch.out'" 10
+  # Ctrl-C (SIGINT) gives it back: the standby takes over.
+  kill -INT "$m"
+  bg_wait "$m" 10
+  assert_equal "$BG_STATUS" 0
+  wait_until "grep -qx b '$T/active'" 10
+  wait_until "grep -q 'held by .* pid $b, .*fence 3\$' '$T/watch.out'" 10
+  kill -INT "$watcher"
+  bg_wait "$watcher" 10
+  assert_equal "$BG_STATUS" 0
+  # Each holder in turn (a free moment between two of them may show too).
+  run -0 grep -v ': free ' "$T/watch.out"
+  assert_equal "${#lines[@]}" 3
+  assert_line --index 0 --regexp " orders-worker: held by [^ ]+ pid $a, label orders-worker on $(hostname), fence 1\$"
+  assert_line --index 1 --regexp " orders-worker: held by [^ ]+ pid $m, label maintenance by ops, fence 2\$"
+  assert_line --index 2 --regexp " orders-worker: held by [^ ]+ pid $b, label orders-worker on $(hostname), fence 3\$"
+  [[ $(head -n 1 "$T/watch.out") =~ Z\ \ orders-worker:\ free\ \(last\ fence\ 0\)$ ]] ||
+    fail "$(head -n 1 "$T/watch.out")"
+}
+
 # metrics_files: the files in $T/textfile, the collector's directory, one per line.
 metrics_files() { ls -A "$T/textfile"; }
 

@@ -64,6 +64,28 @@ See rlock(1) for details.)";
 
 // --- dispatch ---------------------------------------------------------------------------------
 
+// `run KEY` without a command holds KEY by hand (the man page's HOLDING BY
+// HAND). A command that came out empty ("-- $CMD", "-c ''") is a mistake, not
+// that form; the options that act on a command have nothing to act on (64).
+void check_hand_hold(const Values& v, CLI::App* run, const Words& w) {
+  if (w.split)
+    throw_usage(
+        "run needs a command after '--' (rlock run KEY -- CMD [ARGS...]); without '--', "
+        "rlock run KEY holds KEY until interrupted");
+  if (run->get_option("-c")->count() > 0)
+    throw_usage("-c needs a shell string: rlock run KEY -c 'SHELL STRING'");
+  const char* needs = v.kill_after         ? "--kill-after"
+                      : v.o.kill_leftovers ? "--kill-leftovers"
+                      : v.done_for         ? "--done-for"
+                      : v.o.close          ? "-o/--close"
+                                           : nullptr;
+  if (needs)
+    throw_usage(
+        fmt::format("{} needs a command: rlock run KEY without one holds KEY until interrupted "
+                    "(rlock run KEY {} ... -- CMD)",
+                    needs, needs));
+}
+
 int dispatch(Values& v, const Subcommands& s, CLI::App& app, const Words& w) {
   // flock's --timeout is the wait, wherever it is written: a command that never
   // waits has none (the limit for one Redis command was --timeout before 0.5.0).
@@ -124,9 +146,12 @@ int dispatch(Values& v, const Subcommands& s, CLI::App& app, const Words& w) {
     v.rc.argv = w.split ? w.command : app.remaining();
     if (w.split && !app.remaining().empty())
       throw_usage(fmt::format("unexpected '{}' before '--'", escape_text(app.remaining().front())));
-    if (v.rc.shell.empty() == v.rc.argv.empty())
-      throw_usage(v.rc.shell.empty() ? "run needs a command: rlock run KEY -- CMD [ARGS...]"
-                                     : "give either -c 'shell string' or -- CMD, not both");
+    if (!v.rc.shell.empty() && !v.rc.argv.empty())
+      throw_usage("give either -c 'shell string' or -- CMD, not both");
+    if (v.rc.shell.empty() && v.rc.argv.empty()) {
+      check_hand_hold(v, s.run, w);
+      return cmd_hold(g, v.o);
+    }
     return cmd_run(g, v.o, v.rc);
   }
   if (w.split || !app.remaining().empty())
@@ -144,7 +169,7 @@ int dispatch(Values& v, const Subcommands& s, CLI::App& app, const Words& w) {
     return cmd_extend(g, v.o.keys(), v.token, ttl, v.o.sync_replicas);
   }
   if (s.release->parsed()) return cmd_release(g, v.o.keys(), v.token);
-  if (s.status->parsed()) return cmd_status(g, v.key);
+  if (s.status->parsed()) return v.follow ? cmd_status_follow(g, v.key) : cmd_status(g, v.key);
   if (s.list->parsed()) {
     if (int(v.names) + int(g.json) + int(v.prometheus) > 1)
       throw_usage("--names, --json and --prometheus: give one of them");

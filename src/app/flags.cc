@@ -186,7 +186,8 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
   s.run = add_key(app.add_subcommand("run",
                                      "hold KEY while CMD (and what it leaves in its process "
                                      "group) runs, renewing the lease; exit with CMD's status "
-                                     "(76 if the lock was lost)"),
+                                     "(76 if the lock was lost); without CMD, hold KEY until "
+                                     "interrupted"),
                   v);
   add_run_options(s.run, v);
   s.run->footer(
@@ -196,7 +197,13 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
       "Under a run that holds KEY (RLOCK_HELD, confirmed with Redis), run holds KEY\n"
       "under that holder for as long as CMD runs, in any process group: KEY is free\n"
       "only once both have ended; if the outer hold is lost or broken, --on-lost\n"
-      "applies and run exits 76.");
+      "applies and run exits 76.\n"
+      "Without CMD (no '--', no -c), run holds KEY by hand, as etcdctl lock NAME\n"
+      "does: once it holds, it prints \"holding 'KEY' (fence N); Ctrl-C or kill PID\n"
+      "releases it\" on standard output, renews the lease, and on SIGINT, SIGTERM or\n"
+      "SIGHUP releases KEY and exits 0; a lost lease is 76 at once (--on-lost warn:\n"
+      "a warning, and 0 when interrupted). --kill-after, --kill-leftovers and\n"
+      "--done-for need a command (64).");
 
   s.acquire = add_key(app.add_subcommand("acquire",
                                          "take KEY for --ttl and print the token; no process "
@@ -247,6 +254,9 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
 
   s.status = add_key(
       app.add_subcommand("status", "show holders and waiters; exit 0 when held, 1 when free"), v);
+  s.status->add_flag("-f,--follow", v.follow,
+                     "then print one line each time the holder of KEY changes (who holds "
+                     "it, or free), until interrupted");
   s.status->footer(
       "On a terminal: a table under a header, durations like 29s, each line within\n"
       "the terminal (the command is cut with '…'); piped: the same lines as always.\n"
@@ -258,7 +268,13 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
       "holder's slot after its fence (in the table: below it).\n"
       "A free KEY shows its last events from its history, oldest first: \"last\"\n"
       "lines, as rlock history prints them (--json: last_events, always there).\n"
-      "Reads only: works for a read-only ACL user and on a replica.");
+      "Reads only: works for a read-only ACL user and on a replica.\n"
+      "--follow: the first line is the state now, then one line per change of\n"
+      "holder, each with the server's UTC time: \"2024-05-01 10:53:01Z  deploy:\n"
+      "held by ci-4 pid 4242, fence 12\" or \"... deploy: free (last fence 12)\"; heard\n"
+      "at once on a release, within about a second otherwise (an acquisition, an\n"
+      "expiry). --json: one object per line. A lost connection is retried; SIGINT,\n"
+      "SIGTERM or SIGHUP ends it (exit 0).");
 
   s.list = app.add_subcommand("list",
                               "list held locks whose KEY matches PATTERN (a glob; default *), "
@@ -339,11 +355,12 @@ HelpLayout help_layout() {
   HelpLayout h;
   h.usage[""] = "rlock [OPTIONS] SUBCOMMAND ...";
   h.usage["run"] =
-      "rlock run KEY [OPTIONS] -- CMD [ARGS...]\nrlock run KEY [OPTIONS] -c 'SHELL STRING'";
+      "rlock run KEY [OPTIONS] -- CMD [ARGS...]\nrlock run KEY [OPTIONS] -c 'SHELL STRING'\n"
+      "rlock run KEY [OPTIONS]    (no command: hold KEY until interrupted)";
   h.usage["acquire"] = "rlock acquire KEY [OPTIONS]";
   h.usage["extend"] = "rlock extend KEY [--token TOKEN] [OPTIONS]";
   h.usage["release"] = "rlock release KEY [--token TOKEN] [OPTIONS]";
-  h.usage["status"] = "rlock status KEY [OPTIONS]";
+  h.usage["status"] = "rlock status KEY [--follow] [OPTIONS]";
   h.usage["list"] = "rlock list [PATTERN] [--names | --prometheus] [OPTIONS]";
   h.usage["break"] = "rlock break KEY [--yes] [OPTIONS]";
   h.usage["forget"] = "rlock forget KEY [--yes] [OPTIONS]";

@@ -1,7 +1,9 @@
 #include "cli/output.h"
 
 #include <fmt/format.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -43,6 +45,17 @@ Error stdout_reader_left() {
   g_reader_gone = true;
   return Error(ErrorKind::Protocol, "standard output: its reader closed it", 128 + SIGPIPE,
                Cause::ReaderGone);
+}
+
+bool watch_stdout_reader(Loop& loop, std::function<void(const Error&)> gone) {
+  struct stat out {};
+  if (fstat(STDOUT_FILENO, &out) != 0 || !S_ISFIFO(out.st_mode)) return false;
+  loop.watch(STDOUT_FILENO, 0, [&loop, gone = std::move(gone)](short revents) {
+    if (!(revents & POLLERR)) return;
+    loop.unwatch(STDOUT_FILENO);
+    gone(stdout_reader_left());
+  });
+  return true;
 }
 
 void end_if_reader_gone() {

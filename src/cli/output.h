@@ -4,12 +4,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
 #include "core/duration.h"  // utc_iso
 #include "core/error.h"
 #include "core/log.h"
+#include "core/loop.h"
 #include "core/text.h"
 
 namespace rlock {
@@ -33,6 +35,12 @@ bool stdout_reader_gone();
 /// it, seen by poll): marks it so (stdout_reader_gone) and returns the
 /// Error print_out throws then.
 Error stdout_reader_left();
+/// A follower (history --follow, status --follow) ends as soon as the reader
+/// of its pipe leaves (`| head -2` has its lines), as tail -f does, not at its
+/// next line, which may be days away. When standard output is a pipe, watches
+/// it on `loop` and calls `gone` once with stdout_reader_left()'s Error; then
+/// returns true (the caller unwatches STDOUT_FILENO when it ends).
+bool watch_stdout_reader(Loop& loop, std::function<void(const Error&)> gone);
 /// If stdout_reader_gone(): dies by SIGPIPE (its default disposition, rlock
 /// ignores it while running), as `yes | head` does; else returns.
 void end_if_reader_gone();

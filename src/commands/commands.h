@@ -18,6 +18,13 @@ int cmd_extend(const GlobalOptions& g, const std::vector<std::string>& keys,
 int cmd_release(const GlobalOptions& g, const std::vector<std::string>& keys,
                 const std::string& token);
 int cmd_status(const GlobalOptions& g, const std::string& key);
+/// `status KEY --follow`: the holder of KEY now, then one line each time it
+/// changes (held by whom, or free), until a stop signal (exit 0).
+int cmd_status_follow(const GlobalOptions& g, const std::string& key);
+/// `run KEY` without a command: holds KEY by hand until SIGINT, SIGTERM or
+/// SIGHUP (exit 0), renewing it; 76 when the lease is lost (--on-lost term or
+/// kill); 75/-E when not acquired, 128+N for a signal while waiting.
+int cmd_hold(const GlobalOptions& g, const LockOptions& o);
 /// `prometheus`: the Prometheus text format (node_exporter's textfile collector).
 int cmd_list(const GlobalOptions& g, const std::string& pattern, bool prometheus = false);
 /// `list --names`: the names only, one per line, at most kMaxListedNames, within

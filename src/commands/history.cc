@@ -5,9 +5,7 @@
 #include "lock/history.h"
 
 #include <fmt/format.h>
-#include <poll.h>
 #include <signal.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -188,19 +186,13 @@ class Follow {
     stop_ = true;
   }
 
-  // A pipe whose reader left (`| head -2` has its lines) ends the follow at
-  // once, as tail -f does, not at the next event, which may be days away.
+  // A pipe whose reader left ends the follow at once (watch_stdout_reader).
   // Whether standard output is a pipe (then watched).
   bool watch_reader() {
-    struct stat out {};
-    if (fstat(STDOUT_FILENO, &out) != 0 || !S_ISFIFO(out.st_mode)) return false;
-    s_.loop.watch(STDOUT_FILENO, 0, [this](short revents) {
-      if (!(revents & POLLERR)) return;
-      s_.loop.unwatch(STDOUT_FILENO);
-      if (!fatal_) fatal_ = stdout_reader_left();
+    return watch_stdout_reader(s_.loop, [this](const Error& e) {
+      if (!fatal_) fatal_ = e;
       stop_ = true;
     });
-    return true;
   }
 
   Session& s_;
