@@ -542,6 +542,30 @@ assert_fits() {
   assert_output --regexp "^tty-l1	$(hostname):$BASHPID	[0-9]+	[0-9]+	0	rlock acquire	$"
 }
 
+@test "list on a terminal keeps what tells rows apart: keys and URLs whole at 200 columns, cut in the middle at 80" {
+  local k=tty-mid:prod:eu-west-1:service-payments-api u=https://github.com/acme/shop/actions/runs
+  acquire_tok "$k-p1" --ttl 30s --label "$u/123456"
+  acquire_tok "$k-p2" --ttl 30s --label "$u/123457"
+  tty_rlock 200 list 'tty-mid:*'
+  assert_success
+  assert_line --index 1 --regexp "^$k-p1 +$u/123456 +[0-9]+s "
+  assert_line --index 2 --regexp "^$k-p2 +$u/123457 +[0-9]+s "
+  tty_rlock 80 list 'tty-mid:*'
+  assert_success
+  assert_fits 80
+  # the start and the end of each; the command gave way first
+  assert_line --index 1 --regexp "^tty-mid:[^ ]*…[^ ]*-api-p1 +https://[^ ]*…[^ ]*/123456 +[0-9]+s +[0-9]+ +0 +rlock"
+  assert_line --index 2 --regexp "^tty-mid:[^ ]*…[^ ]*-api-p2 +https://[^ ]*…[^ ]*/123457 +[0-9]+s "
+}
+
+@test "status on a terminal cuts a long label in its middle, keeping the run's id" {
+  acquire_tok tty-lab --ttl 30s --label https://github.com/acme/shop-with-a-long-name/actions/runs/98765432
+  tty_rlock 80 status tty-lab
+  assert_success
+  assert_fits 80
+  assert_line --index 2 --regexp '^  holder +https://github[^ ]*…[^ ]*/runs/98765432 '
+}
+
 @test "a lease kept by --min-hold after its command ended: status says so, with the exit status" {
   run -3 "$RLOCK" run --ttl 30s --min-hold 20s mh-kept -- sh -c 'exit 3'
   rl status mh-kept

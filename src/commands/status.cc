@@ -232,10 +232,10 @@ std::string status_table(const std::string& key, const LockStatus& s, size_t wid
   // and on a narrow terminal SINCE (AGE says it too) before it is cut short.
   size_t command = 0;
   for (auto& r : rows) command = std::max(command, text_columns(r.back()));
-  Table t = layout_table(rows, width, 2, {{1, 32}});
+  Table t = layout_table(rows, width, 2, {{1, 32, true}});
   if (t.widths.back() < std::min<size_t>(command, 16)) {
     for (auto& r : rows) r.erase(r.begin() + 2);
-    t = layout_table(rows, width, 2, {{1, 32}});
+    t = layout_table(rows, width, 2, {{1, 32, true}});
   }
   std::string under(2 + t.widths[0] + 2, ' ');  // lines under a holder's row
   out += t.lines[0] + "\n";
