@@ -129,8 +129,10 @@ has_waiter() { "$RLOCK" status "$1" --json | jq -e '.waiter_count >= 1' >/dev/nu
   RLOCK_URL=$M_URLS "$RLOCK" acquire --ttl 30s jq1 >/dev/null
   run -0 env RLOCK_URL="$M_URLS" "$RLOCK" status jq1 --json
   conforms status
-  assert_equal "$(jq -c '[.quorum, (.masters|length), (.masters[0].holder.fence|type)]' <<<"$output")" \
-    '[2,3,"number"]'
+  # a majority holds it (the third master may have answered too late)
+  assert_equal "$(jq -c '[.quorum, (.masters|length), ([.masters[].holder | select(.) | .fence | type] | unique)]' <<<"$output")" \
+    '[2,3,["number"]]'
+  assert [ "$(jq '[.masters[] | select(has("holder"))] | length' <<<"$output")" -ge 2 ]
   run -1 env RLOCK_URL="$M_URLS" "$RLOCK" status jq-free --json
   conforms status
   assert_equal "$(jq -c '[.masters[] | has("holder")] | unique' <<<"$output")" '[false]'
