@@ -119,7 +119,7 @@ need_python() {
   HOST=$(hostname) USER_NAME=$(id -un) PID=$BASHPID TOK=$TOK json_assert "$output" \
     'd["key"] == "holder-json"' 'd["held"] is True' 'd["limit"] == 0' \
     'd["waiters"] == []' 'len(d["holders"]) == 1' \
-    'sorted(d["holders"][0]) == ["age_ms", "command", "done", "done_at", "exit_status", "fence", "holds", "host", "kept", "kept_until", "label", "mode", "pid", "since", "since_ms", "slot", "token", "ttl_left_ms", "ttl_ms", "user"]' \
+    'sorted(d["holders"][0]) == ["age_ms", "command", "done", "fence", "host", "kept", "mode", "pid", "since", "since_ms", "token", "ttl_left_ms", "ttl_ms", "user"]' \
     'd["holders"][0]["token"] == E["TOK"]' \
     'd["holders"][0]["host"] == E["HOST"]' \
     'd["holders"][0]["pid"] == int(E["PID"])' \
@@ -286,7 +286,7 @@ need_python() {
   # acquire records its parent as the pid: here the background subshell that started it.
   HOST=$(hostname) USER_NAME=$(id -un) json_assert "$output" \
     'len(d["waiters"]) == 1' \
-    'sorted(d["waiters"][0]) == ["command", "host", "label", "mode", "pid", "position", "priority", "since", "token", "user", "waited_ms"]' \
+    'sorted(d["waiters"][0]) == ["command", "host", "mode", "pid", "position", "priority", "since", "token", "user", "waited_ms"]' \
     'd["waiters"][0]["position"] == 1' \
     'd["waiters"][0]["host"] == E["HOST"]' \
     'd["waiters"][0]["user"] == E["USER_NAME"]' \
@@ -542,6 +542,30 @@ assert_fits() {
   assert_output --regexp "^tty-l1	$(hostname):$BASHPID	[0-9]+	[0-9]+	0	rlock acquire	$"
 }
 
+@test "list on a terminal keeps what tells rows apart: keys and URLs whole at 200 columns, cut in the middle at 80" {
+  local k=tty-mid:prod:eu-west-1:service-payments-api u=https://github.com/acme/shop/actions/runs
+  acquire_tok "$k-p1" --ttl 30s --label "$u/123456"
+  acquire_tok "$k-p2" --ttl 30s --label "$u/123457"
+  tty_rlock 200 list 'tty-mid:*'
+  assert_success
+  assert_line --index 1 --regexp "^$k-p1 +$u/123456 +[0-9]+s "
+  assert_line --index 2 --regexp "^$k-p2 +$u/123457 +[0-9]+s "
+  tty_rlock 80 list 'tty-mid:*'
+  assert_success
+  assert_fits 80
+  # the start and the end of each; the command gave way first
+  assert_line --index 1 --regexp "^tty-mid:[^ ]*…[^ ]*-api-p1 +https://[^ ]*…[^ ]*/123456 +[0-9]+s +[0-9]+ +0 +rlock"
+  assert_line --index 2 --regexp "^tty-mid:[^ ]*…[^ ]*-api-p2 +https://[^ ]*…[^ ]*/123457 +[0-9]+s "
+}
+
+@test "status on a terminal cuts a long label in its middle, keeping the run's id" {
+  acquire_tok tty-lab --ttl 30s --label https://github.com/acme/shop-with-a-long-name/actions/runs/98765432
+  tty_rlock 80 status tty-lab
+  assert_success
+  assert_fits 80
+  assert_line --index 2 --regexp '^  holder +https://github[^ ]*…[^ ]*/runs/98765432 '
+}
+
 @test "a lease kept by --min-hold after its command ended: status says so, with the exit status" {
   run -3 "$RLOCK" run --ttl 30s --min-hold 20s mh-kept -- sh -c 'exit 3'
   rl status mh-kept
@@ -560,11 +584,11 @@ assert_fits() {
   run -0 "$RLOCK" break mh-kept --yes
 }
 
-@test "a running holder is not kept: --json says kept false, kept_until and exit_status null" {
+@test "a running holder is not kept: --json says kept false, without kept_until and exit_status" {
   acquire_tok not-kept --ttl 30s
   rl status not-kept --json
-  run -0 jq -r '.holders[0] | "\(.kept) \(.kept_until) \(.exit_status)"' <<<"$output"
-  assert_output "false null null"
+  run -0 jq -r '.holders[0] | "\(.kept) \(has("kept_until")) \(has("exit_status"))"' <<<"$output"
+  assert_output "false false false"
 }
 
 @test "a list pattern with '{' is a usage error (64)" {

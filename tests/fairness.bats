@@ -37,11 +37,13 @@ EOF
 
 # --- local helpers ----------------------------------------------------------------------
 
-# waiters_json KEY: the JSON from the waiters array on (holders come before it).
+# waiters_json KEY: the waiters array of status --json (holders come before it, the counts
+# and the last events, which have pids too, after it).
 waiters_json() {
   local j
   j=$(status_json "$1") || return 1
-  echo "${j#*\"waiters\":}"
+  j=${j#*\"waiters\":}
+  echo "${j%%,\"holder_count\":*}"
 }
 
 # waiter_pids KEY: the pids of KEY's waiters in line order, one per line. For `run` the

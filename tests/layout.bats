@@ -235,9 +235,9 @@ setup() {
   assert_output --partial '"layout":"redisson"'
 }
 
-@test "acquire --json says fence null and --export unsets the fences under a layout" {
+@test "acquire --json has no fence and --export unsets the fences under a layout" {
   run -0 "$RLOCK" --layout plain acquire --json j:k
-  assert_output --regexp '^\{"key":"j:k","token":"[0-9a-f]{32}","fence":null,"ttl_ms":30000\}$'
+  assert_output --regexp '^\{"key":"j:k","token":"[0-9a-f]{32}","ttl_ms":30000\}$'
   run -0 env RLOCK_FENCE=5 "$RLOCK" --layout plain acquire --export j:l
   assert_output --partial "unset RLOCK_FENCE RLOCK_FENCES"
   refute_output --partial "RLOCK_FENCE="

@@ -34,11 +34,13 @@ holders_json() {
   echo "${j%%,\"waiters\":*}"
 }
 
-# waiters_json KEY: the JSON from the waiters array on.
+# waiters_json KEY: the waiters array of status --json (it comes before "holder_count";
+# the last events after it have pids too).
 waiters_json() {
   local j
   j=$(status_json "$1") || return 1
-  echo "${j#*\"waiters\":}"
+  j=${j#*\"waiters\":}
+  echo "${j%%,\"holder_count\":*}"
 }
 
 # field_values JSON FIELD: every value of "FIELD" in JSON, one per line (numbers, or

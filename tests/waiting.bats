@@ -379,6 +379,20 @@ live_lines() {
     "$T/lines.160" || fail "$(cat "$T/lines.160")"
 }
 
+@test "on a terminal, a holder's label too long for 80 columns loses its middle, never the run's id" {
+  command -v script >/dev/null || skip "script(1) is not installed"
+  fake_holder lab ci-4 './deploy.sh'
+  rcli hset 'lock:{lab}:h:faketok' label \
+    https://github.com/acme/shop-with-a-long-name/actions/runs/4242424242 >/dev/null
+  live_lines 80 lab
+  while IFS= read -r l; do
+    n=$(printf '%s' "$l" | wc -m)
+    ((n < 80)) || fail "a line of $n columns on an 80-column terminal: $l"
+  done <"$T/lines.80"
+  grep -q "^rlock: waiting [0-9]s for 'lab', 1st in line; held by https://github[^ ]*…[^ ]*/4242424242$" \
+    "$T/lines.80" || fail "$(cat "$T/lines.80")"
+}
+
 @test "-q silences the waiting and acquired lines" {
   tok=$("$RLOCK" acquire --ttl 30s quiet)
   bg_start waiter "$RLOCK" -q run --ttl 30s quiet -- echo child-output

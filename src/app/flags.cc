@@ -277,9 +277,8 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
       "SIGTERM or SIGHUP ends it (exit 0).");
 
   s.list = app.add_subcommand("list",
-                              "list held locks whose KEY matches PATTERN (a glob; default *), "
-                              "one tab-separated line each: KEY HOLDER TTL_MS FENCE WAITERS CMD "
-                              "LABEL");
+                              "list held locks whose KEY matches PATTERN (a glob; default *): "
+                              "a table on a terminal, tab-separated lines when piped");
   s.list->add_option("pattern", v.pattern, "a glob over KEY (default *)");
   s.list->add_flag("--prometheus", v.prometheus,
                    "print the Prometheus text format for node_exporter's textfile collector "
@@ -291,8 +290,11 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
   s.list->footer(
       "On a terminal: a table under a header (KEY HOLDER LEFT FENCE WAITERS COMMAND;\n"
       "HOLDER is the holder's --label when it has one), durations like 29s, each\n"
-      "line within the terminal; piped: the bare tab-separated values above, for\n"
-      "scripts (LABEL empty when there is none).");
+      "line within the terminal: the command gives way first; a key or label too\n"
+      "long is cut in its middle (deploy:prod:eu…service-p1), keeping its end.\n"
+      "Piped: one line per lock, the bare values separated by tabs, for scripts\n"
+      "(cut -f): KEY HOLDER TTL_MS FENCE WAITERS CMD LABEL (LABEL empty when none).\n"
+      "--json: an array of status objects (the man page, JSON OUTPUT).");
 
   s.brk = add_key(
       app.add_subcommand("break", "delete a stuck lock and wake its waiters (asks first)"), v);

@@ -43,6 +43,8 @@ constexpr size_t kWhyColumns = 200;
 // the command out rather than show less than kMinCommand columns of it.
 constexpr size_t kMaxCommand = 40;
 constexpr size_t kMinCommand = 12;
+// A label cut shorter than this says too little: the line's end is cut instead.
+constexpr size_t kMinLabel = 16;
 
 }  // namespace
 
@@ -138,8 +140,17 @@ std::string WaitReporter::holder_line(size_t room) const {
   // " [" and "]" take three columns.
   std::string bare = compose(0, false, false);
   size_t used = text_columns(bare);
-  if (used + 3 + kMinCommand > room) return bare;  // status_line cuts its end
-  return compose(room - used - 3, false, false);
+  if (used <= room && used + 3 + kMinCommand > room) return bare;
+  if (used <= room) return compose(room - used - 3, false, false);
+  // A label (a CI job's URL) too long for the line loses its middle: its
+  // end, the run's id, tells one job from another.
+  const Holder* h = last_->holders.empty() ? nullptr : &last_->holders.front();
+  if (h && !h->info.label.empty()) {
+    size_t label = text_columns(escape_text(h->info.label));
+    if (label > used - room && label - (used - room) >= kMinLabel)
+      return facts + holder_words(*last_, limit_, elapsed, 0, false, label - (used - room)).who;
+  }
+  return bare;  // status_line cuts its end
 }
 
 // On a terminal, the live line, redrawn every second.

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/table.h"
 #include "core/duration.h"
 #include "core/text.h"
 
@@ -21,7 +22,7 @@ std::string ordinal(long n) {
 }
 
 HolderWords holder_words(const AcquireReply& a, int limit, Millis elapsed, size_t cmd_columns,
-                         bool with_since) {
+                         bool with_since, size_t label_columns) {
   if (a.holders.empty()) {
     if (a.position > 0) return {fmt::format("free, with {} waiting ahead", a.position), ""};
     return {"taken", ""};
@@ -65,9 +66,9 @@ HolderWords holder_words(const AcquireReply& a, int limit, Millis elapsed, size_
       h.since_ms > 0 && with_since ? " since " + utc_iso(h.since_ms).substr(11, 8) + "Z" : "";
   // A label says what the job is (a CI job's URL): it stands for host, pid and command.
   if (!h.info.label.empty())
-    return {
-        fmt::format("held{} by {}{}", h.shared ? " shared" : "", escape_text(h.info.label), since),
-        lease};
+    return {fmt::format("held{} by {}{}", h.shared ? " shared" : "",
+                        truncate_middle(escape_text(h.info.label), label_columns), since),
+            lease};
   return {fmt::format("held{} by {} pid {}{}{}", h.shared ? " shared" : "",
                       escape_text(h.info.host), h.info.pid, cmd, since),
           lease};

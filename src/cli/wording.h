@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "core/duration.h"
@@ -21,12 +22,14 @@ std::string describe_holders(const AcquireReply& a, int limit, Millis elapsed = 
 
 /// describe_holders in two parts: who ("held by …") and, for one holder, how
 /// long its lease has left ("lease runs out in 29s unless renewed"; empty
-/// otherwise).
+/// otherwise). A holder's label is cut in its middle to `label_columns` (its
+/// end, a CI job's run id, stays).
 struct HolderWords {
   std::string who, lease;
 };
 HolderWords holder_words(const AcquireReply& a, int limit, Millis elapsed = Millis(0),
-                         size_t cmd_columns = 40, bool since = true);
+                         size_t cmd_columns = 40, bool since = true,
+                         size_t label_columns = SIZE_MAX);
 
 /// "1st", "2nd", "3rd", "11th", "22nd"…
 std::string ordinal(long n);

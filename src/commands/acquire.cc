@@ -47,10 +47,11 @@ std::string output_of(const GlobalOptions& g, const LockOptions& o, const std::s
       more = fmt::format(",\"keys\":[{}],\"fences\":[{}]", k, f);
     }
     if (slot > 0) more += fmt::format(",\"slot\":{}", slot);
-    // Another tool's layout has no fences.
-    std::string fence = g.layout == Layout::Rlock ? std::to_string(fences.front()) : "null";
-    return fmt::format("{{\"key\":{},\"token\":{},\"fence\":{},\"ttl_ms\":{}{}}}\n",
-                       json_string(o.key), json_string(token), fence, ttl.count(), more);
+    // Another tool's layout has no fences: no "fence" then.
+    std::string fence =
+        g.layout == Layout::Rlock ? fmt::format(",\"fence\":{}", fences.front()) : "";
+    return fmt::format("{{\"key\":{},\"token\":{}{},\"ttl_ms\":{}{}}}\n", json_string(o.key),
+                       json_string(token), fence, ttl.count(), more);
   }
   if (o.export_env) {
     std::string k, f;

@@ -3,6 +3,7 @@
 
 #include "cli/output.h"
 #include "commands/commands.h"
+#include "core/json.h"
 
 namespace rlock {
 
@@ -35,8 +36,13 @@ int cmd_extend(const GlobalOptions& g, const std::vector<std::string>& keys,
     }
   }
   if (g.json)
-    print_out(fmt::format("{{\"key\":{},\"token\":{},\"fence\":{},\"ttl_ms\":{}}}\n",
-                          json_string(key), json_string(token), r.fence, r.ttl.count()));
+    print_out(JsonObject()  // another tool's layout has no fence (0): none then
+                  .str("key", key)
+                  .str("token", token)
+                  .num_if("fence", r.fence)
+                  .num("ttl_ms", r.ttl.count())
+                  .text() +
+              "\n");
   return exitcode::kOk;
 }
 

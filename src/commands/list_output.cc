@@ -54,6 +54,11 @@ std::string seconds_of(int64_t ms) {
   return fmt::format("{}.{:03}", ms / 1000, ms % 1000);
 }
 
+// The terminal's table narrows KEY and HOLDER (a label, a CI job's URL) only
+// when its lines do not fit, and cuts them in the middle: two keys or URLs that
+// differ only at their end stay apart (the man page, list).
+const std::vector<ColumnCap> kListCaps{{0, 32, true}, {1, 24, true}};
+
 // A row of the terminal's table.
 std::vector<std::string> table_row(const std::string& key, const LockStatus& st) {
   const Holder& h = st.holders.front();
@@ -181,7 +186,7 @@ void ListOutput::unreadable(const std::string& key, const Error& why) {
 
 void ListOutput::finish() {
   if (table_ && rows_.size() > 1)
-    for (auto& line : layout_table(rows_, stdout_columns(), 0, {{0, 32}, {1, 24}}).lines)
+    for (auto& line : layout_table(rows_, stdout_columns(), 0, kListCaps).lines)
       out_ += line + "\n";
   if (prometheus_) out_ = metrics_.text();
   if (g_.json) out_ += any_ ? "]\n" : "[]\n";

@@ -8,6 +8,7 @@
 #include "cli/table.h"
 #include "commands/commands.h"
 #include "core/duration.h"
+#include "core/json.h"
 #include "lock/layout.h"
 
 namespace rlock {
@@ -97,18 +98,20 @@ std::string master_line(const MasterStatus& m) {
 }
 
 std::string master_json(const MasterStatus& m) {
-  if (m.error)
-    return fmt::format("{{\"url\":{},\"answered\":false,\"error\":{}}}", json_string(m.name),
-                       json_string(m.error->what()));
+  JsonObject o;
+  o.str("url", m.name).boolean("answered", !m.error);
+  if (m.error) return o.str("error", m.error->what()).text();
   const LockStatus& s = m.status;
-  std::string holder = "null";
+  o.num("fence", s.fence);
   if (!s.holders.empty()) {
     const Holder& h = s.holders.front();
-    holder = fmt::format("{{\"token\":{},\"ttl_left_ms\":{},\"fence\":{}}}", json_string(h.token),
-                         h.ttl_left.count(), h.fence);
+    o.raw("holder", JsonObject()
+                        .str("token", h.token)
+                        .num("ttl_left_ms", h.ttl_left.count())
+                        .num_if("fence", h.fence)
+                        .text());
   }
-  return fmt::format("{{\"url\":{},\"answered\":true,\"fence\":{},\"holder\":{}}}",
-                     json_string(m.name), s.fence, holder);
+  return o.text();
 }
 
 // The first line of status: "deploy: held (fence 7)", "deploy: free (last fence 7)".
@@ -232,10 +235,10 @@ std::string status_table(const std::string& key, const LockStatus& s, size_t wid
   // and on a narrow terminal SINCE (AGE says it too) before it is cut short.
   size_t command = 0;
   for (auto& r : rows) command = std::max(command, text_columns(r.back()));
-  Table t = layout_table(rows, width, 2, {{1, 32}});
+  Table t = layout_table(rows, width, 2, {{1, 32, true}});
   if (t.widths.back() < std::min<size_t>(command, 16)) {
     for (auto& r : rows) r.erase(r.begin() + 2);
-    t = layout_table(rows, width, 2, {{1, 32}});
+    t = layout_table(rows, width, 2, {{1, 32, true}});
   }
   std::string under(2 + t.widths[0] + 2, ' ');  // lines under a holder's row
   out += t.lines[0] + "\n";
@@ -255,58 +258,76 @@ std::string status_table(const std::string& key, const LockStatus& s, size_t wid
   return out;
 }
 
+namespace {
+
+// Who a holder or waiter is: each detail when it is known (a holder that is
+// not rlock has none).
+void who_json(JsonObject& o, const HolderInfo& i) {
+  o.str_if("host", i.host).num_if("pid", i.pid).str_if("user", i.user).str_if("command", i.cmd);
+}
+
+std::string holder_json(const Holder& h, int64_t now_ms) {
+  JsonObject o;
+  o.str("token", h.token);
+  who_json(o, h.info);
+  if (h.since_ms > 0)
+    o.str("since", utc_iso(h.since_ms))
+        .num("since_ms", h.since_ms)
+        .num("age_ms", elapsed_ms(now_ms, h.since_ms));
+  o.num("ttl_left_ms", h.ttl_left.count()).num_if("ttl_ms", h.ttl.count()).num_if("fence", h.fence);
+  o.boolean("kept", h.kept_ms > 0);
+  if (h.kept_ms > 0) o.str("kept_until", utc_iso(kept_until(h, now_ms)));
+  if (h.exit_status >= 0) o.num("exit_status", h.exit_status);
+  o.str("mode", h.shared ? "shared" : "exclusive").boolean("done", h.done_ms > 0);
+  if (h.done_ms > 0) o.str("done_at", utc_iso(h.done_ms));
+  o.str_if("label", h.info.label).num_if("slot", h.slot).num_if("holds", h.holds);
+  return o.text();
+}
+
+std::string waiter_json(const Waiter& w, long position, int64_t now_ms) {
+  JsonObject o;
+  o.num("position", position).str("token", w.token);
+  who_json(o, w.info);
+  o.str("since", utc_iso(w.since_ms))
+      .num("waited_ms", elapsed_ms(now_ms, w.since_ms))
+      .str("mode", w.shared ? "shared" : "exclusive")
+      .str_if("label", w.info.label)
+      .num("priority", w.priority);
+  return o.text();
+}
+
+}  // namespace
+
 std::string status_json(const std::string& key, const LockStatus& s, bool events) {
   std::string holders, waiters;
-  for (auto& h : s.holders) {
-    if (!holders.empty()) holders += ",";
-    holders += fmt::format(
-        "{{\"token\":{},\"host\":{},\"pid\":{},\"user\":{},\"command\":{},\"since\":{},"
-        "\"since_ms\":{},\"age_ms\":{},\"ttl_left_ms\":{},\"ttl_ms\":{},\"fence\":{},"
-        "\"kept\":{},\"kept_until\":{},\"exit_status\":{},\"mode\":{},\"done\":{},"
-        "\"done_at\":{},\"label\":{},\"slot\":{},\"holds\":{}}}",
-        json_string(h.token), json_string(h.info.host), h.info.pid, json_string(h.info.user),
-        json_string(h.info.cmd), h.since_ms ? json_string(utc_iso(h.since_ms)) : "null", h.since_ms,
-        h.since_ms ? elapsed_ms(s.now_ms, h.since_ms) : 0, h.ttl_left.count(), h.ttl.count(),
-        h.fence, h.kept_ms > 0 ? "true" : "false",
-        h.kept_ms > 0 ? json_string(utc_iso(kept_until(h, s.now_ms))) : "null",
-        h.exit_status >= 0 ? std::to_string(h.exit_status) : "null",
-        h.shared ? "\"shared\"" : "\"exclusive\"", h.done_ms > 0 ? "true" : "false",
-        h.done_ms > 0 ? json_string(utc_iso(h.done_ms)) : "null",
-        h.info.label.empty() ? "null" : json_string(h.info.label),
-        h.slot > 0 ? std::to_string(h.slot) : "null",
-        h.holds > 0 ? std::to_string(h.holds) : "null");
-  }
+  for (auto& h : s.holders) holders += (holders.empty() ? "" : ",") + holder_json(h, s.now_ms);
   long n = 0;
-  for (auto& w : s.waiters) {
-    if (!waiters.empty()) waiters += ",";
-    waiters += fmt::format(
-        "{{\"position\":{},\"token\":{},\"host\":{},\"pid\":{},\"user\":{},\"command\":{},"
-        "\"since\":{},\"waited_ms\":{},\"mode\":{},\"label\":{},\"priority\":{}}}",
-        ++n, json_string(w.token), json_string(w.info.host), w.info.pid, json_string(w.info.user),
-        json_string(w.info.cmd), json_string(utc_iso(w.since_ms)), elapsed_ms(s.now_ms, w.since_ms),
-        w.shared ? "\"shared\"" : "\"exclusive\"",
-        w.info.label.empty() ? "null" : json_string(w.info.label), w.priority);
-  }
-  std::string masters;
+  for (auto& w : s.waiters) waiters += (waiters.empty() ? "" : ",") + waiter_json(w, ++n, s.now_ms);
+  JsonObject o;
+  o.str("key", key)
+      .str("layout", layout_name(s.layout))
+      .boolean("held", !s.holders.empty())
+      .boolean("done", !s.holders.empty() && s.holders.front().done_ms > 0)
+      .num("limit", s.limit)
+      .num("fence", s.fence);
+  if (s.now_ms > 0) o.str("server_time", utc_iso(s.now_ms));
+  o.raw("holders", "[" + holders + "]")
+      .raw("waiters", "[" + waiters + "]")
+      .num("holder_count", s.holder_count)
+      .num("waiter_count", s.waiter_count);
   if (s.quorum > 0) {
+    std::string masters;
     for (auto& m : s.masters) masters += (masters.empty() ? "" : ",") + master_json(m);
-    masters = fmt::format(",\"quorum\":{},\"masters\":[{}]", s.quorum, masters);
+    o.num("quorum", s.quorum).raw("masters", "[" + masters + "]");
   }
   // The newest events of its history, oldest first (what `history -n 3` shows).
   if (events) {
     std::string last;
     for (auto it = s.last.rbegin(); it != s.last.rend(); ++it)
       last += (last.empty() ? "" : ",") + event_json(*it);
-    masters += fmt::format(",\"last_events\":[{}]", last);
+    o.raw("last_events", "[" + last + "]");
   }
-  return fmt::format(
-      "{{\"key\":{},\"layout\":\"{}\",\"held\":{},\"done\":{},\"limit\":{},\"fence\":{},"
-      "\"server_time\":{},\"holders\":[{}],\"waiters\":[{}],\"holder_count\":{},"
-      "\"waiter_count\":{}{}}}",
-      json_string(key), layout_name(s.layout), s.holders.empty() ? "false" : "true",
-      !s.holders.empty() && s.holders.front().done_ms > 0 ? "true" : "false", s.limit, s.fence,
-      s.now_ms > 0 ? json_string(utc_iso(s.now_ms)) : "null", holders, waiters, s.holder_count,
-      s.waiter_count, masters);
+  return o.text();
 }
 
 int cmd_status(const GlobalOptions& g, const std::string& key) {

@@ -5,8 +5,11 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <optional>
+#include <set>
 
 #include "core/duration.h"
+#include "core/json.h"
 #include "core/text.h"
 
 namespace rlock {
@@ -186,14 +189,74 @@ std::string event_line(const Event& e) {
   return line;
 }
 
+namespace {
+
+// How each field an event may carry is typed in JSON (the man page, JSON
+// OUTPUT): numbers as numbers, `nested` as true, `who` also split into host
+// and pid (or a label). Any other field, and a value that is not of its type
+// (anybody can write the stream), goes under "other", as a string.
+enum class FieldType { Text, Number, Flag };
+
+std::optional<FieldType> field_type(const std::string& k) {
+  static const std::map<std::string, FieldType> kTypes{
+      {"tok", FieldType::Text},     {"fence", FieldType::Number}, {"who", FieldType::Text},
+      {"mode", FieldType::Text},    {"slot", FieldType::Number},  {"waited", FieldType::Number},
+      {"cmd", FieldType::Text},     {"held", FieldType::Number},  {"exit", FieldType::Number},
+      {"until", FieldType::Number}, {"why", FieldType::Text},     {"by", FieldType::Text},
+      {"nested", FieldType::Flag},  {"also", FieldType::Text}};
+  auto it = kTypes.find(k);
+  if (it == kTypes.end()) return std::nullopt;
+  return it->second;
+}
+
+// "HOST pid PID", as the scripts record a holder without a label: its host
+// and pid; else (a label) nothing.
+std::optional<std::pair<std::string, int64_t>> host_pid(const std::string& who) {
+  auto at = who.rfind(" pid ");
+  if (at == std::string::npos || at == 0) return std::nullopt;
+  std::string host = who.substr(0, at);
+  auto pid = parse_int64(std::string_view(who).substr(at + 5));
+  if (!pid || *pid <= 0 || host.find(' ') != std::string::npos) return std::nullopt;
+  return std::make_pair(host, *pid);
+}
+
+}  // namespace
+
 std::string event_json(const Event& e) {
-  std::string out = fmt::format("{{\"id\":{},\"time\":{},\"event\":{}", json_string(e.id),
-                                json_string(utc_iso(e.ms)), json_string(e.ev));
-  for (auto& [k, v] : e.fields)
-    if (k != "id" && k != "time" && k != "event" && k != "masters" && k != "of")
-      out += fmt::format(",{}:{}", json_string(k), json_string(v));
-  if (e.of > 0) out += fmt::format(",\"masters\":{},\"of\":{}", e.masters, e.of);
-  return out + "}";
+  JsonObject o, other;
+  o.str("id", e.id).str("time", utc_iso(e.ms)).num("time_ms", e.ms).str("event", e.ev);
+  std::set<std::string> seen{"id", "time",  "time_ms", "event", "masters",
+                             "of", "other", "host",    "pid",   "label"};
+  std::set<std::string> other_seen;
+  for (auto& [k, v] : e.fields) {
+    auto type = field_type(k);
+    if (type && seen.insert(k).second) {
+      if (v.empty()) continue;  // not known (an exit status, a command)
+      if (*type == FieldType::Text) {
+        o.str(k, v);
+        if (k == "who") {
+          if (auto hp = host_pid(v))
+            o.str("host", hp->first).num("pid", hp->second);
+          else
+            o.str("label", v);
+        }
+        continue;
+      }
+      auto n = parse_int64(v);
+      if (*type == FieldType::Number && n) {
+        if (k != "slot" || *n > 0) o.num(k, *n);  // slot 0: none
+        continue;
+      }
+      if (*type == FieldType::Flag && v == "1") {
+        o.boolean(k, true);
+        continue;
+      }
+    }
+    if (other_seen.insert(k).second) other.str(k, v);
+  }
+  if (e.of > 0) o.num("masters", e.masters).num("of", e.of);
+  if (!other.empty()) o.raw("other", other.text());
+  return o.text();
 }
 
 }  // namespace rlock

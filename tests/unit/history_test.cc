@@ -99,8 +99,42 @@ TEST(History, JsonCarriesEveryFieldButNeverShadowsItsOwn) {
   Event e = event(5, "broken", "t", {{"by", "root@h pid 1"}, {"event", "forged"}});
   std::string j = event_json(e);
   EXPECT_NE(j.find("\"event\":\"broken\""), std::string::npos) << j;
-  EXPECT_EQ(j.find("forged"), std::string::npos) << j;
+  EXPECT_NE(j.find("\"other\":{\"event\":\"forged\"}"), std::string::npos) << j;
   EXPECT_NE(j.find("\"by\":\"root@h pid 1\""), std::string::npos) << j;
+}
+
+TEST(History, JsonIsTypedAndSplitsWhoIntoHostAndPid) {
+  std::string j = event_json(event(1795792827533, "released", "t",
+                                   {{"fence", "7"},
+                                    {"who", "ci-4 pid 22836"},
+                                    {"held", "3010"},
+                                    {"exit", "0"},
+                                    {"slot", "0"},
+                                    {"nested", "1"}}));
+  EXPECT_EQ(j,
+            "{\"id\":\"1795792827533-0\",\"time\":\"2026-11-27T15:20:27.533Z\","
+            "\"time_ms\":1795792827533,\"event\":\"released\",\"tok\":\"t\",\"fence\":7,"
+            "\"who\":\"ci-4 pid 22836\",\"host\":\"ci-4\",\"pid\":22836,\"held\":3010,\"exit\":0,"
+            "\"nested\":true}");
+  // A label is a label, whatever it holds; an exit status not known is absent.
+  j = event_json(event(5, "acquired", "t", {{"who", "https://ci/job 1"}, {"exit", ""}}));
+  EXPECT_NE(j.find("\"label\":\"https://ci/job 1\""), std::string::npos) << j;
+  EXPECT_EQ(j.find("\"host\""), std::string::npos) << j;
+  EXPECT_EQ(j.find("\"exit\""), std::string::npos) << j;
+}
+
+TEST(History, JsonPutsHostileValuesUnderOtherAndStaysValid) {
+  std::string j = event_json(event(5, "acquired", "t",
+                                   {{"fence", "1e9"},
+                                    {"fence", "8"},
+                                    {"held", "99999999999999999999"},
+                                    {"pid", "x"},
+                                    {"k\"\x01", "v"}}));
+  EXPECT_EQ(j.find("\"fence\":8"), std::string::npos) << j;  // the first one stands
+  EXPECT_NE(j.find("\"other\":{\"fence\":\"1e9\",\"held\":\"99999999999999999999\","
+                   "\"pid\":\"x\",\"k\\\"\\u0001\":\"v\"}"),
+            std::string::npos)
+      << j;
 }
 
 }  // namespace
