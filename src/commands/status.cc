@@ -1,14 +1,19 @@
 // `rlock status KEY`: who holds it, since when, TTL, fence; who waits.
 #include <fmt/format.h>
+#include <signal.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 
 #include "cli/output.h"
 #include "cli/table.h"
 #include "commands/commands.h"
 #include "core/duration.h"
+#include "core/log.h"
+#include "hold/nest.h"
 #include "lock/layout.h"
+#include "proc/procinfo.h"
 
 namespace rlock {
 
@@ -52,6 +57,26 @@ std::string kept_words(const Holder& h, int64_t now_ms) {
                                        : std::string("its command has ended");
   return fmt::format("kept by --min-hold until {}; {}", clock_time(kept_until(h, now_ms), now_ms),
                      how);
+}
+
+// A holder with nested runs under it (docs/GUIDE.md "Nesting"): "its run ended
+// at 10:53:01Z; 2 nested runs still hold it". Whether its process is gone is
+// said only where it can be known (its host is this one).
+std::string nested_words(const Holder& h, int64_t now_ms) {
+  std::string runs = fmt::format("{} nested run{}", h.nested, h.nested == 1 ? "" : "s");
+  const char* s = h.nested == 1 ? "s" : "";
+  if (h.ended_ms > 0)
+    return fmt::format("its run ended at {}; {} still hold{} it", clock_time(h.ended_ms, now_ms),
+                       runs, s);
+  if (h.process_gone == true)
+    return fmt::format("its process (pid {}) is gone; {} still hold{} it", h.info.pid, runs, s);
+  return fmt::format("{} under it hold{} it too", runs, s);
+}
+
+// One nested hold: "ci-4 pid 22901, 4.2s left".
+std::string nested_hold_words(const NestedHold& n) {
+  return fmt::format("{} pid {}, {} left", escape_text(n.host), n.pid,
+                     format_duration(std::max(n.left, Millis(0))));
 }
 
 // Durations in a terminal's columns: whole seconds once a second or more
@@ -150,6 +175,30 @@ std::vector<std::string> tail_lines(const LockStatus& s) {
   return out;
 }
 
+// Whether process `pid` of this host is gone (a zombie is).
+bool gone(long pid) {
+  if (pid <= 0 || pid > 0x7fffffff) return false;
+  if (kProcInfoKnown) return !proc_info(static_cast<pid_t>(pid));
+  return kill(static_cast<pid_t>(pid), 0) == -1 && errno == ESRCH;
+}
+
+// What status adds to holders with nested holds under them (docs/GUIDE.md
+// "Nesting"): the holds themselves (best effort: a failure only leaves them
+// out) and, on the holder's own host, whether its process is gone.
+void add_nested_holds(Loop& loop, Lock& lock, LockStatus& st) {
+  const std::string here = local_holder_info("", 0).host;
+  for (Holder& h : st.holders) {
+    if (h.opaque || h.nested <= 0) continue;
+    if (!here.empty() && h.info.host == here) h.process_gone = gone(h.info.pid);
+    try {
+      h.nested_holds = nested_holds(loop, lock, h.token);
+    } catch (const Error& e) {
+      log_verbose(
+          fmt::format("the nested holds under {} not read: {}", escape_text(h.token), e.what()));
+    }
+  }
+}
+
 }  // namespace
 
 // A free lock's last events (its history): who held it last and how it ended.
@@ -180,6 +229,10 @@ std::string status_text(const std::string& key, const LockStatus& s) {
     else
       out += fmt::format("          {} left, token {}\n", format_duration(h.ttl_left),
                          escape_text(h.token));
+    if (h.nested > 0) {
+      out += fmt::format("          {}\n", nested_words(h, s.now_ms));
+      for (auto& n : h.nested_holds) out += fmt::format("  nested  {}\n", nested_hold_words(n));
+    }
   }
   out += more_holders(s);
   long n = 0;
@@ -248,6 +301,11 @@ std::string status_table(const std::string& key, const LockStatus& s, size_t wid
     if (h.slot > 0) more += fmt::format("{}slot {}", more.empty() ? "" : ", ", h.slot);
     if (!more.empty()) out += truncate_columns(under + more, width) + "\n";
     out += truncate_columns(under + "token " + escape_text(h.token), width) + "\n";
+    if (h.nested > 0) {
+      out += truncate_columns(under + nested_words(h, s.now_ms), width) + "\n";
+      for (auto& n : h.nested_holds)
+        out += truncate_columns(under + "nested " + nested_hold_words(n), width) + "\n";
+    }
   }
   out += more_holders(s);
   for (size_t i = s.holders.size() + 1; i < t.lines.size(); ++i) out += t.lines[i] + "\n";
@@ -257,13 +315,26 @@ std::string status_table(const std::string& key, const LockStatus& s, size_t wid
 
 std::string status_json(const std::string& key, const LockStatus& s, bool events) {
   std::string holders, waiters;
+  long nested = 0;
   for (auto& h : s.holders) {
     if (!holders.empty()) holders += ",";
+    nested += h.nested;
+    // Nested holds (docs/GUIDE.md "Nesting"): how many, and each where status read them.
+    std::string holds;
+    for (auto& n : h.nested_holds)
+      holds += fmt::format("{}{{\"token\":{},\"host\":{},\"pid\":{},\"ttl_left_ms\":{}}}",
+                           holds.empty() ? "" : ",", json_string(n.id), json_string(n.host), n.pid,
+                           std::max<int64_t>(0, n.left.count()));
+    std::string more =
+        fmt::format(",\"nested\":{},\"ended\":{},\"process_gone\":{}{}", h.nested,
+                    h.ended_ms > 0 ? json_string(utc_iso(h.ended_ms)) : "null",
+                    h.process_gone ? (*h.process_gone ? "true" : "false") : "null",
+                    h.nested_holds.empty() ? "" : ",\"nested_holds\":[" + holds + "]");
     holders += fmt::format(
         "{{\"token\":{},\"host\":{},\"pid\":{},\"user\":{},\"command\":{},\"since\":{},"
         "\"since_ms\":{},\"age_ms\":{},\"ttl_left_ms\":{},\"ttl_ms\":{},\"fence\":{},"
         "\"kept\":{},\"kept_until\":{},\"exit_status\":{},\"mode\":{},\"done\":{},"
-        "\"done_at\":{},\"label\":{},\"slot\":{},\"holds\":{}}}",
+        "\"done_at\":{},\"label\":{},\"slot\":{},\"holds\":{}{}}}",
         json_string(h.token), json_string(h.info.host), h.info.pid, json_string(h.info.user),
         json_string(h.info.cmd), h.since_ms ? json_string(utc_iso(h.since_ms)) : "null", h.since_ms,
         h.since_ms ? elapsed_ms(s.now_ms, h.since_ms) : 0, h.ttl_left.count(), h.ttl.count(),
@@ -274,7 +345,7 @@ std::string status_json(const std::string& key, const LockStatus& s, bool events
         h.done_ms > 0 ? json_string(utc_iso(h.done_ms)) : "null",
         h.info.label.empty() ? "null" : json_string(h.info.label),
         h.slot > 0 ? std::to_string(h.slot) : "null",
-        h.holds > 0 ? std::to_string(h.holds) : "null");
+        h.holds > 0 ? std::to_string(h.holds) : "null", more);
   }
   long n = 0;
   for (auto& w : s.waiters) {
@@ -302,17 +373,18 @@ std::string status_json(const std::string& key, const LockStatus& s, bool events
   return fmt::format(
       "{{\"key\":{},\"layout\":\"{}\",\"held\":{},\"done\":{},\"limit\":{},\"fence\":{},"
       "\"server_time\":{},\"holders\":[{}],\"waiters\":[{}],\"holder_count\":{},"
-      "\"waiter_count\":{}{}}}",
+      "\"waiter_count\":{},\"nested\":{}{}}}",
       json_string(key), layout_name(s.layout), s.holders.empty() ? "false" : "true",
       !s.holders.empty() && s.holders.front().done_ms > 0 ? "true" : "false", s.limit, s.fence,
       s.now_ms > 0 ? json_string(utc_iso(s.now_ms)) : "null", holders, waiters, s.holder_count,
-      s.waiter_count, masters);
+      s.waiter_count, nested, masters);
 }
 
 int cmd_status(const GlobalOptions& g, const std::string& key) {
   Session s(g);
   auto lock = s.lock(key, g.prefix);
   auto st = wait_for<LockStatus>(s.loop, [&](Done<LockStatus> d) { lock->status(std::move(d)); });
+  add_nested_holds(s.loop, *lock, st);
   // Two layouts for one name are two locks: say so when the other is held.
   if (!s.quorum())
     for (const std::string& other : other_layouts_held(*s.clients.front(), key, g.layout, g.prefix))
