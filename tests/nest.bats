@@ -238,6 +238,27 @@ EOF2
   wait_for_file "$T/nested.rc"
 }
 
+@test "an outer run stopped past its TTL while its nested run kept the lock carries on: 0, not 76" {
+  # On SIGCONT it said "lost the lock" and exited 76 although its token held k all along.
+  job_script
+  rlock run --ttl 1s k -- bash -c "$(nested_bg k --ttl 1s); until [ -e \"\$T/go\" ]; do sleep 0.05; done" \
+    3>&- 2>"$T/outer.err" &
+  outer=$!
+  wait_for_file "$T/started"
+  kill -STOP "$outer"
+  sleep 2.5 # the point: stopped past the outer run's lease (1s) and its deadline
+  is_held k
+  kill -CONT "$outer"
+  touch "$T/go"
+  st=0
+  wait "$outer" || st=$?
+  [ "$st" -eq 0 ] || fail "outer run: $st: $(cat "$T/outer.err")"
+  ! grep -q "lost" "$T/outer.err"
+  wait_for_file "$T/nested.rc"
+  [ "$(cat "$T/nested.rc")" = 0 ]
+  _rlock_poll "k to be free" 2 is_free k
+}
+
 @test "a nested run whose enclosing hold is broken has lost its lease: 76, one line" {
   job_script
   run timeout 20 rlock run --ttl 3s k -- bash -c "$(nested_bg k)"
