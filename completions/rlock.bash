@@ -17,11 +17,11 @@ _rlock_global_opts="-u --url --user --password-file --sentinel-user --sentinel-p
 _rlock_sub_opts() {
     case $1 in
         run) echo "-c --command --ttl --wait -n --no-wait -E --conflict-exit-code --limit
-                   --and --label --priority --supersede --max-waiters -s --shared
+                   --and --label --priority --supersede --superseded-exit-code --max-waiters -s --shared
                    --sync-replicas --min-hold --done-for --on-lost --kill-after
                    --kill-leftovers" ;;
         acquire) echo "--ttl --wait -n --no-wait -E --conflict-exit-code --limit --and --label
-                       --priority --supersede --max-waiters -s --shared --sync-replicas
+                       --priority --supersede --superseded-exit-code --max-waiters -s --shared --sync-replicas
                        --while-pid --on-lost --export --json" ;;
         extend) echo "--token --and --ttl --sync-replicas --json" ;;
         release) echo "--token --and" ;;
@@ -43,7 +43,8 @@ _rlock_takes_value() {
             --tls-key | --tls-server-name | --connect-timeout | --timeout | --prefix | --layout | \
             -c | --command | --ttl | --wait | -E | --conflict-exit-code | --limit | \
             --sync-replicas | --min-hold | --done-for | --on-lost | --kill-after | --token | \
-            --while-pid | --and | --label | --priority | --max-waiters | --history)
+            --while-pid | --and | --label | --priority | --max-waiters | --history | \
+            --superseded-exit-code)
             return 0 ;;
     esac
     return 1
@@ -219,7 +220,7 @@ _rlock_candidates() {
             return ;;
         -c | --command | --user | --sentinel-user | --tls-server-name | --prefix | -E | \
             --conflict-exit-code | --limit | --sync-replicas | --label | --priority | \
-            --max-waiters | --history)
+            --max-waiters | --history | --superseded-exit-code)
             return ;;
     esac
     # history -n N (-n is a flag of run and acquire).

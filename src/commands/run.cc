@@ -340,7 +340,8 @@ class Runner {
   void on_acquired(Outcome<Acquired> o) {
     if (o.error) {
       if (o.error->kind() == ErrorKind::NotAcquired)
-        error_ = Error(ErrorKind::NotAcquired, o.error->what(), opts_.conflict_exit);
+        error_ = Error(ErrorKind::NotAcquired, o.error->what(), not_acquired_exit(opts_, *o.error),
+                       o.error->cause());
       else
         error_ = o.error;
       return exit_with(error_->exit_status());
