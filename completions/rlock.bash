@@ -17,11 +17,11 @@ _rlock_global_opts="-u --url --user --password-file --sentinel-user --sentinel-p
 _rlock_sub_opts() {
     case $1 in
         run) echo "-c --command --ttl --wait -w --timeout -n --no-wait --nonblock -E
-                   --conflict-exit-code --limit --and --label --priority --supersede
+                   --conflict-exit-code --limit --and --label --priority --supersede --superseded-exit-code
                    --max-waiters -s --shared -x -e --exclusive --sync-replicas --min-hold
                    --done-for --on-lost --kill-after --kill-leftovers -o --close" ;;
         acquire) echo "--ttl --wait -w --timeout -n --no-wait --nonblock -E --conflict-exit-code
-                       --limit --and --label --priority --supersede --max-waiters -s --shared
+                       --limit --and --label --priority --supersede --superseded-exit-code --max-waiters -s --shared
                        -x -e --exclusive --sync-replicas --while-pid --on-lost --export
                        --json" ;;
         extend) echo "--token --and --ttl --sync-replicas --json" ;;
@@ -45,7 +45,8 @@ _rlock_takes_value() {
             --layout | -w | --timeout | \
             -c | --command | --ttl | --wait | -E | --conflict-exit-code | --limit | \
             --sync-replicas | --min-hold | --done-for | --on-lost | --kill-after | --token | \
-            --while-pid | --and | --label | --priority | --max-waiters | --history)
+            --while-pid | --and | --label | --priority | --max-waiters | --history | \
+            --superseded-exit-code)
             return 0 ;;
     esac
     return 1
@@ -222,7 +223,7 @@ _rlock_candidates() {
             return ;;
         -c | --command | --user | --sentinel-user | --tls-server-name | --prefix | -E | \
             --conflict-exit-code | --limit | --sync-replicas | --label | --priority | \
-            --max-waiters | --history)
+            --max-waiters | --history | --superseded-exit-code)
             return ;;
     esac
     # history -n N (-n is a flag of run and acquire).

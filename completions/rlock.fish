@@ -8,7 +8,7 @@ set -g __rlock_value_opts -u --url --user --password-file --sentinel-user --sent
     --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --tls-server-name --connect-timeout \
     --command-timeout --prefix --layout -c --command --ttl --wait -w --timeout -E --conflict-exit-code --limit --sync-replicas \
     --min-hold --done-for --on-lost --kill-after --token --while-pid --and --label --priority \
-    --max-waiters --history
+    --max-waiters --history --superseded-exit-code
 
 # Reads the line before the cursor: sets __rlock_sub (the subcommand), __rlock_key (1 once
 # its KEY is given) and __rlock_cmd (where run's command starts, as an index into the
@@ -195,6 +195,7 @@ complete -c rlock -n $lk -l and -x -a '(__rlock_key_names)' -d 'also hold KEY2 (
 complete -c rlock -n $lk -l label -x -d 'what this job is, shown to others (default $RLOCK_LABEL, else the CI job URL)'
 complete -c rlock -n $lk -l priority -x -d 'place in line: a higher priority is served first (-1000 to 1000)'
 complete -c rlock -n $lk -l supersede -d 'deploy only the latest: replace the waiter that asked for it before'
+complete -c rlock -n $lk -l superseded-exit-code -x -d 'exit status when a newer --supersede job superseded this one (default 75)'
 complete -c rlock -n $lk -l max-waiters -x -d 'not acquired at once when N waiters are in line already'
 complete -c rlock -n $lk -s s -l shared -d 'a shared lock (as flock -s): many shared holders, or one exclusive'
 complete -c rlock -n $lk -s x -s e -l exclusive -d 'an exclusive lock (as flock -x): the default'

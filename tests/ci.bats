@@ -121,19 +121,37 @@ order_is() { assert_equal "$(tr '\n' ' ' <"$T/order")" "$* "; }
   order_is plain d2
 }
 
-@test "--supersede: -E applies, and without a label the message names host and pid" {
+@test "--supersede: a superseded job exits --superseded-exit-code, not -E; without a label the message names host and pid" {
   t=$("$RLOCK" acquire --ttl 60s sup2)
-  bg_start d1 "$RLOCK" run --wait 60s -E 3 --supersede sup2 -- true
+  bg_start d1 "$RLOCK" run --wait 60s -E 0 --superseded-exit-code 3 --supersede sup2 -- true
   d1=$BG_PID
   wait_until '[ "$(n_waiters sup2)" -eq 1 ]' 30
-  bg_start d2 "$RLOCK" run --wait 60s --supersede sup2 -- true
+  bg_start d2 "$RLOCK" run --wait 60s -E 0 --supersede sup2 -- true
   d2=$BG_PID
   bg_wait "$d1" 10
   assert_equal "$BG_STATUS" 3
   grep -Eq "superseded by .+ pid [0-9]+" "$T/d1.err"
-  "$RLOCK" release sup2 --token "$t"
+  # -E alone leaves a superseded job at 75; acquire takes the flag too
+  bg_start d3 "$RLOCK" acquire --wait 60s -E 0 --superseded-exit-code 4 --supersede sup2
+  d3=$BG_PID
   bg_wait "$d2" 20
+  assert_equal "$BG_STATUS" 75
+  "$RLOCK" release sup2 --token "$t"
+  bg_wait "$d3" 20
   assert_equal "$BG_STATUS" 0
+}
+
+@test "--superseded-exit-code: a wait that runs out is -E's, not the superseded status" {
+  t=$("$RLOCK" acquire --ttl 60s sup3)
+  run "$RLOCK" run --wait 300ms -E 0 --superseded-exit-code 3 --supersede sup3 -- true
+  assert_equal "$status" 0
+  run "$RLOCK" run -n --superseded-exit-code 3 sup3 -- true
+  assert_equal "$status" 75
+  for bad in 256 -1 x ''; do
+    run "$RLOCK" run --superseded-exit-code "$bad" sup3 -- true
+    assert_equal "$status" 64
+  done
+  "$RLOCK" release sup3 --token "$t"
 }
 
 @test "--supersede: a superseded waiter that missed the message never rejoins" {

@@ -119,7 +119,7 @@ need_python() {
   HOST=$(hostname) USER_NAME=$(id -un) PID=$BASHPID TOK=$TOK json_assert "$output" \
     'd["key"] == "holder-json"' 'd["held"] is True' 'd["limit"] == 0' \
     'd["waiters"] == []' 'len(d["holders"]) == 1' \
-    'sorted(d["holders"][0]) == ["age_ms", "command", "done", "fence", "host", "kept", "mode", "pid", "since", "since_ms", "token", "ttl_left_ms", "ttl_ms", "user"]' \
+    'sorted(d["holders"][0]) == ["age_ms", "command", "done", "fence", "host", "kept", "mode", "nested", "pid", "since", "since_ms", "token", "ttl_left_ms", "ttl_ms", "user"]' \
     'd["holders"][0]["token"] == E["TOK"]' \
     'd["holders"][0]["host"] == E["HOST"]' \
     'd["holders"][0]["pid"] == int(E["PID"])' \

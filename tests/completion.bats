@@ -137,10 +137,10 @@ help_subcommands() {
 
 @test "'rlock run KEY --and KEY2 ' goes on with options and the command; the CI options' values are not the command" {
   run complete_line 'rlock run deploy --and db --su'
-  assert_candidates --supersede
+  assert_candidates --supersede --superseded-exit-code
   run complete_line 'rlock run deploy --and db -- '
   assert_line sh
-  for opt in --label --priority --max-waiters; do
+  for opt in --label --priority --max-waiters --superseded-exit-code; do
     run complete_line "rlock run deploy $opt "
     assert_output ""
   done

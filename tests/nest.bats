@@ -197,6 +197,68 @@ EOF2
   _rlock_poll "k to expire" 5 is_free k
 }
 
+@test "status and list show the nested holds of an outer run that has ended" {
+  # They named the exited outer run's pid as the holder and said nothing of the nested run.
+  job_script
+  run timeout 20 rlock run --ttl 3s k -- bash -c "$(nested_bg k)"
+  [ "$status" -eq 0 ]
+  npid=$(cat "$T/npid")
+  run -0 rlock status k
+  [[ $output == *"its run ended at "*"; 1 nested run still holds it"* ]]
+  [[ $output == *"  nested  "*" pid $npid, "*" left"* ]]
+  run -0 rlock status --json k
+  [ "$(jq '.nested' <<<"$output")" = 1 ]
+  [ "$(jq '.holders[0].nested' <<<"$output")" = 1 ]
+  [ "$(jq -r '.holders[0].ended' <<<"$output")" != null ]
+  [ "$(jq '.holders[0].nested_holds[0].pid' <<<"$output")" = "$npid" ]
+  [ "$(jq '.holders[0].nested_holds[0].ttl_left_ms > 0' <<<"$output")" = true ]
+  run -0 rlock list
+  [[ $(cut -f2 <<<"$output") == *":"*" +1 nested" ]]
+  run -0 rlock list --json
+  [ "$(jq '.[0].nested' <<<"$output")" = 1 ]
+  touch "$T/go"
+  wait_for_file "$T/nested.rc"
+  _rlock_poll "k to be free" 2 is_free k
+}
+
+@test "status marks an outer holder killed with -9 as gone (on its own host) beside its nested run" {
+  job_script
+  rlock run --ttl 3s k -- bash -c "$(nested_bg k); sleep 1000" 3>&- &
+  outer=$!
+  wait_for_file "$T/started"
+  run -0 rlock status --json k
+  [ "$(jq '.holders[0].process_gone' <<<"$output")" = false ]
+  kill -KILL "$outer"
+  run -0 rlock status k
+  [[ $output == *"its process (pid $outer) is gone; 1 nested run still holds it"* ]]
+  run -0 rlock status --json k
+  [ "$(jq '.holders[0].process_gone' <<<"$output")" = true ]
+  [ "$(jq -r '.holders[0].ended' <<<"$output")" = null ]
+  touch "$T/go"
+  wait_for_file "$T/nested.rc"
+}
+
+@test "an outer run stopped past its TTL while its nested run kept the lock carries on: 0, not 76" {
+  # On SIGCONT it said "lost the lock" and exited 76 although its token held k all along.
+  job_script
+  rlock run --ttl 1s k -- bash -c "$(nested_bg k --ttl 1s); until [ -e \"\$T/go\" ]; do sleep 0.05; done" \
+    3>&- 2>"$T/outer.err" &
+  outer=$!
+  wait_for_file "$T/started"
+  kill -STOP "$outer"
+  sleep 2.5 # the point: stopped past the outer run's lease (1s) and its deadline
+  is_held k
+  kill -CONT "$outer"
+  touch "$T/go"
+  st=0
+  wait "$outer" || st=$?
+  [ "$st" -eq 0 ] || fail "outer run: $st: $(cat "$T/outer.err")"
+  ! grep -q "lost" "$T/outer.err"
+  wait_for_file "$T/nested.rc"
+  [ "$(cat "$T/nested.rc")" = 0 ]
+  _rlock_poll "k to be free" 2 is_free k
+}
+
 @test "a nested run whose enclosing hold is broken has lost its lease: 76, one line" {
   job_script
   run timeout 20 rlock run --ttl 3s k -- bash -c "$(nested_bg k)"

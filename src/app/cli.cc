@@ -41,7 +41,8 @@ constexpr const char* kExitTable = R"(Exit status:
   71       the keeper of acquire --while-pid could not be started (no pipe
            or fork, or it died before it was ready)
   75       lock not acquired: taken, --no-wait, or --wait ran out (-E changes
-           it)
+           it); superseded by a newer --supersede job (--superseded-exit-code
+           changes it)
   76       lock lost or not held: lease lost during run, or a token that no
            longer holds
   77       permission: a password wanted or refused, or an ACL refusal (the

@@ -129,8 +129,12 @@ void add_lock_options(CLI::App* sub, Values& v, const std::string& ttl) {
       ->type_name("N");
   sub->add_flag("--supersede", v.o.supersede,
                 "deploy only the latest: an older job that asked for it too, waiting or back "
-                "later, exits not acquired (75), in every key of --and; a later one replaces "
-                "this one");
+                "later, exits as superseded (--superseded-exit-code), in every key of --and; a "
+                "later one replaces this one");
+  sub->add_option("--superseded-exit-code", v.superseded_exit,
+                  "exit status when a newer --supersede job superseded this one (default 75; "
+                  "-E does not apply to it)")
+      ->type_name("N");
   sub->add_option("--max-waiters", v.max_waiters,
                   "not acquired at once (75) when N waiters are in line already")
       ->type_name("N");

@@ -157,6 +157,9 @@ void finish(Values& v) {
   if (v.conflict_exit)
     o.conflict_exit = whole_number(*v.conflict_exit, 0, 255, "--conflict-exit-code",
                                    "an exit status from 0 to 255");
+  if (v.superseded_exit)
+    o.superseded_exit = whole_number(*v.superseded_exit, 0, 255, "--superseded-exit-code",
+                                     "an exit status from 0 to 255");
   if (v.sync_replicas)
     o.sync_replicas =
         whole_number(*v.sync_replicas, 1, 1000, "--sync-replicas", "a whole number from 1 to 1000");

@@ -262,11 +262,17 @@ std::string resolve_label(const std::optional<std::string>& given) {
   return truncate_text(ci, kMaxLabel);
 }
 
+int not_acquired_exit(const LockOptions& o, const Error& why) {
+  return why.cause() == Cause::Superseded ? o.superseded_exit : o.conflict_exit;
+}
+
 void validate(const LockOptions& o) {
   if (o.ttl < Millis(100)) throw_usage("--ttl must be at least 100ms");
   if (o.limit < 0) throw_usage("--limit must be a positive number");
   if (o.conflict_exit < 0 || o.conflict_exit > 255)
     throw_usage("--conflict-exit-code must be between 0 and 255");
+  if (o.superseded_exit < 0 || o.superseded_exit > 255)
+    throw_usage("--superseded-exit-code must be between 0 and 255");
   if (o.no_wait && o.wait) throw_usage("--wait and --no-wait contradict each other; give one");
   if (o.shared && o.limit > 0)
     throw_usage(

@@ -39,6 +39,7 @@ struct LockOptions {
   std::optional<Millis> wait;  // nullopt = forever
   bool no_wait = false;
   int conflict_exit = 75;
+  int superseded_exit = 75;  // --superseded-exit-code: a newer --supersede job came
   int limit = 0;
   Millis min_hold{0};
   OnLost on_lost = OnLost::Term;
@@ -94,6 +95,10 @@ std::string resolve_label(const std::optional<std::string>& given);
 
 /// Checks the locking options for contradictions (zero TTL, --limit < 0 …).
 void validate(const LockOptions& o);
+
+/// The exit status of a lock not acquired for `why` (a NotAcquired Error):
+/// --superseded-exit-code for a superseded job, else -E.
+int not_acquired_exit(const LockOptions& o, const Error& why);
 
 /// Refuses (usage Error, 64) what `layout` cannot carry: for run and acquire
 /// `o` (--limit, --shared, --and, --priority, --supersede, --max-waiters,

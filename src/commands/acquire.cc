@@ -264,7 +264,8 @@ std::variant<Acquired, int> take(Session& s, Lock& lock, const LockOptions& o,
                             o.key));
   if (out->error) {
     if (out->error->kind() == ErrorKind::NotAcquired)
-      throw Error(ErrorKind::NotAcquired, out->error->what(), o.conflict_exit);
+      throw Error(ErrorKind::NotAcquired, out->error->what(), not_acquired_exit(o, *out->error),
+                  out->error->cause());
     throw *out->error;
   }
   return out->value;

@@ -16,12 +16,16 @@ namespace rlock {
 namespace {
 
 // The HOLDER column: host:pid of a single holder, "2/3" for a semaphore, "3
-// shared" for the shared holders of a lock.
+// shared" for the shared holders of a lock; "… +2 nested" when nested runs hold
+// it under the first holder (docs/GUIDE.md "Nesting").
 std::string holder_column(const LockStatus& st, const std::string& who) {
-  if (st.limit) return fmt::format("{}/{}", st.holder_count, st.limit);
+  std::string nested;
+  if (!st.holders.empty() && st.holders.front().nested > 0)
+    nested = fmt::format(" +{} nested", st.holders.front().nested);
+  if (st.limit) return fmt::format("{}/{}{}", st.holder_count, st.limit, nested);
   if (!st.holders.empty() && st.holders.front().shared)
-    return fmt::format("{} shared", st.holder_count);
-  return who;
+    return fmt::format("{} shared{}", st.holder_count, nested);
+  return who + nested;
 }
 
 // A Prometheus label value, escaped once as the text format wants (a

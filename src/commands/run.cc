@@ -319,9 +319,19 @@ class Runner {
     stopped_ = false;
     if (!holding()) return;
     // Stopped past the renewal deadline, the lease may be gone and someone
-    // else may hold the lock: --on-lost applies before the command runs again.
-    if (!lost_ && Clock::now() >= watchdog_->lost_at())
-      lease_lost("rlock was stopped past the lease's renewal deadline");
+    // else may hold the lock: one renewal decides before the command runs
+    // again (--on-lost if it is gone). A nested run may have kept it held all
+    // along (docs/GUIDE.md "Nesting"): then nothing was lost.
+    if (!lost_ && Clock::now() >= watchdog_->lost_at()) {
+      log_verbose("continued past the lease's renewal deadline: does its token still hold it?");
+      // (The watchdog, and this callback with it, lives no longer than this run.)
+      watchdog_->check_late([this] {
+        if (stopped_) return;  // stopped again meanwhile: the next SIGCONT resumes
+        log_verbose("continued: continuing the command");
+        child_->resume();
+      });
+      return;
+    }
     log_verbose("continued: continuing the command");
     child_->resume();  // and the terminal, if rlock was continued in the foreground
     if (!lost_) watchdog_->renew();
@@ -330,7 +340,8 @@ class Runner {
   void on_acquired(Outcome<Acquired> o) {
     if (o.error) {
       if (o.error->kind() == ErrorKind::NotAcquired)
-        error_ = Error(ErrorKind::NotAcquired, o.error->what(), opts_.conflict_exit);
+        error_ = Error(ErrorKind::NotAcquired, o.error->what(), not_acquired_exit(opts_, *o.error),
+                       o.error->cause());
       else
         error_ = o.error;
       return exit_with(error_->exit_status());

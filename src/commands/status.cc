@@ -1,7 +1,9 @@
 // `rlock status KEY`: who holds it, since when, TTL, fence; who waits.
 #include <fmt/format.h>
+#include <signal.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 
 #include "cli/output.h"
@@ -9,7 +11,10 @@
 #include "commands/commands.h"
 #include "core/duration.h"
 #include "core/json.h"
+#include "core/log.h"
+#include "hold/nest.h"
 #include "lock/layout.h"
+#include "proc/procinfo.h"
 
 namespace rlock {
 
@@ -53,6 +58,26 @@ std::string kept_words(const Holder& h, int64_t now_ms) {
                                        : std::string("its command has ended");
   return fmt::format("kept by --min-hold until {}; {}", clock_time(kept_until(h, now_ms), now_ms),
                      how);
+}
+
+// A holder with nested runs under it (docs/GUIDE.md "Nesting"): "its run ended
+// at 10:53:01Z; 2 nested runs still hold it". Whether its process is gone is
+// said only where it can be known (its host is this one).
+std::string nested_words(const Holder& h, int64_t now_ms) {
+  std::string runs = fmt::format("{} nested run{}", h.nested, h.nested == 1 ? "" : "s");
+  const char* s = h.nested == 1 ? "s" : "";
+  if (h.ended_ms > 0)
+    return fmt::format("its run ended at {}; {} still hold{} it", clock_time(h.ended_ms, now_ms),
+                       runs, s);
+  if (h.process_gone == true)
+    return fmt::format("its process (pid {}) is gone; {} still hold{} it", h.info.pid, runs, s);
+  return fmt::format("{} under it hold{} it too", runs, s);
+}
+
+// One nested hold: "ci-4 pid 22901, 4.2s left".
+std::string nested_hold_words(const NestedHold& n) {
+  return fmt::format("{} pid {}, {} left", escape_text(n.host), n.pid,
+                     format_duration(std::max(n.left, Millis(0))));
 }
 
 // Durations in a terminal's columns: whole seconds once a second or more
@@ -153,6 +178,30 @@ std::vector<std::string> tail_lines(const LockStatus& s) {
   return out;
 }
 
+// Whether process `pid` of this host is gone (a zombie is).
+bool gone(long pid) {
+  if (pid <= 0 || pid > 0x7fffffff) return false;
+  if (kProcInfoKnown) return !proc_info(static_cast<pid_t>(pid));
+  return kill(static_cast<pid_t>(pid), 0) == -1 && errno == ESRCH;
+}
+
+// What status adds to holders with nested holds under them (docs/GUIDE.md
+// "Nesting"): the holds themselves (best effort: a failure only leaves them
+// out) and, on the holder's own host, whether its process is gone.
+void add_nested_holds(Loop& loop, Lock& lock, LockStatus& st) {
+  const std::string here = local_holder_info("", 0).host;
+  for (Holder& h : st.holders) {
+    if (h.opaque || h.nested <= 0) continue;
+    if (!here.empty() && h.info.host == here) h.process_gone = gone(h.info.pid);
+    try {
+      h.nested_holds = nested_holds(loop, lock, h.token);
+    } catch (const Error& e) {
+      log_verbose(
+          fmt::format("the nested holds under {} not read: {}", escape_text(h.token), e.what()));
+    }
+  }
+}
+
 }  // namespace
 
 // A free lock's last events (its history): who held it last and how it ended.
@@ -183,6 +232,10 @@ std::string status_text(const std::string& key, const LockStatus& s) {
     else
       out += fmt::format("          {} left, token {}\n", format_duration(h.ttl_left),
                          escape_text(h.token));
+    if (h.nested > 0) {
+      out += fmt::format("          {}\n", nested_words(h, s.now_ms));
+      for (auto& n : h.nested_holds) out += fmt::format("  nested  {}\n", nested_hold_words(n));
+    }
   }
   out += more_holders(s);
   long n = 0;
@@ -251,6 +304,11 @@ std::string status_table(const std::string& key, const LockStatus& s, size_t wid
     if (h.slot > 0) more += fmt::format("{}slot {}", more.empty() ? "" : ", ", h.slot);
     if (!more.empty()) out += truncate_columns(under + more, width) + "\n";
     out += truncate_columns(under + "token " + escape_text(h.token), width) + "\n";
+    if (h.nested > 0) {
+      out += truncate_columns(under + nested_words(h, s.now_ms), width) + "\n";
+      for (auto& n : h.nested_holds)
+        out += truncate_columns(under + "nested " + nested_hold_words(n), width) + "\n";
+    }
   }
   out += more_holders(s);
   for (size_t i = s.holders.size() + 1; i < t.lines.size(); ++i) out += t.lines[i] + "\n";
@@ -281,6 +339,22 @@ std::string holder_json(const Holder& h, int64_t now_ms) {
   o.str("mode", h.shared ? "shared" : "exclusive").boolean("done", h.done_ms > 0);
   if (h.done_ms > 0) o.str("done_at", utc_iso(h.done_ms));
   o.str_if("label", h.info.label).num_if("slot", h.slot).num_if("holds", h.holds);
+  // Nested holds (docs/GUIDE.md "Nesting"): how many, and each where status read them.
+  o.num("nested", h.nested);
+  if (h.ended_ms > 0) o.str("ended", utc_iso(h.ended_ms));
+  if (h.process_gone) o.boolean("process_gone", *h.process_gone);
+  if (!h.nested_holds.empty()) {
+    std::string holds;
+    for (auto& n : h.nested_holds) {
+      JsonObject nj;
+      nj.str("token", n.id)
+          .str_if("host", n.host)
+          .num_if("pid", n.pid)
+          .num("ttl_left_ms", std::max<int64_t>(0, n.left.count()));
+      holds += (holds.empty() ? "" : ",") + nj.text();
+    }
+    o.raw("nested_holds", "[" + holds + "]");
+  }
   return o.text();
 }
 
@@ -300,7 +374,11 @@ std::string waiter_json(const Waiter& w, long position, int64_t now_ms) {
 
 std::string status_json(const std::string& key, const LockStatus& s, bool events) {
   std::string holders, waiters;
-  for (auto& h : s.holders) holders += (holders.empty() ? "" : ",") + holder_json(h, s.now_ms);
+  long nested = 0;
+  for (auto& h : s.holders) {
+    nested += h.nested;
+    holders += (holders.empty() ? "" : ",") + holder_json(h, s.now_ms);
+  }
   long n = 0;
   for (auto& w : s.waiters) waiters += (waiters.empty() ? "" : ",") + waiter_json(w, ++n, s.now_ms);
   JsonObject o;
@@ -327,6 +405,7 @@ std::string status_json(const std::string& key, const LockStatus& s, bool events
       last += (last.empty() ? "" : ",") + event_json(*it);
     o.raw("last_events", "[" + last + "]");
   }
+  o.num("nested", nested);
   return o.text();
 }
 
@@ -334,6 +413,7 @@ int cmd_status(const GlobalOptions& g, const std::string& key) {
   Session s(g);
   auto lock = s.lock(key, g.prefix);
   auto st = wait_for<LockStatus>(s.loop, [&](Done<LockStatus> d) { lock->status(std::move(d)); });
+  add_nested_holds(s.loop, *lock, st);
   // Two layouts for one name are two locks: say so when the other is held.
   if (!s.quorum())
     for (const std::string& other : other_layouts_held(*s.clients.front(), key, g.layout, g.prefix))

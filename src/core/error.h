@@ -39,6 +39,9 @@ enum class Cause {
   // ...standard output's reader closed it (EPIPE): no error of rlock's; it
   // ends quietly, as killed by SIGPIPE (output.h).
   ReaderGone,
+  // NotAcquired Errors: a newer --supersede job superseded this one (its exit
+  // status is --superseded-exit-code, not -E).
+  Superseded,
 };
 
 /// An error meant for the user: one line of text and the exit status it maps to.

@@ -313,7 +313,8 @@ void Acquirer::on_reply(Outcome<AcquireReply> o) {
     return fail_with_cleanup(
         Error(ErrorKind::NotAcquired,
               fmt::format("no longer waiting for '{}': superseded by {} (--supersede)",
-                          lock_.names().key, escape_text(truncate_text(a.by, kMaxLabel)))));
+                          lock_.names().key, escape_text(truncate_text(a.by, kMaxLabel))),
+              -1, Cause::Superseded));
   if (a.state == AcquireReply::State::Full)
     return fail_with_cleanup(
         Error(ErrorKind::NotAcquired,

@@ -212,7 +212,8 @@ void MultiAcquirer::renew(bool finishing) {
                   Error(ErrorKind::NotAcquired,
                         fmt::format("no longer waiting for '{}': superseded by {} (--supersede)",
                                     h.part->names().key,
-                                    escape_text(truncate_text(*o.value.superseded_by, kMaxLabel))));
+                                    escape_text(truncate_text(*o.value.superseded_by, kMaxLabel))),
+                        -1, Cause::Superseded);
           } else if (!o.error) {
             *failure = Error(ErrorKind::NotAcquired,
                              fmt::format("lost '{}' (broken or expired) while waiting for the "

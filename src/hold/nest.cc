@@ -47,7 +47,7 @@ std::vector<NestedHold> parse_holds(const Reply& r) {
 }
 
 void list_holds(SingleLock& s, const std::string& outer, Done<Reply> d) {
-  run_script(s.client(), nest_script(), keys_of(s.names()),
+  run_script(s.client(), nest_list_script(), keys_of(s.names()),
              NestArgs{.op = "list", .outer = outer}.to_argv(), [d = std::move(d)](Result res) {
                Outcome<Reply> o;
                try {

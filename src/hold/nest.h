@@ -16,13 +16,6 @@
 
 namespace rlock {
 
-/// A live nested hold, as the nest script lists it.
-struct NestedHold {
-  std::string id, host;
-  long pid = 0;
-  Millis left{0};
-};
-
 /// The nested holds under `outer` on `lock` (a SingleLock of the rlock
 /// layout; none for any other). Records that do not parse are skipped.
 std::vector<NestedHold> nested_holds(Loop& loop, Lock& lock, const std::string& outer);

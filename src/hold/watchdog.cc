@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "core/log.h"
 #include "core/text.h"
@@ -12,6 +13,13 @@ namespace rlock {
 namespace {
 
 constexpr const char* kGone = "it was deleted or taken over (renewal found another token or none)";
+
+// How late past the lease's deadline a timer must fire for the watchdog to
+// count itself stopped or starved meanwhile (SIGSTOP, a suspended machine)
+// rather than unable to renew: then one renewal decides whether the token
+// still holds the lock (a nested run may have kept it; docs/GUIDE.md
+// "Nesting"), and only a renewal that finds it gone or fails is a loss.
+constexpr Millis kLate{500};
 
 }  // namespace
 
@@ -39,8 +47,16 @@ void Watchdog::start() {
   schedule_renewal(later(acquired_.sent, acquired_.ttl / 3));
 }
 
+void Watchdog::check_late(std::function<void()> decided) {
+  if (stopped_) return decided();
+  late_decided_ = std::move(decided);
+  late_check_ = true;
+  if (!renewing_) renew();  // else the renewal in flight decides (renewal_failed)
+}
+
 void Watchdog::stop() {
   stopped_ = true;
+  late_decided_ = {};
   loop().cancel(renew_timer_);
   loop().cancel(lost_timer_);
   renew_timer_ = lost_timer_ = 0;
@@ -51,6 +67,11 @@ void Watchdog::arm_lost_timer() {
   loop().cancel(lost_timer_);
   lost_timer_ = loop().at(lost_at(), [this] {
     lost_timer_ = 0;
+    if (late_check_ || Clock::now() - lost_at() > kLate) {
+      late_check_ = true;
+      if (!renewing_) renew();  // else the renewal in flight decides (renewal_failed)
+      return;
+    }
     report_lost(fmt::format("could not renew it before its deadline ({})",
                             last_renew_error_.empty() ? "no reply" : last_renew_error_));
   });
@@ -73,7 +94,11 @@ void Watchdog::renew() {
   renewing_ = true;
   auto sent = Clock::now();
   auto left = std::chrono::duration_cast<Millis>(lost_at() - sent);
-  Millis timeout = std::max(Millis(10), std::min(lock_.command_timeout(), left));
+  // Woken well past the deadline: this renewal decides, given a whole command's time.
+  if (-left > kLate) late_check_ = true;
+  late_renewal_ = late_check_;
+  Millis timeout = late_renewal_ ? lock_.command_timeout()
+                                 : std::max(Millis(10), std::min(lock_.command_timeout(), left));
   unsigned heard = heard_count_;
   auto alive = life_.token();
   lock_.extend(
@@ -121,15 +146,23 @@ void Watchdog::renew() {
 
 void Watchdog::renewal_failed(const std::string& why) {
   last_renew_error_ = why;
+  if (late_renewal_)
+    return report_lost(fmt::format("could not renew it before its deadline ({})", why));
   log_verbose(fmt::format("renewal failed: {}; retrying", last_renew_error_));
   auto retry = Clock::now() + std::min(Millis(250), acquired_.ttl / 10);
-  if (retry < lost_at()) schedule_renewal(retry);
+  if (retry < lost_at())
+    schedule_renewal(retry);
+  else if (late_check_)
+    renew();  // the deadline passed while it was in flight, late: one more decides
 }
 
 void Watchdog::renewed(Clock::time_point sent, Clock::time_point deadline) {
+  if (late_check_) log_verbose("woken past the lease's deadline, the token still holds it");
+  late_check_ = late_renewal_ = false;
   deadline_ = deadline;
   arm_lost_timer();
   schedule_renewal(later(sent, acquired_.ttl / 3));
+  if (auto decided = std::exchange(late_decided_, {})) decided();
   if (recheck_) {
     recheck_ = false;
     renew();
@@ -168,8 +201,10 @@ void Watchdog::not_held() {
 
 void Watchdog::report_lost(const std::string& why) {
   if (stopped_) return;
+  auto decided = std::exchange(late_decided_, {});
   stop();
   ev_.lost(why);
+  if (decided) decided();
 }
 
 void Watchdog::listen(std::function<void()> settled) {

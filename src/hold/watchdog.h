@@ -47,6 +47,10 @@ class Watchdog {
   void listen(std::function<void()> settled = {});
   /// Renews now (after a renewal in flight, if there is one).
   void renew();
+  /// Woken past the deadline (a SIGCONT after a stop): one renewal, given a
+  /// whole command's time, decides whether the token still holds the lock;
+  /// `decided` runs once it has (after `lost`, if it is lost).
+  void check_late(std::function<void()> decided);
   /// Nothing more is renewed or reported; the subscription ends.
   void stop();
 
@@ -76,6 +80,10 @@ class Watchdog {
   std::vector<std::unique_ptr<Subscriptions>> subs_;  // one per key (`--and`)
   Loop::TimerId renew_timer_ = 0, lost_timer_ = 0;
   bool renewing_ = false, recheck_ = false, stopped_ = false;
+  // Woken well past the deadline (kLate in watchdog.cc): the next renewal
+  // decides (late_check_), and the one in flight was sent so (late_renewal_).
+  bool late_check_ = false, late_renewal_ = false;
+  std::function<void()> late_decided_;  // check_late()
   // The keys (parts) on whose channel a release with the token was heard:
   // released only once it was heard for every one (`--and`: one key
   // released alone is a loss of the lock).

@@ -41,6 +41,14 @@ struct LinePolicy {
 /// The longest host, user or command stored with a lease (bytes).
 inline constexpr size_t kMaxHolderField = 1024;
 
+/// A live nested hold (docs/PROTOCOL.md "nest"): the nested run's own id,
+/// where it runs, and what its lease has left.
+struct NestedHold {
+  std::string id, host;
+  long pid = 0;
+  Millis left{0};
+};
+
 struct Holder {
   std::string token;
   Millis ttl_left{0};
@@ -66,6 +74,15 @@ struct Holder {
   /// Redisson hold count (0 for plain).
   bool opaque = false;
   int64_t holds = 0;
+  /// Nested holds under this holder's token (docs/PROTOCOL.md "nest"): how many
+  /// are live, and when this holder's own release came while they ran (server
+  /// ms; 0 = it has not: a running holder, or one killed without a release).
+  long nested = 0;
+  int64_t ended_ms = 0;
+  /// Filled in by `status` (not by the scripts): the nested holds themselves,
+  /// and whether the holder's process is gone (known only on its own host).
+  std::vector<NestedHold> nested_holds;
+  std::optional<bool> process_gone;
 };
 
 struct Waiter {

@@ -58,6 +58,11 @@ Holder parse_holder(const Reply* e, size_t size) {
     x.info.label = e[13].text();
     x.slot = std::clamp<int64_t>(reply_int(e[14]), 0, 1'000'000);
   }
+  // Nested holds (protocol 4, nest.lua): when the holder's release came, and how many.
+  if (size >= 17) {
+    x.ended_ms = std::max<int64_t>(0, reply_int(e[15]));
+    x.nested = static_cast<long>(std::clamp<int64_t>(reply_int(e[16]), 0, 1'000'000'000));
+  }
   return x;
 }
 
@@ -168,7 +173,7 @@ LockStatus parse_status_reply(const Reply& r) {
 
 namespace {
 
-// One lock of a 'line' list reply, its 14 values from `f`: limit, counts, then
+// One lock of a 'line' list reply, its 15 values from `f`: limit, counts, then
 // what a line shows of the first holder (list.lua).
 LockStatus parse_list_line(const Reply* f, int64_t now) {
   LockStatus s;
@@ -189,6 +194,7 @@ LockStatus parse_list_line(const Reply* f, int64_t now) {
   h.done_ms = std::max<int64_t>(0, reply_int(f[11]));
   h.info.label = f[12].text();
   h.info.user = f[13].text();
+  h.nested = static_cast<long>(std::clamp<int64_t>(reply_int(f[14]), 0, 1'000'000'000));
   s.holders.push_back(std::move(h));
   return s;
 }
@@ -201,14 +207,14 @@ std::vector<LockStatus> parse_list_reply(const Reply& r, size_t n, ListReply kin
   const int64_t now = reply_int(e.back());
   std::vector<LockStatus> out;
   if (kind == ListReply::Line) {
-    constexpr size_t kStride = 14;
+    constexpr size_t kStride = 15;
     if (e.size() != n * kStride + 1) throw_protocol("a list reply of another length");
     out.reserve(n);
     for (size_t i = 0; i < n; ++i) out.push_back(parse_list_line(&e[i * kStride], now));
     return out;
   }
   // Full: a status reply, {} (free) or a plain holder's flat record per lock.
-  constexpr size_t kFlat = 17;  // the tag 1, the fence counter, 15 holder values
+  constexpr size_t kFlat = 19;  // the tag 1, the fence counter, 17 holder values
   out.reserve(std::min(n, end));
   for (size_t i = 0; i < end;) {
     if (out.size() == n) throw_protocol("a list reply of another length");

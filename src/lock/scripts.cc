@@ -79,6 +79,11 @@ const Script& nest_script() {
   static const Script s = make<lua::kNest>("nest");
   return s;
 }
+// Its 'list', which reads only: allowed to read-only users and on replicas.
+const Script& nest_list_script() {
+  static const Script s = make<lua::kNest>("nest", true);
+  return s;
+}
 
 const Script& list_script() {
   static const Script s = make<lua::kList>("list", true);

@@ -35,6 +35,8 @@ const Script& history_script();
 /// Nested holds under an enclosing holder's token (protocol 4): joins,
 /// renews, ends or lists them.
 const Script& nest_script();
+/// nest_script sent for its 'list', which reads only (EVALSHA_RO where there is one).
+const Script& nest_list_script();
 /// What `list` shows of many locks at once (read-only): KEYS are their lock
 /// keys PREFIX{KEY}, all of one slot on a Cluster node.
 const Script& list_script();

@@ -75,9 +75,11 @@
 #   (b) overlap: every superseded run (and so every overlap) is explained; no fence is
 #       granted twice; across a restart the fence counter never goes back, and a lock whose
 #       holder was still inside and whose PTTL had not run out is still there.
-#   (c) status: every run ends 0, 69, 75 or 76, 77 while an `acl` fault took a command
-#       from the soak user (or within grace_ms after), or 128+N (HUP, INT, QUIT, TERM) once the
-#       soak is stopping; a run that ran its command did not end 69 or 75, one that did
+#   (c) status: every run ends 0, 69, 75 or 76, 80 for a superseding job that was
+#       superseded (--superseded-exit-code 80; any other run never), 77 while an `acl` fault
+#       took a command from the soak user (or within grace_ms after), or 128+N (HUP, INT,
+#       QUIT, TERM) once the soak is stopping; a run that ran its command did not end 69, 75
+#       or 80, one that did
 #       not run it did not end 0 or 76. A run ending 0 must not have lost the lock: not
 #       superseded, its rlock not frozen past its TTL, not broken while inside, write not rejected,
 #       command not ended by a signal ("a loss is never hidden": such runs exit 76).
@@ -110,7 +112,7 @@ errs=("$W"/err/[0-9]*)
 # Pass 1: one line per run, joined from its E, L and R lines:
 #   RUN ENTER LEAVE HOW FENCE TOKEN START END STATUS TTL WAIT VIA WORK STDERR SHAPE HOW_NESTED
 #   ("-": none; SHAPE "nested" for a run whose critical section ran in a nested run,
-#   HOW_NESTED setm, setsid or whilepid: contender.sh)
+#   HOW_NESTED setm, setsid, whilepid or group: contender.sh)
 cat "${hist[@]}" | awk '
   $1 == "E" { seen[$2] = 1; en[$2] = $3; fe[$2] = $4; tok[$2] = $7 }
   $1 == "L" { seen[$2] = 1; if (!($2 in lv)) { lv[$2] = $3; how[$2] = $4 } }
@@ -269,7 +271,7 @@ FILENAME == runsf {
   # RUN ENTER LEAVE HOW FENCE TOKEN START END STATUS TTL WAIT VIA WORK STDERR SHAPE HOW_NESTED
   nruns_all++; id = $1; A_SE[id] = $14
   if ($15 == "nested") { nnest++; NESTST[$9]++; NESTV[$16 == "-" ? "setm" : $16]++ }
-  if ($15 == "supersede") { nsupjob++; SUPJST[$9]++ }
+  if ($15 == "supersede") { nsupjob++; SUPJST[$9]++; A_SUP[id] = 1 }
   if ($14 != "file" && $14 != "-") { SEN[$14]++; if ($9 != "-") SEST[$9]++ }
   A_ST[id] = $9; A_EN[id] = $2; A_NDT[id] = $8; A_START[id] = $7; A_TTL[id] = $10
   if ($9 != "-") { nrun++; SC[$9]++ }
@@ -406,6 +408,8 @@ END {
     if (s == "-") continue
     ran = (A_EN[id] != "-"); i = ran ? IDX[id] : 0
     if (s == 0 || s == 69 || s == 75 || s == 76) {
+    } else if (s == 80 && (id in A_SUP)) {
+      # superseded (--superseded-exit-code 80): told apart from a wait that ran out (75)
     } else if (s == 77 && acl_near(id)) {
       nacl77++
     } else if ((s == 129 || s == 130 || s == 131 || s == 143) && A_NDT[id] + 0 >= TSTOP) {
@@ -414,7 +418,7 @@ END {
     } else {
       viol("status", sprintf("run %s exited %s%s at %s: not a documented outcome", id, s, sig(s), sec(A_NDT[id])), id)
     }
-    if (ran && (s == 69 || s == 75))
+    if (ran && (s == 69 || s == 75 || s == 80))
       viol("status", sprintf("run %s ran its command (fence %.0f) but exited %s", id, FE_[i], s), id)
     if (!ran && (s == 0 || s == 76))
       viol("status", sprintf("run %s exited %s but its command never ran", id, s), id)
@@ -451,7 +455,7 @@ END {
   printf "  rlock %s (%s), redis %s\n", M["rlock_version"], M["commit"], M["redis"]
   printf "  wall time         %.1fs\n", (TEND - T0) / 1e6
   printf "  acquisitions      %d (target %s)   runs %d   fences %.0f..%.0f\n", n, M["target"], nrun, (n ? FE_[1] : 0), PM[n]
-  if (nnest) printf "  nested runs       %d (set -m, setsid, a --while-pid script's job:%s), their exits:%s\n", nnest, counts(NESTV, "setm setsid whilepid"), counts(NESTST)
+  if (nnest) printf "  nested runs       %d (set -m, setsid, a --while-pid script's job, the holder's own group:%s), their exits:%s\n", nnest, counts(NESTV, "setm setsid whilepid group"), counts(NESTST)
   if (nsupjob) printf "  superseding jobs  %d (run --supersede; %d entered, in the order they joined), their exits:%s\n", nsupjob, nsupin, counts(SUPJST)
   printf "  exit statuses    %s%s\n", counts(SC), nacl77 ? sprintf(" (77: %d, each while a command was taken from the soak user)", nacl77) : ""
   printf "  faults            %d:%s\n", nf - NK["stop_skipped"] - NK["failover_skipped"] - NK["master_kill_skipped"], counts(NK, "cut client_kill restart stop stop_waiter script_flush break acl master_stop failover master_kill migrate stop_skipped failover_skipped master_kill_skipped")

@@ -229,6 +229,21 @@ new_case
 run 0.0 1 0 10 20 25 75
 expect status "the command ran yet rlock exited 75"
 
+# A superseding job exits --superseded-exit-code 80 when superseded (contender.sh).
+new_case
+run 0.0 1 0 10 20 25 0
+printf 'R 1.0 %s %s 80 1000 3000 proxy 5 file supersede\n' "$(us 5)" "$(us 30)" >>"$D/hist/1"
+expect PASS "a superseding job that never ran exits 80 (superseded)"
+
+new_case
+run 0.0 1 0 10 20 25 0
+norun 1.0 5 30 80
+expect status "a run that is no superseding job exits 80"
+
+new_case
+run 0.0 1 0 10 20 25 80
+expect status "the command ran yet rlock exited 80"
+
 new_case
 norun 0.0 0 25 0
 expect status "exit 0 without running the command"

@@ -12,7 +12,7 @@
 # exists. W and the critical section's work come from a random stream seeded by SEED and
 # C, so a seed always asks for the same runs. After each run it appends to DIR/hist/C
 #
-#   R RUN START_US END_US STATUS TTL_MS WAIT_MS VIA WORK_MS STDERR [nested SHAPE | supersede]
+#   R RUN START_US END_US STATUS TTL_MS WAIT_MS VIA WORK_MS STDERR [nested SHAPE | supersede | and]
 #
 # rlock's stderr (-v: every round trip, and "no longer held at release") goes to
 # DIR/err/C, each run's lines after a "== RUN" marker: STDERR is "file". With
@@ -32,14 +32,20 @@
 # under the enclosing one's token (docs/GUIDE.md "Nesting"), so the lock stays held until
 # it ends. The R line then gives the nested run's status and end (the critical section is
 # its), "nested SHAPE" after STDERR; for "whilepid", STATUS is the acquire's when it failed.
+# In quorum mode (several URLs), which refuses the three, the one shape is "group": the
+# run's command runs the nested run in its own process group and waits for it.
 #
 # Superseding jobs (SUPERSEDE_PCT, 0-100: that share of the runs that are not nested): the
 # run is `rlock run --supersede` (a CI job: the newest of them wins, docs/GUIDE.md);
-# "supersede" after STDERR. A superseded one exits 75.
+# "supersede" after STDERR. A superseded one exits 80 (--superseded-exit-code 80), so that
+# the checker tells it from a wait that ran out (75).
+#
+# Several keys (AND_KEY, the 13th argument; soak.sh gives one in Cluster mode): a fifth of
+# the other runs are `rlock run KEY --and AND_KEY`, "and" after STDERR.
 set -u
 dir=$1 c=$2 seed=$3 rlock=$4 url=$5 key=$6 ttl=$7 via=$8 stderr_faults=${9:-0}
 read -r -a run_opts <<<"${10:-}"
-nested_pct=${11:-0} supersede_pct=${12:-0}
+nested_pct=${11:-0} supersede_pct=${12:-0} and_key=${13:-}
 cs="$(dirname "${BASH_SOURCE[0]}")/cs.sh"
 hist=$dir/hist/$c err=$dir/err/$c
 read -r -a urls <<<"$url"
@@ -48,6 +54,8 @@ for u in "${urls[@]}"; do url_args+=(--url "$u"); done
 RANDOM=$((seed * 1009 + c * 7919))
 stopping=0
 shapes=(setm setsid whilepid)
+# Quorum mode (several URLs) accepts a nested run only in the holder's own process group.
+((${#urls[@]} > 1)) && shapes=(group)
 # SIGTERM (the soak's shutdown) reaches rlock too; the loop records the run, then ends.
 trap 'stopping=1' TERM INT HUP
 
@@ -101,7 +109,7 @@ for ((i = 0; ; i++)); do
   if ((nested)); then
     rnd 0 50
     printf -v outer_s '0.%03d' "$_r"
-    rnd 0 2
+    rnd 0 $((${#shapes[@]} - 1))
     shape=${shapes[$_r]}
     nest_st=$dir/nest.$c
     rm -f "$nest_st"
@@ -119,6 +127,10 @@ for ((i = 0; ; i++)); do
       setm) # a job of its own (set -m: a process group of its own)
         set -- -v "${url_args[@]}" run --ttl "${ttl}ms" --wait "${wait_ms}ms" "${run_opts[@]}" "$key" -- \
           bash -c "exec 2>/dev/null; set -m; ( $nest_run ) </dev/null >/dev/null &"' sleep "$8"' "${inner[@]}"
+        ;;
+      group) # in the holder's own process group, waited for (quorum mode)
+        set -- -v "${url_args[@]}" run --ttl "${ttl}ms" --wait "${wait_ms}ms" "${run_opts[@]}" "$key" -- \
+          bash -c "exec 2>/dev/null; ( $nest_run ) </dev/null >/dev/null" "${inner[@]}"
         ;;
       setsid) # a session of its own
         set -- -v "${url_args[@]}" run --ttl "${ttl}ms" --wait "${wait_ms}ms" "${run_opts[@]}" "$key" -- \
@@ -140,7 +152,13 @@ for ((i = 0; ; i++)); do
     sup=()
     if ((supersede_pct > 0)); then
       rnd 0 99
-      ((_r < supersede_pct)) && sup=(--supersede) shape=supersede
+      ((_r < supersede_pct)) && sup=(--supersede --superseded-exit-code 80) shape=supersede
+    fi
+    # AND_KEY: a fifth of the other runs also take it (another Cluster slot); the fence the
+    # critical section writes with is KEY's (RLOCK_FENCE: the first key's).
+    if [[ -n $and_key && -z $shape ]]; then
+      rnd 0 4
+      ((_r == 0)) && sup=(--and "$and_key") shape=and
     fi
     set -- -v "${url_args[@]}" run --ttl "${ttl}ms" --wait "${wait_ms}ms" "${run_opts[@]}" "${sup[@]}" \
       "$key" -- bash "$cs" "$dir" "$c" "$run" "$work_s" "$ttl"
@@ -157,7 +175,7 @@ for ((i = 0; ; i++)); do
   st=$?
   t1=${EPOCHREALTIME/./}
   tail=""
-  [[ $shape == supersede ]] && tail=" supersede"
+  [[ $shape == supersede || $shape == and ]] && tail=" $shape"
   if ((nested)); then
     tail=" nested $shape"
     # The outer run let the command run (0, or 76 if it lost the lock meanwhile): the

@@ -17,8 +17,8 @@
 # - C contenders (tests/soak/contender.sh, each in a session of its own), each a loop of
 #   `rlock run --ttl T --wait W soak -- bash cs.sh …` (T = 1s, 1.5s, 2s by contender);
 #   the critical section (tests/soak/cs.sh) writes to a fenced resource; with --nested PCT
-#   (default 10 on one server, Sentinel and Cluster; 0 in quorum mode, which refuses a
-#   nested run outside the holder's process group) that share of the runs runs it in a
+#   (default 10; 0 in quorum mode, which refuses a nested run outside the holder's process
+#   group: there the nested run runs in the holder's own group, "group") that share of the runs runs it in a
 #   nested `rlock run` that outlives what encloses it, the shape drawn by the seed: a job
 #   of its own (`set -m`) or a session of its own (`setsid`) started by the run's command,
 #   which exits at once; or a background job of a script that took the lock with
@@ -28,7 +28,9 @@
 #   runs are `run --supersede` CI jobs, and a third of the stop faults freeze one of them
 #   that waits (stop_waiter, 6.5-8s: past its place's lease), if one does. Contender 0
 #   also gives each run a random stderr: a file, /dev/full, a pipe without a reader or
-#   a pipe nobody reads (unless --no-stderr-faults).
+#   a pipe nobody reads (unless --no-stderr-faults). In Cluster mode a fifth of the plain
+#   runs take a second key in another slot too (`--and soak-b`), and the newcomer after the
+#   soak takes both. Superseding jobs exit 80 when superseded (--superseded-exit-code).
 # Until N critical sections have been entered (or --max-time runs out) it injects one
 # fault every ~MS ms (uniform in [MS/2, 3MS/2]), the kind drawn from a stream seeded by S
 # (the first six faults are the six kinds in a seeded order):
@@ -179,7 +181,10 @@ fi
 : "${seed:=$((EPOCHSECONDS % 1000000))}"
 if ((replicated)); then direct=$contenders; fi # no proxy: every contender connects directly
 # Quorum mode refuses a nested run outside the holder's process group (docs/GUIDE.md
-# "Nesting"). The stop fault never freezes a group that can still become orphaned (the
+# "Nesting"): with --nested PCT its nested runs run in the holder's own group
+# (contender.sh, "group"); by default none there, since the checker takes a nested run
+# that a loss of the outer run ends before its critical section's first line for a 76
+# without a run. The stop fault never freezes a group that can still become orphaned (the
 # kernel would SIGHUP and SIGCONT it) and logs the real freeze (fault_stop).
 if [[ $masters != 1 ]]; then : "${nested:=0}"; else : "${nested:=10}"; fi
 # Superseding jobs (--supersede PCT): one server only, where the checker reads the join
@@ -233,6 +238,10 @@ done
 # --- state --------------------------------------------------------------------------------
 
 KEY=soak
+# Cluster mode: a share of the plain runs also take AND_KEY (`run soak --and soak-b`), whose
+# hash tag puts it in another slot: multi-key waiters across Cluster slots.
+AND_KEY=""
+[[ $topo == cluster ]] && AND_KEY=soak-b
 # One server and quorum mode: contenders (and the soak's own rlock calls) connect as this
 # ACL user, which the `acl` fault takes one command from for a while.
 SOAK_USER=soak SOAK_PASS=soak-pw
@@ -914,8 +923,8 @@ start_contenders() {
     : >"$W/err/$c"
     bin=$rlock
     ((c % 2 == 1)) && [[ -n $rlock_alt ]] && bin=$rlock_alt
-    setsid bash "$here/contender.sh" "$W" "$c" "$seed" "$bin" "$url" "$KEY" \
-      "$(ttl_of "$c")" "$via" $((c == 0 ? stderr_faults : 0)) "$opts" "$nested" "$supersede" </dev/null >/dev/null 2>>"$W/err/contender.$c" &
+    RLOCK_SOAK_DIR=$W setsid bash "$here/contender.sh" "$W" "$c" "$seed" "$bin" "$url" "$KEY" \
+      "$(ttl_of "$c")" "$via" $((c == 0 ? stderr_faults : 0)) "$opts" "$nested" "$supersede" "$AND_KEY" </dev/null >/dev/null 2>>"$W/err/contender.$c" &
     CONT_PIDS+=($!)
   done
 }
@@ -947,7 +956,9 @@ end_contenders() {
   for p in "${CONT_PIDS[@]}"; do wait "$p" 2>/dev/null; done
 }
 
-# Every process whose command line names our directory (rlock, its guard, cs.sh, sleep…).
+# Every process whose command line names our directory (rlock, its guard, cs.sh, sleep…),
+# and every keeper of `acquire --while-pid` (a fork of the acquire, detached: its command
+# line names no directory of ours, but its environment has the contenders' RLOCK_SOAK_DIR).
 our_leftovers() {
   local f pid args st ppid
   _left=()
@@ -962,6 +973,10 @@ our_leftovers() {
     read -r _ ppid _ <<<"$st"
     [[ $ppid == "$$" ]] && continue # our own command substitutions
     args=$(tr '\0' ' ' 2>/dev/null <"$f") || continue
+    if [[ $args != *"$W"* && $args == *" --while-pid "* ]] &&
+      grep -qzxF "RLOCK_SOAK_DIR=$W" "/proc/$pid/environ" 2>/dev/null; then
+      args+=" $W"
+    fi
     [[ $args == *"$W"* ]] && alive "$pid" && _left+=("$pid")
   done
   ((${#_left[@]} > 0))
@@ -1570,7 +1585,8 @@ poll_until 4 lock_free && final_free=yes
 final_unblocked() {
   local rc=0
   if ((replicated)); then
-    timeout 20 "$rlock" --url "$TOPO_URL" run -n "$KEY" -- true >/dev/null 2>>"$W/faults.err" || rc=$?
+    timeout 20 "$rlock" --url "$TOPO_URL" run -n "$KEY" ${AND_KEY:+--and "$AND_KEY"} -- true \
+      >/dev/null 2>>"$W/faults.err" || rc=$?
   elif ((masters > 1)); then
     master_urls
     url_args "$_urls"

@@ -1,5 +1,5 @@
 // The `list` script's 'full' reply (list.lua): a status reply, {} or a plain
-// holder's flat record (the tag 1, the fence counter, 15 holder values) per
+// holder's flat record (the tag 1, the fence counter, 17 holder values) per
 // lock, then the server time. A reply from a hostile or broken server must give
 // a protocol Error, never a read past its end.
 #include <gtest/gtest.h>
@@ -20,14 +20,15 @@ using test::arr;
 using test::num;
 using test::str;
 
-// A plain holder's flat record: 17 values.
+// A plain holder's flat record: 19 values.
 void flat(std::vector<Reply>& out, const std::string& token, long long fence) {
   out.push_back(num(1));
   out.push_back(num(fence));
   for (const char* v : {"", "29000", "host", "42", "user", "cmd", "1795847112116", "", "30000", "",
-                        "", "", "", "label", ""})
+                        "", "", "", "label", "", ""})
     out.push_back(str(v));
-  out[out.size() - 15] = str(token);
+  out.push_back(num(2));  // nested holds
+  out[out.size() - 17] = str(token);
 }
 
 TEST(ListReply, FlatRecordsFreeLocksAndStatusRepliesInOrder) {
@@ -44,6 +45,8 @@ TEST(ListReply, FlatRecordsFreeLocksAndStatusRepliesInOrder) {
   EXPECT_EQ(out[0].holders[0].token, "tok-a");
   EXPECT_EQ(out[0].holders[0].info.pid, 42);
   EXPECT_EQ(out[0].holders[0].info.label, "label");
+  EXPECT_EQ(out[0].holders[0].nested, 2);
+  EXPECT_EQ(out[0].holders[0].ended_ms, 0);
   EXPECT_EQ(out[0].holder_count, 1);
   EXPECT_EQ(out[0].waiter_count, 0);
   EXPECT_EQ(out[0].limit, 0);

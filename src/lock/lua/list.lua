@@ -5,14 +5,15 @@
 -- lock's other keys are derived from it as in every script. ARGV: 'line' or
 -- 'full', then one digit per key saying which of its side keys the client's SCAN
 -- saw (1: :queue, 2: :limit, 3: both; a missing digit reads both).
--- 'line' (a line of `list`) returns a flat array, 14 values per key in KEYS
+-- 'line' (a line of `list`) returns a flat array, 15 values per key in KEYS
 -- order: limit, holder_count, waiter_count, then the first holder's pttl, host,
--- pid, cmd, since, fence, kept, mode, done, label, user (a free lock: holder_count 0
--- and nothing after it but nils), then the server time.
+-- pid, cmd, since, fence, kept, mode, done, label, user, and how many live
+-- nested holds it has (a free lock: holder_count 0 and nothing after it but
+-- nils), then the server time.
 -- 'full' (`list --json`) returns per key, in KEYS order, one status reply
 -- (status.lua, without last events), {} for a free lock, or for a lock that a
--- plain holder holds alone (no line, no limit) 17 values: the tag 1, the fence
--- counter and the holder's record (15 values, as in a status reply); then the
+-- plain holder holds alone (no line, no limit) 19 values: the tag 1, the fence
+-- counter and the holder's record (17 values, as in a status reply); then the
 -- server time. It stops after the lock that brings its holder and waiter
 -- records past 1000 (what one status may list), so a reply stays about as
 -- small as two status replies: the client asks again for the keys left.
@@ -23,7 +24,7 @@ local seen = ARGV[2] or ''             -- one digit a key: the side keys SCAN sa
 local locks = KEYS                     -- the lock keys PREFIX{KEY}
 local out, n, budget = {}, 0, 1000
 local live = '(' .. NOW
--- Appends the first holder of a line, 11 values: what a line shows of it.
+-- Appends the first holder of a line, 12 values: what a line shows of it.
 local function put_holder(t, pttl)
   local h = redis.call('HMGET', hkey(t), 'host', 'pid', 'cmd', 'since', 'fence', 'kept', 'mode',
                        'done', 'label', 'user')
@@ -32,7 +33,8 @@ local function put_holder(t, pttl)
     local v = h[j]
     if v and #v <= 1024 then out[n + 1 + j] = v else out[n + 1 + j] = field(v) end
   end
-  n = n + 11
+  out[n + 12] = redis.call('ZCOUNT', BASE .. 'n:' .. t, live, '+inf')
+  n = n + 12
 end
 -- How many waiters in the line are live (their w: hash has an expiry).
 local function live_waiters()
@@ -73,12 +75,12 @@ for i = 1, #locks do
     if t and t ~= SHARED and not queue and not limit_seen then
       -- A plain holder's token at LOCK, no line and no limit (most locks): what
       -- status_of says of it (limit 0, this one holder, no waiter), flat, in
-      -- a sixth less time: the tag 1, the fence counter and the holder's 15
+      -- a sixth less time: the tag 1, the fence counter and the holder's 17
       -- values (holder_fields).
       local h = holder_fields(t, redis.call('PTTL', LOCK))
       out[n + 1], out[n + 2] = 1, whole(fences[i])
-      for j = 1, 15 do out[n + 2 + j] = h[j] end
-      n = n + 17
+      for j = 1, 17 do out[n + 2 + j] = h[j] end
+      n = n + 19
       budget = budget - 1
     else
       FENCE, HOLDERS, LIMIT, QUEUE = BASE .. 'fence', BASE .. 'holders', BASE .. 'limit',
@@ -110,8 +112,8 @@ for i = 1, #locks do
     end
     if nh == 0 then
       out[n + 1], out[n + 2], out[n + 3] = 0, 0, 0
-      for j = 4, 14 do out[n + j] = false end
-      n = n + 14
+      for j = 4, 15 do out[n + j] = false end
+      n = n + 15
     else
       local nw = 0
       if queue then

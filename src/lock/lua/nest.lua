@@ -24,19 +24,21 @@ local NEST = nkey(outer)
 -- Nothing half-written (PROTOCOL.md): 'hold' and 'end' write, so they ask the
 -- ACL first.
 if op ~= 'list' then
-  preflight('DEL EXISTS GET HGET HMGET HSET PEXPIRE PTTL SET ZADD ZCOUNT ZRANGE ZREM ' ..
-            'ZREMRANGEBYSCORE ZSCORE')
+  preflight('DEL EXISTS GET HGET HMGET HSET PEXPIRE PTTL SET ZADD ZCARD ZCOUNT ZRANGE ' ..
+            'ZRANGEBYSCORE ZREM ZREMRANGEBYSCORE ZSCORE')
 end
-redis.call('ZREMRANGEBYSCORE', NEST, '-inf', NOW)
 if op == 'list' then
+  -- Reads only (status runs it for read-only users and on replicas): the
+  -- holds whose lease has ended are skipped, not removed.
   local out = {}
-  local z = redis.call('ZRANGE', NEST, 0, 127, 'WITHSCORES')
+  local z = redis.call('ZRANGEBYSCORE', NEST, '(' .. NOW, '+inf', 'WITHSCORES', 'LIMIT', 0, 128)
   for i = 1, #z, 2 do
     out[#out + 1] = field(z[i])
     out[#out + 1] = tonumber(z[i + 1]) - NOW
   end
   return out
 end
+redis.call('ZREMRANGEBYSCORE', NEST, '-inf', NOW)
 local how = held_by(outer)
 if op == 'hold' then
   if not how then return {0} end

@@ -259,12 +259,14 @@ end
 
 local function holder_fields(t, pttl)
   local h = redis.call('HMGET', hkey(t), 'host', 'pid', 'user', 'cmd', 'since', 'fence', 'ttl',
-                       'kept', 'exit', 'mode', 'done', 'label', 'slot')
+                       'kept', 'exit', 'mode', 'done', 'label', 'slot', 'ended')
+  -- The live nested holds under `t` (nest.lua; the set nkey below names).
+  local nested = redis.call('ZCOUNT', BASE .. 'n:' .. t, '(' .. NOW, '+inf')
   -- Made whole by one constructor, then cut where needed: `list --json` makes
   -- one a lock.
   local r = {field(t), pttl, h[1], h[2], h[3], h[4], h[5], h[6], h[7], h[8], h[9], h[10], h[11],
-             h[12], h[13]}
-  for j = 3, 15 do
+             h[12], h[13], h[14], nested}
+  for j = 3, 16 do
     local v = r[j]
     if not v then r[j] = '' elseif #v > 1024 then r[j] = field(v) end
   end
@@ -272,7 +274,9 @@ local function holder_fields(t, pttl)
 end
 
 -- Up to `max` live holders, {token, pttl, host, pid, user, cmd, since, fence,
--- ttl, kept, exit, mode, done, label, slot} each, how many there are, and
+-- ttl, kept, exit, mode, done, label, slot, ended, nested} each (ended: when
+-- its own release came while nested holds ran, '' if not; nested: how many
+-- live nested holds it has), how many there are, and
 -- whether a plain holder's token is at LOCK. Reads only. `plain_alone`: such a
 -- token ends the search (`list`): acquire refuses --limit and --shared while
 -- a plain holder holds, so HOLDERS has none then. `t`: LOCK's value when the

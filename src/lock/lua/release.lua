@@ -25,7 +25,7 @@ local donefor = tonumber(ARGV[7] or '0') or 0  -- --done-for, ms (0: not)
 HISTORY = history_cap(ARGV[8])         -- events the history keeps (0: none)
 local lost = ARGV[9] or ''             -- why the lease was lost ('' : it was not)
 preflight('DEL EXISTS GET HGET HMGET HSET PEXPIRE PTTL ' ..
-          'SET ZADD ZCARD ZRANGE ZRANGEBYSCORE ZREM ZREMRANGEBYSCORE ZSCORE')
+          'SET ZADD ZCARD ZCOUNT ZRANGE ZRANGEBYSCORE ZREM ZREMRANGEBYSCORE ZSCORE')
 local dead = purge_holders()
 local how = held_by(tok)
 if not how then

@@ -10,7 +10,7 @@ local att = tonumber(ARGV[2])          -- that attempt's number
 local chan = ARGV[3]                   -- the release channel
 -- Optional (older clients send fewer):
 HISTORY = history_cap(ARGV[4])         -- events the history keeps (0: none)
-preflight('DEL EXISTS GET HGET PTTL SET ZCARD ZRANGE ZRANGEBYSCORE ZREM ZREMRANGEBYSCORE ZSCORE')
+preflight('DEL EXISTS GET HGET PEXPIRE PTTL SET ZCARD ZRANGE ZRANGEBYSCORE ZREM ZREMRANGEBYSCORE ZSCORE')
 notice_expired(purge_holders())
 local how = held_by(tok)
 if how then
