@@ -28,7 +28,8 @@ _rlock_sub_opts() {
         status) echo "--json" ;;
         list) echo "--names --prometheus --json" ;;
         history) echo "-n --lines -f --follow --json" ;;
-        break | forget) echo "-y --yes" ;;
+        break) echo "-y --yes --token --reason" ;;
+        forget) echo "-y --yes" ;;
         doctor) echo "--json" ;;
     esac
 }
@@ -43,7 +44,7 @@ _rlock_takes_value() {
             --tls-key | --tls-server-name | --connect-timeout | --timeout | --prefix | --layout | \
             -c | --command | --ttl | --wait | -E | --conflict-exit-code | --limit | \
             --sync-replicas | --min-hold | --done-for | --on-lost | --kill-after | --token | \
-            --while-pid | --and | --label | --priority | --max-waiters | --history)
+            --while-pid | --and | --label | --priority | --max-waiters | --history | --reason)
             return 0 ;;
     esac
     return 1

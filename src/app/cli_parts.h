@@ -24,7 +24,7 @@ struct Values {
   std::vector<std::string> urls;
   std::optional<std::string> connect_timeout, timeout, ttl, wait, min_hold, kill_after, on_lost,
       limit, conflict_exit, sync_replicas, while_pid, done_for, label, priority, max_waiters,
-      history, layout;
+      history, layout, break_token, reason;
   std::string key, token, pattern = "*";
   std::optional<std::string> count;
   bool follow = false;

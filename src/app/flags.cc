@@ -245,10 +245,14 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
       "exit_status).\n"
       "A holder's or waiter's --label is shown below it (in the table: in WHO, with\n"
       "user@host:pid below), a waiter's --priority before it, and a --limit\n"
-      "holder's slot after its fence (in the table: below it).\n"
+      "holder's slot after its fence (in the table: below it). Every holder's mode,\n"
+      "exclusive or shared, comes before its token (--json: mode).\n"
       "A free KEY shows its last events from its history, oldest first: \"last\"\n"
       "lines, as rlock history prints them (--json: last_events, always there).\n"
-      "Reads only: works for a read-only ACL user and on a replica.");
+      "Reads only: works for a read-only ACL user and on a replica.\n"
+      "KEY is one name, never a pattern: a free KEY with '*', '?' or '[' (or that\n"
+      "starts with the prefix, which rlock adds itself) gets a hint on stderr that\n"
+      "names the rlock list (or status) meant; the exit status is as always.");
 
   s.list = app.add_subcommand("list",
                               "list held locks whose KEY matches PATTERN (a glob; default *), "
@@ -259,21 +263,38 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
                    "print the Prometheus text format for node_exporter's textfile collector "
                    "(held, holders, waiters, lease left, time held, fence per lock)");
   s.list->add_flag("--names", v.names,
-                   "print only the names, one per line, at most 1000, with --timeout for the "
-                   "whole listing (for shell completion)");
+                   "print only the names of held locks and of locks with a history, one per "
+                   "line, at most 1000, with --timeout for the whole listing (for shell "
+                   "completion)");
   s.list->footer(
       "On a terminal: a table under a header (KEY HOLDER LEFT FENCE WAITERS COMMAND;\n"
       "HOLDER is the holder's --label when it has one), durations like 29s, each\n"
       "line within the terminal; piped: the bare tab-separated values above, for\n"
-      "scripts (LABEL empty when there is none).");
+      "scripts (LABEL empty when there is none). PATTERN is over KEY: rlock adds\n"
+      "the prefix itself (a PATTERN that starts with it and matches nothing gets a\n"
+      "hint on stderr).");
 
   s.brk = add_key(
       app.add_subcommand("break", "delete a stuck lock and wake its waiters (asks first)"), v);
   s.brk->add_flag("-y,--yes", v.yes, "do not ask for confirmation");
+  s.brk
+      ->add_option("--token", v.break_token,
+                   "evict only the holder with this token (one holder of a --limit pool or a "
+                   "shared lock, or the holder of the lock) and wake the next waiter, as its "
+                   "release would")
+      ->type_name("TOKEN");
+  s.brk
+      ->add_option("--reason", v.reason,
+                   "why, recorded in the history's broken event beside who broke it (at most "
+                   "256 bytes of text without control characters)")
+      ->type_name("WHY");
   s.brk->footer(
-      "Exits 1 when KEY is not held. With --yes, on a KEY nobody holds, it removes\n"
-      "the places of dead waiters that could still block its line and says how\n"
-      "many (exit 0).");
+      "Exits 1 when KEY is not held (with --token: when TOKEN does not hold it).\n"
+      "With --yes, on a KEY nobody holds, it removes the places of dead waiters\n"
+      "that could still block its line and says how many (exit 0). The history\n"
+      "records each holder removed as broken, by USER@HOST pid PID, with --reason.\n"
+      "An evicted holder finds out at once (or at its next renewal): its run\n"
+      "applies --on-lost and exits 76.");
 
   s.forget = add_key(app.add_subcommand("forget",
                                         "remove every trace of a free KEY nobody waits on, its "
@@ -329,7 +350,7 @@ HelpLayout help_layout() {
   h.usage["release"] = "rlock release KEY [--token TOKEN] [OPTIONS]";
   h.usage["status"] = "rlock status KEY [OPTIONS]";
   h.usage["list"] = "rlock list [PATTERN] [--names | --prometheus] [OPTIONS]";
-  h.usage["break"] = "rlock break KEY [--yes] [OPTIONS]";
+  h.usage["break"] = "rlock break KEY [--token TOKEN] [--reason WHY] [--yes] [OPTIONS]";
   h.usage["forget"] = "rlock forget KEY [--yes] [OPTIONS]";
   h.usage["history"] = "rlock history KEY [-n N] [--follow] [--json] [OPTIONS]";
   h.usage["doctor"] = "rlock doctor [--json] [OPTIONS]";

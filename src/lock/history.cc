@@ -164,6 +164,7 @@ std::string event_line(const Event& e) {
     parts.push_back("its holder lost it: " + f("why"));
   } else if (ev == "broken") {
     parts.push_back("broken by " + f("by"));
+    if (!e.get("reason").empty()) parts.push_back("reason: " + f("reason"));
   } else if (ev == "superseded") {
     parts.push_back("the waiter " + truncate_columns(f("tok"), 13) + " was superseded by " +
                     f("by"));
