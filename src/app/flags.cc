@@ -326,7 +326,8 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
 
   s.doctor = app.add_subcommand("doctor",
                                 "check whether the Redis rlock is pointed at is safe for locks: "
-                                "eviction, persistence, role, ACL, clock, round trip");
+                                "eviction, persistence, role, ACL, clock, round trip, "
+                                "rlock's footprint");
   s.doctor->footer(
       "One line per check: ok, warn, fail or skip (a check that could not run), then\n"
       "\"fix:\" and what to do. Exit 0 when nothing warns or fails, 1 when something\n"
@@ -334,7 +335,12 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
       "Reads only, except the ACL check: it runs the commands a lock needs on scratch\n"
       "keys of its own under the prefix (deleted, and expiring in 10 s), never on a\n"
       "lock. Quorum mode and a Cluster: every master is checked. --json: an array of\n"
-      "{server, check, status, message, fix}.");
+      "{server, check, status, message, fix}; the footprint's also has footprint:\n"
+      "{keys, locks, histories, fences, idle_fences, complete, sampled, bytes}.\n"
+      "The footprint counts rlock's keys under the prefix (SCAN, at most 100000)\n"
+      "and their memory (MEMORY USAGE of 32 sampled keys, extrapolated); it warns\n"
+      "when over 10000 fence counters (kept without expiry) belong to keys with no\n"
+      "lock, line or history left.");
 
   for (auto* sub : app.get_subcommands({})) sub->fallthrough();
   return s;
