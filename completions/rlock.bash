@@ -29,7 +29,8 @@ _rlock_sub_opts() {
         status) echo "-f --follow --json" ;;
         list) echo "--names --prometheus --json" ;;
         history) echo "-n --lines -f --follow --json" ;;
-        break | forget) echo "-y --yes" ;;
+        break) echo "-y --yes --token --reason" ;;
+        forget) echo "-y --yes" ;;
         doctor) echo "--json" ;;
     esac
 }
@@ -46,7 +47,7 @@ _rlock_takes_value() {
             -c | --command | --ttl | --wait | -E | --conflict-exit-code | --limit | \
             --sync-replicas | --min-hold | --done-for | --on-lost | --kill-after | --token | \
             --while-pid | --and | --label | --priority | --max-waiters | --history | \
-            --superseded-exit-code)
+            --superseded-exit-code | --reason)
             return 0 ;;
     esac
     return 1

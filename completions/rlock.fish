@@ -8,7 +8,7 @@ set -g __rlock_value_opts -u --url --user --password-file --sentinel-user --sent
     --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --tls-server-name --connect-timeout \
     --command-timeout --prefix --layout -c --command --ttl --wait -w --timeout -E --conflict-exit-code --limit --sync-replicas \
     --min-hold --done-for --on-lost --kill-after --token --while-pid --and --label --priority \
-    --max-waiters --history --superseded-exit-code
+    --max-waiters --history --superseded-exit-code --reason
 
 # Reads the line before the cursor: sets __rlock_sub (the subcommand), __rlock_key (1 once
 # its KEY is given) and __rlock_cmd (where run's command starts, as an index into the
@@ -232,3 +232,5 @@ complete -c rlock -n '__rlock_sub_is history' -s n -l lines -x -d 'show the newe
 complete -c rlock -n '__rlock_sub_is history' -s f -l follow -d 'then show each new event as it happens, until interrupted'
 complete -c rlock -n '__rlock_sub_is status' -s f -l follow -d 'then a line each time the holder changes, until interrupted'
 complete -c rlock -n '__rlock_sub_is break forget' -s y -l yes -d 'do not ask for confirmation'
+complete -c rlock -n '__rlock_sub_is break' -l token -x -d 'evict only the holder with this token'
+complete -c rlock -n '__rlock_sub_is break' -l reason -x -d 'why, recorded in the history with who broke it'

@@ -503,11 +503,11 @@ assert_fits() {
   assert_line --index 1 --regexp '^  ROLE +WHO +SINCE +AGE +LEFT +FENCE +COMMAND$'
   assert_line --index 2 --regexp \
     "^  holder +$(id -un)@$(hostname):$BASHPID +[0-9]{2}:[0-9]{2}:[0-9]{2}Z +[0-9]+m?s +[0-9]+s +[0-9]+ +rlock acquire$"
-  assert_line --index 3 --regexp "^ {10,}token $TOK$"
+  assert_line --index 3 --regexp "^ {10,}exclusive, token $TOK$"
   refute_output --partial "ms left" # no bare milliseconds
   rl status tty-st
   assert_line --index 1 "  holder  $(hostname) pid $BASHPID user $(id -un): rlock acquire"
-  assert_line --index 2 --regexp '^          since .*, fence [0-9]+, token [0-9a-f]{32}$'
+  assert_line --index 2 --regexp '^          since .*, fence [0-9]+, exclusive, token [0-9a-f]{32}$'
 }
 
 @test "status on a terminal fits its width: the command is cut with …, who, where and fence stay" {
@@ -645,6 +645,126 @@ assert_fits() {
   assert_equal "$status" 1
   run rcli exists 'lock:{brk-free}'
   assert_output 0
+}
+
+@test "break --token evicts one holder of a --limit pool: the other keeps its slot, a waiter gets the freed one" {
+  acquire_tok brk-pool --limit 2 --ttl 60s
+  t1=$TOK
+  acquire_tok brk-pool --limit 2 --ttl 60s
+  t2=$TOK
+  start_bg waiter acquire brk-pool --limit 2 --wait 50s --json
+  wait_until 'has_waiter brk-pool'
+  rl break brk-pool --token "$t1" --reason "job 17 hung" --yes
+  assert_success
+  [[ $stderr == *"evicted the holder with token $t1 from 'brk-pool'"*"reason: job 17 hung"* ]] ||
+    fail "$stderr"
+  wait_bg waiter 20
+  assert_equal "$BG_RC" 0
+  assert_equal "$(json_field "$BG_OUT" slot)" 1 # the evicted holder's slot
+  rl extend brk-pool --token "$t2"
+  assert_success
+  rl extend brk-pool --token "$t1"
+  assert_equal "$status" 76
+  run -0 "$RLOCK" history brk-pool --json
+  assert_equal "$(jq -r '.[] | select(.event == "broken") | "\(.tok) \(.reason)"' <<<"$output")" \
+    "$t1 job 17 hung"
+}
+
+@test "break --token evicts one shared holder or the holder of a plain lock" {
+  acquire_tok brk-sh --shared --ttl 60s
+  s1=$TOK
+  acquire_tok brk-sh --shared --ttl 60s
+  s2=$TOK
+  rl break brk-sh --token "$s2" --yes
+  assert_success
+  rl status brk-sh --json
+  assert_equal "$(jq -r '[.holders[].token] | join(" ")' <<<"$output")" "$s1"
+  assert_equal "$(rcli get 'lock:{brk-sh}')" "shared lock" # the marker stays for s1
+  rl break brk-sh --token "$s1" --yes
+  assert_success
+  assert_equal "$(rcli exists 'lock:{brk-sh}')" 0 # with the last shared holder, the marker
+  acquire_tok brk-ex --ttl 60s
+  rl break brk-ex --token "$TOK" -y
+  assert_success
+  rl status brk-ex
+  assert_equal "$status" 1
+}
+
+@test "break --token of a token that does not hold KEY exits 1 and changes nothing" {
+  acquire_tok brk-other --ttl 60s
+  rl break brk-other --token 0123456789abcdef0123456789abcdef --yes
+  assert_equal "$status" 1
+  [[ $stderr == *"'brk-other' is not held by token 0123456789abcdef0123456789abcdef; nothing to break"* ]] ||
+    fail "$stderr"
+  rl extend brk-other --token "$TOK"
+  assert_success
+  rl break brk-none --token "$TOK" --yes # a free key too
+  assert_equal "$status" 1
+}
+
+@test "break --token and --reason: bad values are usage errors (64)" {
+  rl break k --token 'has space' --yes
+  assert_error 64
+  rl break k --reason "$(printf 'two\nlines')" --yes
+  assert_error 64
+  [[ $stderr == *"invalid --reason"* ]] || fail "$stderr"
+  rl break k --reason "$(printf 'x%.0s' {1..257})" --yes
+  assert_error 64
+  rl --layout plain break k --token abc --yes
+  assert_error 64
+  [[ $stderr == *"--layout plain"* ]] || fail "$stderr"
+}
+
+# --- every holder's mode, and hints for a glob or the prefix ----------------------------------
+
+@test "status names every holder's mode, exclusive as well as shared (text and --json)" {
+  acquire_tok mode-ex --ttl 60s
+  rl status mode-ex
+  assert_line --index 2 --regexp "^          since .*, fence [0-9]+, exclusive, token $TOK$"
+  rl status mode-ex --json
+  assert_equal "$(jq -r '.holders[].mode' <<<"$output")" exclusive
+  acquire_tok mode-sh --shared --ttl 60s
+  acquire_tok mode-sh --shared --ttl 60s
+  rl status mode-sh
+  assert_equal "$(grep -c ', shared, token ' <<<"$output")" 2
+  rl status mode-sh --json
+  assert_equal "$(jq -r '[.holders[].mode] | join(" ")' <<<"$output")" "shared shared"
+  acquire_tok mode-pool --limit 3 --ttl 60s
+  rl status mode-pool
+  assert_output --regexp 'slot 1, exclusive, token'
+}
+
+@test "status of a glob or of a KEY written with the prefix: the literal KEY, and a hint when it is free" {
+  rl status 'hint:*'
+  assert_equal "$status" 1 # the status of that very name, as always
+  assert_line --index 0 'hint:*: free (last fence 0)'
+  [[ $stderr == *"looks like a pattern"*"did you mean rlock list 'hint:*'?"* ]] || fail "$stderr"
+  rl status 'lock:hint'
+  assert_equal "$status" 1
+  [[ $stderr == *"rlock adds the prefix 'lock:' itself: did you mean rlock status hint?"* ]] ||
+    fail "$stderr"
+  rl -q status 'hint:*'
+  assert_equal "$stderr" ""
+  acquire_tok 'hint:*' --ttl 60s # a lock of that name: no hint
+  rl status 'hint:*'
+  assert_success
+  assert_equal "$stderr" ""
+  rl status 'hint:x'
+  assert_equal "$status" 1
+  assert_equal "$stderr" "" # neither a glob nor the prefix
+}
+
+@test "list of a pattern that starts with the prefix says that rlock adds it; exit 0" {
+  acquire_tok lh-deploy --ttl 60s
+  rl list 'lock:lh-dep*'
+  assert_success
+  assert_output ""
+  [[ $stderr == *"no lock matches 'lock:lh-dep*'"*"did you mean rlock list 'lh-dep*'?"* ]] ||
+    fail "$stderr"
+  rl list 'lh-dep*'
+  assert_success
+  assert_equal "$stderr" ""
+  [[ $output == lh-deploy* ]] || fail "$output"
 }
 
 # --- forget --------------------------------------------------------------------------------------

@@ -217,9 +217,11 @@ help_subcommands() {
   assert_output ""
 }
 
-@test "'rlock break k --' offers --yes" {
+@test "'rlock break k --' offers --yes, --token and --reason" {
   run complete_line 'rlock break k --'
   assert_line --yes
+  assert_line --token
+  assert_line --reason
 }
 
 @test "the zsh completion parses" {
@@ -405,6 +407,17 @@ hold_keys() {
   assert_output "$(printf '%s\n' deploy:prod deploy:stage)"
   rl list --names --json
   assert_error 64
+}
+
+@test "list --names and completion offer keys with a history too, not only held locks" {
+  hold_keys deploy:prod
+  "$RLOCK" run deploy:old -- true # free now, its history stays
+  "$RLOCK" run --history 0 deploy:bare -- true # no history: only its fence counter is left
+  rl list --names 'deploy:*'
+  assert_success
+  assert_output "$(printf '%s\n' deploy:old deploy:prod)"
+  run complete_line 'rlock history deploy:o'
+  assert_candidates deploy:old
 }
 
 @test "list --names prints each name as it is (a completion inserts that lock), never a name that is not one printable line" {

@@ -31,7 +31,7 @@ doctor() {
   assert_line 'every check passed'
   refute_output --partial 'fix:'
   assert_equal "$stderr" ""
-  for check in round-trip version role eviction persistence acl clock; do
+  for check in round-trip version role eviction persistence acl clock footprint; do
     run line "$check"
     assert_output --regexp '^ok '
   done
@@ -103,6 +103,32 @@ doctor() {
   run rcli get 'lock:{doc-held}'
   assert_output "$tok"
   "$RLOCK" release doc-held --token "$tok"
+}
+
+@test "doctor: the footprint counts locks, history streams and fence counters under the prefix, memory sampled" {
+  "$RLOCK" --prefix fp: run fp-a -- true
+  tok=$("$RLOCK" --prefix fp: acquire fp-b --ttl 60s)
+  doctor --prefix fp:
+  assert_success
+  run line footprint
+  assert_output --regexp "^ok +footprint: 1 held lock, 2 history streams, 2 fence counters \(0 of idle keys\), [0-9]+ keys in all under 'fp:': about [0-9.]+ [KM]?i?B \(MEMORY USAGE of [0-9]+ sampled keys, extrapolated\)$"
+  rl --prefix fp: doctor --json
+  assert_success
+  run jq -c '.[] | select(.check == "footprint") | .footprint |
+    [.locks, .histories, .fences, .idle_fences, .complete, (.keys >= 7), (.sampled > 0), (.bytes > 0)]' <<<"$output"
+  assert_output '[1,2,2,0,true,true,true,true]'
+  "$RLOCK" --prefix fp: release fp-b --token "$tok"
+}
+
+@test "doctor: over 10000 fence counters of keys with nothing else left warn (KEY names that never repeat)" {
+  rcli eval "for i = 1, 10002 do redis.call('SET', 'fpw:{job' .. i .. '}:fence', '1') end" 0 >/dev/null
+  "$RLOCK" --prefix fpw: run job1 -- true # a key in use is not idle
+  doctor --prefix fpw:
+  rcli eval "for i = 1, 10002 do redis.call('DEL', 'fpw:{job' .. i .. '}:fence', 'fpw:{job' .. i .. '}:log') end; redis.call('DEL', 'fpw:{job1}:live')" 0 >/dev/null
+  assert_equal "$status" 1
+  run line footprint
+  assert_output --regexp '^warn +footprint: 0 held locks, 1 history stream, 10002 fence counters \(10001 of idle keys\)'
+  [[ $doc == *'fix: name locks after what they protect'* ]] || fail "$doc"
 }
 
 @test "doctor: every command the lock scripts call is in the ACL probe and the guide's locker ACL" {

@@ -111,6 +111,20 @@ hold() {
   assert_output --partial "broken"
 }
 
+@test "break --token evicts a running shared holder: it exits 76 with one line; the other shared holder keeps its lease" {
+  hold --ttl 60s --shared
+  other=$("$RLOCK" acquire hk --shared --ttl 60s)
+  wait_until "[[ \$(rcli pubsub numsub 'lock:release:{hk}' | tail -n 1) == 1 ]]" 5
+  run -0 "$RLOCK" break hk --token "$(cat "$T/token")" --reason "hung" --yes
+  wait_for_file "$T/term" 5 # at once, not at its next renewal, 20s away
+  bg_wait "$HOLDER"
+  assert_equal "$BG_STATUS" 76
+  run grep '^rlock: ' "$T/holder.err" # one line, as after a whole break
+  assert_output "rlock: lost the lock 'hk': it was broken (rlock break); sending SIGTERM to the command (SIGKILL in 10s)"
+  run -0 "$RLOCK" extend hk --token "$other"
+  run -0 "$RLOCK" release hk --token "$other"
+}
+
 @test "a release of the holder's token by another process reaches it at once too" {
   hold --ttl 60s
   wait_until "[[ \$(rcli pubsub numsub 'lock:release:{hk}' | tail -n 1) == 1 ]]" 5

@@ -422,7 +422,7 @@ started() { grep -c '^start ' "$T/psql.log" 2>/dev/null || echo 0; }
   assert_equal "$(sed -n 's/^start //p' "$T/psql.log" | sort | tr '\n' ' ')" \
     "test_db_1 test_db_2 test_db_3 test_db_4 "
   run "$RLOCK" status test-db
-  assert_output --regexp 'fence [0-9]+, slot 3, token'
+  assert_output --regexp 'fence [0-9]+, slot 3, exclusive, token'
   # test_db_3 is done: the fifth job gets it.
   touch "$T/go.test_db_3"
   wait_until '[[ $(started) == 5 ]]' 10

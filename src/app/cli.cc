@@ -16,6 +16,7 @@
 #include "commands/run.h"
 #include "core/error.h"
 #include "core/text.h"
+#include "lock/key.h"
 #include "lock/layout.h"
 
 namespace rlock {
@@ -176,7 +177,26 @@ int dispatch(Values& v, const Subcommands& s, CLI::App& app, const Words& w) {
       throw_usage("--names, --json and --prometheus: give one of them");
     return v.names ? cmd_list_names(g, v.pattern) : cmd_list(g, v.pattern, v.prometheus);
   }
-  if (s.brk->parsed()) return cmd_break(g, v.key, v.yes);
+  if (s.brk->parsed()) {
+    BreakRequest req;
+    if (v.break_token) {
+      if (g.layout != Layout::Rlock)
+        throw_usage(
+            fmt::format("break --token does not work with --layout {}: the layout's "
+                        "key has one holder (break it whole)",
+                        layout_name(g.layout)));
+      validate_token(*v.break_token);
+      req.token = *v.break_token;
+    }
+    if (v.reason) {
+      if (v.reason->size() > kMaxBreakReason || !valid_utf8_no_controls(*v.reason))
+        throw_usage(
+            fmt::format("invalid --reason: at most {} bytes of text without control characters",
+                        kMaxBreakReason));
+      req.reason = *v.reason;
+    }
+    return cmd_break(g, v.key, v.yes, req);
+  }
   if (s.forget->parsed()) return cmd_forget(g, v.key, v.yes);
   if (s.doctor->parsed()) return cmd_doctor(g);
   if (s.history->parsed()) {

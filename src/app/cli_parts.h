@@ -24,7 +24,7 @@ struct Values {
   std::vector<std::string> urls;
   std::optional<std::string> connect_timeout, command_timeout, ttl, wait, min_hold, kill_after,
       on_lost, limit, conflict_exit, superseded_exit, sync_replicas, while_pid, done_for, label,
-      priority, max_waiters, history, layout;
+      priority, max_waiters, history, layout, break_token, reason;
   std::optional<std::string> wait_timeout;  // -w, --timeout: flock's name for --wait
   bool exclusive = false;                   // -x, -e, --exclusive: flock's, the default
   std::string key, token, pattern = "*";

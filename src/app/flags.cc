@@ -269,10 +269,14 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
       "exit_status).\n"
       "A holder's or waiter's --label is shown below it (in the table: in WHO, with\n"
       "user@host:pid below), a waiter's --priority before it, and a --limit\n"
-      "holder's slot after its fence (in the table: below it).\n"
+      "holder's slot after its fence (in the table: below it). Every holder's mode,\n"
+      "exclusive or shared, comes before its token (--json: mode).\n"
       "A free KEY shows its last events from its history, oldest first: \"last\"\n"
       "lines, as rlock history prints them (--json: last_events, always there).\n"
       "Reads only: works for a read-only ACL user and on a replica.\n"
+      "KEY is one name, never a pattern: a free KEY with '*', '?' or '[' (or that\n"
+      "starts with the prefix, which rlock adds itself) gets a hint on stderr that\n"
+      "names the rlock list (or status) meant; the exit status is as always.\n"
       "--follow: the first line is the state now, then one line per change of\n"
       "holder, each with the server's UTC time: \"2024-05-01 10:53:01Z  deploy:\n"
       "held by ci-4 pid 4242, fence 12\" or \"... deploy: free (last fence 12)\"; heard\n"
@@ -287,10 +291,10 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
   s.list->add_flag("--prometheus", v.prometheus,
                    "print the Prometheus text format for node_exporter's textfile collector "
                    "(held, holders, waiters, lease left, time held, fence per lock)");
-  s.list->add_flag(
-      "--names", v.names,
-      "print only the names, one per line, at most 1000, with --command-timeout for the "
-      "whole listing (for shell completion)");
+  s.list->add_flag("--names", v.names,
+                   "print only the names of held locks and of locks with a history, one per "
+                   "line, at most 1000, with --command-timeout for the whole listing (for shell "
+                   "completion)");
   s.list->footer(
       "On a terminal: a table under a header (KEY HOLDER LEFT FENCE WAITERS COMMAND;\n"
       "HOLDER is the holder's --label when it has one), durations like 29s, each\n"
@@ -298,15 +302,31 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
       "long is cut in its middle (deploy:prod:eu…service-p1), keeping its end.\n"
       "Piped: one line per lock, the bare values separated by tabs, for scripts\n"
       "(cut -f): KEY HOLDER TTL_MS FENCE WAITERS CMD LABEL (LABEL empty when none).\n"
-      "--json: an array of status objects (the man page, JSON OUTPUT).");
+      "--json: an array of status objects (the man page, JSON OUTPUT). PATTERN is\n"
+      "over KEY: rlock adds the prefix itself (a PATTERN that starts with it and\n"
+      "matches nothing gets a hint on stderr).");
 
   s.brk = add_key(
       app.add_subcommand("break", "delete a stuck lock and wake its waiters (asks first)"), v);
   s.brk->add_flag("-y,--yes", v.yes, "do not ask for confirmation");
+  s.brk
+      ->add_option("--token", v.break_token,
+                   "evict only the holder with this token (one holder of a --limit pool or a "
+                   "shared lock, or the holder of the lock) and wake the next waiter, as its "
+                   "release would")
+      ->type_name("TOKEN");
+  s.brk
+      ->add_option("--reason", v.reason,
+                   "why, recorded in the history's broken event beside who broke it (at most "
+                   "256 bytes of text without control characters)")
+      ->type_name("WHY");
   s.brk->footer(
-      "Exits 1 when KEY is not held. With --yes, on a KEY nobody holds, it removes\n"
-      "the places of dead waiters that could still block its line and says how\n"
-      "many (exit 0).");
+      "Exits 1 when KEY is not held (with --token: when TOKEN does not hold it).\n"
+      "With --yes, on a KEY nobody holds, it removes the places of dead waiters\n"
+      "that could still block its line and says how many (exit 0). The history\n"
+      "records each holder removed as broken, by USER@HOST pid PID, with --reason.\n"
+      "An evicted holder finds out at once (or at its next renewal): its run\n"
+      "applies --on-lost and exits 76.");
 
   s.forget = add_key(app.add_subcommand("forget",
                                         "remove every trace of a free KEY nobody waits on, its "
@@ -338,7 +358,8 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
 
   s.doctor = app.add_subcommand("doctor",
                                 "check whether the Redis rlock is pointed at is safe for locks: "
-                                "eviction, persistence, role, ACL, clock, round trip");
+                                "eviction, persistence, role, ACL, clock, round trip, "
+                                "rlock's footprint");
   s.doctor->footer(
       "One line per check: ok, warn, fail or skip (a check that could not run), then\n"
       "\"fix:\" and what to do. Exit 0 when nothing warns or fails, 1 when something\n"
@@ -346,7 +367,12 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
       "Reads only, except the ACL check: it runs the commands a lock needs on scratch\n"
       "keys of its own under the prefix (deleted, and expiring in 10 s), never on a\n"
       "lock. Quorum mode and a Cluster: every master is checked. --json: an array of\n"
-      "{server, check, status, message, fix}.");
+      "{server, check, status, message, fix}; the footprint's also has footprint:\n"
+      "{keys, locks, histories, fences, idle_fences, complete, sampled, bytes}.\n"
+      "The footprint counts rlock's keys under the prefix (SCAN, at most 100000)\n"
+      "and their memory (MEMORY USAGE of 32 sampled keys, extrapolated); it warns\n"
+      "when over 10000 fence counters (kept without expiry) belong to keys with no\n"
+      "lock, line or history left.");
 
   // -w, --timeout is the wait wherever it is written, as in flock: before the
   // subcommand too (hidden here: run's and acquire's help show it), and refused
@@ -368,7 +394,7 @@ HelpLayout help_layout() {
   h.usage["release"] = "rlock release KEY [--token TOKEN] [OPTIONS]";
   h.usage["status"] = "rlock status KEY [--follow] [OPTIONS]";
   h.usage["list"] = "rlock list [PATTERN] [--names | --prometheus] [OPTIONS]";
-  h.usage["break"] = "rlock break KEY [--yes] [OPTIONS]";
+  h.usage["break"] = "rlock break KEY [--token TOKEN] [--reason WHY] [--yes] [OPTIONS]";
   h.usage["forget"] = "rlock forget KEY [--yes] [OPTIONS]";
   h.usage["history"] = "rlock history KEY [-n N] [--follow] [--json] [OPTIONS]";
   h.usage["doctor"] = "rlock doctor [--json] [OPTIONS]";

@@ -32,7 +32,7 @@ int cmd_list(const GlobalOptions& g, const std::string& pattern, bool prometheus
 /// is printed before the unavailable Error that says the time ran out.
 int cmd_list_names(const GlobalOptions& g, const std::string& pattern);
 inline constexpr size_t kMaxListedNames = 1000;
-int cmd_break(const GlobalOptions& g, const std::string& key, bool yes);
+int cmd_break(const GlobalOptions& g, const std::string& key, bool yes, const BreakRequest& req);
 int cmd_forget(const GlobalOptions& g, const std::string& key, bool yes);
 /// `history`: the newest `count` events of KEY's history, oldest first; with
 /// `follow`, then every new one until a stop signal (exit 0).

@@ -19,6 +19,7 @@
 
 #include "cli/output.h"
 #include "commands/commands.h"
+#include "commands/doctor_footprint.h"
 #include "core/text.h"
 #include "lock/key.h"
 #include "net/resolver.h"
@@ -90,6 +91,7 @@ struct Finding {
   Verdict verdict;
   std::string text;  // what was found and why it matters for a lock
   std::string fix;   // what to do (empty for ok and skip)
+  std::string json;  // more fields for --json (",\"name\":value…"), or empty
 };
 
 const char* verdict_name(Verdict v) {
@@ -152,6 +154,7 @@ class Examiner {
     persistence();
     acl();
     clock();
+    footprint();
     return true;
   }
 
@@ -159,8 +162,9 @@ class Examiner {
   std::string run_id() const { return info("run_id").value_or(""); }
 
  private:
-  void add(const char* check, Verdict v, std::string text, std::string fix = {}) {
-    out_.push_back(Finding{where_, check, v, std::move(text), std::move(fix)});
+  void add(const char* check, Verdict v, std::string text, std::string fix = {},
+           std::string json = {}) {
+    out_.push_back(Finding{where_, check, v, std::move(text), std::move(fix), std::move(json)});
   }
 
   Result ask(Args args) { return rlock::ask(c_, std::move(args), node_); }
@@ -488,6 +492,49 @@ class Examiner {
                       std::fabs(skew) + 0.5));
   }
 
+  // rlock's keys under the prefix: what they cost the server, and whether
+  // the counters kept without an expiry pile up (doctor_footprint.h).
+  void footprint() {
+    Footprint f;
+    try {
+      f = measure_footprint(c_, node_, prefix_);
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::Unavailable) throw;
+      add("footprint", Verdict::Skip, fmt::format("SCAN was refused ({}): cannot tell", e.what()));
+      return;
+    }
+    std::string scope = f.complete ? "" : fmt::format(" in the first {} keys read", f.keys);
+    std::string memory =
+        !f.bytes      ? "its memory unknown (MEMORY USAGE refused)"
+        : f.keys == 0 ? "no memory"
+                      : fmt::format("about {} (MEMORY USAGE of {} sampled key{}, extrapolated)",
+                                    format_bytes(*f.bytes), f.sampled, f.sampled == 1 ? "" : "s");
+    std::string text = fmt::format(
+        "{} held lock{}, {} history stream{}, {} fence counter{} ({} of idle keys), {} key{} "
+        "in all under '{}'{}: {}",
+        f.locks, f.locks == 1 ? "" : "s", f.histories, f.histories == 1 ? "" : "s", f.fences,
+        f.fences == 1 ? "" : "s", f.idle_fences, f.keys, f.keys == 1 ? "" : "s",
+        escape_text(prefix_), scope, memory);
+    std::string json = fmt::format(
+        ",\"footprint\":{{\"keys\":{},\"locks\":{},\"histories\":{},\"fences\":{},"
+        "\"idle_fences\":{},\"complete\":{},\"sampled\":{}{}}}",
+        f.keys, f.locks, f.histories, f.fences, f.idle_fences, f.complete ? "true" : "false",
+        f.sampled, f.bytes ? fmt::format(",\"bytes\":{}", *f.bytes) : "");
+    if (f.idle_fences > kIdleFencesWarn)
+      add("footprint", Verdict::Warn,
+          text +
+              fmt::format(". Over {} fence counters of keys with no lock, line or history left "
+                          "(unused for a week, or used with --history 0): rlock keeps a counter "
+                          "without expiry so that fences never go back, and KEY names that never "
+                          "repeat (a job id in the KEY) leave one each",
+                          kIdleFencesWarn),
+          "name locks after what they protect, not after each job; rlock forget KEY removes "
+          "a key no longer used (its fences start again at 1)",
+          json);
+    else
+      add("footprint", Verdict::Ok, text, {}, json);
+  }
+
   static std::string one_line(const std::string& s) {
     std::string out = s.substr(0, s.find_first_of("\r\n"));
     return cut_display(out, 200);
@@ -593,7 +640,7 @@ std::string finding_json(const Finding& f) {
          ",\"status\":" + json_string(verdict_name(f.verdict)) +
          ",\"message\":" + json_string(f.text);
   if (!f.fix.empty()) out += ",\"fix\":" + json_string(f.fix);
-  return out + "}";
+  return out + f.json + "}";
 }
 
 // Quorum mode: masters that are one server under two names (two ports of

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "cli/key_hints.h"
 #include "cli/output.h"
 #include "commands/commands.h"
 #include "commands/list_output.h"
@@ -72,13 +73,15 @@ struct Found {
 // The lock name in Redis key `name` under `head` ("lock:{"), and which of its
 // keys `name` is: plain locks (PREFIX{KEY}), semaphores (PREFIX{KEY}:holders),
 // and their lines and limits; nullopt for any other key. The name is a view
-// into `name`.
+// into `name`. With `histories` (list --names), a lock's history stream
+// (PREFIX{KEY}:log) names a lock to list too, held or not.
 // Under --layout plain `head` is the prefix and KEY the rest (no braces: those
 // are rlock's own keys); under --layout redisson `head` is empty and KEY the
 // whole name (a lock name rlock could take: no braces either).
 std::optional<std::pair<std::string_view, uint8_t>> lock_name(std::string_view name,
                                                               std::string_view head,
-                                                              Layout layout = Layout::Rlock) {
+                                                              Layout layout = Layout::Rlock,
+                                                              bool histories = false) {
   if (name.substr(0, head.size()) != head) return std::nullopt;
   if (layout != Layout::Rlock) {
     std::string_view key = name.substr(head.size());
@@ -95,6 +98,7 @@ std::optional<std::pair<std::string_view, uint8_t>> lock_name(std::string_view n
   uint8_t saw = rest.empty() || rest == ":holders" ? kSawLock
                 : rest == ":queue"                 ? kSawQueue
                 : rest == ":limit"                 ? kSawLimit
+                : histories && rest == ":log"      ? kSawLock
                                                    : 0;
   if (saw == 0) return std::nullopt;
   return std::pair{name.substr(head.size(), close - head.size()), saw};
@@ -102,10 +106,10 @@ std::optional<std::pair<std::string_view, uint8_t>> lock_name(std::string_view n
 
 // One SCAN reply: the cursor to go on with ("0": done); the locks are added to `found`.
 std::string scan_step(const Reply& r, const std::string& head, Found& found,
-                      Layout layout = Layout::Rlock) {
+                      Layout layout = Layout::Rlock, bool histories = false) {
   auto& e = r.as_array("a SCAN reply", 2);
   for (auto& k : e[1].as_array("SCAN keys"))
-    if (auto key = lock_name(k.as_string("a key name"), head, layout))
+    if (auto key = lock_name(k.as_string("a key name"), head, layout, histories))
       found.add(key->first, key->second);
   return e[0].as_string("a SCAN cursor");
 }
@@ -364,10 +368,14 @@ int cmd_list(const GlobalOptions& g, const std::string& pattern, bool prometheus
     out.flush();
   }
   out.finish();
+  // Nothing found for a PATTERN that starts with the prefix: rlock added it again.
+  if (all.empty() && g.layout != Layout::Redisson)
+    if (auto hint = list_hint(pattern, g.prefix)) log_info(*hint);
   return exitcode::kOk;
 }
 
-// Names only, for shell completion: no round trip per key, at most
+// Names only, for shell completion: held locks and keys with a history (the
+// names a user looks up with status and history), no round trip per key, at most
 // kMaxListedNames, and one deadline (--command-timeout) for connecting and every SCAN
 // on every master, so that neither a stalled server nor 100,000 keys keeps a
 // shell waiting. A master that fails is left out; the first failure is thrown
@@ -411,7 +419,7 @@ int cmd_list_names(const GlobalOptions& given, const std::string& pattern) {
             out_of_time = true;
             break;
           }
-          cursor = scan_step(expect_ok(*r, "SCAN"), head, found, g.layout);
+          cursor = scan_step(expect_ok(*r, "SCAN"), head, found, g.layout, /*histories=*/true);
         } while (cursor != "0");
         if (out_of_time || found.locks >= kMaxListedNames) break;
       }

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <chrono>
 
+#include "cli/key_hints.h"
 #include "cli/output.h"
 #include "cli/table.h"
 #include "commands/commands.h"
@@ -159,6 +160,12 @@ std::string headline(const std::string& key, const LockStatus& s) {
   return fmt::format("{}: held (fence {})", key, s.holders.front().fence);
 }
 
+// How a holder holds: every holder says it, exclusive as well as shared (a
+// --limit pool's holders hold their slot exclusively).
+const char* mode_word(const Holder& h) {
+  return h.shared ? "shared" : "exclusive";
+}
+
 // The line after the holders listed when there are more.
 std::string more_holders(const LockStatus& s) {
   if (s.holder_count <= static_cast<long>(s.holders.size())) return "";
@@ -225,13 +232,13 @@ std::string status_text(const std::string& key, const LockStatus& s) {
     if (!h.info.label.empty())
       out += fmt::format("          label {}\n", escape_text(h.info.label));
     if (h.since_ms > 0)
-      out += fmt::format("          since {} ({} ago), {} left, fence {}{}, token {}\n",
-                         utc_iso(h.since_ms), age(s.now_ms, h.since_ms),
-                         format_duration(h.ttl_left), h.fence,
-                         h.slot > 0 ? fmt::format(", slot {}", h.slot) : "", escape_text(h.token));
+      out += fmt::format(
+          "          since {} ({} ago), {} left, fence {}{}, {}, token {}\n", utc_iso(h.since_ms),
+          age(s.now_ms, h.since_ms), format_duration(h.ttl_left), h.fence,
+          h.slot > 0 ? fmt::format(", slot {}", h.slot) : "", mode_word(h), escape_text(h.token));
     else
-      out += fmt::format("          {} left, token {}\n", format_duration(h.ttl_left),
-                         escape_text(h.token));
+      out += fmt::format("          {} left, {}, token {}\n", format_duration(h.ttl_left),
+                         mode_word(h), escape_text(h.token));
     if (h.nested > 0) {
       out += fmt::format("          {}\n", nested_words(h, s.now_ms));
       for (auto& n : h.nested_holds) out += fmt::format("  nested  {}\n", nested_hold_words(n));
@@ -303,7 +310,7 @@ std::string status_table(const std::string& key, const LockStatus& s, size_t wid
     std::string more = h.info.label.empty() ? "" : who_short(h.info);
     if (h.slot > 0) more += fmt::format("{}slot {}", more.empty() ? "" : ", ", h.slot);
     if (!more.empty()) out += truncate_columns(under + more, width) + "\n";
-    out += truncate_columns(under + "token " + escape_text(h.token), width) + "\n";
+    out += truncate_columns(under + mode_word(h) + ", token " + escape_text(h.token), width) + "\n";
     if (h.nested > 0) {
       out += truncate_columns(under + nested_words(h, s.now_ms), width) + "\n";
       for (auto& n : h.nested_holds)
@@ -427,6 +434,10 @@ int cmd_status(const GlobalOptions& g, const std::string& key) {
     print_out(status_table(key, st, stdout_columns()));
   else
     print_out(status_text(key, st));
+  // A glob, or the prefix written out, that names no lock: the command meant.
+  // (A held KEY is a lock of that very name: no hint.)
+  if (st.holders.empty() && st.waiters.empty() && g.layout == Layout::Rlock)
+    if (auto hint = status_hint(key, g.prefix)) log_info(*hint);
   return st.holders.empty() ? exitcode::kFree : exitcode::kOk;
 }
 

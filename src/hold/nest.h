@@ -53,7 +53,9 @@ class NestedLock : public Lock {
 
  public:
   void status(Done<LockStatus> done) override { inner_->status(std::move(done)); }
-  void break_lock(Done<long> done) override { inner_->break_lock(std::move(done)); }
+  void break_lock(const BreakRequest& req, Done<long> done) override {
+    inner_->break_lock(req, std::move(done));
+  }
   void forget(Done<ForgetReply> done) override { inner_->forget(std::move(done)); }
   void confirm_replicas(int replicas, Millis budget, const std::string& what,
                         Done<bool> done) override {

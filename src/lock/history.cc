@@ -167,6 +167,7 @@ std::string event_line(const Event& e) {
     parts.push_back("its holder lost it: " + f("why"));
   } else if (ev == "broken") {
     parts.push_back("broken by " + f("by"));
+    if (!e.get("reason").empty()) parts.push_back("reason: " + f("reason"));
   } else if (ev == "superseded") {
     parts.push_back("the waiter " + truncate_columns(f("tok"), 13) + " was superseded by " +
                     f("by"));
@@ -203,7 +204,7 @@ std::optional<FieldType> field_type(const std::string& k) {
       {"mode", FieldType::Text},    {"slot", FieldType::Number},  {"waited", FieldType::Number},
       {"cmd", FieldType::Text},     {"held", FieldType::Number},  {"exit", FieldType::Number},
       {"until", FieldType::Number}, {"why", FieldType::Text},     {"by", FieldType::Text},
-      {"nested", FieldType::Flag},  {"also", FieldType::Text}};
+      {"nested", FieldType::Flag},  {"also", FieldType::Text},    {"reason", FieldType::Text}};
   auto it = kTypes.find(k);
   if (it == kTypes.end()) return std::nullopt;
   return it->second;

@@ -32,7 +32,7 @@ class LayoutLock : public SingleLock {
 
  public:
   void status(Done<LockStatus> done) override;
-  void break_lock(Done<long> done) override;
+  void break_lock(const BreakRequest& req, Done<long> done) override;
   void forget(Done<ForgetReply> done) override;
   void confirm_master(const std::string& token, const AcquireReply& granted, Done<bool> done,
                       Millis cleanup) override;

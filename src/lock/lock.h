@@ -78,7 +78,9 @@ class Lock {
   }
   virtual void status(Done<LockStatus> done) = 0;
   /// Removes every holder and waiter; returns how many holders there were.
-  virtual void break_lock(Done<long> done) = 0;
+  /// With `req.token`: removes that holder only and wakes whoever's turn it
+  /// then is; returns 1, or 0 when the token holds nothing.
+  virtual void break_lock(const BreakRequest& req, Done<long> done) = 0;
   /// Removes every key of a free lock nobody waits on, its fence counter
   /// included (housekeeping: its fences start again).
   virtual void forget(Done<ForgetReply> done) = 0;

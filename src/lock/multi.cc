@@ -181,8 +181,8 @@ void MultiLock::status(Done<LockStatus> done) {
   parts_.front()->status(std::move(done));
 }
 
-void MultiLock::break_lock(Done<long> done) {
-  parts_.front()->break_lock(std::move(done));
+void MultiLock::break_lock(const BreakRequest& req, Done<long> done) {
+  parts_.front()->break_lock(req, std::move(done));
 }
 
 void MultiLock::forget(Done<ForgetReply> done) {

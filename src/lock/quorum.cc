@@ -397,12 +397,12 @@ void QuorumLock::warn_unanswered(const std::string& what, const std::vector<Outc
                             clients_[i]->name(), what, rs[i].error->what()));
 }
 
-void QuorumLock::break_lock(Done<long> done) {
+void QuorumLock::break_lock(const BreakRequest& req, Done<long> done) {
   // Every master gets the break; once a majority answered, the others get
   // the per-master bound more (as a release by token alone), so that one
   // stalled master costs that, not --command-timeout. A break not answered by then
   // may still land there (it was usually written); a warning names that master.
-  fan_out<long>([](SingleLock& l, Done<long> d) { l.break_lock(std::move(d)); },
+  fan_out<long>([req](SingleLock& l, Done<long> d) { l.break_lock(req, std::move(d)); },
                 [this, done](std::vector<Outcome<long>> rs) {
                   long removed = 0;  // masters where a holder was removed
                   long dead = 0;     // else the most dead waiters removed on one

@@ -66,7 +66,7 @@ class QuorumLock : public Lock {
   /// a release by token alone (clamp(30 s/50, 50 ms, --command-timeout): 600 ms by
   /// default) more; a master that has not answered by then is named in a
   /// warning (its request may still land there).
-  void break_lock(Done<long> done) override;
+  void break_lock(const BreakRequest& req, Done<long> done) override;
   void forget(Done<ForgetReply> done) override;
   /// Confirmed when a majority of masters had N replicas confirm.
   void confirm_replicas(int replicas, Millis budget, const std::string& what,

@@ -23,6 +23,16 @@ struct HolderInfo {
   std::string label;  // --label: what the job is (a CI job's URL), or empty
 };
 
+/// What `rlock break` asks: every holder, or only the one holding `token`
+/// (break --token), and why (--reason; empty: not said).
+struct BreakRequest {
+  std::string token;
+  std::string reason;
+};
+
+/// The longest --reason of a break (bytes).
+inline constexpr size_t kMaxBreakReason = 256;
+
 /// The longest --label stored (bytes).
 inline constexpr size_t kMaxLabel = 256;
 

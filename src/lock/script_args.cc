@@ -58,7 +58,7 @@ Args StatusArgs::to_argv() const {
 }
 
 Args BreakArgs::to_argv() const {
-  return {channel, std::to_string(history), by, ms(tombstone)};
+  return {channel, std::to_string(history), by, ms(tombstone), only, reason};
 }
 
 Args FenceArgs::to_argv() const {

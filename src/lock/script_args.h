@@ -95,6 +95,8 @@ struct BreakArgs {
   int history = kDefaultHistory;  // HISTORY
   std::string by;                 // by: who breaks it
   Millis tombstone{0};            // tomb: the broken tokens' tombstone
+  std::string only;               // only: the one holder to remove ('': every one)
+  std::string reason;             // reason: why ('': not said)
   Args to_argv() const;
 };
 

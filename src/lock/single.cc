@@ -211,14 +211,18 @@ void SingleLock::status(Done<LockStatus> done) {
 // this master, so that quorum mode does not grant the token here again.
 constexpr Millis kBreakTombstone{30'000};
 
-void SingleLock::break_lock(Done<long> done) {
+void SingleLock::break_lock(const BreakRequest& req, Done<long> done) {
   // Who breaks it, for the history: the operator's user, host and pid.
   HolderInfo me = local_holder_info("rlock break", static_cast<long>(getpid()));
   std::string by = fmt::format("{}@{} pid {}", me.user, me.host, me.pid);
   run<long>(
       client_, break_script(), names_,
-      BreakArgs{
-          .channel = names_.channel, .history = history_, .by = by, .tombstone = kBreakTombstone}
+      BreakArgs{.channel = names_.channel,
+                .history = history_,
+                .by = by,
+                .tombstone = kBreakTombstone,
+                .only = req.token,
+                .reason = req.reason}
           .to_argv(),
       [](const Reply& r) { return static_cast<long>(r.as_int("a break reply")); }, std::move(done));
 }

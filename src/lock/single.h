@@ -37,7 +37,7 @@ class SingleLock : public Lock {
 
  public:
   void status(Done<LockStatus> done) override;
-  void break_lock(Done<long> done) override;
+  void break_lock(const BreakRequest& req, Done<long> done) override;
   void forget(Done<ForgetReply> done) override;
   void confirm_replicas(int replicas, Millis budget, const std::string& what,
                         Done<bool> done) override;

@@ -71,7 +71,15 @@ TEST(ScriptArgs, TheOtherScriptsInTheirOrder) {
   EXPECT_EQ((StatusArgs{.max_records = 5, .events = false}.to_argv()), (Args{"5", "0"}));
   EXPECT_EQ(
       (BreakArgs{.channel = "c", .history = 4, .by = "me", .tombstone = Millis(30000)}.to_argv()),
-      (Args{"c", "4", "me", "30000"}));
+      (Args{"c", "4", "me", "30000", "", ""}));
+  EXPECT_EQ((BreakArgs{.channel = "c",
+                       .history = 4,
+                       .by = "me",
+                       .tombstone = Millis(30000),
+                       .only = "tok",
+                       .reason = "hung"}
+                 .to_argv()),
+            (Args{"c", "4", "me", "30000", "tok", "hung"}));
   EXPECT_EQ((FenceArgs{.token = "t", .fence = 1234567890123}.to_argv()),
             (Args{"t", "1234567890123"}));
   EXPECT_EQ((HistoryArgs{.count = 20}.to_argv()), (Args{"20", ""}));
