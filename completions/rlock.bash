@@ -19,7 +19,7 @@ _rlock_sub_opts() {
         run) echo "-c --command --ttl --wait -n --no-wait -E --conflict-exit-code --limit
                    --and --label --priority --supersede --max-waiters -s --shared
                    --sync-replicas --min-hold --done-for --on-lost --kill-after
-                   --kill-leftovers" ;;
+                   --kill-leftovers --cancel-in-progress" ;;
         acquire) echo "--ttl --wait -n --no-wait -E --conflict-exit-code --limit --and --label
                        --priority --supersede --max-waiters -s --shared --sync-replicas
                        --while-pid --on-lost --export --json" ;;

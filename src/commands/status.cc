@@ -173,10 +173,11 @@ std::string status_text(const std::string& key, const LockStatus& s) {
     if (!h.info.label.empty())
       out += fmt::format("          label {}\n", escape_text(h.info.label));
     if (h.since_ms > 0)
-      out += fmt::format("          since {} ({} ago), {} left, fence {}{}, token {}\n",
-                         utc_iso(h.since_ms), age(s.now_ms, h.since_ms),
-                         format_duration(h.ttl_left), h.fence,
-                         h.slot > 0 ? fmt::format(", slot {}", h.slot) : "", escape_text(h.token));
+      out +=
+          fmt::format("          since {} ({} ago), {} left, fence {}{}, token {}\n",
+                      utc_iso(h.since_ms), age(s.now_ms, h.since_ms), format_duration(h.ttl_left),
+                      h.fence, h.slot_text().empty() ? "" : ", slot " + escape_text(h.slot_text()),
+                      escape_text(h.token));
     else
       out += fmt::format("          {} left, token {}\n", format_duration(h.ttl_left),
                          escape_text(h.token));
@@ -245,7 +246,8 @@ std::string status_table(const std::string& key, const LockStatus& s, size_t wid
     if (h.kept_ms > 0) out += truncate_columns(under + kept_words(h, s.now_ms), width) + "\n";
     // Under a label, who and where it runs; a semaphore's slot.
     std::string more = h.info.label.empty() ? "" : who_short(h.info);
-    if (h.slot > 0) more += fmt::format("{}slot {}", more.empty() ? "" : ", ", h.slot);
+    if (!h.slot_text().empty())
+      more += fmt::format("{}slot {}", more.empty() ? "" : ", ", escape_text(h.slot_text()));
     if (!more.empty()) out += truncate_columns(under + more, width) + "\n";
     out += truncate_columns(under + "token " + escape_text(h.token), width) + "\n";
   }
@@ -273,7 +275,9 @@ std::string status_json(const std::string& key, const LockStatus& s, bool events
         h.shared ? "\"shared\"" : "\"exclusive\"", h.done_ms > 0 ? "true" : "false",
         h.done_ms > 0 ? json_string(utc_iso(h.done_ms)) : "null",
         h.info.label.empty() ? "null" : json_string(h.info.label),
-        h.slot > 0 ? std::to_string(h.slot) : "null",
+        !h.slot_name.empty() ? json_string(h.slot_name)
+        : h.slot > 0         ? std::to_string(h.slot)
+                             : "null",
         h.holds > 0 ? std::to_string(h.holds) : "null");
   }
   long n = 0;

@@ -167,6 +167,8 @@ std::string event_line(const Event& e) {
   } else if (ev == "superseded") {
     parts.push_back("the waiter " + truncate_columns(f("tok"), 13) + " was superseded by " +
                     f("by"));
+  } else if (ev == "cancelled") {
+    parts.push_back("asked to stop by " + f("by") + " (--cancel-in-progress)");
   } else if (ev == "gave-up") {
     std::string waited = ms_text(e.get("waited"));
     if (!waited.empty()) parts.push_back("after waiting " + waited);
