@@ -112,7 +112,7 @@ void add_lock_options(CLI::App* sub, Values& v, const std::string& ttl) {
   sub->add_option("--limit", v.limit,
                   "counting semaphore: at most N holders at once (RLOCK_SLOT: 1..N); or a "
                   "named pool, NAME1,NAME2,...: each holder gets a free name (RLOCK_SLOT)")
-      ->type_name("N|NAMES");
+      ->type_name("N");
   add_and(sub, v,
           "also hold KEY2 (repeatable): every key or none, taken in one global order "
           "(no deadlock between runs that name them in other orders), one token for all");

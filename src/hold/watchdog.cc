@@ -198,7 +198,7 @@ void Watchdog::listen(std::function<void()> settled) {
     // A newer superseding job asks the superseding holders to stop
     // (--cancel-in-progress): the renewal says whether this is one of them.
     if (!layout && what == "cancel") {
-      if (!stopped_ && ev_.cancelled && !cancel_reported_) renew();
+      if (!stopped_ && ev_.cancelled && !cancel_reported_ && lock_.line_policy().supersede) renew();
       return;
     }
     if (stopped_ || (!layout && what != "break" && what != token_)) return;

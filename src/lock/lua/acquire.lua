@@ -184,7 +184,8 @@ if supersede and mode == 'wait' and not queued then
     local hs = redis.call('ZRANGEBYSCORE', HOLDERS, '(' .. NOW, '+inf', 'LIMIT', 0, 1000)
     if v and v ~= SHARED then hs[#hs + 1] = v end
     for _, t in ipairs(hs) do
-      if t ~= tok and redis.pcall('HEXISTS', SUPS, t) == 1 and
+      -- (a record without its lease's expiry is never written to)
+      if t ~= tok and redis.pcall('HEXISTS', SUPS, t) == 1 and redis.call('PTTL', hkey(t)) > 0 and
          redis.call('HEXISTS', hkey(t), 'cancel') == 0 then
         stop[#stop + 1] = t
       end
