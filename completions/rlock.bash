@@ -19,7 +19,7 @@ _rlock_sub_opts() {
         run) echo "-c --command --ttl --wait -w --timeout -n --no-wait --nonblock -E
                    --conflict-exit-code --limit --and --label --priority --supersede --superseded-exit-code
                    --max-waiters -s --shared -x -e --exclusive --sync-replicas --min-hold
-                   --done-for --on-lost --kill-after --kill-leftovers -o --close" ;;
+                   --done-for --on-lost --kill-after --kill-leftovers -o --close --cancel-in-progress" ;;
         acquire) echo "--ttl --wait -w --timeout -n --no-wait --nonblock -E --conflict-exit-code
                        --limit --and --label --priority --supersede --superseded-exit-code --max-waiters -s --shared
                        -x -e --exclusive --sync-replicas --while-pid --on-lost --export

@@ -190,7 +190,7 @@ complete -c rlock -n $lk -l wait -x -d 'wait at most this long (default: forever
 complete -c rlock -n $lk -s w -l timeout -x -d 'the same as --wait, as in flock (a bare number is seconds)'
 complete -c rlock -n $lk -s n -l no-wait -l nonblock -d 'fail at once when taken'
 complete -c rlock -n $lk -s E -l conflict-exit-code -x -d 'exit status when not acquired (default 75)'
-complete -c rlock -n $lk -l limit -x -d 'counting semaphore: at most N holders'
+complete -c rlock -n $lk -l limit -x -d 'counting semaphore: at most N holders, or a named pool NAME1,NAME2,...'
 complete -c rlock -n $lk -l and -x -a '(__rlock_key_names)' -d 'also hold KEY2 (repeatable): every key or none'
 complete -c rlock -n $lk -l label -x -d 'what this job is, shown to others (default $RLOCK_LABEL, else the CI job URL)'
 complete -c rlock -n $lk -l priority -x -d 'place in line: a higher priority is served first (-1000 to 1000)'
@@ -210,6 +210,7 @@ complete -c rlock -n $rn -l on-lost -x -a 'term\t"SIGTERM then SIGKILL, the defa
 complete -c rlock -n $rn -l kill-after -x -d 'SIGKILL this long after SIGTERM (--on-lost term, --kill-leftovers; default 10s)'
 complete -c rlock -n $rn -l kill-leftovers -d 'when CMD exits, end what it left in its group instead of waiting for it'
 complete -c rlock -n $rn -s o -l close -d 'as flock -o: release when CMD exits; what it left runs on outside the lock'
+complete -c rlock -n $rn -l cancel-in-progress -d 'with --supersede: also stop the command of a holder that asked for --supersede'
 complete -c rlock -n __rlock_in_run_command -x -a '(__rlock_run_command)'
 
 # acquire only.

@@ -328,6 +328,82 @@ order_is() { assert_equal "$(tr '\n' ' ' <"$T/order")" "$* "; }
 
 # --- a capped line -----------------------------------------------------------------------------
 
+# --- cancel in progress --------------------------------------------------------------------------
+
+# write_trapping FILE: a job that says when it starts (NAME.started) and, on SIGTERM, says so
+# in the log, takes a moment and exits 3. Arguments: DIR NAME.
+write_trapping() {
+  cat >"$1" <<'EOF'
+d=$1 n=$2
+trap 'echo "$n stopping" >>"$d/log"; sleep 0.3; echo "$n stopped" >>"$d/log"; exit 3' TERM
+echo $$ >"$d/$n.pid"
+touch "$d/$n.started"
+while :; do sleep 0.05; done
+EOF
+}
+
+@test "--cancel-in-progress: a newer job stops the superseding holder's command, which exits superseded (75); the newer one then runs" {
+  write_trapping "$T/job.sh"
+  bg_start d1 "$RLOCK" run --supersede --label d1 cip -- sh "$T/job.sh" "$T" d1
+  d1=$BG_PID
+  wait_for_file "$T/d1.started" 20
+  run -0 "$RLOCK" run --wait 60s --supersede --cancel-in-progress --label d2 cip -- \
+    sh -c 'echo "d2 ran" >>"$0/log"' "$T"
+  bg_wait "$d1" 20
+  assert_equal "$BG_STATUS" 75
+  grep -q "superseded by d2 (--cancel-in-progress)" "$T/d1.err"
+  # the holder's command heard SIGTERM and finished its trap before the newer job ran
+  assert_equal "$(tr '\n' ' ' <"$T/log")" "d1 stopping d1 stopped d2 ran "
+  # nothing is left behind: no holder, no waiter, no process of the stopped job
+  run -1 "$RLOCK" status cip
+  run ! kill -0 "$(cat "$T/d1.pid")"
+  run -0 "$RLOCK" history cip
+  assert_output --partial "asked to stop by d2 (--cancel-in-progress)"
+  assert_output --partial "released"
+}
+
+@test "--cancel-in-progress: a command that ignores SIGTERM is killed after the holder's own --kill-after" {
+  bg_start d1 "$RLOCK" run --supersede --kill-after 1s --label d1 cik -- \
+    sh -c 'trap "" TERM; touch "$0/d1.started"; while :; do sleep 0.05; done' "$T"
+  d1=$BG_PID
+  wait_for_file "$T/d1.started" 20
+  run -0 "$RLOCK" run --wait 60s --supersede --cancel-in-progress --label d2 cik -- true
+  bg_wait "$d1" 20
+  assert_equal "$BG_STATUS" 75
+  grep -q "SIGKILL in 1s" "$T/d1.err"
+  run -1 "$RLOCK" status cik
+}
+
+@test "--cancel-in-progress: a holder that did not ask for --supersede is never stopped" {
+  bg_start h "$RLOCK" run cin -- sh "$T/gate.sh" "$T" h
+  h=$BG_PID
+  wait_for_file "$T/h.started" 20
+  bg_start d "$RLOCK" run --wait 60s --supersede --cancel-in-progress --label d cin -- touch "$T/d.ran"
+  d=$BG_PID
+  wait_until '[ "$(n_waiters cin)" -eq 1 ]' 30
+  # the newer job joined the line without marking the holder (the script that lets it
+  # join writes the mark), and no stop was recorded
+  tok=$(status_json cin | jq -r '.holders[0].token')
+  assert_equal "$(rcli hexists "lock:{cin}:h:$tok" cancel)" 0
+  run -0 "$RLOCK" history cin
+  refute_output --partial "asked to stop"
+  kill -0 "$h"
+  touch "$T/h.go"
+  bg_wait "$h" 20
+  assert_equal "$BG_STATUS" 0
+  bg_wait "$d" 20
+  assert_equal "$BG_STATUS" 0
+  assert [ -e "$T/d.ran" ]
+}
+
+@test "--cancel-in-progress needs --supersede (64), and is run's alone" {
+  run -64 "$RLOCK" run --cancel-in-progress cix -- touch "$T/ran"
+  assert_output --partial "needs --supersede"
+  run -64 "$RLOCK" acquire --supersede --cancel-in-progress cix
+  assert [ ! -e "$T/ran" ]
+  run -1 "$RLOCK" status cix
+}
+
 @test "--max-waiters N: joining a line of N waiters is not acquired at once (75); fewer may join" {
   t=$("$RLOCK" acquire --ttl 60s cap)
   bg_start w1 "$RLOCK" run --wait 60s cap -- true

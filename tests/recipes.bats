@@ -737,3 +737,101 @@ hold_metrics_locks() {
   wait_until '! rlock status nightly-report >/dev/null 2>&1' 10
   (($(now_ms) - start < $(slack 3000)))
 }
+
+# --- latest wins with cancellation, and named pools, in the three CI recipes ----------------
+
+# A deploy that logs "FENCE started", and on SIGTERM "FENCE stopped" before it exits.
+write_trapping_deploy() {
+  printf '#!/bin/sh\ntrap '\''echo "$RLOCK_FENCE stopped" >>"%s/log"; exit 0'\'' TERM\necho "$RLOCK_FENCE started" >>"%s/log"\ntouch "%s/deploy.started"\nwhile :; do sleep 0.1; done\n' \
+    "$T" "$T" "$T" >"$1/deploy.sh"
+  chmod +x "$1/deploy.sh"
+}
+
+# A stand-in integration.sh: it logs the name it was given (its second argument) and runs
+# until $T/go exists.
+write_integration() {
+  printf '#!/bin/sh\necho "$2" >>"%s/names"\nwhile [ ! -e "%s/go" ]; do sleep 0.05; done\n' \
+    "$T" "$T" >"$1/integration.sh"
+  chmod +x "$1/integration.sh"
+}
+
+# latest_wins SHELL...: the step ($T/step.sh) as the CI's SHELL runs it: a deploy in
+# progress is stopped by a newer one, which then deploys; nothing of the older is left.
+latest_wins() {
+  mkdir -p "$T/ws"
+  write_trapping_deploy "$T/ws"
+  run_step old "$@" "$T/step.sh"
+  old=$STEP_PID
+  wait_for_file "$T/deploy.started" 20
+  rm -f "$T/deploy.started"
+  run_step new "$@" "$T/step.sh"
+  new=$STEP_PID
+  bg_wait "$old" 20
+  assert_equal "$BG_STATUS" 75
+  grep -qF "(--cancel-in-progress): stopping the command" "$T/old.err" || fail "$(cat "$T/old.err")"
+  wait_for_file "$T/deploy.started" 20
+  # the older deploy stopped before the newer one started, under a newer fence
+  assert_equal "$(cut -d' ' -f2 "$T/log" | tr '\n' ' ')" "started stopped started "
+  read -ra fences <<<"$(cut -d" " -f1 "$T/log" | tr "\n" " ")"
+  ((fences[0] == fences[1] && fences[2] > fences[1]))
+  run -0 "$RLOCK" history deploy:prod
+  assert_output --partial "asked to stop by"
+  kill -TERM "$new"
+  bg_wait "$new" 10
+  run -1 "$RLOCK" status deploy:prod
+  rm -f "$T/log"
+}
+
+# three_on_a_pool SHELL...: three jobs of the step ($T/step.sh) at once get the pool's three
+# names, one each; NAMES: the names expected, sorted, separated by spaces.
+three_on_a_pool() {
+  local names=$1 i
+  shift
+  mkdir -p "$T/ws"
+  write_integration "$T/ws"
+  for i in 1 2 3; do
+    run_step "t$i" "$@" "$T/step.sh"
+    pids[i]=$STEP_PID
+  done
+  wait_until '[[ $(wc -l <"$T/names" 2>/dev/null || echo 0) -eq 3 ]]' 30
+  assert_equal "$(sort "$T/names" | tr '\n' ' ')" "$names "
+  touch "$T/go"
+  for i in 1 2 3; do
+    bg_wait "${pids[i]}" 20
+    assert_equal "$BG_STATUS" 0
+  done
+}
+
+@test "GitHub Actions and GitLab CI: latest wins, cancelling the deploy in progress; a named pool" {
+  recipe_block github-actions.md deploy-latest.yml >"$T/gha.yml"
+  yaml_json "$T/gha.yml" | jq -r '.jobs.deploy.steps[] | select(.run) | .run' >"$T/step.sh"
+  grep -q '^exec rlock run deploy:prod .*--cancel-in-progress' "$T/step.sh" || fail "$(cat "$T/step.sh")"
+  latest_wins "${GHA_BASH[@]}"
+  recipe_block github-actions.md test-pool.yml >"$T/gha.yml"
+  yaml_json "$T/gha.yml" | jq -r '.jobs.test.steps[] | select(.run) | .run' >"$T/step.sh"
+  three_on_a_pool "db-a db-b db-c" "${GHA_BASH[@]}"
+
+  recipe_block gitlab-ci.md .gitlab-ci-latest.yml >"$T/gl.yml"
+  { echo 'set -eo pipefail'; yaml_json "$T/gl.yml" | jq -r '.deploy.script[]'; } >"$T/step.sh"
+  latest_wins bash
+  recipe_block gitlab-ci.md .gitlab-ci-pool.yml >"$T/gl.yml"
+  rm -f "$T/names" "$T/go"
+  { echo 'set -eo pipefail'; yaml_json "$T/gl.yml" | jq -r '.integration.script[]'; } >"$T/step.sh"
+  three_on_a_pool "env-a env-b env-c" bash
+}
+
+# jenkins_sh KEY: the Jenkinsfile's `sh '...'` step that runs KEY, as its shell script.
+jenkins_sh() {
+  recipe_block jenkins.md Jenkinsfile |
+    sed -n "s/^ *sh '\\(exec rlock run $1 .*\\)'\$/\\1/p" | sed "s/\\\\'/'/g" >"$T/step.sh"
+  [[ -s $T/step.sh ]] || fail "no sh step runs rlock run $1"
+}
+
+@test "Jenkins: the deploy in progress is stopped by a newer build, which then deploys; three builds on three databases" {
+  # Jenkins runs an `sh` step as `sh -xe SCRIPT`, with JENKINS_URL and BUILD_URL set.
+  export JENKINS_URL=https://jenkins.example.com/ BUILD_URL=https://jenkins.example.com/job/shop/job/main/41/
+  jenkins_sh deploy:prod
+  latest_wins sh -xe
+  jenkins_sh test-db
+  three_on_a_pool "db-a db-b db-c" sh -xe
+}

@@ -220,8 +220,9 @@ EOF
   assert_output --partial '"limit":3'
 }
 
-@test "--limit takes a positive whole number; anything else is a usage error (64)" {
-  for bad in 0 -1 abc 1.5 ''; do
+@test "--limit takes a positive whole number or names; anything else is a usage error (64)" {
+  for bad in 0 -1 1.5 '' 'a b' 'a,,b' 'a,' 'a,a' 'a,2' $'a\tb' "$(printf 'x%.0s' {1..65})" \
+    "$(seq -s, -f 'n%g' 101)"; do
     run -64 "$RLOCK" acquire --limit "$bad" badlimit
     assert_output --partial "limit"
   done
@@ -308,4 +309,80 @@ EOF
   bg_wait "$holder" 20
   assert_equal "$BG_STATUS" 0
   run -1 "$RLOCK" status wd
+}
+
+# --- named pools ------------------------------------------------------------------------------
+
+@test "named pool: each holder gets a free name of --limit db-a,db-b,db-c as RLOCK_SLOT; status, --json and history show it" {
+  for i in 1 2 3; do
+    bg_start "p$i" "$RLOCK" run --limit db-a,db-b,db-c np -- \
+      sh -c 'echo "$RLOCK_SLOT" >"$0.slot"; exec sh "$1" "$2" "$3"' "$T/p$i" "$T/gate.sh" "$T" "p$i"
+    pids[i]=$BG_PID
+    wait_for_file "$T/p$i.started" 20
+  done
+  # handed out in the pool's order, each to one holder
+  assert_equal "$(cat "$T/p1.slot" "$T/p2.slot" "$T/p3.slot" | tr '\n' ' ')" "db-a db-b db-c "
+  run -75 "$RLOCK" run -n --limit db-a,db-b,db-c np -- touch "$T/ran"
+  assert [ ! -e "$T/ran" ]
+  run -0 "$RLOCK" status np --json
+  assert_equal "$(jq -c '[.holders[].slot_name] | sort' <<<"$output")" '["db-a","db-b","db-c"]'
+  assert_equal "$(jq '.limit' <<<"$output")" 3
+  run -0 "$RLOCK" status np
+  assert_output --partial "slot db-b"
+  run -0 "$RLOCK" history np
+  assert_output --partial "slot db-c"
+  # a name freed by a release is the next one handed out
+  touch "$T/p2.go"
+  bg_wait "${pids[2]}" 20
+  assert_equal "$BG_STATUS" 0
+  run -0 "$RLOCK" run --limit db-a,db-b,db-c np -- sh -c 'echo "$RLOCK_SLOT"'
+  assert_output db-b
+  run -0 "$RLOCK" acquire --json --limit db-a,db-b,db-c np
+  assert_equal "$(jq -r '.slot_name' <<<"$output")" db-b
+  for i in 1 3; do touch "$T/p$i.go"; done
+  # one word that is not a number is a pool of one
+  run -0 "$RLOCK" run --limit the-db np1 -- sh -c 'echo "$RLOCK_SLOT"'
+  assert_output the-db
+}
+
+@test "named pool: a holder killed with -9 keeps its name while its lease lives, then the name comes back" {
+  bg_start k "$RLOCK" run --limit db-a,db-b --ttl 2s npk -- sh -c 'echo "$RLOCK_SLOT" >"$0"; exec sleep 60' "$T/k.slot"
+  k=$BG_PID
+  wait_for_file "$T/k.slot" 20
+  assert_equal "$(cat "$T/k.slot")" db-a
+  kill -9 "$k"
+  # the dead holder's lease lives: the next holder never gets db-a, and the pool is full with it
+  bg_start h "$RLOCK" run --limit db-a,db-b npk -- sh -c 'echo "$RLOCK_SLOT" >"$0.slot"; exec sh "$1" "$2" h' \
+    "$T/h" "$T/gate.sh" "$T"
+  h=$BG_PID
+  wait_for_file "$T/h.started" 20
+  assert_equal "$(cat "$T/h.slot")" db-b
+  assert_equal "$(status_json npk | jq -c '[.holders[].slot_name] | sort')" '["db-a","db-b"]'
+  # once the lease has run out, db-a is free again (and db-b still taken)
+  wait_until '[ "$("$RLOCK" run --limit db-a,db-b -n npk -- sh -c "echo \$RLOCK_SLOT")" = db-a ]' "$(slack 10)"
+  touch "$T/h.go"
+  bg_wait "$h" 20
+  assert_equal "$BG_STATUS" 0
+}
+
+@test "named pool: holders giving another definition of the pool are refused with 64 naming it" {
+  t=$("$RLOCK" acquire --ttl 60s --limit db-a,db-b npm)
+  run -64 "$RLOCK" acquire --limit 2 npm # the same count, but numbers
+  assert_output --partial "--limit db-a,db-b"
+  run -64 "$RLOCK" acquire --limit db-x,db-y npm
+  assert_output --partial "--limit db-a,db-b, not db-x,db-y"
+  run -64 "$RLOCK" acquire --limit db-a,db-b,db-c npm # another count
+  assert_output --partial "--limit db-a,db-b, not db-a,db-b,db-c"
+  run -64 "$RLOCK" run --limit db-b,db-a npm -- touch "$T/ran" # another order is another pool
+  assert [ ! -e "$T/ran" ]
+  assert_equal "$(n_holders npm)" 1
+  # and the other way round: a count's holder refuses a pool of names
+  t2=$("$RLOCK" acquire --ttl 60s --limit 2 npc)
+  run -64 "$RLOCK" acquire --limit db-a,db-b npc
+  assert_output --partial "--limit 2, not db-a,db-b"
+  "$RLOCK" release npm --token "$t"
+  "$RLOCK" release npc --token "$t2"
+  # once free, any definition goes
+  run -0 "$RLOCK" run --limit db-x,db-y npm -- sh -c 'echo "$RLOCK_SLOT"'
+  assert_output db-x
 }

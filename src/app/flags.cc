@@ -113,7 +113,9 @@ void add_lock_options(CLI::App* sub, Values& v, const std::string& ttl) {
   sub->add_option("-E,--conflict-exit-code", v.conflict_exit,
                   "exit status when the lock was not acquired (default 75)")
       ->type_name("N");
-  sub->add_option("--limit", v.limit, "counting semaphore: at most N holders at once")
+  sub->add_option("--limit", v.limit,
+                  "counting semaphore: at most N holders at once (RLOCK_SLOT: 1..N); or a "
+                  "named pool, NAME1,NAME2,...: each holder gets a free name (RLOCK_SLOT)")
       ->type_name("N");
   add_and(sub, v,
           "also hold KEY2 (repeatable): every key or none, taken in one global order "
@@ -168,6 +170,10 @@ void add_run_options(CLI::App* run, Values& v) {
       ->type_name("ACTION");
   duration(run, "--kill-after", v.kill_after,
            "SIGKILL this long after SIGTERM (--on-lost term, --kill-leftovers; default 10s)");
+  run->add_flag("--cancel-in-progress", v.o.cancel_in_progress,
+                "with --supersede: also stop the command of a holder that asked for "
+                "--supersede (SIGTERM, SIGKILL after its --kill-after); it releases and exits "
+                "as superseded (75), and this job takes the lock in its turn");
   run->add_flag("--kill-leftovers", v.o.kill_leftovers,
                 "when CMD exits, end what it left in its process group (SIGTERM, then SIGKILL "
                 "after --kill-after) instead of holding the lock until it exits (a stop signal "

@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "core/text.h"
 #include "lock/layout.h"
+#include "lock/records.h"
 
 namespace rlock::app {
 
@@ -105,6 +106,43 @@ int whole_number(const std::string& s, int lo, int hi, const char* flag, const c
   return n;
 }
 
+// --limit: a count (a number), or a named pool (man page, --limit): names
+// separated by commas, handed out in that order. A name is printable UTF-8
+// without spaces or commas, at most kMaxPoolName bytes and not a number (a
+// number is a count: "1.5" or "-1" is a mistaken one, not a name); at most
+// kMaxPoolNames of them, none twice.
+void parse_limit(const std::string& text, LockOptions& o) {
+  if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos) {
+    o.limit = whole_number(text, 1, 1'000'000, "--limit", "a whole number from 1 to 1000000");
+    return;
+  }
+  auto bad = [&](const std::string& why) {
+    throw_usage(
+        fmt::format("invalid --limit '{}': {}", escape_text(truncate_text(text, 200)), why));
+  };
+  std::vector<std::string> names;
+  size_t from = 0;
+  while (true) {
+    size_t comma = text.find(',', from);
+    std::string name = text.substr(from, comma == std::string::npos ? comma : comma - from);
+    if (name.empty()) bad("a name is empty (names are separated by single commas)");
+    if (name.size() > kMaxPoolName)
+      bad(fmt::format("a name is longer than {} bytes", kMaxPoolName));
+    if (name.find(' ') != std::string::npos || !is_printable_text(name))
+      bad("a name has a space or a control character");
+    if (name.find_first_not_of("0123456789.+-") == std::string::npos)
+      bad("a name looks like a number (a number alone is a count, a whole one from 1)");
+    if (std::find(names.begin(), names.end(), name) != names.end())
+      bad(fmt::format("'{}' is named twice", escape_text(name)));
+    names.push_back(name);
+    if (names.size() > kMaxPoolNames) bad(fmt::format("more than {} names", kMaxPoolNames));
+    if (comma == std::string::npos) break;
+    from = comma + 1;
+  }
+  o.limit = static_cast<int>(names.size());
+  o.pool = text;
+}
+
 // The text values become options; usage errors name the flag.
 void finish(Values& v) {
   GlobalOptions& g = v.g;
@@ -152,8 +190,7 @@ void finish(Values& v) {
   else
     throw_usage(
         fmt::format("invalid --on-lost '{}': use term, kill or warn", escape_text(on_lost)));
-  if (v.limit)
-    o.limit = whole_number(*v.limit, 1, 1'000'000, "--limit", "a whole number from 1 to 1000000");
+  if (v.limit) parse_limit(*v.limit, o);
   if (v.conflict_exit)
     o.conflict_exit = whole_number(*v.conflict_exit, 0, 255, "--conflict-exit-code",
                                    "an exit status from 0 to 255");

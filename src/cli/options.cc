@@ -280,6 +280,10 @@ void validate(const LockOptions& o) {
   if (o.priority < -1000 || o.priority > 1000)
     throw_usage("--priority must be a whole number from -1000 to 1000");
   if (o.max_waiters < 0) throw_usage("--max-waiters must be a positive number");
+  if (o.cancel_in_progress && !o.supersede)
+    throw_usage(
+        "--cancel-in-progress needs --supersede: it stops an older superseding job's command, "
+        "and only a job that supersedes may do that");
   if (o.done_for.count() > 0 && (o.shared || o.limit > 0))
     throw_usage(
         fmt::format("--done-for and {}: once per period needs one exclusive holder at a time",

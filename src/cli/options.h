@@ -41,20 +41,22 @@ struct LockOptions {
   int conflict_exit = 75;
   int superseded_exit = 75;  // --superseded-exit-code: a newer --supersede job came
   int limit = 0;
+  std::string pool;  // --limit NAME,...: a named pool's names, as given ("": a count)
   Millis min_hold{0};
   OnLost on_lost = OnLost::Term;
   Millis kill_after{10000};
-  bool kill_leftovers = false;  // run: end what the command left in its group
-  bool close = false;           // run -o: release when the command exits, leftovers or not
-  int sync_replicas = 0;        // --sync-replicas: WAIT for this many after each write
-  long while_pid = 0;           // acquire --while-pid: hold while this process lives
-  bool export_env = false;      // acquire --export: print shell assignments
-  bool shared = false;          // --shared: one of many shared holders, or the exclusive one
-  Millis done_for{0};           // run --done-for: after a success, keep KEY taken this long
-  std::string label;            // --label (else RLOCK_LABEL, else the CI job's URL)
-  int priority = 0;             // --priority: a higher one goes first in line
-  bool supersede = false;       // --supersede: replace the older superseding waiter
-  int max_waiters = 0;          // --max-waiters: refuse to join a line this long (0: no cap)
+  bool kill_leftovers = false;      // run: end what the command left in its group
+  bool close = false;               // run -o: release when the command exits, leftovers or not
+  int sync_replicas = 0;            // --sync-replicas: WAIT for this many after each write
+  long while_pid = 0;               // acquire --while-pid: hold while this process lives
+  bool export_env = false;          // acquire --export: print shell assignments
+  bool shared = false;              // --shared: one of many shared holders, or the exclusive one
+  Millis done_for{0};               // run --done-for: after a success, keep KEY taken this long
+  std::string label;                // --label (else RLOCK_LABEL, else the CI job's URL)
+  int priority = 0;                 // --priority: a higher one goes first in line
+  bool supersede = false;           // --supersede: replace the older superseding waiter
+  bool cancel_in_progress = false;  // run --cancel-in-progress: also stop superseding holders
+  int max_waiters = 0;              // --max-waiters: refuse to join a line this long (0: no cap)
   /// KEY and every --and KEY, in the user's order.
   std::vector<std::string> keys() const {
     std::vector<std::string> k{key};

@@ -34,7 +34,7 @@ std::string shell_quote(std::string_view s) {
 // `fences`: every key's, in the user's order (`--and`: several).
 std::string output_of(const GlobalOptions& g, const LockOptions& o, const std::string& token,
                       const std::vector<int64_t>& fences, Millis ttl, const std::string& held,
-                      long slot = 0) {
+                      const std::string& slot = "") {
   const std::vector<std::string> keys = o.keys();
   if (g.json) {
     std::string more;
@@ -46,7 +46,13 @@ std::string output_of(const GlobalOptions& g, const LockOptions& o, const std::s
       }
       more = fmt::format(",\"keys\":[{}],\"fences\":[{}]", k, f);
     }
-    if (slot > 0) more += fmt::format(",\"slot\":{}", slot);
+    // A counted pool's slot is a number; a named pool's is its name (slot_name).
+    if (!slot.empty()) {
+      if (slot.find_first_not_of("0123456789") == std::string::npos)
+        more += fmt::format(",\"slot\":{}", slot);
+      else
+        more += fmt::format(",\"slot_name\":{}", json_string(slot));
+    }
     // Another tool's layout has no fences: no "fence" then.
     std::string fence =
         g.layout == Layout::Rlock ? fmt::format(",\"fence\":{}", fences.front()) : "";
@@ -59,7 +65,8 @@ std::string output_of(const GlobalOptions& g, const LockOptions& o, const std::s
       k += (i ? "\n" : "") + keys[i];
       f += fmt::format("{}{}", i ? "\n" : "", fences[i]);
     }
-    std::string pool = slot > 0 ? fmt::format("RLOCK_SLOT={}; export RLOCK_SLOT; ", slot) : "";
+    std::string pool =
+        !slot.empty() ? fmt::format("RLOCK_SLOT={}; export RLOCK_SLOT; ", shell_quote(slot)) : "";
     if (g.layout != Layout::Rlock)
       return fmt::format(
           "RLOCK_KEY={}; RLOCK_TOKEN={}; RLOCK_KEYS={}; RLOCK_HELD={}; unset RLOCK_FENCE "
@@ -292,13 +299,14 @@ int cmd_acquire(const GlobalOptions& g, const LockOptions& o) {
   // lease has no holder that goes on (nothing renews it), so nothing may nest
   // in it, and the script's own release must release it.
   auto text = [&](long keeper) {
-    if (keeper <= 0) return output_of(g, o, token, fences, a.ttl, format_held(held), a.slot);
+    std::string slot = a.slot_name.empty() && a.slot > 0 ? std::to_string(a.slot) : a.slot_name;
+    if (keeper <= 0) return output_of(g, o, token, fences, a.ttl, format_held(held), slot);
     std::vector<HeldEntry> mine;
     uint64_t keeper_start = 0;
     if (auto k = proc_info(static_cast<pid_t>(keeper))) keeper_start = k->start;
     for (const std::string& key : o.keys())
       mine.push_back({token, key, g.prefix, where, keeper, keeper_start});
-    return output_of(g, o, token, fences, a.ttl, held_with_each(held, mine), a.slot);
+    return output_of(g, o, token, fences, a.ttl, held_with_each(held, mine), slot);
   };
   if (o.while_pid) {
     if (!watched_alive(o.while_pid, start)) {

@@ -82,8 +82,12 @@ std::vector<std::string> command_env(const std::vector<Lock*>& parts, const std:
                                "RLOCK_KEYS=" + keys,
                                fenced ? "RLOCK_FENCES=" + fences : "RLOCK_FENCES",
                                "RLOCK_HELD=" + held_with_each(held, mine)};
-  // A pool (--limit N): which of the N this holder is, unique among live holders.
-  if (a.slot > 0) env.push_back(fmt::format("RLOCK_SLOT={}", a.slot));
+  // A pool (--limit N): which of the N this holder is, unique among live
+  // holders; a named pool's name (--limit NAME,...).
+  if (!a.slot_name.empty())
+    env.push_back("RLOCK_SLOT=" + a.slot_name);
+  else if (a.slot > 0)
+    env.push_back(fmt::format("RLOCK_SLOT={}", a.slot));
   return env;
 }
 
@@ -371,7 +375,9 @@ class Runner {
     watchdog_ = std::make_unique<Watchdog>(
         *lock_, token_, acquired_, opts_.sync_replicas,
         Watchdog::Events{
-            [this](const std::string& why) { lease_lost(why, watchdog_->lost_keys()); }, {}});
+            [this](const std::string& why) { lease_lost(why, watchdog_->lost_keys()); },
+            {},
+            [this](const std::string& by) { cancelled(by); }});
     watchdog_->start();
     // A short command never pays for the subscription (to hear a `break`);
     // the check that follows it covers a break in between.
@@ -408,6 +414,27 @@ class Runner {
         break;
     }
   }
+
+  // A newer superseding job asked this one to stop (the man page's
+  // --cancel-in-progress): a stop request, as a SIGTERM to rlock would be;
+  // the run then releases and exits as superseded.
+  void cancelled(const std::string& by) {
+    if (!holding() || lost_ || cancelled_) return;
+    cancelled_ = true;
+    log_error(
+        fmt::format("superseded by {} (--cancel-in-progress): stopping the command "
+                    "(SIGTERM, SIGKILL in {})",
+                    escape_text(truncate_text(by, kMaxLabel)), format_duration(opts_.kill_after)));
+    pass_stop(SIGTERM);
+    stop_requested_ = true;
+    if (draining()) return end_leftovers("superseded");
+    child_->signal_group(SIGTERM);
+    child_->signal_group(SIGCONT);
+    arm_kill_timer();
+  }
+
+  // The status of a superseded job, waiting or cancelled (--superseded-exit-code).
+  int superseded_status() const { return opts_.superseded_exit; }
 
   // What a loss message names: "the lock 'K'", or with several keys (--and)
   // the ones lost, "the locks 'A' and 'B'"; `keys` empty: every key.
@@ -574,6 +601,7 @@ class Runner {
     guard_stood_down_ = true;
     int code = *command_status_;
     if (lost_ && opts_.on_lost != OnLost::Warn) code = exitcode::kLost;
+    if (cancelled_ && !lost_) code = superseded_status();
     release_and_exit(code);
   }
 
@@ -623,8 +651,9 @@ class Runner {
       exit_with(status);
     };
     // Done only when the command itself succeeded and the lease was kept
-    // throughout (a loss is never turned into a success for the period).
-    Millis done_for = lost_ ? Millis(0) : opts_.done_for;
+    // throughout (a loss is never turned into a success for the period), and
+    // the job was not stopped as superseded.
+    Millis done_for = lost_ || cancelled_ ? Millis(0) : opts_.done_for;
     lock_->release(token_, opts_.min_hold, std::move(done), Millis(0), command, done_for,
                    lost_why_);
   }
@@ -661,6 +690,9 @@ class Runner {
   // A stop signal came, or the command ended by one: its leftovers are ended
   // when it exits. Set in Running, acted on when it exits (Draining).
   bool stop_requested_ = false;
+  // A newer superseding job asked this one to stop (cancelled()): in Running
+  // or Draining; the run exits as superseded.
+  bool cancelled_ = false;
   // The "holding ... for N processes" line is owed at the first look at the
   // group after the command exited; cleared by that look (in Draining).
   bool notice_pending_ = false;

@@ -157,7 +157,11 @@ std::unique_ptr<Lock> Session::locks(const LockOptions& o, const std::string& pr
   defer_identities_ = true;
   auto l = locks(o.keys(), prefix, o.limit, o.shared);
   defer_identities_ = false;
-  l->set_line_policy(LinePolicy{o.priority, o.supersede, o.max_waiters});
+  l->set_line_policy(LinePolicy{.priority = o.priority,
+                                .supersede = o.supersede,
+                                .cancel = o.cancel_in_progress,
+                                .max_waiters = o.max_waiters});
+  l->set_pool(o.pool);
   return l;
 }
 

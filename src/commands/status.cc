@@ -232,10 +232,11 @@ std::string status_text(const std::string& key, const LockStatus& s) {
     if (!h.info.label.empty())
       out += fmt::format("          label {}\n", escape_text(h.info.label));
     if (h.since_ms > 0)
-      out += fmt::format(
-          "          since {} ({} ago), {} left, fence {}{}, {}, token {}\n", utc_iso(h.since_ms),
-          age(s.now_ms, h.since_ms), format_duration(h.ttl_left), h.fence,
-          h.slot > 0 ? fmt::format(", slot {}", h.slot) : "", mode_word(h), escape_text(h.token));
+      out +=
+          fmt::format("          since {} ({} ago), {} left, fence {}{}, {}, token {}\n",
+                      utc_iso(h.since_ms), age(s.now_ms, h.since_ms), format_duration(h.ttl_left),
+                      h.fence, h.slot_text().empty() ? "" : ", slot " + escape_text(h.slot_text()),
+                      mode_word(h), escape_text(h.token));
     else
       out += fmt::format("          {} left, {}, token {}\n", format_duration(h.ttl_left),
                          mode_word(h), escape_text(h.token));
@@ -308,7 +309,8 @@ std::string status_table(const std::string& key, const LockStatus& s, size_t wid
     if (h.kept_ms > 0) out += truncate_columns(under + kept_words(h, s.now_ms), width) + "\n";
     // Under a label, who and where it runs; a semaphore's slot.
     std::string more = h.info.label.empty() ? "" : who_short(h.info);
-    if (h.slot > 0) more += fmt::format("{}slot {}", more.empty() ? "" : ", ", h.slot);
+    if (!h.slot_text().empty())
+      more += fmt::format("{}slot {}", more.empty() ? "" : ", ", escape_text(h.slot_text()));
     if (!more.empty()) out += truncate_columns(under + more, width) + "\n";
     out += truncate_columns(under + mode_word(h) + ", token " + escape_text(h.token), width) + "\n";
     if (h.nested > 0) {
@@ -345,7 +347,10 @@ std::string holder_json(const Holder& h, int64_t now_ms) {
   if (h.exit_status >= 0) o.num("exit_status", h.exit_status);
   o.str("mode", h.shared ? "shared" : "exclusive").boolean("done", h.done_ms > 0);
   if (h.done_ms > 0) o.str("done_at", utc_iso(h.done_ms));
-  o.str_if("label", h.info.label).num_if("slot", h.slot).num_if("holds", h.holds);
+  o.str_if("label", h.info.label)
+      .num_if("slot", h.slot)
+      .str_if("slot_name", h.slot_name)
+      .num_if("holds", h.holds);
   // Nested holds (docs/GUIDE.md "Nesting"): how many, and each where status read them.
   o.num("nested", h.nested);
   if (h.ended_ms > 0) o.str("ended", utc_iso(h.ended_ms));

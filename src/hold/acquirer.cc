@@ -444,6 +444,7 @@ void Acquirer::granted(const AcquireReply& a, Clock::time_point sent, Millis ttl
   if (waited_) report(WaitProgress::Kind::Acquired, &a, a.fence);
   Acquired got{a.fence, ttl, sent};
   got.slot = a.slot;
+  got.slot_name = a.slot_name;
   finish({std::nullopt, got});
 }
 

@@ -80,8 +80,9 @@ struct Acquired {
   Clock::time_point sent;
   /// `--and`: every key's fence, in the user's order (empty for one key).
   std::vector<int64_t> fences;
-  /// A semaphore's slot (RLOCK_SLOT), 0 for none.
+  /// A semaphore's slot (RLOCK_SLOT), 0 for none; a named pool's name.
   long slot = 0;
+  std::string slot_name;
 };
 
 /// Getting a lock, waiting for it if need be: one (Acquirer) or several

@@ -124,6 +124,11 @@ void Watchdog::renew() {
           heard_.clear();
           heard_token_.assign(heard_token_.size(), false);
         }
+        if (o.value.cancelled_by && ev_.cancelled && !cancel_reported_) {
+          cancel_reported_ = true;
+          ev_.cancelled(*o.value.cancelled_by);
+          if (stopped_) return;
+        }
         Clock::time_point deadline = later(sent, std::clamp(o.value.ttl, Millis(0), acquired_.ttl));
         if (sync_replicas_ == 0) return renewed(sent, deadline);
         // Renewed only once the replicas confirm it (--sync-replicas); until
@@ -225,6 +230,12 @@ void Watchdog::listen(std::function<void()> settled) {
     // KEY; Redisson: "0"), and only once its key was released or broken: any
     // message heard while this holds may be the news of a break.
     bool layout = lock_.parts()[part]->names().layout != Layout::Rlock;
+    // A newer superseding job asks the superseding holders to stop
+    // (--cancel-in-progress): the renewal says whether this is one of them.
+    if (!layout && what == "cancel") {
+      if (!stopped_ && ev_.cancelled && !cancel_reported_ && lock_.line_policy().supersede) renew();
+      return;
+    }
     if (stopped_ || (!layout && what != "break" && what != token_)) return;
     ++heard_count_;
     if (what == token_) heard_token_[part] = true;

@@ -3,7 +3,8 @@
 // safety margin), counts a renewal only once replicas confirm it
 // (--sync-replicas), and listens on the lock's release channel so that a
 // `break` (or a release with the token) is heard within about a second
-// instead of at the next renewal.
+// instead of at the next renewal; so is a stop request of a newer job
+// (--cancel-in-progress).
 #pragma once
 
 #include <functional>
@@ -31,6 +32,11 @@ class Watchdog {
     /// instead of `lost`, once; the watchdog has stopped. Without it, such a
     /// release is a loss like any other (`run`: only the run holds its token).
     std::function<void()> released;
+    /// Optional. A newer superseding job asked this holder, which asked to
+    /// supersede, to stop its command (--cancel-in-progress): who that is.
+    /// Heard on the channel (then checked by a renewal) or found by a renewal;
+    /// reported once. The watchdog goes on renewing until stop().
+    std::function<void(const std::string& by)> cancelled;
   };
 
   /// `acquired.ttl` is the lease length (already bounded by what was asked).
@@ -79,7 +85,7 @@ class Watchdog {
   Clock::time_point deadline_;
   std::vector<std::unique_ptr<Subscriptions>> subs_;  // one per key (`--and`)
   Loop::TimerId renew_timer_ = 0, lost_timer_ = 0;
-  bool renewing_ = false, recheck_ = false, stopped_ = false;
+  bool renewing_ = false, recheck_ = false, stopped_ = false, cancel_reported_ = false;
   // Woken well past the deadline (kLate in watchdog.cc): the next renewal
   // decides (late_check_), and the one in flight was sent so (late_renewal_).
   bool late_check_ = false, late_renewal_ = false;

@@ -171,6 +171,8 @@ std::string event_line(const Event& e) {
   } else if (ev == "superseded") {
     parts.push_back("the waiter " + truncate_columns(f("tok"), 13) + " was superseded by " +
                     f("by"));
+  } else if (ev == "cancelled") {
+    parts.push_back("asked to stop by " + f("by") + " (--cancel-in-progress)");
   } else if (ev == "gave-up") {
     std::string waited = ms_text(e.get("waited"));
     if (!waited.empty()) parts.push_back("after waiting " + waited);
@@ -246,6 +248,11 @@ std::string event_json(const Event& e) {
       auto n = parse_int64(v);
       if (*type == FieldType::Number && n) {
         if (k != "slot" || *n > 0) o.num(k, *n);  // slot 0: none
+        continue;
+      }
+      // A named pool's slot is its name (--limit db-a,db-b).
+      if (k == "slot" && !n && is_printable_text(v)) {
+        o.str("slot_name", v);
         continue;
       }
       if (*type == FieldType::Flag && v == "1") {

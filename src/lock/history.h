@@ -2,7 +2,8 @@
 // history"): the events the scripts record in PREFIX{KEY}:log, a capped Redis
 // stream, in the same call that changes the state: acquired, released, kept (--min-hold), done
 // (--done-for), expired (without a release, noticed by the next script),
-// lost (its holder said why), broken, superseded, gave-up.
+// lost (its holder said why), broken, superseded, cancelled (asked to stop by
+// --cancel-in-progress), gave-up.
 #pragma once
 
 #include <cstdint>

@@ -133,6 +133,10 @@ class Lock {
   /// quorum) cannot keep is a usage Error.
   const LinePolicy& line_policy() const { return line_; }
   virtual void set_line_policy(const LinePolicy& p) { line_ = p; }
+  /// A named pool (--limit NAME,...): its names, comma-separated; limit() is
+  /// their count. "" (the default): a count.
+  const std::string& pool() const { return pool_; }
+  virtual void set_pool(const std::string& names) { pool_ = names; }
   /// How many events the lock's history keeps (--history; 0: none recorded).
   int history() const { return history_; }
   virtual void set_history(int n) { history_ = n; }
@@ -156,6 +160,7 @@ class Lock {
   int limit_;
   bool shared_ = false;
   LinePolicy line_;
+  std::string pool_;
   int history_ = kDefaultHistory;
   bool status_events_ = true;
 };

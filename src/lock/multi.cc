@@ -100,6 +100,8 @@ void MultiLock::do_extend(const std::string& token, Millis ttl, Done<ExtendReply
             continue;
           }
           r.value.ttl = first ? o.value.ttl : std::min(r.value.ttl, o.value.ttl);
+          if (o.value.cancelled_by && !r.value.cancelled_by)
+            r.value.cancelled_by = o.value.cancelled_by;
           if (first) r.value.fence = o.value.fence;
           first = false;
         }

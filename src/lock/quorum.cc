@@ -265,6 +265,14 @@ void QuorumLock::set_line_policy(const LinePolicy& p) {
   Lock::set_line_policy(p);
 }
 
+void QuorumLock::set_pool(const std::string& names) {
+  if (!names.empty())
+    throw_usage(
+        "a named pool (--limit NAME,...) needs one deployment: in quorum mode each master would "
+        "hand out names of its own");
+  Lock::set_pool(names);
+}
+
 void QuorumLock::set_history(int n) {
   Lock::set_history(n);
   for (auto& l : locks_) l->set_history(n);

@@ -81,6 +81,7 @@ class QuorumLock : public Lock {
   /// A quorum has no line: --priority, --supersede and --max-waiters are a
   /// usage Error.
   void set_line_policy(const LinePolicy& p) override;
+  void set_pool(const std::string& names) override;
 
   size_t quorum() const { return majority(total_); }
 

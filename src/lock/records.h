@@ -36,6 +36,11 @@ inline constexpr size_t kMaxBreakReason = 256;
 /// The longest --label stored (bytes).
 inline constexpr size_t kMaxLabel = 256;
 
+/// A named pool (--limit NAME,...): at most this many names of at most
+/// kMaxPoolName bytes each.
+inline constexpr size_t kMaxPoolNames = 100;
+inline constexpr size_t kMaxPoolName = 64;
+
 /// Events a lock's history keeps unless --history says otherwise.
 inline constexpr int kDefaultHistory = 100;
 inline constexpr int kMaxHistory = 10000;
@@ -44,6 +49,7 @@ inline constexpr int kMaxHistory = 10000;
 struct LinePolicy {
   int priority = 0;        // -1000 to 1000: a higher one is served first
   bool supersede = false;  // replaces the superseding waiter that came before
+  bool cancel = false;     // with supersede: also stops the superseding holders
   int max_waiters = 0;     // a line this long refuses newcomers (0: no cap)
   bool plain() const { return priority == 0 && !supersede && max_waiters == 0; }
 };
@@ -79,6 +85,12 @@ struct Holder {
   /// A semaphore holder's slot (1…limit, the lowest free at its grant; 0 =
   /// none: not a semaphore, or a holder from before the release that has them).
   long slot = 0;
+  /// A named pool's holder (--limit NAME,...): the name it holds (slot 0).
+  std::string slot_name;
+  /// The slot as shown: the name, the number, or "" for none.
+  std::string slot_text() const {
+    return !slot_name.empty() ? slot_name : slot > 0 ? std::to_string(slot) : "";
+  }
   /// A holder of another tool's layout (--layout): `token` is all it keeps
   /// (plain: the key's value; Redisson: the holder's id), and `holds` its
   /// Redisson hold count (0 for plain).
@@ -142,6 +154,7 @@ struct AcquireReply {
   /// is there, a release with it or a break removed it (`broken`).
   enum class State { Acquired, Taken, Queued, Done, Full, Superseded, Gone } state = State::Taken;
   long slot = 0;                // Acquired: a semaphore's slot (0: none)
+  std::string slot_name;        // Acquired: a named pool's name ("": none)
   std::string by;               // Superseded
   bool broken = false;          // Gone: by `rlock break` (else by a release with the token)
   int64_t fence = 0;            // Acquired
@@ -171,6 +184,9 @@ struct ExtendReply {
   /// Held by a holder that asked to supersede (--supersede), and a newer
   /// superseding job has joined the line since it first did: who that is.
   std::optional<std::string> superseded_by;
+  /// A newer superseding job asked such a holder to stop
+  /// (--cancel-in-progress): who that is.
+  std::optional<std::string> cancelled_by;
   /// Several keys (--and), no success: the keys found not held, else (an
   /// error) those whose renewal failed. Empty for one key.
   std::vector<std::string> failed_keys;

@@ -21,6 +21,20 @@ int64_t reply_int(const Reply& r) {
 
 namespace {
 
+// A holder's slot: a number (a count's), or a named pool's name, which is
+// never all digits (options.cc); anything else, or a name longer than a pool
+// name may be, is none.
+void parse_slot(const Reply& r, long& slot, std::string& name) {
+  const std::string& s = r.str;
+  bool digits =
+      !s.empty() && s.size() <= 7 && s.find_first_not_of("0123456789") == std::string::npos;
+  if (r.type == Reply::Type::Integer || digits) {
+    slot = static_cast<long>(std::clamp<int64_t>(reply_int(r), 0, 1'000'000));
+  } else if (r.type == Reply::Type::String && !s.empty() && s != "0" && s.size() <= kMaxPoolName) {
+    name = r.text();
+  }
+}
+
 HolderInfo info_from(const Reply* e) {
   HolderInfo i;
   i.host = e[0].text();
@@ -56,7 +70,7 @@ Holder parse_holder(const Reply* e, size_t size) {
   }
   if (size >= 15) {
     x.info.label = e[13].text();
-    x.slot = std::clamp<int64_t>(reply_int(e[14]), 0, 1'000'000);
+    parse_slot(e[14], x.slot, x.slot_name);
   }
   // Nested holds (protocol 4, nest.lua): when the holder's release came, and how many.
   if (size >= 17) {
@@ -96,7 +110,8 @@ std::vector<Waiter> parse_waiters(const Reply& r) {
 
 }  // namespace
 
-AcquireReply parse_acquire(const Reply& r, int limit, bool shared, const std::string& key) {
+AcquireReply parse_acquire(const Reply& r, int limit, bool shared, const std::string& key,
+                           const std::string& pool) {
   auto& e = r.as_array("an acquire reply", 2);
   const std::string& tag = e[0].as_string("an acquire status");
   AcquireReply a;
@@ -106,8 +121,7 @@ AcquireReply parse_acquire(const Reply& r, int limit, bool shared, const std::st
     a.fence = reply_int(e[1]);
     a.ttl = Millis(reply_int(e[2]));
     if (e.size() > 3) a.now_ms = reply_int(e[3]);
-    if (e.size() > 4)
-      a.slot = static_cast<long>(std::clamp<int64_t>(reply_int(e[4]), 0, 1'000'000));
+    if (e.size() > 4) parse_slot(e[4], a.slot, a.slot_name);
   } else if (tag == "SUPERSEDED") {
     a.state = AcquireReply::State::Superseded;
     a.by = e[1].text();
@@ -129,20 +143,28 @@ AcquireReply parse_acquire(const Reply& r, int limit, bool shared, const std::st
       throw_protocol("a DONE acquire reply without the holder that did it");
   } else if (tag == "MIXED") {
     long stored = static_cast<long>(reply_int(e[1]));
+    // The pools' definitions as --limit takes them: a count, or the names
+    // (the other holders', protocol 4: the reply's third value).
+    std::string mine = pool.empty() ? std::to_string(limit) : pool;
+    std::string theirs = std::to_string(stored);
+    if (e.size() > 2 && e[2].type == Reply::Type::String && !e[2].str.empty())
+      theirs = escape_text(truncate_text(e[2].str, kMaxPoolNames * (kMaxPoolName + 1)));
     if (stored < 0)
       throw_usage(fmt::format(
-          "'{}' is held as a shared lock (--shared); --limit {} cannot share it", key, limit));
+          "'{}' is held as a shared lock (--shared); --limit {} cannot share it", key, mine));
     if (shared)
       throw_usage(fmt::format("'{}' is a semaphore with --limit {}; --shared cannot share it", key,
-                              stored));
+                              theirs));
     if (stored == 0)
-      throw_usage(
-          fmt::format("'{}' is held as a plain lock (without --limit); --limit {} cannot share it",
-                      key, limit));
+      throw_usage(fmt::format(
+          "'{}' is held as a plain lock (without --limit); --limit {} cannot share it", key, mine));
     if (limit == 0)
       throw_usage(
-          fmt::format("'{}' is a semaphore with --limit {}; use the same --limit", key, stored));
-    throw_usage(fmt::format("'{}' is a semaphore with --limit {}, not {}", key, stored, limit));
+          fmt::format("'{}' is a semaphore with --limit {}; use the same --limit", key, theirs));
+    throw_usage(
+        fmt::format("'{}' is a semaphore with --limit {}, not {}: holders of one KEY give "
+                    "the same --limit",
+                    key, theirs, mine));
   } else if (tag == "GONE") {
     a.state = AcquireReply::State::Gone;
     a.broken = reply_int(e[1]) == 2;

@@ -18,8 +18,10 @@ namespace rlock {
 int64_t reply_int(const Reply& r);
 
 /// The acquire script's reply (acquire.lua) for a lock of `limit` holders
-/// (0: exclusive), `shared` or not, named `key` in messages.
-AcquireReply parse_acquire(const Reply& r, int limit, bool shared, const std::string& key);
+/// (0: exclusive), `shared` or not, named `key` in messages; `pool`: a named
+/// pool's names, comma-separated ("": a count).
+AcquireReply parse_acquire(const Reply& r, int limit, bool shared, const std::string& key,
+                           const std::string& pool = {});
 
 /// The release script's reply (release.lua).
 ReleaseReply parse_release(const Reply& r);

@@ -27,7 +27,9 @@ Args AcquireArgs::to_argv() const {
           std::to_string(priority),
           supersede ? "1" : "",
           std::to_string(max_waiters),
-          std::to_string(history)};
+          std::to_string(history),
+          cancel ? "1" : "",
+          pool};
 }
 
 Args UndoArgs::to_argv() const {

@@ -37,6 +37,8 @@ struct AcquireArgs {
   bool supersede = false;         // supersede: --supersede
   int max_waiters = 0;            // cap: --max-waiters (0: no cap)
   int history = kDefaultHistory;  // HISTORY: events kept (0: none)
+  bool cancel = false;            // cancel: --cancel-in-progress
+  std::string pool;               // pool: a named pool's names, comma-separated ("": a count)
   Args to_argv() const;
 };
 

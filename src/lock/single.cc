@@ -55,22 +55,25 @@ void SingleLock::acquire_in(const char* mode, const std::string& token, Millis t
                 .priority = line_.priority,
                 .supersede = line_.supersede,
                 .max_waiters = line_.max_waiters,
-                .history = history_};
+                .history = history_,
+                .cancel = line_.cancel,
+                .pool = pool_};
   int limit = limit_;
   bool shared = shared_;
   std::string key = names_.key;
-  run<AcquireReply>(
-      client_, acquire_script(), names_, a.to_argv(),
-      [limit, shared, key](const Reply& r) { return parse_acquire(r, limit, shared, key); },
-      std::move(done), timeout,
-      // A timed-out attempt may still run on the server: its undo goes right
-      // behind it on the same connection, and touches nothing a later attempt
-      // of this token did.
-      {ScriptCall{
-          &undo_script(),
-          UndoArgs{
-              .token = token, .attempt = attempt, .channel = names_.channel, .history = history_}
-              .to_argv()}});
+  run<AcquireReply>(client_, acquire_script(), names_, a.to_argv(),
+                    [limit, shared, key, pool = pool_](const Reply& r) {
+                      return parse_acquire(r, limit, shared, key, pool);
+                    },
+                    std::move(done), timeout,
+                    // A timed-out attempt may still run on the server: its undo goes right
+                    // behind it on the same connection, and touches nothing a later attempt
+                    // of this token did.
+                    {ScriptCall{&undo_script(), UndoArgs{.token = token,
+                                                         .attempt = attempt,
+                                                         .channel = names_.channel,
+                                                         .history = history_}
+                                                    .to_argv()}});
 }
 
 Done<ExtendReply> confirmed_renewal(Client& client, Done<ExtendReply> done) {
@@ -110,6 +113,7 @@ void SingleLock::do_extend(const std::string& token, Millis ttl, Done<ExtendRepl
           x.fence = reply_int(e[2]);
         }
         if (x.held && e.size() >= 4) x.superseded_by = e[3].as_string("who supersedes it");
+        if (x.held && e.size() >= 5) x.cancelled_by = e[4].as_string("who asks it to stop");
         if (!x.held && e.size() >= 2) {
           x.released = reply_int(e[1]) == 1;
           x.broken = reply_int(e[1]) == 2;

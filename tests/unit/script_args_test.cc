@@ -25,16 +25,21 @@ TEST(ScriptArgs, AcquireSendsItsSeventeenArgumentsInTheScriptsOrder) {
                 .priority = -5,
                 .supersede = true,
                 .max_waiters = 7,
-                .history = 50};
-  EXPECT_EQ(a.to_argv(), (Args{"tok", "30000", "3", "wait", "6000", "lock:release:{k}", "h", "42",
-                               "u", "make", "2", "shared", "job", "-5", "1", "7", "50"}));
+                .history = 50,
+                .cancel = true,
+                .pool = "db-a,db-b,db-c"};
+  EXPECT_EQ(a.to_argv(),
+            (Args{"tok", "30000", "3", "wait", "6000", "lock:release:{k}", "h", "42", "u", "make",
+                  "2", "shared", "job", "-5", "1", "7", "50", "1", "db-a,db-b,db-c"}));
   AcquireArgs plain{.token = "t", .mode = "try"};
   Args argv = plain.to_argv();
-  ASSERT_EQ(argv.size(), 17u);
+  ASSERT_EQ(argv.size(), 19u);
   EXPECT_EQ(argv[4], "6000");  // the place lease
   EXPECT_EQ(argv[11], "");     // exclusive
   EXPECT_EQ(argv[14], "");     // no supersede
   EXPECT_EQ(argv[16], "100");  // the default history
+  EXPECT_EQ(argv[17], "");     // no cancel
+  EXPECT_EQ(argv[18], "");     // a count, not a named pool
 }
 
 TEST(ScriptArgs, ReleaseSendsTheTailOnlyWithAHistoryCap) {

@@ -6,8 +6,12 @@
 --       supersede ('1': replace the waiter that asked for it before; an
 --       older superseding job is answered SUPERSEDED),
 --       max_waiters (a line of that many refuses newcomers; 0 = no cap),
---       history cap (events kept; 0 = none)
--- Returns {'OK', fence, ttl, now, slot} (slot: a semaphore's, else 0)
+--       history cap (events kept; 0 = none); protocol 4, each optional:
+--       cancel ('1', with supersede: the holders that asked to supersede are
+--       asked to stop, --cancel-in-progress), pool (a named pool's names,
+--       separated by commas, in order; limit is their count)
+-- Returns {'OK', fence, ttl, now, slot} (slot: a semaphore's number or a named
+--         pool's name, else 0)
 --       | {'TAKEN', position, free, holders, count, cluster} (cluster: 1 on a
 --         Cluster node, where notices go by SPUBLISH, else 0: the waiter then
 --         subscribes with SUBSCRIBE alone)
@@ -15,7 +19,8 @@
 --       | {'DONE', -1, 0, {holder}, 1} (kept by run --done-for)
 --       | {'FULL', -1, free, holders, count} (max_waiters reached)
 --       | {'SUPERSEDED', by} (a newer superseding waiter replaced this one)
---       | {'MIXED', stored_limit} (-1: a shared lock) | {'STALE', newest_attempt}
+--       | {'MIXED', stored_limit, pool} (-1: a shared lock; pool: the names of
+--         the other holders' pool, '' for a count) | {'STALE', newest_attempt}
 --       | {'GONE', 1|2} (mode 'regrant': the token's tombstone is here)
 -- Mode 'regrant' (quorum mode: a holder grants its lease again on a master that
 -- answered its renewal "not held") is 'try', except where a release with the
@@ -39,6 +44,8 @@ local prio = math.max(-1000, math.min(1000, math.floor(tonumber(ARGV[14] or '0')
 local supersede = ARGV[15] == '1'      -- replaces the superseding waiter before it
 local cap = tonumber(ARGV[16] or '0') or 0  -- max waiters (0: no cap)
 HISTORY = history_cap(ARGV[17])        -- events the history keeps (0: none)
+local cancel = supersede and ARGV[18] == '1'  -- also stops superseding holders
+local pool = limit > 0 and ARGV[19] or ''  -- a named pool's names ('' : a count)
 -- (PUBLISH is not asked: a user without rlock's channels may still take a free lock)
 preflight('DEL EXISTS GET HDEL HEXISTS HGET HGETALL HLEN HMGET HSET HSETNX INCR PERSIST PEXPIRE ' ..
           'PTTL SET ' ..
@@ -55,16 +62,33 @@ local function describe(key, ...)
   if shared then redis.call('HSET', key, 'mode', 'shared') end
   if label ~= '' then redis.call('HSET', key, 'label', field(label)) end
 end
--- The lowest semaphore slot (1, 2 ...) no live holder has.
+-- The lowest semaphore slot (1, 2 ...) no live holder has; in a named pool,
+-- the first of its names no live holder has.
 local function free_slot()
   local used = {}
   for _, t in ipairs(redis.call('ZRANGE', HOLDERS, 0, -1)) do
-    local n = tonumber(redis.call('HGET', hkey(t), 'slot') or '')
-    if n then used[n] = true end
+    local s = redis.call('HGET', hkey(t), 'slot')
+    if s then used[tonumber(s) or s] = true end
+  end
+  if pool ~= '' then
+    for name in string.gmatch(pool, '[^,]+') do
+      if not used[name] then return name end
+    end
+    return 0  -- (a holder of 0.4.0 counts as a place: never reached)
   end
   local n = 1
   while used[n] do n = n + 1 end
   return n
+end
+-- The pool the live holders gave: a named pool's names, '' for a count, nil
+-- when no holder says (none, or only 0.4.0 holders, which carry no slot).
+local function holders_pool()
+  for _, t in ipairs(redis.call('ZRANGE', HOLDERS, 0, -1)) do
+    local h = redis.call('HMGET', hkey(t), 'pool', 'slot')
+    if h[1] then return field(h[1]) end
+    if h[2] then return '' end
+  end
+  return nil
 end
 -- The line has `cap` live waiters or more, `except` (a token, or nil) not counted.
 local function full(except)
@@ -87,7 +111,10 @@ if limit > 0 then
   elseif v then
     return {'MIXED', 0}
   end
-  if cur > 0 and cur ~= limit then return {'MIXED', cur} end
+  -- A pool is one definition: the same count, and the same names or none.
+  local other = holders_pool()
+  if cur > 0 and cur ~= limit then return {'MIXED', cur, other or ''} end
+  if other and other ~= pool then return {'MIXED', cur > 0 and cur or limit, other} end
 end
 -- The token already holds: a retry whose first reply was lost, or a late copy
 -- of an earlier attempt. A retry renews the lease, so that it ends ttl after
@@ -100,7 +127,7 @@ if how then
   set_lease(tok, how, ttl)
   if att > 0 then redis.call('HSET', hkey(tok), 'att', att) end
   local h = redis.call('HMGET', hkey(tok), 'fence', 'slot')
-  return {'OK', tonumber(h[1] or '0') or 0, ttl, NOW, tonumber(h[2] or '0') or 0}
+  return {'OK', tonumber(h[1] or '0') or 0, ttl, NOW, tonumber(h[2] or '0') or h[2]}
 end
 local queued = redis.call('ZSCORE', QUEUE, tok)
 if queued and att > 0 and att < stamp_of(wkey(tok)) then
@@ -148,9 +175,26 @@ if supersede and mode == 'wait' and not queued then
   local by = label
   if by == '' then by = host .. ' pid ' .. pid end
   by = field(by)
+  -- --cancel-in-progress: the live holders that joined as superseding jobs
+  -- (the older ones, SUPS knows them) are asked to stop; each hears it on
+  -- the release channel, and its next renewal finds the mark.
+  local stop = {}
+  if cancel then
+    local v = redis.call('GET', LOCK)
+    local hs = redis.call('ZRANGEBYSCORE', HOLDERS, '(' .. NOW, '+inf', 'LIMIT', 0, 1000)
+    if v and v ~= SHARED then hs[#hs + 1] = v end
+    for _, t in ipairs(hs) do
+      -- (a record without its lease's expiry is never written to)
+      if t ~= tok and redis.pcall('HEXISTS', SUPS, t) == 1 and redis.call('PTTL', hkey(t)) > 0 and
+         redis.call('HEXISTS', hkey(t), 'cancel') == 0 then
+        stop[#stop + 1] = t
+      end
+    end
+  end
   -- Told first: a PUBLISH that is refused must fail before anything is
   -- written (the one before would else be superseded by a job that failed).
   if old then tell(chan, old, 'superseded') end
+  if #stop > 0 then publish(chan, 'cancel') end
   -- This job's first join, and it is the newest (it was, or it is new). The
   -- expiry is set at once: whatever fails next leaves nothing for ever.
   local first = redis.call('HSETNX', SUPS, tok, NOW) == 1
@@ -167,6 +211,10 @@ if supersede and mode == 'wait' and not queued then
     for i = 1, math.floor(#jobs / 2) do redis.call('HDEL', SUPS, jobs[i][2]) end
   end
   redis.call('HSET', SUPS, NEWEST, tok, NEWEST_BY, by)
+  for _, t in ipairs(stop) do
+    redis.call('HSET', hkey(t), 'cancel', by)  -- (the record keeps its lease's expiry)
+    record('cancelled', t, 'who', who_of(hkey(t)), 'by', by)
+  end
   if old and redis.call('ZREM', QUEUE, old) == 1 then
     -- "Only the latest": the one before leaves the line, is told so (above),
     -- and is marked so that it never joins again.
@@ -218,7 +266,11 @@ if eligible then
   if limit > 0 then slot = free_slot() end
   redis.call('DEL', hkey(tok), rkey(tok))
   describe(hkey(tok), 'fence', fence, 'ttl', ttl, 'att', att)
-  if slot > 0 then redis.call('HSET', hkey(tok), 'slot', slot) end
+  if pool ~= '' then
+    redis.call('HSET', hkey(tok), 'slot', slot, 'pool', pool)
+  elseif slot > 0 then
+    redis.call('HSET', hkey(tok), 'slot', slot)
+  end
   expire(hkey(tok), ttl, function()  -- no holder without its record
     if limit == 0 and not shared then redis.pcall('DEL', LOCK) return end
     redis.pcall('ZREM', HOLDERS, tok)

@@ -10,7 +10,10 @@
 -- ARGV[4] (protocol 4, optional): '1' for a holder that asked to supersede
 -- (--supersede): a renewal then says, as a fourth element, who supersedes it
 -- when a newer superseding job has joined this key's line since it first
--- did (an --and holder of some keys gives them back).
+-- did (an --and holder of some keys gives them back), and as a fifth,
+-- protocol 4, who asked it to stop when a newer superseding job asked for
+-- --cancel-in-progress (acquire.lua marked its record; the fourth is then
+-- never absent).
 -- >8 -- rlock sends the rest of this file, from the newline ending this line on
 -- The arguments, in the order rlock sends them (ExtendArgs, src/lock/script_args.h):
 local tok = ARGV[1]                    -- the holder's token
@@ -44,5 +47,12 @@ set_lease(tok, how, ttl)
 -- that its end is still recorded.
 if HISTORY > 0 then hcall('PEXPIRE', LIVE, LOG_IDLE_MS) end
 local out = {1, ttl, tonumber(redis.call('HGET', hkey(tok), 'fence') or '0')}
-if supersede then out[4] = newer_than(tok) end
+if supersede then
+  out[4] = newer_than(tok)
+  local by = redis.call('HGET', hkey(tok), 'cancel')
+  if by then
+    out[4] = out[4] or field(by)
+    out[5] = field(by)
+  end
+end
 return out
