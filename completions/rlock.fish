@@ -153,7 +153,7 @@ complete -c rlock -n __rlock_no_subcommand -a history -d 'show what happened to 
 complete -c rlock -n __rlock_no_subcommand -a break -d 'delete a stuck lock and wake its waiters'
 complete -c rlock -n __rlock_no_subcommand -a forget -d 'remove every trace of a free, unwaited key'
 complete -c rlock -n __rlock_no_subcommand -a doctor -d 'check whether the Redis server is safe for locks'
-complete -c rlock -n __rlock_no_subcommand -l version -d 'print the version and exit'
+complete -c rlock -n __rlock_no_subcommand -l version -d 'print the version of rlock and of its lock protocol, then exit'
 
 # Connection and output options: before or after the subcommand.
 set -l g 'not __rlock_in_run_command'

@@ -2,7 +2,12 @@
 # Builds rlock's packages, each from the same `cmake --install` layout (prefix /usr),
 # at the version `rlock --version` prints, each naming and installing LICENSE (MIT):
 #
-#   scripts/package.sh deb [BUILD_DIR]   a Debian package; its path is the last line
+#   scripts/package.sh deb [BUILD_DIR]   the standalone Debian package (static: libc
+#                                        alone at run time, packaging/deb/); its path
+#                                        is the last line
+#   scripts/package.sh debian            the Debian source package (packaging/debian/)
+#                                        and its binary package, with dpkg-buildpackage
+#                                        from the tarball; the .changes path last
 #   scripts/package.sh rpm [BUILD_DIR]   an RPM, with rpmbuild and packaging/rpm/rlock.spec
 #                                        (needs rpmbuild); its path is the last line
 #   scripts/package.sh tarball           the source tarball the RPM, Homebrew and Arch
@@ -13,7 +18,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-usage() { echo "usage: scripts/package.sh deb|rpm|tarball [BUILD_DIR]" >&2; }
+usage() { echo "usage: scripts/package.sh deb|debian|rpm|tarball [BUILD_DIR]" >&2; }
 what=${1:-}
 out=$PWD/build-pkg
 mkdir -p "$out"
@@ -42,16 +47,19 @@ deb() {
   arch=$(dpkg --print-architecture)
   stage_dir=$out/deb
   stage "$dir" "$stage_dir"
-  # Debian policy: compressed man page and documentation, a copyright file and a
-  # changelog (a native package: changelog.gz), permissions 0755/0644.
+  # Debian policy: a compressed man page, a copyright file and a changelog (a native
+  # package: changelog.gz), permissions 0755/0644. README.md and docs/ stay uncompressed:
+  # they link to each other by name (as dh_compress leaves HTML, packaging/README.md).
   gzip -9n "$stage_dir/usr/share/man/man1/rlock.1"
-  gzip -9n "$stage_dir"/usr/share/doc/rlock/{README,GUIDE,DECISIONS,PROTOCOL}.md
   # The license's text is in the copyright file, where Debian wants it (lintian:
-  # extra-license-file).
+  # extra-license-file), with the notices of what the binary links in.
   rm "$stage_dir/usr/share/doc/rlock/LICENSE"
-  cp packaging/debian/copyright "$stage_dir/usr/share/doc/rlock/copyright"
-  sed "s/@VERSION@/$version/" packaging/debian/changelog |
-    gzip -9n >"$stage_dir/usr/share/doc/rlock/changelog.gz"
+  cp packaging/deb/copyright "$stage_dir/usr/share/doc/rlock/copyright"
+  if [[ $(sed -n '1s/^rlock (\([^)]*\)).*/\1/p' packaging/deb/changelog) != "$version" ]]; then
+    echo "package.sh: packaging/deb/changelog does not start with rlock ($version)" >&2
+    exit 1
+  fi
+  gzip -9n <packaging/deb/changelog >"$stage_dir/usr/share/doc/rlock/changelog.gz"
   find "$stage_dir" -type d -exec chmod 0755 {} +
   find "$stage_dir" -type f -exec chmod 0644 {} +
   chmod 0755 "$stage_dir/usr/bin/rlock"
@@ -61,7 +69,7 @@ deb() {
   mkdir -p "$stage_dir/DEBIAN"
   sed -e "s/@VERSION@/$version/" -e "s/@ARCH@/$arch/" -e "s/@LIBC@/$libc/" \
     -e "s/@SIZE@/$(du -sk --exclude=DEBIAN "$stage_dir" | cut -f1)/" \
-    packaging/debian/control >"$stage_dir/DEBIAN/control"
+    packaging/deb/control >"$stage_dir/DEBIAN/control"
   (cd "$stage_dir" && find usr -type f -exec md5sum {} + | sort -k2) >"$stage_dir/DEBIAN/md5sums"
   chmod 0644 "$stage_dir/DEBIAN/control" "$stage_dir/DEBIAN/md5sums"
   deb_file=$out/rlock_${version}_${arch}.deb
@@ -76,6 +84,38 @@ tarball() {
   git archive --format=tar.gz --prefix="rlock-$version/" -o "$file" HEAD
   echo "sha256 $(sha256sum "$file" | cut -d' ' -f1)" >&2
   echo "$file"
+}
+
+# debian: the Debian source package, as a distribution builds it: the upstream tarball
+# (rlock_VERSION.orig.tar.gz, `git archive` of HEAD) unpacked, packaging/debian/ copied
+# to debian/, then dpkg-buildpackage -us -uc (source and binary; DEB_BUILD_OPTIONS from
+# the environment: nocheck skips the unit tests). Everything under build-pkg/debian/.
+debian() {
+  local version top src changes
+  command -v dpkg-buildpackage >/dev/null || {
+    echo "package.sh: dpkg-buildpackage is not installed (apt-get install dpkg-dev debhelper)" >&2
+    exit 69
+  }
+  version=$(sed -n 's/^project(rlock VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
+  if [[ $(sed -n '1s/^rlock (\([0-9.]*\)-[0-9]*).*/\1/p' packaging/debian/changelog) != "$version" ]]; then
+    echo "package.sh: packaging/debian/changelog does not start with rlock ($version-N)" >&2
+    exit 1
+  fi
+  top=$out/debian
+  rm -rf "$top"
+  mkdir -p "$top"
+  tarball "$version" >/dev/null
+  cp "$out/rlock-$version.tar.gz" "$top/rlock_$version.orig.tar.gz"
+  tar -xzf "$top/rlock_$version.orig.tar.gz" -C "$top"
+  src=$top/rlock-$version
+  cp -a "$src/packaging/debian" "$src/debian"
+  (cd "$src" && dpkg-buildpackage -us -uc) >&2
+  changes=$(find "$top" -maxdepth 1 -name "rlock_${version}-*.changes" | head -n 1)
+  [[ -n $changes ]] || {
+    echo "package.sh: dpkg-buildpackage made no .changes" >&2
+    exit 1
+  }
+  echo "$changes"
 }
 
 rpm() {
@@ -105,6 +145,7 @@ rpm() {
 
 case $what in
   deb) deb "${2:-}" ;;
+  debian) debian ;;
   rpm) rpm "${2:-}" ;;
   tarball) tarball ;;
   -h | --help) usage ;;

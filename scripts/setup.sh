@@ -21,6 +21,7 @@ packages=(
   prometheus                           # promtool: tests/history.bats checks list --prometheus
   zsh fish                             # tests/completion.bats: the zsh and fish completions, for real
   lintian rpm ruby bash-completion file # tests/packaging: the .deb, the RPM, the recipes
+  debhelper dpkg-dev                   # tests/packaging: the Debian source package (dpkg-buildpackage)
   systemd                              # docs/recipes: systemd-analyze verify of the units
   clang-14 libclang-rt-14-dev llvm-14 # scripts/fuzz.sh: libFuzzer + sanitizer runtimes, symbolizer
   etcd-server etcd-client              # bench/run.sh: etcdctl lock, a baseline

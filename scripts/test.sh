@@ -8,7 +8,8 @@
 # in quorum mode with --masters 3, in Sentinel mode with --sentinel and in Cluster mode
 # with --cluster), a
 # smoke run of the benchmark (bench/run.sh --smoke: it works; nothing is timed or asserted
-# about speed) and the packaging tests (tests/packaging: the .deb, the RPM, the recipes;
+# about speed) and the packaging tests (tests/packaging: the standalone .deb, the Debian
+# source package built with dpkg-buildpackage, the RPM, the recipes;
 # the recipe checks of docs/recipes run in the bats suites).
 # Environment:
 #   RLOCK_SKIP_SANITIZERS=1   skip the second pass
@@ -190,12 +191,13 @@ else
   run_bench_smoke
 fi
 
-# run_packaging: tests/packaging/packaging.bats once, on the plain build: the .deb
-# (lintian, installed and removed again), the RPM, the recipes. Its bats lines count.
+# run_packaging: tests/packaging/packaging.bats once, on the plain build: the standalone .deb
+# (lintian, installed and removed again), the Debian source package and its .deb (a build
+# of their own, DEB_BUILD_OPTIONS=nocheck), the RPM, the recipes. Its bats lines count.
 run_packaging() {
   local rc passed failed
   echo "==> [packaging] tests/packaging/packaging.bats"
-  RLOCK_PACKAGE_BUILD=build timeout 900 bats --tap tests/packaging/packaging.bats 2>&1 |
+  RLOCK_PACKAGE_BUILD=build timeout 1500 bats --tap tests/packaging/packaging.bats 2>&1 |
     tee build/packaging.log
   rc=${PIPESTATUS[0]}
   passed=$(grep -c '^ok ' build/packaging.log)

@@ -5,20 +5,22 @@
 # here with `ruby -c` only: this machine has no macOS and no Homebrew.
 class Rlock < Formula
   desc "Distributed lock on Redis for shell users"
-  url "file://#{File.expand_path("../../build-pkg/rlock-0.4.0.tar.gz", __dir__)}"
+  url "file://#{File.expand_path("../../build-pkg/rlock-0.5.0.tar.gz", __dir__)}"
   license "MIT"
 
   depends_on "cli11" => :build
   depends_on "cmake" => :build
-  depends_on "fmt" => :build
+  depends_on "fmt"
   depends_on "hiredis"
   depends_on "openssl@3"
 
   def install
     # rlock loads libssl with dlopen() by the path the build found: Homebrew's
-    # opt path stays valid across OpenSSL upgrades. libstdc++ is not static on macOS.
+    # opt path stays valid across OpenSSL upgrades. hiredis, fmt and the C++ runtime are
+    # Homebrew's shared libraries (packaging/README.md).
     system "cmake", "-S", ".", "-B", "build",
            "-DRLOCK_BUILD_TESTS=OFF",
+           "-DRLOCK_STATIC_DEPS=OFF",
            "-DRLOCK_STATIC_RUNTIME=OFF",
            "-DOPENSSL_ROOT_DIR=#{Formula["openssl@3"].opt_prefix}",
            "-DRLOCK_ZSH_COMPLETION_DIR=#{zsh_completion}",
@@ -29,7 +31,7 @@ class Rlock < Formula
   end
 
   test do
-    assert_match version.to_s, shell_output("#{bin}/rlock --version")
+    assert_match(/^rlock #{Regexp.escape(version.to_s)} \(protocol \d+\)$/, shell_output("#{bin}/rlock --version"))
     # No server answers on this port: a clear 69, not a crash.
     output = shell_output("#{bin}/rlock --url redis://127.0.0.1:1/0 status k 2>&1", 69)
     assert_match "cannot connect", output

@@ -18,6 +18,7 @@
 #include "core/text.h"
 #include "lock/key.h"
 #include "lock/layout.h"
+#include "lock/scripts.h"
 
 namespace rlock {
 
@@ -214,8 +215,10 @@ int run_cli(int argc, char** argv) {
   app.formatter(make_help_formatter(help_layout()));
   app.footer(kExitTable);
   app.set_help_flag("-h,--help", "print this help and exit");
-  app.set_version_flag("--version", std::string("rlock ") + RLOCK_VERSION,
-                       "print the version and exit");
+  // The first line's form "rlock X.Y.Z" is what scripts read (the second word).
+  app.set_version_flag("--version",
+                       fmt::format("rlock {} (protocol {})", RLOCK_VERSION, kProtocolVersion),
+                       "print the version of rlock and of its lock protocol, then exit");
   app.require_subcommand(1);
   app.allow_extras();
   Values v;

@@ -11,6 +11,10 @@
 
 namespace rlock {
 
+/// The version of the lock protocol these scripts speak (docs/PROTOCOL.md, "Versions";
+/// prelude.lua names it in its first line). `rlock --version` prints it.
+inline constexpr int kProtocolVersion = 4;
+
 struct Script {
   const char* name;
   std::string source;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # Packages and package recipes (packaging/, scripts/package.sh). Run once per test run by
 # scripts/test.sh on the plain build, not in both passes (and not by ctest): building the
-# RPM is a whole Release build, and installing the .deb changes the machine.
+# RPM and the Debian source package are whole builds, and installing the .deb changes the
+# machine. The versions of the recipes are checked by tests/versions.bats (label fast).
 #
 #   RLOCK_PACKAGE_BUILD=build bats tests/packaging/packaging.bats
 #
@@ -28,7 +29,7 @@ package() {
   [[ -f $PKG ]] || fail "package.sh $1 printed '$PKG', which is no file"
 }
 
-@test "the .deb: its path is the last line, lintian-clean, the install layout, the license" {
+@test "the standalone .deb: its path is the last line, lintian-clean, the install layout, the license and the notices of what it links in" {
   package deb
   [[ $PKG == */rlock_${VERSION}_*.deb ]] || fail "$PKG"
   command -v lintian >/dev/null || skip "lintian is not installed"
@@ -39,7 +40,8 @@ package() {
   for f in ./usr/bin/rlock ./usr/share/man/man1/rlock.1.gz \
     ./usr/share/bash-completion/completions/rlock ./usr/share/zsh/vendor-completions/_rlock \
     ./usr/share/fish/vendor_completions.d/rlock.fish ./usr/share/doc/rlock/copyright \
-    ./usr/share/doc/rlock/GUIDE.md.gz ./usr/share/doc/rlock/DECISIONS.md.gz; do
+    ./usr/share/doc/rlock/README.md ./usr/share/doc/rlock/docs/GUIDE.md \
+    ./usr/share/doc/rlock/docs/DECISIONS.md ./usr/share/doc/rlock/docs/recipes/cron.md; do
     assert_output --partial " $f"
   done
   run dpkg-deb -f "$PKG" Version
@@ -59,8 +61,75 @@ package() {
   grep -qx 'Copyright: 2026 the rlock authors' "$copyright" || fail "$(cat "$copyright")"
   assert_equal "$(grep -c '^License: Expat$' "$copyright")" 2
   diff <(sed -n '/^Permission/,$p' "$ROOT/LICENSE") \
-    <(sed -n '/^ Permission/,$p' "$copyright" | sed -e 's/^ //' -e 's/^\.$//')
+    <(awk '/^License: Expat$/ { p = 1; next } p && /^$/ { p = 0 } p' "$copyright" |
+      sed -n '/^ Permission/,$p' | sed -e 's/^ //' -e 's/^\.$//')
   [[ ! -e $BATS_TEST_TMPDIR/x/usr/share/doc/rlock/LICENSE ]] || fail "a second copy of LICENSE"
+  # Static: libc alone at run time; the notices of everything linked or compiled in.
+  run readelf -d "$BATS_TEST_TMPDIR/x/usr/bin/rlock"
+  refute_output --regexp 'NEEDED.*(hiredis|fmt|stdc\+\+|gcc_s|ssl)'
+  for notice in '^Copyright: 2009-2011, Salvatore Sanfilippo' '^Copyright: 2017-2020 University of Cincinnati' \
+    '^Copyright: 2012-2020 Victor Zverovich' '^Copyright: 1995-2020, The OpenSSL Project Authors' \
+    '^Copyright: 1986-2019 Free Software Foundation' '^License: BSD-3-Clause$' \
+    '^License: Expat with embedded exception$' '^License: Apache-2.0$' \
+    '^License: GPL-3\+ with GCC-exception-3.1 exception$' '^ GCC RUNTIME LIBRARY EXCEPTION$' \
+    '^ 2. Redistributions in binary form must reproduce'; do
+    grep -qE -- "$notice" "$copyright" || fail "no '$notice' in the copyright file"
+  done
+  # The installed README's links into docs/ work where it is installed.
+  links=$(grep -oE '\]\(docs/[^)#]*' "$BATS_TEST_TMPDIR/x/usr/share/doc/rlock/README.md" | cut -c3- | sort -u)
+  [[ -n $links ]] || fail "README.md links to nothing in docs/"
+  for l in $links; do
+    [[ -e $BATS_TEST_TMPDIR/x/usr/share/doc/rlock/$l ]] || fail "README.md links to $l, not installed"
+  done
+}
+
+@test "the Debian source package: dpkg-buildpackage from the tarball, lintian-clean, linked dynamically, docs/recipes shipped" {
+  command -v dpkg-buildpackage >/dev/null || skip "dpkg-buildpackage is not installed (apt-get install dpkg-dev)"
+  command -v dh >/dev/null || skip "debhelper is not installed"
+  # The suite has run already: the build skips the unit tests.
+  DEB_BUILD_OPTIONS="nocheck parallel=${RLOCK_JOBS:-2}" package debian
+  [[ $PKG == */rlock_${VERSION}-1_*.changes ]] || fail "$PKG"
+  dir=$(dirname "$PKG")
+  [[ $stderr == *"dpkg-source: info: building rlock using existing ./rlock_${VERSION}.orig.tar.gz"* ]] ||
+    fail "no source package built: $(tail -n 20 <<<"$stderr")"
+  # The source package unpacks by itself: upstream tarball and packaging.
+  run dpkg-source -x "$dir/rlock_${VERSION}-1.dsc" "$BATS_TEST_TMPDIR/src"
+  assert_success
+  [[ -x $BATS_TEST_TMPDIR/src/debian/rules && -f $BATS_TEST_TMPDIR/src/CMakeLists.txt ]] ||
+    fail "the unpacked source has no debian/rules or CMakeLists.txt"
+  command -v lintian >/dev/null || skip "lintian is not installed"
+  run lintian --fail-on error,warning "$PKG"
+  assert_success
+  refute_output --regexp '^[EW]: '
+  deb=$(ls "$dir"/rlock_"${VERSION}"-1_*.deb)
+  run dpkg-deb -f "$deb" Version
+  assert_output "$VERSION-1"
+  # Linked as Debian links: the shared libraries, named by dpkg-shlibdeps.
+  run dpkg-deb -f "$deb" Depends
+  assert_output --regexp 'libhiredis[0-9.]+'
+  assert_output --regexp 'libfmt[0-9]+'
+  assert_output --regexp 'libstdc\+\+6'
+  run dpkg-deb -f "$deb" Recommends
+  assert_output --regexp '^libssl3'
+  dpkg-deb -x "$deb" "$BATS_TEST_TMPDIR/x"
+  run readelf -d "$BATS_TEST_TMPDIR/x/usr/bin/rlock"
+  assert_output --regexp 'NEEDED.*libhiredis'
+  assert_output --regexp 'NEEDED.*libfmt'
+  assert_output --regexp 'NEEDED.*libstdc\+\+'
+  run dpkg-deb -c "$deb"
+  for f in ./usr/bin/rlock ./usr/share/man/man1/rlock.1.gz ./usr/share/bash-completion/completions/rlock \
+    ./usr/share/zsh/vendor-completions/_rlock ./usr/share/fish/vendor_completions.d/rlock.fish \
+    ./usr/share/doc/rlock/copyright ./usr/share/doc/rlock/changelog.Debian.gz \
+    ./usr/share/doc/rlock/README.md ./usr/share/doc/rlock/docs/GUIDE.md \
+    ./usr/share/doc/rlock/docs/recipes/stuck-lock.md; do
+    assert_output --partial " $f"
+  done
+  refute_output --partial "/usr/share/doc/rlock/LICENSE"
+  # Every recipe the tree has is shipped.
+  for r in "$ROOT"/docs/recipes/*.md; do
+    assert_output --partial " ./usr/share/doc/rlock/docs/recipes/${r##*/}"
+  done
+  grep -qx 'License: Expat' "$BATS_TEST_TMPDIR/x/usr/share/doc/rlock/copyright" || fail "no license"
 }
 
 @test "LICENSE: MIT, the rlock authors; the tarball has it at the top" {
@@ -82,8 +151,10 @@ package() {
     fail "PKGBUILD installs no license file"
   grep -q 'org.opencontainers.image.licenses="MIT"' "$ROOT/packaging/container/Containerfile" ||
     fail "Containerfile"
+  grep -qx 'Maintainer: the rlock authors <rlock@rlock.invalid>' "$ROOT/packaging/deb/control" ||
+    fail "deb/control"
   grep -qx 'Maintainer: the rlock authors <rlock@rlock.invalid>' "$ROOT/packaging/debian/control" ||
-    fail "control"
+    fail "debian/control"
   run grep -rniE --exclude=README.md \
     'example\.(org|com)|none-chosen-yet|not-chosen|^Homepage:|^URL:|^ *homepage |^url=' \
     "$ROOT/packaging"
@@ -106,7 +177,7 @@ package() {
   run dpkg -i "$PKG"
   assert_success
   run /usr/bin/rlock --version
-  assert_output "rlock $VERSION"
+  assert_output --regexp "^rlock $VERSION \(protocol [0-9]+\)$"
   run man -w rlock
   assert_output /usr/share/man/man1/rlock.1.gz
   grep -q '^License: Expat$' /usr/share/doc/rlock/copyright || fail "no license installed"
@@ -139,6 +210,10 @@ package() {
     assert_line "$d"
   done
   refute_line /usr/share/doc/rlock/LICENSE
+  # The documents in the tree's layout, the recipes included.
+  assert_line /usr/share/doc/rlock/README.md
+  assert_line /usr/share/doc/rlock/docs/GUIDE.md
+  assert_line /usr/share/doc/rlock/docs/recipes/cron.md
   # The license: named, and installed as a license file.
   run rpm -qp --queryformat '%{LICENSE}' "$PKG"
   assert_output MIT
@@ -153,12 +228,6 @@ package() {
   run readelf -S "$BATS_TEST_TMPDIR/usr/bin/rlock"
   assert_success
   refute_output --partial ".debug_info"
-}
-
-@test "every recipe names the version CMakeLists.txt has" {
-  grep -qx "Version: *$VERSION" "$ROOT/packaging/rpm/rlock.spec" || fail "rlock.spec"
-  grep -q "rlock-$VERSION.tar.gz" "$ROOT/packaging/homebrew/rlock.rb" || fail "rlock.rb"
-  grep -qx "pkgver=$VERSION" "$ROOT/packaging/arch/PKGBUILD" || fail "PKGBUILD"
 }
 
 @test "the Homebrew formula parses (ruby -c)" {
