@@ -5,7 +5,7 @@
 # line, $RLOCK_URL or $REDIS_URL), through `rlock list --names`, which gives up
 # after --timeout 500ms in all: a dead or stalled server never hangs the shell.
 
-_rlock_subcommands="run acquire extend release status list history break forget doctor"
+_rlock_subcommands="run acquire extend release status list history break forget doctor top"
 
 # Options every subcommand accepts (before or after the subcommand). --json is
 # not among them: run, release, break and forget refuse it.
@@ -27,9 +27,10 @@ _rlock_sub_opts() {
         release) echo "--token --and" ;;
         status) echo "--json" ;;
         list) echo "--names --prometheus --json" ;;
-        history) echo "-n --lines -f --follow --json" ;;
+        history) echo "-n --lines -f --follow --json --timeline --since --svg" ;;
         break | forget) echo "-y --yes" ;;
         doctor) echo "--json" ;;
+        top) echo "-b --batch --interval --count" ;;
     esac
 }
 
@@ -43,7 +44,8 @@ _rlock_takes_value() {
             --tls-key | --tls-server-name | --connect-timeout | --timeout | --prefix | --layout | \
             -c | --command | --ttl | --wait | -E | --conflict-exit-code | --limit | \
             --sync-replicas | --min-hold | --done-for | --on-lost | --kill-after | --token | \
-            --while-pid | --and | --label | --priority | --max-waiters | --history)
+            --while-pid | --and | --label | --priority | --max-waiters | --history | \
+            --since | --svg | --interval | --count)
             return 0 ;;
     esac
     return 1
@@ -202,8 +204,14 @@ _rlock_candidates() {
             compopt -o nospace 2>/dev/null
             COMPREPLY=($(compgen -W "redis:// rediss:// unix:/// redis-sentinel:// rediss-sentinel://" -- "$cur"))
             return ;;
-        --ttl | --wait | --min-hold | --kill-after | --connect-timeout | --timeout)
+        --ttl | --wait | --min-hold | --kill-after | --connect-timeout | --timeout | --interval)
             COMPREPLY=($(compgen -W "250ms 5s 30s 5m 30m 1h" -- "$cur"))
+            return ;;
+        --since)
+            COMPREPLY=($(compgen -W "10m 1h 6h 1d 7d" -- "$cur"))
+            return ;;
+        --svg)
+            COMPREPLY=($(compgen -f -- "$cur"))
             return ;;
         --done-for)
             COMPREPLY=($(compgen -W "1h 20h 23h 7d" -- "$cur"))
@@ -219,7 +227,7 @@ _rlock_candidates() {
             return ;;
         -c | --command | --user | --sentinel-user | --tls-server-name | --prefix | -E | \
             --conflict-exit-code | --limit | --sync-replicas | --label | --priority | \
-            --max-waiters | --history)
+            --max-waiters | --history | --count)
             return ;;
     esac
     # history -n N (-n is a flag of run and acquire).
@@ -243,7 +251,7 @@ _rlock_candidates() {
     # KEY (list: PATTERN), from the server.
     [[ -n $key_seen ]] && return
     case $sub in
-        run | acquire | extend | release | status | list | history | break | forget)
+        run | acquire | extend | release | status | list | history | break | forget | top)
             local names
             mapfile -t names < <(_rlock_key_names "$cur")
             COMPREPLY=("${names[@]}") ;;
