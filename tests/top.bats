@@ -77,7 +77,8 @@ hold() {
 
 # --- on a terminal, in tmux ----------------------------------------------------------
 
-# top_tmux COLS ROWS [TOP ARGS...]: rlock top in a detached tmux pane of COLS x ROWS,
+# top_tmux COLS ROWS [TOP ARGS...]: rlock top in a detached tmux pane of COLS x ROWS
+# (with the environment assignments in $TOP_ENV, if any),
 # between two `stty -g` of its terminal (in $T/before and $T/after); its exit status
 # goes to $T/exit.
 top_tmux() {
@@ -85,8 +86,8 @@ top_tmux() {
   local cols=$1 rows=$2 cmd
   shift 2
   TMUX_SOCK="rlock-top-$$-$BATS_TEST_NUMBER"
-  cmd=$(printf 'stty -g > %q; env RLOCK_URL=%q RLOCK_TEST_MARK=%q TERM=xterm %q top --interval 200ms' \
-    "$T/before" "$RLOCK_URL" "$BATS_TEST_TMPDIR" "$RLOCK")
+  cmd=$(printf 'stty -g > %q; env RLOCK_URL=%q RLOCK_TEST_MARK=%q TERM=xterm %s %q top --interval 200ms' \
+    "$T/before" "$RLOCK_URL" "$BATS_TEST_TMPDIR" "${TOP_ENV:-}" "$RLOCK")
   for a in "$@"; do cmd+=$(printf ' %q' "$a"); done
   cmd+=$(printf '; echo $? > %q; stty -g > %q; sleep 60' "$T/exit" "$T/after")
   unset TMUX
@@ -94,6 +95,9 @@ top_tmux() {
     </dev/null >/dev/null 2>&1 3>&-
   wait_screen 'rlock top  '
 }
+
+# top_pid: the pid of the rlock top of this test (its environment has the test's mark).
+top_pid() { _rlock_marked | head -n 1; }
 
 screen_text() { tmux -L "$TMUX_SOCK" capture-pane -p -t top; }
 # wait_screen REGEX: until the pane shows a line matching REGEX (extended).
@@ -176,4 +180,33 @@ assert_restored() {
   tmux -L "$TMUX_SOCK" send-keys -t top q
   assert_restored
   touch "$T/h1.go"
+}
+
+@test "full screen: SIGTERM gives back the terminal, also one of 4 rows" {
+  # 4 rows: the header, the status line, the table's header, the filter line
+  top_tmux 40 4 'tt-*'
+  wait_screen '^  KEY +SHAPE'
+  kill -TERM "$(top_pid)"
+  assert_restored
+}
+
+@test "full screen: NO_COLOR draws without attributes; SIGHUP gives back the terminal" {
+  TOP_ENV='NO_COLOR=1' top_tmux 80 24 'tc-*'
+  wait_screen '^LATEST EVENTS'
+  run tmux -L "$TMUX_SOCK" capture-pane -e -p -t top
+  refute_output --partial $'\e[7m'
+  kill -HUP "$(top_pid)"
+  assert_restored
+}
+
+@test "TERM=dumb on a terminal: plain snapshots, as -b" {
+  command -v tmux >/dev/null || skip "tmux is not installed (apt-get install tmux)"
+  TMUX_SOCK="rlock-top-$$-$BATS_TEST_NUMBER"
+  unset TMUX
+  tmux -L "$TMUX_SOCK" -f /dev/null new-session -d -s top -x 80 -y 24 \
+    "$(printf 'env RLOCK_URL=%q TERM=dumb %q top --count 2 --interval 100ms; echo $? > %q; sleep 60' \
+      "$RLOCK_URL" "$RLOCK" "$T/exit")" </dev/null >/dev/null 2>&1 3>&-
+  wait_for_file "$T/exit"
+  assert_equal "$(cat "$T/exit")" 0
+  assert_equal "$(screen_text | grep -c '^LATEST EVENTS$')" 2
 }

@@ -321,12 +321,14 @@ class FullScreen {
                                  rows.end());
       auto t = top_table(window, width, table, static_cast<long>(cursor_ - first));
       lines.insert(lines.end(), t.begin(), t.end());
-      while (lines.size() < height - pane - 2) lines.push_back("");
+      // The pane's title where the pane fits below it (a tiny terminal: right away).
+      const size_t pane_at = height > pane + 2 ? height - pane - 2 : 0;
+      while (lines.size() < pane_at) lines.push_back("");
       lines.push_back(bold(truncate_columns("LATEST EVENTS", width)));
       for (auto& l : top_events(snap_.events, width, pane)) lines.push_back(l);
     }
     while (lines.size() + 1 < height) lines.push_back("");
-    if (lines.size() >= height) lines.resize(height - 1);
+    if (lines.size() >= height) lines.resize(height > 0 ? height - 1 : 0);
     lines.push_back(editing_          ? truncate_columns("/" + escape_text(filter_), width)
                     : filter_.empty() ? ""
                                       : truncate_columns("filter: " + escape_text(filter_), width));
