@@ -85,6 +85,15 @@ bool terminal_wants_color() {
   return !(no && *no) && !(term && std::strcmp(term, "dumb") == 0);
 }
 
+size_t output_columns(size_t off_terminal) {
+  if (const char* c = std::getenv("COLUMNS");
+      c && *c && std::strlen(c) < 5 && std::strspn(c, "0123456789") == std::strlen(c)) {
+    long n = std::strtol(c, nullptr, 10);
+    if (n > 0) return static_cast<size_t>(n);
+  }
+  return stdout_is_tty() ? stdout_columns() : off_terminal;
+}
+
 bool full_screen_possible() {
   const char* term = std::getenv("TERM");
   return isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1 && term && *term &&

@@ -25,6 +25,10 @@ std::vector<Key> decode_keys(std::string& pending, bool flush = false);
 /// Colours and attributes, unless NO_COLOR is set or TERM is dumb.
 bool terminal_wants_color();
 
+/// The width to draw standard output's text in: $COLUMNS (a whole number),
+/// else the terminal's, else `off_terminal`.
+size_t output_columns(size_t off_terminal);
+
 /// Whether a full screen can be drawn: stdin and stdout are terminals and
 /// TERM is set and not "dumb".
 bool full_screen_possible();

@@ -19,6 +19,7 @@
 #include <set>
 
 #include "cli/output.h"
+#include "cli/screen.h"
 #include "commands/commands.h"
 #include "commands/timeline.h"
 #include "core/text.h"
@@ -243,23 +244,6 @@ int64_t server_ms(Session& s, Client& c, const std::string& key) {
       .count();
 }
 
-// The width a timeline is drawn in: $COLUMNS, else the terminal's, else 80.
-size_t timeline_width() {
-  if (const char* c = std::getenv("COLUMNS");
-      c && *c && std::strlen(c) < 5 && std::strspn(c, "0123456789") == std::strlen(c)) {
-    long n = std::strtol(c, nullptr, 10);
-    if (n > 0) return static_cast<size_t>(n);
-  }
-  return stdout_is_tty() ? stdout_columns() : 80;
-}
-
-// Colours for a terminal that wants them (no NO_COLOR, TERM not dumb).
-bool want_color() {
-  const char* no = std::getenv("NO_COLOR");
-  const char* term = std::getenv("TERM");
-  return stdout_is_tty() && !(no && *no) && !(term && std::strcmp(term, "dumb") == 0);
-}
-
 void write_file(const std::string& path, const std::string& text) {
   FILE* f = std::fopen(path.c_str(), "we");
   if (!f)
@@ -301,7 +285,8 @@ int cmd_timeline(const GlobalOptions& g, const std::string& key, long count, Mil
     log_info(
         fmt::format("no holds recorded for '{}'{}", key, since.count() > 0 ? " in that time" : ""));
   else
-    print_out(draw_timeline(t, key, timeline_width(), want_color()));
+    // COLUMNS, else the terminal's width, else 80.
+    print_out(draw_timeline(t, key, output_columns(80), stdout_is_tty() && terminal_wants_color()));
   return exitcode::kOk;
 }
 

@@ -144,17 +144,6 @@ class TopSource {
   TopSnapshot last_;
 };
 
-// The width a snapshot is drawn in: $COLUMNS, else the terminal's, else 160
-// (a log's lines may be long).
-size_t batch_width() {
-  if (const char* c = std::getenv("COLUMNS");
-      c && *c && std::strlen(c) < 5 && std::strspn(c, "0123456789") == std::strlen(c)) {
-    long n = std::strtol(c, nullptr, 10);
-    if (n > 0) return static_cast<size_t>(n);
-  }
-  return stdout_is_tty() ? stdout_columns() : 160;
-}
-
 // Stop signals end top (exit 0): the flag they set.
 void on_stop(Loop& loop, bool& stop) {
   for (int sig : {SIGINT, SIGTERM, SIGHUP})
@@ -173,7 +162,8 @@ int run_batch(Session& s, TopSource& src, const TopOptions& o) {
   on_stop(s.loop, stop);
   for (long n = 1;; ++n) {
     TopSnapshot snap = src.refresh(n == 1);
-    print_out(top_batch_text(snap, batch_width()));
+    // COLUMNS, else the terminal's, else 160 (a log's lines may be long).
+    print_out(top_batch_text(snap, output_columns(160)));
     if ((o.count > 0 && n >= o.count) || stop) break;
     wait_until(s.loop, later(Clock::now(), o.interval), [&] { return stop; });
     if (stop) break;
