@@ -405,7 +405,7 @@ fi
 # --- 10. many keys ----------------------------------------------------------------------------
 if want 10; then
 echo
-echo "== 10. many keys: rlock list over $NKEYS held locks beside a bare SCAN (ms, median of 3)"
+echo "== 10. many keys: rlock list and top over $NKEYS held locks beside a bare SCAN (ms, median of 3)"
 rcli FLUSHALL >/dev/null
 # The locks are made by rlock's own acquire script, sent by redis-cli --pipe (as many
 # rlock processes would take minutes): the script as rlock sends it is the prelude and
@@ -441,11 +441,21 @@ T[list]=$(median3 "$RLOCK" list)
 T[listjson]=$(median3 "$RLOCK" list --json)
 listed=$("$RLOCK" list | wc -l)
 list_rss=$( { command time -f %M "$RLOCK" list >/dev/null; } 2>&1 | tail -n 1)
+# rlock top over the same locks: one snapshot (SCAN, then at most 1000 statuses), and the
+# server's CPU for a refresh (INFO cpu, over 5 snapshots a second apart: the SCAN runs at
+# most a fifth of the time, the statuses every time).
+T[top]=$(median3 "$RLOCK" top -b --count 1)
+server_cpu_ms() { rcli INFO cpu | tr -d '\r' | awk -F: '$1 == "used_cpu_sys" || $1 == "used_cpu_user" {s += $2} END {printf "%d", s * 1000}'; }
+cpu0=$(server_cpu_ms)
+"$RLOCK" top -b --count 5 --interval 1s >/dev/null
+top_cpu=$((($(server_cpu_ms) - cpu0) / 5))
 printf '%-34s %9s %12s\n' "command" "ms" "ratio"
 printf '%-34s %9s %12s\n' "bench/scan: SCAN COUNT 500 ($("$work/scan" 127.0.0.1 "$rport") keys)" "${T[scan]}" ""
 printf '%-34s %9s %12s\n' "rlock list ($listed locks)" "${T[list]}" "$(ratio "${T[list]}" "${T[scan]}")"
 printf '%-34s %9s %12s\n' "rlock list --json" "${T[listjson]}" "$(ratio "${T[listjson]}" "${T[scan]}")"
 printf '%-34s %9s\n' "rlock list peak RSS (KB)" "$list_rss"
+printf '%-34s %9s %12s\n' "rlock top -b, one snapshot" "${T[top]}" "$(ratio "${T[top]}" "${T[scan]}")"
+printf '%-34s %9s\n' "server CPU per top refresh (ms)" "$top_cpu"
 rcli FLUSHALL >/dev/null
 fi
 

@@ -5,7 +5,7 @@
 # line, $RLOCK_URL or $REDIS_URL), through `rlock list --names`, which gives up
 # after --command-timeout 500ms in all: a dead or stalled server never hangs the shell.
 
-_rlock_subcommands="run acquire extend release status list history break forget doctor"
+_rlock_subcommands="run acquire extend release status list history break forget doctor top"
 
 # Options every subcommand accepts (before or after the subcommand). --json is
 # not among them: run, release, break and forget refuse it.
@@ -28,10 +28,11 @@ _rlock_sub_opts() {
         release) echo "--token --and" ;;
         status) echo "-f --follow --json" ;;
         list) echo "--names --prometheus --json" ;;
-        history) echo "-n --lines -f --follow --json" ;;
+        history) echo "-n --lines -f --follow --json --timeline --since --svg" ;;
         break) echo "-y --yes --token --reason" ;;
         forget) echo "-y --yes" ;;
         doctor) echo "--json" ;;
+        top) echo "-b --batch --interval --count" ;;
     esac
 }
 
@@ -47,7 +48,7 @@ _rlock_takes_value() {
             -c | --command | --ttl | --wait | -E | --conflict-exit-code | --limit | \
             --sync-replicas | --min-hold | --done-for | --on-lost | --kill-after | --token | \
             --while-pid | --and | --label | --priority | --max-waiters | --history | \
-            --superseded-exit-code | --reason)
+            --superseded-exit-code | --reason | --since | --svg | --interval | --count)
             return 0 ;;
     esac
     return 1
@@ -207,8 +208,14 @@ _rlock_candidates() {
             COMPREPLY=($(compgen -W "redis:// rediss:// unix:/// redis-sentinel:// rediss-sentinel://" -- "$cur"))
             return ;;
         --ttl | --wait | -w | --timeout | --min-hold | --kill-after | --connect-timeout | \
-            --command-timeout)
+            --command-timeout | --interval)
             COMPREPLY=($(compgen -W "250ms 5s 30s 5m 30m 1h" -- "$cur"))
+            return ;;
+        --since)
+            COMPREPLY=($(compgen -W "10m 1h 6h 1d 7d" -- "$cur"))
+            return ;;
+        --svg)
+            COMPREPLY=($(compgen -f -- "$cur"))
             return ;;
         --done-for)
             COMPREPLY=($(compgen -W "1h 20h 23h 7d" -- "$cur"))
@@ -224,7 +231,7 @@ _rlock_candidates() {
             return ;;
         -c | --command | --user | --sentinel-user | --tls-server-name | --prefix | -E | \
             --conflict-exit-code | --limit | --sync-replicas | --label | --priority | \
-            --max-waiters | --history | --superseded-exit-code)
+            --max-waiters | --history | --superseded-exit-code | --count)
             return ;;
     esac
     # history -n N (-n is a flag of run and acquire).
@@ -248,7 +255,7 @@ _rlock_candidates() {
     # KEY (list: PATTERN), from the server.
     [[ -n $key_seen ]] && return
     case $sub in
-        run | acquire | extend | release | status | list | history | break | forget)
+        run | acquire | extend | release | status | list | history | break | forget | top)
             local names
             mapfile -t names < <(_rlock_key_names "$cur")
             COMPREPLY=("${names[@]}") ;;

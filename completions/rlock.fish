@@ -8,7 +8,7 @@ set -g __rlock_value_opts -u --url --user --password-file --sentinel-user --sent
     --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --tls-server-name --connect-timeout \
     --command-timeout --prefix --layout -c --command --ttl --wait -w --timeout -E --conflict-exit-code --limit --sync-replicas \
     --min-hold --done-for --on-lost --kill-after --token --while-pid --and --label --priority \
-    --max-waiters --history --superseded-exit-code --reason
+    --max-waiters --history --superseded-exit-code --reason --since --svg --interval --count
 
 # Reads the line before the cursor: sets __rlock_sub (the subcommand), __rlock_key (1 once
 # its KEY is given) and __rlock_cmd (where run's command starts, as an index into the
@@ -153,6 +153,7 @@ complete -c rlock -n __rlock_no_subcommand -a history -d 'show what happened to 
 complete -c rlock -n __rlock_no_subcommand -a break -d 'delete a stuck lock and wake its waiters'
 complete -c rlock -n __rlock_no_subcommand -a forget -d 'remove every trace of a free, unwaited key'
 complete -c rlock -n __rlock_no_subcommand -a doctor -d 'check whether the Redis server is safe for locks'
+complete -c rlock -n __rlock_no_subcommand -a top -d 'a live view of the locks: what needs attention first'
 complete -c rlock -n __rlock_no_subcommand -l version -d 'print the version of rlock and of its lock protocol, then exit'
 
 # Connection and output options: before or after the subcommand.
@@ -232,6 +233,14 @@ complete -c rlock -n '__rlock_sub_is list' -l prometheus -d 'print the Prometheu
 complete -c rlock -n '__rlock_sub_is history' -s n -l lines -x -d 'show the newest N events (default 20)'
 complete -c rlock -n '__rlock_sub_is history' -s f -l follow -d 'then show each new event as it happens, until interrupted'
 complete -c rlock -n '__rlock_sub_is status' -s f -l follow -d 'then a line each time the holder changes, until interrupted'
+complete -c rlock -n '__rlock_sub_is history' -l timeline -d 'draw the events as a timeline, one row per holder host'
+complete -c rlock -n '__rlock_sub_is history' -l since -x -a '10m 1h 6h 1d 7d' -d 'with --timeline: show only the last DURATION'
+complete -c rlock -n '__rlock_sub_is history' -l svg -r -F -d 'with --timeline: also write the picture to FILE as SVG'
+
+# top.
+complete -c rlock -n '__rlock_sub_is top' -s b -l batch -d 'plain snapshots, one every --interval, as top -b'
+complete -c rlock -n '__rlock_sub_is top' -l interval -x -a '250ms 1s 5s 30s' -d 'time between refreshes (default 1s)'
+complete -c rlock -n '__rlock_sub_is top' -l count -x -d 'exit after N snapshots'
 complete -c rlock -n '__rlock_sub_is break forget' -s y -l yes -d 'do not ask for confirmation'
 complete -c rlock -n '__rlock_sub_is break' -l token -x -d 'evict only the holder with this token'
 complete -c rlock -n '__rlock_sub_is break' -l reason -x -d 'why, recorded in the history with who broke it'

@@ -18,6 +18,7 @@ packages=(
   redis-server redis-tools redis-sentinel # tests/sentinel.bats: a master, a replica, sentinels
   bats bats-assert bats-support
   openssl tmux faketime jq time groff-base # groff: tests/cli.bats lints the man page
+  librsvg2-bin                         # rsvg-convert: tests/timeline.bats renders the SVG
   prometheus                           # promtool: tests/history.bats checks list --prometheus
   zsh fish                             # tests/completion.bats: the zsh and fish completions, for real
   lintian rpm ruby bash-completion file # tests/packaging: the .deb, the RPM, the recipes

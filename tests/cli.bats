@@ -80,7 +80,7 @@ dead_url() {
   rl
   assert_usage_error
   assert_equal "${stderr_lines[0]}" "rlock: a subcommand is required: run, acquire, extend, \
-release, status, list, history, break or forget (see rlock --help)"
+release, status, list, history, top, break, forget or doctor (see rlock --help)"
   rl -q
   assert_usage_error
   [[ $stderr == "rlock: a subcommand is required"* ]] || fail "$stderr"

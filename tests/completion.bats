@@ -96,10 +96,10 @@ help_subcommands() {
   assert_output --partial "rlock"
 }
 
-@test "'rlock ' completes the subcommands run acquire extend release status list history break forget doctor" {
+@test "'rlock ' completes the subcommands run acquire extend release status list history break forget doctor top" {
   run complete_line 'rlock '
   assert_success
-  assert_candidates run acquire extend release status list history break forget doctor
+  assert_candidates run acquire extend release status list history break forget doctor top
 }
 
 @test "the completed subcommands are the ones rlock --help lists" {
@@ -255,7 +255,7 @@ fish_candidates() {
 @test "zsh: subcommands, URL schemes (not ftp://), option values" {
   command -v zsh >/dev/null || skip "zsh is not installed"
   run zsh_candidates 'rlock '
-  assert_candidates run acquire extend release status list history break forget doctor
+  assert_candidates run acquire extend release status list history break forget doctor top
   run zsh_candidates 'rlock -u '
   assert_candidates redis:// rediss:// unix:/// redis-sentinel:// rediss-sentinel://
   run zsh_candidates 'rlock run k --on-lost '
@@ -279,7 +279,7 @@ fish_candidates() {
 @test "fish: subcommands, URL schemes, option values, and run's command with its arguments" {
   command -v fish >/dev/null || skip "fish is not installed"
   run fish_candidates 'rlock '
-  assert_candidates run acquire extend release status list history break forget doctor
+  assert_candidates run acquire extend release status list history break forget doctor top
   run fish_candidates 'rlock -u '
   assert_candidates redis:// rediss:// unix:/// redis-sentinel:// rediss-sentinel://
   run fish_candidates 'rlock run k --on-lost '
@@ -320,7 +320,7 @@ offered() {
 # options of its --help.
 assert_offers_help_options() {
   local sub want got
-  for sub in "" run acquire extend release status list history break forget doctor; do
+  for sub in "" run acquire extend release status list history break forget doctor top; do
     want=$(help_options "$sub")
     [[ -n $want ]] || fail "no options in rlock $sub --help"
     got=$(offered "$1" "$sub")

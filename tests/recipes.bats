@@ -478,7 +478,7 @@ started() { grep -c '^start ' "$T/psql.log" 2>/dev/null || echo 0; }
   assert_equal "$(cat "$T/pod-a.err" "$T/pod-b.err")" ""
 }
 
-@test "the stuck-lock runbook: status, the JSON line, break (answered at the prompt), status" {
+@test "the stuck-lock runbook: top, status, the JSON line, break (answered at the prompt), status" {
   command -v script >/dev/null || skip "script(1) is not installed"
   # A holder that is stopped (Ctrl-Z, a debugger) and a job waiting behind it.
   rlock_bg holder run --ttl 60s deploy:prod -- sleep 600
@@ -488,6 +488,11 @@ started() { grep -c '^start ' "$T/psql.log" 2>/dev/null || echo 0; }
   rlock_bg waiter run --wait 60s deploy:prod -- sh -c 'touch "$0"; sleep 600' "$T/next.started"
   wait_until '[[ $(rcli zcard "lock:{deploy:prod}:queue") == 1 ]]'
   export PATH="$T/bin:$PATH"
+  # The live view first: the waited-for lock, its waiter and the oldest wait.
+  run bash -e -c "$(recipe_block stuck-lock.md top.sh)"
+  assert_success
+  assert_line --index 0 --regexp '^rlock top .* locks: 1 shown, 0 hidden '
+  assert_line --index 2 --regexp '^  deploy:prod +exclusive +[^ ]+ pid [0-9]+ +[0-9ms]+ +[0-9ms]+ +1 +[0-9ms]+ +1$'
   # Step 0, the server's own health: one verdict line per check (this test server keeps
   # no AOF: a warning, exit 1).
   run bash -c "$(recipe_block stuck-lock.md doctor.sh)"

@@ -14,6 +14,7 @@
 #include "cli/suggest.h"
 #include "commands/commands.h"
 #include "commands/run.h"
+#include "commands/top.h"
 #include "core/error.h"
 #include "core/text.h"
 #include "lock/key.h"
@@ -100,7 +101,7 @@ int dispatch(Values& v, const Subcommands& s, CLI::App& app, const Words& w) {
           sub->get_name()));
   finish(v);
   const GlobalOptions& g = v.g;
-  for (CLI::App* sub : {s.run, s.release, s.brk, s.forget})
+  for (CLI::App* sub : {s.run, s.release, s.brk, s.forget, s.top})
     if (sub->parsed() && g.json)
       throw_usage(
           fmt::format("--json does not apply to {}: it is for acquire, extend, status, "
@@ -200,9 +201,28 @@ int dispatch(Values& v, const Subcommands& s, CLI::App& app, const Words& w) {
   }
   if (s.forget->parsed()) return cmd_forget(g, v.key, v.yes);
   if (s.doctor->parsed()) return cmd_doctor(g);
+  if (s.top->parsed()) {
+    TopOptions o;
+    o.batch = v.batch;
+    if (v.interval) o.interval = parse_duration(*v.interval, "--interval");
+    if (o.interval < Millis(100)) throw_usage("--interval must be at least 100ms");
+    if (v.top_count)
+      o.count =
+          whole_number(*v.top_count, 1, 1'000'000, "--count", "a whole number from 1 to 1000000");
+    return cmd_top(g, v.pattern, o);
+  }
   if (s.history->parsed()) {
-    long n =
-        v.count ? whole_number(*v.count, 1, 10000, "-n", "a whole number from 1 to 10000") : 20;
+    if (!v.timeline && (v.since || !v.svg.empty()))
+      throw_usage(fmt::format("{} goes with --timeline", v.since ? "--since" : "--svg"));
+    if (v.timeline && (v.follow || g.json))
+      throw_usage(fmt::format("--timeline draws a picture: give it without {}",
+                              v.follow ? "--follow" : "--json"));
+    long n = v.count      ? whole_number(*v.count, 1, 10000, "-n", "a whole number from 1 to 10000")
+             : v.timeline ? 10000
+                          : 20;
+    if (v.timeline)
+      return cmd_timeline(g, v.key, n, v.since ? parse_duration(*v.since, "--since") : Millis(0),
+                          v.svg);
     return cmd_history(g, v.key, n, v.follow);
   }
   return exitcode::kUsage;

@@ -30,6 +30,11 @@ struct Values {
   std::string key, token, pattern = "*";
   std::optional<std::string> count;
   bool follow = false;
+  bool timeline = false;                           // history --timeline
+  std::optional<std::string> since;                // history --since
+  std::string svg;                                 // history --svg
+  bool batch = false;                              // top -b
+  std::optional<std::string> interval, top_count;  // top --interval, --count
   std::vector<std::string> and_keys;
   bool yes = false, names = false, prometheus = false;
   RunCommand rc;
@@ -46,6 +51,7 @@ struct Subcommands {
   CLI::App* brk;
   CLI::App* forget;
   CLI::App* doctor;
+  CLI::App* top;
 };
 
 struct Words {

@@ -353,6 +353,14 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
       ->type_name("N");
   s.history->add_flag("-f,--follow", v.follow,
                       "then show each new event as it happens, until interrupted");
+  s.history->add_flag("--timeline", v.timeline,
+                      "draw the events as a timeline in the terminal's width: one row per "
+                      "holder host, each hold a bar, waits shaded, failures, expiries and "
+                      "breaks marked, under a time axis (reads every event kept unless -n)");
+  duration(s.history, "--since", v.since,
+           "with --timeline: show only the last DURATION (default: all the events)");
+  s.history->add_option("--svg", v.svg, "with --timeline: also write the picture to FILE as SVG")
+      ->type_name("FILE");
   s.history->footer(
       "Events: acquired, released, kept (--min-hold), done (--done-for), expired\n"
       "(a lease that ran out without a release, noticed by the next command that\n"
@@ -385,6 +393,29 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
   // for a command that never waits (dispatch).
   duration(&app, "-w,--timeout", v.wait_timeout, "the wait of run and acquire")->group("");
 
+  s.top = app.add_subcommand("top",
+                             "a live view of the locks whose KEY matches PATTERN (a glob; "
+                             "default *): what needs attention first, and what just happened");
+  s.top->add_option("pattern", v.pattern, "a glob over KEY (default *)");
+  s.top->add_flag("-b,--batch", v.batch,
+                  "plain snapshots, one every --interval, as top -b (also when standard "
+                  "output is not a terminal, or TERM is dumb)");
+  duration(s.top, "--interval", v.interval, "time between refreshes (default 1s)");
+  s.top->add_option("--count", v.top_count, "exit after N snapshots (default: until interrupted)")
+      ->type_name("N");
+  s.top->footer(
+      "One row per lock that is held or waited for: KEY, SHAPE (exclusive, shared N,\n"
+      "pool N/M, done, kept, free but waited), HOLDER (its --label, else host and\n"
+      "pid; cut at the front, so its end shows), HELD, LEFT (lease), WAITING and\n"
+      "OLDEST (the longest wait), FENCE; the longest oldest wait first, then the\n"
+      "longest held. Below, the latest events of those locks (rlock history).\n"
+      "A refresh reads at most 1000 locks (those with waiters first); the header\n"
+      "says how many are shown and hidden. A batch snapshot shows 50 rows.\n"
+      "Keys: q or Ctrl-C quit, s cycles the sort, / filters (a glob or a part of\n"
+      "KEY; Enter applies, Esc clears), arrows move, Enter shows a lock's holders,\n"
+      "waiters and timeline (Esc goes back). A lost connection is shown and\n"
+      "retried. NO_COLOR: no colours. Exit 0; 69 when the first refresh fails.");
+
   for (auto* sub : app.get_subcommands({})) sub->fallthrough();
   return s;
 }
@@ -402,10 +433,14 @@ HelpLayout help_layout() {
   h.usage["list"] = "rlock list [PATTERN] [--names | --prometheus] [OPTIONS]";
   h.usage["break"] = "rlock break KEY [--token TOKEN] [--reason WHY] [--yes] [OPTIONS]";
   h.usage["forget"] = "rlock forget KEY [--yes] [OPTIONS]";
-  h.usage["history"] = "rlock history KEY [-n N] [--follow] [--json] [OPTIONS]";
+  h.usage["history"] =
+      "rlock history KEY [-n N] [--follow] [--json] [OPTIONS]\n"
+      "rlock history KEY --timeline [--since DURATION] [--svg FILE] [OPTIONS]";
   h.usage["doctor"] = "rlock doctor [--json] [OPTIONS]";
+  h.usage["top"] = "rlock top [PATTERN] [-b] [--interval DURATION] [--count N] [OPTIONS]";
   // --json only where there is something to print as JSON.
-  for (const char* sub : {"run", "release", "break", "forget"}) h.hidden_output[sub] = {"--json"};
+  for (const char* sub : {"run", "release", "break", "forget", "top"})
+    h.hidden_output[sub] = {"--json"};
   return h;
 }
 

@@ -52,7 +52,7 @@ std::string parse_error_message(CLI::App& app, const std::vector<std::string>& g
       return fmt::format("unknown command '{}' (see rlock --help)", shown);
     }
     return "a subcommand is required: run, acquire, extend, release, status, list, history, "
-           "break or forget (see rlock --help)";
+           "top, break, forget or doctor (see rlock --help)";
   }
   if (dynamic_cast<const CLI::RequiredError*>(&e))
     if (auto m = missing_message(subs.front())) return *m;

@@ -32,11 +32,33 @@ int cmd_list(const GlobalOptions& g, const std::string& pattern, bool prometheus
 /// is printed before the unavailable Error that says the time ran out.
 int cmd_list_names(const GlobalOptions& g, const std::string& pattern);
 inline constexpr size_t kMaxListedNames = 1000;
+/// A lock that `list`'s SCAN found: its KEY, whether a lock key (a holder) or a
+/// line (:queue, waiters) was seen.
+struct FoundLock {
+  std::string key;
+  bool held = false, queue = false;
+};
+/// `list`'s SCAN (every master, MATCH on KEY) for `top`: each lock with a
+/// holder or a line once, in no order. Throws a master's failure (quorum mode:
+/// only when no majority answered) and a usage Error for a bad pattern.
+std::vector<FoundLock> scan_locks(Session& s, const GlobalOptions& g, const std::string& pattern);
+/// `top`: the live view of the locks matching `pattern` (commands/top.h).
+struct TopOptions;
+int cmd_top(const GlobalOptions& g, const std::string& pattern, const TopOptions& o);
 int cmd_break(const GlobalOptions& g, const std::string& key, bool yes, const BreakRequest& req);
 int cmd_forget(const GlobalOptions& g, const std::string& key, bool yes);
 /// `history`: the newest `count` events of KEY's history, oldest first; with
 /// `follow`, then every new one until a stop signal (exit 0).
 int cmd_history(const GlobalOptions& g, const std::string& key, long count, bool follow);
+/// The newest `count` events of KEY's history (every master's, merged), oldest
+/// first, and the server's time then (`now_ms`, when not null).
+std::vector<Event> newest_events(Session& s, const std::string& key, const std::string& prefix,
+                                 long count, int64_t* now_ms);
+/// `history --timeline`: the newest `count` events of KEY drawn as a timeline
+/// (commands/timeline.h) of the last `since` (0: all of them), on standard
+/// output; with `svg` not empty, also written to that file as SVG.
+int cmd_timeline(const GlobalOptions& g, const std::string& key, long count, Millis since,
+                 const std::string& svg);
 /// `doctor`: whether the deployment is safe for locks, one line per check
 /// (ok, warn, fail, skip); 0 when nothing warns or fails, 1 otherwise.
 int cmd_doctor(const GlobalOptions& g);

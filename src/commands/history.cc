@@ -9,10 +9,17 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <set>
 
 #include "cli/output.h"
+#include "cli/screen.h"
 #include "commands/commands.h"
+#include "commands/timeline.h"
 #include "core/text.h"
 #include "lock/script_args.h"
 #include "lock/scripts.h"
@@ -206,7 +213,74 @@ class Follow {
   std::optional<Error> fatal_;
 };
 
+// The server's time (Unix ms) from the master of `key`'s slot, so that a
+// timeline's "now" is on the clock its events are stamped with; this host's
+// clock when the server does not say.
+int64_t server_ms(Session& s, Client& c, const std::string& key) {
+  Result r = settle<Result>(s.loop, [&](std::function<void(Result)> done) {
+    c.command({"TIME"}, std::move(done), CallOptions{Millis(0), {}, key, {}});
+  });
+  try {
+    auto& t = expect_ok(r, "TIME").as_array("a TIME reply", 2);
+    std::string sec = t[0].as_string("TIME seconds"), usec = t[1].as_string("TIME microseconds");
+    if (!sec.empty() && sec.size() < 13 &&
+        sec.find_first_not_of("0123456789") == std::string::npos && !usec.empty() &&
+        usec.size() < 7 && usec.find_first_not_of("0123456789") == std::string::npos)
+      return std::strtoll(sec.c_str(), nullptr, 10) * 1000 +
+             std::strtoll(usec.c_str(), nullptr, 10) / 1000;
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::Permission || e.kind() == ErrorKind::Usage) throw;
+    log_verbose(fmt::format("TIME: {}; using this host's clock", e.what()));
+  }
+  return std::chrono::duration_cast<Millis>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  FILE* f = std::fopen(path.c_str(), "we");
+  if (!f)
+    throw Error(ErrorKind::Protocol,
+                fmt::format("cannot write '{}': {}", escape_text(path), std::strerror(errno)));
+  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  int err = errno;
+  if (std::fclose(f) != 0 && ok) {
+    ok = false;
+    err = errno;
+  }
+  if (!ok)
+    throw Error(ErrorKind::Protocol,
+                fmt::format("cannot write '{}': {}", escape_text(path), std::strerror(err)));
+}
+
 }  // namespace
+
+std::vector<Event> newest_events(Session& s, const std::string& key, const std::string& prefix,
+                                 long count, int64_t* now_ms) {
+  auto lock = s.lock(key, prefix);
+  const LockNames names = lock->names();
+  const Args keys = keys_of(names);
+  std::vector<Source> sources;
+  for (Client* c : lock->clients()) sources.push_back(Source{c});
+  std::vector<Event> events = read_newest(s, keys, sources, count);
+  if (now_ms) *now_ms = server_ms(s, *sources.front().client, names.lock);
+  return events;
+}
+
+int cmd_timeline(const GlobalOptions& g, const std::string& key, long count, Millis since,
+                 const std::string& svg) {
+  Session s(g);
+  int64_t now = 0;
+  std::vector<Event> events = newest_events(s, key, g.prefix, count, &now);
+  Timeline t = make_timeline(events, now, since.count());
+  if (!svg.empty()) write_file(svg, timeline_svg(t, key));
+  if (t.rows.empty())
+    log_info(
+        fmt::format("no holds recorded for '{}'{}", key, since.count() > 0 ? " in that time" : ""));
+  else
+    // COLUMNS, else the terminal's width, else 80.
+    print_out(draw_timeline(t, key, output_columns(80), stdout_is_tty() && terminal_wants_color()));
+  return exitcode::kOk;
+}
 
 int cmd_history(const GlobalOptions& g, const std::string& key, long count, bool follow) {
   Session s(g);

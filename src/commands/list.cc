@@ -448,3 +448,34 @@ int cmd_list_names(const GlobalOptions& given, const std::string& pattern) {
 }
 
 }  // namespace rlock
+
+namespace rlock {
+
+std::vector<FoundLock> scan_locks(Session& s, const GlobalOptions& g, const std::string& pattern) {
+  std::string match = scan_match(g, pattern);
+  std::string head = head_of(g);
+  Found found;
+  std::optional<Error> failure;
+  size_t answered = 0;
+  for (auto& client : s.clients) {
+    try {
+      auto masters = wait_for<std::vector<std::string>>(
+          s.loop, [&](Done<std::vector<std::string>> d) { client->masters(std::move(d)); });
+      for (const std::string& node : masters) scan(*client, node, match, head, found, g.layout);
+      ++answered;
+    } catch (const Error& e) {
+      if (!s.quorum() || (e.kind() != ErrorKind::Unavailable && e.kind() != ErrorKind::Permission))
+        throw;
+      failure = e;
+    }
+  }
+  if (failure && answered < s.clients.size() / 2 + 1) throw *failure;
+  std::vector<FoundLock> out;
+  out.reserve(found.seen.size());
+  for (auto& [name, saw] : found.seen)
+    if (saw & (kSawLock | kSawQueue))
+      out.push_back(FoundLock{name, (saw & kSawLock) != 0, (saw & kSawQueue) != 0});
+  return out;
+}
+
+}  // namespace rlock

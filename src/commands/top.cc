@@ -1,0 +1,379 @@
+// `rlock top [PATTERN]`: a refresh finds the matching locks with list's
+// SCAN (not more than a fifth of the time), reads the status of at most kTopReadCap of them (those
+// with a line first, then the ones shown lately, so that their release still shows), and takes the
+// newest events each status carries for the events pane. Full screen on a terminal (cli/screen.h),
+// plain snapshots with -b or off one.
+#include "commands/top.h"
+
+#include <fmt/format.h>
+#include <fnmatch.h>
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <set>
+#include <unordered_set>
+
+#include "cli/output.h"
+#include "cli/screen.h"
+#include "commands/commands.h"
+#include "commands/timeline.h"
+#include "core/text.h"
+#include "proc/signals.h"
+
+namespace rlock {
+
+namespace {
+
+// A lock shown this long ago is still read: its release or expiry shows in
+// the events pane after it left the table.
+constexpr std::chrono::seconds kRecent{60};
+constexpr size_t kKeptEvents = 200;
+
+int64_t wall_ms() {
+  return std::chrono::duration_cast<Millis>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string topology(const Session& s) {
+  if (s.quorum()) return fmt::format("quorum of {} masters", s.clients.size());
+  return s.clients.front()->name();
+}
+
+// Gathers the snapshots, keeping what one refresh hands to the next: the
+// events seen, the locks shown lately.
+class TopSource {
+ public:
+  TopSource(Session& s, const GlobalOptions& g, std::string pattern)
+      : s_(s), g_(g), pattern_(std::move(pattern)) {}
+
+  /// A new snapshot; when the refresh fails (a lost connection), the last
+  /// one with `problem` saying why. `strict`: throw the failure instead.
+  TopSnapshot refresh(bool strict) {
+    try {
+      last_ = read();
+    } catch (const Error& e) {
+      if (strict || e.kind() == ErrorKind::Usage) throw;
+      last_.problem = fmt::format("{}; trying again", e.what());
+    }
+    return last_;
+  }
+
+ private:
+  TopSnapshot read() {
+    TopSnapshot snap;
+    snap.topology = topology(s_);
+    const auto now = Clock::now();
+    // A SCAN of 100,000 locks takes about a second (docs/PERFORMANCE.md): it
+    // runs at most a fifth of the time, the refreshes between read the locks
+    // it found.
+    if (!scanned_ || now >= next_scan_) {
+      found_ = scan_locks(s_, g_, pattern_);
+      scanned_ = true;
+      next_scan_ = now + 5 * (Clock::now() - now);
+    }
+    std::vector<FoundLock> found = found_;
+    snap.found = found.size();
+    // What needs attention first: the locks with a line, then the held ones.
+    std::stable_partition(found.begin(), found.end(), [](const FoundLock& f) { return f.queue; });
+    std::vector<std::string> keys;
+    std::unordered_set<std::string> taken;
+    for (const FoundLock& f : found) {
+      if (keys.size() >= kTopReadCap) break;
+      if (taken.insert(f.key).second) keys.push_back(f.key);
+    }
+    snap.unread = found.size() - keys.size();
+    for (auto it = recent_.begin(); it != recent_.end();) {
+      if (now - it->second > kRecent) {
+        it = recent_.erase(it);
+        continue;
+      }
+      if (taken.insert(it->first).second) keys.push_back(it->first);
+      ++it;
+    }
+    std::vector<std::unique_ptr<Lock>> locks;
+    std::vector<std::optional<Outcome<LockStatus>>> got(keys.size());
+    size_t pending = keys.size();
+    for (size_t i = 0; i < keys.size(); ++i) {
+      locks.push_back(s_.found_lock(keys[i], g_.prefix));
+      locks.back()->status([&got, &pending, i](Outcome<LockStatus> o) {
+        got[i] = std::move(o);
+        --pending;
+      });
+    }
+    s_.loop.run_until([&] { return pending == 0; });
+    snap.now_ms = 0;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      Outcome<LockStatus>& o = *got[i];
+      if (o.error) {
+        // A lost server fails the refresh; a foreign value fails one lock.
+        if (o.error->kind() == ErrorKind::Unavailable || o.error->kind() == ErrorKind::Permission)
+          throw *o.error;
+        continue;
+      }
+      LockStatus& st = o.value;
+      snap.now_ms = std::max(snap.now_ms, st.now_ms);
+      for (auto e = st.last.rbegin(); e != st.last.rend(); ++e)
+        if (e->ms > 0 && seen_.insert({keys[i], e->id}).second) events_.push_back({keys[i], *e});
+      if (st.holders.empty() && st.waiter_count == 0) continue;
+      recent_[keys[i]] = now;
+      snap.rows.push_back(top_row(keys[i], std::move(st)));
+    }
+    if (snap.now_ms == 0) snap.now_ms = wall_ms();
+    std::stable_sort(events_.begin(), events_.end(),
+                     [](const TopEvent& a, const TopEvent& b) { return a.e.ms < b.e.ms; });
+    if (events_.size() > kKeptEvents)
+      events_.erase(events_.begin(), events_.end() - static_cast<long>(kKeptEvents));
+    snap.events = events_;
+    sort_rows(snap.rows, TopSort::Attention);
+    return snap;
+  }
+
+  Session& s_;
+  const GlobalOptions& g_;
+  const std::string pattern_;
+  std::map<std::string, Clock::time_point> recent_;
+  std::vector<FoundLock> found_;  // what the last SCAN found
+  bool scanned_ = false;
+  Clock::time_point next_scan_;
+  std::set<std::pair<std::string, std::string>> seen_;  // (key, event id)
+  std::vector<TopEvent> events_;
+  TopSnapshot last_;
+};
+
+// Stop signals end top (exit 0): the flag they set.
+void on_stop(Loop& loop, bool& stop) {
+  for (int sig : {SIGINT, SIGTERM, SIGHUP})
+    if (!ignored_at_start(sig)) loop.on_signal(sig, [&stop](int) { stop = true; });
+}
+
+// Waits until `deadline` or until `wake()` is true.
+void wait_until(Loop& loop, Clock::time_point deadline, const std::function<bool()>& wake) {
+  Loop::TimerId timer = loop.at(deadline, [] {});
+  loop.run_until([&] { return wake() || Clock::now() >= deadline; });
+  loop.cancel(timer);
+}
+
+int run_batch(Session& s, TopSource& src, const TopOptions& o) {
+  bool stop = false;
+  on_stop(s.loop, stop);
+  for (long n = 1;; ++n) {
+    TopSnapshot snap = src.refresh(n == 1);
+    // COLUMNS, else the terminal's, else 160 (a log's lines may be long).
+    print_out(top_batch_text(snap, output_columns(160)));
+    if ((o.count > 0 && n >= o.count) || stop) break;
+    wait_until(s.loop, later(Clock::now(), o.interval), [&] { return stop; });
+    if (stop) break;
+  }
+  return exitcode::kOk;
+}
+
+// The full screen: the table and the events pane, redrawn at every refresh,
+// resize and key; a lock's detail and timeline on Enter.
+class FullScreen {
+ public:
+  FullScreen(Session& s, const GlobalOptions& g, TopSource& src, const TopOptions& o)
+      : s_(s), g_(g), src_(src), o_(o), color_(terminal_wants_color()) {}
+
+  int run(TopSnapshot first) {
+    snap_ = std::move(first);
+    Screen screen;
+    screen_ = &screen;
+    on_stop(s_.loop, quit_);
+    s_.loop.on_signal(SIGWINCH, [this](int) { redraw_ = true; });
+    s_.loop.watch(STDIN_FILENO, POLLIN, [this](short revents) { on_input(revents); });
+    draw();
+    while (!quit_) {
+      auto deadline = later(Clock::now(), o_.interval);
+      while (!quit_ && Clock::now() < deadline) {
+        wait_until(s_.loop, deadline, [this] { return quit_ || redraw_; });
+        if (redraw_ && !quit_) draw();
+      }
+      if (quit_) break;
+      snap_ = src_.refresh(false);
+      if (detail_) read_detail();
+      draw();
+    }
+    s_.loop.unwatch(STDIN_FILENO);
+    screen.restore();
+    return exitcode::kOk;
+  }
+
+ private:
+  void on_input(short revents) {
+    if (revents & (POLLERR | POLLHUP | POLLNVAL)) {
+      quit_ = true;
+      return;
+    }
+    char buf[256];
+    ssize_t n = read(STDIN_FILENO, buf, sizeof buf);
+    if (n == 0) quit_ = true;
+    if (n <= 0) return;
+    pending_.append(buf, static_cast<size_t>(n));
+    for (const Key& k : decode_keys(pending_, true)) on_key(k);
+    redraw_ = true;
+  }
+
+  void on_key(const Key& k) {
+    if (k.kind == Key::Interrupt) {
+      quit_ = true;
+      return;
+    }
+    if (editing_) {
+      if (k.kind == Key::Enter) editing_ = false;
+      if (k.kind == Key::Escape) {
+        editing_ = false;
+        filter_.clear();
+      }
+      if (k.kind == Key::Backspace && !filter_.empty()) filter_.pop_back();
+      if (k.kind == Key::Char && filter_.size() < 200) filter_ += k.c;
+      cursor_ = 0;
+      return;
+    }
+    if (k.kind == Key::Char && k.c == 'q') {
+      quit_ = true;
+      return;
+    }
+    if (detail_) {
+      if (k.kind == Key::Escape || k.kind == Key::Enter || k.kind == Key::Backspace)
+        detail_ = false;
+      return;
+    }
+    if (k.kind == Key::Char && k.c == 's') sort_ = next_sort(sort_);
+    if (k.kind == Key::Char && k.c == '/') editing_ = true;
+    if (k.kind == Key::Up && cursor_ > 0) --cursor_;
+    if (k.kind == Key::Down) ++cursor_;
+    if (k.kind == Key::PageUp) cursor_ = cursor_ > 10 ? cursor_ - 10 : 0;
+    if (k.kind == Key::PageDown) cursor_ += 10;
+    if (k.kind == Key::Enter) {
+      auto rows = shown_rows();
+      if (!rows.empty()) {
+        detail_key_ = rows[std::min(cursor_, rows.size() - 1)].key;
+        detail_ = true;
+        read_detail();
+      }
+    }
+  }
+
+  // The rows the filter lets through (a glob over KEY, or a part of it), sorted.
+  std::vector<TopRow> shown_rows() const {
+    std::vector<TopRow> rows;
+    bool glob = filter_.find_first_of("*?[") != std::string::npos;
+    for (const TopRow& r : snap_.rows)
+      if (filter_.empty() || (glob ? fnmatch(filter_.c_str(), r.key.c_str(), 0) == 0
+                                   : r.key.find(filter_) != std::string::npos))
+        rows.push_back(r);
+    sort_rows(rows, sort_);
+    return rows;
+  }
+
+  // The detail's timeline: the key's history, read when it opens and at each refresh.
+  void read_detail() {
+    try {
+      int64_t now = 0;
+      auto events = newest_events(s_, detail_key_, g_.prefix, 1000, &now);
+      timeline_ = make_timeline(events, now, 0);
+      detail_problem_.clear();
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::Usage) throw;
+      detail_problem_ = e.what();
+    }
+  }
+
+  std::string bold(const std::string& s) const { return color_ ? "\x1b[7m" + s + "\x1b[0m" : s; }
+  std::string alert(const std::string& s) const {
+    return color_ ? "\x1b[1;31m" + s + "\x1b[0m" : s;
+  }
+
+  void draw() {
+    redraw_ = false;
+    auto [height, width] = screen_->size();
+    std::vector<std::string> lines;
+    std::vector<TopRow> rows = shown_rows();
+    if (cursor_ >= rows.size()) cursor_ = rows.empty() ? 0 : rows.size() - 1;
+    lines.push_back(bold(truncate_columns(top_header(snap_, rows.size(), sort_), width)));
+    std::string status = snap_.problem.empty()
+                             ? "q quit  s sort  / filter  arrows and Enter: a lock's detail"
+                             : "connection: " + snap_.problem;
+    lines.push_back(snap_.problem.empty() ? truncate_columns(status, width)
+                                          : alert(truncate_columns(status, width)));
+    if (detail_) {
+      draw_detail(lines, rows, height, width);
+    } else {
+      size_t pane = std::clamp<size_t>(height / 3, 3, 10);
+      size_t table = height > pane + 5 ? height - pane - 5 : 1;
+      // Scrolled so that the cursor's row shows.
+      size_t first = cursor_ >= table ? cursor_ - table + 1 : 0;
+      std::vector<TopRow> window(rows.begin() + static_cast<long>(std::min(first, rows.size())),
+                                 rows.end());
+      auto t = top_table(window, width, table, static_cast<long>(cursor_ - first));
+      lines.insert(lines.end(), t.begin(), t.end());
+      // The pane's title where the pane fits below it (a tiny terminal: right away).
+      const size_t pane_at = height > pane + 2 ? height - pane - 2 : 0;
+      while (lines.size() < pane_at) lines.push_back("");
+      lines.push_back(bold(truncate_columns("LATEST EVENTS", width)));
+      for (auto& l : top_events(snap_.events, width, pane)) lines.push_back(l);
+    }
+    while (lines.size() + 1 < height) lines.push_back("");
+    if (lines.size() >= height) lines.resize(height > 0 ? height - 1 : 0);
+    lines.push_back(editing_          ? truncate_columns("/" + escape_text(filter_), width)
+                    : filter_.empty() ? ""
+                                      : truncate_columns("filter: " + escape_text(filter_), width));
+    screen_->draw(lines);
+  }
+
+  void draw_detail(std::vector<std::string>& lines, const std::vector<TopRow>&, size_t height,
+                   size_t width) {
+    auto it = std::find_if(snap_.rows.begin(), snap_.rows.end(),
+                           [&](const TopRow& r) { return r.key == detail_key_; });
+    if (it == snap_.rows.end())
+      lines.push_back(truncate_columns(escape_text(detail_key_) + ": free, nobody waits", width));
+    else
+      for (auto& l : top_detail(*it, width)) lines.push_back(l);
+    lines.push_back("");
+    if (!detail_problem_.empty()) {
+      lines.push_back(alert(truncate_columns(detail_problem_, width)));
+    } else if (!timeline_.rows.empty()) {
+      std::string pic = draw_timeline(timeline_, detail_key_, width, color_);
+      for (size_t at = 0; at < pic.size();) {
+        size_t nl = pic.find('\n', at);
+        lines.push_back(pic.substr(at, nl - at));
+        at = nl == std::string::npos ? pic.size() : nl + 1;
+      }
+    }
+    (void)height;
+    lines.push_back("");
+    lines.push_back("Esc or Enter: back to the table  q: quit");
+  }
+
+  Session& s_;
+  const GlobalOptions& g_;
+  TopSource& src_;
+  const TopOptions& o_;
+  const bool color_;
+  Screen* screen_ = nullptr;
+  TopSnapshot snap_;
+  bool quit_ = false, redraw_ = false, editing_ = false, detail_ = false;
+  std::string pending_, filter_, detail_key_, detail_problem_;
+  size_t cursor_ = 0;
+  TopSort sort_ = TopSort::Attention;
+  Timeline timeline_;
+};
+
+}  // namespace
+
+int cmd_top(const GlobalOptions& g, const std::string& pattern, const TopOptions& o) {
+  Session s(g);
+  TopSource src(s, g, pattern);
+  if (o.batch || !full_screen_possible()) return run_batch(s, src, o);
+  // The first snapshot before the screen: a server that cannot be reached is
+  // one line and 69, the terminal untouched.
+  TopSnapshot first = src.refresh(true);
+  FullScreen view(s, g, src, o);
+  return view.run(std::move(first));
+}
+
+}  // namespace rlock
