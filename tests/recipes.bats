@@ -550,6 +550,8 @@ started() { grep -c '^start ' "$T/psql.log" 2>/dev/null || echo 0; }
   bg_start a env --default-signal INSTANCE=a sh "$T/orders-worker.sh"
   a=$BG_PID
   wait_until "grep -qx a '$T/active'" 10
+  # (an acquisition is seen by the watcher's next read, within about a second)
+  wait_until "grep -q 'held by .* pid $a, .*fence 1\$' '$T/watch.out'" 10
   bg_start b env --default-signal INSTANCE=b sh "$T/orders-worker.sh"
   b=$BG_PID
   wait_until '[ "$(n_waiters orders-worker)" = 1 ]' 10
