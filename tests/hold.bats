@@ -162,6 +162,7 @@ hold_bg() {
   kill -INT "$f"
   bg_wait "$f" 10
   assert_equal "$BG_STATUS" 0
+  run -0 python3 "$BATS_TEST_DIRNAME/helpers/json_schema.py" validate change --lines "$T/f.out"
   run -0 jq -c '[.key, .held, .fence, (.holders | map(.label))]' "$T/f.out"
   assert_equal "${#lines[@]}" 4
   assert_equal "${lines[0]}" '["hand-j",false,0,[]]'

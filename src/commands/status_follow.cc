@@ -86,6 +86,8 @@ std::string change_json(const std::string& key, const LockStatus& s) {
     if (!h.info.user.empty()) o += ",\"user\":" + json_string(h.info.user);
     if (!h.info.label.empty()) o += ",\"label\":" + json_string(h.info.label);
     if (h.since_ms > 0) o += fmt::format(",\"fence\":{}", h.fence);
+    if (h.slot > 0) o += fmt::format(",\"slot\":{}", h.slot);
+    if (!h.slot_name.empty()) o += ",\"slot_name\":" + json_string(h.slot_name);
     o += fmt::format(",\"mode\":\"{}\"}}", h.shared ? "shared" : "exclusive");
     holders += (holders.empty() ? "" : ",") + o;
   }
