@@ -362,14 +362,14 @@ EOF
   assert_output --partial "released"
 }
 
-@test "--cancel-in-progress: a command that ignores SIGTERM is killed after the holder's own --kill-after" {
-  bg_start d1 "$RLOCK" run --supersede --kill-after 1s --label d1 cik -- \
+@test "--cancel-in-progress: a command that ignores SIGTERM is killed after the holder's own --kill-after; the holder exits its --superseded-exit-code" {
+  bg_start d1 "$RLOCK" run --supersede --superseded-exit-code 9 --kill-after 1s --label d1 cik -- \
     sh -c 'trap "" TERM; touch "$0/d1.started"; while :; do sleep 0.05; done' "$T"
   d1=$BG_PID
   wait_for_file "$T/d1.started" 20
   run -0 "$RLOCK" run --wait 60s --supersede --cancel-in-progress --label d2 cik -- true
   bg_wait "$d1" 20
-  assert_equal "$BG_STATUS" 75
+  assert_equal "$BG_STATUS" 9
   grep -q "SIGKILL in 1s" "$T/d1.err"
   run -1 "$RLOCK" status cik
 }
