@@ -150,9 +150,9 @@ assert_usage_error() {
   run -1 "$RLOCK" status fl --command-timeout 3
 }
 
-@test "contradictions are 64: -o with --kill-leftovers, -x with -s, --timeout with --wait or -n" {
+@test "contradictions are 64: -o with --kill-leftovers, -x with -s or --limit, --timeout with --wait or -n" {
   for args in "-o --kill-leftovers" "-x -s" "--exclusive --shared" "--timeout 3 --wait 3s" \
-    "-w 3 -n"; do
+    "-w 3 -n" "-x --limit 2"; do
     # shellcheck disable=SC2086 # the words of $args
     rl run fl $args -- touch "$T/ran"
     assert_usage_error

@@ -205,3 +205,16 @@ hold_bg() {
   bg_wait "$f" 10
   assert_equal "$BG_STATUS" 0
 }
+
+@test "a hand hold in a named pool says which name it holds; a superseding hand hold is stopped by --cancel-in-progress and exits its --superseded-exit-code" {
+  hold_bg hp hand-pool --limit db-a,db-b
+  grep -q "^holding 'hand-pool' (fence 1, slot db-a)" "$T/hp.out" || fail "$(cat "$T/hp.out")"
+  kill -TERM "$BG_PID"
+  bg_wait "$BG_PID" 10
+  hold_bg hs hand-sup --supersede --superseded-exit-code 9
+  local hs=$BG_PID
+  run -0 "$RLOCK" run --wait 60s --supersede --cancel-in-progress hand-sup -- true
+  bg_wait "$hs" 10
+  assert_equal "$BG_STATUS" 9
+  grep -q "superseded by .* (--cancel-in-progress)" "$T/hs.err" || fail "$(cat "$T/hs.err")"
+}

@@ -658,3 +658,14 @@ EOF2
   [[ $output == *"does not run under it"* ]]
   is_free k
 }
+
+@test "another program's value where a holder's nested holds go does not break status or list" {
+  tok=$("$RLOCK" acquire --ttl 30s nest-foreign)
+  rcli SET "lock:{nest-foreign}:n:$tok" x >/dev/null
+  run -0 "$RLOCK" status nest-foreign --json
+  assert_equal "$(jq -c '[.held, .nested]' <<<"$output")" '[true,0]'
+  run -0 "$RLOCK" list 'nest-foreign'
+  assert_output --partial nest-foreign
+  rcli DEL "lock:{nest-foreign}:n:$tok" >/dev/null
+  "$RLOCK" release nest-foreign --token "$tok"
+}

@@ -222,7 +222,7 @@ EOF
 
 @test "--limit takes a positive whole number or names; anything else is a usage error (64)" {
   for bad in 0 -1 1.5 '' 'a b' 'a,,b' 'a,' 'a,a' 'a,2' $'a\tb' "$(printf 'x%.0s' {1..65})" \
-    "$(seq -s, -f 'n%g' 101)"; do
+    "$(seq -s, -f 'n%g' 101)" "$(seq -s, -f 'runner-name-%03g' 1 70)"; do
     run -64 "$RLOCK" acquire --limit "$bad" badlimit
     assert_output --partial "limit"
   done
@@ -363,6 +363,14 @@ EOF
   touch "$T/h.go"
   bg_wait "$h" 20
   assert_equal "$BG_STATUS" 0
+}
+
+@test "named pool: names Lua would read as numbers (inf, 0x1, nan) are names: never handed out twice, never an error" {
+  a=$("$RLOCK" acquire --ttl 60s --json --limit inf,0x1,nan lua-names | jq -r .slot_name)
+  b=$("$RLOCK" acquire --ttl 60s --json --limit inf,0x1,nan lua-names | jq -r .slot_name)
+  c=$("$RLOCK" acquire --ttl 60s --json --limit inf,0x1,nan lua-names | jq -r .slot_name)
+  assert_equal "$a $b $c" "inf 0x1 nan"
+  run -75 "$RLOCK" acquire -n --limit inf,0x1,nan lua-names
 }
 
 @test "named pool: holders giving another definition of the pool are refused with 64 naming it" {

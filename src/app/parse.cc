@@ -120,6 +120,9 @@ void parse_limit(const std::string& text, LockOptions& o) {
     throw_usage(
         fmt::format("invalid --limit '{}': {}", escape_text(truncate_text(text, 200)), why));
   };
+  // (the scripts keep at most 1024 bytes of a value: a longer definition
+  // would never compare equal to the stored one)
+  if (text.size() > 1000) bad("longer than 1000 bytes in all");
   std::vector<std::string> names;
   size_t from = 0;
   while (true) {
@@ -191,6 +194,8 @@ void finish(Values& v) {
     throw_usage(
         fmt::format("invalid --on-lost '{}': use term, kill or warn", escape_text(on_lost)));
   if (v.limit) parse_limit(*v.limit, o);
+  if (v.exclusive && o.limit > 0)
+    throw_usage("--exclusive and --limit contradict each other: a pool has several holders");
   if (v.conflict_exit)
     o.conflict_exit = whole_number(*v.conflict_exit, 0, 255, "--conflict-exit-code",
                                    "an exit status from 0 to 255");

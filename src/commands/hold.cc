@@ -18,6 +18,7 @@
 #include "cli/wording.h"
 #include "commands/commands.h"
 #include "core/duration.h"
+#include "core/text.h"
 #include "hold/acquirer.h"
 #include "hold/held.h"
 #include "hold/watchdog.h"
@@ -56,6 +57,7 @@ std::string holding_line(const LockOptions& o, const Acquired& a, bool fenced) {
     facts.push_back(fmt::format("fence{} {}", all.size() > 1 ? "s" : "", fences));
   }
   if (a.slot > 0) facts.push_back(fmt::format("slot {}", a.slot));
+  if (!a.slot_name.empty()) facts.push_back("slot " + escape_text(a.slot_name));
   if (o.shared) facts.push_back("shared");
   std::string what;
   for (size_t i = 0; i < facts.size(); ++i) what += (i ? ", " : "") + facts[i];
@@ -114,10 +116,21 @@ class HandHold {
     release(lost_ && opts_.on_lost != OnLost::Warn ? exitcode::kLost : exitcode::kOk);
   }
 
+  // A newer superseding job stopped this superseding hold (--cancel-in-progress):
+  // it is released as a stop request would release it, and exits superseded.
+  void cancelled(const std::string& by) {
+    if (phase_ != Phase::Holding) return;
+    log_error(fmt::format("superseded by {} (--cancel-in-progress): releasing {}",
+                          escape_text(truncate_text(by, 256)), lost_keys({})));
+    release(opts_.superseded_exit);
+  }
+
   void on_acquired(Outcome<Acquired> o) {
     if (o.error) {
+      // (a superseded waiter exits --superseded-exit-code, not -E's status)
       error_ = o.error->kind() == ErrorKind::NotAcquired
-                   ? Error(ErrorKind::NotAcquired, o.error->what(), opts_.conflict_exit)
+                   ? Error(ErrorKind::NotAcquired, o.error->what(),
+                           not_acquired_exit(opts_, *o.error), o.error->cause())
                    : *o.error;
       return exit_with(error_->exit_status());
     }
@@ -127,7 +140,9 @@ class HandHold {
     phase_ = Phase::Holding;
     watchdog_ = std::make_unique<Watchdog>(
         *lock_, token_, acquired_, opts_.sync_replicas,
-        Watchdog::Events{[this](const std::string& why) { lost(why); }, {}});
+        Watchdog::Events{[this](const std::string& why) { lost(why); },
+                         {},
+                         [this](const std::string& by) { cancelled(by); }});
     watchdog_->start();
     watchdog_->listen();  // a break is heard within about a second
     try {

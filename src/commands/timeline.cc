@@ -44,7 +44,9 @@ void mark_end(TimelineSpan& s, const Event& e) {
   std::string exit = e.get("exit");
   if ((e.ev == "released" || e.ev == "kept" || e.ev == "done") && !exit.empty() && exit != "0") {
     s.mark = '!';
-    s.exit = truncate_text(exit, 12);
+    // (the history is anybody's to write: only a number is drawn)
+    s.exit =
+        exit.size() <= 4 && exit.find_first_not_of("0123456789-") == std::string::npos ? exit : "?";
   }
 }
 

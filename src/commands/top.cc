@@ -116,12 +116,24 @@ class TopSource {
       }
       LockStatus& st = o.value;
       snap.now_ms = std::max(snap.now_ms, st.now_ms);
-      for (auto e = st.last.rbegin(); e != st.last.rend(); ++e)
-        if (e->ms > 0 && seen_.insert({keys[i], e->id}).second) events_.push_back({keys[i], *e});
+      // A status carries the newest few events of its lock: one that left them
+      // never comes back, so the ids of the last reading are all there is to keep.
+      std::set<std::string>& seen = seen_[keys[i]];
+      std::set<std::string> ids;
+      for (auto e = st.last.rbegin(); e != st.last.rend(); ++e) {
+        if (e->ms <= 0) continue;
+        ids.insert(e->id);
+        if (!seen.count(e->id)) events_.push_back({keys[i], *e});
+      }
+      seen = std::move(ids);
       if (st.holders.empty() && st.waiter_count == 0) continue;
       recent_[keys[i]] = now;
       snap.rows.push_back(top_row(keys[i], std::move(st)));
     }
+    // (bounded: the keys not read lately are forgotten once there are many)
+    if (seen_.size() > kMaxSeenKeys)
+      for (auto it = seen_.begin(); it != seen_.end();)
+        it = recent_.count(it->first) ? std::next(it) : seen_.erase(it);
     if (snap.now_ms == 0) snap.now_ms = wall_ms();
     std::stable_sort(events_.begin(), events_.end(),
                      [](const TopEvent& a, const TopEvent& b) { return a.e.ms < b.e.ms; });
@@ -139,7 +151,8 @@ class TopSource {
   std::vector<FoundLock> found_;  // what the last SCAN found
   bool scanned_ = false;
   Clock::time_point next_scan_;
-  std::set<std::pair<std::string, std::string>> seen_;  // (key, event id)
+  static constexpr size_t kMaxSeenKeys = 10000;
+  std::map<std::string, std::set<std::string>> seen_;  // key: the event ids last read
   std::vector<TopEvent> events_;
   TopSnapshot last_;
 };

@@ -94,11 +94,16 @@ void Watchdog::renew() {
   renewing_ = true;
   auto sent = Clock::now();
   auto left = std::chrono::duration_cast<Millis>(lost_at() - sent);
-  // Woken well past the deadline: this renewal decides, given a whole command's time.
+  // Woken well past the deadline: this renewal decides. With the command
+  // stopped until it answers (check_late) it gets a whole command's time; with
+  // the command running (rlock itself was starved or frozen) only the margin
+  // the lease keeps for a renewal, so that a loss is never hidden for long.
   if (-left > kLate) late_check_ = true;
   late_renewal_ = late_check_;
-  Millis timeout = late_renewal_ ? lock_.command_timeout()
-                                 : std::max(Millis(10), std::min(lock_.command_timeout(), left));
+  Millis timeout = !late_renewal_  ? std::max(Millis(10), std::min(lock_.command_timeout(), left))
+                   : late_decided_ ? lock_.command_timeout()
+                                   : std::min(lock_.command_timeout(),
+                                              std::max(Millis(250), safety_margin(acquired_.ttl)));
   unsigned heard = heard_count_;
   auto alive = life_.token();
   lock_.extend(
@@ -162,6 +167,13 @@ void Watchdog::renewal_failed(const std::string& why) {
 }
 
 void Watchdog::renewed(Clock::time_point sent, Clock::time_point deadline) {
+  // A reply to a renewal sent before the freeze says nothing of now: its new
+  // deadline may be past already. Ask again; that answer decides.
+  if (late_check_ && !late_renewal_ &&
+      later(deadline, -safety_margin(acquired_.ttl)) <= Clock::now()) {
+    deadline_ = deadline;
+    return renew();
+  }
   if (late_check_) log_verbose("woken past the lease's deadline, the token still holds it");
   late_check_ = late_renewal_ = false;
   deadline_ = deadline;

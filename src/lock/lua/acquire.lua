@@ -68,7 +68,13 @@ local function free_slot()
   local used = {}
   for _, t in ipairs(redis.call('ZRANGE', HOLDERS, 0, -1)) do
     local s = redis.call('HGET', hkey(t), 'slot')
-    if s then used[tonumber(s) or s] = true end
+    -- (a named pool's names are compared as strings: 'inf', '0x1' and 'nan'
+    -- are names there, never numbers)
+    if s and pool ~= '' then used[s] = true
+    elseif s then
+      local n = tonumber(s)
+      if n and n == n then used[n] = true end
+    end
   end
   if pool ~= '' then
     for name in string.gmatch(pool, '[^,]+') do
@@ -127,7 +133,9 @@ if how then
   set_lease(tok, how, ttl)
   if att > 0 then redis.call('HSET', hkey(tok), 'att', att) end
   local h = redis.call('HMGET', hkey(tok), 'fence', 'slot')
-  return {'OK', tonumber(h[1] or '0') or 0, ttl, NOW, tonumber(h[2] or '0') or h[2]}
+  local slot = h[2] or 0
+  if pool == '' then slot = tonumber(h[2] or '0') or 0 end
+  return {'OK', tonumber(h[1] or '0') or 0, ttl, NOW, slot}
 end
 local queued = redis.call('ZSCORE', QUEUE, tok)
 if queued and att > 0 and att < stamp_of(wkey(tok)) then

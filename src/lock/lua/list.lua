@@ -33,7 +33,8 @@ local function put_holder(t, pttl)
     local v = h[j]
     if v and #v <= 1024 then out[n + 1 + j] = v else out[n + 1 + j] = field(v) end
   end
-  out[n + 12] = redis.call('ZCOUNT', BASE .. 'n:' .. t, live, '+inf')
+  local nested = redis.pcall('ZCOUNT', BASE .. 'n:' .. t, live, '+inf')
+  out[n + 12] = type(nested) == 'number' and nested or 0  -- (a foreign value: none)
   n = n + 12
 end
 -- How many waiters in the line are live (their w: hash has an expiry).

@@ -261,7 +261,9 @@ local function holder_fields(t, pttl)
   local h = redis.call('HMGET', hkey(t), 'host', 'pid', 'user', 'cmd', 'since', 'fence', 'ttl',
                        'kept', 'exit', 'mode', 'done', 'label', 'slot', 'ended')
   -- The live nested holds under `t` (nest.lua; the set nkey below names).
-  local nested = redis.call('ZCOUNT', BASE .. 'n:' .. t, '(' .. NOW, '+inf')
+  -- (pcall: another program's value of another type there counts as none)
+  local nested = redis.pcall('ZCOUNT', BASE .. 'n:' .. t, '(' .. NOW, '+inf')
+  if type(nested) ~= 'number' then nested = 0 end
   -- Made whole by one constructor, then cut where needed: `list --json` makes
   -- one a lock.
   local r = {field(t), pttl, h[1], h[2], h[3], h[4], h[5], h[6], h[7], h[8], h[9], h[10], h[11],
