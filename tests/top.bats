@@ -56,6 +56,24 @@ hold() {
   wait_until "grep '^rlock top ' '$T/top.out' | tail -n 1 | grep -q ' locks: 0 shown, 0 hidden '"
 }
 
+@test "top -b: a lease that runs out without a release shows as expired at once, and only once" {
+  "$RLOCK" acquire --ttl 1s --label short-lease tb-exp >/dev/null
+  bg_start top "$RLOCK" top -b --interval 200ms 'tb-exp'
+  wait_until "grep -q '^  tb-exp ' '$T/top.out'"
+  # nothing touches the key after its lease: no script records the expiry, top sees it go
+  wait_until "grep -qE '^[0-9:]{8}Z  tb-exp  expired +fence 1, short-lease' '$T/top.out'" 10
+  # a script that touches the key now records the expiry in the history: not shown twice
+  "$RLOCK" acquire --ttl 30s tb-exp >/dev/null
+  wait_until "grep -qE '^[0-9:]{8}Z  tb-exp  acquired +fence 2' '$T/top.out'" 10
+  kill -TERM "$BG_PID"
+  bg_wait "$BG_PID" 10
+  run -0 "$RLOCK" history tb-exp
+  assert_output --partial expired
+  last=$(awk '/^LATEST EVENTS/{n=NR} END{print n}' "$T/top.out")
+  run -0 sh -c "tail -n +$last '$T/top.out' | grep -c ' tb-exp  expired '"
+  assert_output 1
+}
+
 @test "top off a terminal is top -b; a header says how many locks are hidden" {
   for i in $(seq 1 55); do
     "$RLOCK" acquire --ttl 1h "many-$i" >/dev/null

@@ -123,9 +123,13 @@ class TopSource {
       for (auto e = st.last.rbegin(); e != st.last.rend(); ++e) {
         if (e->ms <= 0) continue;
         ids.insert(e->id);
-        if (!seen.count(e->id)) events_.push_back({keys[i], *e});
+        if (seen.count(e->id)) continue;
+        // (an expiry top showed already, now recorded by a script)
+        if (e->ev == "expired" && shown_expired_.erase({keys[i], e->get("tok")})) continue;
+        events_.push_back({keys[i], *e});
       }
       seen = std::move(ids);
+      notice_expiries(keys[i], st);
       if (st.holders.empty() && st.waiter_count == 0) continue;
       recent_[keys[i]] = now;
       snap.rows.push_back(top_row(keys[i], std::move(st)));
@@ -134,6 +138,9 @@ class TopSource {
     if (seen_.size() > kMaxSeenKeys)
       for (auto it = seen_.begin(); it != seen_.end();)
         it = recent_.count(it->first) ? std::next(it) : seen_.erase(it);
+    if (held_.size() > kMaxSeenKeys)
+      for (auto it = held_.begin(); it != held_.end();)
+        it = recent_.count(it->first) ? std::next(it) : held_.erase(it);
     if (snap.now_ms == 0) snap.now_ms = wall_ms();
     std::stable_sort(events_.begin(), events_.end(),
                      [](const TopEvent& a, const TopEvent& b) { return a.e.ms < b.e.ms; });
@@ -151,8 +158,43 @@ class TopSource {
   std::vector<FoundLock> found_;  // what the last SCAN found
   bool scanned_ = false;
   Clock::time_point next_scan_;
+  // An expiry is recorded in the history only when a script next touches the
+  // key (docs/PROTOCOL.md "History"): a holder that left without an ending
+  // event once its lease had run out is shown as expired at once, and the
+  // event the history records later is not shown again.
+  struct LastHeld {
+    int64_t until_ms = 0;  // server time its lease ran out, as last read
+    std::string fence, who;
+  };
+  void notice_expiries(const std::string& key, const LockStatus& st) {
+    std::map<std::string, LastHeld>& before = held_[key];
+    std::map<std::string, LastHeld> now;
+    for (const Holder& h : st.holders) {
+      if (h.token.empty() || h.since_ms <= 0) continue;  // (not rlock's: no history)
+      std::string who =
+          !h.info.label.empty() ? h.info.label : fmt::format("{} pid {}", h.info.host, h.info.pid);
+      now[h.token] = {st.now_ms + h.ttl_left.count(), std::to_string(h.fence), who};
+    }
+    for (const auto& [tok, was] : before) {
+      if (now.count(tok) || st.now_ms <= 0 || st.now_ms + 100 < was.until_ms) continue;
+      bool ended = std::any_of(st.last.begin(), st.last.end(), [&](const Event& e) {
+        return e.get("tok") == tok && e.ev != "acquired";
+      });
+      if (ended) continue;
+      Event e;
+      e.ms = was.until_ms;
+      e.ev = "expired";
+      e.fields = {{"tok", tok}, {"fence", was.fence}, {"who", was.who}};
+      events_.push_back({key, e});
+      if (shown_expired_.size() < kMaxSeenKeys) shown_expired_.insert({key, tok});
+    }
+    before = std::move(now);
+  }
+
   static constexpr size_t kMaxSeenKeys = 10000;
-  std::map<std::string, std::set<std::string>> seen_;  // key: the event ids last read
+  std::map<std::string, std::map<std::string, LastHeld>> held_;  // key: its holders last read
+  std::set<std::pair<std::string, std::string>> shown_expired_;  // (key, token)
+  std::map<std::string, std::set<std::string>> seen_;            // key: the event ids last read
   std::vector<TopEvent> events_;
   TopSnapshot last_;
 };
