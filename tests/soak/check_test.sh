@@ -235,6 +235,18 @@ run 0.0 1 0 10 20 25 0
 printf 'R 1.0 %s %s 80 1000 3000 proxy 5 file supersede\n' "$(us 5)" "$(us 30)" >>"$D/hist/1"
 expect PASS "a superseding job that never ran exits 80 (superseded)"
 
+# A nested run whose outer hold was lost before its command's first line exits 76
+# without running; any other run that never ran may not exit 76.
+new_case
+run 0.0 1 0 10 20 25 0
+printf 'R 1.0 %s %s 76 1000 3000 proxy 5 file nested setm\n' "$(us 30)" "$(us 40)" >>"$D/hist/1"
+expect PASS "a nested run that lost its outer hold before running exits 76"
+
+new_case
+run 0.0 1 0 10 20 25 0
+norun 1.0 30 40 76
+expect status "a run that never ran exits 76"
+
 new_case
 run 0.0 1 0 10 20 25 0
 norun 1.0 5 30 80
