@@ -297,10 +297,10 @@ redis_work() { # CONTENDERS TOTAL [prio|supersede]: prints "rt cmds" per acquisi
   rcli CONFIG RESETSTAT >/dev/null
   for ((i = 0; i < n; i++)); do
     # prio: each contender waits with its own priority (0 to 3); supersede: each asks to
-    # replace the superseding waiter before it (those replaced exit 75, quietly)
+    # replace the superseding waiter before it (those replaced exit 0: --superseded-exit-code)
     local extra=()
     [[ $policy == prio ]] && extra=(--priority $((i % 4)))
-    [[ $policy == supersede ]] && extra=(--supersede -E 0)
+    [[ $policy == supersede ]] && extra=(--supersede --superseded-exit-code 0)
     (for ((j = 0; j < per; j++)); do
       "$RLOCK" run -q --ttl 30s "${extra[@]}" "$key" -- "$STAMP" 0
     done) 3>&- &
