@@ -13,6 +13,7 @@
 
 #include "cli/output.h"
 #include "commands/commands.h"
+#include "core/json.h"
 #include "core/lifetime.h"
 #include "net/subscription.h"
 #include "proc/signals.h"
@@ -80,21 +81,23 @@ std::string change_line(const std::string& key, const LockStatus& s) {
 std::string change_json(const std::string& key, const LockStatus& s) {
   std::string holders;
   for (const Holder& h : s.holders) {
-    std::string o = fmt::format("{{\"token\":{}", json_string(h.token));
-    if (!h.info.host.empty())
-      o += fmt::format(",\"host\":{},\"pid\":{}", json_string(h.info.host), h.info.pid);
-    if (!h.info.user.empty()) o += ",\"user\":" + json_string(h.info.user);
-    if (!h.info.label.empty()) o += ",\"label\":" + json_string(h.info.label);
-    if (h.since_ms > 0) o += fmt::format(",\"fence\":{}", h.fence);
-    if (h.slot > 0) o += fmt::format(",\"slot\":{}", h.slot);
-    if (!h.slot_name.empty()) o += ",\"slot_name\":" + json_string(h.slot_name);
-    o += fmt::format(",\"mode\":\"{}\"}}", h.shared ? "shared" : "exclusive");
-    holders += (holders.empty() ? "" : ",") + o;
+    JsonObject o;
+    o.str("token", h.token);
+    if (!h.info.host.empty()) o.str("host", h.info.host).num("pid", h.info.pid);
+    o.str_if("user", h.info.user).str_if("label", h.info.label);
+    if (h.since_ms > 0) o.num("fence", h.fence);
+    o.num_if("slot", h.slot).str_if("slot_name", h.slot_name);
+    o.str("mode", h.shared ? "shared" : "exclusive");
+    holders += (holders.empty() ? "" : ",") + o.text();
   }
-  return fmt::format(
-      "{{\"time\":{},\"key\":{},\"held\":{},\"fence\":{},\"holder_count\":{},\"holders\":[{}]}}\n",
-      json_string(utc_iso(reading_ms(s))), json_string(key), s.holders.empty() ? "false" : "true",
-      s.fence, std::max<long>(s.holder_count, static_cast<long>(s.holders.size())), holders);
+  JsonObject o;
+  o.str("time", utc_iso(reading_ms(s)))
+      .str("key", key)
+      .boolean("held", !s.holders.empty())
+      .num("fence", s.fence)
+      .num("holder_count", std::max<long>(s.holder_count, static_cast<long>(s.holders.size())))
+      .raw("holders", "[" + holders + "]");
+  return o.text() + "\n";
 }
 
 class StatusFollow {
