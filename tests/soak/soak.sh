@@ -17,8 +17,8 @@
 # - C contenders (tests/soak/contender.sh, each in a session of its own), each a loop of
 #   `rlock run --ttl T --wait W soak -- bash cs.sh …` (T = 1s, 1.5s, 2s by contender);
 #   the critical section (tests/soak/cs.sh) writes to a fenced resource; with --nested PCT
-#   (default 10; 0 in quorum mode, which refuses a nested run outside the holder's process
-#   group: there the nested run runs in the holder's own group, "group") that share of the runs runs it in a
+#   (default 10; in quorum mode, which refuses a nested run outside the holder's process
+#   group, the nested run runs in the holder's own group, "group") that share of the runs runs it in a
 #   nested `rlock run` that outlives what encloses it, the shape drawn by the seed: a job
 #   of its own (`set -m`) or a session of its own (`setsid`) started by the run's command,
 #   which exits at once; or a background job of a script that took the lock with
@@ -182,11 +182,11 @@ fi
 if ((replicated)); then direct=$contenders; fi # no proxy: every contender connects directly
 # Quorum mode refuses a nested run outside the holder's process group (docs/GUIDE.md
 # "Nesting"): with --nested PCT its nested runs run in the holder's own group
-# (contender.sh, "group"); by default none there, since the checker takes a nested run
-# that a loss of the outer run ends before its critical section's first line for a 76
-# without a run. The stop fault never freezes a group that can still become orphaned (the
+# (contender.sh, "group"), 10% by default as elsewhere (a nested run that a loss of the
+# outer run ends before its critical section's first line exits 76 without running: the
+# checker knows that outcome). The stop fault never freezes a group that can still become orphaned (the
 # kernel would SIGHUP and SIGCONT it) and logs the real freeze (fault_stop).
-if [[ $masters != 1 ]]; then : "${nested:=0}"; else : "${nested:=10}"; fi
+: "${nested:=10}"
 # Superseding jobs (--supersede PCT): one server only, where the checker reads the join
 # order of every superseding job (the lock's :sups hash, docs/PROTOCOL.md) after the soak.
 if ((masters == 1 && !replicated)) && [[ -z $rlock_alt ]]; then : "${supersede:=10}"; else supersede=0; fi
