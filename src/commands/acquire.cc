@@ -10,6 +10,7 @@
 #include "cli/progress.h"
 #include "cli/wording.h"
 #include "commands/commands.h"
+#include "core/json.h"
 #include "core/stderr_writer.h"
 #include "core/text.h"
 #include "hold/acquirer.h"
@@ -37,27 +38,27 @@ std::string output_of(const GlobalOptions& g, const LockOptions& o, const std::s
                       const std::string& slot = "") {
   const std::vector<std::string> keys = o.keys();
   if (g.json) {
-    std::string more;
+    JsonObject j;
+    j.str("key", o.key).str("token", token);
+    // Another tool's layout has no fences: no "fence" then.
+    if (g.layout == Layout::Rlock) j.num("fence", fences.front());
+    j.num("ttl_ms", ttl.count());
     if (keys.size() > 1) {
       std::string k, f;
       for (size_t i = 0; i < keys.size(); ++i) {
         k += (i ? "," : "") + json_string(keys[i]);
         f += fmt::format("{}{}", i ? "," : "", fences[i]);
       }
-      more = fmt::format(",\"keys\":[{}],\"fences\":[{}]", k, f);
+      j.raw("keys", "[" + k + "]").raw("fences", "[" + f + "]");
     }
     // A counted pool's slot is a number; a named pool's is its name (slot_name).
     if (!slot.empty()) {
-      if (slot.find_first_not_of("0123456789") == std::string::npos)
-        more += fmt::format(",\"slot\":{}", slot);
+      if (std::optional<int64_t> n = parse_int64(slot); n && *n >= 0)
+        j.num("slot", *n);
       else
-        more += fmt::format(",\"slot_name\":{}", json_string(slot));
+        j.str("slot_name", slot);
     }
-    // Another tool's layout has no fences: no "fence" then.
-    std::string fence =
-        g.layout == Layout::Rlock ? fmt::format(",\"fence\":{}", fences.front()) : "";
-    return fmt::format("{{\"key\":{},\"token\":{}{},\"ttl_ms\":{}{}}}\n", json_string(o.key),
-                       json_string(token), fence, ttl.count(), more);
+    return j.text() + "\n";
   }
   if (o.export_env) {
     std::string k, f;
