@@ -210,8 +210,8 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
       "applies and run exits 76.\n"
       "Without CMD (no '--', no -c), run holds KEY by hand, as etcdctl lock NAME\n"
       "does: once it holds, it prints \"holding 'KEY' (fence N); Ctrl-C or kill PID\n"
-      "releases it\" on standard output, renews the lease, and on SIGINT, SIGTERM or\n"
-      "SIGHUP releases KEY and exits 0; a lost lease is 76 at once (--on-lost warn:\n"
+      "releases it\" on standard output, renews the lease, and on SIGINT, SIGTERM,\n"
+      "SIGHUP or SIGQUIT releases KEY and exits 0; a lost lease is 76 at once (--on-lost warn:\n"
       "a warning, and 0 when interrupted). --kill-after, --kill-leftovers and\n"
       "--done-for need a command (64).");
 

@@ -1,5 +1,5 @@
 // `rlock run KEY` without a command: hold KEY by hand (etcdctl's `lock NAME`
-// without a command) until SIGINT, SIGTERM or SIGHUP, renewing the lease
+// without a command) until SIGINT, SIGTERM, SIGHUP or SIGQUIT, renewing the lease
 // (the man page's "HOLDING BY HAND"). Its phases:
 //
 //   Waiting ──acquired──▶ Holding ──a stop signal (0), or the lease lost (76)──▶ Releasing
@@ -33,7 +33,7 @@ namespace {
 constexpr const char* kHandCommand = "rlock run (held by hand)";
 
 // The signals that end a hand hold (the man page): each releases, exit 0.
-constexpr int kHandStops[] = {SIGINT, SIGTERM, SIGHUP};
+constexpr int kHandStops[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 
 // "'a'", "'a' and 'b'", "'a', 'b' and 'c'".
 std::string quoted_keys(const std::vector<std::string>& keys) {
