@@ -38,9 +38,26 @@ int64_t wall_ms() {
       .count();
 }
 
-std::string topology(const Session& s) {
-  if (s.quorum()) return fmt::format("quorum of {} masters", s.clients.size());
-  return s.clients.front()->name();
+// The status line's topology, from where the last SCAN looked: the server; a
+// Cluster's masters; the master Sentinel names now; a quorum's masters that
+// did not answer.
+std::string topology(const Session& s, const ScanReport& r) {
+  if (s.quorum()) {
+    std::string t = fmt::format("quorum of {} masters", s.clients.size());
+    if (!r.down.empty()) {
+      std::string names;
+      for (const std::string& n : r.down) names += (names.empty() ? "" : ", ") + n;
+      t += fmt::format(", {} down: {}", r.down.size(), names);
+    }
+    return t;
+  }
+  const std::string name = s.clients.front()->name();
+  // (Router::name(): a Sentinel deployment is its sentinels and master name)
+  if (name.find("-sentinel://") != std::string::npos)
+    return r.masters.empty() ? name : fmt::format("{}, master {}", name, r.masters.front());
+  if (r.masters.size() > 1)
+    return fmt::format("cluster of {} masters via {}", r.masters.size(), name);
+  return name;
 }
 
 // Gathers the snapshots, keeping what one refresh hands to the next: the
@@ -65,17 +82,19 @@ class TopSource {
  private:
   TopSnapshot read() {
     TopSnapshot snap;
-    snap.topology = topology(s_);
     const auto now = Clock::now();
     // A SCAN of 100,000 locks takes about a second (docs/PERFORMANCE.md): it
     // runs at most a fifth of the time, the refreshes between read the locks
     // it found.
     if (!scanned_ || now >= next_scan_) {
-      found_ = scan_locks(s_, g_, pattern_);
+      ScanReport report;
+      found_ = scan_locks(s_, g_, pattern_, &report);
+      topology_ = topology(s_, report);
       scanned_ = true;
       next_scan_ = now + 5 * (Clock::now() - now);
     }
     std::vector<FoundLock> found = found_;
+    snap.topology = topology_;
     snap.found = found.size();
     // What needs attention first: the locks with a line, then the held ones.
     std::stable_partition(found.begin(), found.end(), [](const FoundLock& f) { return f.queue; });
@@ -156,6 +175,7 @@ class TopSource {
   const std::string pattern_;
   std::map<std::string, Clock::time_point> recent_;
   std::vector<FoundLock> found_;  // what the last SCAN found
+  std::string topology_;          // and where it looked
   bool scanned_ = false;
   Clock::time_point next_scan_;
   // An expiry is recorded in the history only when a script next touches the
@@ -422,6 +442,9 @@ class FullScreen {
 
 int cmd_top(const GlobalOptions& g, const std::string& pattern, const TopOptions& o) {
   Session s(g);
+  // top stays: under Sentinel, a failover is watched for, not only noticed
+  // when a command fails.
+  for (auto& c : s.clients) c->stay();
   TopSource src(s, g, pattern);
   if (o.batch || !full_screen_possible()) return run_batch(s, src, o);
   // The first snapshot before the screen: a server that cannot be reached is
