@@ -29,7 +29,8 @@
 #      recording off, beside rlock)
 #  10. many keys: `rlock list` (and --json) over 100,000 held locks beside a
 #      bare SCAN of the same keyspace (bench/scan.c: SCAN COUNT 500 in C), and list's
-#      peak RSS
+#      peak RSS; `rlock top` over them: one snapshot, and per refresh the server's CPU,
+#      each command's calls and server time (INFO commandstats), top's own CPU
 #  11. long lines: 8, 64 and 300 waiters on one key released together: time
 #      per handoff beside flock(1) with as many waiters, client commands, server
 #      commands and server time per acquisition, the waiters' RSS together and one
@@ -446,9 +447,18 @@ list_rss=$( { command time -f %M "$RLOCK" list >/dev/null; } 2>&1 | tail -n 1)
 # most a fifth of the time, the statuses every time).
 T[top]=$(median3 "$RLOCK" top -b --count 1)
 server_cpu_ms() { rcli INFO cpu | tr -d '\r' | awk -F: '$1 == "used_cpu_sys" || $1 == "used_cpu_user" {s += $2} END {printf "%d", s * 1000}'; }
+# (and, over the same five refreshes, the commands each sent from INFO commandstats, the
+# server time they took, and top's own CPU time)
+cmdstats() { rcli INFO commandstats | tr -d '\r' | sed -n 's/^cmdstat_\([a-z_|]*\):calls=\([0-9]*\),usec=\([0-9]*\),.*/\1 \2 \3/p' | LC_ALL=C sort; }
+cmdstats >"$work/stats0"
 cpu0=$(server_cpu_ms)
-"$RLOCK" top -b --count 5 --interval 1s >/dev/null
+top_client=$( { command time -f '%U %S' "$RLOCK" top -b --count 5 --interval 1s >/dev/null; } 2>&1 | tail -n 1)
 top_cpu=$((($(server_cpu_ms) - cpu0) / 5))
+cmdstats >"$work/stats1"
+# per refresh: each command's calls and server time (INFO's own left out; the commands a
+# script calls are counted under their own names too, their time within the script's)
+top_cmds=$(LC_ALL=C join -a 2 -e 0 -o 0,1.2,1.3,2.2,2.3 "$work/stats0" "$work/stats1" |
+  awk '$1 != "info" && $4 > $2 {printf "%s %.0f calls %.1f ms; ", $1, ($4 - $2) / 5, ($5 - $3) / 5000}')
 printf '%-34s %9s %12s\n' "command" "ms" "ratio"
 printf '%-34s %9s %12s\n' "bench/scan: SCAN COUNT 500 ($("$work/scan" 127.0.0.1 "$rport") keys)" "${T[scan]}" ""
 printf '%-34s %9s %12s\n' "rlock list ($listed locks)" "${T[list]}" "$(ratio "${T[list]}" "${T[scan]}")"
@@ -456,6 +466,9 @@ printf '%-34s %9s %12s\n' "rlock list --json" "${T[listjson]}" "$(ratio "${T[lis
 printf '%-34s %9s\n' "rlock list peak RSS (KB)" "$list_rss"
 printf '%-34s %9s %12s\n' "rlock top -b, one snapshot" "${T[top]}" "$(ratio "${T[top]}" "${T[scan]}")"
 printf '%-34s %9s\n' "server CPU per top refresh (ms)" "$top_cpu"
+printf '%-34s %s\n' "per top refresh (commandstats)" "$top_cmds"
+printf '%-34s %9s\n' "top's CPU, 5 refreshes (user sys s)" "$top_client"
+printf '%-34s %s\n' "load (uptime)" "$(uptime | sed 's/.*load average/load average/')"
 rcli FLUSHALL >/dev/null
 fi
 

@@ -200,6 +200,24 @@ assert_restored() {
   touch "$T/h1.go"
 }
 
+@test "full screen: a stalled server (SIGSTOP) is shown as waited for, keys work, q quits at once" {
+  # a refresh would wait up to --command-timeout (60s here) for the stopped server
+  top_tmux 100 30 --command-timeout 60s 'tp-*'
+  hold h1 tp-one --label before-stall
+  wait_screen '^[ >] tp-one '
+  redis_pause
+  wait_screen '^waiting for redis://127\.0\.0\.1:[0-9]+/0 \([0-9]+s\)…  q quit'
+  # the last snapshot stays, and a key is still heard while the refresh waits
+  tmux -L "$TMUX_SOCK" send-keys -t top s
+  wait_screen 'sort: key$'
+  screen_text | grep -qE '^[ >] tp-one '
+  tmux -L "$TMUX_SOCK" send-keys -t top q
+  wait_for_file "$T/after" 5
+  assert_restored
+  redis_resume
+  touch "$T/h1.go"
+}
+
 @test "full screen: SIGTERM gives back the terminal, also one of 4 rows" {
   # 4 rows: the header, the status line, the table's header, the filter line
   top_tmux 40 4 'tt-*'
@@ -214,6 +232,12 @@ assert_restored() {
   run tmux -L "$TMUX_SOCK" capture-pane -e -p -t top
   refute_output --partial $'\e[7m'
   kill -HUP "$(top_pid)"
+  assert_restored
+}
+
+@test "full screen: --count N quits by itself after the N-th refresh, as top -n, and restores the terminal" {
+  top_tmux 80 24 --count 10 'tn-*'
+  # ten refreshes 200ms apart: about 2s (it shows first), then gone without a key
   assert_restored
 }
 

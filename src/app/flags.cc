@@ -401,7 +401,7 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
                   "plain snapshots, one every --interval, as top -b (also when standard "
                   "output is not a terminal, or TERM is dumb)");
   duration(s.top, "--interval", v.interval, "time between refreshes (default 1s)");
-  s.top->add_option("--count", v.top_count, "exit after N snapshots (default: until interrupted)")
+  s.top->add_option("--count", v.top_count, "exit after N snapshots, full screen too (as top -n)")
       ->type_name("N");
   s.top->footer(
       "One row per lock that is held or waited for: KEY, SHAPE (exclusive, shared N,\n"
@@ -414,7 +414,9 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
       "Keys: q or Ctrl-C quit, s cycles the sort, / filters (a glob or a part of\n"
       "KEY; Enter applies, Esc clears), arrows move, Enter shows a lock's holders,\n"
       "waiters and timeline (Esc goes back). A lost connection is shown and\n"
-      "retried. NO_COLOR: no colours. Exit 0; 69 when the first refresh fails.");
+      "retried; a refresh waiting for a stalled server says so, and q still\n"
+      "quits at once. NO_COLOR: no colours. Exit 0; 69 when the first refresh\n"
+      "fails.");
 
   for (auto* sub : app.get_subcommands({})) sub->fallthrough();
   return s;

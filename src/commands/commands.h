@@ -38,10 +38,18 @@ struct FoundLock {
   std::string key;
   bool held = false, queue = false;
 };
+/// Where scan_locks looked, for `top`'s status line: the masters each client
+/// named (a Cluster's every master, the one Sentinel names), and the clients
+/// that failed (quorum mode: a master that is down).
+struct ScanReport {
+  std::vector<std::string> masters;
+  std::vector<std::string> down;
+};
 /// `list`'s SCAN (every master, MATCH on KEY) for `top`: each lock with a
 /// holder or a line once, in no order. Throws a master's failure (quorum mode:
 /// only when no majority answered) and a usage Error for a bad pattern.
-std::vector<FoundLock> scan_locks(Session& s, const GlobalOptions& g, const std::string& pattern);
+std::vector<FoundLock> scan_locks(Session& s, const GlobalOptions& g, const std::string& pattern,
+                                  ScanReport* report = nullptr);
 /// `top`: the live view of the locks matching `pattern` (commands/top.h).
 struct TopOptions;
 int cmd_top(const GlobalOptions& g, const std::string& pattern, const TopOptions& o);

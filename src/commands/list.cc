@@ -451,7 +451,8 @@ int cmd_list_names(const GlobalOptions& given, const std::string& pattern) {
 
 namespace rlock {
 
-std::vector<FoundLock> scan_locks(Session& s, const GlobalOptions& g, const std::string& pattern) {
+std::vector<FoundLock> scan_locks(Session& s, const GlobalOptions& g, const std::string& pattern,
+                                  ScanReport* report) {
   std::string match = scan_match(g, pattern);
   std::string head = head_of(g);
   Found found;
@@ -463,10 +464,12 @@ std::vector<FoundLock> scan_locks(Session& s, const GlobalOptions& g, const std:
           s.loop, [&](Done<std::vector<std::string>> d) { client->masters(std::move(d)); });
       for (const std::string& node : masters) scan(*client, node, match, head, found, g.layout);
       ++answered;
+      if (report) report->masters.insert(report->masters.end(), masters.begin(), masters.end());
     } catch (const Error& e) {
       if (!s.quorum() || (e.kind() != ErrorKind::Unavailable && e.kind() != ErrorKind::Permission))
         throw;
       failure = e;
+      if (report) report->down.push_back(client->name());
     }
   }
   if (failure && answered < s.clients.size() / 2 + 1) throw *failure;

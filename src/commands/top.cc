@@ -38,9 +38,26 @@ int64_t wall_ms() {
       .count();
 }
 
-std::string topology(const Session& s) {
-  if (s.quorum()) return fmt::format("quorum of {} masters", s.clients.size());
-  return s.clients.front()->name();
+// The status line's topology, from where the last SCAN looked: the server; a
+// Cluster's masters; the master Sentinel names now; a quorum's masters that
+// did not answer.
+std::string topology(const Session& s, const ScanReport& r) {
+  if (s.quorum()) {
+    std::string t = fmt::format("quorum of {} masters", s.clients.size());
+    if (!r.down.empty()) {
+      std::string names;
+      for (const std::string& n : r.down) names += (names.empty() ? "" : ", ") + n;
+      t += fmt::format(", {} down: {}", r.down.size(), names);
+    }
+    return t;
+  }
+  const std::string name = s.clients.front()->name();
+  // (Router::name(): a Sentinel deployment is its sentinels and master name)
+  if (name.find("-sentinel://") != std::string::npos)
+    return r.masters.empty() ? name : fmt::format("{}, master {}", name, r.masters.front());
+  if (r.masters.size() > 1)
+    return fmt::format("cluster of {} masters via {}", r.masters.size(), name);
+  return name;
 }
 
 // Gathers the snapshots, keeping what one refresh hands to the next: the
@@ -65,17 +82,19 @@ class TopSource {
  private:
   TopSnapshot read() {
     TopSnapshot snap;
-    snap.topology = topology(s_);
     const auto now = Clock::now();
     // A SCAN of 100,000 locks takes about a second (docs/PERFORMANCE.md): it
     // runs at most a fifth of the time, the refreshes between read the locks
     // it found.
     if (!scanned_ || now >= next_scan_) {
-      found_ = scan_locks(s_, g_, pattern_);
+      ScanReport report;
+      found_ = scan_locks(s_, g_, pattern_, &report);
+      topology_ = topology(s_, report);
       scanned_ = true;
       next_scan_ = now + 5 * (Clock::now() - now);
     }
     std::vector<FoundLock> found = found_;
+    snap.topology = topology_;
     snap.found = found.size();
     // What needs attention first: the locks with a line, then the held ones.
     std::stable_partition(found.begin(), found.end(), [](const FoundLock& f) { return f.queue; });
@@ -156,6 +175,7 @@ class TopSource {
   const std::string pattern_;
   std::map<std::string, Clock::time_point> recent_;
   std::vector<FoundLock> found_;  // what the last SCAN found
+  std::string topology_;          // and where it looked
   bool scanned_ = false;
   Clock::time_point next_scan_;
   // An expiry is recorded in the history only when a script next touches the
@@ -226,8 +246,18 @@ int run_batch(Session& s, TopSource& src, const TopOptions& o) {
   return exitcode::kOk;
 }
 
+// A key or a stop signal that quits while a refresh waits for a server: it
+// unwinds the refresh (top writes nothing; what the refresh left pending is
+// dropped with the session) to FullScreen::run, which gives the terminal back.
+struct QuitWhileWaiting {};
+
+// How long a refresh waits before the status line says so.
+constexpr Millis kStallShown{1000};
+
 // The full screen: the table and the events pane, redrawn at every refresh,
-// resize and key; a lock's detail and timeline on Enter.
+// resize and key; a lock's detail and timeline on Enter. A refresh that waits
+// for a stalled server leaves the screen live: the status line says what it
+// waits for, keys work, and q quits at once.
 class FullScreen {
  public:
   FullScreen(Session& s, const GlobalOptions& g, TopSource& src, const TopOptions& o)
@@ -237,21 +267,32 @@ class FullScreen {
     snap_ = std::move(first);
     Screen screen;
     screen_ = &screen;
-    on_stop(s_.loop, quit_);
-    s_.loop.on_signal(SIGWINCH, [this](int) { redraw_ = true; });
+    for (int sig : {SIGINT, SIGTERM, SIGHUP})
+      if (!ignored_at_start(sig)) s_.loop.on_signal(sig, [this](int) { quit(); });
+    s_.loop.on_signal(SIGWINCH, [this](int) {
+      redraw_ = true;
+      if (waiting_) draw();
+    });
     s_.loop.watch(STDIN_FILENO, POLLIN, [this](short revents) { on_input(revents); });
     draw();
-    while (!quit_) {
-      auto deadline = later(Clock::now(), o_.interval);
-      while (!quit_ && Clock::now() < deadline) {
-        wait_until(s_.loop, deadline, [this] { return quit_ || redraw_; });
-        if (redraw_ && !quit_) draw();
+    try {
+      // --count: the first snapshot is one; quit after the N-th, as top -n does.
+      for (long n = 1; !quit_ && (o_.count == 0 || n < o_.count); ++n) {
+        auto deadline = later(Clock::now(), o_.interval);
+        while (!quit_ && Clock::now() < deadline) {
+          wait_until(s_.loop, deadline, [this] { return quit_ || redraw_; });
+          if (redraw_ && !quit_) draw();
+        }
+        if (quit_) break;
+        waiting([this] {
+          snap_ = src_.refresh(false);
+          if (detail_) read_detail();
+        });
+        draw();
       }
-      if (quit_) break;
-      snap_ = src_.refresh(false);
-      if (detail_) read_detail();
-      draw();
+    } catch (const QuitWhileWaiting&) {
     }
+    s_.loop.cancel(stall_timer_);
     s_.loop.unwatch(STDIN_FILENO);
     screen.restore();
     return exitcode::kOk;
@@ -270,6 +311,38 @@ class FullScreen {
     pending_.append(buf, static_cast<size_t>(n));
     for (const Key& k : decode_keys(pending_, true)) on_key(k);
     redraw_ = true;
+    if (quit_) quit();
+    if (waiting_) draw();
+  }
+
+  // q, Ctrl-C or a stop signal: between refreshes the loop in run() sees the
+  // flag; during one, the refresh is given up.
+  void quit() {
+    quit_ = true;
+    if (waiting_) throw QuitWhileWaiting{};
+  }
+
+  // Runs `f` (a refresh, which waits for the servers) with the status line
+  // saying so once it takes kStallShown, updated every second.
+  void waiting(const std::function<void()>& f) {
+    if (waiting_) return f();  // (Enter during a refresh: its detail is read inside it)
+    waiting_ = true;
+    waiting_since_ = Clock::now();
+    stall_timer_ = s_.loop.after(kStallShown, [this] { on_stalled(); });
+    struct Done {
+      FullScreen& v;
+      ~Done() {
+        v.waiting_ = v.stalled_ = false;
+        v.s_.loop.cancel(v.stall_timer_);
+      }
+    } done{*this};
+    f();
+  }
+
+  void on_stalled() {
+    stalled_ = true;
+    draw();
+    stall_timer_ = s_.loop.after(Millis(1000), [this] { on_stalled(); });
   }
 
   void on_key(const Key& k) {
@@ -308,7 +381,7 @@ class FullScreen {
       if (!rows.empty()) {
         detail_key_ = rows[std::min(cursor_, rows.size() - 1)].key;
         detail_ = true;
-        read_detail();
+        waiting([this] { read_detail(); });
       }
     }
   }
@@ -350,11 +423,16 @@ class FullScreen {
     std::vector<TopRow> rows = shown_rows();
     if (cursor_ >= rows.size()) cursor_ = rows.empty() ? 0 : rows.size() - 1;
     lines.push_back(bold(truncate_columns(top_header(snap_, rows.size(), sort_), width)));
-    std::string status = snap_.problem.empty()
-                             ? "q quit  s sort  / filter  arrows and Enter: a lock's detail"
-                             : "connection: " + snap_.problem;
-    lines.push_back(snap_.problem.empty() ? truncate_columns(status, width)
-                                          : alert(truncate_columns(status, width)));
+    std::string status =
+        stalled_
+            ? fmt::format(
+                  "waiting for {} ({}s)…  q quit", snap_.topology,
+                  std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - waiting_since_)
+                      .count())
+        : snap_.problem.empty() ? "q quit  s sort  / filter  arrows and Enter: a lock's detail"
+                                : "connection: " + snap_.problem;
+    lines.push_back(snap_.problem.empty() && !stalled_ ? truncate_columns(status, width)
+                                                       : alert(truncate_columns(status, width)));
     if (detail_) {
       draw_detail(lines, rows, height, width);
     } else {
@@ -412,6 +490,9 @@ class FullScreen {
   Screen* screen_ = nullptr;
   TopSnapshot snap_;
   bool quit_ = false, redraw_ = false, editing_ = false, detail_ = false;
+  bool waiting_ = false, stalled_ = false;  // a refresh runs; it has taken kStallShown
+  Clock::time_point waiting_since_;
+  Loop::TimerId stall_timer_ = 0;
   std::string pending_, filter_, detail_key_, detail_problem_;
   size_t cursor_ = 0;
   TopSort sort_ = TopSort::Attention;
@@ -422,6 +503,9 @@ class FullScreen {
 
 int cmd_top(const GlobalOptions& g, const std::string& pattern, const TopOptions& o) {
   Session s(g);
+  // top stays: under Sentinel, a failover is watched for, not only noticed
+  // when a command fails.
+  for (auto& c : s.clients) c->stay();
   TopSource src(s, g, pattern);
   if (o.batch || !full_screen_possible()) return run_batch(s, src, o);
   // The first snapshot before the screen: a server that cannot be reached is

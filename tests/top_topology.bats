@@ -1,0 +1,65 @@
+#!/usr/bin/env bats
+# ctest-labels: topology
+# `rlock top -b` (the man page's "top") on every topology: the header's status line names
+# where it looks (the master Sentinel names, a Cluster's masters, a quorum's masters that
+# are down) and the rows keep coming across the topology's faults: a planned Sentinel
+# failover, locks in several Cluster slots, a quorum master killed. Each test starts the
+# servers it needs.
+
+bats_require_minimum_version 1.5.0
+
+load helpers/redis
+load helpers/topology
+
+setup() {
+  T=$BATS_TEST_TMPDIR
+}
+
+# last_snapshot FILE: the last whole snapshot of a `top -b` output (a header, ..., an
+# empty line).
+last_snapshot() {
+  awk '/^rlock top /{s=""} {s=s $0 "\n"} /^$/{last=s} END{printf "%s", last}' "$1"
+}
+
+@test "Sentinel: the status line names the master, across a planned failover the new one, rows keep coming" {
+  sentinel_setup rlmaster
+  export RLOCK_URL=$SENTINEL_URL
+  "$RLOCK" acquire --ttl 5m --label sen-holder tt-sen >/dev/null
+  bg_start top "$RLOCK" top -b --interval 200ms 'tt-*'
+  wait_until "last_snapshot '$T/top.out' | grep -q '^rlock top .*/rlmaster, master 127\.0\.0\.1:$SMASTER_PORT  locks: 1 shown'"
+  sentinel_failover
+  wait_until "last_snapshot '$T/top.out' | grep -q '^rlock top .*/rlmaster, master 127\.0\.0\.1:$SREPLICA_PORT  locks: 1 shown'" 30
+  run last_snapshot "$T/top.out"
+  assert_line --regexp '^  tt-sen +exclusive +sen-holder '
+  # every snapshot, during the failover too, shows the lock (a refresh that failed keeps
+  # the last rows, and says why)
+  assert_equal "$(grep -c '^  tt-sen ' "$T/top.out")" "$(grep -c '^rlock top ' "$T/top.out")"
+}
+
+@test "Cluster: the status line counts the masters, the locks of every slot are shown" {
+  cluster_start 3
+  export RLOCK_URL=$CLUSTER_URL
+  local i key
+  for i in 1 2 3; do
+    key=$(cluster_key_on "$i" tc)
+    "$RLOCK" acquire --ttl 5m --label "on-node-$i" "$key" >/dev/null
+  done
+  run -0 "$RLOCK" top -b --count 1 'tc-*'
+  assert_line --index 0 --regexp "^rlock top  .*  cluster of 3 masters via redis://127\.0\.0\.1:$CLUSTER1_PORT/0  locks: 3 shown, 0 hidden  "
+  for i in 1 2 3; do assert_line --regexp "^  tc-[0-9]+ +exclusive +on-node-$i "; done
+}
+
+@test "quorum: a master down is named in the status line, the rows are still shown; back up, it is not" {
+  masters_start M 3
+  export RLOCK_URL=$M_URLS
+  "$RLOCK" acquire --ttl 5m --label quorum-holder tq-one >/dev/null
+  bg_start top "$RLOCK" top -b --interval 200ms 'tq-*'
+  wait_until "last_snapshot '$T/top.out' | grep -q '^rlock top .*  quorum of 3 masters  locks: 1 shown'"
+  redis_kill M2
+  wait_until "last_snapshot '$T/top.out' | grep -q '^rlock top .*  quorum of 3 masters, 1 down: redis://127\.0\.0\.1:$M2_PORT/0  locks: 1 shown'"
+  run last_snapshot "$T/top.out"
+  assert_line --regexp '^  tq-one +exclusive +quorum-holder '
+  refute_line --partial 'problem: '
+  redis_restart M2
+  wait_until "last_snapshot '$T/top.out' | grep -q '^rlock top .*  quorum of 3 masters  locks: 1 shown'"
+}
