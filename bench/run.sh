@@ -27,6 +27,11 @@
 #      server time per script call (INFO commandstats usec_per_call); the memory an idle
 #      key costs with its history and without (part 3 shows rlock-h0, the handoff with
 #      recording off, beside rlock)
+#  9b. server time per lock: µs of server time (INFO commandstats) per uncontended
+#      acquire + release and per run, history on, beside a plain SET NX PX + compare-and-
+#      delete EVALSHA cycle; lock cycles per second one server sustains with 16 clients on
+#      distinct keys (bench/cycles.c replays the script calls rlock sent) beside the same
+#      plain lock
 #  10. many keys: `rlock list` (and --json) over 100,000 held locks beside a
 #      bare SCAN of the same keyspace (bench/scan.c: SCAN COUNT 500 in C), and list's
 #      peak RSS; `rlock top` over them: one snapshot, and per refresh the server's CPU,
@@ -40,7 +45,7 @@
 #
 # Usage: bench/run.sh [--smoke] [--part N]
 #   --smoke   tiny counts: checks that every part works (CI), measures nothing
-#   --part N  only part N (1, 1b, 2 … 12; parts 1b, 7, 8 and 12 run part 1 too, their
+#   --part N  only part N (1, 1b, 2 … 9, 9b, 10 … 12; parts 1b, 7, 8 and 12 run part 1 too, their
 #             baseline; 3 and 4 run together): `bench/run.sh --part 10` measures list alone
 # Env: RLOCK=path/to/rlock (default build/rlock), CC (default cc)
 # Baselines that are not installed (etcd, etcdctl) are skipped with a note. Servers are
@@ -81,6 +86,7 @@ trap cleanup EXIT
 for tool in minimal stamp timeit scan; do
   "${CC:-cc}" -O2 -Wall -o "$work/$tool" "bench/$tool.c"
 done
+"${CC:-cc}" -O2 -Wall -pthread -o "$work/cycles" bench/cycles.c
 printf 'int main(void) { return 0; }\n' >"$work/empty.c"
 "${CC:-cc}" -O2 -o "$work/empty" "$work/empty.c"
 MINIMAL=$work/minimal STAMP=$work/stamp TIMEIT=$work/timeit
@@ -401,6 +407,86 @@ idle_bytes() { # HISTORY: used_memory per idle key after one run each (its fence
 printf '%-34s %9s\n' "memory per idle key (bytes)" ""
 printf '%-34s %9s\n' "history on (2 events)" "$(idle_bytes 100)"
 printf '%-34s %9s\n' "history off (the fence alone)" "$(idle_bytes 0)"
+fi
+
+# --- 9b. server time per lock ---------------------------------------------------------------
+if want 9b; then
+echo
+echo "== 9b. server time per lock, history on: uncontended cycles from fresh processes (cold), and 16 clients on distinct keys (warm)"
+# usec the server spent since the last CONFIG RESETSTAT: "scripts set", scripts being
+# EVAL*, EVALSHA* and FCALL* (the commands a script calls are in its time, and counted again
+# under their own names: so a plain cycle is SET + its script, an rlock cycle its scripts)
+srv_usec() {
+  rcli INFO commandstats | tr -d '\r' | awk -F'[=,:]' '
+    $1 ~ /^cmdstat_(eval|fcall)/ || $1 == "cmdstat_set" {
+      for (i = 2; i < NF; i += 2) if ($i == "usec") { if ($1 == "cmdstat_set") set += $(i + 1); else sc += $(i + 1) }
+    }
+    END { printf "%d %d\n", sc, set }'
+}
+# The plain lock: SET NX PX, then a compare-and-delete script by EVALSHA.
+CAD="if redis.call('get',KEYS[1])==ARGV[1] then return redis.call('del',KEYS[1]) else return 0 end"
+cad=$(rcli SCRIPT LOAD "$CAD")
+for ((i = 0; i < WARMUP; i++)); do "$RLOCK" run -q bench-st -- true; done
+rcli CONFIG RESETSTAT >/dev/null
+for ((i = 0; i < RUNS; i++)); do "$RLOCK" run -q bench-st -- true; done
+read -r run_sc _ < <(srv_usec)
+acq=0 rel=0 a0=0 a1=0 r1=0
+rcli CONFIG RESETSTAT >/dev/null
+for ((i = 0; i < RUNS + WARMUP; i++)); do
+  ((i == WARMUP)) && { rcli CONFIG RESETSTAT >/dev/null; acq=0 rel=0; }
+  read -r a0 _ < <(srv_usec)
+  tok=$("$RLOCK" acquire bench-sa)
+  read -r a1 _ < <(srv_usec)
+  "$RLOCK" release bench-sa --token "$tok"
+  read -r r1 _ < <(srv_usec)
+  acq=$((acq + a1 - a0)) rel=$((rel + r1 - a1))
+done
+# (each command from a fresh redis-cli, as rlock's come from fresh processes: both cold)
+rcli CONFIG RESETSTAT >/dev/null
+for ((i = 0; i < RUNS; i++)); do
+  rcli SET bench-sp "t$i" NX PX 30000 >/dev/null
+  rcli EVALSHA "$cad" 1 bench-sp "t$i" >/dev/null
+done
+read -r plain_sc plain_set < <(srv_usec)
+plain_all=$((plain_sc + plain_set))
+us() { awk -v a="$1" -v n="$RUNS" 'BEGIN { printf "%.1f", a / n }'; }
+printf '%-38s %9s %9s\n' "server time per cycle" "usec" "ratio"
+printf '%-38s %9s %9s\n' "SET NX PX + EVALSHA compare-and-delete" "$(us "$plain_all")" ""
+printf '%-38s %9s %9s\n' "rlock acquire + release" "$(us $((acq + rel)))" "$(ratio "$(us $((acq + rel)))" "$(us "$plain_all")")"
+printf '%-38s %9s %9s\n' "  acquire" "$(us "$acq")" "$(ratio "$(us "$acq")" "$(us "$plain_all")")"
+printf '%-38s %9s %9s\n' "  release" "$(us "$rel")" "$(ratio "$(us "$rel")" "$(us "$plain_all")")"
+printf '%-38s %9s %9s\n' "rlock run k -- true" "$(us "$run_sc")" "$(ratio "$(us "$run_sc")" "$(us "$plain_all")")"
+# Cycles per second of one server: 16 connections, each its own key, each sending one
+# cycle's commands one after another (bench/cycles.c). rlock's are the script calls a real
+# `rlock acquire` and `rlock release` sent (seen by MONITOR), token and key replaced.
+tok=$("$RLOCK" acquire cycKEY) && "$RLOCK" release cycKEY --token "$tok"
+redis-cli -p "$rport" MONITOR >"$work/monitor" 2>&1 &
+mon=$!
+for _i in $(seq 100); do [[ -s $work/monitor ]] && break; sleep 0.02; done
+tok=$("$RLOCK" acquire cycKEY)
+"$RLOCK" release cycKEY --token "$tok"
+rcli PING >/dev/null  # (the last line MONITOR shows: everything before it was written)
+for _i in $(seq 100); do grep -q '"PING"' "$work/monitor" && break; sleep 0.02; done
+kill "$mon"
+wait "$mon" 2>/dev/null || true
+python3 bench/monitor_template.py cycKEY "$tok" <"$work/monitor" >"$work/rlock.cycle"
+printf 'SET\t@K\t@T\tNX\tPX\t30000\nEVALSHA\t%s\t1\t@K\t@T\n' "$cad" >"$work/plain.cycle"
+secs=3
+((smoke)) && secs=0.3
+# (and the server time per cycle there: warm, every call right after the one before)
+rcli CONFIG RESETSTAT >/dev/null
+read -r plain_cps plain_n < <("$work/cycles" 127.0.0.1 "$rport" "$secs" 16 "$work/plain.cycle") || true
+read -r plain_busy plain_set < <(srv_usec)
+plain_busy=$((plain_busy + plain_set))
+rcli CONFIG RESETSTAT >/dev/null
+read -r rlock_cps rlock_n < <("$work/cycles" 127.0.0.1 "$rport" "$secs" 16 "$work/rlock.cycle") || true
+read -r rlock_busy _ < <(srv_usec)
+per() { awk -v a="$1" -v n="$2" 'BEGIN { if (n == 0) print "n/a"; else printf "%.1f", a / n }'; }
+printf '%-38s %9s %9s %9s\n' "16 clients, distinct keys" "cycles/s" "fewer" "usec/cyc"
+printf '%-38s %9s %9s %9s\n' "SET NX PX + EVALSHA compare-and-delete" "$plain_cps" "" "$(per "$plain_busy" "$plain_n")"
+printf '%-38s %9s %9s %9s\n' "rlock's acquire + release scripts" "$rlock_cps" "$(ratio "$plain_cps" "$rlock_cps")" \
+  "$(per "$rlock_busy" "$rlock_n")"
+printf '%-38s %9s %9s %9s\n' "server time per cycle, ratio" "" "" "$(ratio "$(per "$rlock_busy" "$rlock_n")" "$(per "$plain_busy" "$plain_n")")"
 fi
 
 # --- 10. many keys ----------------------------------------------------------------------------

@@ -166,6 +166,31 @@ events() { "$RLOCK" history "$1" --json | jq -r '[.[].event] | join(" ")'; }
   assert [ "$(printf %s "$who" | wc -c)" -gt 1000 ]
 }
 
+@test "what a run leaves: the fence counter for ever, the log for 7 days, a tombstone for seconds" {
+  "$RLOCK" run kl -- true
+  "$RLOCK" acquire -s --ttl 60s kl-s >/dev/null
+  # every key but the fence counter has an expiry within its documented bound
+  # (docs/PROTOCOL.md "Keys and channels"); a shared lock's set of holders too
+  local key ttl max n=0
+  while read -r key; do
+    ttl=$(rcli pttl "$key") max=60000
+    case $key in
+    'lock:{kl}:fence' | 'lock:{kl-s}:fence') max=-1 ;;
+    'lock:{kl}:log' | 'lock:{kl}:live' | 'lock:{kl-s}:log' | 'lock:{kl-s}:live') max=604800000 ;;
+    'lock:{kl}:r:'* | 'lock:{kl-s}' | 'lock:{kl-s}:holders' | 'lock:{kl-s}:h:'*) ;;
+    *) fail "a key nobody documented: $key" ;;
+    esac
+    if ((max == -1)); then
+      assert_equal "$ttl" -1
+    else
+      assert [ "$ttl" -gt 0 ]
+      assert [ "$ttl" -le "$max" ]
+    fi
+    n=$((n + 1))
+  done < <(rcli --scan --pattern 'lock:{kl*')
+  assert [ "$n" -ge 8 ]
+}
+
 @test "forget removes the history with the rest" {
   "$RLOCK" run fg -- true
   assert_equal "$(rcli exists 'lock:{fg}:log')" 1

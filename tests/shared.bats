@@ -115,6 +115,18 @@ order_is() { assert_equal "$(tr '\n' ' ' <"$T/order")" "$* "; }
   assert_equal "$(rcli exists 'lock:{mk}')" 0
 }
 
+@test "the shared holders' set expires with the marker: leases that run out unreleased leave no key" {
+  t1=$("$RLOCK" acquire -s --ttl 60s hx)
+  "$RLOCK" acquire -s --ttl 5s hx >/dev/null
+  p=$(rcli pttl 'lock:{hx}:holders')
+  assert [ "$p" -gt 50000 ]
+  # the longest lease leaves: the set now lasts as long as the lease left
+  "$RLOCK" release hx --token "$t1"
+  p=$(rcli pttl 'lock:{hx}:holders')
+  assert [ "$p" -le 5000 ]
+  assert [ "$p" -gt 0 ]
+}
+
 # --- the line: first come, first served across both kinds -----------------------------------
 
 @test "an exclusive waiter is never overtaken by shared ones that came after it" {

@@ -429,11 +429,19 @@ local function stamp_of(key)
 end
 
 -- The marker lasts exactly as long as the longest shared lease (a lease cut
--- short cuts it too), and goes with the last shared holder.
+-- short cuts it too), and goes with the last shared holder. So does the set
+-- of shared holders: holders whose leases all ran out unreleased leave
+-- nothing behind (only protocol 4 hosts hold shared). Best effort (pcall): a
+-- refused PEXPIRE (a Redis 6 ACL) leaves the set as it was, without expiry.
 local function fit_marker()
   local top = redis.call('ZRANGE', HOLDERS, -1, -1, 'WITHSCORES')
   local left = #top == 2 and tonumber(top[2]) - NOW or 0
-  if left > 0 then redis.call('SET', LOCK, SHARED, 'PX', left) else redis.call('DEL', LOCK) end
+  if left > 0 then
+    redis.call('SET', LOCK, SHARED, 'PX', left)
+    redis.pcall('PEXPIRE', HOLDERS, left)
+  else
+    redis.call('DEL', LOCK)
+  end
 end
 
 -- The lease of `t` (held as `how`) ends `ttl` ms from now.
