@@ -406,3 +406,22 @@ EOF2
   _rlock_poll "the keeper to end" 10 eval '! pgrep -f "acquire --while-pid $WPID ka" >/dev/null'
   [ ! -e "$T/v.term" ]
 }
+
+@test "too few file descriptors for the keeper's pipes: acquire says so (71) and nothing stays held" {
+  sleeper s
+  # Whatever the limit, a failed acquire leaves the key free and a granted one holds it; the
+  # low limits make the keeper's pipes (or an earlier step) fail after the grant.
+  local n saw71=0
+  for n in 6 7 8 9 10 11 12 13; do
+    run sh -c 'ulimit -n "$1" && exec rlock acquire "kf$1" --while-pid "$2"' sh "$n" "$SPID"
+    if [ "$status" -eq 0 ]; then
+      is_held "kf$n"
+    else
+      [[ $output == *rlock:* ]] || fail "limit $n: status $status without a message: $output"
+      is_free "kf$n" || fail "limit $n: status $status, but kf$n is held: $output"
+      [ "$status" -eq 71 ] && saw71=1
+    fi
+  done
+  [ "$saw71" -eq 1 ] || fail "no limit made the keeper's start fail: the test did not test it"
+  kill "$SPID"
+}

@@ -217,9 +217,25 @@ void StartedKeeper::abandon() {
 // the caller has the token, always finds a keeper that hears it.
 StartedKeeper start_keeper(Lock& lock, const std::string& token, const Acquired& acquired,
                            const KeeperSpec& spec, uint64_t pid_start) {
-  int ready[2], go[2];
-  if (pipe(ready) != 0 || pipe(go) != 0)
-    throw Error(ErrorKind::Exec, fmt::format("pipe: {}", strerror(errno)), exitcode::kNoKeeper);
+  // Without a keeper nobody would renew or release the lease: give it back
+  // before saying so, whatever step failed.
+  auto give_up = [&](const char* step, int err) -> void {
+    wait_for<ReleaseReply>(
+        lock.loop(), [&](Done<ReleaseReply> d) { lock.release(token, Millis(0), std::move(d)); });
+    throw Error(ErrorKind::Exec,
+                fmt::format("cannot start the keeper: {}: {}", step, strerror(err)),
+                exitcode::kNoKeeper);
+  };
+  int ready[2] = {-1, -1}, go[2] = {-1, -1};
+  auto close_pipes = [&] {
+    for (int fd : {ready[0], ready[1], go[0], go[1]})
+      if (fd >= 0) close(fd);
+  };
+  if (pipe(ready) != 0 || pipe(go) != 0) {
+    int err = errno;
+    close_pipes();
+    give_up("pipe", err);
+  }
   for (int fd : {ready[0], ready[1], go[0], go[1]}) fcntl(fd, F_SETFD, FD_CLOEXEC);
   // Blocked across the fork: in this process until its _exit (a signal
   // handler here would write to the self-pipe the keeper shares); in the
@@ -231,11 +247,8 @@ StartedKeeper start_keeper(Lock& lock, const std::string& token, const Acquired&
   if (pid < 0) {
     int err = errno;
     sigprocmask(SIG_SETMASK, &old, nullptr);
-    for (int fd : {ready[0], ready[1], go[0], go[1]}) close(fd);
-    wait_for<ReleaseReply>(
-        lock.loop(), [&](Done<ReleaseReply> d) { lock.release(token, Millis(0), std::move(d)); });
-    throw Error(ErrorKind::Exec, fmt::format("cannot start the keeper: fork: {}", strerror(err)),
-                exitcode::kNoKeeper);
+    close_pipes();
+    give_up("fork", err);
   }
   if (pid == 0) {
     close(ready[0]);
