@@ -96,7 +96,19 @@
 #   supersede: superseding jobs (`run --supersede`, DIR/sups: the first join of each, by
 #       token) entered in the order they joined: an older one never runs after a newer
 #       one entered ("latest wins", docs/GUIDE.md).
-#   target: the soak reached its number of acquisitions before --max-time.
+#   target: the soak reached its number of acquisitions (of the soak key) before --max-time.
+#   shapes (contender.sh, SHAPES; meta key, pool_key, pool_n, done_key, done_ms):
+#     shared holders of the soak key may be inside together: a shared run is superseded
+#       only by a later exclusive grant, and an overlap with an exclusive one is (b) as
+#       any other;
+#     pool: the pool's runs (their own key) never more than pool_n inside at once, never
+#       one RLOCK_SLOT to two live holders, each slot in 1..pool_n; a clash explained as an
+#       overlap is (a freeze, a failover; a restart without persistence, for this key);
+#     done-for: the once-per-period key's runs one at a time (overlap, fences per key), and
+#       nobody enters it within done_ms of the leave of a run that ended 0 unless a freeze
+#       of that run, a failover or a restart without persistence explains it.
+#   status, oom: 70 while an `oom` fault held (or within grace_ms after) is counted apart,
+#       as 77 is for the acl fault (rlock reports Redis's OOM refusal as 70).
 set -uo pipefail
 
 W=${1:-}
@@ -538,7 +550,7 @@ END {
   if (M["final_unblocked"] != "" && M["final_unblocked"] != "yes") viol("shutdown", "after the soak, `rlock run -n` did not get in: " M["final_unblocked"] " (a dead waiter or holder blocks the lock)", "")
   if (M["final_noexpiry"] != "") viol("shutdown", "after the soak, keys of the lock have no expiry: " M["final_noexpiry"], "")
   if (M["leftovers"] + 0 > 0) viol("shutdown", M["leftovers"] " process(es) left behind (see meta.leftovers)", "")
-  if (M["reached"] != "1") viol("target", sprintf("only %d of %d acquisitions within --max-time %ss", n + NO["pool"] + NO["done"], M["target"], M["max_time_s"]), "")
+  if (M["reached"] != "1") viol("target", sprintf("only %d of %d acquisitions of %s within --max-time %ss", n, M["target"], M["key"] == "" ? "the lock" : M["key"], M["max_time_s"]), "")
 
   # --- longest gap between acquisitions ---
   for (i = 2; i <= n; i++) if (EN[i] - EN[i - 1] > gap) { gap = EN[i] - EN[i - 1]; gap_at = EN[i - 1] }
@@ -549,7 +561,7 @@ END {
   if (REPL) printf "  %-17s %s replica(s) per master, --sync-replicas %s%s; %s\n", M["topology"] " mode", M["replicas"], M["sync_replicas"] + 0, FAILOK ? "" : " (every replica: a failover explains nothing)", M["url"]
   printf "  rlock %s (%s), redis %s\n", M["rlock_version"], M["commit"], M["redis"]
   printf "  wall time         %.1fs\n", (TEND - T0) / 1e6
-  printf "  acquisitions      %d (target %s)   runs %d   fences %.0f..%.0f\n", n + NO["pool"] + NO["done"], M["target"], nrun, (n ? FE_[1] : 0), PM[n]
+  printf "  acquisitions      %d (target %s)%s   runs %d   fences %.0f..%.0f\n", n, M["target"], NO["pool"] + NO["done"] ? sprintf(", and %d of the pool and the once-per-period key", NO["pool"] + NO["done"]) : "", nrun, (n ? FE_[1] : 0), PM[n]
   if (nnest) printf "  nested runs       %d (set -m, setsid, a --while-pid script's job, the holder's own group:%s), their exits:%s\n", nnest, counts(NESTV, "setm setsid whilepid group"), counts(NESTST)
   if (nsupjob) printf "  superseding jobs  %d (run --supersede; %d entered, in the order they joined), their exits:%s\n", nsupjob, nsupin, counts(SUPJST)
   if (NO["pool"] + NO["done"] + SHAPEN["shared"] + SHAPEN["priority"]) {

@@ -607,5 +607,18 @@ srun 'done' once - 0.0 1 0 10 20 25 0
 srun 'done' once - 1.0 1 1500 1600 1610 1615 0
 expect overlap "one fence of the once-per-period key granted twice"
 
+# maxmemory reached (the oom fault): Redis's OOM refusal is 70 while it holds, never else.
+new_case
+run 0.0 1 0 10 20 25 0
+norun 1.0 1000 1100 70
+fault oom 900 3000 ms=2100 used=1000000 maxmemory=1032768 set=OK restored=OK
+expect PASS "70 while maxmemory was reached"
+
+new_case
+run 0.0 1 0 10 20 25 0
+norun 1.0 5000 5100 70
+fault oom 900 3000 ms=2100 used=1000000 maxmemory=1032768 set=OK restored=OK
+expect status "70 long after the oom fault ended"
+
 echo "$((n - failed)) of $n checker cases ok"
 ((failed == 0))

@@ -228,7 +228,7 @@ for ((i = 0; ; i++)); do
   fi
   printf 'R %s %s %s %s %s %s %s %s %s%s\n' "$run" "$t0" "$t1" "$st" "$ttl" "$wait_ms" "$via" \
     "$work_ms" "$mode" "$tail" >>"$hist"
-  # Redis is down (a restart), or refuses the soak user a command (the acl fault): do not
-  # spin.
-  if ((st == 69 || st == 77)); then sleep 0.1; fi
+  # Redis is down (a restart), refuses the soak user a command (the acl fault) or is full
+  # (the oom fault: 70): do not spin.
+  if ((st == 69 || st == 70 || st == 77)); then sleep 0.1; fi
 done

@@ -40,7 +40,7 @@
 #   (DONE_KEY, same slot): once per period; --priority PCT (default 5; 0 in quorum mode,
 #   which has no line) are exclusive runs with `--priority -5..5`. Only the exclusive
 #   holders of `soak` write to the fenced resource.
-# Until N critical sections have been entered (or --max-time runs out) it injects one
+# Until N critical sections of `soak` have been entered (or --max-time runs out) it injects one
 # fault every ~MS ms (uniform in [MS/2, 3MS/2]), the kind drawn from a stream seeded by S
 # (the first six faults are the six kinds in a seeded order):
 #   cut            fault_proxy SIGUSR1: every proxied connection closed at once
@@ -1518,7 +1518,9 @@ inject() {
 }
 
 acquisitions() {
-  _acq=$(cat "$W"/hist/* 2>/dev/null | grep -c '^E ')
+  # (the pool's and the once-per-period key's runs do not count: the soak key's
+  # acquisitions, and so the faults they meet, stay what they were without them)
+  _acq=$(cat "$W"/hist/* 2>/dev/null | awk -v k="$KEY" '$1 == "E" && (NF < 8 || $8 == k) { n++ } END { print n + 0 }')
 }
 
 # --- the run ------------------------------------------------------------------------------
