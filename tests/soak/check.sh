@@ -442,11 +442,11 @@ END {
       if (!(st_ in SUP)) { SUP[st_] = nw_; SUPWHY[st_] = why }
     }
     if (last_ok) {
-      gap = EN[k] - leave_of(last_ok)
-      if (dgap < 0 || gap < dgap) dgap = gap
+      dg = EN[k] - leave_of(last_ok)
+      if (dgap < 0 || dg < dgap) dgap = dg
       # the period runs from the command's end as rlock saw it (after cs.sh's leave): 20ms
       # for the clocks' rounding (the server counts in ms)
-      if (gap < DMS - 20000) {
+      if (dg < DMS - 20000) {
         why = ""
         for (q = 1; q <= nf; q++) {
           if (FS0[q] > EN[k] || FE[q] < ST[last_ok]) continue
@@ -455,7 +455,7 @@ END {
           if (FAILOK && (FK[q] == "master_kill" || FK[q] == "failover")) why = "failover"
         }
         if (why != "") { ndone_ok++; NSW[why]++ }
-        else viol("done-for", sprintf("run %s entered %s at %s, %s after run %s ended 0 (its period: %s); no fault explains it (faults near: %s)", RUN[k], M["done_key"], sec(EN[k]), ms(gap), RUN[last_ok], ms(DMS), near(leave_of(last_ok), EN[k])), RUN[k])
+        else viol("done-for", sprintf("run %s entered %s at %s, %s after run %s ended 0 (its period: %s); no fault explains it (faults near: %s)", RUN[k], M["done_key"], sec(EN[k]), ms(dg), RUN[last_ok], ms(DMS), near(leave_of(last_ok), EN[k])), RUN[k])
       }
     }
     if (STAT[k] == "0") { last_ok = k; ndone_ok0++ }

@@ -1352,7 +1352,7 @@ find_waiter() {
     [[ $args == *$'\n--supersede\n'*"$here/cs.sh"$'\n'"$W"$'\n'* ]] || continue
     mapfile -t a <<<"$args"
     [[ ${a[0]} != bash ]] || continue
-    run=${a[-3]}
+    run=${a[-4]} # (cs.sh … RUN WORK_S TTL_MS SHAPE)
     c=${run%%.*}
     [[ -e $W/cur/$c ]] && continue # its section runs (or the contender's previous one)
     _waiter="$run $pid"
