@@ -96,7 +96,19 @@
 #   supersede: superseding jobs (`run --supersede`, DIR/sups: the first join of each, by
 #       token) entered in the order they joined: an older one never runs after a newer
 #       one entered ("latest wins", docs/GUIDE.md).
-#   target: the soak reached its number of acquisitions before --max-time.
+#   target: the soak reached its number of acquisitions (of the soak key) before --max-time.
+#   shapes (contender.sh, SHAPES; meta key, pool_key, pool_n, done_key, done_ms):
+#     shared holders of the soak key may be inside together: a shared run is superseded
+#       only by a later exclusive grant, and an overlap with an exclusive one is (b) as
+#       any other;
+#     pool: the pool's runs (their own key) never more than pool_n inside at once, never
+#       one RLOCK_SLOT to two live holders, each slot in 1..pool_n; a clash explained as an
+#       overlap is (a freeze, a failover; a restart without persistence, for this key);
+#     done-for: the once-per-period key's runs one at a time (overlap, fences per key), and
+#       nobody enters it within done_ms of the leave of a run that ended 0 unless a freeze
+#       of that run, a failover or a restart without persistence explains it.
+#   status, oom: 70 while an `oom` fault held (or within grace_ms after) is counted apart,
+#       as 77 is for the acl fault (rlock reports Redis's OOM refusal as 70).
 set -uo pipefail
 
 W=${1:-}
@@ -112,16 +124,18 @@ errs=("$W"/err/[0-9]*)
 
 # Pass 1: one line per run, joined from its E, L and R lines:
 #   RUN ENTER LEAVE HOW FENCE TOKEN START END STATUS TTL WAIT VIA WORK STDERR SHAPE HOW_NESTED
+#       KEY SLOT
 #   ("-": none; SHAPE "nested" for a run whose critical section ran in a nested run,
-#   HOW_NESTED setm, setsid, whilepid or group: contender.sh)
+#   HOW_NESTED setm, setsid, whilepid or group: contender.sh; KEY and SLOT as the critical
+#   section saw them, RLOCK_KEY and RLOCK_SLOT)
 cat "${hist[@]}" | awk '
-  $1 == "E" { seen[$2] = 1; en[$2] = $3; fe[$2] = $4; tok[$2] = $7 }
+  $1 == "E" { seen[$2] = 1; en[$2] = $3; fe[$2] = $4; tok[$2] = $7; ky[$2] = (NF >= 8 ? $8 : "-"); sl[$2] = (NF >= 10 ? $10 : "-") }
   $1 == "L" { seen[$2] = 1; if (!($2 in lv)) { lv[$2] = $3; how[$2] = $4 } }
   $1 == "R" { seen[$2] = 1; r[$2] = $3 " " $4 " " $5 " " $6 " " $7 " " $8 " " $9 " " (NF >= 10 ? $10 : "file") " " (NF >= 11 ? $11 : "-") " " (NF >= 12 ? $12 : "-") }
   function d(a, k) { return (k in a) ? a[k] : "-" }
   END {
     for (k in seen)
-      print k, d(en, k), d(lv, k), d(how, k), d(fe, k), d(tok, k), ((k in r) ? r[k] : "- - - - - - - - - -")
+      print k, d(en, k), d(lv, k), d(how, k), d(fe, k), d(tok, k), ((k in r) ? r[k] : "- - - - - - - - - -"), d(ky, k), d(sl, k)
   }' | sort -k2,2n -k1,1 >"$tmp/runs"
 
 # DIR/sups: the first join (server ms) of every superseding job, by token (soak.sh
@@ -130,7 +144,7 @@ supsf=$W/sups
 [[ -f $supsf ]] || { supsf=$tmp/sups && : >"$supsf"; }
 awk -v show="${CHECK_SHOW:-25}" -v metaf="$W/meta" -v faultf="$W/faults.log" -v resf="$W/res/log" -v runsf="$tmp/runs" \
   -v supsf="$supsf" -v errlist="${errs[*]}" -f - "$W/meta" "$W/faults.log" "$W/res/log" "$supsf" "$tmp/runs" <<'AWK'
-BEGIN { max = 0 }
+BEGIN { max = 0; OTHER["pool"] = 2e7; OTHER["done"] = 3e7 }
 function sec(t) { return sprintf("%.3fs", (t - T0) / 1e6) }
 function ms(d) { return sprintf("%.0fms", d / 1000) }
 function viol(rule, msg, run) {
@@ -214,7 +228,11 @@ function explain(i, j,    k, tY, lvX) {
     if (FK[k] == "stop" && FKV[k, "run"] == RUN[i] && FS0[k] < tY && tY <= thaw(k) + GRACE && \
         lvX <= thaw_job(k) + GRACE)
       return "stop"
-    if (FK[k] == "break" && FKV[k, "status"] == "0" && FS0[k] < tY && ST[i] != "-" && \
+    # a restart without persistence loses the other keys' holders too (the soak key's
+    # are counted apart: fence resets)
+    if (FK[k] == "restart" && CLS[i] != "" && M["persistence"] != "1" && FS0[k] < tY && FE[k] > EN[i])
+      return "restart"
+    if (FK[k] == "break" && CLS[i] == "" && FKV[k, "status"] == "0" && FS0[k] < tY && ST[i] != "-" && \
         ST[i] + 0 <= FE[k] && lvX - frozen_within(i, FE[k], lvX) <= FE[k] + BGRACE && \
         FE_[i] >= FKV[k, "fence"] + 0 && FE_[i] <= FKV[k, "fence1"] + 0)
       return "break"
@@ -223,10 +241,10 @@ function explain(i, j,    k, tY, lvX) {
 }
 # whether an `acl` fault (a command taken from the soak user) was on while run id ran: its
 # refusal is 77, one line, wherever in the run it came (acquire, renewal or release)
-function acl_near(id,    k, a, b) {
+function acl_near(id, kind,    k, a, b) {
   a = A_START[id] + 0; b = A_NDT[id] + 0
   for (k = 1; k <= nf; k++)
-    if (FK[k] == "acl" && FS0[k] <= b && FE[k] + GRACE >= a) return 1
+    if (FK[k] == (kind == "" ? "acl" : kind) && FS0[k] <= b && FE[k] + GRACE >= a) return 1
   return 0
 }
 # the faults near [a, b] (for an unexplained finding)
@@ -237,10 +255,10 @@ function near(a, b,    k, out) {
       out = add(out, FK[k] " " sec(FS0[k]) "-" sec(FE[k]) (FKV[k, "run"] != "" ? " run " FKV[k, "run"] : ""))
   return out == "" ? "none" : out
 }
-function bsearch_first_above(x,    lo, hi, mid) {  # first index in 1..n with PM > x, or 0
-  if (n == 0 || PM[n] <= x) return 0
+function bsearch_first_above(x, P,    lo, hi, mid) {  # first index in 1..n with P > x, or 0
+  if (n == 0 || P[n] <= x) return 0
   lo = 1; hi = n
-  while (lo < hi) { mid = int((lo + hi) / 2); if (PM[mid] > x) hi = mid; else lo = mid + 1 }
+  while (lo < hi) { mid = int((lo + hi) / 2); if (P[mid] > x) hi = mid; else lo = mid + 1 }
   return lo
 }
 
@@ -270,16 +288,29 @@ FILENAME == resf && $1 == "W" {
 FILENAME == supsf && NF == 2 { JOIN[$1] = $2 + 0; next }
 FILENAME == runsf {
   # RUN ENTER LEAVE HOW FENCE TOKEN START END STATUS TTL WAIT VIA WORK STDERR SHAPE HOW_NESTED
-  nruns_all++; id = $1; A_SE[id] = $14
+  nruns_all++; id = $1; A_SE[id] = $14; SHAPEN[$15]++
   if ($15 == "nested") { nnest++; NESTST[$9]++; NESTV[$16 == "-" ? "setm" : $16]++ }
   if ($15 == "supersede") { nsupjob++; SUPJST[$9]++; A_SUP[id] = 1 }
   if ($14 != "file" && $14 != "-") { SEN[$14]++; if ($9 != "-") SEST[$9]++ }
   A_ST[id] = $9; A_EN[id] = $2; A_NDT[id] = $8; A_START[id] = $7; A_TTL[id] = $10; A_SHAPE[id] = $15
   if ($9 != "-") { nrun++; SC[$9]++ }
   if ($2 == "-") next
+  if ($15 == "pool" || $15 == "done") {
+    # another key (a pool, a once-per-period key): indices OTHER[cls] + 1, 2, … in the
+    # order they entered, apart from the soak key's 1..n
+    m = ++NO[$15]; i = OTHER[$15] + m; CLS[i] = $15; SLOTOF[i] = $18; OKEY[i] = $17
+    RUN[i] = id; EN[i] = $2 + 0; LV[i] = $3; HOW[i] = $4; FE_[i] = $5 + 0; TOK[i] = $6
+    ST[i] = $7; ND[i] = $8; STAT[i] = $9; TTL[i] = $10; IDX[id] = i; BYTOK[$6] = i
+    if ((($15, $5) in FOWN)) ODUP[i] = FOWN[$15, $5]
+    else FOWN[$15, $5] = id
+    next
+  }
   n++; RUN[n] = id; EN[n] = $2 + 0; LV[n] = $3; HOW[n] = $4; FE_[n] = $5 + 0; TOK[n] = $6
   ST[n] = $7; ND[n] = $8; STAT[n] = $9; TTL[n] = $10; IDX[id] = n; BYTOK[$6] = n
   PM[n] = (n > 1 && PM[n - 1] > FE_[n]) ? PM[n - 1] : FE_[n]
+  # shared holders of the soak key: PMX, the highest fence an exclusive holder entered with
+  SHR[n] = ($15 == "shared"); if (SHR[n]) nsh_in++
+  PMX[n] = (n > 1 ? PMX[n - 1] : 0); if (!SHR[n] && FE_[n] > PMX[n]) PMX[n] = FE_[n]
   if ($5 in FENCEOWNER) DUP[n] = FENCEOWNER[$5]
   else FENCEOWNER[$5] = id
   next
@@ -307,7 +338,7 @@ END {
       if (line ~ /no longer held at release/) { NOTHELD[cur] = 1; nnotheld++ }
       if (line ~ /could not release/) {
         nrelfail++; e = A_NDT[cur] + 0; byrestart = 0
-        for (k = 1; k <= nf; k++) if ((FK[k] == "restart" || FK[k] == "master_kill" || FK[k] == "failover" || FK[k] == "acl") && FE[k] >= e - 6e6 && FS0[k] <= e) byrestart = 1
+        for (k = 1; k <= nf; k++) if ((FK[k] == "restart" || FK[k] == "master_kill" || FK[k] == "failover" || FK[k] == "acl" || FK[k] == "oom") && FE[k] >= e - 6e6 && FS0[k] <= e) byrestart = 1
         if (!byrestart) viol("release", sprintf("run %s: release failed and was not retried (no restart near its end at %s): %s", cur, sec(e), line), cur)
       }
     }
@@ -343,9 +374,13 @@ END {
   # --- (b) superseded runs and overlaps ---
   for (i = 1; i <= n; i++) {
     lv = leave_of(i); sup = 0
-    j = bsearch_first_above(FE_[i])
+    # a shared holder is superseded only by a later exclusive grant; shared holders of the
+    # soak key hold together (docs/GUIDE.md, shared locks)
+    if (SHR[i]) j = bsearch_first_above(FE_[i], PMX)
+    else j = bsearch_first_above(FE_[i], PM)
     if (j > 0 && j < i) sup = j
     for (k = i + 1; k <= n && EN[k] < lv; k++) {
+      if (SHR[i] && SHR[k]) { nshpairs++; continue }
       npairs++
       if (FE_[k] > FE_[i]) { st_ = i; nw_ = k } else { st_ = k; nw_ = i }
       if (st_ in AFTERRESET) npairs_reset++
@@ -364,6 +399,70 @@ END {
       viol("overlap", sprintf("run %s (fence %.0f) was inside %s-%s while run %s (fence %.0f, a later grant) entered at %s; no fault explains it (faults near: %s)", \
         RUN[i], FE_[i], sec(EN[i]), sec(lv), RUN[sup], FE_[sup], sec(EN[sup]), near(EN[i], lv)), RUN[i])
     SUPST[STAT[i]]++
+  }
+
+  # --- the pool (run --limit N, its own key): never more than N inside, never one slot to
+  # two live holders; a clash is explained as an overlap is (a freeze, a failover) ---
+  PN = M["pool_n"] + 0
+  for (a = 1; a <= NO["pool"]; a++) {
+    k = OTHER["pool"] + a; cnt = 1; why_any = ""; cl = ""
+    for (b = a - 1; b >= 1; b--) {
+      s_ = OTHER["pool"] + b
+      if (leave_of(s_) <= EN[k]) continue
+      cnt++; why = explain(s_, k); if (why != "") why_any = why
+      if (SLOTOF[s_] == SLOTOF[k] && SLOTOF[k] != "-") {
+        npclash++
+        if (why != "") { npclash_ok++; NSW[why]++ }
+        else cl = add(cl, RUN[s_] " (entered " sec(EN[s_]) ")")
+        if (!(s_ in SUP)) { SUP[s_] = k; SUPWHY[s_] = why }
+      }
+    }
+    if (SLOTOF[k] == "-" || SLOTOF[k] !~ /^[0-9]+$/ || SLOTOF[k] + 0 < 1 || SLOTOF[k] + 0 > PN)
+      viol("pool", sprintf("run %s held the pool %s (--limit %d) with RLOCK_SLOT %s", RUN[k], M["pool_key"], PN, SLOTOF[k]), RUN[k])
+    if (cl != "")
+      viol("pool", sprintf("run %s entered at %s with slot %s of %s, which live holder(s) still held: %s; no fault explains it (faults near: %s)", RUN[k], sec(EN[k]), SLOTOF[k], M["pool_key"], cl, near(EN[k] - 1e6, EN[k])), RUN[k])
+    if (cnt > PMAX) PMAX = cnt
+    if (cnt > PN) {
+      npover++
+      if (why_any == "") viol("pool", sprintf("run %s entered at %s while %d others held %s (--limit %d); no fault explains it (faults near: %s)", RUN[k], sec(EN[k]), cnt - 1, M["pool_key"], PN, near(EN[k] - 1e6, EN[k])), RUN[k])
+    }
+  }
+  # --- the once-per-period key (run --done-for D, its own key): one holder at a time, and
+  # after a run that exited 0 nobody enters for D from its command's end ---
+  DMS = M["done_ms"] * 1000; last_ok = 0; dgap = -1
+  for (a = 1; a <= NO["done"]; a++) {
+    k = OTHER["done"] + a
+    for (b = a - 1; b >= 1; b--) {
+      s_ = OTHER["done"] + b
+      if (leave_of(s_) <= EN[k]) continue
+      if (FE_[s_] < FE_[k]) { st_ = s_; nw_ = k } else { st_ = k; nw_ = s_ }
+      ndpairs++; why = explain(st_, nw_)
+      if (why != "") { ndpairs_ok++; NSW[why]++ }
+      else viol("overlap", sprintf("runs %s (fence %.0f) and %s (fence %.0f) both held %s at %s; no fault explains it (faults near: %s)", RUN[st_], FE_[st_], RUN[nw_], FE_[nw_], M["done_key"], sec(EN[k]), near(EN[s_], EN[k])), RUN[st_])
+      if (!(st_ in SUP)) { SUP[st_] = nw_; SUPWHY[st_] = why }
+    }
+    if (last_ok) {
+      dg = EN[k] - leave_of(last_ok)
+      if (dgap < 0 || dg < dgap) dgap = dg
+      # the period runs from the command's end as rlock saw it (after cs.sh's leave): 20ms
+      # for the clocks' rounding (the server counts in ms)
+      if (dg < DMS - 20000) {
+        why = ""
+        for (q = 1; q <= nf; q++) {
+          if (FS0[q] > EN[k] || FE[q] < ST[last_ok]) continue
+          if (FK[q] == "stop" && FKV[q, "run"] == RUN[last_ok]) why = "stop"
+          if (FK[q] == "restart" && M["persistence"] != "1") why = "restart"
+          if (FAILOK && (FK[q] == "master_kill" || FK[q] == "failover")) why = "failover"
+        }
+        if (why != "") { ndone_ok++; NSW[why]++ }
+        else viol("done-for", sprintf("run %s entered %s at %s, %s after run %s ended 0 (its period: %s); no fault explains it (faults near: %s)", RUN[k], M["done_key"], sec(EN[k]), ms(dg), RUN[last_ok], ms(DMS), near(leave_of(last_ok), EN[k])), RUN[k])
+      }
+    }
+    if (STAT[k] == "0") { last_ok = k; ndone_ok0++ }
+  }
+  for (i in ODUP) {
+    if (explain_failover(IDX[ODUP[i]], i) != "") { DUPX[i] = 1; ndupx++; continue }
+    viol("overlap", sprintf("fence %.0f of %s was granted twice: runs %s and %s (faults near: %s)", FE_[i], OKEY[i], ODUP[i], RUN[i], near(EN[IDX[ODUP[i]]], EN[i])), RUN[i])
   }
 
   # --- superseding jobs: latest wins ---
@@ -413,6 +512,11 @@ END {
       # superseded (--superseded-exit-code 80): told apart from a wait that ran out (75)
     } else if (s == 77 && acl_near(id)) {
       nacl77++
+    } else if (s == 70 && acl_near(id, "oom")) {
+      # a script refused with OOM (the oom fault: maxmemory reached with noeviction) is an
+      # error reply rlock reports as 70, one line; nothing half-written stays (the
+      # shutdown rule checks every key's expiry)
+      noom70++
     } else if ((s == 129 || s == 130 || s == 131 || s == 143) && A_NDT[id] + 0 >= TSTOP) {
     } else if (s == 129 || s == 130 || s == 131 || s == 143) {
       viol("status", sprintf("run %s exited %s%s at %s, before the soak was stopping: nobody signalled it", id, s, sig(s), sec(A_NDT[id])), id)
@@ -446,7 +550,7 @@ END {
   if (M["final_unblocked"] != "" && M["final_unblocked"] != "yes") viol("shutdown", "after the soak, `rlock run -n` did not get in: " M["final_unblocked"] " (a dead waiter or holder blocks the lock)", "")
   if (M["final_noexpiry"] != "") viol("shutdown", "after the soak, keys of the lock have no expiry: " M["final_noexpiry"], "")
   if (M["leftovers"] + 0 > 0) viol("shutdown", M["leftovers"] " process(es) left behind (see meta.leftovers)", "")
-  if (M["reached"] != "1") viol("target", sprintf("only %d of %d acquisitions within --max-time %ss", n, M["target"], M["max_time_s"]), "")
+  if (M["reached"] != "1") viol("target", sprintf("only %d of %d acquisitions of %s within --max-time %ss", n, M["target"], M["key"] == "" ? "the lock" : M["key"], M["max_time_s"]), "")
 
   # --- longest gap between acquisitions ---
   for (i = 2; i <= n; i++) if (EN[i] - EN[i - 1] > gap) { gap = EN[i] - EN[i - 1]; gap_at = EN[i - 1] }
@@ -457,11 +561,16 @@ END {
   if (REPL) printf "  %-17s %s replica(s) per master, --sync-replicas %s%s; %s\n", M["topology"] " mode", M["replicas"], M["sync_replicas"] + 0, FAILOK ? "" : " (every replica: a failover explains nothing)", M["url"]
   printf "  rlock %s (%s), redis %s\n", M["rlock_version"], M["commit"], M["redis"]
   printf "  wall time         %.1fs\n", (TEND - T0) / 1e6
-  printf "  acquisitions      %d (target %s)   runs %d   fences %.0f..%.0f\n", n, M["target"], nrun, (n ? FE_[1] : 0), PM[n]
+  printf "  acquisitions      %d (target %s)%s   runs %d   fences %.0f..%.0f\n", n, M["target"], NO["pool"] + NO["done"] ? sprintf(", and %d of the pool and the once-per-period key", NO["pool"] + NO["done"]) : "", nrun, (n ? FE_[1] : 0), PM[n]
   if (nnest) printf "  nested runs       %d (set -m, setsid, a --while-pid script's job, the holder's own group:%s), their exits:%s\n", nnest, counts(NESTV, "setm setsid whilepid group"), counts(NESTST)
   if (nsupjob) printf "  superseding jobs  %d (run --supersede; %d entered, in the order they joined), their exits:%s\n", nsupjob, nsupin, counts(SUPJST)
-  printf "  exit statuses    %s%s\n", counts(SC), nacl77 ? sprintf(" (77: %d, each while a command was taken from the soak user)", nacl77) : ""
-  printf "  faults            %d:%s\n", nf - NK["stop_skipped"] - NK["failover_skipped"] - NK["master_kill_skipped"], counts(NK, "cut client_kill restart stop stop_waiter script_flush break acl master_stop failover master_kill migrate stop_skipped failover_skipped master_kill_skipped")
+  if (NO["pool"] + NO["done"] + SHAPEN["shared"] + SHAPEN["priority"]) {
+    printf "  shapes            runs:%s; %d shared holders entered (%d pairs held together)\n", counts(SHAPEN, "shared pool done priority supersede and nested"), nsh_in, nshpairs
+    if (M["pool_pct"] + 0) printf "  pool              %s --limit %d: %d entered, at most %d inside at once (%d times over the limit), %d slot clashes (%d explained)\n", M["pool_key"], PN, NO["pool"], PMAX, npover, npclash, npclash_ok
+    if (M["done_pct"] + 0) printf "  done-for          %s --done-for %s: %d entered, %d ended 0; %d overlaps (%d explained); shortest from a success to the next entry %s (%d explained)\n", M["done_key"], ms(DMS), NO["done"], ndone_ok0, ndpairs, ndpairs_ok, dgap < 0 ? "-" : ms(dgap), ndone_ok
+  }
+  printf "  exit statuses    %s%s%s\n", counts(SC), nacl77 ? sprintf(" (77: %d, each while a command was taken from the soak user)", nacl77) : "", noom70 ? sprintf(" (70: %d, each while maxmemory was reached)", noom70) : ""
+  printf "  faults            %d:%s\n", nf - NK["stop_skipped"] - NK["failover_skipped"] - NK["master_kill_skipped"], counts(NK, "cut client_kill restart stop stop_waiter script_flush break acl pause oom master_stop failover master_kill migrate stop_skipped failover_skipped master_kill_skipped")
   if (NK["restart"]) printf "  restarts          down (kill -9 to AOF loaded) avg %s, max %s%s\n", ms(sumdown / NK["restart"]), ms(maxdown), nblind ? sprintf("; %d without a readable state after the restart (not checked)", nblind) : ""
   out = counts(STOPST)
   printf "  frozen holders    %d, their exits:%s%s%s\n", nstopped, out, nstopped_late ? sprintf(" (and %d frozen only after their command ended)", nstopped_late) : "", nearly ? sprintf("; %d ran again before the soak continued them (the freeze counted is the real one)", nearly) : ""

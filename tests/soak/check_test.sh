@@ -54,6 +54,26 @@ run() {
   fi
 }
 
+# srun SHAPE KEY SLOT C.I FENCE START ENTER LEAVE END STATUS: a run of another shape
+# (shared, pool, done, priority: contender.sh), KEY and SLOT as its critical section saw
+# them; it writes nothing to the resource. shapes_meta gives D the pool's and the
+# once-per-period key's definitions (soak.sh).
+srun() {
+  local shape=$1 key=$2 slot=$3 id=$4 fence=$5 start=$6 enter=$7 leave=$8 end=$9 st=${10}
+  local c=${id%%.*}
+  {
+    printf 'E %s %s %s 1 1 tok%s %s %s %s\n' "$id" "$(us "$enter")" "$fence" "$id" "$key" "$shape" \
+      "$slot"
+    printf 'L %s %s ok\n' "$id" "$(us "$leave")"
+    printf 'R %s %s %s %s 1000 3000 proxy 5 file %s\n' "$id" "$(us "$start")" "$(us "$end")" "$st" \
+      "$shape"
+  } >>"$D/hist/$c"
+  printf '== %s\n' "$id" >>"$D/err/$c"
+}
+shapes_meta() {
+  printf '%s\n' pool_pct=10 pool_key=pool pool_n=3 done_pct=5 done_key=once done_ms=1000 >>"$D/meta"
+}
+
 # norun C.I START END STATUS: a run that never got the lock.
 norun() {
   printf 'R %s %s %s %s 1000 3000 proxy 5\n' "$1" "$(us "$2")" "$(us "$3")" "$4" \
@@ -481,6 +501,124 @@ run 0.0 1 0 10 20 25 77
 fault acl 15 30 cmd=del ms=15 taken=OK
 printf 'rlock: could not release '"'"'soak'"'"': the ACL user '"'"'soak'"'"' may not run DEL\n' >>"$D/err/0"
 expect PASS "a release refused while the acl fault took DEL"
+
+# Shared holders of the soak key beside the exclusive ones.
+new_case
+srun shared soak - 0.0 1 0 10 50 55 0
+srun shared soak - 1.0 2 0 20 40 45 0
+run 2.0 3 30 60 70 75 0
+expect PASS "two shared holders together, then an exclusive one"
+
+new_case
+srun shared soak - 0.0 2 0 10 50 55 0
+srun shared soak - 1.0 1 0 20 40 45 0
+expect PASS "shared holders granted together may enter in either order"
+
+new_case
+run 0.0 1 0 10 50 55 0
+srun shared soak - 1.0 2 0 20 40 45 0
+expect overlap "a shared holder entered while an exclusive one was inside"
+
+new_case
+srun shared soak - 0.0 1 0 10 50 55 0
+run 1.0 2 0 20 40 45 0
+expect overlap "an exclusive holder entered while a shared one was inside"
+
+new_case
+run 0.0 1 0 10 20 25 0
+srun priority soak - 1.0 2 5 30 40 45 0
+expect PASS "a run with --priority is an exclusive run"
+
+# The pool (--limit 3 on a key of its own).
+new_case
+shapes_meta
+srun pool pool 1 0.0 1 0 10 100 105 0
+srun pool pool 2 1.0 2 0 20 100 105 0
+srun pool pool 3 2.0 3 0 30 100 105 0
+srun pool pool 1 0.1 4 0 110 120 125 0
+run 3.0 1 0 10 20 25 0
+expect PASS "three pool holders at once on slots 1-3, then slot 1 again; fences per key"
+
+new_case
+shapes_meta
+srun pool pool 1 0.0 1 0 10 100 105 0
+srun pool pool 1 1.0 2 0 20 100 105 0
+expect pool "two live pool holders given slot 1"
+
+new_case
+shapes_meta
+srun pool pool 1 0.0 1 0 10 100 105 0
+srun pool pool 2 1.0 2 0 20 100 105 0
+srun pool pool 3 2.0 3 0 30 100 105 0
+srun pool pool 4 3.0 4 0 40 100 105 0
+expect pool "four holders inside a pool of three"
+
+new_case
+shapes_meta
+srun pool pool 1 0.0 1 0 10 2600 2605 76
+srun pool pool 1 1.0 2 1500 2000 2100 2105 0
+fault stop 100 2300 run=0.0 stop_ms=2200
+expect PASS "a slot handed again while its frozen holder's lease ran out, that one exits 76"
+
+new_case
+shapes_meta
+srun pool pool 1 0.0 1 0 10 2600 2605 0
+srun pool pool 1 1.0 2 1500 2000 2100 2105 0
+fault stop 100 2300 run=0.0 stop_ms=2200
+expect hidden-loss "a pool holder whose slot was handed again while it was frozen exits 0"
+
+# The once-per-period key (--done-for 1s on a key of its own).
+new_case
+shapes_meta
+srun 'done' once - 0.0 1 0 10 20 25 0
+norun 1.0 30 40 75
+srun 'done' once - 1.0 2 900 1100 1110 1115 0
+expect PASS "done for 1s: the next run enters 1.08s after a success"
+
+new_case
+shapes_meta
+srun 'done' once - 0.0 1 0 10 20 25 0
+srun 'done' once - 1.0 2 300 500 510 515 0
+expect done-for "done for 1s: the next run entered 480ms after a success"
+
+new_case
+shapes_meta
+srun 'done' once - 0.0 1 0 10 20 25 76
+srun 'done' once - 1.0 2 300 500 510 515 0
+expect PASS "done for 1s: a run that did not end 0 is no success"
+
+new_case
+shapes_meta
+srun 'done' once - 0.0 1 0 10 20 25 0
+srun 'done' once - 1.0 2 300 500 510 515 0
+fault restart 100 200 "at=$(us 100)" "at1=$(us 200)" tok=- pttl=0 fence=- fence1=-
+echo "persistence=0" >>"$D/meta"
+expect PASS "done for 1s: a restart without persistence loses the period"
+
+new_case
+shapes_meta
+srun 'done' once - 0.0 1 0 10 50 55 0
+srun 'done' once - 1.0 2 0 20 40 45 76
+expect overlap "two holders of the once-per-period key at once"
+
+new_case
+shapes_meta
+srun 'done' once - 0.0 1 0 10 20 25 0
+srun 'done' once - 1.0 1 1500 1600 1610 1615 0
+expect overlap "one fence of the once-per-period key granted twice"
+
+# maxmemory reached (the oom fault): Redis's OOM refusal is 70 while it holds, never else.
+new_case
+run 0.0 1 0 10 20 25 0
+norun 1.0 1000 1100 70
+fault oom 900 3000 ms=2100 used=1000000 maxmemory=1032768 set=OK restored=OK
+expect PASS "70 while maxmemory was reached"
+
+new_case
+run 0.0 1 0 10 20 25 0
+norun 1.0 5000 5100 70
+fault oom 900 3000 ms=2100 used=1000000 maxmemory=1032768 set=OK restored=OK
+expect status "70 long after the oom fault ended"
 
 echo "$((n - failed)) of $n checker cases ok"
 ((failed == 0))

@@ -4,7 +4,7 @@
 # fault can freeze "the whole job" (this loop, rlock and rlock's guard) with one kill.
 #
 #   contender.sh DIR C SEED RLOCK URL KEY TTL_MS VIA STDERR_FAULTS [RUN_OPTIONS [NESTED_PCT
-#                [SUPERSEDE_PCT]]]
+#                [SUPERSEDE_PCT [AND_KEY [SHAPES]]]]]
 #
 # URL may be several URLs separated by spaces (quorum mode: one --url each). RUN_OPTIONS
 # (space-separated, e.g. "--sync-replicas 2") go to every `rlock run`.
@@ -42,10 +42,28 @@
 #
 # Several keys (AND_KEY, the 13th argument; soak.sh gives one in Cluster mode): a fifth of
 # the other runs are `rlock run KEY --and AND_KEY`, "and" after STDERR.
+#
+# Other shapes (SHAPES, the 14th argument: words NAME=VALUE, each PCT a share of the runs
+# that are neither nested nor superseding, drawn with them from the seeded stream; the
+# shape follows STDERR):
+#   shared=PCT     `run --shared KEY`: readers beside the exclusive holders; "shared"
+#   pool=PCT       `run --limit 3 POOL_KEY` (pool_key=NAME, a key of its own): its critical
+#                  section logs RLOCK_SLOT and works 50-400ms, so that holders meet; "pool"
+#   done=PCT       `run --done-for DONE_MS DONE_KEY` (done_key=NAME, done_ms=MS): once per
+#                  period; "done"
+#   priority=PCT   `run --priority N KEY` (N -5..5), an exclusive run that waits; "priority"
+# Shared, pool and done runs' critical sections do not write to the fenced resource (cs.sh).
 set -u
 dir=$1 c=$2 seed=$3 rlock=$4 url=$5 key=$6 ttl=$7 via=$8 stderr_faults=${9:-0}
 read -r -a run_opts <<<"${10:-}"
 nested_pct=${11:-0} supersede_pct=${12:-0} and_key=${13:-}
+shared_pct=0 pool_pct=0 done_pct=0 priority_pct=0 pool_key="" done_key="" done_ms=1000
+for w in ${14:-}; do
+  case $w in
+    shared=* | pool=* | done=* | priority=*) printf -v "${w%%=*}_pct" '%d' "${w#*=}" ;;
+    pool_key=* | done_key=* | done_ms=*) printf -v "${w%%=*}" '%s' "${w#*=}" ;;
+  esac
+done
 cs="$(dirname "${BASH_SOURCE[0]}")/cs.sh"
 hist=$dir/hist/$c err=$dir/err/$c
 read -r -a urls <<<"$url"
@@ -149,10 +167,26 @@ for ((i = 0; ; i++)); do
         ;;
     esac
   else
-    sup=()
+    sup=() run_key=$key cs_shape=excl
     if ((supersede_pct > 0)); then
       rnd 0 99
       ((_r < supersede_pct)) && sup=(--supersede --superseded-exit-code 80) shape=supersede
+    fi
+    if [[ -z $shape ]] && ((shared_pct + pool_pct + done_pct + priority_pct > 0)); then
+      rnd 0 99
+      if ((_r < shared_pct)); then
+        sup=(--shared) shape=shared cs_shape=shared
+      elif ((_r < shared_pct + pool_pct)); then
+        rnd 50 400
+        work_ms=$_r
+        printf -v work_s '%d.%03d' $((work_ms / 1000)) $((work_ms % 1000))
+        sup=(--limit 3) shape=pool cs_shape=pool run_key=$pool_key
+      elif ((_r < shared_pct + pool_pct + done_pct)); then
+        sup=(--done-for "${done_ms}ms") shape='done' cs_shape='done' run_key=$done_key
+      elif ((_r < shared_pct + pool_pct + done_pct + priority_pct)); then
+        rnd 0 10
+        sup=(--priority $((_r - 5))) shape=priority
+      fi
     fi
     # AND_KEY: a fifth of the other runs also take it (another Cluster slot); the fence the
     # critical section writes with is KEY's (RLOCK_FENCE: the first key's).
@@ -161,7 +195,7 @@ for ((i = 0; ; i++)); do
       ((_r == 0)) && sup=(--and "$and_key") shape=and
     fi
     set -- -v "${url_args[@]}" run --ttl "${ttl}ms" --wait "${wait_ms}ms" "${run_opts[@]}" "${sup[@]}" \
-      "$key" -- bash "$cs" "$dir" "$c" "$run" "$work_s" "$ttl"
+      "$run_key" -- bash "$cs" "$dir" "$c" "$run" "$work_s" "$ttl" "$cs_shape"
   fi
   t0=${EPOCHREALTIME/./}
   prog=$rlock
@@ -175,7 +209,7 @@ for ((i = 0; ; i++)); do
   st=$?
   t1=${EPOCHREALTIME/./}
   tail=""
-  [[ $shape == supersede || $shape == and ]] && tail=" $shape"
+  [[ -n $shape ]] && tail=" $shape"
   if ((nested)); then
     tail=" nested $shape"
     # The outer run let the command run (0, or 76 if it lost the lock meanwhile): the
@@ -194,7 +228,7 @@ for ((i = 0; ; i++)); do
   fi
   printf 'R %s %s %s %s %s %s %s %s %s%s\n' "$run" "$t0" "$t1" "$st" "$ttl" "$wait_ms" "$via" \
     "$work_ms" "$mode" "$tail" >>"$hist"
-  # Redis is down (a restart), or refuses the soak user a command (the acl fault): do not
-  # spin.
-  if ((st == 69 || st == 77)); then sleep 0.1; fi
+  # Redis is down (a restart), refuses the soak user a command (the acl fault) or is full
+  # (the oom fault: 70): do not spin.
+  if ((st == 69 || st == 70 || st == 77)); then sleep 0.1; fi
 done

@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # The critical section of one soak run; tests/soak/soak.sh starts it as
 #
-#   rlock run … soak -- bash cs.sh DIR CONTENDER RUN WORK_S TTL_MS
+#   rlock run … soak -- bash cs.sh DIR CONTENDER RUN WORK_S TTL_MS [SHAPE]
 #
 # It logs its enter and leave (wall clock in microseconds, EPOCHREALTIME: one clock for
 # every process on the machine), works WORK_S seconds, then makes one write attempt to
 # the fenced resource and leaves. History lines, appended to DIR/hist/CONTENDER:
 #
-#   E RUN ENTER_US FENCE CS_PID RLOCK_PID TOKEN
+#   E RUN ENTER_US FENCE CS_PID RLOCK_PID TOKEN KEY SHAPE SLOT
 #   L RUN LEAVE_US HOW            HOW: ok, or term/int/hup when a signal ended it
+#
+# KEY is RLOCK_KEY (the first key of an --and run), SLOT RLOCK_SLOT ("-" outside a pool),
+# SHAPE the run's (contender.sh; "excl" by default). Only an exclusive holder of the soak
+# key writes to the resource: "shared" (run --shared), "pool" (--limit) and "done"
+# (--done-for, another key) runs only log their enter and leave.
 #
 # The fenced resource (DIR/res) accepts a write only with a fence strictly above the
 # highest it has accepted, like a storage service that checks fencing tokens. Each
@@ -19,7 +24,7 @@
 # While the critical section runs, DIR/cur/CONTENDER says "RUN CS_PID RLOCK_PID TTL_MS", so
 # the fault injector can find a holder to freeze.
 set -u
-dir=$1 c=$2 run=$3 work=$4 ttl=$5
+dir=$1 c=$2 run=$3 work=$4 ttl=$5 shape=${6:-excl}
 # Our own stderr: contender 0 gives rlock a broken one on purpose (that fault is rlock's),
 # and bash would die of SIGPIPE reporting a killed `sleep`.
 exec 2>>"$dir/err/$c"
@@ -53,10 +58,17 @@ trap 'on_signal int 130' INT
 trap 'on_signal hup 129' HUP
 
 stamp
-printf 'E %s %s %s %s %s %s\n' "$run" "$_t" "$fence" "$$" "$PPID" "${RLOCK_TOKEN:-none}" >>"$hist"
+printf 'E %s %s %s %s %s %s %s %s %s\n' "$run" "$_t" "$fence" "$$" "$PPID" "${RLOCK_TOKEN:-none}" \
+  "${RLOCK_KEY:--}" "$shape" "${RLOCK_SLOT:--}" >>"$hist"
 printf '%s %s %s %s\n' "$run" "$$" "$PPID" "$ttl" >"$dir/cur/$c"
 
 sleep "$work"
+
+case $shape in shared | pool | done)
+  leave ok
+  exit 0
+  ;;
+esac
 
 # One write attempt to the fenced resource.
 exec 9>>"$dir/res/lock"

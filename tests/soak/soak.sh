@@ -8,6 +8,7 @@
 #                      [--max-time S] [--no-persistence] [--no-stderr-faults] [--dir DIR]
 #                      [--masters N | --sentinel | --cluster] [--sync-replicas N]
 #                      [--keep] [--quiet] [--rlock-alt PATH] [--nested PCT] [--supersede PCT]
+#                      [--shared PCT] [--pool PCT] [--done PCT] [--priority PCT]
 #
 # What it starts, all its own and all stopped at exit (trap on EXIT, INT, TERM, HUP):
 # - redis-server on a free loopback port with persistence (--appendonly yes
@@ -31,7 +32,15 @@
 #   a pipe nobody reads (unless --no-stderr-faults). In Cluster mode a fifth of the plain
 #   runs take a second key in another slot too (`--and soak-b`), and the newcomer after the
 #   soak takes both. Superseding jobs exit 80 when superseded (--superseded-exit-code).
-# Until N critical sections have been entered (or --max-time runs out) it injects one
+#   Of the runs that are neither nested nor superseding, drawn by the seed too:
+#   --shared PCT (default 10) are `run --shared soak`, readers beside the exclusive
+#   holders; --pool PCT (default 10; 0 in quorum mode) are `run --limit 3` of a pool key
+#   of its own (POOL_KEY, in the slot of `soak`), whose critical section logs RLOCK_SLOT
+#   and works 50-400ms; --done PCT (default 5) are `run --done-for 1s` of a key of its own
+#   (DONE_KEY, same slot): once per period; --priority PCT (default 5; 0 in quorum mode,
+#   which has no line) are exclusive runs with `--priority -5..5`. Only the exclusive
+#   holders of `soak` write to the fenced resource.
+# Until N critical sections of `soak` have been entered (or --max-time runs out) it injects one
 # fault every ~MS ms (uniform in [MS/2, 3MS/2]), the kind drawn from a stream seeded by S
 # (the first six faults are the six kinds in a seeded order):
 #   cut            fault_proxy SIGUSR1: every proxied connection closed at once
@@ -49,6 +58,9 @@
 #   acl            the ACL user the contenders connect as ("soak") loses one command the
 #                  scripts use (PEXPIRE, HSET, ZADD, INCR, SET, DEL, PUBLISH, ZREM, LPUSH or
 #                  EVALSHA) for 0.5-3s, then gets it back: a script refused part way
+#   pause          CLIENT PAUSE 1000 WRITE (an operator's pause: writes and expiry wait 1s)
+#   oom            CONFIG SET maxmemory to 32 KiB above used_memory (noeviction) for 2-4s,
+#                  then the old value: writes refused with OOM
 # Each fault is one line of DIR/faults.log: F KIND START_US END_US DETAILS…
 # Once the contenders have ended it also asks whether the lock is free, whether a
 # newcomer that does not wait gets in (no dead waiter or holder blocks it) and which of
@@ -75,7 +87,7 @@
 #   script_flush   SCRIPT FLUSH on a random master
 #   break          rlock break soak --yes with every URL
 #   master_stop    SIGSTOP a random master for 0.2-2.5s, then SIGCONT
-#   acl            as above, on a random master
+#   acl, pause, oom   as above, on a random master
 # The details of a fault on one master start with master=I. With --short, --max-time
 # defaults to 75 (not 110) in quorum mode.
 #
@@ -89,7 +101,7 @@
 #   master_kill    kill -9 of the current master (an unplanned failover), until every
 #                  sentinel names a new one; then the killed server is started again
 #                  (same port and dir) as a replica of the new master, until it is in sync
-#   client_kill, script_flush   on the current master; stop, break   as above
+#   client_kill, script_flush, pause, oom   on the current master; stop, break   as above
 # Cluster mode, --cluster: a Redis Cluster of three masters with one replica each
 # (cluster_start 3 1; node timeout 2s); contender C is given node C mod 6 as its seed.
 # Faults act on the master serving the lock's slot (its keys share the hash tag {soak}):
@@ -99,7 +111,7 @@
 #                  replica
 #   migrate        the slot moved to another master: SETSLOT IMPORTING/MIGRATING, 0-1s in
 #                  that state, MIGRATE of every key, SETSLOT NODE (cluster_migrate_slot)
-#   client_kill, script_flush   on that master; stop, break   as above
+#   client_kill, script_flush, pause, oom   on that master; stop, break   as above
 # Details name the nodes (old=NAME:PORT new=…) and, before a master_kill, the master's
 # replication offset and its replicas' (offset=… replica_offsets=…). --sync-replicas N
 # (Sentinel 1-2, Cluster 1) gives every run `--sync-replicas N`; with N = every replica
@@ -124,7 +136,7 @@ die_usage() {
 
 target="" contenders=8 seed="" short=0 rlock="" rlock_alt="" proxy_bin="" direct="" fault_every=""
 max_time="" persistence=1 stderr_faults=1 dir="" keep=0 quiet=0 masters=1 topo=""
-sync_replicas=0 nested="" supersede=""
+sync_replicas=0 nested="" supersede="" shared="" pool="" done_pct="" priority=""
 while (($#)); do
   case $1 in
     --acquisitions) target=${2:-} && shift ;;
@@ -148,6 +160,10 @@ while (($#)); do
     --sync-replicas) sync_replicas=${2:-} && shift ;;
     --nested) nested=${2:-} && shift ;;
     --supersede) supersede=${2:-} && shift ;;
+    --shared) shared=${2:-} && shift ;;
+    --pool) pool=${2:-} && shift ;;
+    --done) done_pct=${2:-} && shift ;;
+    --priority) priority=${2:-} && shift ;;
     --keep) keep=1 ;;
     --quiet) quiet=1 ;;
     -h | --help)
@@ -190,10 +206,18 @@ if ((replicated)); then direct=$contenders; fi # no proxy: every contender conne
 # Superseding jobs (--supersede PCT): one server only, where the checker reads the join
 # order of every superseding job (the lock's :sups hash, docs/PROTOCOL.md) after the soak.
 if ((masters == 1 && !replicated)) && [[ -z $rlock_alt ]]; then : "${supersede:=10}"; else supersede=0; fi
+# The other shapes (contender.sh, SHAPES). Quorum mode has no line (--priority is refused
+# there) and its pool would be one per master: neither runs there.
+: "${shared:=10}" "${done_pct:=5}"
+if ((masters == 1)); then : "${pool:=10}" "${priority:=5}"; else pool=0 priority=0; fi
 : "${direct:=$((contenders / 4))}"
-for v in target contenders seed direct fault_every max_time masters sync_replicas nested supersede; do
-  is_num "${!v}" || die_usage "--${v//_/-} needs a whole number, got '${!v}'"
+for v in target contenders seed direct fault_every max_time masters sync_replicas nested supersede \
+  shared pool done_pct priority; do
+  o=${v%_pct}
+  is_num "${!v}" || die_usage "--${o//_/-} needs a whole number, got '${!v}'"
 done
+((shared + pool + done_pct + priority <= 100)) ||
+  die_usage "--shared, --pool, --done and --priority are shares of the same runs: at most 100 in all"
 ((target >= 1)) || die_usage "--acquisitions must be at least 1"
 ((contenders >= 2 && contenders <= 64)) || die_usage "--contenders must be 2..64"
 ((direct <= contenders)) || die_usage "--direct must be at most --contenders"
@@ -248,6 +272,11 @@ SOAK_USER=soak SOAK_PASS=soak-pw
 SOAK_AUTH=$SOAK_USER:$SOAK_PASS
 LOCK_KEY="lock:{$KEY}"
 FENCE_KEY="lock:{$KEY}:fence"
+# The pool's and the once-per-period runs' keys: names whose hash slot is that of `soak`
+# (CRC16 mod 16384 = 2853), so that a Cluster fault on the lock's master reaches them too.
+POOL_KEY=soak-pool-43102 POOL_N=3
+DONE_KEY=soak-done-19075 DONE_MS=1000
+ALL_KEYS=("$KEY" "$POOL_KEY" "$DONE_KEY")
 if [[ -n $dir ]]; then
   mkdir -p "$dir" || exit 2
   [[ -z $(ls -A "$dir") ]] || die_usage "--dir $dir is not empty"
@@ -924,7 +953,9 @@ start_contenders() {
     bin=$rlock
     ((c % 2 == 1)) && [[ -n $rlock_alt ]] && bin=$rlock_alt
     RLOCK_SOAK_DIR=$W setsid bash "$here/contender.sh" "$W" "$c" "$seed" "$bin" "$url" "$KEY" \
-      "$(ttl_of "$c")" "$via" $((c == 0 ? stderr_faults : 0)) "$opts" "$nested" "$supersede" "$AND_KEY" </dev/null >/dev/null 2>>"$W/err/contender.$c" &
+      "$(ttl_of "$c")" "$via" $((c == 0 ? stderr_faults : 0)) "$opts" "$nested" "$supersede" "$AND_KEY" \
+      "shared=$shared pool=$pool done=$done_pct priority=$priority pool_key=$POOL_KEY done_key=$DONE_KEY done_ms=$DONE_MS" \
+      </dev/null >/dev/null 2>>"$W/err/contender.$c" &
     CONT_PIDS+=($!)
   done
 }
@@ -1124,6 +1155,38 @@ fault_script_flush() {
   done_master
 }
 
+# An operator's pause (CLIENT PAUSE WRITE, 1s) on the master in use: writes, and key
+# expiry, wait for it; renewals are late, nobody is granted meanwhile.
+fault_pause() {
+  pick_master
+  _detail="${_mdetail}ms=1000 reply=$(rcli client pause 1000 write | tr -d '\r\n ')"
+  now_us
+  _t0=$_now
+  sleep 1
+  done_master
+}
+
+# maxmemory reached: the master in use gets a maxmemory just above its used_memory, with
+# noeviction (every write refused with OOM once it is reached), for 2-4s, then its own back.
+fault_oom() {
+  local used old dur r1 r2
+  pick_master
+  rnd 2000 4000
+  dur=$_r
+  old=$(rcli config get maxmemory | tr -d '\r' | sed -n 2p)
+  used=$(rcli info memory | tr -d '\r' | sed -n 's/^used_memory://p')
+  [[ $used =~ ^[0-9]+$ ]] || used=0
+  now_us
+  _t0=$_now
+  r1=$(rcli config set maxmemory $((used + 32768)) | tr -d '\r\n ')
+  sleep "$(printf '%d.%03d' $((dur / 1000)) $((dur % 1000)))"
+  r2=$(rcli config set maxmemory "${old:-0}" | tr -d '\r\n ')
+  now_us
+  _t1=$_now
+  _detail="${_mdetail}ms=$dur used=$used maxmemory=$((used + 32768)) set=${r1:-none} restored=${r2:-none}"
+  done_master
+}
+
 fault_restart() {
   local before after down rc=0
   pick_master
@@ -1289,7 +1352,7 @@ find_waiter() {
     [[ $args == *$'\n--supersede\n'*"$here/cs.sh"$'\n'"$W"$'\n'* ]] || continue
     mapfile -t a <<<"$args"
     [[ ${a[0]} != bash ]] || continue
-    run=${a[-3]}
+    run=${a[-4]} # (cs.sh … RUN WORK_S TTL_MS SHAPE)
     c=${run%%.*}
     [[ -e $W/cur/$c ]] && continue # its section runs (or the contender's previous one)
     _waiter="$run $pid"
@@ -1402,17 +1465,17 @@ fault_acl() {
   done_master
 }
 
-KINDS=(cut client_kill restart stop script_flush break acl)
-WEIGHTS=(3 2 1 2 1 1 2)
+KINDS=(cut client_kill restart stop script_flush break acl pause oom)
+WEIGHTS=(3 2 1 2 1 1 2 1 1)
 if ((masters > 1)); then
   KINDS+=(master_stop)
-  WEIGHTS=(3 2 2 2 1 1 2 2)
+  WEIGHTS=(3 2 2 2 1 1 2 1 1 2)
 elif [[ $topo == sentinel ]]; then
-  KINDS=(failover master_kill client_kill stop script_flush break)
-  WEIGHTS=(3 3 1 2 1 1)
+  KINDS=(failover master_kill client_kill stop script_flush break pause oom)
+  WEIGHTS=(3 3 1 2 1 1 1 1)
 elif [[ $topo == cluster ]]; then
-  KINDS=(failover master_kill migrate client_kill stop script_flush break)
-  WEIGHTS=(3 3 3 1 2 1 1)
+  KINDS=(failover master_kill migrate client_kill stop script_flush break pause oom)
+  WEIGHTS=(3 3 3 1 2 1 1 1 1)
 fi
 fault_no=0
 first_kinds=()
@@ -1455,7 +1518,9 @@ inject() {
 }
 
 acquisitions() {
-  _acq=$(cat "$W"/hist/* 2>/dev/null | grep -c '^E ')
+  # (the pool's and the once-per-period key's runs do not count: the soak key's
+  # acquisitions, and so the faults they meet, stay what they were without them)
+  _acq=$(cat "$W"/hist/* 2>/dev/null | awk -v k="$KEY" '$1 == "E" && (NF < 8 || $8 == k) { n++ } END { print n + 0 }')
 }
 
 # --- the run ------------------------------------------------------------------------------
@@ -1487,6 +1552,15 @@ T0=$_now
   echo "short=$short"
   echo "nested_pct=$nested"
   echo "supersede_pct=$supersede"
+  echo "shared_pct=$shared"
+  echo "pool_pct=$pool"
+  echo "done_pct=$done_pct"
+  echo "priority_pct=$priority"
+  echo "key=$KEY"
+  echo "pool_key=$POOL_KEY"
+  echo "pool_n=$POOL_N"
+  echo "done_key=$DONE_KEY"
+  echo "done_ms=$DONE_MS"
   echo "t0=$T0"
   echo "grace_ms=1000"
   echo "break_grace_ms=2000"
@@ -1554,20 +1628,24 @@ end_contenders
 now_us
 t_end=$_now
 
-# The lock must be free once every holder is gone (at most one TTL, 2s, later).
+# The locks must be free once every holder is gone (at most one TTL, 2s, later; the done
+# key's period, 1s, after its last success).
 lock_free() {
-  local rc=0
-  if ((replicated)); then
-    timeout 10 "$rlock" --url "$TOPO_URL" status "$KEY" >/dev/null 2>&1 || rc=$?
-  elif ((masters > 1)); then
-    master_urls
-    url_args "$_urls"
-    timeout 10 "$rlock" "${_uargs[@]}" status "$KEY" >/dev/null 2>&1 || rc=$?
-  else
-    timeout 10 "$rlock" --url "redis://127.0.0.1:$REDIS_PORT/0" status "$KEY" >/dev/null 2>&1 ||
-      rc=$?
-  fi
-  ((rc == 1))
+  local rc=0 k
+  for k in "${ALL_KEYS[@]}"; do
+    rc=0
+    if ((replicated)); then
+      timeout 10 "$rlock" --url "$TOPO_URL" status "$k" >/dev/null 2>&1 || rc=$?
+    elif ((masters > 1)); then
+      master_urls
+      url_args "$_urls"
+      timeout 10 "$rlock" "${_uargs[@]}" status "$k" >/dev/null 2>&1 || rc=$?
+    else
+      timeout 10 "$rlock" --url "redis://127.0.0.1:$REDIS_PORT/0" status "$k" >/dev/null 2>&1 ||
+        rc=$?
+    fi
+    ((rc == 1)) || return 1
+  done
 }
 
 # The lock's keys left on the master in use (release tombstones counted: they expire soon).
@@ -1583,19 +1661,28 @@ poll_until 4 lock_free && final_free=yes
 # no key of the lock's state is left without an expiry (docs/PROTOCOL.md: the fence
 # counter and the history's two keys are the only ones kept for good or for a week).
 final_unblocked() {
-  local rc=0
-  if ((replicated)); then
-    timeout 20 "$rlock" --url "$TOPO_URL" run -n "$KEY" ${AND_KEY:+--and "$AND_KEY"} -- true \
-      >/dev/null 2>>"$W/faults.err" || rc=$?
-  elif ((masters > 1)); then
-    master_urls
-    url_args "$_urls"
-    timeout 20 "$rlock" "${_uargs[@]}" run -n "$KEY" -- true >/dev/null 2>>"$W/faults.err" || rc=$?
-  else
-    timeout 20 "$rlock" --url "redis://$SOAK_AUTH@127.0.0.1:$REDIS_PORT/0" run -n "$KEY" -- true \
-      >/dev/null 2>>"$W/faults.err" || rc=$?
-  fi
-  _unblocked=$([[ $rc == 0 ]] && echo yes || echo "no (status $rc)")
+  local rc=0 k args bad=""
+  for k in "${ALL_KEYS[@]}"; do
+    rc=0 args=("$k")
+    [[ $k == "$KEY" && -n $AND_KEY ]] && args+=(--and "$AND_KEY")
+    [[ $k == "$POOL_KEY" ]] && args+=(--limit "$POOL_N")
+    [[ $k != "$POOL_KEY" ]] || ((pool > 0)) || continue
+    [[ $k != "$DONE_KEY" ]] || ((done_pct > 0)) || continue
+    if ((replicated)); then
+      timeout 20 "$rlock" --url "$TOPO_URL" run -n "${args[@]}" -- true \
+        >/dev/null 2>>"$W/faults.err" || rc=$?
+    elif ((masters > 1)); then
+      master_urls
+      url_args "$_urls"
+      timeout 20 "$rlock" "${_uargs[@]}" run -n "${args[@]}" -- true >/dev/null 2>>"$W/faults.err" ||
+        rc=$?
+    else
+      timeout 20 "$rlock" --url "redis://$SOAK_AUTH@127.0.0.1:$REDIS_PORT/0" run -n "${args[@]}" \
+        -- true >/dev/null 2>>"$W/faults.err" || rc=$?
+    fi
+    ((rc == 0)) || bad+="${bad:+, }$k: no (status $rc)"
+  done
+  _unblocked=${bad:-yes}
 }
 # The lock's keys without an expiry on the master in use, but for the three kept ones.
 # (At most ten named, then how many in all.)
@@ -1606,7 +1693,7 @@ keys_without_expiry() {
     case $k in *:fence | *:log | *:live) continue ;; esac
     [[ $(rcli pttl "$k" | tr -d '\r') == -1 ]] || continue
     ((++n <= 10)) && out+="${out:+,}$k"
-  done < <(rcli --scan --pattern "$LOCK_KEY*")
+  done < <(for k in "${ALL_KEYS[@]}"; do rcli --scan --pattern "lock:{$k}*"; done)
   ((n <= 10)) || out+=" ($n in all)"
   echo "$out"
 }
