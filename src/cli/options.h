@@ -8,6 +8,7 @@
 #include "core/duration.h"
 #include "hold/on_lost.h"
 #include "lock/key.h"
+#include "lock/records.h"
 #include "net/redis.h"
 
 namespace rlock {
@@ -27,7 +28,7 @@ struct GlobalOptions {
   bool verbose = false;
   bool quiet = false;
   bool json = false;
-  int history = 100;  // --history / RLOCK_HISTORY: events a lock's history keeps (0: none)
+  int history = kDefaultHistory;  // --history / RLOCK_HISTORY: events a lock's history keeps (0: none)
 };
 
 /// Locking options of `run` and `acquire`.
