@@ -211,9 +211,9 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
       "Without CMD (no '--', no -c), run holds KEY by hand, as etcdctl lock NAME\n"
       "does: once it holds, it prints \"holding 'KEY' (fence N); Ctrl-C or kill PID\n"
       "releases it\" on standard output, renews the lease, and on SIGINT, SIGTERM,\n"
-      "SIGHUP or SIGQUIT releases KEY and exits 0; a lost lease is 76 at once (--on-lost warn:\n"
-      "a warning, and 0 when interrupted). --kill-after, --kill-leftovers and\n"
-      "--done-for need a command (64).");
+      "SIGHUP or SIGQUIT releases KEY and exits 0; a lost lease is 76 at once\n"
+      "(--on-lost warn: a warning, and 0 when interrupted). --kill-after,\n"
+      "--kill-leftovers and --done-for need a command (64).");
 
   s.acquire = add_key(app.add_subcommand("acquire",
                                          "take KEY for --ttl and print the token; no process "
