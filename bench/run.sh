@@ -675,6 +675,7 @@ elapsed_ms() {
   done
   printf '%s\n' "${all[@]}" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
 }
+# shellcheck disable=SC2317 # called by elapsed_ms, by name
 flush_scripts() { redis-cli -p "$rport" SCRIPT FLUSH >/dev/null; }
 declare -A RT
 # rt NAME PREP CMD...: round trips of CMD at $DELAY ms beside the same through an
@@ -686,6 +687,7 @@ rt() {
   fast=$(elapsed_ms "$prep" "${@//@URL@/$fast_url}")
   RT[$name]=$(awk -v s="$slow" -v f="$fast" -v d="$DELAY" 'BEGIN { printf "%.1f", (s - f) / d }')
 }
+p_slow="" p_fast="" ps="" pf="" qp=""  # set by proxy and start_server
 proxy p_slow "$rport" "$DELAY"
 proxy p_fast "$rport" 0
 slow_url="redis://127.0.0.1:$p_slow/0" fast_url="redis://127.0.0.1:$p_fast/0"
