@@ -647,7 +647,7 @@ PROXY=$(dirname "$RLOCK")/tests/helpers/fault_proxy
 if [[ ! -x $PROXY ]]; then
   echo "== 13. round trips: skipped ($PROXY not built: cmake --build build)"
 else
-DELAY=50 RT_RUNS=$((smoke ? 2 : 9))
+DELAY=50 RT_RUNS=$((smoke ? 1 : 9))
 echo "== 13. round trips: every reply delayed by $DELAY ms (one proxy per server); median of $RT_RUNS runs"
 # proxy VAR PORT DELAY_MS: a fault_proxy to 127.0.0.1:PORT; VAR gets its port
 proxy() {
