@@ -42,10 +42,14 @@
 #      waiter's descriptors
 #  12. layouts: an uncontended run with --layout plain and --layout redisson
 #      beside part 1's default layout
+#  13. round trips: every reply delayed by 50 ms (tests/helpers/fault_proxy, one proxy per
+#      server): elapsed time over the delay for `run` and `acquire` on one server, on
+#      three masters (quorum) and for the first run after SCRIPT FLUSH, beside
+#      bench/minimal through the same proxy (needs build/tests/helpers/fault_proxy)
 #
 # Usage: bench/run.sh [--smoke] [--part N]
 #   --smoke   tiny counts: checks that every part works (CI), measures nothing
-#   --part N  only part N (1, 1b, 2 … 9, 9b, 10 … 12; parts 1b, 7, 8 and 12 run part 1 too, their
+#   --part N  only part N (1, 1b, 2 … 9, 9b, 10 … 13; parts 1b, 7, 8 and 12 run part 1 too, their
 #             baseline; 3 and 4 run together): `bench/run.sh --part 10` measures list alone
 # Env: RLOCK=path/to/rlock (default build/rlock), CC (default cc)
 # Baselines that are not installed (etcd, etcdctl) are skipped with a note. Servers are
@@ -634,6 +638,93 @@ printf '%-34s %9s %12s\n' "command" "median_ms" "ratio"
 row "--layout plain" lay_plain "$(ratio "${T[lay_plain]}" "${T[rlock]}")"
 row "--layout redisson" lay_redisson "$(ratio "${T[lay_redisson]}" "${T[rlock]}")"
 row "default layout (part 1)" rlock ""
+fi
+
+# --- 13. round trips ----------------------------------------------------------------------------
+if want 13; then
+echo
+PROXY=$(dirname "$RLOCK")/tests/helpers/fault_proxy
+if [[ ! -x $PROXY ]]; then
+  echo "== 13. round trips: skipped ($PROXY not built: cmake --build build)"
+else
+DELAY=50 RT_RUNS=$((smoke ? 1 : 9))
+echo "== 13. round trips: every reply delayed by $DELAY ms (one proxy per server); median of $RT_RUNS runs"
+# proxy VAR PORT DELAY_MS: a fault_proxy to 127.0.0.1:PORT; VAR gets its port
+proxy() {
+  local var=$1 dir line=""
+  dir=$(mktemp -d "$work/proxy.XXXXXX")
+  "$PROXY" 0 127.0.0.1 "$2" "$dir/ctl" "$3" >"$dir/port" 2>/dev/null &
+  pids+=($!)
+  for _ in $(seq 200); do
+    read -r line <"$dir/port" && [[ -n $line ]] && break
+    sleep 0.05
+  done
+  printf -v "$var" '%s' "$line"
+}
+# elapsed_ms PREP CMD...: median wall time (ms) of CMD over RT_RUNS runs; PREP (a shell
+# function or :) runs untimed before each; @N@ in CMD becomes a number never used before
+# (a fresh key for each `acquire`, left to expire)
+elapsed_ms() {
+  local prep=$1 i t0 all=()
+  shift
+  for ((i = 0; i < RT_RUNS; i++)); do
+    "$prep"
+    t0=$EPOCHREALTIME
+    "${@//@N@/$BASHPID.$i}" >/dev/null 2>&1 || true
+    all+=("$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f", (b - a) * 1000 }')")
+  done
+  printf '%s\n' "${all[@]}" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
+}
+# shellcheck disable=SC2317 # called by elapsed_ms, by name
+flush_scripts() { redis-cli -p "$rport" SCRIPT FLUSH >/dev/null; }
+declare -A RT
+# rt NAME PREP CMD...: round trips of CMD at $DELAY ms beside the same through an
+# undelayed proxy (what the machine adds), into RT[NAME]
+rt() {
+  local name=$1 prep=$2 slow fast
+  shift 2
+  slow=$(elapsed_ms "$prep" "${@//@URL@/$slow_url}")
+  fast=$(elapsed_ms "$prep" "${@//@URL@/$fast_url}")
+  RT[$name]=$(awk -v s="$slow" -v f="$fast" -v d="$DELAY" 'BEGIN { printf "%.1f", (s - f) / d }')
+}
+p_slow="" p_fast="" ps="" pf="" qp=""  # set by proxy and start_server
+proxy p_slow "$rport" "$DELAY"
+proxy p_fast "$rport" 0
+slow_url="redis://127.0.0.1:$p_slow/0" fast_url="redis://127.0.0.1:$p_fast/0"
+# bench/minimal takes a host and a port, not a URL
+s=$(elapsed_ms : "$MINIMAL" 127.0.0.1 "$p_slow" rt-m true)
+f=$(elapsed_ms : "$MINIMAL" 127.0.0.1 "$p_fast" rt-m true)
+RT[minimal]=$(awk -v s="$s" -v f="$f" -v d="$DELAY" 'BEGIN { printf "%.1f", (s - f) / d }')
+rt run : "$RLOCK" -u @URL@ run rt-r -- true
+rt acquire : "$RLOCK" -u @URL@ acquire --ttl 5s rt-a@N@
+rt flushed flush_scripts "$RLOCK" -u @URL@ run rt-f -- true
+# quorum: part 1's server and two more masters; one proxy each
+qs=("$rport")
+for i in 1 2; do
+  start_server qp --save '' --appendonly no --dir "$work" --dbfilename "rt$i.rdb"
+  qs+=("$qp")
+done
+qslow=() qfast=()
+for q in "${qs[@]}"; do
+  proxy ps "$q" "$DELAY"; qslow+=(-u "redis://127.0.0.1:$ps/0")
+  proxy pf "$q" 0; qfast+=(-u "redis://127.0.0.1:$pf/0")
+done
+s=$(elapsed_ms : "$RLOCK" "${qslow[@]}" run rt-q -- true)
+s_acq=$(elapsed_ms : "$RLOCK" "${qslow[@]}" acquire --ttl 5s rt-qa@N@)
+f=$(elapsed_ms : "$RLOCK" "${qfast[@]}" run rt-q -- true)
+f_acq=$(elapsed_ms : "$RLOCK" "${qfast[@]}" acquire --ttl 5s rt-qa@N@)
+RT[quorum]=$(awk -v s="$s" -v f="$f" -v d="$DELAY" 'BEGIN { printf "%.1f", (s - f) / d }')
+RT[quorum_acq]=$(awk -v s="$s_acq" -v f="$f_acq" -v d="$DELAY" 'BEGIN { printf "%.1f", (s - f) / d }')
+printf '%-44s %11s %14s\n' "command" "round_trips" "target"
+printf '%-44s %11s %14s\n' "bench/minimal (SET NX PX, EVAL)" "${RT[minimal]}" ""
+printf '%-44s %11s %14s\n' "rlock run k -- true, one server" "${RT[run]}" "${RT[minimal]} (minimal)"
+printf '%-44s %11s %14s\n' "rlock acquire k, one server" "${RT[acquire]}" ""
+printf '%-44s %11s %14s\n' "rlock run, 3 masters (quorum)" "${RT[quorum]}" "<= run + 1"
+printf '%-44s %11s %14s\n' "rlock acquire, 3 masters (quorum)" "${RT[quorum_acq]}" ""
+printf '%-44s %11s %14s\n' "rlock run, first after SCRIPT FLUSH" "${RT[flushed]}" "<= run + 1"
+echo "(TLS, Sentinel and Cluster are not measured here: the proxy carries neither TLS nor the"
+echo " announce settings Sentinel and Cluster would need to route through it)"
+fi
 fi
 
 echo

@@ -874,6 +874,20 @@ assert_fits() {
   assert_output 0
 }
 
+@test "a run after SCRIPT FLUSH hears NOSCRIPT once: the release script is loaded again with the first EVAL" {
+  rcli script flush >/dev/null
+  rcli config resetstat >/dev/null
+  rl run flush-run -- true
+  assert_success
+  run rcli exists 'lock:{flush-run}'
+  assert_output 0
+  # one NOSCRIPT (the acquire's EVALSHA), none for the release: one round trip more
+  # than a run with the scripts loaded, not two (docs/PERFORMANCE.md)
+  run rcli info errorstats
+  [[ $output == *Errorstats* ]] || skip "the server has no INFO errorstats (Redis < 6.2)"
+  assert_output --partial "errorstat_NOSCRIPT:count=1"
+}
+
 # --- --limit ---------------------------------------------------------------------------
 
 @test "--limit 2: two holders at once, the third is refused (75)" {

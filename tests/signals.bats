@@ -159,6 +159,34 @@ EOF
   run -1 "$RLOCK" status ign
 }
 
+@test "the command starts with the dispositions rlock inherited: nothing caught, SIGPIPE not ignored, SIGCHLD ignored only if it was" {
+  [[ -r /proc/self/status ]] || skip "needs /proc (Linux)"
+  # rlock catches 10 signals and ignores SIGPIPE; exec resets what it catches, and
+  # rlock itself puts back only SIGPIPE (and a SIGCHLD that was ignored), so a mistake
+  # there shows in the command's masks. sleep changes no disposition of its own.
+  local t
+  for t in default chld-ignored; do
+    local ign=""
+    [[ $t == chld-ignored ]] && ign="--ignore-signal=CHLD"
+    # shellcheck disable=SC2086 # $ign is empty or one word
+    bg_start rlock env --default-signal=INT,QUIT,PIPE $ign "$RLOCK" run "disp:$t" -- sleep 30
+    local pid=$BG_PID sleeper=""
+    wait_until "pgrep -P $pid -x sleep >/dev/null" 5
+    sleeper=$(pgrep -P "$pid" -x sleep)
+    assert_equal "$(sed -n 's/^SigCgt:[[:space:]]*//p' "/proc/$sleeper/status")" 0000000000000000
+    assert_equal "$(sed -n 's/^SigBlk:[[:space:]]*//p' "/proc/$sleeper/status")" 0000000000000000
+    ! ignores "$sleeper" 13 || fail "SIGPIPE ignored in the command ($t)"
+    if [[ $t == chld-ignored ]]; then
+      ignores "$sleeper" 17 || fail "SIGCHLD not ignored in the command, though it was in rlock"
+    else
+      ! ignores "$sleeper" 17 || fail "SIGCHLD ignored in the command ($t)"
+    fi
+    kill -TERM "$pid"
+    bg_wait "$pid"
+    assert_equal "$BG_STATUS" 143
+  done
+}
+
 @test "SIGKILL of rlock kills its child; the lock frees after its TTL" {
   [[ $(uname -s) == Linux ]] || skip "the parent-death signal is Linux only"
   bg_start rlock "$RLOCK" run --ttl 2s kk -- \

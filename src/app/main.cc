@@ -26,7 +26,6 @@ void open_standard_descriptors() {
 
 int main(int argc, char** argv) {
   open_standard_descriptors();
-  rlock::capture_inherited_signals();
   rlock::ignore_sigpipe();
   int status = rlock::run_cli(argc, argv);
   // Last messages get a bounded chance to reach a slow stderr; never a hang.

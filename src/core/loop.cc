@@ -15,13 +15,24 @@ namespace rlock {
 
 namespace {
 
-// The write end of the current loop's self-pipe; the only global the signal
-// handler touches.
+// The write end of the current loop's self-pipe and the process that owns
+// it: the only globals the signal handler touches.
 volatile sig_atomic_t g_pipe_write = -1;
+volatile pid_t g_pipe_owner = 0;
 
 void on_signal_handler(int sig) {
   int saved = errno;
-  if (g_pipe_write >= 0) {
+  if (getpid() != g_pipe_owner) {
+    // A child between fork (or vfork) and exec, which unblocks its signals
+    // just before exec without first resetting every handler (one system
+    // call saved per handled signal on every `run`): the signal gets its
+    // default action here, as it would after exec, and never reaches the
+    // parent's self-pipe.
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    sigaction(sig, &dfl, nullptr);
+    kill(getpid(), sig);  // delivered once this handler returns
+  } else if (g_pipe_write >= 0) {
     unsigned char b = static_cast<unsigned char>(sig);
     (void)!write(g_pipe_write, &b, 1);
   }
@@ -59,6 +70,7 @@ Loop::Loop() {
   set_flags(pipe_[0]);
   set_flags(pipe_[1]);
   g_pipe_write = pipe_[1];
+  g_pipe_owner = getpid();
 }
 
 Loop::~Loop() {
@@ -107,6 +119,7 @@ void Loop::cancel(TimerId id) {
 
 void Loop::on_signal(int sig, std::function<void(int)> cb) {
   signal_handlers_[sig] = std::move(cb);
+  g_pipe_owner = getpid();  // a process forked to carry on (a keeper) owns its handlers
   struct sigaction sa {};
   sa.sa_handler = on_signal_handler;
   sigemptyset(&sa.sa_mask);

@@ -324,8 +324,16 @@ void run_script(Client& client, const Script& script, const Args& keys, const Ar
         if (!r.failure && r.reply.is_error() && starts_with(r.reply.str, "NOSCRIPT")) {
           std::string key = keys_copy.empty() ? "" : keys_copy.front();
           c->command(script_command(ro ? "EVAL_RO" : "EVAL", sc->source, keys_copy, argv_copy),
-                     std::move(cb),
-                     CallOptions{timeout, std::move(undo_cmds), std::move(key), node});
+                     std::move(cb), CallOptions{timeout, std::move(undo_cmds), key, node});
+          // The server lost its scripts (SCRIPT FLUSH, a restart, a failover):
+          // the release script, which every holder runs next, is loaded again
+          // in the same round trip, so that a run after a flush pays one round
+          // trip more, not two (docs/PERFORMANCE.md). Its reply is not needed:
+          // a release that still finds it missing falls back to EVAL as ever.
+          if (sc != &release_script())
+            c->command(
+                {"SCRIPT", "LOAD", release_script().source}, [](Result) {},
+                CallOptions{timeout, {}, std::move(key), node});
           return;
         }
         cb(std::move(r));

@@ -19,7 +19,10 @@ inline constexpr int kTouchedSignals[] = {SIGINT,   SIGTERM, SIGHUP,  SIGQUIT, S
                                           SIGWINCH, SIGCONT, SIGTSTP, SIGCHLD, SIGPIPE};
 
 /// Records which of kTouchedSignals were ignored when the process started.
-/// Call first thing in main(); later calls are no-ops.
+/// Called by the first ignored_at_start(), so only commands that handle
+/// signals pay for it; it must come before rlock changes any disposition but
+/// SIGPIPE's (every handler is installed after asking ignored_at_start).
+/// Later calls are no-ops.
 void capture_inherited_signals();
 
 /// True when `sig` (one of kTouchedSignals) was SIG_IGN at start (nohup's
@@ -27,12 +30,14 @@ void capture_inherited_signals();
 /// rlock and its child. Signals rlock never touches keep whatever they had.
 bool ignored_at_start(int sig);
 
-/// Ignores SIGPIPE, so a peer that hangs up yields EPIPE instead of death.
+/// Ignores SIGPIPE, so a peer that hangs up yields EPIPE instead of death,
+/// and records whether it was ignored already. Call first thing in main().
 void ignore_sigpipe();
 
-/// In a freshly forked child, before exec: every signal rlock handled or
-/// ignored (kTouchedSignals) goes back to what rlock inherited, and the signal
-/// mask is cleared.
+/// In a freshly forked child, before exec: the dispositions exec() would not
+/// put back by itself go back to what rlock inherited (SIGPIPE; SIGCHLD if it
+/// was ignored), and the signal mask is cleared. Every other handled signal
+/// is reset by exec(), or by rlock's handler if it comes before (core/loop.cc).
 /// Async-signal-safe.
 void restore_inherited_signals_in_child();
 
