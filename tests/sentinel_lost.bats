@@ -58,6 +58,10 @@ forget_on() {
   kept=$BG_PID
   holder warned s-warned --on-lost warn
   warned=$BG_PID
+  # Held by hand (run without a command) until SIGTERM: the same at its release.
+  RLOCK_SENTINEL_PASSWORD=pw rlock_bg hand -v --sentinel-user getaddr --url "$PL_URL1" run s-hand
+  hand=$BG_PID
+  wait_until "grep -q '^holding' '$T/hand.out'"
   wait_for_file "$T/lost.started"
   wait_for_file "$T/kept.started"
   wait_for_file "$T/warned.started"
@@ -67,7 +71,9 @@ forget_on() {
   # grants of s-lost and s-warned did not, as far as it knows now.
   forget_on PLREPLICA s-lost
   forget_on PLREPLICA s-warned
+  forget_on PLREPLICA s-hand
   touch "$T/lost.go" "$T/kept.go" "$T/warned.go"
+  kill -TERM "$hand"
   bg_wait "$lost" 30
   assert_equal "$BG_STATUS" 76
   grep -q "lost the lock 's-lost': a failover lost this hold: the lock may have been held twice (fence $fence)$" \
@@ -82,6 +88,10 @@ forget_on() {
   assert_equal "$BG_STATUS" 0
   grep -q "warning: lost the lock 's-warned': a failover lost this hold" "$T/warned.err" ||
     fail "$(cat "$T/warned.err")"
+  bg_wait "$hand" 30
+  assert_equal "$BG_STATUS" 76
+  grep -q "lost the lock 's-hand': a failover lost this hold: the lock may have been held twice (fence [0-9]*)$" \
+    "$T/hand.err" || fail "$(cat "$T/hand.err")"
   planned_window_open PL plannedL || fail "the failover ended too early: the window was not tested"
   redis_resume PLSLOW
 }
