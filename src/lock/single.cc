@@ -166,8 +166,14 @@ void confirmed_release(Client& client, std::function<void(Done<ReleaseReply>)> s
     // so), or one the master they name took: that is the answer.
     if (o.error || (!named.error && (named.value.empty() || named.value == o.value.node)))
       return done(std::move(o));
+    // No sentinel answered (within the command timeout): asking again would
+    // double the wait, for the same answer.
+    if (named.error) {
+      o.value.unconfirmed = named.error->what();
+      return done(std::move(o));
+    }
     // Asked again, now that the release is in: the first answer may have
-    // come from a sentinel that had not heard of the failover, or from none.
+    // come from a sentinel that had not heard of the failover.
     std::string node = o.value.node;
     c->confirm_master(node, [node, send, o, done = std::move(done)](Outcome<bool> ok) mutable {
       if (ok.error) {

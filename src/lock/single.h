@@ -25,8 +25,8 @@ Done<ExtendReply> confirmed_renewal(Client& client, Done<ExtendReply> done);
 /// twice: each call sends it again, with the same arguments); the sentinels
 /// are asked at the same time which master they name. When they name the one
 /// that took it, `done` gets its reply: no round trip more than the slower of
-/// the two. When they name another (or could not be asked), they are asked
-/// again (Client::confirm_master, which moves rlock there) and, if the master
+/// the two. When they name another, they are asked again
+/// (Client::confirm_master, which moves rlock there) and, if the master
 /// did change, the release is sent again, to the master they name: its reply
 /// is the outcome, with ReleaseReply::moved_from set (NotHeld then: a
 /// failover lost the hold). No sentinel to answer: ReleaseReply::unconfirmed.
