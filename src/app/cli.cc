@@ -47,7 +47,8 @@ constexpr const char* kExitTable = R"(Exit status:
            it); superseded by a newer --supersede job (--superseded-exit-code
            changes it)
   76       lock lost or not held: lease lost during run, or a token that no
-           longer holds
+           longer holds; under Sentinel, a hold a failover lost, found at its
+           release too
   77       permission: a password wanted or refused, or an ACL refusal (the
            message names what to grant)
   126/127  the command could not be executed / was not found

@@ -197,6 +197,11 @@ class HandHold {
         std::string why =
             "it was no longer held when released (it expired, was deleted or broken, or the "
             "server lost it)";
+        // The master the sentinels name lacks it (docs/PROTOCOL.md, Releasing).
+        if (!o.value.moved_from.empty())
+          why =
+              fmt::format("a failover lost this hold: the lock may have been held twice (fence {})",
+                          acquired_.fence);
         keys = lost_keys(o.value.lost_keys);
         if (opts_.on_lost == OnLost::Warn) {
           log_error(fmt::format("warning: lost the lock {}: {}", keys, why));

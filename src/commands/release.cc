@@ -112,6 +112,16 @@ int cmd_release(const GlobalOptions& g, const std::vector<std::string>& keys,
       s.loop, [&](Done<ReleaseReply> d) { lock->release(token, Millis(0), std::move(d)); });
   // AlreadyReleased: a retry after a broken connection found that the first
   // try had released it.
+  if (!r.unconfirmed.empty())
+    log_error(fmt::format(
+        "warning: could not confirm with the sentinels that a failover did not lose the hold "
+        "of '{}': {}",
+        key, r.unconfirmed));
+  if (r.state == ReleaseReply::State::NotHeld && !r.moved_from.empty())
+    throw Error(ErrorKind::Lost,
+                fmt::format("'{}': a failover lost this hold: the lock may have been held twice "
+                            "(the master the sentinels name does not hold it)",
+                            key));
   if (r.state == ReleaseReply::State::NotHeld)
     throw Error(ErrorKind::Lost,
                 fmt::format("'{}'{} is not held by this token (expired, released or broken)", key,

@@ -225,12 +225,19 @@ void LayoutLock::do_release(const std::string& token, Millis /*min_hold*/, Done<
           std::max(left, Millis(1)));
     }
   };
-  Try{&client(),
-      &scripts(layout()).release,
-      {names_.lock, layout_tombstone(names_, token)},
-      release_args(names_, token, window + Millis(5000)),
-      until}
-      .go(0, std::move(done));
+  Try first{&client(),
+            &scripts(layout()).release,
+            {names_.lock, layout_tombstone(names_, token)},
+            release_args(names_, token, window + Millis(5000)),
+            until};
+  confirmed_release(
+      client(),
+      [first, window](Done<ReleaseReply> d) {
+        Try t = first;
+        t.until = later(Clock::now(), window);
+        t.go(0, std::move(d));
+      },
+      std::move(done));
 }
 
 void LayoutLock::confirm_master(const std::string& token, const AcquireReply& granted,

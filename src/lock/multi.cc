@@ -147,6 +147,10 @@ void MultiLock::release_all(const std::string& token, Millis min_hold, Done<Rele
             continue;
           }
           using S = ReleaseReply::State;
+          // A failover lost that key's hold, or nobody could say (one says so).
+          if (o.value.state == S::NotHeld && !o.value.moved_from.empty())
+            r.value.moved_from = o.value.moved_from;
+          if (r.value.unconfirmed.empty()) r.value.unconfirmed = o.value.unconfirmed;
           if (o.value.state == S::NotHeld) {
             r.value.state = S::NotHeld;
             r.value.lost_keys.push_back(keys[i]);

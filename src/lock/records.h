@@ -209,6 +209,16 @@ struct ReleaseReply {
   long nested = 0;  // KeptForNested: how many nested holds keep it
   /// Several keys (--and), NotHeld: the keys found not held. Empty for one key.
   std::vector<std::string> lost_keys;
+  std::string node;  // the server that answered (Result::node)
+  /// Under Sentinel (confirmed_release, lock/single.h): the master that took
+  /// the release first, which the sentinels no longer name; the reply is
+  /// then the answer of the master they name. Empty: it was not asked again.
+  /// NotHeld with it: a failover lost this hold (docs/PROTOCOL.md, "Sentinel").
+  std::string moved_from;
+  /// Under Sentinel: why the master that took the release could not be
+  /// confirmed with the sentinels (nobody could say whether the hold
+  /// survived a failover); empty when it was.
+  std::string unconfirmed;
 };
 
 struct ForgetReply {

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "core/duration.h"
+#include "core/log.h"
 #include "core/text.h"
 #include "lock/holder_token.h"
 #include "lock/replies.h"
@@ -146,6 +147,70 @@ void release_until(Client& c, const LockNames& n, Args argv, Clock::time_point u
 
 }  // namespace
 
+void confirmed_release(Client& client, std::function<void(Done<ReleaseReply>)> send,
+                       Done<ReleaseReply> done) {
+  struct Both {
+    std::optional<Outcome<ReleaseReply>> released;
+    std::optional<Outcome<std::string>> named;
+    Done<ReleaseReply> done;
+  };
+  auto both = std::make_shared<Both>();
+  both->done = std::move(done);
+  Client* c = &client;
+  auto decide = [c, both, send]() {
+    if (!both->released || !both->named) return;
+    Outcome<ReleaseReply> o = std::move(*both->released);
+    Done<ReleaseReply> done = std::move(both->done);
+    const Outcome<std::string>& named = *both->named;
+    // Not Sentinel (nobody named), a release that failed (the caller says
+    // so), or one the master they name took: that is the answer.
+    if (o.error || (!named.error && (named.value.empty() || named.value == o.value.node)))
+      return done(std::move(o));
+    // No sentinel answered (within the command timeout): asking again would
+    // double the wait, for the same answer.
+    if (named.error) {
+      o.value.unconfirmed = named.error->what();
+      return done(std::move(o));
+    }
+    // Asked again, now that the release is in: the first answer may have
+    // come from a sentinel that had not heard of the failover.
+    std::string node = o.value.node;
+    c->confirm_master(node, [node, send, o, done = std::move(done)](Outcome<bool> ok) mutable {
+      if (ok.error) {
+        o.value.unconfirmed = ok.error->what();
+        return done(std::move(o));
+      }
+      if (ok.value) return done(std::move(o));
+      // The master changed: whether this hold survived is the new master's
+      // to say (its grant may not have reached the replica it promoted). The
+      // same release again, there: the client moved to it (confirm_master).
+      log_verbose(
+          fmt::format("released on {}, which the sentinels no longer name as the master: "
+                      "releasing again on the master they name",
+                      escape_text(node)));
+      send([node, o, done = std::move(done)](Outcome<ReleaseReply> again) mutable {
+        if (again.error) {
+          o.value.unconfirmed = fmt::format(
+              "released on {}, which the sentinels no longer name as the master, and "
+              "the master they name could not be asked: {}",
+              escape_text(node), again.error->what());
+          return done(std::move(o));
+        }
+        again.value.moved_from = node;
+        done(std::move(again));
+      });
+    });
+  };
+  client.named_master([both, decide](Outcome<std::string> n) {
+    both->named = std::move(n);
+    decide();
+  });
+  send([both, decide](Outcome<ReleaseReply> o) {
+    both->released = std::move(o);
+    decide();
+  });
+}
+
 void SingleLock::do_release(const std::string& token, Millis min_hold, Done<ReleaseReply> done,
                             Millis timeout, int exit_status, Millis done_for,
                             const std::string& lost) {
@@ -162,7 +227,13 @@ void SingleLock::do_release(const std::string& token, Millis min_hold, Done<Rele
                 .done_for = done_for,
                 .history = history_,
                 .lost = truncate_text(lost, 512)};
-  release_until(client_, names_, r.to_argv(), later(Clock::now(), window), 0, std::move(done));
+  Client* c = &client_;
+  confirmed_release(
+      client_,
+      [c, n = names_, argv = r.to_argv(), window](Done<ReleaseReply> d) {
+        release_until(*c, n, argv, later(Clock::now(), window), 0, std::move(d));
+      },
+      std::move(done));
 }
 
 void SingleLock::give_back(const std::string& token, Done<ReleaseReply> done, Millis timeout) {

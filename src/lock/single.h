@@ -20,6 +20,20 @@ namespace rlock {
 /// Sentinel `done` gets the reply at once.
 Done<ExtendReply> confirmed_renewal(Client& client, Done<ExtendReply> done);
 
+/// A release that, under Sentinel, ends with the master the sentinels name
+/// (docs/PROTOCOL.md, "Sentinel"): `send` sends the release (and may be called
+/// twice: each call sends it again, with the same arguments); the sentinels
+/// are asked at the same time which master they name. When they name the one
+/// that took it, `done` gets its reply: no round trip more than the slower of
+/// the two. When they name another, they are asked again
+/// (Client::confirm_master, which moves rlock there) and, if the master
+/// did change, the release is sent again, to the master they name: its reply
+/// is the outcome, with ReleaseReply::moved_from set (NotHeld then: a
+/// failover lost the hold). No sentinel to answer: ReleaseReply::unconfirmed.
+/// Without Sentinel `send` is called once and its reply is the outcome.
+void confirmed_release(Client& client, std::function<void(Done<ReleaseReply>)> send,
+                       Done<ReleaseReply> done);
+
 class SingleLock : public Lock {
  public:
   SingleLock(Client& client, LockNames names, int limit = 0)

@@ -212,6 +212,13 @@ class Client {
   virtual void confirm_master(const std::string& /*node*/, Done<bool> done) {
     done(Outcome<bool>{std::nullopt, true});
   }
+  /// The master the sentinels name now (SentinelDiscovery::find: asked at
+  /// once, not confirmed with ROLE; rlock does not move there): a name as in
+  /// Result::node. Without Sentinel: "", and `done` runs at once. A release
+  /// asks it at the same time as it is sent (lock/single.h, confirmed_release).
+  virtual void named_master(Done<std::string> done) {
+    done(Outcome<std::string>{std::nullopt, ""});
+  }
   /// The command timeout callers should assume.
   virtual Millis command_timeout() const = 0;
   /// The deployment for people: its URL without the password.

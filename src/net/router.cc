@@ -447,6 +447,11 @@ void Router::confirm_master(const std::string& node, Done<bool> done) {
   sentinel_->confirm(node, std::move(done));
 }
 
+void Router::named_master(Done<std::string> done) {
+  if (!sentinel_) return done(Outcome<std::string>{std::nullopt, ""});
+  sentinel_->named(std::move(done));
+}
+
 void Router::stay() {
   if (sentinel_) sentinel_->stay();
 }

@@ -41,6 +41,7 @@ class Router : public Client {
   void masters(Done<std::vector<std::string>> done) override;
   void stay() override;
   void confirm_master(const std::string& node, Done<bool> done) override;
+  void named_master(Done<std::string> done) override;
   Millis command_timeout() const override { return cfg_.command_timeout; }
   std::string name() const override;
   Loop& loop() override { return loop_; }

@@ -526,6 +526,15 @@ void SentinelMaster::confirm(const std::string& node, Done<bool> done) {
   });
 }
 
+void SentinelMaster::named(Done<std::string> done) {
+  auto alive = life_.token();
+  discovery_.find([alive, done = std::move(done)](Outcome<MasterInfo> o) {
+    if (!alive) return;
+    if (o.error) return done(Outcome<std::string>{o.error, ""});
+    done(Outcome<std::string>{std::nullopt, o.value.endpoint.address()});
+  });
+}
+
 void SentinelMaster::stay() {
   auto alive = life_.token();
   discovery_.watch([this, alive](const MasterInfo& info, bool announced) {

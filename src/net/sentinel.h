@@ -142,6 +142,9 @@ class SentinelMaster {
   /// Client::confirm_master); when the master they name is another, the
   /// master moves there.
   void confirm(const std::string& node, Done<bool> done);
+  /// The master the sentinels name now (its address), without ROLE and
+  /// without moving there (Client::named_master).
+  void named(Done<std::string> done);
 
  private:
   void found(const MasterInfo& info);

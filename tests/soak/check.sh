@@ -221,6 +221,20 @@ function explain_failover(a, b,    k, K, ttl) {
   }
   return ""
 }
+# The planned failover k that explains runs a and b (in_window) although both exited 0
+# and both left after every sentinel named the new master (named_ms, + planned_grace_ms):
+# the one whose hold it lost released after the sentinels had switched, so rlock asked the
+# new master, which lacked it, and had to exit 76 (man page, EXIT STATUS; docs/PROTOCOL.md,
+# "Sentinel"); "" when there is none.
+function planned_silent(a, b,    k) {
+  if (STAT[a] != "0" || STAT[b] != "0") return ""
+  for (k = 1; k <= nf; k++)
+    if (FK[k] == "failover" && M["topology"] == "sentinel" && FKV[k, "planned"] == "1" && \
+        FKV[k, "named_ms"] != "" && (in_window(a, b, k) || in_window(b, a, k)) && \
+        leave_of(a) > FE[k] + PGRACE && leave_of(b) > FE[k] + PGRACE)
+      return k
+  return ""
+}
 # why X (index i, superseded first by index j) ran without the lock, or "" if unexplained
 function explain(i, j,    k, tY, lvX) {
   tY = EN[j]; lvX = leave_of(i)
@@ -535,6 +549,8 @@ END {
     fx = ((i in SUP) && SUPWHY[i] == "failover") || (i in DUPX)
     if (WRES[id] == "R" && !(i in AFTERRESET) && !fx) why = add(why, sprintf("its write with fence %s was rejected as stale (resource max %s)", WF[id], WMAX[id]))
     if ((i in SUP) && SUPWHY[i] != "failover") why = add(why, sprintf("run %s (fence %.0f) was granted the lock at/before %s while it was inside", RUN[SUP[i]], FE_[SUP[i]], sec(EN[SUP[i]])))
+    j = ((i in SUP) && SUPWHY[i] == "failover") ? SUP[i] : ((i in DUPX) ? IDX[DUP[i]] : 0)
+    if (j && (k = planned_silent(i, j)) != "") why = add(why, sprintf("the failover at %s lost its hold or run %s's, yet both exited 0 after every sentinel named the new master (the one it lost exits 76)", sec(FS0[k]), RUN[j]))
     else if (fx && WRES[id] == "R") nrejx++
     if (i in STOPPED) { k = STOPPED[i]; if (frozen_min(k) > TTL[i] + 0 && FS0[k] < leave_of(i)) why = add(why, sprintf("its rlock was frozen %sms (TTL %sms) at %s", frozen_min(k), TTL[i], sec(FS0[k]))) }
     if (i in BROKEN) why = add(why, sprintf("rlock break removed its lock at %s while it was inside", sec(FS0[BROKEN[i]])))

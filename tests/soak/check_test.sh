@@ -463,6 +463,22 @@ run 0.0 5 900 2600 2800 2805 76 none term
 fault failover 1000 2000 planned=1 old=SMASTER:1 new=SREPLICA:2 named1_ms=800 named_ms=1000 settled_ms=3000
 expect overlap "sentinel: a grant on the old master after every sentinel named the new one is a failure"
 
+# 0.0 granted on the old master in the window (unreplicated), 1.0 granted again on the
+# new one while 0.0 was inside; both released after every sentinel named the new master:
+# the one whose hold the failover lost must end 76, not both 0.
+replicated_case sentinel 2
+run 0.0 5 900 1500 2600 2605 0 none
+fault failover 1000 2000 planned=1 old=SMASTER:1 new=SREPLICA:2 named1_ms=800 named_ms=1000 settled_ms=3000
+run 1.0 6 1200 2100 2700 2705 0
+expect hidden-loss "sentinel: a hold a planned failover lost, released after the sentinels switched, does not exit 0"
+
+# The same, 0.0 ending 76: explained.
+replicated_case sentinel 2
+run 0.0 5 900 1500 2600 2605 76 none
+fault failover 1000 2000 planned=1 old=SMASTER:1 new=SREPLICA:2 named1_ms=800 named_ms=1000 settled_ms=3000
+run 1.0 6 1200 2100 2700 2705 0
+expect_explained 1 0 0 "sentinel: a hold a planned failover lost that ends 76 is explained"
+
 # The acl fault: a command taken from the soak user. A refusal while it is on is 77; the
 # same status with no such fault near is not a documented outcome.
 new_case

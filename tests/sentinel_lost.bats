@@ -1,0 +1,97 @@
+#!/usr/bin/env bats
+# ctest-labels: topology
+# Redis Sentinel: the end of a hold confirms what its grant's start confirms (man page,
+# EXIT STATUS and CHOOSING A TOPOLOGY: Sentinel). A release that a master the sentinels no
+# longer name took is sent again to the master they name, whose answer decides: the hold
+# survived there (released there too: 0), or a failover lost it (76, one line). A
+# planned failover that stays half done (tests/helpers/topology.bash, slow_failover_setup):
+# the sentinels name the promoted replica while the old master still takes writes.
+
+bats_require_minimum_version 1.5.0
+
+load helpers/redis
+load helpers/topology
+
+setup_file() {
+  slow_failover_setup PL plannedL
+  # The holders' sentinel user may only ask for the address: answers without an epoch and
+  # no +switch-master watch, so a holder stays on the old master until its release (the
+  # soak's short sections, which end before they hear of the failover).
+  sentinel_address_only_user PLSENT1 PLSENT2 PLSENT3
+}
+
+setup() {
+  T=$BATS_TEST_TMPDIR
+  write_gate "$T/gate"
+}
+
+# holder NAME KEY [OPTIONS...]: a background run of KEY through the sentinels, gated.
+holder() {
+  local name=$1 key=$2
+  shift 2
+  RLOCK_SENTINEL_PASSWORD=pw rlock_bg "$name" -v --sentinel-user getaddr --url "$PL_URL1" \
+    run "$@" "$key" -- sh "$T/gate" "$T" "$name"
+}
+
+# forget_on NODE KEY: every record of KEY gone from NODE: what a failover leaves on the
+# promoted replica when the grant never reached it.
+forget_on() {
+  rcli_to "$1" eval "for _, k in ipairs(redis.call('keys', ARGV[1])) do redis.call('del', k) end" \
+    0 "lock:{$2}*" >/dev/null
+}
+
+# The first test: the failover of the next one is not undone.
+@test "no failover: the release is confirmed with the sentinels at the same time, 0" {
+  RLOCK_SENTINEL_PASSWORD=pw run "$RLOCK" -v --sentinel-user getaddr --url "$PL_URL1" \
+    run s-none -- true
+  assert_success
+  # One release script: the sentinels' answer came with it, nothing was sent again.
+  assert_equal "$(grep -c 'releasing again' <<<"$output")" 0
+  assert_equal "$(rcli_to PLMASTER exists 'lock:{s-none}')" 0
+  ! grep -q 'could not confirm' <<<"$output" || fail "$output"
+}
+
+@test "a failover during the hold: a hold the new master lost ends 76 (one line), one it kept is released there, 0" {
+  holder lost s-lost
+  lost=$BG_PID
+  holder kept s-kept
+  kept=$BG_PID
+  holder warned s-warned --on-lost warn
+  warned=$BG_PID
+  # Held by hand (run without a command) until SIGTERM: the same at its release.
+  RLOCK_SENTINEL_PASSWORD=pw rlock_bg hand -v --sentinel-user getaddr --url "$PL_URL1" run s-hand
+  hand=$BG_PID
+  wait_until "grep -q '^holding' '$T/hand.out'"
+  wait_for_file "$T/lost.started"
+  wait_for_file "$T/kept.started"
+  wait_for_file "$T/warned.started"
+  fence=$(rcli_to PLMASTER get 'lock:{s-lost}:fence')
+  slow_failover_start PL plannedL
+  # Every grant reached the promoted replica (slow_failover_start waits for that); the
+  # grants of s-lost and s-warned did not, as far as it knows now.
+  forget_on PLREPLICA s-lost
+  forget_on PLREPLICA s-warned
+  forget_on PLREPLICA s-hand
+  touch "$T/lost.go" "$T/kept.go" "$T/warned.go"
+  kill -TERM "$hand"
+  bg_wait "$lost" 30
+  assert_equal "$BG_STATUS" 76
+  grep -q "lost the lock 's-lost': a failover lost this hold: the lock may have been held twice (fence $fence)$" \
+    "$T/lost.err" || fail "$(cat "$T/lost.err")"
+  assert_equal "$(grep -c "lost the lock" "$T/lost.err")" 1
+  bg_wait "$kept" 30
+  assert_equal "$BG_STATUS" 0
+  ! grep -q 'lost the lock' "$T/kept.err" || fail "$(cat "$T/kept.err")"
+  # Released on the master the sentinels name: free there at once, not after its TTL.
+  assert_equal "$(rcli_to PLREPLICA exists 'lock:{s-kept}')" 0
+  bg_wait "$warned" 30
+  assert_equal "$BG_STATUS" 0
+  grep -q "warning: lost the lock 's-warned': a failover lost this hold" "$T/warned.err" ||
+    fail "$(cat "$T/warned.err")"
+  bg_wait "$hand" 30
+  assert_equal "$BG_STATUS" 76
+  grep -q "lost the lock 's-hand': a failover lost this hold: the lock may have been held twice (fence [0-9]*)$" \
+    "$T/hand.err" || fail "$(cat "$T/hand.err")"
+  planned_window_open PL plannedL || fail "the failover ended too early: the window was not tested"
+  redis_resume PLSLOW
+}
