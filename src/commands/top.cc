@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <map>
 #include <set>
@@ -300,19 +301,24 @@ class FullScreen {
 
  private:
   void on_input(short revents) {
-    if (revents & (POLLERR | POLLHUP | POLLNVAL)) {
-      quit_ = true;
-      return;
-    }
+    if (revents & (POLLERR | POLLHUP | POLLNVAL)) return hung_up();
     char buf[256];
     ssize_t n = read(STDIN_FILENO, buf, sizeof buf);
-    if (n == 0) quit_ = true;
+    if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) return hung_up();
     if (n <= 0) return;
     pending_.append(buf, static_cast<size_t>(n));
     for (const Key& k : decode_keys(pending_, true)) on_key(k);
     redraw_ = true;
     if (quit_) quit();
     if (waiting_) draw();
+  }
+
+  // The terminal went away (its window closed with SIGHUP ignored): stdin
+  // would wake poll() at once forever, so it is no longer watched, and top
+  // quits, also during a refresh that waits for a stalled server.
+  void hung_up() {
+    s_.loop.unwatch(STDIN_FILENO);
+    quit();
   }
 
   // q, Ctrl-C or a stop signal: between refreshes the loop in run() sees the
