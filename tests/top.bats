@@ -211,6 +211,13 @@ assert_restored() {
   tmux -L "$TMUX_SOCK" send-keys -t top s
   wait_screen 'sort: key$'
   screen_text | grep -qE '^[ >] tp-one '
+  # Enter opens the detail without a read of its own (the refresh reads it when it ends),
+  # so the keys after it are heard at once: Esc closes it, s sorts again, Enter opens it
+  tmux -L "$TMUX_SOCK" send-keys -t top Enter Escape s Enter
+  wait_screen 'sort: held$'
+  wait_screen '^tp-one  exclusive, fence 1, 1 holding'
+  tmux -L "$TMUX_SOCK" send-keys -t top Escape Enter Escape
+  wait_screen '^[ >] tp-one '
   tmux -L "$TMUX_SOCK" send-keys -t top q
   wait_for_file "$T/after" 5
   assert_restored

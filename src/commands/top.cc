@@ -331,7 +331,7 @@ class FullScreen {
   // Runs `f` (a refresh, which waits for the servers) with the status line
   // saying so once it takes kStallShown, updated every second.
   void waiting(const std::function<void()>& f) {
-    if (waiting_) return f();  // (Enter during a refresh: its detail is read inside it)
+    if (waiting_) return f();  // (never nested: Enter during a refresh only opens the detail)
     waiting_ = true;
     waiting_since_ = Clock::now();
     stall_timer_ = s_.loop.after(kStallShown, [this] { on_stalled(); });
@@ -387,7 +387,9 @@ class FullScreen {
       if (!rows.empty()) {
         detail_key_ = rows[std::min(cursor_, rows.size() - 1)].key;
         detail_ = true;
-        waiting([this] { read_detail(); });
+        // During a refresh (a stalled server) the refresh reads the detail at its end: a
+        // read here would wait inside it, one more level for each Enter.
+        if (!waiting_) waiting([this] { read_detail(); });
       }
     }
   }
@@ -408,8 +410,10 @@ class FullScreen {
   void read_detail() {
     try {
       int64_t now = 0;
-      auto events = newest_events(s_, detail_key_, g_.prefix, 1000, &now);
+      const std::string key = detail_key_;
+      auto events = newest_events(s_, key, g_.prefix, 1000, &now);
       timeline_ = make_timeline(events, now, 0);
+      timeline_key_ = key;
       detail_problem_.clear();
     } catch (const Error& e) {
       if (e.kind() == ErrorKind::Usage) throw;
@@ -475,7 +479,7 @@ class FullScreen {
     lines.push_back("");
     if (!detail_problem_.empty()) {
       lines.push_back(alert(truncate_columns(detail_problem_, width)));
-    } else if (!timeline_.rows.empty()) {
+    } else if (timeline_key_ == detail_key_ && !timeline_.rows.empty()) {
       std::string pic = draw_timeline(timeline_, detail_key_, width, color_);
       for (size_t at = 0; at < pic.size();) {
         size_t nl = pic.find('\n', at);
@@ -500,6 +504,7 @@ class FullScreen {
   Clock::time_point waiting_since_;
   Loop::TimerId stall_timer_ = 0;
   std::string pending_, filter_, detail_key_, detail_problem_;
+  std::string timeline_key_;  // the key timeline_ was read for
   size_t cursor_ = 0;
   TopSort sort_ = TopSort::Attention;
   Timeline timeline_;
