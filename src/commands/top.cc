@@ -248,8 +248,8 @@ int run_batch(Session& s, TopSource& src, const TopOptions& o) {
 }
 
 // A key or a stop signal that quits while a refresh waits for a server: it
-// unwinds the refresh (top writes nothing; what the refresh left pending is
-// dropped with the session) to FullScreen::run, which gives the terminal back.
+// unwinds the refresh (top writes nothing) to FullScreen::run, which drops
+// what the refresh left pending and gives the terminal back.
 struct QuitWhileWaiting {};
 
 // How long a refresh waits before the status line says so.
@@ -292,6 +292,11 @@ class FullScreen {
         draw();
       }
     } catch (const QuitWhileWaiting&) {
+      // The unwound refresh left commands queued on the connections whose
+      // callbacks point into its stack (its replies, its counters): the
+      // clients go now, dropping them uncalled, so that nothing can run the
+      // loop while they are queued. Nothing reads a server after this.
+      s_.clients.clear();
     }
     s_.loop.cancel(stall_timer_);
     s_.loop.unwatch(STDIN_FILENO);
