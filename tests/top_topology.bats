@@ -32,7 +32,10 @@ last_snapshot() {
   run last_snapshot "$T/top.out"
   assert_line --regexp '^  tt-sen +exclusive +sen-holder '
   # every snapshot, during the failover too, shows the lock (a refresh that failed keeps
-  # the last rows, and says why)
+  # the last rows, and says why); counted once top stopped appending, so that both counts
+  # see the same snapshots
+  kill -TERM "$BG_PID"
+  bg_wait "$BG_PID" 10
   assert_equal "$(grep -c '^  tt-sen ' "$T/top.out")" "$(grep -c '^rlock top ' "$T/top.out")"
 }
 
