@@ -41,14 +41,16 @@ int64_t wall_ms() {
 
 // The status line's topology, from where the last SCAN looked: the server; a
 // Cluster's masters; the master Sentinel names now; a quorum's masters that
-// did not answer.
+// did not answer ("down") and those that refused (the man page's "top").
 std::string topology(const Session& s, const ScanReport& r) {
   if (s.quorum()) {
     std::string t = fmt::format("quorum of {} masters", s.clients.size());
-    if (!r.down.empty()) {
+    for (const auto& [what, masters] :
+         {std::pair{"down", &r.down}, std::pair{"refused", &r.refused}}) {
+      if (masters->empty()) continue;
       std::string names;
-      for (const std::string& n : r.down) names += (names.empty() ? "" : ", ") + n;
-      t += fmt::format(", {} down: {}", r.down.size(), names);
+      for (const std::string& n : *masters) names += (names.empty() ? "" : ", ") + n;
+      t += fmt::format(", {} {}: {}", masters->size(), what, names);
     }
     return t;
   }
