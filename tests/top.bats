@@ -211,11 +211,40 @@ assert_restored() {
   tmux -L "$TMUX_SOCK" send-keys -t top s
   wait_screen 'sort: key$'
   screen_text | grep -qE '^[ >] tp-one '
+  # Enter opens the detail without a read of its own (the refresh reads it when it ends),
+  # so the keys after it are heard at once: Esc closes it, s sorts again, Enter opens it
+  tmux -L "$TMUX_SOCK" send-keys -t top Enter Escape s Enter
+  wait_screen 'sort: held$'
+  wait_screen '^tp-one  exclusive, fence 1, 1 holding'
+  tmux -L "$TMUX_SOCK" send-keys -t top Escape Enter Escape
+  wait_screen '^[ >] tp-one '
   tmux -L "$TMUX_SOCK" send-keys -t top q
   wait_for_file "$T/after" 5
   assert_restored
   redis_resume
   touch "$T/h1.go"
+}
+
+@test "full screen: a terminal that goes away during a stalled refresh ends top at once" {
+  command -v tmux >/dev/null || skip "tmux is not installed (apt-get install tmux)"
+  TMUX_SOCK="rlock-top-$$-$BATS_TEST_NUMBER"
+  unset TMUX
+  # SIGHUP ignored (as under nohup): top learns of the closed window from its stdin only
+  tmux -L "$TMUX_SOCK" -f /dev/null new-session -d -s top -x 80 -y 24 \
+    "$(printf "trap '' HUP; env RLOCK_URL=%q RLOCK_TEST_MARK=%q TERM=xterm %q top --interval 200ms --command-timeout 60s 'th-*'; echo \$? > %q" \
+      "$RLOCK_URL" "$BATS_TEST_TMPDIR" "$RLOCK" "$T/exit")" </dev/null >/dev/null 2>&1 3>&-
+  wait_screen 'rlock top  '
+  redis_pause
+  wait_screen '^waiting for redis://'
+  local pid gone=0
+  pid=$(top_pid)
+  tmux_kill "$TMUX_SOCK"
+  # at once, not when the refresh gives up on the stopped server (--command-timeout 60s)
+  _rlock_poll "top (pid $pid) to exit" 10 _rlock_dead "$pid" || gone=1
+  redis_resume
+  ((gone == 0))
+  wait_for_file "$T/exit"
+  assert_equal "$(cat "$T/exit")" 0
 }
 
 @test "full screen: SIGTERM gives back the terminal, also one of 4 rows" {

@@ -2,7 +2,7 @@
 # ctest-labels: topology
 # `rlock top -b` (the man page's "top") on every topology: the header's status line names
 # where it looks (the master Sentinel names, a Cluster's masters, a quorum's masters that
-# are down) and the rows keep coming across the topology's faults: a planned Sentinel
+# are down or refuse) and the rows keep coming across the topology's faults: a planned Sentinel
 # failover, locks in several Cluster slots, a quorum master killed. Each test starts the
 # servers it needs.
 
@@ -32,7 +32,10 @@ last_snapshot() {
   run last_snapshot "$T/top.out"
   assert_line --regexp '^  tt-sen +exclusive +sen-holder '
   # every snapshot, during the failover too, shows the lock (a refresh that failed keeps
-  # the last rows, and says why)
+  # the last rows, and says why); counted once top stopped appending, so that both counts
+  # see the same snapshots
+  kill -TERM "$BG_PID"
+  bg_wait "$BG_PID" 10
   assert_equal "$(grep -c '^  tt-sen ' "$T/top.out")" "$(grep -c '^rlock top ' "$T/top.out")"
 }
 
@@ -49,7 +52,7 @@ last_snapshot() {
   for i in 1 2 3; do assert_line --regexp "^  tc-[0-9]+ +exclusive +on-node-$i "; done
 }
 
-@test "quorum: a master down is named in the status line, the rows are still shown; back up, it is not" {
+@test "quorum: a master down is named in the status line, the rows are still shown; back up, it is not; one that refuses is named apart" {
   masters_start M 3
   export RLOCK_URL=$M_URLS
   "$RLOCK" acquire --ttl 5m --label quorum-holder tq-one >/dev/null
@@ -62,4 +65,7 @@ last_snapshot() {
   refute_line --partial 'problem: '
   redis_restart M2
   wait_until "last_snapshot '$T/top.out' | grep -q '^rlock top .*  quorum of 3 masters  locks: 1 shown'"
+  # a master that answers but refuses (its ACL takes SCAN away) is named as such, not down
+  rcli_to M3 acl setuser default -scan >/dev/null
+  wait_until "last_snapshot '$T/top.out' | grep -q '^rlock top .*  quorum of 3 masters, 1 refused: redis://127\.0\.0\.1:$M3_PORT/0  locks: 1 shown'"
 }

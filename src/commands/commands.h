@@ -43,7 +43,8 @@ struct FoundLock {
 /// that failed (quorum mode: a master that is down).
 struct ScanReport {
   std::vector<std::string> masters;
-  std::vector<std::string> down;
+  std::vector<std::string> down;     // quorum: the masters that did not answer
+  std::vector<std::string> refused;  // and those that refused (ACL, authentication)
 };
 /// `list`'s SCAN (every master, MATCH on KEY) for `top`: each lock with a
 /// holder or a line once, in no order. Throws a master's failure (quorum mode:

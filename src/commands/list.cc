@@ -469,7 +469,9 @@ std::vector<FoundLock> scan_locks(Session& s, const GlobalOptions& g, const std:
       if (!s.quorum() || (e.kind() != ErrorKind::Unavailable && e.kind() != ErrorKind::Permission))
         throw;
       failure = e;
-      if (report) report->down.push_back(client->name());
+      if (report)
+        (e.kind() == ErrorKind::Permission ? report->refused : report->down)
+            .push_back(client->name());
     }
   }
   if (failure && answered < s.clients.size() / 2 + 1) throw *failure;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <map>
 #include <set>
@@ -40,14 +41,16 @@ int64_t wall_ms() {
 
 // The status line's topology, from where the last SCAN looked: the server; a
 // Cluster's masters; the master Sentinel names now; a quorum's masters that
-// did not answer.
+// did not answer ("down") and those that refused (the man page's "top").
 std::string topology(const Session& s, const ScanReport& r) {
   if (s.quorum()) {
     std::string t = fmt::format("quorum of {} masters", s.clients.size());
-    if (!r.down.empty()) {
+    for (const auto& [what, masters] :
+         {std::pair{"down", &r.down}, std::pair{"refused", &r.refused}}) {
+      if (masters->empty()) continue;
       std::string names;
-      for (const std::string& n : r.down) names += (names.empty() ? "" : ", ") + n;
-      t += fmt::format(", {} down: {}", r.down.size(), names);
+      for (const std::string& n : *masters) names += (names.empty() ? "" : ", ") + n;
+      t += fmt::format(", {} {}: {}", masters->size(), what, names);
     }
     return t;
   }
@@ -247,8 +250,8 @@ int run_batch(Session& s, TopSource& src, const TopOptions& o) {
 }
 
 // A key or a stop signal that quits while a refresh waits for a server: it
-// unwinds the refresh (top writes nothing; what the refresh left pending is
-// dropped with the session) to FullScreen::run, which gives the terminal back.
+// unwinds the refresh (top writes nothing) to FullScreen::run, which drops
+// what the refresh left pending and gives the terminal back.
 struct QuitWhileWaiting {};
 
 // How long a refresh waits before the status line says so.
@@ -291,6 +294,11 @@ class FullScreen {
         draw();
       }
     } catch (const QuitWhileWaiting&) {
+      // The unwound refresh left commands queued on the connections whose
+      // callbacks point into its stack (its replies, its counters): the
+      // clients go now, dropping them uncalled, so that nothing can run the
+      // loop while they are queued. Nothing reads a server after this.
+      s_.clients.clear();
     }
     s_.loop.cancel(stall_timer_);
     s_.loop.unwatch(STDIN_FILENO);
@@ -300,19 +308,24 @@ class FullScreen {
 
  private:
   void on_input(short revents) {
-    if (revents & (POLLERR | POLLHUP | POLLNVAL)) {
-      quit_ = true;
-      return;
-    }
+    if (revents & (POLLERR | POLLHUP | POLLNVAL)) return hung_up();
     char buf[256];
     ssize_t n = read(STDIN_FILENO, buf, sizeof buf);
-    if (n == 0) quit_ = true;
+    if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) return hung_up();
     if (n <= 0) return;
     pending_.append(buf, static_cast<size_t>(n));
     for (const Key& k : decode_keys(pending_, true)) on_key(k);
     redraw_ = true;
     if (quit_) quit();
     if (waiting_) draw();
+  }
+
+  // The terminal went away (its window closed with SIGHUP ignored): stdin
+  // would wake poll() at once forever, so it is no longer watched, and top
+  // quits, also during a refresh that waits for a stalled server.
+  void hung_up() {
+    s_.loop.unwatch(STDIN_FILENO);
+    quit();
   }
 
   // q, Ctrl-C or a stop signal: between refreshes the loop in run() sees the
@@ -325,7 +338,7 @@ class FullScreen {
   // Runs `f` (a refresh, which waits for the servers) with the status line
   // saying so once it takes kStallShown, updated every second.
   void waiting(const std::function<void()>& f) {
-    if (waiting_) return f();  // (Enter during a refresh: its detail is read inside it)
+    if (waiting_) return f();  // (never nested: Enter during a refresh only opens the detail)
     waiting_ = true;
     waiting_since_ = Clock::now();
     stall_timer_ = s_.loop.after(kStallShown, [this] { on_stalled(); });
@@ -381,7 +394,9 @@ class FullScreen {
       if (!rows.empty()) {
         detail_key_ = rows[std::min(cursor_, rows.size() - 1)].key;
         detail_ = true;
-        waiting([this] { read_detail(); });
+        // During a refresh (a stalled server) the refresh reads the detail at its end: a
+        // read here would wait inside it, one more level for each Enter.
+        if (!waiting_) waiting([this] { read_detail(); });
       }
     }
   }
@@ -402,8 +417,10 @@ class FullScreen {
   void read_detail() {
     try {
       int64_t now = 0;
-      auto events = newest_events(s_, detail_key_, g_.prefix, 1000, &now);
+      const std::string key = detail_key_;
+      auto events = newest_events(s_, key, g_.prefix, 1000, &now);
       timeline_ = make_timeline(events, now, 0);
+      timeline_key_ = key;
       detail_problem_.clear();
     } catch (const Error& e) {
       if (e.kind() == ErrorKind::Usage) throw;
@@ -469,7 +486,7 @@ class FullScreen {
     lines.push_back("");
     if (!detail_problem_.empty()) {
       lines.push_back(alert(truncate_columns(detail_problem_, width)));
-    } else if (!timeline_.rows.empty()) {
+    } else if (timeline_key_ == detail_key_ && !timeline_.rows.empty()) {
       std::string pic = draw_timeline(timeline_, detail_key_, width, color_);
       for (size_t at = 0; at < pic.size();) {
         size_t nl = pic.find('\n', at);
@@ -494,6 +511,7 @@ class FullScreen {
   Clock::time_point waiting_since_;
   Loop::TimerId stall_timer_ = 0;
   std::string pending_, filter_, detail_key_, detail_problem_;
+  std::string timeline_key_;  // the key timeline_ was read for
   size_t cursor_ = 0;
   TopSort sort_ = TopSort::Attention;
   Timeline timeline_;
