@@ -246,6 +246,25 @@ order_is() { assert_equal "$(tr '\n' ' ' <"$T/order")" "$* "; }
   grep -q "lost the lock 'dl'" "$T/d1.err"
 }
 
+@test "a semaphore granted where shared holders lost their marker keeps its whole lease and its limit" {
+  # The shared holder's :holders carries the marker's expiry; the marker goes (a DEL, or
+  # eviction), and a --limit acquire must neither inherit that expiry nor count the
+  # shared holder as one of its places.
+  end=$(($(now_ms) + 2000))
+  "$RLOCK" acquire -s --ttl 2s sx >/dev/null
+  rcli del 'lock:{sx}' >/dev/null
+  t=$("$RLOCK" acquire --limit 2 --ttl 20s sx)
+  assert_equal "$(rcli pttl 'lock:{sx}:holders')" -1
+  assert_equal "$(rcli zcard 'lock:{sx}:holders')" 1
+  # past the shared lease (timing is the point): the semaphore holder still holds
+  wait_until '(( $(now_ms) > end + 500 ))' 10
+  "$RLOCK" extend sx --token "$t"
+  run -0 "$RLOCK" status sx
+  assert_output --partial "held by 1 of 2 (last"
+  "$RLOCK" acquire --limit 2 --ttl 20s sx >/dev/null
+  run -75 "$RLOCK" acquire --limit 2 -n sx
+}
+
 @test "a server restart without its data loses the shared holders' leases (76)" {
   bg_start r1 "$RLOCK" run -s --ttl 3s rs -- sh "$T/gate.sh" "$T" r1
   r1=$BG_PID
