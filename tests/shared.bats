@@ -297,6 +297,32 @@ order_is() { assert_equal "$(tr '\n' ' ' <"$T/order")" "$* "; }
   "$RLOCK" release sm --token "$t"
 }
 
+@test "a score another program wrote in :holders (1e300, inf, a fraction) gives the marker a whole lease, not a script error" {
+  for score in 1e300 inf "$(($(now_ms) + 60000)).5"; do
+    rcli del 'lock:{hs}' 'lock:{hs}:holders' >/dev/null
+    rcli set 'lock:{hs}' 'shared lock' >/dev/null
+    rcli zadd 'lock:{hs}:holders' "$score" zz >/dev/null
+    run -0 --separate-stderr "$RLOCK" acquire -s --ttl 20s hs
+    left=$(rcli pttl 'lock:{hs}')
+    (( left > 20000 && left <= 4503599627370496 )) || fail "score $score: marker PTTL $left"
+  done
+}
+
+@test "status and list say a long time left for a holder whose score is 1e300 or inf, never a negative time" {
+  for score in 1e300 inf; do
+    rcli set 'lock:{hl}' 'shared lock' >/dev/null
+    rcli zadd 'lock:{hl}:holders' "$score" zz >/dev/null
+    run -0 "$RLOCK" status hl
+    assert_output --partial "token zz"
+    refute_output --regexp '-[0-9]+h'
+    assert_output --regexp '[0-9]+h[0-9]+m[0-9]+s left'
+    run -0 "$RLOCK" status hl --json
+    assert_output --partial '"ttl_left_ms":4503599627370496'
+    run -0 "$RLOCK" list
+    assert_line --regexp $'^hl\t.*\t4503599627370496\t'
+  done
+}
+
 # --- nesting -----------------------------------------------------------------------------
 
 @test "nested: shared inside shared and shared inside exclusive run at once; exclusive inside shared is 64" {
