@@ -246,6 +246,25 @@ order_is() { assert_equal "$(tr '\n' ' ' <"$T/order")" "$* "; }
   grep -q "lost the lock 'dl'" "$T/d1.err"
 }
 
+@test "a semaphore granted where shared holders lost their marker keeps its whole lease and its limit" {
+  # The shared holder's :holders carries the marker's expiry; the marker goes (a DEL, or
+  # eviction), and a --limit acquire must neither inherit that expiry nor count the
+  # shared holder as one of its places.
+  end=$(($(now_ms) + 2000))
+  "$RLOCK" acquire -s --ttl 2s sx >/dev/null
+  rcli del 'lock:{sx}' >/dev/null
+  t=$("$RLOCK" acquire --limit 2 --ttl 20s sx)
+  assert_equal "$(rcli pttl 'lock:{sx}:holders')" -1
+  assert_equal "$(rcli zcard 'lock:{sx}:holders')" 1
+  # past the shared lease (timing is the point): the semaphore holder still holds
+  wait_until '(( $(now_ms) > end + 500 ))' 10
+  "$RLOCK" extend sx --token "$t"
+  run -0 "$RLOCK" status sx
+  assert_output --partial "held by 1 of 2 (last"
+  "$RLOCK" acquire --limit 2 --ttl 20s sx >/dev/null
+  run -75 "$RLOCK" acquire --limit 2 -n sx
+}
+
 @test "a server restart without its data loses the shared holders' leases (76)" {
   bg_start r1 "$RLOCK" run -s --ttl 3s rs -- sh "$T/gate.sh" "$T" r1
   r1=$BG_PID
@@ -276,6 +295,32 @@ order_is() { assert_equal "$(tr '\n' ' ' <"$T/order")" "$* "; }
   run -64 "$RLOCK" acquire --limit 2 -n sm
   assert_output --partial "'sm' is held as a shared lock (--shared); --limit 2 cannot share it"
   "$RLOCK" release sm --token "$t"
+}
+
+@test "a score another program wrote in :holders (1e300, inf, a fraction) gives the marker a whole lease, not a script error" {
+  for score in 1e300 inf "$(($(now_ms) + 60000)).5"; do
+    rcli del 'lock:{hs}' 'lock:{hs}:holders' >/dev/null
+    rcli set 'lock:{hs}' 'shared lock' >/dev/null
+    rcli zadd 'lock:{hs}:holders' "$score" zz >/dev/null
+    run -0 --separate-stderr "$RLOCK" acquire -s --ttl 20s hs
+    left=$(rcli pttl 'lock:{hs}')
+    (( left > 20000 && left <= 4503599627370496 )) || fail "score $score: marker PTTL $left"
+  done
+}
+
+@test "status and list say a long time left for a holder whose score is 1e300 or inf, never a negative time" {
+  for score in 1e300 inf; do
+    rcli set 'lock:{hl}' 'shared lock' >/dev/null
+    rcli zadd 'lock:{hl}:holders' "$score" zz >/dev/null
+    run -0 "$RLOCK" status hl
+    assert_output --partial "token zz"
+    refute_output --regexp '-[0-9]+h'
+    assert_output --regexp '[0-9]+h[0-9]+m[0-9]+s left'
+    run -0 "$RLOCK" status hl --json
+    assert_output --partial '"ttl_left_ms":4503599627370496'
+    run -0 "$RLOCK" list
+    assert_line --regexp $'^hl\t.*\t4503599627370496\t'
+  done
 }
 
 # --- nesting -----------------------------------------------------------------------------

@@ -22,6 +22,17 @@ int64_t reply_int(const Reply& r) {
 
 namespace {
 
+// A holder's time left as a script tells it: -1 (no expiry) and -2 as Redis
+// says them; a score far in the future (one another program wrote, such as
+// 1e300) reaches us overflowed, as a huge negative, and counts as the longest
+// lease, 2^52 ms, as anything longer does (docs/PROTOCOL.md, fit_marker).
+Millis holder_left(const Reply& r) {
+  constexpr int64_t kLongest = int64_t{1} << 52;
+  int64_t v = reply_int(r);
+  if (v < -2 || v > kLongest) return Millis(kLongest);
+  return Millis(v);
+}
+
 // A holder's slot: a number (a count's), or a named pool's name, which is
 // never all digits (options.cc); anything else, or a name longer than a pool
 // name may be, is none.
@@ -50,7 +61,7 @@ HolderInfo info_from(const Reply* e) {
 Holder parse_holder(const Reply* e, size_t size) {
   Holder x;
   x.token = e[0].text();
-  x.ttl_left = Millis(reply_int(e[1]));
+  x.ttl_left = holder_left(e[1]);
   x.info = info_from(e + 2);
   x.since_ms = reply_int(e[6]);
   x.fence = reply_int(e[7]);
@@ -206,7 +217,7 @@ LockStatus parse_list_line(const Reply* f, int64_t now) {
   s.waiter_count = static_cast<long>(std::max<int64_t>(0, reply_int(f[2])));
   if (s.holder_count == 0) return s;
   Holder h;
-  h.ttl_left = Millis(reply_int(f[3]));
+  h.ttl_left = holder_left(f[3]);
   h.info.host = f[4].text();
   h.info.pid = static_cast<long>(reply_int(f[5]));
   h.info.cmd = f[6].text();

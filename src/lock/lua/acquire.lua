@@ -116,6 +116,15 @@ if limit > 0 then
     redis.call('DEL', LOCK)  -- a marker left without shared holders
   elseif v then
     return {'MIXED', 0}
+  else
+    -- No marker: shared holders still listed lost it (deleted, or evicted)
+    -- and are no places of this semaphore (as a shared grant drops them).
+    for _, t in ipairs(redis.call('ZRANGE', HOLDERS, 0, -1)) do
+      if redis.call('HGET', hkey(t), 'mode') == 'shared' then
+        redis.call('ZREM', HOLDERS, t)
+        redis.call('DEL', hkey(t))
+      end
+    end
   end
   -- A pool is one definition: the same count, and the same names or none.
   local other = holders_pool()
@@ -267,6 +276,9 @@ if eligible then
     redis.call('SET', LOCK, tok, 'PX', ttl)
   else
     redis.call('ZADD', HOLDERS, NOW + ttl, tok)
+    -- A semaphore's :holders has no expiry: one left on it by shared holders
+    -- must not end this lease early.
+    redis.call('PERSIST', HOLDERS)
     redis.call('SET', LIMIT, limit)
   end
   local fence = redis.call('INCR', FENCE)

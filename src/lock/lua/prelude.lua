@@ -433,10 +433,14 @@ end
 -- of shared holders: holders whose leases all ran out unreleased leave
 -- nothing behind (only protocol 4 hosts hold shared). Best effort (pcall): a
 -- refused PEXPIRE (a Redis 6 ACL) leaves the set as it was, without expiry.
+-- A score another program wrote (1e300, inf, a fraction) gives a whole lease
+-- of at most 2^52 ms, one that SET PX takes.
 local function fit_marker()
   local top = redis.call('ZRANGE', HOLDERS, -1, -1, 'WITHSCORES')
   local left = #top == 2 and tonumber(top[2]) - NOW or 0
   if left > 0 then
+    left = math.floor(math.min(left, 2 ^ 52))
+    if left < 1 then left = 1 end
     redis.call('SET', LOCK, SHARED, 'PX', left)
     redis.pcall('PEXPIRE', HOLDERS, left)
   else
