@@ -95,3 +95,42 @@ forget_on() {
   planned_window_open PL plannedL || fail "the failover ended too early: the window was not tested"
   redis_resume PLSLOW
 }
+
+@test "a sentinel that names an older master at the release (an older epoch) is not a failover: 0 with a warning, by run and by a hand hold" {
+  redis_start_named STALEM
+  redis_start_named STALER
+  # One sentinel, whose answer the test rewrites: STALEM at epoch 5 for the grant.
+  echo "127.0.0.1 $STALEM_PORT 5" >"$T/sentinel.cfg"
+  python3 "$BATS_TEST_DIRNAME/helpers/fake_sentinel.py" "$T/sentinel.port" "$T/sentinel.cfg" 3>&- &
+  fake=$!
+  wait_for_file "$T/sentinel.port"
+  rlock_bg old --url "redis-sentinel://127.0.0.1:$(cat "$T/sentinel.port")/stalemaster" \
+    run s-older -- sh "$T/gate" "$T" old
+  old=$BG_PID
+  wait_for_file "$T/old.started"
+  assert_equal "$(rcli_to STALEM exists 'lock:{s-older}')" 1
+  # A hand hold (run without a command) beside it.
+  rlock_bg hand --url "redis-sentinel://127.0.0.1:$(cat "$T/sentinel.port")/stalemaster" \
+    run s-older-hand
+  hand=$BG_PID
+  wait_until "grep -q '^holding' '$T/hand.out'"
+  # Then it names STALER from an older configuration (epoch 3): a sentinel that has not
+  # heard of the last failover. Nothing moved, nothing was lost.
+  echo "127.0.0.1 $STALER_PORT 3" >"$T/sentinel.cfg"
+  touch "$T/old.go"
+  kill -TERM "$hand"
+  bg_wait "$old" 30
+  old_status=$BG_STATUS
+  bg_wait "$hand" 30
+  kill "$fake"
+  assert_equal "$old_status" 0
+  ! grep -q 'lost the lock' "$T/old.err" || fail "$(cat "$T/old.err")"
+  grep -q 'warning: could not confirm .*older configuration (epoch 3, not 5)' "$T/old.err" ||
+    fail "$(cat "$T/old.err")"
+  assert_equal "$(rcli_to STALEM exists 'lock:{s-older}')" 0
+  assert_equal "$BG_STATUS" 0
+  grep -q "warning: could not confirm .*'s-older-hand'.*older configuration" "$T/hand.err" ||
+    fail "$(cat "$T/hand.err")"
+  redis_stop STALEM
+  redis_stop STALER
+}

@@ -215,6 +215,13 @@ class HandHold {
       } else if (!lost_ && !error_) {
         log_info(fmt::format("released {}", keys));
       }
+      // As run says it (the man page, EXIT STATUS): a release the sentinels
+      // could not confirm is a warning, never a silent 0.
+      if (!o.error && !o.value.unconfirmed.empty())
+        log_error(fmt::format(
+            "warning: could not confirm with the sentinels that a failover did not lose the "
+            "hold of {}: {}",
+            keys, o.value.unconfirmed));
       exit_with(status);
     };
     // -1: no command, no exit status for the history.

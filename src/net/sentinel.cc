@@ -515,6 +515,17 @@ void SentinelMaster::confirm(const std::string& node, Done<bool> done) {
       if (node == master_) epoch_ = std::max(epoch_, o.value.epoch);
       return done(Outcome<bool>{std::nullopt, true});
     }
+    // Sentinels that name another master from an older configuration than
+    // the one rlock follows have not heard of the last failover: they
+    // confirm nothing and move nothing (as news() does); the caller says it
+    // could not confirm (a release: a warning, not a loss).
+    if (o.value.epoch >= 0 && epoch_ >= 0 && o.value.epoch < epoch_)
+      return done(Outcome<bool>{
+          Error(ErrorKind::Unavailable,
+                fmt::format("the sentinels name {} as the master of '{}' from an older "
+                            "configuration (epoch {}, not {})",
+                            escape_text(named), escape_text(master_name()), o.value.epoch, epoch_)),
+          false});
     std::string why =
         fmt::format("failover: the master of '{}' is now {}, not {}", escape_text(master_name()),
                     escape_text(named), escape_text(node));
