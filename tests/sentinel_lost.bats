@@ -49,6 +49,10 @@ forget_on() {
   assert_equal "$(grep -c 'releasing again' <<<"$output")" 0
   assert_equal "$(rcli_to PLMASTER exists 'lock:{s-none}')" 0
   ! grep -q 'could not confirm' <<<"$output" || fail "$output"
+  # The release's tombstone outlives the longest confirmed release: two surveys and the
+  # release sent again, each within --command-timeout (5s): 3 x 5s + 5s.
+  tomb=$(rcli_to PLMASTER eval "local k = redis.call('keys', 'lock:{s-none}:r:*') return k[1] and redis.call('pttl', k[1]) or -3" 0)
+  ((tomb > 15000 && tomb <= 20000)) || fail "tombstone PTTL $tomb"
 }
 
 @test "a failover during the hold: a hold the new master lost ends 76 (one line), one it kept is released there, 0" {

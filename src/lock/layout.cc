@@ -228,7 +228,7 @@ void LayoutLock::do_release(const std::string& token, Millis /*min_hold*/, Done<
   Try first{&client(),
             &scripts(layout()).release,
             {names_.lock, layout_tombstone(names_, token)},
-            release_args(names_, token, window + Millis(5000)),
+            release_args(names_, token, release_tombstone(window)),
             until};
   confirmed_release(
       client(),

@@ -215,8 +215,10 @@ void SingleLock::do_release(const std::string& token, Millis min_hold, Done<Rele
                             Millis timeout, int exit_status, Millis done_for,
                             const std::string& lost) {
   Millis window = timeout.count() > 0 ? timeout : client_.command_timeout();
-  // The tombstone outlives every retry of this release.
-  Millis tomb = std::min(window + Millis(5000), Millis(86'400'000));
+  // The tombstone outlives every retry of this release, the one sent again
+  // to the master the sentinels name included (two surveys and another
+  // window: docs/PROTOCOL.md, Releasing).
+  Millis tomb = std::min(release_tombstone(window), Millis(86'400'000));
   ReleaseArgs r{.token = token,
                 .min_hold = min_hold,
                 .channel = names_.channel,

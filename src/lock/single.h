@@ -34,6 +34,14 @@ Done<ExtendReply> confirmed_renewal(Client& client, Done<ExtendReply> done);
 void confirmed_release(Client& client, std::function<void(Done<ReleaseReply>)> send,
                        Done<ReleaseReply> done);
 
+/// How long a release's tombstone lives, for a release retried within
+/// `window`: through confirmed_release's two sentinel surveys (each within
+/// the command timeout, at most `window`) and a second window on the master
+/// they name, and 5 s more.
+inline Millis release_tombstone(Millis window) {
+  return 3 * window + Millis(5000);
+}
+
 class SingleLock : public Lock {
  public:
   SingleLock(Client& client, LockNames names, int limit = 0)
