@@ -669,3 +669,19 @@ EOF2
   rcli DEL "lock:{nest-foreign}:n:$tok" >/dev/null
   "$RLOCK" release nest-foreign --token "$tok"
 }
+
+@test "a score another program wrote among a holder's nested holds (1e300, inf, a fraction) is not a script error" {
+  local score
+  for score in 1e300 inf frac; do
+    tok=$("$RLOCK" acquire --ttl 30s nest-score)
+    [[ $score == frac ]] && score="$(($(rcli TIME | head -1) * 1000 + 60000)).5"
+    rcli ZADD "lock:{nest-score}:n:$tok" "$score" foreign >/dev/null
+    # extend keeps the lease at least as long as the nested holds: a whole number of ms
+    run -0 "$RLOCK" extend nest-score --token "$tok" --ttl 20s
+    ttl=$(rcli PTTL 'lock:{nest-score}')
+    ((ttl > 50000)) || fail "score $score: PTTL $ttl"
+    # the release leaves the lock to the nested hold, marked as ended
+    run -0 "$RLOCK" release nest-score --token "$tok"
+    "$RLOCK" break nest-score --yes >/dev/null
+  done
+}

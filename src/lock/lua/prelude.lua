@@ -323,7 +323,11 @@ local function nkey(t) return BASE .. 'n:' .. t end
 local function nested_left(t)
   local top = redis.call('ZRANGE', nkey(t), -1, -1, 'WITHSCORES')
   if #top < 2 then return 0 end
-  return math.max(0, (tonumber(top[2]) or 0) - NOW)
+  local left = (tonumber(top[2]) or 0) - NOW
+  if not (left > 0) then return 0 end
+  -- A whole number of ms that PEXPIRE takes, whatever score another program
+  -- wrote there (1e300, inf, a fraction).
+  return math.max(1, math.floor(math.min(left, 2 ^ 52)))
 end
 
 -- History ----------------------------------------------------------------
