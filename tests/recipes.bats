@@ -767,6 +767,9 @@ write_integration() {
 latest_wins() {
   mkdir -p "$T/ws"
   write_trapping_deploy "$T/ws"
+  # The last call's newer deploy left its file: without this, the next newer job could
+  # start before the older one holds the lock, and take the older one's place.
+  rm -f "$T/deploy.started"
   run_step old "$@" "$T/step.sh"
   old=$STEP_PID
   wait_for_file "$T/deploy.started" 20
