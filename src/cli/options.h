@@ -28,7 +28,8 @@ struct GlobalOptions {
   bool verbose = false;
   bool quiet = false;
   bool json = false;
-  int history = kDefaultHistory;  // --history / RLOCK_HISTORY: events a lock's history keeps (0: none)
+  int history =
+      kDefaultHistory;  // --history / RLOCK_HISTORY: events a lock's history keeps (0: none)
 };
 
 /// Locking options of `run` and `acquire`.

@@ -83,4 +83,16 @@ std::string holders_in_words(const AcquireReply& a, int limit) {
   return describe_holders(a, limit);
 }
 
+std::string failover_lost_words(int64_t fence) {
+  std::string twice = "a failover lost this hold: the lock may have been held twice";
+  return fence > 0 ? fmt::format("{} (fence {})", twice, fence) : twice;
+}
+
+std::string unconfirmed_release_warning(const std::string& what, const std::string& why) {
+  return fmt::format(
+      "warning: could not confirm with the sentinels that a failover did not lose the hold of "
+      "{}: {}",
+      what, why);
+}
+
 }  // namespace rlock

@@ -31,6 +31,15 @@ HolderWords holder_words(const AcquireReply& a, int limit, Millis elapsed = Mill
                          size_t cmd_columns = 40, bool since = true,
                          size_t label_columns = SIZE_MAX);
 
+/// Why a release under Sentinel found its hold gone from the master the
+/// sentinels now name: "a failover lost this hold: the lock may have been
+/// held twice (fence 12)" (fence 0: unknown, left out).
+std::string failover_lost_words(int64_t fence);
+
+/// The warning for a release the sentinels could not confirm (none answered,
+/// or they name an older configuration): `what` names the lock ("'deploy'").
+std::string unconfirmed_release_warning(const std::string& what, const std::string& why);
+
 /// "1st", "2nd", "3rd", "11th", "22nd"…
 std::string ordinal(long n);
 

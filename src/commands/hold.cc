@@ -198,10 +198,7 @@ class HandHold {
             "it was no longer held when released (it expired, was deleted or broken, or the "
             "server lost it)";
         // The master the sentinels name lacks it (docs/PROTOCOL.md, Releasing).
-        if (!o.value.moved_from.empty())
-          why =
-              fmt::format("a failover lost this hold: the lock may have been held twice (fence {})",
-                          acquired_.fence);
+        if (!o.value.moved_from.empty()) why = failover_lost_words(acquired_.fence);
         keys = lost_keys(o.value.lost_keys);
         if (opts_.on_lost == OnLost::Warn) {
           log_error(fmt::format("warning: lost the lock {}: {}", keys, why));
@@ -218,10 +215,7 @@ class HandHold {
       // As run says it (the man page, EXIT STATUS): a release the sentinels
       // could not confirm is a warning, never a silent 0.
       if (!o.error && !o.value.unconfirmed.empty())
-        log_error(fmt::format(
-            "warning: could not confirm with the sentinels that a failover did not lose the "
-            "hold of {}: {}",
-            keys, o.value.unconfirmed));
+        log_error(unconfirmed_release_warning(keys, o.value.unconfirmed));
       exit_with(status);
     };
     // -1: no command, no exit status for the history.

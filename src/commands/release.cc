@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "cli/output.h"
+#include "cli/wording.h"
 #include "commands/commands.h"
 #include "hold/held.h"
 #include "proc/procinfo.h"
@@ -113,15 +114,11 @@ int cmd_release(const GlobalOptions& g, const std::vector<std::string>& keys,
   // AlreadyReleased: a retry after a broken connection found that the first
   // try had released it.
   if (!r.unconfirmed.empty())
-    log_error(fmt::format(
-        "warning: could not confirm with the sentinels that a failover did not lose the hold "
-        "of '{}': {}",
-        key, r.unconfirmed));
+    log_error(unconfirmed_release_warning("'" + key + "'", r.unconfirmed));
   if (r.state == ReleaseReply::State::NotHeld && !r.moved_from.empty())
     throw Error(ErrorKind::Lost,
-                fmt::format("'{}': a failover lost this hold: the lock may have been held twice "
-                            "(the master the sentinels name does not hold it)",
-                            key));
+                fmt::format("'{}': {} (the master the sentinels name does not hold it)", key,
+                            failover_lost_words(0)));
   if (r.state == ReleaseReply::State::NotHeld)
     throw Error(ErrorKind::Lost,
                 fmt::format("'{}'{} is not held by this token (expired, released or broken)", key,

@@ -634,27 +634,17 @@ class Runner {
       } else if (o.value.state == ReleaseReply::State::KeptAsDone) {
         log_verbose(fmt::format("'{}' is done: it stays taken for {} more (--done-for)", key,
                                 format_duration(o.value.left)));
-      } else if (o.value.state == ReleaseReply::State::NotHeld && !o.value.moved_from.empty() &&
-                 !lost_ && child_) {
-        // The master the sentinels name does not have this hold: its grant
-        // or renewals never reached the replica a failover promoted, so
-        // another holder may have had the lock there meanwhile (README,
-        // "Sentinel"). The release reached the deposed master; that proves
-        // nothing.
-        std::string why =
-            fmt::format("a failover lost this hold: the lock may have been held twice (fence {})",
-                        acquired_.fence);
-        std::string lock = lost_lock(o.value.lost_keys);
-        if (opts_.on_lost == OnLost::Warn) {
-          log_error(fmt::format("warning: lost {}: {}", lock, why));
-        } else {
-          log_error(fmt::format("lost {}: {}", lock, why));
-          status = exitcode::kLost;
-        }
       } else if (o.value.state == ReleaseReply::State::NotHeld && !lost_ && child_) {
+        // moved_from: the master the sentinels name does not have this hold:
+        // its grant or renewals never reached the replica a failover
+        // promoted, so another holder may have had the lock there meanwhile
+        // (README, "Sentinel"). The release reached the deposed master; that
+        // proves nothing.
         std::string why =
-            "it was no longer held when the command ended (it expired, was deleted or broken, "
-            "or the server lost it)";
+            !o.value.moved_from.empty()
+                ? failover_lost_words(acquired_.fence)
+                : "it was no longer held when the command ended (it expired, was deleted or "
+                  "broken, or the server lost it)";
         std::string lock = lost_lock(o.value.lost_keys);
         if (opts_.on_lost == OnLost::Warn) {
           log_error(fmt::format("warning: lost {}: {}", lock, why));
@@ -666,10 +656,7 @@ class Runner {
         log_verbose(fmt::format("released '{}' after all: it was still held", key));
       }
       if (!o.error && !o.value.unconfirmed.empty())
-        log_error(fmt::format(
-            "warning: could not confirm with the sentinels that a failover did not lose the "
-            "hold of '{}': {}",
-            key, o.value.unconfirmed));
+        log_error(unconfirmed_release_warning("'" + key + "'", o.value.unconfirmed));
       exit_with(status);
     };
     // Done only when the command itself succeeded and the lease was kept
