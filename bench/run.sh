@@ -728,6 +728,6 @@ fi
 fi
 
 echo
-echo "rlock $("$RLOCK" --version | head -n 1); $(redis-server --version | awk '{print $1, $2, $3}'); $(nproc) cores"
+echo "$("$RLOCK" --version | head -n 1); $(redis-server --version | awk '{print $1, $2, $3}'); $(nproc) cores"
 ((smoke)) && echo "bench: smoke run complete (counts too small to mean anything)"
 exit 0
