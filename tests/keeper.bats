@@ -421,6 +421,9 @@ EOF2
       is_held "kf$n"
     else
       [[ $output == *rlock:* ]] || fail "limit $n: status $status without a message: $output"
+      # no descriptor left to read /proc/PID says nothing about PID, which still runs
+      [[ $output != *"process ended"* && $output != *"no such process"* ]] ||
+        fail "limit $n: PID $SPID runs, but: $output"
       is_free "kf$n" || fail "limit $n: status $status, but kf$n is held: $output"
       [ "$status" -eq 71 ] && saw71=1
     fi

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <variant>
 
 #include "cli/output.h"
@@ -85,8 +86,14 @@ std::string output_of(const GlobalOptions& g, const LockOptions& o, const std::s
 
 void check_watched(const LockOptions& o, uint64_t& start) {
   if (!o.while_pid) return;
-  auto info = proc_info(static_cast<pid_t>(o.while_pid));
+  int unreadable = 0;
+  auto info = proc_info(static_cast<pid_t>(o.while_pid), &unreadable);
   bool exists = kill(static_cast<pid_t>(o.while_pid), 0) == 0 || errno == EPERM;
+  if (exists && unreadable)
+    throw Error(ErrorKind::Exec,
+                fmt::format("--while-pid {}: cannot read its start time: {}", o.while_pid,
+                            std::strerror(unreadable)),
+                exitcode::kNoKeeper);
   if (!exists || (!info && kProcInfoKnown))
     throw_usage(fmt::format("--while-pid {}: there is no such process", o.while_pid));
   start = info ? info->start : 0;

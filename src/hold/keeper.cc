@@ -267,8 +267,12 @@ StartedKeeper start_keeper(Lock& lock, const std::string& token, const Acquired&
 }
 
 bool watched_alive(long pid, uint64_t start) {
-  if (auto info = proc_info(static_cast<pid_t>(pid))) return info->start == start;
+  int unreadable = 0;
+  if (auto info = proc_info(static_cast<pid_t>(pid), &unreadable)) return info->start == start;
 #if defined(__linux__) || defined(__APPLE__)
+  // /proc could not be read (no descriptor left): that says nothing about PID,
+  // which ends only when the kernel no longer knows it.
+  if (unreadable) return kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
   return false;  // gone, or a zombie: it has ended
 #else
   return kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -61,10 +62,14 @@ bool kinfo_of(pid_t pid, struct kinfo_proc& kp) {
 
 }  // namespace
 
-std::optional<ProcInfo> proc_info(pid_t pid) {
+std::optional<ProcInfo> proc_info(pid_t pid, int* unreadable) {
+  if (unreadable) *unreadable = 0;
   if (pid <= 0) return std::nullopt;
 #if defined(__linux__)
+  errno = 0;
   std::string stat = read_proc(pid, "stat", 1024);
+  if (stat.empty() && unreadable && (errno == EMFILE || errno == ENFILE || errno == ENOMEM))
+    *unreadable = errno;
   // "PID (COMM) STATE PPID ...": COMM may hold anything, so it ends at the last ')'.
   size_t close_paren = stat.rfind(')');
   if (close_paren == std::string::npos || close_paren + 2 >= stat.size()) return std::nullopt;
@@ -85,7 +90,11 @@ std::optional<ProcInfo> proc_info(pid_t pid) {
   return ProcInfo{static_cast<pid_t>(ppid), start};
 #elif defined(__APPLE__)
   struct kinfo_proc kp;
-  if (!kinfo_of(pid, kp)) return std::nullopt;
+  errno = 0;
+  if (!kinfo_of(pid, kp)) {
+    if (unreadable && errno == ENOMEM) *unreadable = errno;
+    return std::nullopt;
+  }
   if (kp.kp_proc.p_stat == SZOMB) return std::nullopt;
   const struct timeval& tv = kp.kp_proc.p_starttime;
   return ProcInfo{kp.kp_eproc.e_ppid,
