@@ -265,6 +265,31 @@ order_is() { assert_equal "$(tr '\n' ' ' <"$T/order")" "$* "; }
   run -75 "$RLOCK" acquire --limit 2 -n sx
 }
 
+@test "shared holders dropped by a grant because their marker went are in the history as lost, not never" {
+  # Their own release would have recorded it, but a holder that died never releases, and
+  # nothing lists it once the grant dropped it: the grant records the loss.
+  local t1 t2
+  t1=$("$RLOCK" acquire -s --ttl 30s --label first hl)
+  t2=$("$RLOCK" acquire -s --ttl 30s --label other hl2)
+  rcli del 'lock:{hl}' 'lock:{hl2}' >/dev/null
+  "$RLOCK" acquire -s --ttl 30s hl >/dev/null
+  "$RLOCK" acquire --limit 2 --ttl 30s hl2 >/dev/null
+  local k tok
+  for k in hl hl2; do
+    tok=$t1
+    [[ $k == hl2 ]] && tok=$t2
+    run -0 "$RLOCK" history "$k" --json
+    [[ $(jq -r --arg t "$tok" '[.[] | select(.tok == $t) | .event] | join(" ")' <<<"$output") == "acquired lost" ]] ||
+      fail "$k: the dropped holder's events: $output"
+    jq -e --arg t "$tok" '.[] | select(.tok == $t and .event == "lost") | .why == "its shared marker was gone"' <<<"$output" >/dev/null ||
+      fail "$k: no reason: $output"
+  done
+  # nothing more is recorded when the dropped holder's own release finds it gone (76)
+  run -76 "$RLOCK" release hl --token "$t1"
+  run -0 "$RLOCK" history hl --json
+  assert_equal "$(jq --arg t "$t1" '[.[] | select(.tok == $t and .event == "lost")] | length' <<<"$output")" 1
+}
+
 @test "a server restart without its data loses the shared holders' leases (76)" {
   bg_start r1 "$RLOCK" run -s --ttl 3s rs -- sh "$T/gate.sh" "$T" r1
   r1=$BG_PID

@@ -107,6 +107,16 @@ local function full(except)
   return n >= cap
 end
 notice_expired(purge_holders())
+
+-- A shared holder still listed after its marker went (deleted, evicted, or
+-- broken by an older host) has lost the lock, and nothing will list it again:
+-- its history says so now (read before its hash goes), not never.
+local function drop_markerless(t)
+  if HISTORY > 0 and hcall('HEXISTS', LIVE, t) == 1 then
+    record_end('lost', t, ending(t), 'why', 'its shared marker was gone')
+  end
+  redis.call('DEL', hkey(t))
+end
 local cur = current_limit()
 if limit == 0 and cur > 0 then return {'MIXED', cur} end
 if limit > 0 then
@@ -122,7 +132,7 @@ if limit > 0 then
     for _, t in ipairs(redis.call('ZRANGE', HOLDERS, 0, -1)) do
       if redis.call('HGET', hkey(t), 'mode') == 'shared' then
         redis.call('ZREM', HOLDERS, t)
-        redis.call('DEL', hkey(t))
+        drop_markerless(t)
       end
     end
   end
@@ -267,7 +277,7 @@ if eligible then
     if free == 1 then
       -- No marker: shared holders still listed lost it (deleted, or broken by
       -- an older host) and must not come back to life with the new one.
-      for _, t in ipairs(redis.call('ZRANGE', HOLDERS, 0, -1)) do redis.call('DEL', hkey(t)) end
+      for _, t in ipairs(redis.call('ZRANGE', HOLDERS, 0, -1)) do drop_markerless(t) end
       redis.call('DEL', HOLDERS)
     end
     redis.call('ZADD', HOLDERS, NOW + ttl, tok)
