@@ -214,6 +214,29 @@ in_key() {
   assert [ -e "$T/m.ran" ]
 }
 
+@test "taken again from the first after an outage, with its old place still in the next key's line: it gets the key (not 70)" {
+  # The first key is lost to a partition while the run waits in the second key's line;
+  # the place it had there (stamped with its latest attempt number) outlives the
+  # partition, since leaving the line could not get through either. Taking the keys
+  # again numbers the attempts on from there: an attempt numbered from 1 again was
+  # answered STALE, which rlock took for a protocol error (70).
+  local t
+  t=$("$RLOCK" acquire --ttl 60s so2)
+  proxy_start "$REDIS_PORT"
+  bg_start m "$RLOCK" -u "$PROXY_URL" -v --command-timeout 300ms run --ttl 1s --wait 60s so1 --and so2 -- touch "$T/m.ran"
+  m=$BG_PID
+  wait_until '[ "$(n_waiters so2)" -eq 1 ]' 30
+  # its place was refreshed at least once: an attempt number above 1 is on it
+  wait_until '[ "$(rcli --raw eval "for _, k in ipairs(redis.call(\"keys\", \"lock:{so2}:w:*\")) do return redis.call(\"hget\", k, \"att\") end return 0" 0)" -ge 2 ]' 30
+  proxy_partition
+  wait_until 'grep -q "taking the keys again from the first" "$T/m.err"' "$(slack 20)"
+  proxy_heal
+  "$RLOCK" release so2 --token "$t"
+  bg_wait "$m" "$(slack 30)"
+  assert_equal "$BG_STATUS" 0
+  assert [ -e "$T/m.ran" ]
+}
+
 @test "acquire --and prints one token; extend --and and release --and act on every key" {
   tok=$("$RLOCK" acquire --ttl 2s ax1 --and ax2)
   run -0 "$RLOCK" extend ax1 --and ax2 --token "$tok" --ttl 60s

@@ -267,7 +267,7 @@ void Acquirer::attempt() {
   retry_timer_ = 0;
   in_flight_ = true;
   sent_ = Clock::now();
-  lock_.acquire(token_, spec_.ttl, joins(), spec_.info, ++attempts_,
+  lock_.acquire(token_, spec_.ttl, joins(), spec_.info, ++*attempts_,
                 life_.guard([this](Outcome<AcquireReply> o) { on_reply(std::move(o)); }));
 }
 

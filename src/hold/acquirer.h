@@ -120,6 +120,10 @@ class Acquirer : public Acquisition {
     progress_ = std::move(cb);
   }
   void cancel(std::function<void()> done) override;
+  /// Numbers this token's attempts with `counter`, shared with the Acquirers of
+  /// the same token before and after this one (`--and` taking its keys again):
+  /// the script answers an attempt numbered at or below one it has seen STALE.
+  void number_attempts_with(std::shared_ptr<long> counter) { attempts_ = std::move(counter); }
 
  private:
   void start_waiting();
@@ -195,8 +199,9 @@ class Acquirer : public Acquisition {
   // only, and kept once the list is left for the channel.
   bool list_ready_ = false;
   int list_failures_ = 0;  // the wake-up list's outages since it last woke this waiter
-  long attempts_ = 0;      // numbers each acquire attempt of token_
-  int regrants_ = 0;       // grants in a row that did not count (see regrant)
+  // numbers each acquire attempt of token_
+  std::shared_ptr<long> attempts_ = std::make_shared<long>(0);
+  int regrants_ = 0;  // grants in a row that did not count (see regrant)
   // An attempt is awaiting its reply (in any phase: the first one while
   // Probing, re-checks while waiting, one still in flight when Finished), and
   // a wake-up came meanwhile, so another follows the reply (again_).

@@ -80,6 +80,7 @@ void MultiAcquirer::take_next() {
     log_verbose(fmt::format("holding {} of {} keys; taking '{}'", held_.size(), order_.size(),
                             part->names().key));
   current_ = std::make_unique<Acquirer>(*part, token_, spec);
+  current_->number_attempts_with(attempts_);
   auto alive = life_.token();
   std::string key = part->names().key;
   current_->on_progress([this, alive, key](const WaitProgress& p) {

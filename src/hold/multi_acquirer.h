@@ -63,6 +63,10 @@ class MultiAcquirer : public Acquisition {
   std::vector<Lock*> order_;
   std::vector<Held> held_;
   std::unique_ptr<Acquirer> current_;
+  // One numbering of the token's attempts for every key and every start over:
+  // an Acquirer taking a key again must not number its attempts from 1 where
+  // the token's earlier place or grant (not yet removed) has a higher number.
+  std::shared_ptr<long> attempts_ = std::make_shared<long>(0);
   Done<Acquired> done_;
   std::function<void(const WaitProgress&)> progress_;
   Clock::time_point started_;
