@@ -246,9 +246,12 @@ function explain(i, j,    k, tY, lvX) {
     # are counted apart: fence resets)
     if (FK[k] == "restart" && CLS[i] != "" && M["persistence"] != "1" && FS0[k] < tY && FE[k] > EN[i])
       return "restart"
+    # (a break of shared holders removes every one of them: the snapshot before it shows
+    # the marker, tok=shared, and the counter, which may be above a shared holder's fence)
     if (FK[k] == "break" && CLS[i] == "" && FKV[k, "status"] == "0" && FS0[k] < tY && ST[i] != "-" && \
         ST[i] + 0 <= FE[k] && lvX - frozen_within(i, FE[k], lvX) <= FE[k] + BGRACE && \
-        FE_[i] >= FKV[k, "fence"] + 0 && FE_[i] <= FKV[k, "fence1"] + 0)
+        (FE_[i] >= FKV[k, "fence"] + 0 || (SHR[i] && FKV[k, "tok"] == "shared")) && \
+        FE_[i] <= FKV[k, "fence1"] + 0)
       return "break"
   }
   return EN[i] < EN[j] ? explain_failover(i, j) : explain_failover(j, i)
@@ -352,7 +355,7 @@ END {
       if (line ~ /no longer held at release/) { NOTHELD[cur] = 1; nnotheld++ }
       if (line ~ /could not release/) {
         nrelfail++; e = A_NDT[cur] + 0; byrestart = 0
-        for (k = 1; k <= nf; k++) if ((FK[k] == "restart" || FK[k] == "master_kill" || FK[k] == "failover" || FK[k] == "acl" || FK[k] == "oom") && FE[k] >= e - 6e6 && FS0[k] <= e) byrestart = 1
+        for (k = 1; k <= nf; k++) if ((FK[k] == "restart" || FK[k] == "master_kill" || FK[k] == "failover" || FK[k] == "acl" || FK[k] == "oom" || FK[k] == "pause") && FE[k] >= e - 6e6 && FS0[k] <= e) byrestart = 1
         if (!byrestart) viol("release", sprintf("run %s: release failed and was not retried (no restart near its end at %s): %s", cur, sec(e), line), cur)
       }
     }

@@ -298,6 +298,12 @@ expect release "a release that failed after a cut was not retried"
 
 new_case
 run 0.0 1 0 10 20 25 0
+echo "rlock: could not release 'soak': Redis at redis://127.0.0.1:1/0 did not answer EVALSHA within 698ms; it expires by itself within 1.5s" >>"$D/err/0"
+fault pause 15 1015 node=M ms=1000 reply=OK
+expect PASS "a release that met a CLIENT PAUSE WRITE longer than its lease's rest gave up, as it said"
+
+new_case
+run 0.0 1 0 10 20 25 0
 echo "rlock: [00:00:00.000] 'soak' was no longer held at release" >>"$D/err/0"
 expect hidden-loss "rlock found its lock gone at release and exited 0"
 
@@ -539,6 +545,19 @@ new_case
 srun shared soak - 0.0 1 0 10 50 55 0
 run 1.0 2 0 20 40 45 0
 expect overlap "an exclusive holder entered while a shared one was inside"
+
+new_case
+srun shared soak - 0.0 1 0 10 220 225 76
+srun shared soak - 1.0 2 0 20 220 225 76
+run 2.0 3 100 215 230 235 0
+fault break 200 210 status=0 tok=shared lock pttl=900 fence=2 fence1=2
+expect PASS "a break of shared holders explains every one of them, the one whose fence is below the counter too"
+
+new_case
+srun shared soak - 0.0 1 0 10 220 225 76
+run 2.0 3 100 215 230 235 0
+fault break 200 210 status=0 tok=tok9.9 pttl=900 fence=2 fence1=2
+expect overlap "a break of another holder does not explain a shared holder with a lower fence"
 
 new_case
 run 0.0 1 0 10 20 25 0
