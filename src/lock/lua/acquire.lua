@@ -143,12 +143,14 @@ if limit > 0 then
 end
 -- The token already holds: a retry whose first reply was lost, or a late copy
 -- of an earlier attempt. A retry renews the lease, so that it ends ttl after
--- this reply was asked for; an older attempt than the newest seen changes
+-- this reply was asked for; so does the same attempt sent again (a Cluster
+-- client sends a script again on a new connection when the first one closed
+-- after the script ran). An older attempt than the newest seen changes
 -- nothing (its undo, right behind it, then finds it not the newest either).
 local how = held_by(tok)
 if how then
   local seen = stamp_of(hkey(tok))
-  if att > 0 and att <= seen then return {'STALE', seen} end
+  if att > 0 and att < seen then return {'STALE', seen} end
   set_lease(tok, how, ttl)
   if att > 0 then redis.call('HSET', hkey(tok), 'att', att) end
   local h = redis.call('HMGET', hkey(tok), 'fence', 'slot')
