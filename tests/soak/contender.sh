@@ -48,7 +48,9 @@
 # shape follows STDERR):
 #   shared=PCT     `run --shared KEY`: readers beside the exclusive holders; "shared"
 #   pool=PCT       `run --limit 3 POOL_KEY` (pool_key=NAME, a key of its own): its critical
-#                  section logs RLOCK_SLOT and works 50-400ms, so that holders meet; "pool"
+#                  section logs RLOCK_SLOT and works 50-400ms, so that holders meet; "pool".
+#                  With npool_key=NAME and npool_names=A,B,C, half of them are the named
+#                  pool `run --limit A,B,C NPOOL_KEY` instead (RLOCK_SLOT is a name); "npool"
 #   done=PCT       `run --done-for DONE_MS DONE_KEY` (done_key=NAME, done_ms=MS): once per
 #                  period; "done"
 #   priority=PCT   `run --priority N KEY` (N -5..5), an exclusive run that waits; "priority"
@@ -58,10 +60,11 @@ dir=$1 c=$2 seed=$3 rlock=$4 url=$5 key=$6 ttl=$7 via=$8 stderr_faults=${9:-0}
 read -r -a run_opts <<<"${10:-}"
 nested_pct=${11:-0} supersede_pct=${12:-0} and_key=${13:-}
 shared_pct=0 pool_pct=0 done_pct=0 priority_pct=0 pool_key="" done_key="" done_ms=1000
+npool_key="" npool_names=""
 for w in ${14:-}; do
   case $w in
     shared=* | pool=* | done=* | priority=*) printf -v "${w%%=*}_pct" '%d' "${w#*=}" ;;
-    pool_key=* | done_key=* | done_ms=*) printf -v "${w%%=*}" '%s' "${w#*=}" ;;
+    pool_key=* | done_key=* | done_ms=* | npool_key=* | npool_names=*) printf -v "${w%%=*}" '%s' "${w#*=}" ;;
   esac
 done
 cs="$(dirname "${BASH_SOURCE[0]}")/cs.sh"
@@ -181,6 +184,10 @@ for ((i = 0; ; i++)); do
         work_ms=$_r
         printf -v work_s '%d.%03d' $((work_ms / 1000)) $((work_ms % 1000))
         sup=(--limit 3) shape=pool cs_shape=pool run_key=$pool_key
+        if [[ -n $npool_key ]]; then
+          rnd 0 1
+          ((_r)) && sup=(--limit "$npool_names") shape=npool cs_shape=npool run_key=$npool_key
+        fi
       elif ((_r < shared_pct + pool_pct + done_pct)); then
         sup=(--done-for "${done_ms}ms") shape='done' cs_shape='done' run_key=$done_key
       elif ((_r < shared_pct + pool_pct + done_pct + priority_pct)); then

@@ -26,8 +26,8 @@
 #   `acquire --while-pid $$ --export` and exits at once (contender.sh); with --supersede
 #   PCT (default 10 on one server, where the checker reads every superseding job's first
 #   join from the lock's :sups hash after the soak; 0 elsewhere) that share of the other
-#   runs are `run --supersede` CI jobs, and a third of the stop faults freeze one of them
-#   that waits (stop_waiter, 6.5-8s: past its place's lease), if one does. Contender 0
+#   runs are `run --supersede` CI jobs (and the stop_waiter fault below freezes one that
+#   waits). Contender 0
 #   also gives each run a random stderr: a file, /dev/full, a pipe without a reader or
 #   a pipe nobody reads (unless --no-stderr-faults). In Cluster mode a fifth of the plain
 #   runs take a second key in another slot too (`--and soak-b`), and the newcomer after the
@@ -36,13 +36,14 @@
 #   --shared PCT (default 10) are `run --shared soak`, readers beside the exclusive
 #   holders; --pool PCT (default 10; 0 in quorum mode) are `run --limit 3` of a pool key
 #   of its own (POOL_KEY, in the slot of `soak`), whose critical section logs RLOCK_SLOT
-#   and works 50-400ms; --done PCT (default 5) are `run --done-for 1s` of a key of its own
+#   and works 50-400ms, half of them the named pool `run --limit db-a,db-b,db-c` of
+#   another key (NPOOL_KEY, same slot; RLOCK_SLOT a name); --done PCT (default 5) are `run --done-for 1s` of a key of its own
 #   (DONE_KEY, same slot): once per period; --priority PCT (default 5; 0 in quorum mode,
 #   which has no line) are exclusive runs with `--priority -5..5`. Only the exclusive
 #   holders of `soak` write to the fenced resource.
 # Until N critical sections of `soak` have been entered (or --max-time runs out) it injects one
 # fault every ~MS ms (uniform in [MS/2, 3MS/2]), the kind drawn from a stream seeded by S
-# (the first six faults are the six kinds in a seeded order):
+# (the first faults are each kind once, in a seeded order):
 #   cut            fault_proxy SIGUSR1: every proxied connection closed at once
 #   client_kill    CLIENT KILL TYPE normal
 #   restart        kill -9 redis-server, 0-400ms down, start again (same port, dir, AOF)
@@ -55,6 +56,10 @@
 #                  SIGCONT it) is not frozen: stop_skipped
 #   script_flush   SCRIPT FLUSH
 #   break          rlock break soak --yes
+#   stop_waiter    with --supersede PCT > 0 only: SIGSTOP a superseding job that waits
+#                  (rlock's process group) for 6.5-8s, past its place's 6s lease, so that
+#                  it comes back after newer jobs joined (the checker's supersede rule);
+#                  stop_waiter_skipped when none waits within 2s
 #   acl            the ACL user the contenders connect as ("soak") loses one command the
 #                  scripts use (PEXPIRE, HSET, ZADD, INCR, SET, DEL, PUBLISH, ZREM, LPUSH or
 #                  EVALSHA) for 0.5-3s, then gets it back: a script refused part way
@@ -275,8 +280,12 @@ FENCE_KEY="lock:{$KEY}:fence"
 # The pool's and the once-per-period runs' keys: names whose hash slot is that of `soak`
 # (CRC16 mod 16384 = 2853), so that a Cluster fault on the lock's master reaches them too.
 POOL_KEY=soak-pool-43102 POOL_N=3
+# Half the pool's runs take the named pool instead (`--limit db-a,db-b,db-c`: RLOCK_SLOT a
+# name; the man page, --limit NAMES), a key of its own: a count and names are two
+# definitions, refused on one key.
+NPOOL_KEY=soak-names-5027 NPOOL_NAMES=db-a,db-b,db-c
 DONE_KEY=soak-done-19075 DONE_MS=1000
-ALL_KEYS=("$KEY" "$POOL_KEY" "$DONE_KEY")
+ALL_KEYS=("$KEY" "$POOL_KEY" "$NPOOL_KEY" "$DONE_KEY")
 if [[ -n $dir ]]; then
   mkdir -p "$dir" || exit 2
   [[ -z $(ls -A "$dir") ]] || die_usage "--dir $dir is not empty"
@@ -954,7 +963,7 @@ start_contenders() {
     ((c % 2 == 1)) && [[ -n $rlock_alt ]] && bin=$rlock_alt
     RLOCK_SOAK_DIR=$W setsid bash "$here/contender.sh" "$W" "$c" "$seed" "$bin" "$url" "$KEY" \
       "$(ttl_of "$c")" "$via" $((c == 0 ? stderr_faults : 0)) "$opts" "$nested" "$supersede" "$AND_KEY" \
-      "shared=$shared pool=$pool done=$done_pct priority=$priority pool_key=$POOL_KEY done_key=$DONE_KEY done_ms=$DONE_MS" \
+      "shared=$shared pool=$pool done=$done_pct priority=$priority pool_key=$POOL_KEY npool_key=$NPOOL_KEY npool_names=$NPOOL_NAMES done_key=$DONE_KEY done_ms=$DONE_MS" \
       </dev/null >/dev/null 2>>"$W/err/contender.$c" &
     CONT_PIDS+=($!)
   done
@@ -1341,17 +1350,17 @@ watch_frozen() {
 }
 
 # Finds a superseding job still waiting (an rlock run --supersede of ours whose critical
-# section has not started): sets _waiter to "RUN RLOCK_PID".
+# section has not started): sets _waiter to "RUN RLOCK_PID". (The command lines are read
+# with mapfile, without a process per /proc entry: the soak polls this.)
 find_waiter() {
-  local f pid args c run
+  local f pid c run
   local -a a
   for f in /proc/[0-9]*/cmdline; do
+    mapfile -d '' -t a 2>/dev/null <"$f" || continue
+    ((${#a[@]} > 6)) && [[ ${a[0]} != bash && " ${a[*]} " == *" --supersede "*" $here/cs.sh $W "* ]] ||
+      continue
     pid=${f#/proc/}
     pid=${pid%/cmdline}
-    args=$(tr '\0' '\n' 2>/dev/null <"$f") || continue
-    [[ $args == *$'\n--supersede\n'*"$here/cs.sh"$'\n'"$W"$'\n'* ]] || continue
-    mapfile -t a <<<"$args"
-    [[ ${a[0]} != bash ]] || continue
     run=${a[-4]} # (cs.sh … RUN WORK_S TTL_MS SHAPE)
     c=${run%%.*}
     [[ -e $W/cur/$c ]] && continue # its section runs (or the contender's previous one)
@@ -1361,12 +1370,21 @@ find_waiter() {
   return 1
 }
 
-# A superseding job frozen while it waits, for longer than its place's lease (6s):
-# whether it comes back superseded is the checker's supersede rule.
+# stop_waiter: a superseding job frozen while it waits, for longer than its place's lease
+# (6s), so that it comes back after newer jobs joined: whether it then runs is the
+# checker's supersede rule ("latest wins"). stop_waiter_skipped when none waits within 2s
+# (or its group could become orphaned).
 fault_stop_waiter() {
   local run pid pg dur
+  if ! poll_until 2 find_waiter; then
+    _kind=stop_waiter_skipped _detail="no superseding job waiting within 2s"
+    return
+  fi
   read -r run pid <<<"$_waiter"
-  pgid_of "$pid" && group_orphaned "$_pg" || return 1
+  if ! pgid_of "$pid" || ! group_orphaned "$_pg"; then
+    _kind=stop_waiter_skipped _detail="run=$run: it ended, or its group can still be orphaned"
+    return
+  fi
   pg=$_pg
   rnd 6500 8000
   dur=$_r
@@ -1378,16 +1396,11 @@ fault_stop_waiter() {
   kill -CONT -- "-$pg" 2>/dev/null
   now_us
   _t1=$_now
-  _kind=stop_waiter _detail="run=$run stop_ms=$dur rlock_pid=$pid"
+  _detail="run=$run stop_ms=$dur rlock_pid=$pid"
 }
 
 fault_stop() {
   local run cspid rpid ttl rpg cpg dur order end r_lo="" r_hi="" c_lo="" c_hi="" r_how="" c_how=""
-  # With superseding jobs, a third of the stops freeze one that waits, if any does.
-  if ((supersede > 0)); then
-    rnd 0 2
-    ((_r == 0)) && find_waiter && fault_stop_waiter && return
-  fi
   if ! poll_until 1 find_holder; then
     _kind=stop_skipped _detail="no holder found within 1s"
     return
@@ -1477,12 +1490,17 @@ elif [[ $topo == cluster ]]; then
   KINDS=(failover master_kill migrate client_kill stop script_flush break pause oom)
   WEIGHTS=(3 3 3 1 2 1 1 1 1)
 fi
+# With superseding jobs (one server), stop_waiter is a kind of its own.
+if ((supersede > 0)); then
+  KINDS+=(stop_waiter)
+  WEIGHTS+=(1)
+fi
 fault_no=0
 first_kinds=()
 
 pick_kind() {
   local total=0 w i
-  if ((fault_no == 0)); then # the six (quorum mode: seven) kinds in a seeded order first
+  if ((fault_no == 0)); then # each kind once, in a seeded order, first
     first_kinds=("${KINDS[@]}")
     for ((i = ${#first_kinds[@]} - 1; i > 0; i--)); do
       rnd 0 "$i"
@@ -1559,6 +1577,8 @@ T0=$_now
   echo "key=$KEY"
   echo "pool_key=$POOL_KEY"
   echo "pool_n=$POOL_N"
+  echo "npool_key=$NPOOL_KEY"
+  echo "npool_names=$NPOOL_NAMES"
   echo "done_key=$DONE_KEY"
   echo "done_ms=$DONE_MS"
   echo "t0=$T0"
@@ -1666,7 +1686,8 @@ final_unblocked() {
     rc=0 args=("$k")
     [[ $k == "$KEY" && -n $AND_KEY ]] && args+=(--and "$AND_KEY")
     [[ $k == "$POOL_KEY" ]] && args+=(--limit "$POOL_N")
-    [[ $k != "$POOL_KEY" ]] || ((pool > 0)) || continue
+    [[ $k == "$NPOOL_KEY" ]] && args+=(--limit "$NPOOL_NAMES")
+    [[ $k != "$POOL_KEY" && $k != "$NPOOL_KEY" ]] || ((pool > 0)) || continue
     [[ $k != "$DONE_KEY" ]] || ((done_pct > 0)) || continue
     if ((replicated)); then
       timeout 20 "$rlock" --url "$TOPO_URL" run -n "${args[@]}" -- true \
