@@ -145,7 +145,7 @@ supsf=$W/sups
 [[ -f $supsf ]] || { supsf=$tmp/sups && : >"$supsf"; }
 awk -v show="${CHECK_SHOW:-25}" -v metaf="$W/meta" -v faultf="$W/faults.log" -v resf="$W/res/log" -v runsf="$tmp/runs" \
   -v supsf="$supsf" -v errlist="${errs[*]}" -f - "$W/meta" "$W/faults.log" "$W/res/log" "$supsf" "$tmp/runs" <<'AWK'
-BEGIN { max = 0; OTHER["pool"] = 2e7; OTHER["done"] = 3e7; OTHER["npool"] = 4e7; ISSTOP["stop"] = 1; ISSTOP["stop_waiter"] = 1 }
+BEGIN { max = 0; OTHER["pool"] = 2e7; OTHER["done"] = 3e7; OTHER["npool"] = 4e7; OTHER["plain"] = 5e7; OTHER["redisson"] = 6e7; ISSTOP["stop"] = 1; ISSTOP["stop_waiter"] = 1 }
 function sec(t) { return sprintf("%.3fs", (t - T0) / 1e6) }
 function ms(d) { return sprintf("%.0fms", d / 1000) }
 function viol(rule, msg, run) {
@@ -304,20 +304,24 @@ FILENAME == supsf && NF == 2 { JOIN[$1] = $2 + 0; next }
 FILENAME == runsf {
   # RUN ENTER LEAVE HOW FENCE TOKEN START END STATUS TTL WAIT VIA WORK STDERR SHAPE HOW_NESTED
   nruns_all++; id = $1; A_SE[id] = $14; SHAPEN[$15]++
+  # a peer's section (peer.sh: the real client of a layout): class of its layout's key, its
+  # exit status counted apart (the client cannot learn of a loss: no status rule)
+  cls = $15; if (cls ~ /^peer-/) { cls = substr(cls, 6); PEER[id] = 1; PEERST[cls, $9]++; NPEER[cls]++ }
   if ($15 == "nested") { nnest++; NESTST[$9]++; NESTV[$16 == "-" ? "setm" : $16]++ }
   if ($15 == "supersede") { nsupjob++; SUPJST[$9]++; A_SUP[id] = 1 }
   if ($14 != "file" && $14 != "-") { SEN[$14]++; if ($9 != "-") SEST[$9]++ }
   A_ST[id] = $9; A_EN[id] = $2; A_NDT[id] = $8; A_START[id] = $7; A_TTL[id] = $10; A_SHAPE[id] = $15
-  if ($9 != "-") { nrun++; SC[$9]++ }
+  if ($9 != "-" && !(id in PEER)) { nrun++; SC[$9]++ }
   if ($2 == "-") next
-  if ($15 in OTHER) {
+  if (cls in OTHER) {
     # another key (a pool, a once-per-period key): indices OTHER[cls] + 1, 2, … in the
     # order they entered, apart from the soak key's 1..n
-    m = ++NO[$15]; i = OTHER[$15] + m; CLS[i] = $15; SLOTOF[i] = $18; OKEY[i] = $17
+    m = ++NO[cls]; i = OTHER[cls] + m; CLS[i] = cls; SLOTOF[i] = $18; OKEY[i] = $17
     RUN[i] = id; EN[i] = $2 + 0; LV[i] = $3; HOW[i] = $4; FE_[i] = $5 + 0; TOK[i] = $6
-    ST[i] = $7; ND[i] = $8; STAT[i] = $9; TTL[i] = $10; IDX[id] = i; BYTOK[$6] = i
-    if ((($15, $5) in FOWN)) ODUP[i] = FOWN[$15, $5]
-    else FOWN[$15, $5] = id
+    ST[i] = $7; ND[i] = $8; STAT[i] = $9; TTL[i] = $10; IDX[id] = i; if ($6 != "-" && $6 != "none") BYTOK[$6] = i
+    if (cls == "plain" || cls == "redisson") next # no fences in the other layouts
+    if (((cls, $5) in FOWN)) ODUP[i] = FOWN[cls, $5]
+    else FOWN[cls, $5] = id
     next
   }
   n++; RUN[n] = id; EN[n] = $2 + 0; LV[n] = $3; HOW[n] = $4; FE_[n] = $5 + 0; TOK[n] = $6
@@ -481,6 +485,25 @@ END {
     }
     if (STAT[k] == "0") { last_ok = k; ndone_ok0++ }
   }
+  # --- the other layouts (rlock --layout plain|redisson and their real clients, peer.sh,
+  # on the same names): one holder at a time; without fences, the one that entered first
+  # held first, and an overlap is explained as any other (a freeze, a failover; a restart
+  # without persistence) ---
+  for (lc = 1; lc <= 2; lc++) {
+    cls = (lc == 1 ? "plain" : "redisson")
+    for (a = 1; a <= NO[cls]; a++) {
+      k = OTHER[cls] + a
+      if (RUN[k] in PEER) LPEERIN[cls]++; else LRLIN[cls]++
+      for (b = a - 1; b >= 1; b--) {
+        s_ = OTHER[cls] + b
+        if (leave_of(s_) <= EN[k]) continue
+        LPAIRS[cls]++; why = explain(s_, k)
+        if (why != "") { LPAIRSOK[cls]++; NSW[why]++ }
+        else viol("layout", sprintf("runs %s (%s) and %s (%s) both held %s (--layout %s) at %s; no fault explains it (faults near: %s)", RUN[s_], (RUN[s_] in PEER) ? "its real client" : "rlock", RUN[k], (RUN[k] in PEER) ? "its real client" : "rlock", M[cls "_key"], cls, sec(EN[k]), near(EN[s_], EN[k])), RUN[s_])
+        if (!(s_ in SUP)) { SUP[s_] = k; SUPWHY[s_] = why }
+      }
+    }
+  }
   for (i in ODUP) {
     if (explain_failover(IDX[ODUP[i]], i) != "") { DUPX[i] = 1; ndupx++; continue }
     viol("overlap", sprintf("fence %.0f of %s was granted twice: runs %s and %s (faults near: %s)", FE_[i], OKEY[i], ODUP[i], RUN[i], near(EN[IDX[ODUP[i]]], EN[i])), RUN[i])
@@ -531,6 +554,7 @@ END {
 
   # --- (c) statuses and hidden losses ---
   for (id in A_ST) {
+    if (id in PEER) continue
     s = A_ST[id]; if (s != "-") s = s + 0
     if (s == "-") continue
     ran = (A_EN[id] != "-"); i = ran ? IDX[id] : 0
@@ -594,10 +618,15 @@ END {
   if (nnest) printf "  nested runs       %d (set -m, setsid, a --while-pid script's job, the holder's own group:%s), their exits:%s\n", nnest, counts(NESTV, "setm setsid whilepid group"), counts(NESTST)
   if (nsupjob) printf "  superseding jobs  %d (run --supersede; %d entered, in the order they joined), their exits:%s; %d frozen while waiting (stop_waiter), their exits:%s\n", nsupjob, nsupin, counts(SUPJST), nwaitfroze, counts(WAITST)
   if (NO["pool"] + NO["npool"] + NO["done"] + SHAPEN["shared"] + SHAPEN["priority"]) {
-    printf "  shapes            runs:%s; %d shared holders entered (%d pairs held together)\n", counts(SHAPEN, "shared pool npool done priority supersede and nested"), nsh_in, nshpairs
+    printf "  shapes            runs:%s; %d shared holders entered (%d pairs held together)\n", counts(SHAPEN, "shared pool npool done priority plain redisson peer-plain peer-redisson supersede and nested"), nsh_in, nshpairs
     if (M["pool_pct"] + 0) printf "  pool              %s --limit %d: %d entered, at most %d inside at once (%d times over the limit), %d slot clashes (%d explained)\n", M["pool_key"], PSIZE["pool"], NO["pool"], PMAX["pool"], POVER["pool"], PCLASH["pool"], PCLASHOK["pool"]
     if (M["pool_pct"] + 0 && M["npool_key"] != "") printf "  named pool        %s --limit %s: %d entered, at most %d inside at once (%d times over the limit), %d name clashes (%d explained)\n", M["npool_key"], M["npool_names"], NO["npool"], PMAX["npool"], POVER["npool"], PCLASH["npool"], PCLASHOK["npool"]
     if (M["done_pct"] + 0) printf "  done-for          %s --done-for %s: %d entered, %d ended 0; %d overlaps (%d explained); shortest from a success to the next entry %s (%d explained)\n", M["done_key"], ms(DMS), NO["done"], ndone_ok0, ndpairs, ndpairs_ok, dgap < 0 ? "-" : ms(dgap), ndone_ok
+  }
+  if (M["layout_pct"] + 0) for (lc = 1; lc <= 2; lc++) {
+    cls = (lc == 1 ? "plain" : "redisson"); out = ""
+    for (q = 0; q < 256; q++) if (PEERST[cls, q] + 0) out = out sprintf(" %d:%d", q, PEERST[cls, q])
+    printf "  --layout %-8s %s: %d rlock runs and %d of the real client's sections held it (peers: %s; their exits:%s); %d overlaps (%d explained)\n", cls, M[cls "_key"], LRLIN[cls], LPEERIN[cls], M["peers"], out == "" ? " -" : out, LPAIRS[cls], LPAIRSOK[cls]
   }
   printf "  exit statuses    %s%s%s\n", counts(SC), nacl77 ? sprintf(" (77: %d, each while a command was taken from the soak user)", nacl77) : "", noom70 ? sprintf(" (70: %d, each while maxmemory was reached)", noom70) : ""
   printf "  faults            %d:%s\n", nf - NK["stop_skipped"] - NK["stop_waiter_skipped"] - NK["failover_skipped"] - NK["master_kill_skipped"], counts(NK, "cut client_kill restart stop stop_waiter script_flush break acl pause oom master_stop failover master_kill migrate stop_skipped stop_waiter_skipped failover_skipped master_kill_skipped")

@@ -72,7 +72,8 @@ srun() {
 }
 shapes_meta() {
   printf '%s\n' pool_pct=10 pool_key=pool pool_n=3 done_pct=5 done_key=once done_ms=1000 \
-    npool_key=names npool_names=db-a,db-b,db-c >>"$D/meta"
+    npool_key=names npool_names=db-a,db-b,db-c layout_pct=10 plain_key=pl redisson_key=rd \
+    peers=yes >>"$D/meta"
 }
 
 # norun C.I START END STATUS: a run that never got the lock.
@@ -686,6 +687,50 @@ new_case
 shapes_meta
 srun npool names 2 0.0 1 0 10 300 305 0
 expect pool "a holder of the named pool saw a number, not one of its names"
+
+# The other layouts: rlock --layout runs and their real clients' sections (peer.sh) on one
+# name, one at a time; no fences (none is required), and a peer's exit is not judged.
+new_case
+shapes_meta
+srun plain pl - 0.0 none 0 10 20 25 0
+srun peer-plain pl - pplain.0.1 none 0 30 40 100 1
+srun redisson rd - 1.0 none 0 35 45 50 0
+srun peer-redisson rd - predisson.0.1 none 0 50 60 70 0
+expect PASS "--layout plain and redisson: rlock and the real clients one after another"
+
+new_case
+shapes_meta
+srun plain pl - 0.0 none 0 10 50 55 0
+srun peer-plain pl - pplain.0.1 none 0 30 40 100 0
+expect layout "--layout plain: rlock and the real client inside at once"
+
+new_case
+shapes_meta
+srun peer-redisson rd - predisson.0.1 none 0 10 50 55 0
+srun peer-redisson rd - predisson.1.1 none 0 30 40 100 0
+expect layout "--layout redisson: two sections of the real clients at once"
+
+new_case
+shapes_meta
+srun redisson rd - 0.0 none 0 10 1900 1950 76
+srun peer-redisson rd - predisson.0.1 none 0 1500 1510 1600 0
+fault stop 100 1800 run=0.0 ttl=1000 stop_ms=1700
+expect PASS "--layout redisson: a frozen rlock holder overlaps the real client's section and exits 76"
+
+new_case
+shapes_meta
+srun redisson rd - 0.0 none 0 10 1900 1950 0
+srun peer-redisson rd - predisson.0.1 none 0 1500 1510 1600 0
+fault stop 100 1800 run=0.0 ttl=1000 stop_ms=1700
+expect hidden-loss "--layout redisson: a frozen rlock holder that lost the lock to the real client exits 0"
+
+new_case
+shapes_meta
+run 0.0 1 0 10 20 25 0
+srun peer-redisson rd - predisson.0.1 none 0 30 4000 4100 0
+sed -i 's/ tokpredisson.0.1 / - /' "$D/hist/predisson" # a peer logs no token (peer.sh)
+fault break 100 200 tok=- fence=1 fence1=1 status=0
+expect PASS "a break that found no holder of the soak key says nothing of a peer's section"
 
 echo "$((n - failed)) of $n checker cases ok"
 ((failed == 0))
