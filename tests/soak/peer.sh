@@ -58,5 +58,5 @@ for ((i = 0; ; i++)); do
     }' "$log" >>"$hist"
   # a pause between workers (node's start is the costly part), longer when the lock was
   # busy or Redis refused (a fault)
-  if ((st == 0)); then sleep 0.3; else sleep 0.5; fi
+  if ((st == 0)); then sleep 1; else sleep 1.5; fi
 done

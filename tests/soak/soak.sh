@@ -1417,8 +1417,8 @@ find_waiter() {
   local -a a
   for f in /proc/[0-9]*/cmdline; do
     mapfile -d '' -t a 2>/dev/null <"$f" || continue
-    ((${#a[@]} > 6)) && [[ ${a[0]} != bash && " ${a[*]} " == *" --supersede "*" $here/cs.sh $W "* ]] ||
-      continue
+    ((${#a[@]} > 6)) || continue
+    [[ ${a[0]} != bash && " ${a[*]} " == *" --supersede "*" $here/cs.sh $W "* ]] || continue
     pid=${f#/proc/}
     pid=${pid%/cmdline}
     run=${a[-4]} # (cs.sh … RUN WORK_S TTL_MS SHAPE)
