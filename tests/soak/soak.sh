@@ -231,6 +231,7 @@ if ((masters == 1)); then : "${layout_pct:=10}"; else layout_pct=0; fi
 for v in target contenders seed direct fault_every max_time masters sync_replicas nested supersede \
   shared pool done_pct priority layout_pct; do
   o=${v%_pct}
+  [[ $v != layout_pct ]] || o=layout-pct
   is_num "${!v}" || die_usage "--${o//_/-} needs a whole number, got '${!v}'"
 done
 ((shared + pool + done_pct + priority + layout_pct <= 100)) ||
