@@ -26,7 +26,8 @@
 #     stop:  a `stop` fault of X's job that started before Y entered, Y entered within
 #            grace_ms (meta, 1s) after X's rlock ran again and X was out within grace_ms
 #            after its whole job ran again: the freeze outlived the lease, which is exactly
-#            what fencing is for. The freeze counted is the real one: the soak polls the
+#            what fencing is for (a `stop_waiter` fault counts the same for a superseding
+#            job granted just before it froze it waiting). The freeze counted is the real one: the soak polls the
 #            frozen processes and logs when each ran again (frozen_ms for rlock,
 #            cs_frozen_ms for the critical section; without them, the fault's end);
 #            frozen_min_ms, the last time rlock was seen stopped, is how long it surely
@@ -144,7 +145,7 @@ supsf=$W/sups
 [[ -f $supsf ]] || { supsf=$tmp/sups && : >"$supsf"; }
 awk -v show="${CHECK_SHOW:-25}" -v metaf="$W/meta" -v faultf="$W/faults.log" -v resf="$W/res/log" -v runsf="$tmp/runs" \
   -v supsf="$supsf" -v errlist="${errs[*]}" -f - "$W/meta" "$W/faults.log" "$W/res/log" "$supsf" "$tmp/runs" <<'AWK'
-BEGIN { max = 0; OTHER["pool"] = 2e7; OTHER["done"] = 3e7 }
+BEGIN { max = 0; OTHER["pool"] = 2e7; OTHER["done"] = 3e7; OTHER["npool"] = 4e7; OTHER["plain"] = 5e7; OTHER["redisson"] = 6e7; ISSTOP["stop"] = 1; ISSTOP["stop_waiter"] = 1 }
 function sec(t) { return sprintf("%.3fs", (t - T0) / 1e6) }
 function ms(d) { return sprintf("%.0fms", d / 1000) }
 function viol(rule, msg, run) {
@@ -190,7 +191,7 @@ function frozen_min(k) { return FKV[k, "frozen_min_ms"] != "" ? FKV[k, "frozen_m
 function frozen_within(i, a, b,    k, f, lo, hi) {
   f = 0
   for (k = 1; k <= nf; k++) {
-    if (FK[k] != "stop" || FKV[k, "run"] != RUN[i]) continue
+    if (!ISSTOP[FK[k]] || FKV[k, "run"] != RUN[i]) continue
     lo = FS0[k] > a ? FS0[k] : a; hi = thaw_job(k) < b ? thaw_job(k) : b
     if (hi > lo) f += hi - lo
   }
@@ -239,7 +240,7 @@ function planned_silent(a, b,    k) {
 function explain(i, j,    k, tY, lvX) {
   tY = EN[j]; lvX = leave_of(i)
   for (k = 1; k <= nf; k++) {
-    if (FK[k] == "stop" && FKV[k, "run"] == RUN[i] && FS0[k] < tY && tY <= thaw(k) + GRACE && \
+    if (ISSTOP[FK[k]] && FKV[k, "run"] == RUN[i] && FS0[k] < tY && tY <= thaw(k) + GRACE && \
         lvX <= thaw_job(k) + GRACE)
       return "stop"
     # a restart without persistence loses the other keys' holders too (the soak key's
@@ -306,20 +307,24 @@ FILENAME == supsf && NF == 2 { JOIN[$1] = $2 + 0; next }
 FILENAME == runsf {
   # RUN ENTER LEAVE HOW FENCE TOKEN START END STATUS TTL WAIT VIA WORK STDERR SHAPE HOW_NESTED
   nruns_all++; id = $1; A_SE[id] = $14; SHAPEN[$15]++
+  # a peer's section (peer.sh: the real client of a layout): class of its layout's key, its
+  # exit status counted apart (the client cannot learn of a loss: no status rule)
+  cls = $15; if (cls ~ /^peer-/) { cls = substr(cls, 6); PEER[id] = 1; PEERST[cls, $9]++; NPEER[cls]++ }
   if ($15 == "nested") { nnest++; NESTST[$9]++; NESTV[$16 == "-" ? "setm" : $16]++ }
   if ($15 == "supersede") { nsupjob++; SUPJST[$9]++; A_SUP[id] = 1 }
   if ($14 != "file" && $14 != "-") { SEN[$14]++; if ($9 != "-") SEST[$9]++ }
   A_ST[id] = $9; A_EN[id] = $2; A_NDT[id] = $8; A_START[id] = $7; A_TTL[id] = $10; A_SHAPE[id] = $15
-  if ($9 != "-") { nrun++; SC[$9]++ }
+  if ($9 != "-" && !(id in PEER)) { nrun++; SC[$9]++ }
   if ($2 == "-") next
-  if ($15 == "pool" || $15 == "done") {
+  if (cls in OTHER) {
     # another key (a pool, a once-per-period key): indices OTHER[cls] + 1, 2, … in the
     # order they entered, apart from the soak key's 1..n
-    m = ++NO[$15]; i = OTHER[$15] + m; CLS[i] = $15; SLOTOF[i] = $18; OKEY[i] = $17
+    m = ++NO[cls]; i = OTHER[cls] + m; CLS[i] = cls; SLOTOF[i] = $18; OKEY[i] = $17
     RUN[i] = id; EN[i] = $2 + 0; LV[i] = $3; HOW[i] = $4; FE_[i] = $5 + 0; TOK[i] = $6
-    ST[i] = $7; ND[i] = $8; STAT[i] = $9; TTL[i] = $10; IDX[id] = i; BYTOK[$6] = i
-    if ((($15, $5) in FOWN)) ODUP[i] = FOWN[$15, $5]
-    else FOWN[$15, $5] = id
+    ST[i] = $7; ND[i] = $8; STAT[i] = $9; TTL[i] = $10; IDX[id] = i; if ($6 != "-" && $6 != "none") BYTOK[$6] = i
+    if (cls == "plain" || cls == "redisson") next # no fences in the other layouts
+    if (((cls, $5) in FOWN)) ODUP[i] = FOWN[cls, $5]
+    else FOWN[cls, $5] = id
     next
   }
   n++; RUN[n] = id; EN[n] = $2 + 0; LV[n] = $3; HOW[n] = $4; FE_[n] = $5 + 0; TOK[n] = $6
@@ -418,30 +423,36 @@ END {
     SUPST[STAT[i]]++
   }
 
-  # --- the pool (run --limit N, its own key): never more than N inside, never one slot to
-  # two live holders; a clash is explained as an overlap is (a freeze, a failover) ---
-  PN = M["pool_n"] + 0
-  for (a = 1; a <= NO["pool"]; a++) {
-    k = OTHER["pool"] + a; cnt = 1; why_any = ""; cl = ""
-    for (b = a - 1; b >= 1; b--) {
-      s_ = OTHER["pool"] + b
-      if (leave_of(s_) <= EN[k]) continue
-      cnt++; why = explain(s_, k); if (why != "") why_any = why
-      if (SLOTOF[s_] == SLOTOF[k] && SLOTOF[k] != "-") {
-        npclash++
-        if (why != "") { npclash_ok++; NSW[why]++ }
-        else cl = add(cl, RUN[s_] " (entered " sec(EN[s_]) ")")
-        if (!(s_ in SUP)) { SUP[s_] = k; SUPWHY[s_] = why }
+  # --- the pools (run --limit N and run --limit NAMES, each its own key): never more than
+  # their size inside, never one slot to two live holders; a clash is explained as an
+  # overlap is (a freeze, a failover) ---
+  PSIZE["pool"] = M["pool_n"] + 0
+  PSIZE["npool"] = split(M["npool_names"], NPNAME, ",")
+  for (q in NPNAME) ISNAME[NPNAME[q]] = 1
+  for (pc = 1; pc <= 2; pc++) {
+    cls = (pc == 1 ? "pool" : "npool"); PN = PSIZE[cls]; pkey = M[cls "_key"]
+    for (a = 1; a <= NO[cls]; a++) {
+      k = OTHER[cls] + a; cnt = 1; why_any = ""; cl = ""
+      for (b = a - 1; b >= 1; b--) {
+        s_ = OTHER[cls] + b
+        if (leave_of(s_) <= EN[k]) continue
+        cnt++; why = explain(s_, k); if (why != "") why_any = why
+        if (SLOTOF[s_] == SLOTOF[k] && SLOTOF[k] != "-") {
+          PCLASH[cls]++
+          if (why != "") { PCLASHOK[cls]++; NSW[why]++ }
+          else cl = add(cl, RUN[s_] " (entered " sec(EN[s_]) ")")
+          if (!(s_ in SUP)) { SUP[s_] = k; SUPWHY[s_] = why }
+        }
       }
-    }
-    if (SLOTOF[k] == "-" || SLOTOF[k] !~ /^[0-9]+$/ || SLOTOF[k] + 0 < 1 || SLOTOF[k] + 0 > PN)
-      viol("pool", sprintf("run %s held the pool %s (--limit %d) with RLOCK_SLOT %s", RUN[k], M["pool_key"], PN, SLOTOF[k]), RUN[k])
-    if (cl != "")
-      viol("pool", sprintf("run %s entered at %s with slot %s of %s, which live holder(s) still held: %s; no fault explains it (faults near: %s)", RUN[k], sec(EN[k]), SLOTOF[k], M["pool_key"], cl, near(EN[k] - 1e6, EN[k])), RUN[k])
-    if (cnt > PMAX) PMAX = cnt
-    if (cnt > PN) {
-      npover++
-      if (why_any == "") viol("pool", sprintf("run %s entered at %s while %d others held %s (--limit %d); no fault explains it (faults near: %s)", RUN[k], sec(EN[k]), cnt - 1, M["pool_key"], PN, near(EN[k] - 1e6, EN[k])), RUN[k])
+      if (cls == "pool" ? (SLOTOF[k] !~ /^[0-9]+$/ || SLOTOF[k] + 0 < 1 || SLOTOF[k] + 0 > PN) : !(SLOTOF[k] in ISNAME))
+        viol("pool", sprintf("run %s held the pool %s (--limit %s) with RLOCK_SLOT %s", RUN[k], pkey, cls == "pool" ? PN : M["npool_names"], SLOTOF[k]), RUN[k])
+      if (cl != "")
+        viol("pool", sprintf("run %s entered at %s with slot %s of %s, which live holder(s) still held: %s; no fault explains it (faults near: %s)", RUN[k], sec(EN[k]), SLOTOF[k], pkey, cl, near(EN[k] - 1e6, EN[k])), RUN[k])
+      if (cnt > PMAX[cls]) PMAX[cls] = cnt
+      if (cnt > PN) {
+        POVER[cls]++
+        if (why_any == "") viol("pool", sprintf("run %s entered at %s while %d others held %s (--limit %d); no fault explains it (faults near: %s)", RUN[k], sec(EN[k]), cnt - 1, pkey, PN, near(EN[k] - 1e6, EN[k])), RUN[k])
+      }
     }
   }
   # --- the once-per-period key (run --done-for D, its own key): one holder at a time, and
@@ -477,6 +488,25 @@ END {
     }
     if (STAT[k] == "0") { last_ok = k; ndone_ok0++ }
   }
+  # --- the other layouts (rlock --layout plain|redisson and their real clients, peer.sh,
+  # on the same names): one holder at a time; without fences, the one that entered first
+  # held first, and an overlap is explained as any other (a freeze, a failover; a restart
+  # without persistence) ---
+  for (lc = 1; lc <= 2; lc++) {
+    cls = (lc == 1 ? "plain" : "redisson")
+    for (a = 1; a <= NO[cls]; a++) {
+      k = OTHER[cls] + a
+      if (RUN[k] in PEER) LPEERIN[cls]++; else LRLIN[cls]++
+      for (b = a - 1; b >= 1; b--) {
+        s_ = OTHER[cls] + b
+        if (leave_of(s_) <= EN[k]) continue
+        LPAIRS[cls]++; why = explain(s_, k)
+        if (why != "") { LPAIRSOK[cls]++; NSW[why]++ }
+        else viol("layout", sprintf("runs %s (%s) and %s (%s) both held %s (--layout %s) at %s; no fault explains it (faults near: %s)", RUN[s_], (RUN[s_] in PEER) ? "its real client" : "rlock", RUN[k], (RUN[k] in PEER) ? "its real client" : "rlock", M[cls "_key"], cls, sec(EN[k]), near(EN[s_], EN[k])), RUN[s_])
+        if (!(s_ in SUP)) { SUP[s_] = k; SUPWHY[s_] = why }
+      }
+    }
+  }
   for (i in ODUP) {
     if (explain_failover(IDX[ODUP[i]], i) != "") { DUPX[i] = 1; ndupx++; continue }
     viol("overlap", sprintf("fence %.0f of %s was granted twice: runs %s and %s (faults near: %s)", FE_[i], OKEY[i], ODUP[i], RUN[i], near(EN[IDX[ODUP[i]]], EN[i])), RUN[i])
@@ -502,6 +532,12 @@ END {
       STOPPED[i] = k
       if (FS0[k] < leave_of(i)) { nstopped++; STOPST[STAT[i]]++ } else nstopped_late++
       if (FKV[k, "continued"] == "ran" || FKV[k, "cs_continued"] == "ran") nearly++
+    } else if (FK[k] == "stop_waiter") {
+      # a superseding job frozen while it waited; one granted just before the freeze
+      # (entered before it ended) held the lock frozen: judged as a frozen holder
+      nwaitfroze++; id = FKV[k, "run"]; WAITST[A_ST[id]]++
+      i = IDX[id]
+      if (i && EN[i] < FE[k] && !(i in STOPPED)) STOPPED[i] = k
     } else if (FK[k] == "break" && FKV[k, "status"] == "0") {
       nbroke++
       i = BYTOK[FKV[k, "tok"]]
@@ -521,6 +557,7 @@ END {
 
   # --- (c) statuses and hidden losses ---
   for (id in A_ST) {
+    if (id in PEER) continue
     s = A_ST[id]; if (s != "-") s = s + 0
     if (s == "-") continue
     ran = (A_EN[id] != "-"); i = ran ? IDX[id] : 0
@@ -580,16 +617,22 @@ END {
   if (REPL) printf "  %-17s %s replica(s) per master, --sync-replicas %s%s; %s\n", M["topology"] " mode", M["replicas"], M["sync_replicas"] + 0, FAILOK ? "" : " (every replica: a failover explains nothing)", M["url"]
   printf "  rlock %s (%s), redis %s\n", M["rlock_version"], M["commit"], M["redis"]
   printf "  wall time         %.1fs\n", (TEND - T0) / 1e6
-  printf "  acquisitions      %d (target %s)%s   runs %d   fences %.0f..%.0f\n", n, M["target"], NO["pool"] + NO["done"] ? sprintf(", and %d of the pool and the once-per-period key", NO["pool"] + NO["done"]) : "", nrun, (n ? FE_[1] : 0), PM[n]
+  printf "  acquisitions      %d (target %s)%s   runs %d   fences %.0f..%.0f\n", n, M["target"], NO["pool"] + NO["npool"] + NO["done"] ? sprintf(", and %d of the pools and the once-per-period key", NO["pool"] + NO["npool"] + NO["done"]) : "", nrun, (n ? FE_[1] : 0), PM[n]
   if (nnest) printf "  nested runs       %d (set -m, setsid, a --while-pid script's job, the holder's own group:%s), their exits:%s\n", nnest, counts(NESTV, "setm setsid whilepid group"), counts(NESTST)
-  if (nsupjob) printf "  superseding jobs  %d (run --supersede; %d entered, in the order they joined), their exits:%s\n", nsupjob, nsupin, counts(SUPJST)
-  if (NO["pool"] + NO["done"] + SHAPEN["shared"] + SHAPEN["priority"]) {
-    printf "  shapes            runs:%s; %d shared holders entered (%d pairs held together)\n", counts(SHAPEN, "shared pool done priority supersede and nested"), nsh_in, nshpairs
-    if (M["pool_pct"] + 0) printf "  pool              %s --limit %d: %d entered, at most %d inside at once (%d times over the limit), %d slot clashes (%d explained)\n", M["pool_key"], PN, NO["pool"], PMAX, npover, npclash, npclash_ok
+  if (nsupjob) printf "  superseding jobs  %d (run --supersede; %d entered, in the order they joined), their exits:%s; %d frozen while waiting (stop_waiter), their exits:%s\n", nsupjob, nsupin, counts(SUPJST), nwaitfroze, counts(WAITST)
+  if (NO["pool"] + NO["npool"] + NO["done"] + SHAPEN["shared"] + SHAPEN["priority"]) {
+    printf "  shapes            runs:%s; %d shared holders entered (%d pairs held together)\n", counts(SHAPEN, "shared pool npool done priority plain redisson peer-plain peer-redisson supersede and nested"), nsh_in, nshpairs
+    if (M["pool_pct"] + 0) printf "  pool              %s --limit %d: %d entered, at most %d inside at once (%d times over the limit), %d slot clashes (%d explained)\n", M["pool_key"], PSIZE["pool"], NO["pool"], PMAX["pool"], POVER["pool"], PCLASH["pool"], PCLASHOK["pool"]
+    if (M["pool_pct"] + 0 && M["npool_key"] != "") printf "  named pool        %s --limit %s: %d entered, at most %d inside at once (%d times over the limit), %d name clashes (%d explained)\n", M["npool_key"], M["npool_names"], NO["npool"], PMAX["npool"], POVER["npool"], PCLASH["npool"], PCLASHOK["npool"]
     if (M["done_pct"] + 0) printf "  done-for          %s --done-for %s: %d entered, %d ended 0; %d overlaps (%d explained); shortest from a success to the next entry %s (%d explained)\n", M["done_key"], ms(DMS), NO["done"], ndone_ok0, ndpairs, ndpairs_ok, dgap < 0 ? "-" : ms(dgap), ndone_ok
   }
+  if (M["layout_pct"] + 0) for (lc = 1; lc <= 2; lc++) {
+    cls = (lc == 1 ? "plain" : "redisson"); out = ""
+    for (q = 0; q < 256; q++) if (PEERST[cls, q] + 0) out = out sprintf(" %d:%d", q, PEERST[cls, q])
+    printf "  --layout %-8s %s: %d rlock runs and %d of the real client's sections held it (peers: %s; their exits:%s); %d overlaps (%d explained)\n", cls, M[cls "_key"], LRLIN[cls], LPEERIN[cls], M["peers"], out == "" ? " -" : out, LPAIRS[cls], LPAIRSOK[cls]
+  }
   printf "  exit statuses    %s%s%s\n", counts(SC), nacl77 ? sprintf(" (77: %d, each while a command was taken from the soak user)", nacl77) : "", noom70 ? sprintf(" (70: %d, each while maxmemory was reached)", noom70) : ""
-  printf "  faults            %d:%s\n", nf - NK["stop_skipped"] - NK["failover_skipped"] - NK["master_kill_skipped"], counts(NK, "cut client_kill restart stop stop_waiter script_flush break acl pause oom master_stop failover master_kill migrate stop_skipped failover_skipped master_kill_skipped")
+  printf "  faults            %d:%s\n", nf - NK["stop_skipped"] - NK["stop_waiter_skipped"] - NK["failover_skipped"] - NK["master_kill_skipped"], counts(NK, "cut client_kill restart stop stop_waiter script_flush break acl pause oom master_stop failover master_kill migrate stop_skipped stop_waiter_skipped failover_skipped master_kill_skipped")
   if (NK["restart"]) printf "  restarts          down (kill -9 to AOF loaded) avg %s, max %s%s\n", ms(sumdown / NK["restart"]), ms(maxdown), nblind ? sprintf("; %d without a readable state after the restart (not checked)", nblind) : ""
   out = counts(STOPST)
   printf "  frozen holders    %d, their exits:%s%s%s\n", nstopped, out, nstopped_late ? sprintf(" (and %d frozen only after their command ended)", nstopped_late) : "", nearly ? sprintf("; %d ran again before the soak continued them (the freeze counted is the real one)", nearly) : ""

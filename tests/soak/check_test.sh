@@ -71,7 +71,9 @@ srun() {
   printf '== %s\n' "$id" >>"$D/err/$c"
 }
 shapes_meta() {
-  printf '%s\n' pool_pct=10 pool_key=pool pool_n=3 done_pct=5 done_key=once done_ms=1000 >>"$D/meta"
+  printf '%s\n' pool_pct=10 pool_key=pool pool_n=3 done_pct=5 done_key=once done_ms=1000 \
+    npool_key=names npool_names=db-a,db-b,db-c layout_pct=10 plain_key=pl redisson_key=rd \
+    peers=yes >>"$D/meta"
 }
 
 # norun C.I START END STATUS: a run that never got the lock.
@@ -165,6 +167,37 @@ sups 0.0 3
 sups 1.0 8
 run 2.0 3 50 60 70 75 0
 expect supersede "a superseding job ran after a newer one had entered"
+
+# stop_waiter: a superseding job frozen while it waits, past its place's lease; newer jobs
+# join meanwhile. Back, it must be superseded (80), never run after them.
+new_case
+run 1.0 2 2000 2010 2020 2025 0
+run 0.0 1 0 7100 7110 7115 0
+sups 0.0 3
+sups 1.0 2001
+fault stop_waiter 5 6505 run=0.0 stop_ms=6500 rlock_pid=1
+expect supersede "a superseding job frozen while it waited ran after a newer one had entered"
+
+new_case
+run 1.0 2 2000 2010 2020 2025 0
+printf 'R 0.0 %s %s 80 1000 3000 proxy 5 file supersede\n' "$(us 0)" "$(us 6600)" >>"$D/hist/0"
+sups 0.0 3
+sups 1.0 2001
+fault stop_waiter 5 6505 run=0.0 stop_ms=6500 rlock_pid=1
+expect PASS "a superseding job frozen while it waited comes back superseded (80)"
+
+# A job granted just before stop_waiter froze it holds the lock frozen: a stop as any other.
+new_case
+run 1.0 2 1500 1510 1520 1525 0
+run 0.0 1 0 10 6600 6650 76 R term
+fault stop_waiter 5 6505 run=0.0 stop_ms=6500 rlock_pid=1
+expect PASS "a job granted just before stop_waiter froze it overlaps the next one and exits 76"
+
+new_case
+run 1.0 2 1500 1510 1520 1525 0
+run 0.0 1 0 10 6600 6650 0 R
+fault stop_waiter 5 6505 run=0.0 stop_ms=6500 rlock_pid=1
+expect hidden-loss "a job granted just before stop_waiter froze it for 6.5s exits 0"
 
 # A stop fault logs the real freeze of rlock (frozen_min_ms..frozen_ms, the soak polled its
 # state): the kernel continues an orphaned process group with a stopped member at once.
@@ -654,6 +687,69 @@ run 0.0 1 0 10 20 25 0
 norun 1.0 5000 5100 70
 fault oom 900 3000 ms=2100 used=1000000 maxmemory=1032768 set=OK restored=OK
 expect status "70 long after the oom fault ended"
+
+# The named pool (--limit db-a,db-b,db-c): RLOCK_SLOT a name, never one to two live holders.
+new_case
+shapes_meta
+srun npool names db-a 0.0 1 0 10 300 305 0
+srun npool names db-b 1.0 2 0 20 200 205 0
+srun npool names db-a 2.0 3 0 310 400 405 0
+expect PASS "the named pool: two names held together, a name taken again once free"
+
+new_case
+shapes_meta
+srun npool names db-a 0.0 1 0 10 300 305 0
+srun npool names db-a 1.0 2 0 20 200 205 0
+expect pool "the named pool gave one name to two live holders"
+
+new_case
+shapes_meta
+srun npool names 2 0.0 1 0 10 300 305 0
+expect pool "a holder of the named pool saw a number, not one of its names"
+
+# The other layouts: rlock --layout runs and their real clients' sections (peer.sh) on one
+# name, one at a time; no fences (none is required), and a peer's exit is not judged.
+new_case
+shapes_meta
+srun plain pl - 0.0 none 0 10 20 25 0
+srun peer-plain pl - pplain.0.1 none 0 30 40 100 1
+srun redisson rd - 1.0 none 0 35 45 50 0
+srun peer-redisson rd - predisson.0.1 none 0 50 60 70 0
+expect PASS "--layout plain and redisson: rlock and the real clients one after another"
+
+new_case
+shapes_meta
+srun plain pl - 0.0 none 0 10 50 55 0
+srun peer-plain pl - pplain.0.1 none 0 30 40 100 0
+expect layout "--layout plain: rlock and the real client inside at once"
+
+new_case
+shapes_meta
+srun peer-redisson rd - predisson.0.1 none 0 10 50 55 0
+srun peer-redisson rd - predisson.1.1 none 0 30 40 100 0
+expect layout "--layout redisson: two sections of the real clients at once"
+
+new_case
+shapes_meta
+srun redisson rd - 0.0 none 0 10 1900 1950 76
+srun peer-redisson rd - predisson.0.1 none 0 1500 1510 1600 0
+fault stop 100 1800 run=0.0 ttl=1000 stop_ms=1700
+expect PASS "--layout redisson: a frozen rlock holder overlaps the real client's section and exits 76"
+
+new_case
+shapes_meta
+srun redisson rd - 0.0 none 0 10 1900 1950 0
+srun peer-redisson rd - predisson.0.1 none 0 1500 1510 1600 0
+fault stop 100 1800 run=0.0 ttl=1000 stop_ms=1700
+expect hidden-loss "--layout redisson: a frozen rlock holder that lost the lock to the real client exits 0"
+
+new_case
+shapes_meta
+run 0.0 1 0 10 20 25 0
+srun peer-redisson rd - predisson.0.1 none 0 30 4000 4100 0
+sed -i 's/ tokpredisson.0.1 / - /' "$D/hist/predisson" # a peer logs no token (peer.sh)
+fault break 100 200 tok=- fence=1 fence1=1 status=0
+expect PASS "a break that found no holder of the soak key says nothing of a peer's section"
 
 echo "$((n - failed)) of $n checker cases ok"
 ((failed == 0))

@@ -36,7 +36,8 @@
 # run's command runs the nested run in its own process group and waits for it.
 #
 # Superseding jobs (SUPERSEDE_PCT, 0-100: that share of the runs that are not nested): the
-# run is `rlock run --supersede` (a CI job: the newest of them wins, docs/GUIDE.md);
+# run is `rlock run --supersede` (a CI job: the newest of them wins, docs/GUIDE.md), whose
+# wait is 9s longer (10.5-15s: it outlasts a stop_waiter freeze);
 # "supersede" after STDERR. A superseded one exits 80 (--superseded-exit-code 80), so that
 # the checker tells it from a wait that ran out (75).
 #
@@ -48,20 +49,27 @@
 # shape follows STDERR):
 #   shared=PCT     `run --shared KEY`: readers beside the exclusive holders; "shared"
 #   pool=PCT       `run --limit 3 POOL_KEY` (pool_key=NAME, a key of its own): its critical
-#                  section logs RLOCK_SLOT and works 50-400ms, so that holders meet; "pool"
+#                  section logs RLOCK_SLOT and works 50-400ms, so that holders meet; "pool".
+#                  With npool_key=NAME and npool_names=A,B,C, half of them are the named
+#                  pool `run --limit A,B,C NPOOL_KEY` instead (RLOCK_SLOT is a name); "npool"
 #   done=PCT       `run --done-for DONE_MS DONE_KEY` (done_key=NAME, done_ms=MS): once per
 #                  period; "done"
 #   priority=PCT   `run --priority N KEY` (N -5..5), an exclusive run that waits; "priority"
+#   layout=PCT     `--layout plain run PLAIN_KEY` or `--layout redisson run REDISSON_KEY`
+#                  (plain_key=NAME, redisson_key=NAME; half each): another tool's lock,
+#                  which soak.sh's peers (peer.sh, that tool's real client) take too;
+#                  "plain" or "redisson"
 # Shared, pool and done runs' critical sections do not write to the fenced resource (cs.sh).
 set -u
 dir=$1 c=$2 seed=$3 rlock=$4 url=$5 key=$6 ttl=$7 via=$8 stderr_faults=${9:-0}
 read -r -a run_opts <<<"${10:-}"
 nested_pct=${11:-0} supersede_pct=${12:-0} and_key=${13:-}
 shared_pct=0 pool_pct=0 done_pct=0 priority_pct=0 pool_key="" done_key="" done_ms=1000
+npool_key="" npool_names="" layout_pct=0 plain_key="" redisson_key=""
 for w in ${14:-}; do
   case $w in
-    shared=* | pool=* | done=* | priority=*) printf -v "${w%%=*}_pct" '%d' "${w#*=}" ;;
-    pool_key=* | done_key=* | done_ms=*) printf -v "${w%%=*}" '%s' "${w#*=}" ;;
+    shared=* | pool=* | done=* | priority=* | layout=*) printf -v "${w%%=*}_pct" '%d' "${w#*=}" ;;
+    pool_key=* | done_key=* | done_ms=* | npool_key=* | npool_names=* | plain_key=* | redisson_key=*) printf -v "${w%%=*}" '%s' "${w#*=}" ;;
   esac
 done
 cs="$(dirname "${BASH_SOURCE[0]}")/cs.sh"
@@ -170,9 +178,12 @@ for ((i = 0; ; i++)); do
     sup=() run_key=$key cs_shape=excl
     if ((supersede_pct > 0)); then
       rnd 0 99
-      ((_r < supersede_pct)) && sup=(--supersede --superseded-exit-code 80) shape=supersede
+      # a CI job waits long: past the stop_waiter fault's freeze (at most 8s), so that
+      # it comes back to be superseded rather than to a wait that ran out
+      ((_r < supersede_pct)) && sup=(--supersede --superseded-exit-code 80) shape=supersede \
+        wait_ms=$((wait_ms + 9000))
     fi
-    if [[ -z $shape ]] && ((shared_pct + pool_pct + done_pct + priority_pct > 0)); then
+    if [[ -z $shape ]] && ((shared_pct + pool_pct + done_pct + priority_pct + layout_pct > 0)); then
       rnd 0 99
       if ((_r < shared_pct)); then
         sup=(--shared) shape=shared cs_shape=shared
@@ -181,11 +192,19 @@ for ((i = 0; ; i++)); do
         work_ms=$_r
         printf -v work_s '%d.%03d' $((work_ms / 1000)) $((work_ms % 1000))
         sup=(--limit 3) shape=pool cs_shape=pool run_key=$pool_key
+        if [[ -n $npool_key ]]; then
+          rnd 0 1
+          ((_r)) && sup=(--limit "$npool_names") shape=npool cs_shape=npool run_key=$npool_key
+        fi
       elif ((_r < shared_pct + pool_pct + done_pct)); then
         sup=(--done-for "${done_ms}ms") shape='done' cs_shape='done' run_key=$done_key
       elif ((_r < shared_pct + pool_pct + done_pct + priority_pct)); then
         rnd 0 10
         sup=(--priority $((_r - 5))) shape=priority
+      elif ((_r < shared_pct + pool_pct + done_pct + priority_pct + layout_pct)); then
+        rnd 0 1
+        if ((_r)); then shape=plain run_key=$plain_key; else shape=redisson run_key=$redisson_key; fi
+        sup=(--layout "$shape") cs_shape=$shape
       fi
     fi
     # AND_KEY: a fifth of the other runs also take it (another Cluster slot); the fence the

@@ -12,8 +12,9 @@
 #
 # KEY is RLOCK_KEY (the first key of an --and run), SLOT RLOCK_SLOT ("-" outside a pool),
 # SHAPE the run's (contender.sh; "excl" by default). Only an exclusive holder of the soak
-# key writes to the resource: "shared" (run --shared), "pool" (--limit) and "done"
-# (--done-for, another key) runs only log their enter and leave.
+# key writes to the resource: "shared" (run --shared), "pool" and "npool" (--limit N and
+# --limit NAMES), "done" (--done-for, another key) and the layouts' runs ("plain",
+# "redisson": another key, no fence) only log their enter and leave.
 #
 # The fenced resource (DIR/res) accepts a write only with a fence strictly above the
 # highest it has accepted, like a storage service that checks fencing tokens. Each
@@ -64,7 +65,7 @@ printf '%s %s %s %s\n' "$run" "$$" "$PPID" "$ttl" >"$dir/cur/$c"
 
 sleep "$work"
 
-case $shape in shared | pool | done)
+case $shape in shared | pool | npool | done | plain | redisson)
   leave ok
   exit 0
   ;;

@@ -9,6 +9,7 @@
 #                      [--masters N | --sentinel | --cluster] [--sync-replicas N]
 #                      [--keep] [--quiet] [--rlock-alt PATH] [--nested PCT] [--supersede PCT]
 #                      [--shared PCT] [--pool PCT] [--done PCT] [--priority PCT]
+#                      [--layout-pct PCT]
 #
 # What it starts, all its own and all stopped at exit (trap on EXIT, INT, TERM, HUP):
 # - redis-server on a free loopback port with persistence (--appendonly yes
@@ -26,8 +27,8 @@
 #   `acquire --while-pid $$ --export` and exits at once (contender.sh); with --supersede
 #   PCT (default 10 on one server, where the checker reads every superseding job's first
 #   join from the lock's :sups hash after the soak; 0 elsewhere) that share of the other
-#   runs are `run --supersede` CI jobs, and a third of the stop faults freeze one of them
-#   that waits (stop_waiter, 6.5-8s: past its place's lease), if one does. Contender 0
+#   runs are `run --supersede` CI jobs (and the stop_waiter fault below freezes one that
+#   waits). Contender 0
 #   also gives each run a random stderr: a file, /dev/full, a pipe without a reader or
 #   a pipe nobody reads (unless --no-stderr-faults). In Cluster mode a fifth of the plain
 #   runs take a second key in another slot too (`--and soak-b`), and the newcomer after the
@@ -36,13 +37,22 @@
 #   --shared PCT (default 10) are `run --shared soak`, readers beside the exclusive
 #   holders; --pool PCT (default 10; 0 in quorum mode) are `run --limit 3` of a pool key
 #   of its own (POOL_KEY, in the slot of `soak`), whose critical section logs RLOCK_SLOT
-#   and works 50-400ms; --done PCT (default 5) are `run --done-for 1s` of a key of its own
+#   and works 50-400ms, half of them the named pool `run --limit db-a,db-b,db-c` of
+#   another key (NPOOL_KEY, same slot; RLOCK_SLOT a name); --done PCT (default 5) are `run --done-for 1s` of a key of its own
 #   (DONE_KEY, same slot): once per period; --priority PCT (default 5; 0 in quorum mode,
-#   which has no line) are exclusive runs with `--priority -5..5`. Only the exclusive
-#   holders of `soak` write to the fenced resource.
+#   which has no line) are exclusive runs with `--priority -5..5`; --layout-pct PCT
+#   (default 10; 0 in quorum mode, which refuses layouts) are `rlock --layout plain run
+#   PLAIN_KEY` or `--layout redisson run REDISSON_KEY` (half each; the two keys' Redis
+#   keys in the slot of `soak`), beside which two peers (tests/soak/peer.sh) run the real
+#   clients of those layouts (tests/interop/: the NestJS service's and node-redisson's,
+#   which tests/layout_interop.bats drives) on the same names, in sections of 2-40ms
+#   under a 2s lease that their watchdogs renew; without node or tests/interop/
+#   node_modules the soak says so and runs no layout run; under Sentinel, whose URL the
+#   clients cannot follow, only rlock's layout runs. Only the exclusive holders of
+#   `soak` write to the fenced resource (the layouts carry no fence).
 # Until N critical sections of `soak` have been entered (or --max-time runs out) it injects one
 # fault every ~MS ms (uniform in [MS/2, 3MS/2]), the kind drawn from a stream seeded by S
-# (the first six faults are the six kinds in a seeded order):
+# (the first faults are each kind once, in a seeded order):
 #   cut            fault_proxy SIGUSR1: every proxied connection closed at once
 #   client_kill    CLIENT KILL TYPE normal
 #   restart        kill -9 redis-server, 0-400ms down, start again (same port, dir, AOF)
@@ -55,6 +65,10 @@
 #                  SIGCONT it) is not frozen: stop_skipped
 #   script_flush   SCRIPT FLUSH
 #   break          rlock break soak --yes
+#   stop_waiter    with --supersede PCT > 0 only: SIGSTOP a superseding job that waits
+#                  (rlock's process group) for 6.5-8s, past its place's 6s lease, so that
+#                  it comes back after newer jobs joined (the checker's supersede rule);
+#                  stop_waiter_skipped when none waits within 2s
 #   acl            the ACL user the contenders connect as ("soak") loses one command the
 #                  scripts use (PEXPIRE, HSET, ZADD, INCR, SET, DEL, PUBLISH, ZREM, LPUSH or
 #                  EVALSHA) for 0.5-3s, then gets it back: a script refused part way
@@ -136,7 +150,7 @@ die_usage() {
 
 target="" contenders=8 seed="" short=0 rlock="" rlock_alt="" proxy_bin="" direct="" fault_every=""
 max_time="" persistence=1 stderr_faults=1 dir="" keep=0 quiet=0 masters=1 topo=""
-sync_replicas=0 nested="" supersede="" shared="" pool="" done_pct="" priority=""
+sync_replicas=0 nested="" supersede="" shared="" pool="" done_pct="" priority="" layout_pct=""
 while (($#)); do
   case $1 in
     --acquisitions) target=${2:-} && shift ;;
@@ -164,6 +178,7 @@ while (($#)); do
     --pool) pool=${2:-} && shift ;;
     --done) done_pct=${2:-} && shift ;;
     --priority) priority=${2:-} && shift ;;
+    --layout-pct) layout_pct=${2:-} && shift ;;
     --keep) keep=1 ;;
     --quiet) quiet=1 ;;
     -h | --help)
@@ -210,14 +225,17 @@ if ((masters == 1 && !replicated)) && [[ -z $rlock_alt ]]; then : "${supersede:=
 # there) and its pool would be one per master: neither runs there.
 : "${shared:=10}" "${done_pct:=5}"
 if ((masters == 1)); then : "${pool:=10}" "${priority:=5}"; else pool=0 priority=0; fi
+# Layouts are refused in quorum mode (the man page, OTHER TOOLS' LAYOUTS).
+if ((masters == 1)); then : "${layout_pct:=10}"; else layout_pct=0; fi
 : "${direct:=$((contenders / 4))}"
 for v in target contenders seed direct fault_every max_time masters sync_replicas nested supersede \
-  shared pool done_pct priority; do
+  shared pool done_pct priority layout_pct; do
   o=${v%_pct}
+  [[ $v != layout_pct ]] || o=layout-pct
   is_num "${!v}" || die_usage "--${o//_/-} needs a whole number, got '${!v}'"
 done
-((shared + pool + done_pct + priority <= 100)) ||
-  die_usage "--shared, --pool, --done and --priority are shares of the same runs: at most 100 in all"
+((shared + pool + done_pct + priority + layout_pct <= 100)) ||
+  die_usage "--shared, --pool, --done, --priority and --layout-pct are shares of the same runs: at most 100 in all"
 ((target >= 1)) || die_usage "--acquisitions must be at least 1"
 ((contenders >= 2 && contenders <= 64)) || die_usage "--contenders must be 2..64"
 ((direct <= contenders)) || die_usage "--direct must be at most --contenders"
@@ -275,8 +293,41 @@ FENCE_KEY="lock:{$KEY}:fence"
 # The pool's and the once-per-period runs' keys: names whose hash slot is that of `soak`
 # (CRC16 mod 16384 = 2853), so that a Cluster fault on the lock's master reaches them too.
 POOL_KEY=soak-pool-43102 POOL_N=3
+# Half the pool's runs take the named pool instead (`--limit db-a,db-b,db-c`: RLOCK_SLOT a
+# name; the man page, --limit NAMES), a key of its own: a count and names are two
+# definitions, refused on one key.
+NPOOL_KEY=soak-names-5027 NPOOL_NAMES=db-a,db-b,db-c
+# The layouts' lock names: Redis keys lock:soak-plain-13458 (plain: PREFIX KEY, no hash tag)
+# and soak-redisson-15869 (redisson: KEY itself), both in the slot of `soak` too.
+PLAIN_KEY=soak-plain-13458 REDISSON_KEY=soak-redisson-15869
 DONE_KEY=soak-done-19075 DONE_MS=1000
-ALL_KEYS=("$KEY" "$POOL_KEY" "$DONE_KEY")
+ALL_KEYS=("$KEY" "$POOL_KEY" "$NPOOL_KEY" "$DONE_KEY")
+# layout_of KEY: the --layout of KEY's lock ("" for rlock's own)
+layout_of() {
+  case $1 in
+    "$PLAIN_KEY") _layout=plain ;;
+    "$REDISSON_KEY") _layout=redisson ;;
+    *) _layout="" ;;
+  esac
+}
+# The peers (the layouts' real clients) need node and tests/interop/node_modules.
+peers=""
+if ((layout_pct > 0)); then
+  if ! command -v node >/dev/null; then
+    peers="no: node is not installed"
+  elif [[ ! -d $repo/tests/interop/node_modules/node-redisson || ! -d $repo/tests/interop/node_modules/ioredis ]]; then
+    peers="no: tests/interop/node_modules is missing (scripts/setup.sh --deps-only)"
+  fi
+  if [[ -n $peers ]]; then
+    echo "soak: ${peers#no: }: the layout contenders are skipped" >&2
+    layout_pct=0
+  elif [[ $topo == sentinel ]]; then
+    peers="no: the clients cannot follow a Sentinel URL"
+  else
+    peers=yes
+  fi
+  ((layout_pct == 0)) || ALL_KEYS+=("$PLAIN_KEY" "$REDISSON_KEY")
+fi
 if [[ -n $dir ]]; then
   mkdir -p "$dir" || exit 2
   [[ -z $(ls -A "$dir") ]] || die_usage "--dir $dir is not empty"
@@ -954,8 +1005,27 @@ start_contenders() {
     ((c % 2 == 1)) && [[ -n $rlock_alt ]] && bin=$rlock_alt
     RLOCK_SOAK_DIR=$W setsid bash "$here/contender.sh" "$W" "$c" "$seed" "$bin" "$url" "$KEY" \
       "$(ttl_of "$c")" "$via" $((c == 0 ? stderr_faults : 0)) "$opts" "$nested" "$supersede" "$AND_KEY" \
-      "shared=$shared pool=$pool done=$done_pct priority=$priority pool_key=$POOL_KEY done_key=$DONE_KEY done_ms=$DONE_MS" \
+      "shared=$shared pool=$pool done=$done_pct priority=$priority pool_key=$POOL_KEY npool_key=$NPOOL_KEY npool_names=$NPOOL_NAMES done_key=$DONE_KEY done_ms=$DONE_MS layout=$layout_pct plain_key=$PLAIN_KEY redisson_key=$REDISSON_KEY" \
       </dev/null >/dev/null 2>>"$W/err/contender.$c" &
+    CONT_PIDS+=($!)
+  done
+  [[ $peers == yes ]] || return 0
+  local -a nargs=()
+  if [[ $topo == cluster ]]; then
+    for ((c = 1; c <= CLUSTER_N; c++)); do
+      node=CLUSTER${c}_PORT
+      nargs+=(--port "${!node}")
+    done
+    nargs+=(--cluster)
+  else
+    nargs=(--port "$REDIS_PORT")
+  fi
+  for l in plain redisson; do
+    k=$PLAIN_KEY
+    [[ $l == redisson ]] && k=$REDISSON_KEY
+    : >"$W/hist/p-$l"
+    setsid bash "$here/peer.sh" "$W" "$l" "$seed" "$k" "${nargs[@]}" </dev/null >/dev/null \
+      2>>"$W/err/peer.$l" &
     CONT_PIDS+=($!)
   done
 }
@@ -1341,17 +1411,17 @@ watch_frozen() {
 }
 
 # Finds a superseding job still waiting (an rlock run --supersede of ours whose critical
-# section has not started): sets _waiter to "RUN RLOCK_PID".
+# section has not started): sets _waiter to "RUN RLOCK_PID". (The command lines are read
+# with mapfile, without a process per /proc entry: the soak polls this.)
 find_waiter() {
-  local f pid args c run
+  local f pid c run
   local -a a
   for f in /proc/[0-9]*/cmdline; do
+    mapfile -d '' -t a 2>/dev/null <"$f" || continue
+    ((${#a[@]} > 6)) || continue
+    [[ ${a[0]} != bash && " ${a[*]} " == *" --supersede "*" $here/cs.sh $W "* ]] || continue
     pid=${f#/proc/}
     pid=${pid%/cmdline}
-    args=$(tr '\0' '\n' 2>/dev/null <"$f") || continue
-    [[ $args == *$'\n--supersede\n'*"$here/cs.sh"$'\n'"$W"$'\n'* ]] || continue
-    mapfile -t a <<<"$args"
-    [[ ${a[0]} != bash ]] || continue
     run=${a[-4]} # (cs.sh … RUN WORK_S TTL_MS SHAPE)
     c=${run%%.*}
     [[ -e $W/cur/$c ]] && continue # its section runs (or the contender's previous one)
@@ -1361,12 +1431,21 @@ find_waiter() {
   return 1
 }
 
-# A superseding job frozen while it waits, for longer than its place's lease (6s):
-# whether it comes back superseded is the checker's supersede rule.
+# stop_waiter: a superseding job frozen while it waits, for longer than its place's lease
+# (6s), so that it comes back after newer jobs joined: whether it then runs is the
+# checker's supersede rule ("latest wins"). stop_waiter_skipped when none waits within 2s
+# (or its group could become orphaned).
 fault_stop_waiter() {
   local run pid pg dur
+  if ! poll_until 2 find_waiter; then
+    _kind=stop_waiter_skipped _detail="no superseding job waiting within 2s"
+    return
+  fi
   read -r run pid <<<"$_waiter"
-  pgid_of "$pid" && group_orphaned "$_pg" || return 1
+  if ! pgid_of "$pid" || ! group_orphaned "$_pg"; then
+    _kind=stop_waiter_skipped _detail="run=$run: it ended, or its group can still be orphaned"
+    return
+  fi
   pg=$_pg
   rnd 6500 8000
   dur=$_r
@@ -1378,16 +1457,11 @@ fault_stop_waiter() {
   kill -CONT -- "-$pg" 2>/dev/null
   now_us
   _t1=$_now
-  _kind=stop_waiter _detail="run=$run stop_ms=$dur rlock_pid=$pid"
+  _detail="run=$run stop_ms=$dur rlock_pid=$pid"
 }
 
 fault_stop() {
   local run cspid rpid ttl rpg cpg dur order end r_lo="" r_hi="" c_lo="" c_hi="" r_how="" c_how=""
-  # With superseding jobs, a third of the stops freeze one that waits, if any does.
-  if ((supersede > 0)); then
-    rnd 0 2
-    ((_r == 0)) && find_waiter && fault_stop_waiter && return
-  fi
   if ! poll_until 1 find_holder; then
     _kind=stop_skipped _detail="no holder found within 1s"
     return
@@ -1477,12 +1551,17 @@ elif [[ $topo == cluster ]]; then
   KINDS=(failover master_kill migrate client_kill stop script_flush break pause oom)
   WEIGHTS=(3 3 3 1 2 1 1 1 1)
 fi
+# With superseding jobs (one server), stop_waiter is a kind of its own.
+if ((supersede > 0)); then
+  KINDS+=(stop_waiter)
+  WEIGHTS+=(1)
+fi
 fault_no=0
 first_kinds=()
 
 pick_kind() {
   local total=0 w i
-  if ((fault_no == 0)); then # the six (quorum mode: seven) kinds in a seeded order first
+  if ((fault_no == 0)); then # each kind once, in a seeded order, first
     first_kinds=("${KINDS[@]}")
     for ((i = ${#first_kinds[@]} - 1; i > 0; i--)); do
       rnd 0 "$i"
@@ -1559,6 +1638,12 @@ T0=$_now
   echo "key=$KEY"
   echo "pool_key=$POOL_KEY"
   echo "pool_n=$POOL_N"
+  echo "npool_key=$NPOOL_KEY"
+  echo "npool_names=$NPOOL_NAMES"
+  echo "layout_pct=$layout_pct"
+  echo "plain_key=$PLAIN_KEY"
+  echo "redisson_key=$REDISSON_KEY"
+  echo "peers=${peers:-no}"
   echo "done_key=$DONE_KEY"
   echo "done_ms=$DONE_MS"
   echo "t0=$T0"
@@ -1632,16 +1717,19 @@ t_end=$_now
 # key's period, 1s, after its last success).
 lock_free() {
   local rc=0 k
+  local -a lo
   for k in "${ALL_KEYS[@]}"; do
-    rc=0
+    rc=0 lo=()
+    layout_of "$k"
+    [[ -z $_layout ]] || lo=(--layout "$_layout")
     if ((replicated)); then
-      timeout 10 "$rlock" --url "$TOPO_URL" status "$k" >/dev/null 2>&1 || rc=$?
+      timeout 10 "$rlock" --url "$TOPO_URL" "${lo[@]}" status "$k" >/dev/null 2>&1 || rc=$?
     elif ((masters > 1)); then
       master_urls
       url_args "$_urls"
-      timeout 10 "$rlock" "${_uargs[@]}" status "$k" >/dev/null 2>&1 || rc=$?
+      timeout 10 "$rlock" "${_uargs[@]}" "${lo[@]}" status "$k" >/dev/null 2>&1 || rc=$?
     else
-      timeout 10 "$rlock" --url "redis://127.0.0.1:$REDIS_PORT/0" status "$k" >/dev/null 2>&1 ||
+      timeout 10 "$rlock" --url "redis://127.0.0.1:$REDIS_PORT/0" "${lo[@]}" status "$k" >/dev/null 2>&1 ||
         rc=$?
     fi
     ((rc == 1)) || return 1
@@ -1666,7 +1754,10 @@ final_unblocked() {
     rc=0 args=("$k")
     [[ $k == "$KEY" && -n $AND_KEY ]] && args+=(--and "$AND_KEY")
     [[ $k == "$POOL_KEY" ]] && args+=(--limit "$POOL_N")
-    [[ $k != "$POOL_KEY" ]] || ((pool > 0)) || continue
+    [[ $k == "$NPOOL_KEY" ]] && args+=(--limit "$NPOOL_NAMES")
+    layout_of "$k"
+    [[ -z $_layout ]] || args+=(--layout "$_layout")
+    [[ $k != "$POOL_KEY" && $k != "$NPOOL_KEY" ]] || ((pool > 0)) || continue
     [[ $k != "$DONE_KEY" ]] || ((done_pct > 0)) || continue
     if ((replicated)); then
       timeout 20 "$rlock" --url "$TOPO_URL" run -n "${args[@]}" -- true \
@@ -1693,7 +1784,14 @@ keys_without_expiry() {
     case $k in *:fence | *:log | *:live) continue ;; esac
     [[ $(rcli pttl "$k" | tr -d '\r') == -1 ]] || continue
     ((++n <= 10)) && out+="${out:+,}$k"
-  done < <(for k in "${ALL_KEYS[@]}"; do rcli --scan --pattern "lock:{$k}*"; done)
+  done < <(for k in "${ALL_KEYS[@]}"; do
+    layout_of "$k"
+    case $_layout in
+      plain) echo "lock:$k" ;;
+      redisson) echo "$k" ;;
+      *) rcli --scan --pattern "lock:{$k}*" ;;
+    esac
+  done)
   ((n <= 10)) || out+=" ($n in all)"
   echo "$out"
 }
