@@ -198,3 +198,36 @@ refused() {
   assert_output --partial '"waiter_count":0'
   "$RLOCK" release hw-refresh --token "$tok"
 }
+
+# Out of memory: maxmemory below what the server uses, policy noeviction (Redis's
+# default): every write that needs memory is refused with OOM. Put back after each test.
+oom_on() { rcli config set maxmemory-policy noeviction >/dev/null && rcli config set maxmemory 1 >/dev/null; }
+suite_teardown() { rcli config set maxmemory 0 >/dev/null; }
+
+@test "a server out of memory (OOM, noeviction): 69 with one line, nothing written" {
+  oom_on
+  # Scripts whose first write needs memory: a superseding job's and the plain layout's.
+  rl run hw-oom --supersede -- true
+  assert_error 69
+  [[ ${stderr_lines[0]} == "rlock: the server is out of memory (maxmemory): "* ]] || fail "$stderr"
+  rl run hw-oom-plain --layout plain -- true
+  assert_error 69
+  [[ ${stderr_lines[0]} == "rlock: the server is out of memory (maxmemory): "* ]] || fail "$stderr"
+  # Redis refuses only a script's first write: nothing at all was written.
+  assert_equal "$(rcli --scan --pattern 'lock:{hw-oom}*')" ""
+  assert_equal "$(rcli --scan --pattern 'hw-oom-plain*')" ""
+}
+
+@test "a waiter in line when the server runs out of memory keeps waiting, and is granted once it is freed" {
+  tok=$("$RLOCK" acquire hw-oomw --ttl 30s)
+  bg_start waiter "$RLOCK" -v run hw-oomw --supersede --wait 60s -- true
+  local pid=$BG_PID
+  wait_until "status_json hw-oomw | grep -q '\"waiter_count\":1'"
+  oom_on
+  "$RLOCK" release hw-oomw --token "$tok"
+  # Its grant is refused while memory is short: an outage it rides out.
+  wait_until "grep -q 'Redis unavailable while waiting (the server is out of memory' '$BATS_TEST_TMPDIR/waiter.err'"
+  rcli config set maxmemory 0 >/dev/null
+  bg_wait "$pid"
+  assert_equal "$BG_STATUS" 0
+}

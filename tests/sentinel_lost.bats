@@ -138,3 +138,41 @@ forget_on() {
   redis_stop STALEM
   redis_stop STALER
 }
+
+@test "one deadline for a release: a hanging sentinel or new master never makes it longer than --command-timeout" {
+  redis_start_named DLM
+  redis_start_named DLR
+  echo "127.0.0.1 $DLM_PORT 5" >"$T/sentinel.cfg"
+  python3 "$BATS_TEST_DIRNAME/helpers/fake_sentinel.py" "$T/sentinel.port" "$T/sentinel.cfg" 3>&- &
+  fake=$!
+  wait_for_file "$T/sentinel.port"
+  local url="redis-sentinel://127.0.0.1:$(cat "$T/sentinel.port")/dlmaster" t took
+  for t in sentinel master; do
+    rlock_bg "$t" --command-timeout 2s --url "$url" run "s-deadline-$t" -- sh "$T/gate" "$T" "$t"
+    local pid=$BG_PID
+    wait_for_file "$T/$t.started"
+    if [[ $t == sentinel ]]; then
+      kill -STOP "$fake" # the only sentinel hangs
+    else
+      # A failover to DLR (a newer epoch), whose writes hang; the old master's release
+      # answers only after 1.5 s: the release sent again to DLR had a window of its own.
+      echo "127.0.0.1 $DLR_PORT 6" >"$T/sentinel.cfg"
+      rcli_to DLR client pause 20000 write >/dev/null
+      rcli_to DLM client pause 1500 write >/dev/null
+    fi
+    local start
+    start=$(now_ms)
+    touch "$T/$t.go"
+    bg_wait "$pid" 30
+    took=$(($(now_ms) - start))
+    kill -CONT "$fake"
+    [[ $t == master ]] && rcli_to DLR client unpause >/dev/null
+    assert_equal "$BG_STATUS" 0
+    grep -q 'warning: could not confirm' "$T/$t.err" || fail "$(cat "$T/$t.err")"
+    # A promise, not scaled: the 2 s window and room for rlock to start and end.
+    ((took < 3000)) || fail "$t: the release took ${took}ms"
+  done
+  kill "$fake"
+  redis_stop DLM
+  redis_stop DLR
+}

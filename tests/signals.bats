@@ -187,6 +187,14 @@ EOF
   done
 }
 
+@test "the command starts with the signal mask rlock inherited, not an empty one" {
+  [[ -r /proc/self/status ]] || skip "needs /proc (Linux)"
+  # SIGUSR1 (10) blocked by rlock's parent: bit 9 of the command's SigBlk.
+  run env --block-signal=USR1 "$RLOCK" run "mask:k" -- sed -n 's/^SigBlk:[[:space:]]*//p' /proc/self/status
+  assert_success
+  assert_output 0000000000000200
+}
+
 @test "SIGKILL of rlock kills its child; the lock frees after its TTL" {
   [[ $(uname -s) == Linux ]] || skip "the parent-death signal is Linux only"
   bg_start rlock "$RLOCK" run --ttl 2s kk -- \

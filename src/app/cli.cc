@@ -35,9 +35,9 @@ constexpr const char* kExitTable = R"(Exit status:
   64       usage error: bad flag, duration, URL, key, token; a database the
            server does not have
   69       Redis unavailable: connect, TLS, or a command timed out or failed;
-           a server at its maxclients; an endpoint that does not speak Redis
-           (or TLS, for rediss://); no sentinel answered or knew the master;
-           --sync-replicas not met
+           a server at its maxclients or out of memory (OOM at maxmemory);
+           an endpoint that does not speak Redis (or TLS, for rediss://); no
+           sentinel answered or knew the master; --sync-replicas not met
   70       internal or protocol error: a reply rlock did not expect, or a
            key under rlock's prefix that another program wrote (the message
            names the key and its type)

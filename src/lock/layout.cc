@@ -230,14 +230,14 @@ void LayoutLock::do_release(const std::string& token, Millis /*min_hold*/, Done<
             {names_.lock, layout_tombstone(names_, token)},
             release_args(names_, token, release_tombstone(window)),
             until};
+  // One window for every release this one sends (confirmed_release).
   confirmed_release(
       client(),
-      [first, window](Done<ReleaseReply> d) {
+      [first](Done<ReleaseReply> d) {
         Try t = first;
-        t.until = later(Clock::now(), window);
         t.go(0, std::move(d));
       },
-      std::move(done));
+      until, std::move(done));
 }
 
 void LayoutLock::confirm_master(const std::string& token, const AcquireReply& granted,

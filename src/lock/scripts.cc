@@ -291,6 +291,11 @@ void run_script(Client& client, const Script& script, const Args& keys, const Ar
     if (!r.failure && r.reply.is_error()) {
       if (auto e = acl_refusal(*c, *sc, keys, r.reply.str))
         r.failure = *e;
+      else if (is_out_of_memory(r.reply.str))
+        // The server is unable, not rlock wrong: an outage (69) that a
+        // waiter and a renewal ride out. Redis refuses only a script's first
+        // write, so a refused script wrote nothing (docs/PROTOCOL.md).
+        r.failure = out_of_memory(fmt::format("{} ({} script)", c->name(), sc->name));
       else if (starts_with(r.reply.str, "WRONGTYPE"))
         return explain_wrong_type(*c, *sc, keys, node, timeout, std::move(r), given_cb);
     }

@@ -148,39 +148,70 @@ void release_until(Client& c, const LockNames& n, Args argv, Clock::time_point u
 }  // namespace
 
 void confirmed_release(Client& client, std::function<void(Done<ReleaseReply>)> send,
-                       Done<ReleaseReply> done) {
+                       Clock::time_point until, Done<ReleaseReply> done) {
   struct Both {
     std::optional<Outcome<ReleaseReply>> released;
     std::optional<Outcome<std::string>> named;
     Done<ReleaseReply> done;
+    Loop::TimerId deadline = 0;
+    // The answer, once: from the steps below or from the deadline.
+    void finish(Loop& loop, Outcome<ReleaseReply> o) {
+      if (!done) return;
+      loop.cancel(deadline);
+      Done<ReleaseReply> d = std::move(done);
+      done = nullptr;
+      d(std::move(o));
+    }
   };
   auto both = std::make_shared<Both>();
   both->done = std::move(done);
   Client* c = &client;
+  // One deadline for the whole release, surveys and the release on a new
+  // master included (the retry window: --command-timeout, docs/PROTOCOL.md
+  // "Releasing"): a sentinel or a master that hangs never makes it longer.
+  // Past it, the first release's answer stands, unconfirmed; without one yet,
+  // that release (bounded by the same deadline) answers soon after.
+  both->deadline = client.loop().at(until, [c, both] {
+    both->deadline = 0;
+    if (!both->done || !both->released) return;
+    Outcome<ReleaseReply> o = *both->released;
+    if (!o.error)
+      o.value.unconfirmed =
+          "no sentinel confirmed the master within the release's window (--command-timeout)";
+    both->finish(c->loop(), std::move(o));
+  });
   auto decide = [c, both, send]() {
-    if (!both->released || !both->named) return;
-    Outcome<ReleaseReply> o = std::move(*both->released);
-    Done<ReleaseReply> done = std::move(both->done);
+    if (!both->released || !both->done) return;
+    Outcome<ReleaseReply> o = *both->released;
+    if (!both->named) {
+      // Past the deadline, the survey still out: the release's answer.
+      if (both->deadline != 0) return;
+      if (!o.error)
+        o.value.unconfirmed =
+            "no sentinel confirmed the master within the release's window (--command-timeout)";
+      return both->finish(c->loop(), std::move(o));
+    }
     const Outcome<std::string>& named = *both->named;
     // Not Sentinel (nobody named), a release that failed (the caller says
     // so), or one the master they name took: that is the answer.
     if (o.error || (!named.error && (named.value.empty() || named.value == o.value.node)))
-      return done(std::move(o));
+      return both->finish(c->loop(), std::move(o));
     // No sentinel answered (within the command timeout): asking again would
     // double the wait, for the same answer.
     if (named.error) {
       o.value.unconfirmed = named.error->what();
-      return done(std::move(o));
+      return both->finish(c->loop(), std::move(o));
     }
     // Asked again, now that the release is in: the first answer may have
     // come from a sentinel that had not heard of the failover.
     std::string node = o.value.node;
-    c->confirm_master(node, [node, send, o, done = std::move(done)](Outcome<bool> ok) mutable {
+    c->confirm_master(node, [c, both, node, send, o](Outcome<bool> ok) mutable {
+      if (!both->done) return;
       if (ok.error) {
         o.value.unconfirmed = ok.error->what();
-        return done(std::move(o));
+        return both->finish(c->loop(), std::move(o));
       }
-      if (ok.value) return done(std::move(o));
+      if (ok.value) return both->finish(c->loop(), std::move(o));
       // The master changed: whether this hold survived is the new master's
       // to say (its grant may not have reached the replica it promoted). The
       // same release again, there: the client moved to it (confirm_master).
@@ -188,16 +219,17 @@ void confirmed_release(Client& client, std::function<void(Done<ReleaseReply>)> s
           fmt::format("released on {}, which the sentinels no longer name as the master: "
                       "releasing again on the master they name",
                       escape_text(node)));
-      send([node, o, done = std::move(done)](Outcome<ReleaseReply> again) mutable {
+      send([c, both, node, o](Outcome<ReleaseReply> again) mutable {
+        if (!both->done) return;
         if (again.error) {
           o.value.unconfirmed = fmt::format(
               "released on {}, which the sentinels no longer name as the master, and "
               "the master they name could not be asked: {}",
               escape_text(node), again.error->what());
-          return done(std::move(o));
+          return both->finish(c->loop(), std::move(o));
         }
         again.value.moved_from = node;
-        done(std::move(again));
+        both->finish(c->loop(), std::move(again));
       });
     });
   };
@@ -230,12 +262,14 @@ void SingleLock::do_release(const std::string& token, Millis min_hold, Done<Rele
                 .history = history_,
                 .lost = truncate_text(lost, 512)};
   Client* c = &client_;
+  // One window for every release this one sends (confirmed_release).
+  Clock::time_point until = later(Clock::now(), window);
   confirmed_release(
       client_,
-      [c, n = names_, argv = r.to_argv(), window](Done<ReleaseReply> d) {
-        release_until(*c, n, argv, later(Clock::now(), window), 0, std::move(d));
+      [c, n = names_, argv = r.to_argv(), until](Done<ReleaseReply> d) {
+        release_until(*c, n, argv, until, 0, std::move(d));
       },
-      std::move(done));
+      until, std::move(done));
 }
 
 void SingleLock::give_back(const std::string& token, Done<ReleaseReply> done, Millis timeout) {

@@ -31,8 +31,10 @@ Done<ExtendReply> confirmed_renewal(Client& client, Done<ExtendReply> done);
 /// is the outcome, with ReleaseReply::moved_from set (NotHeld then: a
 /// failover lost the hold). No sentinel to answer: ReleaseReply::unconfirmed.
 /// Without Sentinel `send` is called once and its reply is the outcome.
+/// All of it ends by `until` (the release's window, which `send` keeps too):
+/// what is not confirmed by then is ReleaseReply::unconfirmed.
 void confirmed_release(Client& client, std::function<void(Done<ReleaseReply>)> send,
-                       Done<ReleaseReply> done);
+                       Clock::time_point until, Done<ReleaseReply> done);
 
 /// How long a release's tombstone lives, for a release retried within
 /// `window`: through confirmed_release's two sentinel surveys (each within

@@ -93,6 +93,19 @@ Reply convert_reply(const redisReply* r) {
   return out;
 }
 
+bool is_out_of_memory(const std::string& m) {
+  // "OOM command not allowed when used memory > 'maxmemory'", first in the
+  // reply, or quoted inside a script's error by Redis before 7.
+  return m.find("OOM command not allowed") != std::string::npos;
+}
+
+Error out_of_memory(const std::string& context) {
+  return Error(ErrorKind::Unavailable,
+               fmt::format("the server is out of memory (maxmemory): {}refused a write (OOM, "
+                           "maxmemory-policy noeviction); free memory or raise maxmemory",
+                           context.empty() ? "it " : context + " "));
+}
+
 Error server_error(const std::string& m, const std::string& context) {
   // The server's text is escaped: it may hold anything, newlines included.
   std::string msg =
@@ -110,6 +123,7 @@ Error server_error(const std::string& m, const std::string& context) {
       starts_with(m, "READONLY") || starts_with(m, "TRYAGAIN") || starts_with(m, "CLUSTERDOWN") ||
       starts_with(m, "NOREPLICAS") || starts_with(m, "MOVED") || starts_with(m, "ASK "))
     return Error(ErrorKind::Unavailable, msg);
+  if (is_out_of_memory(m)) return out_of_memory(context);
   // A server at its maxclients answers a new connection's first command so,
   // then closes it: like a reset, it may pass by itself.
   if (starts_with(m, "ERR max number of clients reached"))

@@ -48,8 +48,16 @@ struct Result {
 };
 
 /// The Error a server error reply stands for: NOAUTH/WRONGPASS/NOPERM → 77,
-/// LOADING/BUSY/MASTERDOWN/READONLY/TRYAGAIN/CLUSTERDOWN → 69, else 70.
+/// LOADING/BUSY/MASTERDOWN/READONLY/TRYAGAIN/CLUSTERDOWN and OOM → 69, else 70.
 Error server_error(const std::string& message, const std::string& context);
+
+/// True for Redis's refusal of a write at its maxmemory (OOM), also when a
+/// script's error quotes it.
+bool is_out_of_memory(const std::string& message);
+
+/// The one line (69) for an OOM refusal; `context` names who refused what
+/// ("redis://h:6379 (the acquire script)"), or is empty.
+Error out_of_memory(const std::string& context);
 
 /// Throws the failure, or the server error, of `r`; returns its reply otherwise.
 const Reply& expect_ok(const Result& r, const std::string& context);

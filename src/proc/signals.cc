@@ -9,6 +9,14 @@ namespace {
 constexpr int kMaxSig = 65;
 bool g_captured = false;
 bool g_ignored[kMaxSig];
+sigset_t g_start_mask;
+bool g_mask_recorded = false;
+
+/// Installed in the child between fork and exec on the job-control stops:
+/// such a signal is dropped there instead of stopping a child that has not
+/// run the command yet (the parent, suspended in vfork, would hang with it).
+/// exec() resets the handler to SIG_DFL.
+void drop_signal(int) {}
 
 }  // namespace
 
@@ -33,6 +41,7 @@ void ignore_sigpipe() {
   ign.sa_handler = SIG_IGN;
   sigemptyset(&ign.sa_mask);
   if (sigaction(SIGPIPE, &ign, &old) == 0) g_ignored[SIGPIPE] = old.sa_handler == SIG_IGN;
+  g_mask_recorded = sigprocmask(SIG_BLOCK, nullptr, &g_start_mask) == 0;
 }
 
 void restore_inherited_signals_in_child() {
@@ -51,9 +60,19 @@ void restore_inherited_signals_in_child() {
     sa.sa_handler = SIG_IGN;
     sigaction(SIGCHLD, &sa, nullptr);
   }
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, nullptr);
+  // A stop signal (Ctrl-Z, a background read or write) between the unblock
+  // below and exec would stop a child that is not the command yet. One that
+  // is ignored stays so (exec keeps it); otherwise it is dropped until exec.
+  struct sigaction cur {};
+  sa.sa_handler = drop_signal;
+  for (int sig : {SIGTSTP, SIGTTIN, SIGTTOU}) {
+    if (sigaction(sig, nullptr, &cur) == 0 && cur.sa_handler != SIG_IGN)
+      sigaction(sig, &sa, nullptr);
+  }
+  // The mask rlock was started with (`env --block-signal`, a service
+  // manager's), not an empty one.
+  if (!g_mask_recorded) sigemptyset(&g_start_mask);
+  sigprocmask(SIG_SETMASK, &g_start_mask, nullptr);
 }
 
 }  // namespace rlock

@@ -31,14 +31,16 @@ void capture_inherited_signals();
 bool ignored_at_start(int sig);
 
 /// Ignores SIGPIPE, so a peer that hangs up yields EPIPE instead of death,
-/// and records whether it was ignored already. Call first thing in main().
+/// and records whether it was ignored already and the signal mask rlock was
+/// started with. Call first thing in main().
 void ignore_sigpipe();
 
 /// In a freshly forked child, before exec: the dispositions exec() would not
 /// put back by itself go back to what rlock inherited (SIGPIPE; SIGCHLD if it
-/// was ignored), and the signal mask is cleared. Every other handled signal
-/// is reset by exec(), or by rlock's handler if it comes before (core/loop.cc).
-/// Async-signal-safe.
+/// was ignored), SIGTSTP, SIGTTIN and SIGTTOU are dropped until exec unless
+/// ignored, and the signal mask goes back to the one rlock was started with.
+/// Every other handled signal is reset by exec(), or by rlock's handler if it
+/// comes before (core/loop.cc). Async-signal-safe.
 void restore_inherited_signals_in_child();
 
 }  // namespace rlock
