@@ -240,8 +240,12 @@ for ((i = 0; ; i++)); do
         sleep 0.05
       done
       if [[ -e $nest_st ]]; then
+        outer_st=$st
         read -r st <"$nest_st"
         t1=${EPOCHREALTIME/./}
+        # The outer run found the lock lost at its release, after the nested run had ended
+        # 0 (which cannot know): the outer run's 76 is the run's outcome, not a hidden loss.
+        ((outer_st == 76 && st == 0)) && st=76
       fi
     fi
   fi
