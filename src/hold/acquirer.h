@@ -122,7 +122,7 @@ class Acquirer : public Acquisition {
   void cancel(std::function<void()> done) override;
   /// Numbers this token's attempts with `counter`, shared with the Acquirers of
   /// the same token before and after this one (`--and` taking its keys again):
-  /// the script answers an attempt numbered at or below one it has seen STALE.
+  /// the script answers an attempt numbered below one it has seen STALE.
   void number_attempts_with(std::shared_ptr<long> counter) { attempts_ = std::move(counter); }
 
  private:

@@ -353,7 +353,9 @@ void Connection::broken(const Error& why) {
   auto alive = life_.token();
   auto verdict = [this, alive, why](bool tls) {
     if (!alive || !checking_tls_) return;
-    end_tls_check();
+    // close() ends the check itself, after it read that the stream was
+    // connected: the commands written on it may have run, and are not sent
+    // again elsewhere as if they never left.
     if (!tls) return close(why);
     const bool sentinel = cfg_.sentinel || std::string_view(cfg_.server_kind) == "sentinel";
     close(Error(ErrorKind::Unavailable,

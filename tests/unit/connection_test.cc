@@ -206,6 +206,35 @@ TEST(Connection, AWriteToAResetConnectionFailsTheCommandFromTheLoopNotTheCall) {
   EXPECT_EQ(r->failure->exit_status(), 69);
 }
 
+TEST(Connection, ACommandWrittenOnAStreamResetBeforeAnyReplyMayHaveRun) {
+  // A server that reads the first command and resets the connection without a reply (a
+  // CLIENT KILL just after a script ran). A reset before any reply is first checked for a
+  // TLS port; it is not one here, and the command, which may have run, must not come back
+  // as never sent: the Cluster and Sentinel routers send such a command again elsewhere.
+  Loop loop;
+  int port = 0;
+  int fd = listen_tcp(&port);
+  loop.watch(fd, POLLIN, [&loop, fd](short) {
+    int c = accept(fd, nullptr, nullptr);
+    if (c < 0) return;
+    loop.watch(c, POLLIN, [&loop, c](short) {
+      char buf[4096];
+      (void)!read(c, buf, sizeof buf);
+      linger hard{1, 0};
+      setsockopt(c, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
+      loop.unwatch(c);
+      close(c);
+    });
+  });
+  auto addrs = std::make_shared<AddressBook>(loop, std::vector<Address>{tcp_address(port)});
+  Connection c(loop, config(), nullptr, addrs);
+  auto r = ping(loop, c);
+  ASSERT_TRUE(r->failure);
+  EXPECT_FALSE(r->unsent) << r->failure->what();
+  loop.unwatch(fd);
+  close(fd);
+}
+
 // An object whose destruction calls back into the loop, as a Connection does.
 struct CallsBack {
   Loop* loop;
