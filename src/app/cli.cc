@@ -258,8 +258,6 @@ bool parses_alone(CLI::App& app, std::vector<std::string> words, const std::stri
 // starts again whole, so what is printed is the same.
 std::optional<int> invocation(int argc, char** argv, bool whole) {
   CLI::App app{"rlock: a distributed lock on Redis for shell users", "rlock"};
-  app.formatter(make_help_formatter(help_layout()));
-  app.footer(kExitTable);
   app.set_help_flag("-h,--help", "print this help and exit");
   // The first line's form "rlock X.Y.Z" is what scripts read (the second word).
   app.set_version_flag("--version",
@@ -274,6 +272,12 @@ std::optional<int> invocation(int argc, char** argv, bool whole) {
   std::string only;
   if (!whole) only = named_subcommand(std::vector<std::string>(argv + 1, argv + argc), app);
   whole = only.empty();
+  if (whole) {
+    // Help's layout (the subcommands inherit it): an invocation built for
+    // one subcommand starts again whole for help.
+    app.formatter(make_help_formatter(help_layout()));
+    app.footer(kExitTable);
+  }
   Subcommands subs = define_subcommands(app, v, only);
 
   Words w = split_words(argc, argv, app, subs.run);
