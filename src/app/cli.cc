@@ -91,10 +91,15 @@ void check_hand_hold(const Values& v, CLI::App* run, const Words& w) {
                     needs, needs));
 }
 
+// Whether subcommand `sub` was given (null: not built, so not given).
+bool on(const CLI::App* sub) {
+  return sub && sub->parsed();
+}
+
 int dispatch(Values& v, const Subcommands& s, CLI::App& app, const Words& w) {
   // flock's --timeout is the wait, wherever it is written: a command that never
   // waits has none (the limit for one Redis command was --timeout before 0.5.0).
-  if (v.wait_timeout && !s.run->parsed() && !s.acquire->parsed())
+  if (v.wait_timeout && !on(s.run) && !on(s.acquire))
     for (CLI::App* sub : app.get_subcommands())
       throw_usage(fmt::format(
           "--timeout (-w) is how long run and acquire wait for the lock, as in flock; {} does "
@@ -103,21 +108,21 @@ int dispatch(Values& v, const Subcommands& s, CLI::App& app, const Words& w) {
   finish(v);
   const GlobalOptions& g = v.g;
   for (CLI::App* sub : {s.run, s.release, s.brk, s.forget, s.top})
-    if (sub->parsed() && g.json)
+    if (on(sub) && g.json)
       throw_usage(
           fmt::format("--json does not apply to {}: it is for acquire, extend, status, "
                       "list, history and doctor",
                       sub->get_name()));
-  if (s.run->parsed() || s.acquire->parsed() || s.extend->parsed() || s.release->parsed())
+  if (on(s.run) || on(s.acquire) || on(s.extend) || on(s.release))
     check_layout_options(g, &v.o);
   else
     check_layout_options(g, nullptr);
-  if (s.history->parsed() && g.layout != Layout::Rlock)
+  if (on(s.history) && g.layout != Layout::Rlock)
     throw_usage(
         fmt::format("history does not work with --layout {}: the layout keeps no "
                     "history (its keys would fall in other Cluster slots)",
                     layout_name(g.layout)));
-  if (s.forget->parsed() && g.layout != Layout::Rlock)
+  if (on(s.forget) && g.layout != Layout::Rlock)
     throw_usage(
         fmt::format("forget does not work with --layout {}: the layout keeps nothing "
                     "beside the lock (break removes a holder)",
@@ -140,14 +145,14 @@ int dispatch(Values& v, const Subcommands& s, CLI::App& app, const Words& w) {
       throw_usage(
           "--prefix does not work with --layout redisson: Redisson's lock is the hash at KEY "
           "itself (no prefix)");
-    if (s.extend->parsed() && !v.ttl)
+    if (on(s.extend) && !v.ttl)
       throw_usage(
           fmt::format("extend does not work with --layout {} without --ttl: the layout "
                       "does not keep the TTL a lease was acquired with",
                       name));
   }
-  if (s.run->parsed() || s.acquire->parsed()) v.o.label = resolve_label(v.label);
-  if (s.run->parsed()) {
+  if (on(s.run) || on(s.acquire)) v.o.label = resolve_label(v.label);
+  if (on(s.run)) {
     v.rc.argv = w.split ? w.command : app.remaining();
     if (w.split && !app.remaining().empty())
       throw_usage(fmt::format("unexpected '{}' before '--'", escape_text(app.remaining().front())));
@@ -162,25 +167,25 @@ int dispatch(Values& v, const Subcommands& s, CLI::App& app, const Words& w) {
   if (w.split || !app.remaining().empty())
     throw_usage(fmt::format("unexpected argument '{}'",
                             w.split ? "--" : escape_text(app.remaining().front())));
-  if (s.acquire->parsed()) {
+  if (on(s.acquire)) {
     if (v.on_lost && !v.while_pid)
       throw_usage("--on-lost applies to run, and to acquire with --while-pid");
     if (v.o.export_env && g.json) throw_usage("give either --export or --json, not both");
     return cmd_acquire(g, v.o);
   }
-  if (s.extend->parsed()) {
+  if (on(s.extend)) {
     std::optional<Millis> ttl;
     if (v.ttl) ttl = v.o.ttl;
     return cmd_extend(g, v.o.keys(), v.token, ttl, v.o.sync_replicas);
   }
-  if (s.release->parsed()) return cmd_release(g, v.o.keys(), v.token);
-  if (s.status->parsed()) return v.follow ? cmd_status_follow(g, v.key) : cmd_status(g, v.key);
-  if (s.list->parsed()) {
+  if (on(s.release)) return cmd_release(g, v.o.keys(), v.token);
+  if (on(s.status)) return v.follow ? cmd_status_follow(g, v.key) : cmd_status(g, v.key);
+  if (on(s.list)) {
     if (int(v.names) + int(g.json) + int(v.prometheus) > 1)
       throw_usage("--names, --json and --prometheus: give one of them");
     return v.names ? cmd_list_names(g, v.pattern) : cmd_list(g, v.pattern, v.prometheus);
   }
-  if (s.brk->parsed()) {
+  if (on(s.brk)) {
     BreakRequest req;
     if (v.break_token) {
       if (g.layout != Layout::Rlock)
@@ -200,9 +205,9 @@ int dispatch(Values& v, const Subcommands& s, CLI::App& app, const Words& w) {
     }
     return cmd_break(g, v.key, v.yes, req);
   }
-  if (s.forget->parsed()) return cmd_forget(g, v.key, v.yes);
-  if (s.doctor->parsed()) return cmd_doctor(g);
-  if (s.top->parsed()) {
+  if (on(s.forget)) return cmd_forget(g, v.key, v.yes);
+  if (on(s.doctor)) return cmd_doctor(g);
+  if (on(s.top)) {
     TopOptions o;
     o.batch = v.batch;
     if (v.interval) o.interval = parse_duration(*v.interval, "--interval");
@@ -212,7 +217,7 @@ int dispatch(Values& v, const Subcommands& s, CLI::App& app, const Words& w) {
           whole_number(*v.top_count, 1, 1'000'000, "--count", "a whole number from 1 to 1000000");
     return cmd_top(g, v.pattern, o);
   }
-  if (s.history->parsed()) {
+  if (on(s.history)) {
     if (!v.timeline && (v.since || !v.svg.empty()))
       throw_usage(fmt::format("{} goes with --timeline", v.since ? "--since" : "--svg"));
     if (v.timeline && (v.follow || g.json))
@@ -229,12 +234,30 @@ int dispatch(Values& v, const Subcommands& s, CLI::App& app, const Words& w) {
   return exitcode::kUsage;
 }
 
-}  // namespace
+// CLI11 on the words of one invocation whose options are all known to be
+// right (those of `only`, the subcommand they name): true when they parsed
+// and named `only` alone, with nothing printed; else run_cli starts again
+// with every subcommand's options, for what they say (help, an error).
+bool parses_alone(CLI::App& app, std::vector<std::string> words, const std::string& only) {
+  std::reverse(words.begin(), words.end());  // CLI11 takes them reversed
+  try {
+    app.parse(words);
+  } catch (const CLI::Error&) {
+    return false;
+  }
+  std::vector<CLI::App*> parsed = app.get_subcommands();
+  return parsed.size() == 1 && parsed.front()->get_name() == only;
+}
 
-int run_cli(int argc, char** argv) {
+// One invocation. With `whole`, or when argv names no subcommand after
+// rlock's own options alone, every subcommand is built with its options, as
+// --help and the messages for a misplaced or mistyped option need; else only
+// the subcommand argv names (an invocation pays for its own options only),
+// and nullopt when that is not enough: a word it does not know (an error),
+// help, or words parsed otherwise than as that subcommand alone. run_cli then
+// starts again whole, so what is printed is the same.
+std::optional<int> invocation(int argc, char** argv, bool whole) {
   CLI::App app{"rlock: a distributed lock on Redis for shell users", "rlock"};
-  app.formatter(make_help_formatter(help_layout()));
-  app.footer(kExitTable);
   app.set_help_flag("-h,--help", "print this help and exit");
   // The first line's form "rlock X.Y.Z" is what scripts read (the second word).
   app.set_version_flag("--version",
@@ -245,17 +268,32 @@ int run_cli(int argc, char** argv) {
   Values v;
   add_connection_options(app, v);
   add_output_options(app, v);
-  Subcommands subs = define_subcommands(app, v);
+  add_wait_anywhere(app, v);
+  std::string only;
+  if (!whole) only = named_subcommand(std::vector<std::string>(argv + 1, argv + argc), app);
+  whole = only.empty();
+  if (whole) {
+    // Help's layout (the subcommands inherit it): an invocation built for
+    // one subcommand starts again whole for help.
+    app.formatter(make_help_formatter(help_layout()));
+    app.footer(kExitTable);
+  }
+  Subcommands subs = define_subcommands(app, v, only);
 
   Words w = split_words(argc, argv, app, subs.run);
   try {
     check_option_order(w.rlock, app);
     check_known_options(w.rlock, app);
   } catch (const Error& e) {
+    if (!whole) return std::nullopt;
     log_error(e.what());
     return e.exit_status();
   }
-  if (auto status = parse(app, w.rlock)) return *status;
+  if (!whole) {
+    if (!parses_alone(app, w.rlock, only)) return std::nullopt;
+  } else if (auto status = parse(app, w.rlock)) {
+    return *status;
+  }
 
   set_output_mode({v.g.quiet, v.g.verbose});
   try {
@@ -273,6 +311,13 @@ int run_cli(int argc, char** argv) {
     log_error(fmt::format("internal error: {}", e.what()));
     return exitcode::kProtocol;
   }
+}
+
+}  // namespace
+
+int run_cli(int argc, char** argv) {
+  if (std::optional<int> status = invocation(argc, argv, false)) return *status;
+  return *invocation(argc, argv, true);
 }
 
 }  // namespace rlock

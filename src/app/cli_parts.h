@@ -63,7 +63,12 @@ struct Words {
 // flags.cc
 void add_connection_options(CLI::App& app, Values& v);
 void add_output_options(CLI::App& app, Values& v);
-Subcommands define_subcommands(CLI::App& app, Values& v);
+void add_wait_anywhere(CLI::App& app, Values& v);
+/// Subcommand `only` with its arguments, options and help, or every one when
+/// `only` is empty (the others stay null).
+Subcommands define_subcommands(CLI::App& app, Values& v, const std::string& only);
+/// True when `word` names a subcommand.
+bool is_subcommand(const std::string& word);
 HelpLayout help_layout();
 
 // words.cc
@@ -72,6 +77,11 @@ void check_option_order(const std::vector<std::string>& words, CLI::App& app);
 void check_known_options(const std::vector<std::string>& words, CLI::App& app);
 /// The index of the subcommand's name among `words`, or words.size().
 size_t subcommand_at(const std::vector<std::string>& words, CLI::App& app);
+/// The subcommand `words` name when every word before it is one of rlock's
+/// own options (`app` has those, no subcommand yet) and no later word names a
+/// subcommand too; empty when that cannot be told without every subcommand's
+/// options.
+std::string named_subcommand(const std::vector<std::string>& words, CLI::App& app);
 
 // parse.cc
 std::optional<int> parse(CLI::App& app, std::vector<std::string> words);

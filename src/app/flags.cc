@@ -191,14 +191,12 @@ void add_token(CLI::App* sub, Values& v) {
       ->required();
 }
 
-Subcommands define_subcommands(CLI::App& app, Values& v) {
-  Subcommands s{};
-  s.run = add_key(app.add_subcommand("run",
-                                     "hold KEY while CMD (and what it leaves in its process "
-                                     "group) runs, renewing the lease; exit with CMD's status "
-                                     "(76 if the lock was lost); without CMD, hold KEY until "
-                                     "interrupted"),
-                  v);
+namespace {
+
+// Each subcommand's own arguments, options and help (define_subcommands).
+
+void define_run(Subcommands& s, Values& v) {
+  add_key(s.run, v);
   add_run_options(s.run, v);
   s.run->footer(
       "Before CMD, every word that starts with '-' is an rlock option: a CMD that\n"
@@ -214,11 +212,10 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
       "SIGHUP or SIGQUIT releases KEY and exits 0; a lost lease is 76 at once\n"
       "(--on-lost warn: a warning, and 0 when interrupted). --kill-after,\n"
       "--kill-leftovers and --done-for need a command (64).");
+}
 
-  s.acquire = add_key(app.add_subcommand("acquire",
-                                         "take KEY for --ttl and print the token; no process "
-                                         "stays behind (but with --while-pid)"),
-                      v);
+void define_acquire(Subcommands& s, Values& v) {
+  add_key(s.acquire, v);
   add_lock_options(s.acquire, v,
                    "lease length (default 30s); extend renews it (with --while-pid, the keeper "
                    "renews it every TTL/3)");
@@ -246,24 +243,26 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
       "The keeper signals PID only for a lost lease (a break, an expiry), never for\n"
       "the owner's release: rlock release KEY in the evaluated environment, or\n"
       "rlock release KEY --token T from anywhere.");
+}
 
-  s.extend = add_key(app.add_subcommand("extend", "renew a lease that --token still holds"), v);
+void define_extend(Subcommands& s, Values& v) {
+  add_key(s.extend, v);
   add_token(s.extend, v);
   add_and(s.extend, v, "renew KEY2 too (a token acquire --and printed; repeatable)");
   duration(s.extend, "--ttl", v.ttl,
            "new lease length (default: the TTL it was acquired with; required with --layout "
            "plain or redisson)");
   add_sync_replicas(s.extend, v, "count the renewal only once N replicas confirm it; fewer is 69");
+}
 
-  s.release = add_key(app.add_subcommand("release",
-                                         "release KEY if --token still holds it; wake the next "
-                                         "waiter"),
-                      v);
+void define_release(Subcommands& s, Values& v) {
+  add_key(s.release, v);
   add_token(s.release, v);
   add_and(s.release, v, "release KEY2 too (a token acquire --and printed; repeatable)");
+}
 
-  s.status = add_key(
-      app.add_subcommand("status", "show holders and waiters; exit 0 when held, 1 when free"), v);
+void define_status(Subcommands& s, Values& v) {
+  add_key(s.status, v);
   s.status->add_flag("-f,--follow", v.follow,
                      "then print one line each time the holder of KEY changes (who holds "
                      "it, or free), until interrupted");
@@ -289,10 +288,9 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
       "at once on a release, within about a second otherwise (an acquisition, an\n"
       "expiry). --json: one object per line. A lost connection is retried; SIGINT,\n"
       "SIGTERM or SIGHUP ends it (exit 0).");
+}
 
-  s.list = app.add_subcommand("list",
-                              "list held locks whose KEY matches PATTERN (a glob; default *): "
-                              "a table on a terminal, tab-separated lines when piped");
+void define_list(Subcommands& s, Values& v) {
   s.list->add_option("pattern", v.pattern, "a glob over KEY (default *)");
   s.list->add_flag("--prometheus", v.prometheus,
                    "print the Prometheus text format for node_exporter's textfile collector "
@@ -311,9 +309,10 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
       "--json: an array of status objects (the man page, JSON OUTPUT). PATTERN is\n"
       "over KEY: rlock adds the prefix itself (a PATTERN that starts with it and\n"
       "matches nothing gets a hint on stderr).");
+}
 
-  s.brk = add_key(
-      app.add_subcommand("break", "delete a stuck lock and wake its waiters (asks first)"), v);
+void define_break(Subcommands& s, Values& v) {
+  add_key(s.brk, v);
   s.brk->add_flag("-y,--yes", v.yes, "do not ask for confirmation");
   s.brk
       ->add_option("--token", v.break_token,
@@ -333,22 +332,19 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
       "records each holder removed as broken, by USER@HOST pid PID, with --reason.\n"
       "An evicted holder finds out at once (or at its next renewal): its run\n"
       "applies --on-lost and exits 76.");
+}
 
-  s.forget = add_key(app.add_subcommand("forget",
-                                        "remove every trace of a free KEY nobody waits on, its "
-                                        "fence counter included: its fences start again at 1 "
-                                        "(asks first)"),
-                     v);
+void define_forget(Subcommands& s, Values& v) {
+  add_key(s.forget, v);
   s.forget->add_flag("-y,--yes", v.yes, "do not ask for confirmation");
   s.forget->footer(
       "Refused (exit 1) while KEY is held or waited for (dead holders and waiters\n"
       "do not count). A resource that checks\n"
       "RLOCK_FENCE must forget KEY too: it would refuse the new, lower fences.");
+}
 
-  s.history = add_key(app.add_subcommand("history",
-                                         "show what happened to KEY: who held it, how long, "
-                                         "how it ended (newest last, times in UTC)"),
-                      v);
+void define_history(Subcommands& s, Values& v) {
+  add_key(s.history, v);
   s.history->add_option("-n,--lines", v.count, "show the newest N events (default 20)")
       ->type_name("N");
   s.history->add_flag("-f,--follow", v.follow,
@@ -369,11 +365,9 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
       "last one. --json: an array (with --follow, one object per line). In quorum\n"
       "mode every master's log, merged: an event says on how many masters it was.\n"
       "Exit 0, also for a KEY without history.");
+}
 
-  s.doctor = app.add_subcommand("doctor",
-                                "check whether the Redis rlock is pointed at is safe for locks: "
-                                "eviction, persistence, role, ACL, clock, round trip, "
-                                "rlock's footprint");
+void define_doctor(Subcommands& s, Values&) {
   s.doctor->footer(
       "One line per check: ok, warn, fail or skip (a check that could not run), then\n"
       "\"fix:\" and what to do. Exit 0 when nothing warns or fails, 1 when something\n"
@@ -387,15 +381,9 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
       "and their memory (MEMORY USAGE of 32 sampled keys, extrapolated); it warns\n"
       "when over 10000 fence counters (kept without expiry) belong to keys with no\n"
       "lock, line or history left.");
+}
 
-  // -w, --timeout is the wait wherever it is written, as in flock: before the
-  // subcommand too (hidden here: run's and acquire's help show it), and refused
-  // for a command that never waits (dispatch).
-  duration(&app, "-w,--timeout", v.wait_timeout, "the wait of run and acquire")->group("");
-
-  s.top = app.add_subcommand("top",
-                             "a live view of the locks whose KEY matches PATTERN (a glob; "
-                             "default *): what needs attention first, and what just happened");
+void define_top(Subcommands& s, Values& v) {
   s.top->add_option("pattern", v.pattern, "a glob over KEY (default *)");
   s.top->add_flag("-b,--batch", v.batch,
                   "plain snapshots, one every --interval, as top -b (also when standard "
@@ -417,8 +405,78 @@ Subcommands define_subcommands(CLI::App& app, Values& v) {
       "retried; a refresh waiting for a stalled server says so, and q still\n"
       "quits at once. NO_COLOR: no colours. Exit 0; 69 when the first refresh\n"
       "fails.");
+}
 
-  for (auto* sub : app.get_subcommands({})) sub->fallthrough();
+// Every subcommand in the order --help lists them, with its one line there.
+struct SubcommandEntry {
+  const char* name;
+  const char* description;
+  CLI::App* Subcommands::*member;
+  void (*define)(Subcommands&, Values&);
+};
+
+constexpr SubcommandEntry kSubcommands[] = {
+    {"run",
+     "hold KEY while CMD (and what it leaves in its process group) runs, renewing the lease; "
+     "exit with CMD's status (76 if the lock was lost); without CMD, hold KEY until "
+     "interrupted",
+     &Subcommands::run, define_run},
+    {"acquire",
+     "take KEY for --ttl and print the token; no process stays behind (but with --while-pid)",
+     &Subcommands::acquire, define_acquire},
+    {"extend", "renew a lease that --token still holds", &Subcommands::extend, define_extend},
+    {"release", "release KEY if --token still holds it; wake the next waiter",
+     &Subcommands::release, define_release},
+    {"status", "show holders and waiters; exit 0 when held, 1 when free", &Subcommands::status,
+     define_status},
+    {"list",
+     "list held locks whose KEY matches PATTERN (a glob; default *): a table on a terminal, "
+     "tab-separated lines when piped",
+     &Subcommands::list, define_list},
+    {"break", "delete a stuck lock and wake its waiters (asks first)", &Subcommands::brk,
+     define_break},
+    {"forget",
+     "remove every trace of a free KEY nobody waits on, its fence counter included: its "
+     "fences start again at 1 (asks first)",
+     &Subcommands::forget, define_forget},
+    {"history",
+     "show what happened to KEY: who held it, how long, how it ended (newest last, times in "
+     "UTC)",
+     &Subcommands::history, define_history},
+    {"doctor",
+     "check whether the Redis rlock is pointed at is safe for locks: eviction, persistence, "
+     "role, ACL, clock, round trip, rlock's footprint",
+     &Subcommands::doctor, define_doctor},
+    {"top",
+     "a live view of the locks whose KEY matches PATTERN (a glob; default *): what needs "
+     "attention first, and what just happened",
+     &Subcommands::top, define_top},
+};
+
+}  // namespace
+
+// -w, --timeout is the wait wherever it is written, as in flock: before the
+// subcommand too (hidden here: run's and acquire's help show it), and refused
+// for a command that never waits (dispatch).
+void add_wait_anywhere(CLI::App& app, Values& v) {
+  duration(&app, "-w,--timeout", v.wait_timeout, "the wait of run and acquire")->group("");
+}
+
+bool is_subcommand(const std::string& word) {
+  for (const SubcommandEntry& e : kSubcommands)
+    if (word == e.name) return true;
+  return false;
+}
+
+Subcommands define_subcommands(CLI::App& app, Values& v, const std::string& only) {
+  Subcommands s{};
+  for (const SubcommandEntry& e : kSubcommands)
+    if (only.empty() || only == e.name) {
+      CLI::App* sub = app.add_subcommand(e.name, e.description);
+      s.*e.member = sub;
+      e.define(s, v);
+      sub->fallthrough();
+    }
   return s;
 }
 

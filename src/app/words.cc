@@ -210,4 +210,22 @@ void check_known_options(const std::vector<std::string>& words, CLI::App& app) {
   }
 }
 
+std::string named_subcommand(const std::vector<std::string>& words, CLI::App& app) {
+  for (size_t i = 0; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    if (w == "--") break;
+    if (!is_option_word(w)) {
+      if (!is_subcommand(w)) break;
+      for (size_t k = i + 1; k < words.size() && words[k] != "--"; ++k)
+        if (is_subcommand(words[k])) return "";
+      return w;
+    }
+    // A subcommand's option, or one nobody knows, before the subcommand: an
+    // error, or a value taken from the next word, that only all of them tell.
+    if (!known_option_word(&app, w)) break;
+    if (takes_separate_value(&app, w)) ++i;
+  }
+  return "";
+}
+
 }  // namespace rlock::app
