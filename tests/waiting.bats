@@ -109,12 +109,15 @@ calls() {
   # late): its BLPOP is still on its way when the release pushes the turn, which a channel
   # would have lost. Its head re-check comes 1 s after it joined, its BLPOP's reply about
   # 600 ms: a waiter that missed the turn would be granted by the re-check, unwoken.
-  # The release must come while the BLPOP is on its way: a machine so busy that the
-  # test saw the waiter in line only after its BLPOP arrived tries again (a new key),
-  # up to three times.
-  proxy_start_named SLOWW "$REDIS_PORT" 127.0.0.1 300
+  # The release must come while the BLPOP is on its way (the try's reply is one delay on
+  # its way back): a machine so busy that the test saw the waiter in line only after its
+  # BLPOP arrived tries again (a new key), up to five times. Under the sanitizers (slack 3)
+  # the delay is 900 ms: checking the line and releasing took longer than 300 ms there,
+  # three times in a row. BLPOP's answer (two delays after the try) still comes before the
+  # head re-check, which is sent a second after the try's reply.
+  proxy_start_named SLOWW "$REDIS_PORT" 127.0.0.1 "$(slack 300)"
   local attempt key
-  for attempt in 1 2 3; do
+  for attempt in 1 2 3 4 5; do
     key=early$attempt
     tok=$("$RLOCK" acquire --ttl 30s "$key")
     bg_start waiter "$RLOCK" --url "$SLOWW_URL" -v run --ttl 30s "$key" -- true
@@ -122,11 +125,11 @@ calls() {
     wait_until "has_waiters $key"
     if [[ $(blocked_in_blpop) != 0 ]]; then
       "$RLOCK" release "$key" --token "$tok"
-      bg_wait "$waiter" 20
+      bg_wait "$waiter" "$(slack 20)"
       continue
     fi
     run -0 "$RLOCK" release "$key" --token "$tok"
-    bg_wait "$waiter" 20
+    bg_wait "$waiter" "$(slack 20)"
     assert_equal "$BG_STATUS" 0
     # Woken by the turn it found on its list, not by a re-check.
     grep -q "woken (turn)" "$T/waiter.err" || fail "$(cat "$T/waiter.err")"
@@ -134,7 +137,7 @@ calls() {
     redis_stop SLOWW
     return
   done
-  fail "in three tries the waiter's BLPOP had always reached Redis before the test saw it in line"
+  fail "in five tries the waiter's BLPOP had always reached Redis before the test saw it in line"
 }
 
 @test "a release wakes the next waiter with exactly one 'turn' on its own channel, well within its 1s re-check" {
