@@ -290,6 +290,7 @@ class Runner {
     if (holding()) {
       log_verbose(fmt::format("forwarding signal {} to the command's process group", sig));
       if (is_stop_signal(sig)) stop_requested_ = true;
+      if (sig == SIGTERM) group_termed_ = true;
       child_->signal_group(sig);
       return;
     }
@@ -401,6 +402,7 @@ class Runner {
       case OnLost::Term:
         log_error(fmt::format("lost {}: {}; sending SIGTERM to the command (SIGKILL in {})", lock,
                               why, format_duration(opts_.kill_after)));
+        group_termed_ = true;
         child_->signal_group(SIGTERM);
         if (stopped_ || (child_->stopped())) child_->signal_group(SIGCONT);
         arm_kill_timer();
@@ -428,6 +430,7 @@ class Runner {
     pass_stop(SIGTERM);
     stop_requested_ = true;
     if (draining()) return end_leftovers("superseded");
+    group_termed_ = true;
     child_->signal_group(SIGTERM);
     child_->signal_group(SIGCONT);
     arm_kill_timer();
@@ -539,7 +542,11 @@ class Runner {
     if (phase_ == Phase::EndingLeftovers) return;
     log_verbose(fmt::format("ending what the command left in its process group ({})", why));
     enter(Phase::EndingLeftovers);
-    child_->signal_group(SIGTERM);
+    // What the command left has had its SIGTERM if rlock already sent one to
+    // the group (a forwarded SIGTERM, a cancel, a loss): a second one would run
+    // their TERM traps twice. Only the SIGKILL after --kill-after is left to do.
+    if (!group_termed_) child_->signal_group(SIGTERM);
+    group_termed_ = true;
     child_->signal_group(SIGCONT);
     arm_kill_timer();
   }
@@ -699,6 +706,7 @@ class Runner {
   // A stop signal came, or the command ended by one: its leftovers are ended
   // when it exits. Set in Running, acted on when it exits (Draining).
   bool stop_requested_ = false;
+  bool group_termed_ = false;  // rlock has sent SIGTERM to the command's group
   // A newer superseding job asked this one to stop (cancelled()): in Running
   // or Draining; the run exits as superseded.
   bool cancelled_ = false;
