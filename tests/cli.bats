@@ -86,6 +86,15 @@ release, status, list, history, top, break, forget or doctor (see rlock --help)"
   [[ $stderr == "rlock: a subcommand is required"* ]] || fail "$stderr"
 }
 
+@test "a global option left without its value, nothing after it, says so (64)" {
+  rl -u
+  assert_usage_error
+  assert_equal "${stderr_lines[0]}" "rlock: --url: 1 required URL missing (see rlock --help)"
+  rl --prefix
+  assert_usage_error
+  [[ $stderr == "rlock: --prefix: 1 required PREFIX missing"* ]] || fail "$stderr"
+}
+
 @test "a missing KEY is a usage error (64, not CLI11's 106)" {
   for sub in acquire extend release status break; do
     rl "$sub"

@@ -51,11 +51,14 @@ std::string parse_error_message(CLI::App& app, const std::vector<std::string>& g
         return fmt::format("unknown command '{}': did you mean {}?", shown, *s);
       return fmt::format("unknown command '{}' (see rlock --help)", shown);
     }
-    return "a subcommand is required: run, acquire, extend, release, status, list, history, "
-           "top, break, forget or doctor (see rlock --help)";
-  }
-  if (dynamic_cast<const CLI::RequiredError*>(&e))
+    // `rlock -u` (a global option without its value, nothing after it): say
+    // that, not that the subcommand is missing.
+    if (!dynamic_cast<const CLI::ArgumentMismatch*>(&e))
+      return "a subcommand is required: run, acquire, extend, release, status, list, history, "
+             "top, break, forget or doctor (see rlock --help)";
+  } else if (dynamic_cast<const CLI::RequiredError*>(&e)) {
     if (auto m = missing_message(subs.front())) return *m;
+  }
   std::string what = e.what();
   if (what.size() > 1 && std::isupper(static_cast<unsigned char>(what[0])) &&
       std::islower(static_cast<unsigned char>(what[1])))
