@@ -42,10 +42,15 @@ _rlock_cluster_ok() {
 
 # cluster_node_start NAME [REDIS-SERVER ARGS...]: server NAME in cluster mode
 # (redis_start_named NAME --cluster-enabled yes --cluster-config-file nodes.conf ARGS...),
-# a node of no Cluster yet, serving no slot.
+# a node of no Cluster yet, serving no slot. Its bus port is a claimed free port unless
+# ARGS name one (Redis's default, port + 10000, may be another suite's server).
 cluster_node_start() {
-  local name=$1
+  local name=$1 bus
   shift
+  if [[ " $* " != *" --cluster-port "* ]]; then
+    bus=$(free_port) || return 1
+    set -- --cluster-port "$bus" "$@"
+  fi
   redis_start_named "$name" --cluster-enabled yes --cluster-config-file nodes.conf "$@"
 }
 
