@@ -594,6 +594,52 @@ sacq() {
   assert_equal "$(messages)" 0
 }
 
+# --- quorum mode's fence commit ----------------------------------------------------------------
+
+# fence KEY TOKEN FENCE [CLAIM=1]: fence.lua, quorum mode's commit round (CLAIM 1: an
+# acquisition's, 0: a regrant's); prints the reply on one line: the counter afterwards,
+# held, the counter found, owns.
+fence() {
+  local out
+  out=$(v2 fence "$1" "$2" "$3" "${4:-1}") || return 1
+  echo "${out//$'\n'/ }"
+}
+
+@test "fence.lua: of two holders committing one fence the second does not own it; the same commit sent again does" {
+  run -0 first_line sacq v2 fsh a
+  run -0 first_line sacq v2 fsh b
+  c=$(rcli get 'lock:{fsh}:fence')
+  # the fence b's own grant counted out (the counter is still there) is b's
+  run -0 fence fsh b "$c"
+  assert_output "$c 1 $c 1"
+  # a's commit raises the counter: the fence is a's
+  f=$((c + 5))
+  run -0 fence fsh a "$f"
+  assert_output "$f 1 $c 1"
+  assert_equal "$(rcli hmget 'lock:{fsh}:h:a' fence fown | xargs)" "$f $f"
+  # the same commit sent again (a script whose connection closed after it ran) is still a's
+  run -0 fence fsh a "$f"
+  assert_output "$f 1 $f 1"
+  # b, granted beside a from the same counters, commits the same fence: not b's (its record
+  # says it uses it, as before, and owns nothing here)
+  run -0 fence fsh b "$f"
+  assert_output "$f 1 $f 0"
+  assert_equal "$(rcli hmget 'lock:{fsh}:h:b' fence fown | xargs)" "$f 0"
+  # and b's commit sent again is still not b's
+  run -0 fence fsh b "$f"
+  assert_output "$f 1 $f 0"
+  # nor is b's own grant's fence b's once another commit raised the counter past it
+  run -0 fence fsh b "$c"
+  assert_output "$f 1 $f 0"
+  # a token that does not hold here raises the counter and owns nothing
+  run -0 fence fsh nobody $((f + 1))
+  assert_output "$((f + 1)) 0 $f 0"
+  # a regrant (CLAIM 0) writes the holder's fence, below the counter too, and owns nothing
+  run -0 fence fsh b 3 0
+  assert_output "$((f + 1)) 1 $((f + 1)) 0"
+  assert_equal "$(rcli hget 'lock:{fsh}:h:b' fence)" 3
+}
+
 # --- CI policies beside protocol 3 ---------------------------------------------------------------
 
 # pacq KEY TOKEN PRIORITY [SUPERSEDE] [CAP] [ATTEMPT=1]: a waiting acquire of these scripts

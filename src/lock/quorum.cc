@@ -131,35 +131,44 @@ void QuorumLock::do_acquire(const std::string& token, Millis ttl, bool /*queue*/
 }
 
 void QuorumLock::commit(const std::string& token, int64_t fence, Millis ttl,
-                        Clock::time_point until, Done<AcquireReply> done) {
+                        Clock::time_point until, Done<AcquireReply> done, int retries) {
   // The largest fence a majority gave out is larger than any fence committed
   // before (see below: two majorities share a master). It counts once a
   // majority of masters that still grant this token have their counters at
-  // least that high: no other acquirer can be granted on those masters before
-  // the counter is raised there, and any later majority includes one of them
-  // (docs/PROTOCOL.md, "Why fences only grow"). The fence is at least the
-  // granting masters' clocks too (server time, Unix ms): when the masters that
-  // knew the last fence lost it (restarted empty) or are cut off, and the
-  // others missed its commit, the clock still puts the new fence above it.
+  // least that high and this token raised them there (it owns the fence):
+  // no other acquirer can be granted on those masters before the counter is
+  // raised there, any later majority includes one of them, and no other
+  // token owns the same fence on a majority, as two grants side by side (two
+  // shared holders) could otherwise both commit (docs/PROTOCOL.md, "Why
+  // fences only grow"). The fence is at least the granting masters' clocks
+  // too (server time, Unix ms): when the masters that knew the last fence
+  // lost it (restarted empty) or are cut off, and the others missed its
+  // commit, the clock still puts the new fence above it.
   Millis left = std::max(Millis(1), std::chrono::ceil<Millis>(until - Clock::now()));
   auto alive = life_.token();
-  auto committed_here = [fence](const Outcome<FenceReply>& r) {
-    return !r.error && r.value.held && r.value.counter >= fence;
-  };
   fan_out<FenceReply>(
-      [=](SingleLock& l, Done<FenceReply> d) { l.commit_fence(token, fence, std::move(d), left); },
-      [this, alive, token, fence, ttl, until, done,
-       committed_here](std::vector<Outcome<FenceReply>> rs) {
-        auto committed = static_cast<size_t>(std::count_if(rs.begin(), rs.end(), committed_here));
-        if (committed >= quorum() && Clock::now() < until) {
+      [=](SingleLock& l, Done<FenceReply> d) {
+        l.commit_fence(token, fence, true, std::move(d), left);
+      },
+      [this, alive, token, fence, ttl, until, done, retries](std::vector<Outcome<FenceReply>> rs) {
+        if (!alive) return;
+        CommitVerdict v = commit_verdict(rs, total_, fence);
+        bool in_time = Clock::now() < until;
+        if (v.kind == CommitVerdict::Kind::Owned && in_time) {
           AcquireReply a;
           a.state = AcquireReply::State::Acquired;
           a.fence = fence;
           a.ttl = ttl - clock_drift(ttl);
           return done({std::nullopt, a});
         }
-        // Too late, or the grants ran out on too many masters meanwhile: the
-        // fence is not used.
+        // Another grant owns this fence: a larger one, which no master gave
+        // out yet, while the lease is still valid.
+        if (v.kind == CommitVerdict::Kind::Collided && in_time && retries > 0) {
+          log_verbose(fmt::format("fence {} is another holder's: committing {}", fence, v.next));
+          return commit(token, v.next, ttl, until, done, retries - 1);
+        }
+        // Too late, the grants ran out on too many masters meanwhile, or the
+        // fences kept colliding: the fence is not used (a waiter tries again).
         Outcome<AcquireReply> o;
         if (answered(rs) < quorum())
           o.error = too_few("cannot commit the fence", rs);
@@ -167,10 +176,7 @@ void QuorumLock::commit(const std::string& token, int64_t fence, Millis ttl,
           o.value.state = AcquireReply::State::Taken;
         give_back(token, ttl, [done, o] { done(o); });
       },
-      [this, committed_here](const Answers<FenceReply>& rs) {
-        return decided(
-            rs, committed_here, [](auto&) { return false; }, false);
-      });
+      [this, fence](const Answers<FenceReply>& rs) { return commit_settled(rs, total_, fence); });
 }
 
 void QuorumLock::give_back(const std::string& token, Millis ttl, std::function<void()> then) {
@@ -207,7 +213,7 @@ void QuorumLock::regrant(size_t i, const std::string& token, Millis grant, int64
                                          a.value.broken ? "a break" : "a release with the token"));
         if (a.value.state != AcquireReply::State::Acquired) return;
         l->commit_fence(
-            token, fence, [](Outcome<FenceReply>) {}, per);
+            token, fence, false, [](Outcome<FenceReply>) {}, per);
       },
       per);
 }

@@ -122,8 +122,11 @@ class QuorumLock : public Lock {
   /// A warning for each master that did not answer `what` (break, forget).
   template <class T>
   void warn_unanswered(const std::string& what, const std::vector<Outcome<T>>& rs) const;
+  /// Commits `fence` for the grant of `token` (docs/PROTOCOL.md, "Why fences
+  /// only grow"); `retries`: how many more rounds, each with a larger fence,
+  /// when another token owns this one on too many masters.
   void commit(const std::string& token, int64_t fence, Millis ttl, Clock::time_point until,
-              Done<AcquireReply> done);
+              Done<AcquireReply> done, int retries = kFenceRetries);
   void give_back(const std::string& token, Millis ttl, std::function<void()> then);
   void regrant(size_t i, const std::string& token, Millis grant, int64_t fence, Millis per);
   /// Why fewer than a majority answered (quorum_shortfall).

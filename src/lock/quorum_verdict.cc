@@ -137,6 +137,47 @@ AcquireVerdict acquire_verdict(const std::vector<Outcome<AcquireReply>>& rs, siz
   return v;
 }
 
+// ---- committing the fence ----
+
+bool fence_committed(const Outcome<FenceReply>& r, int64_t fence) {
+  return !r.error && r.value.held && r.value.owns && r.value.counter >= fence;
+}
+
+bool commit_settled(const Answers<FenceReply>& rs, size_t masters, int64_t fence) {
+  return quorum_decided(
+      rs, masters, [fence](const Outcome<FenceReply>& r) { return fence_committed(r, fence); },
+      [fence](const Outcome<FenceReply>& r) { return !r.error && !fence_committed(r, fence); },
+      false);
+}
+
+CommitVerdict commit_verdict(const std::vector<Outcome<FenceReply>>& rs, size_t masters,
+                             int64_t fence) {
+  CommitVerdict v;
+  size_t owned = 0, held = 0;
+  bool taken = false;
+  int64_t most = fence;
+  for (auto& r : rs) {
+    if (r.error) continue;
+    most = std::max({most, r.value.found, r.value.counter});
+    if (!r.value.held) continue;
+    ++held;
+    if (fence_committed(r, fence))
+      ++owned;
+    else
+      taken = true;  // held, and the counter was already at the fence
+  }
+  if (owned >= majority(masters)) {
+    v.kind = CommitVerdict::Kind::Owned;
+    return v;
+  }
+  // Held on a majority: the same grant tries a fence no master handed out yet.
+  if (held >= majority(masters) && taken) {
+    v.kind = CommitVerdict::Kind::Collided;
+    v.next = most + 1;
+  }
+  return v;
+}
+
 // ---- renewing ----
 
 bool extend_settled(const Answers<ExtendReply>& rs, size_t masters) {

@@ -102,6 +102,42 @@ struct AcquireVerdict {
 AcquireVerdict acquire_verdict(const std::vector<Outcome<AcquireReply>>& rs, size_t masters,
                                bool in_time, const std::vector<std::string>& names);
 
+// ---- committing the fence ----
+
+/// How many more commit rounds an acquisition tries, each with a larger fence,
+/// when another token owns the fence it was to commit on too many masters.
+inline constexpr int kFenceRetries = 3;
+
+/// Whether a master's reply to an acquisition's commit of `fence` counts for
+/// it: the token holds there, the counter is at least `fence`, and the token
+/// owns `fence` there (it raised the counter to it: docs/PROTOCOL.md, "Why
+/// fences only grow").
+bool fence_committed(const Outcome<FenceReply>& r, int64_t fence);
+
+/// Whether the commits heard so far decide the round: a majority counts for
+/// the fence, or more than a minority answered without counting.
+bool commit_settled(const Answers<FenceReply>& rs, size_t masters, int64_t fence);
+
+struct CommitVerdict {
+  enum class Kind {
+    /// A majority counts for the fence: the token's fence, unique.
+    Owned,
+    /// A majority holds the token, but another token owns the fence on too
+    /// many of them (two grants side by side computed the same one): commit
+    /// `next` (above the fence and every counter found) instead.
+    Collided,
+    /// Fewer than a majority hold the token (or answered): not granted.
+    Failed,
+  };
+  Kind kind = Kind::Failed;
+  int64_t next = 0;
+};
+
+/// The verdict over every master's reply to the commit of `fence` (`rs`, one
+/// per master, those that did not answer carry an Error).
+CommitVerdict commit_verdict(const std::vector<Outcome<FenceReply>>& rs, size_t masters,
+                             int64_t fence);
+
 // ---- renewing ----
 
 /// Whether the renewals heard so far decide the round: a majority held it,

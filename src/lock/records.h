@@ -230,6 +230,8 @@ struct ForgetReply {
 struct FenceReply {
   int64_t counter = 0;  // the fence counter afterwards
   bool held = false;    // whether the token holds the lock on that master
+  int64_t found = 0;    // the fence counter the script found (before raising it)
+  bool owns = false;    // held, and the token raised the counter to the fence there
 };
 
 /// How long a waiter's place in the line lives without a refresh.

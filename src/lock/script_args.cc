@@ -64,7 +64,7 @@ Args BreakArgs::to_argv() const {
 }
 
 Args FenceArgs::to_argv() const {
-  return {token, std::to_string(fence)};
+  return {token, std::to_string(fence), claim ? "1" : "0"};
 }
 
 Args HistoryArgs::to_argv() const {

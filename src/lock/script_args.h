@@ -104,8 +104,9 @@ struct BreakArgs {
 
 /// fence.lua (quorum mode): raises the fence counter, records a holder's fence.
 struct FenceArgs {
-  std::string token;  // tok
-  int64_t fence = 0;  // f
+  std::string token;   // tok
+  int64_t fence = 0;   // f
+  bool claim = false;  // claim: an acquisition's commit (a regrant otherwise)
   Args to_argv() const;
 };
 

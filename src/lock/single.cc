@@ -357,15 +357,18 @@ void SingleLock::forget(Done<ForgetReply> done) {
       std::move(done));
 }
 
-void SingleLock::commit_fence(const std::string& token, int64_t fence, Done<FenceReply> done,
-                              Millis timeout) {
+void SingleLock::commit_fence(const std::string& token, int64_t fence, bool claim,
+                              Done<FenceReply> done, Millis timeout) {
   run<FenceReply>(
-      client_, fence_script(), names_, FenceArgs{.token = token, .fence = fence}.to_argv(),
+      client_, fence_script(), names_,
+      FenceArgs{.token = token, .fence = fence, .claim = claim}.to_argv(),
       [](const Reply& r) {
-        auto& e = r.as_array("a fence reply", 2);
+        auto& e = r.as_array("a fence reply", 4);
         FenceReply f;
         f.counter = static_cast<int64_t>(e[0].as_int("a fence counter"));
         f.held = e[1].as_int("a fence reply's holder flag") == 1;
+        f.found = static_cast<int64_t>(e[2].as_int("a fence counter"));
+        f.owns = f.held && e[3].as_int("a fence reply's owner flag") == 1;
         return f;
       },
       std::move(done), timeout);

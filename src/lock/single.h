@@ -81,8 +81,11 @@ class SingleLock : public Lock {
   void regrant(const std::string& token, Millis ttl, const HolderInfo& info,
                Done<AcquireReply> done, Millis timeout);
   /// Quorum mode: raises the fence counter to at least `fence` and, if
-  /// `token` holds, records that fence as its own.
-  void commit_fence(const std::string& token, int64_t fence, Done<FenceReply> done, Millis timeout);
+  /// `token` holds, records that fence as its own; with `claim` (an
+  /// acquisition's commit) only where the token owns it (docs/PROTOCOL.md,
+  /// "Why fences only grow"), else always (a regrant of the holder's fence).
+  void commit_fence(const std::string& token, int64_t fence, bool claim, Done<FenceReply> done,
+                    Millis timeout);
   Client& client() { return client_; }
 
  private:

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -57,8 +58,20 @@ Outcome<ExtendReply> not_held(const std::string& tombstone = "") {
   return o;
 }
 
+// A commit's reply: the counter found before it, and whether the token holds
+// and owns the fence there (fence.lua).
+Outcome<FenceReply> fenced(int64_t fence, int64_t found, bool owns, bool held = true) {
+  Outcome<FenceReply> o;
+  o.value.counter = std::max(fence, found);
+  o.value.found = found;
+  o.value.held = held;
+  o.value.owns = held && owns;
+  return o;
+}
+
 using AV = AcquireVerdict::Kind;
 using EV = ExtendVerdict::Kind;
+using CV = CommitVerdict::Kind;
 
 // ---- the majority ----
 
@@ -192,6 +205,70 @@ TEST(QuorumVerdict, TheRoundIsSettledBeforeALateGrant) {
   // An even fleet: two grants and a refusal wait for the fourth (3 of 4 needed).
   EXPECT_FALSE(acquire_settled(A{granted(1), granted(2), taken("a"), std::nullopt}, 4));
   EXPECT_TRUE(acquire_settled(A{granted(1), granted(2), taken("a"), taken("a")}, 4));
+}
+
+// ---- committing the fence ----
+
+TEST(QuorumVerdict, AFenceCountsWhereTheTokenRaisedTheCounterToIt) {
+  // Found below the fence: this commit set it there.
+  EXPECT_TRUE(fence_committed(fenced(10, 9, true), 10));
+  // Found at the fence, this token's record already carrying it (its own
+  // commit sent again): still its own.
+  EXPECT_TRUE(fence_committed(fenced(10, 10, true), 10));
+  // Found at the fence another token committed: not this token's.
+  EXPECT_FALSE(fence_committed(fenced(10, 10, false), 10));
+  // Not held there, or no answer: counts for nothing.
+  EXPECT_FALSE(fence_committed(fenced(10, 9, true, false), 10));
+  EXPECT_FALSE(fence_committed(failed<FenceReply>(), 10));
+}
+
+TEST(QuorumVerdict, TwoGrantsSideBySideCannotBothOwnOneFence) {
+  // Two shared holders computed fence 10 from the same counters. The first
+  // commit reached masters 0 and 1 first, the second master 2: the first owns
+  // it (a majority), the second is told to commit above every counter found.
+  auto first =
+      commit_verdict({fenced(10, 9, true), fenced(10, 9, true), fenced(10, 10, false)}, 3, 10);
+  EXPECT_EQ(first.kind, CV::Owned);
+  auto second =
+      commit_verdict({fenced(10, 10, false), fenced(10, 10, false), fenced(10, 9, true)}, 3, 10);
+  EXPECT_EQ(second.kind, CV::Collided);
+  EXPECT_EQ(second.next, 11);
+  // The next fence is above the largest counter any master found (another
+  // grant raised one further meanwhile).
+  second =
+      commit_verdict({fenced(10, 14, false), fenced(10, 10, false), failed<FenceReply>()}, 3, 10);
+  EXPECT_EQ(second.kind, CV::Collided);
+  EXPECT_EQ(second.next, 15);
+  // Its second round owns the new fence everywhere.
+  EXPECT_EQ(
+      commit_verdict({fenced(15, 14, true), fenced(15, 10, true), fenced(15, 10, true)}, 3, 15)
+          .kind,
+      CV::Owned);
+}
+
+TEST(QuorumVerdict, ACommitWithoutAMajorityHoldingFails) {
+  // The grants ran out on two masters: no retry, the grant is given back.
+  auto v = commit_verdict(
+      {fenced(10, 10, false), fenced(10, 9, true, false), fenced(10, 9, true, false)}, 3, 10);
+  EXPECT_EQ(v.kind, CV::Failed);
+  // Too few answered.
+  v = commit_verdict({fenced(10, 9, true), failed<FenceReply>(), failed<FenceReply>()}, 3, 10);
+  EXPECT_EQ(v.kind, CV::Failed);
+  // An even fleet: owned on two of four is a tie, no majority; held on all
+  // four with the others owned elsewhere: another round.
+  v = commit_verdict(
+      {fenced(10, 9, true), fenced(10, 9, true), fenced(10, 10, false), fenced(10, 10, false)}, 4,
+      10);
+  EXPECT_EQ(v.kind, CV::Collided);
+  EXPECT_EQ(v.next, 11);
+}
+
+TEST(QuorumVerdict, TheCommitIsSettledByAMajorityEitherWay) {
+  using A = Answers<FenceReply>;
+  EXPECT_TRUE(commit_settled(A{fenced(10, 9, true), std::nullopt, fenced(10, 9, true)}, 3, 10));
+  EXPECT_FALSE(commit_settled(A{fenced(10, 9, true), std::nullopt, fenced(10, 10, false)}, 3, 10));
+  EXPECT_TRUE(commit_settled(A{fenced(10, 10, false), std::nullopt, fenced(10, 10, false)}, 3, 10));
+  EXPECT_FALSE(commit_settled(A{failed<FenceReply>(), std::nullopt, failed<FenceReply>()}, 3, 10));
 }
 
 // ---- renewing ----

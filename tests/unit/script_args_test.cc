@@ -86,7 +86,8 @@ TEST(ScriptArgs, TheOtherScriptsInTheirOrder) {
                  .to_argv()),
             (Args{"c", "4", "me", "30000", "tok", "hung"}));
   EXPECT_EQ((FenceArgs{.token = "t", .fence = 1234567890123}.to_argv()),
-            (Args{"t", "1234567890123"}));
+            (Args{"t", "1234567890123", "0"}));
+  EXPECT_EQ((FenceArgs{.token = "t", .fence = 7, .claim = true}.to_argv()), (Args{"t", "7", "1"}));
   EXPECT_EQ((HistoryArgs{.count = 20}.to_argv()), (Args{"20", ""}));
   EXPECT_EQ((HistoryArgs{.count = 100, .after = "1-0"}.to_argv()), (Args{"100", "1-0"}));
   EXPECT_EQ((ListArgs{.full = true, .seen = "13"}.to_argv()), (Args{"full", "13"}));
