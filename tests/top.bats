@@ -74,6 +74,22 @@ hold() {
   assert_output 1
 }
 
+@test "top -b: more events between two refreshes than a status carries are all shown" {
+  hold h1 tb-many --label first-holder
+  bg_start top "$RLOCK" top -b --interval 1s 'tb-many'
+  wait_until "grep -q '^  tb-many ' '$T/top.out'"
+  # seven events before the next refresh, where a status carries the newest three
+  touch "$T/h1.go"
+  for i in 1 2 3; do "$RLOCK" run --wait 10s tb-many -- sh -c "exit 1$i" || true; done
+  wait_until "grep -qE '^[0-9:]{8}Z  tb-many  released .*, exit 13$' '$T/top.out'"
+  kill -TERM "$BG_PID"
+  bg_wait "$BG_PID" 10
+  run -0 grep -E '^[0-9:]{8}Z  tb-many  ' "$T/top.out"
+  assert_line --regexp '  released +fence 1, first-holder'
+  assert_line --regexp '  released .*, exit 11$'
+  assert_line --regexp '  released .*, exit 12$'
+}
+
 @test "top off a terminal is top -b; a header says how many locks are hidden" {
   for i in $(seq 1 55); do
     "$RLOCK" acquire --ttl 1h "many-$i" >/dev/null
@@ -223,6 +239,34 @@ assert_restored() {
   assert_restored
   redis_resume
   touch "$T/h1.go"
+}
+
+@test "full screen: drawn at once while a stalled server holds the first refresh; keys work, the rows come when it answers" {
+  "$RLOCK" acquire --ttl 1m --label early-holder tf-one >/dev/null
+  redis_pause
+  # before the screen, the first refresh would wait up to --command-timeout (60s here)
+  top_tmux 100 30 --command-timeout 60s 'tf-*'
+  wait_screen '^connecting to redis://127\.0\.0\.1:[0-9]+/0.*q quit'
+  tmux -L "$TMUX_SOCK" send-keys -t top s
+  wait_screen 'sort: key$'
+  # a resize redraws meanwhile: the events pane's title moves from line 19 to line 15
+  tmux -L "$TMUX_SOCK" resize-window -t top -x 80 -y 24
+  wait_until '[[ $(screen_text | sed -n 15p) == "LATEST EVENTS" ]]'
+  redis_resume
+  wait_screen '^[ >] tf-one +exclusive +early-holder '
+  wait_screen '^q quit  s sort'
+  tmux -L "$TMUX_SOCK" send-keys -t top q
+  assert_restored
+}
+
+@test "full screen: Ctrl-C while the first refresh waits for a stalled server quits at once" {
+  redis_pause
+  top_tmux 80 24 --command-timeout 60s 'tf-*'
+  wait_screen '^connecting to redis://'
+  tmux -L "$TMUX_SOCK" send-keys -t top C-c
+  wait_for_file "$T/after" 5
+  redis_resume
+  assert_restored
 }
 
 @test "full screen: a terminal that goes away during a stalled refresh ends top at once" {

@@ -68,4 +68,13 @@ last_snapshot() {
   # a master that answers but refuses (its ACL takes SCAN away) is named as such, not down
   rcli_to M3 acl setuser default -scan >/dev/null
   wait_until "last_snapshot '$T/top.out' | grep -q '^rlock top .*  quorum of 3 masters, 1 refused: redis://127\.0\.0\.1:$M3_PORT/0  locks: 1 shown'"
+  rcli_to M3 acl setuser default +@all >/dev/null
+  wait_until "last_snapshot '$T/top.out' | grep -q '^rlock top .*  quorum of 3 masters  locks: 1 shown'"
+  # one that answers SCAN but refuses the status script: the majority's rows, that master
+  # named (tq-two is on the three masters; tq-one may be on two since M2 restarted)
+  "$RLOCK" acquire --ttl 5m --label on-three tq-two >/dev/null
+  rcli_to M3 acl setuser default -evalsha_ro -evalsha -eval_ro -eval >/dev/null
+  wait_until "last_snapshot '$T/top.out' | grep -q '^rlock top .*  quorum of 3 masters, 1 refused: redis://127\.0\.0\.1:$M3_PORT/0  locks: [12] shown'"
+  run last_snapshot "$T/top.out"
+  assert_line --regexp '^  tq-two +exclusive +on-three '
 }

@@ -401,10 +401,11 @@ void define_top(Subcommands& s, Values& v) {
       "says how many are shown and hidden. A batch snapshot shows 50 rows.\n"
       "Keys: q or Ctrl-C quit, s cycles the sort, / filters (a glob or a part of\n"
       "KEY; Enter applies, Esc clears), arrows move, Enter shows a lock's holders,\n"
-      "waiters and timeline (Esc goes back). A lost connection is shown and\n"
-      "retried; a refresh waiting for a stalled server says so, and q still\n"
-      "quits at once. NO_COLOR: no colours. Exit 0; 69 when the first refresh\n"
-      "fails.");
+      "waiters and timeline (Esc goes back). The screen shows at once\n"
+      "(\"connecting to\" until the first refresh answers). A lost connection is\n"
+      "shown and retried; a refresh waiting for a stalled server says so, and q\n"
+      "still quits at once. NO_COLOR: no colours. Exit 0; 69 when the first\n"
+      "refresh fails.");
 }
 
 // Every subcommand in the order --help lists them, with its one line there.

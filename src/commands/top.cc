@@ -82,6 +82,9 @@ class TopSource {
     return last_;
   }
 
+  /// Where the refreshes read, before the first SCAN says more.
+  std::string where() const { return topology(s_, ScanReport{}); }
+
  private:
   TopSnapshot read() {
     TopSnapshot snap;
@@ -92,12 +95,12 @@ class TopSource {
     if (!scanned_ || now >= next_scan_) {
       ScanReport report;
       found_ = scan_locks(s_, g_, pattern_, &report);
-      topology_ = topology(s_, report);
+      report_ = std::move(report);
       scanned_ = true;
       next_scan_ = now + 5 * (Clock::now() - now);
     }
     std::vector<FoundLock> found = found_;
-    snap.topology = topology_;
+    ScanReport where = report_;
     snap.found = found.size();
     // What needs attention first: the locks with a line, then the held ones.
     std::stable_partition(found.begin(), found.end(), [](const FoundLock& f) { return f.queue; });
@@ -117,6 +120,7 @@ class TopSource {
       ++it;
     }
     std::vector<std::unique_ptr<Lock>> locks;
+    size_t gap_reads = 0;
     std::vector<std::optional<Outcome<LockStatus>>> got(keys.size());
     size_t pending = keys.size();
     for (size_t i = 0; i < keys.size(); ++i) {
@@ -137,20 +141,50 @@ class TopSource {
         continue;
       }
       LockStatus& st = o.value;
-      snap.now_ms = std::max(snap.now_ms, st.now_ms);
-      // A status carries the newest few events of its lock: one that left them
-      // never comes back, so the ids of the last reading are all there is to keep.
-      std::set<std::string>& seen = seen_[keys[i]];
-      std::set<std::string> ids;
-      for (auto e = st.last.rbegin(); e != st.last.rend(); ++e) {
-        if (e->ms <= 0) continue;
-        ids.insert(e->id);
-        if (seen.count(e->id)) continue;
-        // (an expiry top showed already, now recorded by a script)
-        if (e->ev == "expired" && shown_expired_.erase({keys[i], e->get("tok")})) continue;
-        events_.push_back({keys[i], *e});
+      // Quorum mode: a majority's answer is shown, the masters that failed
+      // this read (down, or refusing the script) named on the status line.
+      for (const MasterStatus& m : st.masters) {
+        if (!m.error) continue;
+        auto& names = m.error->kind() == ErrorKind::Unavailable ? where.down : where.refused;
+        if (std::find(where.down.begin(), where.down.end(), m.name) == where.down.end() &&
+            std::find(where.refused.begin(), where.refused.end(), m.name) == where.refused.end())
+          names.push_back(m.name);
       }
-      seen = std::move(ids);
+      snap.now_ms = std::max(snap.now_ms, st.now_ms);
+      // A status carries the newest few events of its lock (the ids of the
+      // last reading are what is kept). When none of them was seen before,
+      // more may have happened since the last reading than it carries: the
+      // history gives the rest (up to kGapEvents), for at most kGapReads locks
+      // a refresh; the others keep their last reading and are read at the next.
+      std::set<std::string>& seen = seen_[keys[i]];
+      std::vector<Event> fresh(st.last.rbegin(), st.last.rend());  // (newest first)
+      bool deferred = false;
+      if (!seen.empty() && st.last.size() >= kStatusEvents &&
+          std::none_of(st.last.begin(), st.last.end(),
+                       [&](const Event& e) { return seen.count(e.id) > 0; })) {
+        if (gap_reads >= kGapReads) {
+          deferred = true;
+        } else {
+          ++gap_reads;
+          auto older = newest_events(s_, keys[i], g_.prefix, kGapEvents, nullptr);
+          for (auto e = older.rbegin(); e != older.rend() && !seen.count(e->id); ++e)
+            if (std::none_of(fresh.begin(), fresh.end(),
+                             [&](const Event& f) { return f.id == e->id; }))
+              fresh.push_back(*e);
+        }
+      }
+      if (!deferred) {
+        std::set<std::string> ids;
+        for (const Event& e : fresh) {
+          if (e.ms <= 0) continue;
+          ids.insert(e.id);
+          if (seen.count(e.id)) continue;
+          // (an expiry top showed already, now recorded by a script)
+          if (e.ev == "expired" && shown_expired_.erase({keys[i], e.get("tok")})) continue;
+          events_.push_back({keys[i], e});
+        }
+        seen = std::move(ids);
+      }
       notice_expiries(keys[i], st);
       if (st.holders.empty() && st.waiter_count == 0) continue;
       recent_[keys[i]] = now;
@@ -164,6 +198,7 @@ class TopSource {
       for (auto it = held_.begin(); it != held_.end();)
         it = recent_.count(it->first) ? std::next(it) : held_.erase(it);
     if (snap.now_ms == 0) snap.now_ms = wall_ms();
+    snap.topology = topology(s_, where);
     std::stable_sort(events_.begin(), events_.end(),
                      [](const TopEvent& a, const TopEvent& b) { return a.e.ms < b.e.ms; });
     if (events_.size() > kKeptEvents)
@@ -178,7 +213,7 @@ class TopSource {
   const std::string pattern_;
   std::map<std::string, Clock::time_point> recent_;
   std::vector<FoundLock> found_;  // what the last SCAN found
-  std::string topology_;          // and where it looked
+  ScanReport report_;             // and where it looked
   bool scanned_ = false;
   Clock::time_point next_scan_;
   // An expiry is recorded in the history only when a script next touches the
@@ -215,6 +250,9 @@ class TopSource {
   }
 
   static constexpr size_t kMaxSeenKeys = 10000;
+  static constexpr size_t kStatusEvents = 3;  // the events a status carries (docs/PROTOCOL.md)
+  static constexpr size_t kGapReads = 20;     // history reads a refresh, at most
+  static constexpr long kGapEvents = 100;     // events each reads, at most
   std::map<std::string, std::map<std::string, LastHeld>> held_;  // key: its holders last read
   std::set<std::pair<std::string, std::string>> shown_expired_;  // (key, token)
   std::map<std::string, std::set<std::string>> seen_;            // key: the event ids last read
@@ -266,8 +304,13 @@ class FullScreen {
   FullScreen(Session& s, const GlobalOptions& g, TopSource& src, const TopOptions& o)
       : s_(s), g_(g), src_(src), o_(o), color_(terminal_wants_color()) {}
 
-  int run(TopSnapshot first) {
-    snap_ = std::move(first);
+  // The screen is drawn at once, "connecting to" where it reads, and filled
+  // when the first refresh answers; q and Ctrl-C quit meanwhile. A first
+  // refresh that fails (a server that cannot be reached) gives the terminal
+  // back and is one line and 69, as with -b.
+  int run() {
+    snap_.topology = src_.where();
+    snap_.now_ms = wall_ms();
     Screen screen;
     screen_ = &screen;
     for (int sig : {SIGINT, SIGTERM, SIGHUP})
@@ -279,6 +322,9 @@ class FullScreen {
     s_.loop.watch(STDIN_FILENO, POLLIN, [this](short revents) { on_input(revents); });
     draw();
     try {
+      waiting([this] { snap_ = src_.refresh(true); });
+      have_first_ = true;
+      draw();
       // --count: the first snapshot is one; quit after the N-th, as top -n does.
       for (long n = 1; !quit_ && (o_.count == 0 || n < o_.count); ++n) {
         auto deadline = later(Clock::now(), o_.interval);
@@ -299,6 +345,12 @@ class FullScreen {
       // clients go now, dropping them uncalled, so that nothing can run the
       // loop while they are queued. Nothing reads a server after this.
       s_.clients.clear();
+    } catch (const Error&) {
+      // (the first refresh failed: the terminal goes back before the error's line)
+      s_.loop.cancel(stall_timer_);
+      s_.loop.unwatch(STDIN_FILENO);
+      screen.restore();
+      throw;
     }
     s_.loop.cancel(stall_timer_);
     s_.loop.unwatch(STDIN_FILENO);
@@ -440,12 +492,14 @@ class FullScreen {
     std::vector<TopRow> rows = shown_rows();
     if (cursor_ >= rows.size()) cursor_ = rows.empty() ? 0 : rows.size() - 1;
     lines.push_back(bold(truncate_columns(top_header(snap_, rows.size(), sort_), width)));
+    const char* wait_word = have_first_ ? "waiting for" : "connecting to";
     std::string status =
         stalled_
             ? fmt::format(
-                  "waiting for {} ({}s)…  q quit", snap_.topology,
+                  "{} {} ({}s)…  q quit", wait_word, snap_.topology,
                   std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - waiting_since_)
                       .count())
+        : !have_first_          ? fmt::format("{} {}…  q quit", wait_word, snap_.topology)
         : snap_.problem.empty() ? "q quit  s sort  / filter  arrows and Enter: a lock's detail"
                                 : "connection: " + snap_.problem;
     lines.push_back(snap_.problem.empty() && !stalled_ ? truncate_columns(status, width)
@@ -508,6 +562,7 @@ class FullScreen {
   TopSnapshot snap_;
   bool quit_ = false, redraw_ = false, editing_ = false, detail_ = false;
   bool waiting_ = false, stalled_ = false;  // a refresh runs; it has taken kStallShown
+  bool have_first_ = false;                 // the first refresh answered
   Clock::time_point waiting_since_;
   Loop::TimerId stall_timer_ = 0;
   std::string pending_, filter_, detail_key_, detail_problem_;
@@ -526,11 +581,8 @@ int cmd_top(const GlobalOptions& g, const std::string& pattern, const TopOptions
   for (auto& c : s.clients) c->stay();
   TopSource src(s, g, pattern);
   if (o.batch || !full_screen_possible()) return run_batch(s, src, o);
-  // The first snapshot before the screen: a server that cannot be reached is
-  // one line and 69, the terminal untouched.
-  TopSnapshot first = src.refresh(true);
   FullScreen view(s, g, src, o);
-  return view.run(std::move(first));
+  return view.run();
 }
 
 }  // namespace rlock
