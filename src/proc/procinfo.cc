@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <pwd.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -68,8 +69,14 @@ std::optional<ProcInfo> proc_info(pid_t pid, int* unreadable) {
 #if defined(__linux__)
   errno = 0;
   std::string stat = read_proc(pid, "stat", 1024);
-  if (stat.empty() && unreadable && (errno == EMFILE || errno == ENFILE || errno == ENOMEM))
-    *unreadable = errno;
+  if (stat.empty() && unreadable) {
+    int err = errno;
+    if (err == EMFILE || err == ENFILE || err == ENOMEM || err == EACCES || err == EPERM)
+      *unreadable = err;
+    // hidepid=2 hides another user's process from /proc, not from the kernel.
+    else if (err == ENOENT && (kill(pid, 0) == 0 || errno == EPERM))
+      *unreadable = err;
+  }
   // "PID (COMM) STATE PPID ...": COMM may hold anything, so it ends at the last ')'.
   size_t close_paren = stat.rfind(')');
   if (close_paren == std::string::npos || close_paren + 2 >= stat.size()) return std::nullopt;

@@ -31,7 +31,9 @@ struct ProcInfo {
 /// The parent and start time of `pid`; nullopt when there is no such process,
 /// it is a zombie, or this system cannot tell. When `unreadable` is given, it
 /// is set to the errno of a failure that says nothing about the process (no
-/// descriptor or memory left to read /proc: EMFILE, ENFILE, ENOMEM), 0 otherwise.
+/// descriptor or memory left to read /proc: EMFILE, ENFILE, ENOMEM; /proc
+/// mounted with hidepid: EACCES, EPERM, or ENOENT for a process the kernel
+/// still knows), 0 otherwise: nullopt with it set is "unknown", not "gone".
 std::optional<ProcInfo> proc_info(pid_t pid, int* unreadable = nullptr);
 
 /// True when `ancestor` is `pid` itself or one of its ancestors (at most 256
