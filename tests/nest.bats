@@ -238,6 +238,32 @@ EOF2
   wait_for_file "$T/nested.rc"
 }
 
+@test "status never marks a running outer holder gone when /proc cannot be read (no descriptor left)" {
+  [[ -z ${ASAN_OPTIONS:-} ]] || skip "the sanitizers' runtime needs more descriptors"
+  job_script
+  rlock run --ttl 3s k -- bash -c "$(nested_bg k); sleep 1000" 3>&- &
+  outer=$!
+  wait_for_file "$T/started"
+  # At some limit status has its connection but no descriptor left to read /proc/PID:
+  # unknown, never "gone".
+  local n saw_unknown=0
+  for n in 6 7 8 9 10 11 12; do
+    run sh -c 'ulimit -n "$1" && exec rlock status --json k' sh "$n"
+    [ "$status" -eq 0 ] || continue
+    case $(jq '.holders[0].process_gone' <<<"$output") in
+      false) ;;
+      null) saw_unknown=1 ;;
+      *) fail "limit $n: pid $outer runs, but: $output" ;;
+    esac
+    run sh -c 'ulimit -n "$1" && exec rlock status k' sh "$n"
+    [[ $output != *"is gone"* ]] || fail "limit $n: pid $outer runs, but: $output"
+  done
+  [ "$saw_unknown" -eq 1 ] || fail "no limit left status without a descriptor for /proc"
+  touch "$T/go"
+  kill "$outer"
+  wait_for_file "$T/nested.rc"
+}
+
 @test "an outer run stopped past its TTL while its nested run kept the lock carries on: 0, not 76" {
   # On SIGCONT it said "lost the lock" and exited 76 although its token held k all along.
   job_script

@@ -84,7 +84,10 @@ std::string output_of(const GlobalOptions& g, const LockOptions& o, const std::s
   return token + "\n";
 }
 
-void check_watched(const LockOptions& o, uint64_t& start) {
+// PID (--while-pid): it must run, and be told apart for sure from a process
+// that reuses its pid later (`watched`: a handle on it where the system has
+// one, else its start time).
+void check_watched(const LockOptions& o, WatchedProcess& watched) {
   if (!o.while_pid) return;
   int unreadable = 0;
   auto info = proc_info(static_cast<pid_t>(o.while_pid), &unreadable);
@@ -96,7 +99,15 @@ void check_watched(const LockOptions& o, uint64_t& start) {
                 exitcode::kNoKeeper);
   if (!exists || (!info && kProcInfoKnown))
     throw_usage(fmt::format("--while-pid {}: there is no such process", o.while_pid));
-  start = info ? info->start : 0;
+  int err = 0;
+  watched = WatchedProcess::open(static_cast<pid_t>(o.while_pid), info ? info->start : 0, err);
+  if (err)
+    throw Error(ErrorKind::Exec,
+                fmt::format("--while-pid {}: cannot open a handle on it: {}", o.while_pid,
+                            std::strerror(err)),
+                exitcode::kNoKeeper);
+  if (!watched.alive())
+    throw_usage(fmt::format("--while-pid {}: there is no such process", o.while_pid));
 }
 
 // Releases `token` on connections of its own: the forking process's are
@@ -118,10 +129,10 @@ void release_afresh(const GlobalOptions& g, const LockOptions& o, const std::str
 // tell the keeper the caller has it, and leave by _exit (its connections are
 // the keeper's now: no destructor may close or shut them).
 int hand_to_keeper(const GlobalOptions& g, Lock& lock, const std::string& token, const Acquired& a,
-                   const LockOptions& o, uint64_t start,
+                   const LockOptions& o, const WatchedProcess& watched,
                    const std::function<std::string(long keeper)>& text) {
   StartedKeeper keeper =
-      start_keeper(lock, token, a, KeeperSpec{o.while_pid, o.on_lost, o.sync_replicas}, start);
+      start_keeper(lock, token, a, KeeperSpec{o.while_pid, o.on_lost, o.sync_replicas}, watched);
   int status = exitcode::kOk;
   switch (keeper.said()) {
     case StartedKeeper::Said::Ready:
@@ -244,11 +255,11 @@ HolderInfo holder_info(const LockOptions& o) {
 
 // Takes the lock, waiting as the options say. A signal while waiting leaves
 // the line at once (as `run` does) instead of leaving a dead place behind
-// until its lease runs out: its 128+N is returned. PID (--while-pid, started
-// at `start`) is watched while waiting too: once it has ended, the line is
+// until its lease runs out: its 128+N is returned. PID (--while-pid,
+// `watched`) is watched while waiting too: once it has ended, the line is
 // left at once (the lock would be released as soon as it was granted).
 std::variant<Acquired, int> take(Session& s, Lock& lock, const LockOptions& o,
-                                 const std::string& token, uint64_t start) {
+                                 const std::string& token, const WatchedProcess& watched) {
   auto acquirer = make_acquisition(
       lock, token,
       WaitSpec{o.ttl, o.wait, o.no_wait, holder_info(o), o.sync_replicas, holders_in_words});
@@ -265,7 +276,7 @@ std::variant<Acquired, int> take(Session& s, Lock& lock, const LockOptions& o,
     watch_timer = s.loop.after(kWatchPidEvery, [&] {
       watch_timer = 0;
       if (out || cancelled) return;
-      if (watched_alive(o.while_pid, start)) return watch_pid();
+      if (watched.alive()) return watch_pid();
       acquirer->cancel([&] { pid_ended = true; });
     });
   };
@@ -290,8 +301,8 @@ std::variant<Acquired, int> take(Session& s, Lock& lock, const LockOptions& o,
 
 int cmd_acquire(const GlobalOptions& g, const LockOptions& o) {
   validate(o);
-  uint64_t start = 0;
-  check_watched(o, start);
+  WatchedProcess watched;
+  check_watched(o, watched);
   Session s(g);
   auto lock = s.locks(o, g.prefix);
   std::vector<HeldEntry> held = held_from_env();
@@ -299,7 +310,7 @@ int cmd_acquire(const GlobalOptions& g, const LockOptions& o) {
   if (acquire_nested(s, *lock, g, o, held, where)) return exitcode::kOk;
   check_held_room(held, o.keys(), g.prefix, where);
   std::string token = lock->fresh_token(holder_info(o).pid);
-  auto taken = take(s, *lock, o, token, start);
+  auto taken = take(s, *lock, o, token, watched);
   if (auto* status = std::get_if<int>(&taken)) return *status;
   const Acquired& a = std::get<Acquired>(taken);
   const std::vector<int64_t> fences = a.fences.empty() ? std::vector<int64_t>{a.fence} : a.fences;
@@ -317,12 +328,12 @@ int cmd_acquire(const GlobalOptions& g, const LockOptions& o) {
     return output_of(g, o, token, fences, a.ttl, held_with_each(held, mine), slot);
   };
   if (o.while_pid) {
-    if (!watched_alive(o.while_pid, start)) {
+    if (!watched.alive()) {
       wait_for<ReleaseReply>(
           s.loop, [&](Done<ReleaseReply> d) { lock->release(token, Millis(0), std::move(d)); });
       throw_usage(fmt::format("--while-pid {}: the process ended", o.while_pid));
     }
-    return hand_to_keeper(g, *lock, token, a, o, start, text);
+    return hand_to_keeper(g, *lock, token, a, o, watched, text);
   }
   try {
     print_out(text(0));

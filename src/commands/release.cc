@@ -66,13 +66,19 @@ Nested nested_release(Session& s, Lock& lock, const GlobalOptions& g,
 }
 
 // The keeper of a --while-pid lock, if it still runs: a session leader with
-// the start time RLOCK_HELD recorded (a reused pid is left alone).
+// the start time RLOCK_HELD recorded (a reused pid is left alone). When /proc
+// cannot tell (no descriptor left, hidepid), a session leader of that pid is
+// taken for the keeper: the lease was just found held by its token
+// (verify_held), and the keeper releases it whenever it ends, so it most
+// likely runs; skipping it would release under it, a loss for its PID.
 bool is_keeper(const HeldEntry& e) {
   auto pid = static_cast<pid_t>(e.keeper);
   if (pid < 1 || getsid(pid) != pid) return false;
   if (!kProcInfoKnown) return true;
-  auto info = proc_info(pid);
-  return info && info->start == e.keeper_start;
+  int unreadable = 0;
+  auto info = proc_info(pid, &unreadable);
+  if (!info) return unreadable != 0;
+  return info->start == e.keeper_start;
 }
 
 }  // namespace

@@ -185,10 +185,16 @@ std::vector<std::string> tail_lines(const LockStatus& s) {
   return out;
 }
 
-// Whether process `pid` of this host is gone (a zombie is).
-bool gone(long pid) {
+// Whether process `pid` of this host is gone (a zombie is); nullopt when
+// /proc cannot tell (no descriptor left, hidepid): unknown is not gone.
+std::optional<bool> gone(long pid) {
   if (pid <= 0 || pid > 0x7fffffff) return false;
-  if (kProcInfoKnown) return !proc_info(static_cast<pid_t>(pid));
+  if (kProcInfoKnown) {
+    int unreadable = 0;
+    if (proc_info(static_cast<pid_t>(pid), &unreadable)) return false;
+    if (unreadable) return std::nullopt;
+    return true;
+  }
   return kill(static_cast<pid_t>(pid), 0) == -1 && errno == ESRCH;
 }
 

@@ -309,6 +309,16 @@ void Acquirer::on_reply(Outcome<AcquireReply> o) {
     if (phase_ == Phase::Probing) return finish({e, {}});
     return fail_with_cleanup(e);  // leaves the line (the script left it already)
   }
+  if (a.state == AcquireReply::State::Gone)
+    // An earlier attempt of this token was granted and then given back (a
+    // release with the token, or a break) before its reply came: never
+    // granted again (docs/PROTOCOL.md, acquire: GONE).
+    return finish(
+        {Error(ErrorKind::NotAcquired,
+               fmt::format("'{}' was granted to this attempt and {} before the grant "
+                           "was heard of",
+                           lock_.names().key, a.broken ? "broken" : "released with its token")),
+         {}});
   if (a.state == AcquireReply::State::Superseded)
     return fail_with_cleanup(
         Error(ErrorKind::NotAcquired,
@@ -375,8 +385,8 @@ void Acquirer::confirm(const AcquireReply& a) {
           // Nobody to ask whether it stands: not a grant (yet).
           log_verbose(fmt::format("could not confirm the grant of '{}' with the sentinels: {}",
                                   lock_.names().key, o.error->what()));
-          lock_.release(
-              token_, Millis(0), [](Outcome<ReleaseReply>) {}, bound);
+          lock_.give_back_grant(
+              token_, [](Outcome<ReleaseReply>) {}, bound);
           if (ride_out(*o.error, retry_timer_, [this] { attempt(); })) return;
           return fail_with_cleanup(*o.error);
         }

@@ -42,12 +42,12 @@ char read_byte(int fd) {
 
 class Keeper {
  public:
-  Keeper(Lock& lock, std::string token, const Acquired& a, const KeeperSpec& o, uint64_t start,
-         int ready_fd, int go_fd)
+  Keeper(Lock& lock, std::string token, const Acquired& a, const KeeperSpec& o,
+         const WatchedProcess& watched, int ready_fd, int go_fd)
       : lock_(lock),
         token_(std::move(token)),
         opts_(o),
-        start_(start),
+        watched_(watched),
         ready_fd_(ready_fd),
         go_fd_(go_fd),
         watchdog_(lock, token_, a, o.sync_replicas,
@@ -112,7 +112,7 @@ class Keeper {
   void watch() {
     watch_timer_ = loop().after(kWatchPidEvery, [this] {
       watch_timer_ = 0;
-      if (!watched_alive(opts_.while_pid, start_)) return finish();
+      if (!watched_.alive()) return finish();
       watch();
     });
   }
@@ -128,9 +128,11 @@ class Keeper {
     loop().deliver_signals();
     if (finishing_) return;
     lost_ = true;
-    if (watched_alive(opts_.while_pid, start_)) {
-      if (opts_.on_lost == OnLost::Term) kill(static_cast<pid_t>(opts_.while_pid), SIGTERM);
-      if (opts_.on_lost == OnLost::Kill) kill(static_cast<pid_t>(opts_.while_pid), SIGKILL);
+    // Through the handle opened at the start where there is one: never a
+    // process that reused PID's pid, whether /proc can be read or not.
+    if (watched_.alive()) {
+      if (opts_.on_lost == OnLost::Term) watched_.signal(SIGTERM);
+      if (opts_.on_lost == OnLost::Kill) watched_.signal(SIGKILL);
     }
     finish();
   }
@@ -156,7 +158,7 @@ class Keeper {
   Lock& lock_;
   std::string token_;
   KeeperSpec opts_;
-  uint64_t start_;
+  const WatchedProcess& watched_;
   int ready_fd_, go_fd_;
   Watchdog watchdog_;
   Loop::TimerId watch_timer_ = 0, ready_timer_ = 0;
@@ -169,8 +171,8 @@ class Keeper {
 // its directory: an unmountable file system), its handlers installed, then
 // the signal mask `mask` put back. Never returns.
 [[noreturn]] void be_keeper(Lock& lock, const std::string& token, const Acquired& acquired,
-                            const KeeperSpec& spec, uint64_t pid_start, int ready_fd, int go_fd,
-                            const sigset_t& mask) {
+                            const KeeperSpec& spec, const WatchedProcess& watched, int ready_fd,
+                            int go_fd, const sigset_t& mask) {
   setsid();
   int null = open("/dev/null", O_RDWR);
   if (null >= 0) {
@@ -193,7 +195,7 @@ class Keeper {
   }
   int status;
   {
-    Keeper k(lock, token, acquired, spec, pid_start, ready_fd, go_fd);
+    Keeper k(lock, token, acquired, spec, watched, ready_fd, go_fd);
     sigprocmask(SIG_SETMASK, &mask, nullptr);
     status = k.run();
   }
@@ -216,7 +218,7 @@ void StartedKeeper::abandon() {
 // that it is ready to be told to stop, so that the caller's release, once
 // the caller has the token, always finds a keeper that hears it.
 StartedKeeper start_keeper(Lock& lock, const std::string& token, const Acquired& acquired,
-                           const KeeperSpec& spec, uint64_t pid_start) {
+                           const KeeperSpec& spec, const WatchedProcess& watched) {
   // Without a keeper nobody would renew or release the lease: give it back
   // before saying so, whatever step failed.
   auto give_up = [&](const char* step, int err) -> void {
@@ -253,7 +255,7 @@ StartedKeeper start_keeper(Lock& lock, const std::string& token, const Acquired&
   if (pid == 0) {
     close(ready[0]);
     close(go[1]);
-    be_keeper(lock, token, acquired, spec, pid_start, ready[1], go[0], old);
+    be_keeper(lock, token, acquired, spec, watched, ready[1], go[0], old);
   }
   close(ready[1]);
   close(go[0]);
@@ -267,16 +269,7 @@ StartedKeeper start_keeper(Lock& lock, const std::string& token, const Acquired&
 }
 
 bool watched_alive(long pid, uint64_t start) {
-  int unreadable = 0;
-  if (auto info = proc_info(static_cast<pid_t>(pid), &unreadable)) return info->start == start;
-#if defined(__linux__) || defined(__APPLE__)
-  // /proc could not be read (no descriptor left): that says nothing about PID,
-  // which ends only when the kernel no longer knows it.
-  if (unreadable) return kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
-  return false;  // gone, or a zombie: it has ended
-#else
-  return kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
-#endif
+  return WatchedProcess(static_cast<pid_t>(pid), start).alive();
 }
 
 void close_inherited_descriptors() {

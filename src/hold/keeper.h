@@ -17,13 +17,15 @@
 #include "hold/acquirer.h"
 #include "hold/on_lost.h"
 #include "lock/lock.h"
+#include "proc/procinfo.h"
 
 namespace rlock {
 
 /// How often PID is looked at: "within about a second" after it ends.
 inline constexpr Millis kWatchPidEvery{200};
 
-/// Whether process `pid`, which started at `start` (proc_info), still runs.
+/// Whether process `pid`, which started at `start` (proc_info), still runs:
+/// WatchedProcess without a handle.
 bool watched_alive(long pid, uint64_t start);
 
 /// What the keeper watches and how it holds: `acquire --while-pid PID`,
@@ -67,7 +69,7 @@ class StartedKeeper {
 /// Starts the keeper of `token` in a process of its own, detached at once
 /// (a session of its own, no terminal, none of this process's descriptors,
 /// in /), and returns once it said whether it is ready. The keeper keeps
-/// the lease until PID (`spec`, started at `pid_start`) ends, the owner
+/// the lease until PID (`spec`; `watched`, opened at the start) ends, the owner
 /// releases, the lease is lost (--on-lost applies to PID), another stop
 /// signal gives it up (PID hears of it as of a loss), or it is abandoned
 /// (released). Always released, token-checked; the keeper's exit status is
@@ -79,7 +81,7 @@ class StartedKeeper {
 /// exitcode::kNoKeeper) when the keeper cannot be started: a fork that fails
 /// (the lease released first), or a pipe (the lease left to run out).
 StartedKeeper start_keeper(Lock& lock, const std::string& token, const Acquired& acquired,
-                           const KeeperSpec& spec, uint64_t pid_start);
+                           const KeeperSpec& spec, const WatchedProcess& watched);
 
 /// Closes every descriptor above 2 without close-on-exec: what the process
 /// inherited from its caller (rlock's own are all O_CLOEXEC).

@@ -72,6 +72,14 @@ class Lock {
                const std::string& lost = "") {
     do_release(token, min_hold, std::move(done), timeout, exit_status, done_for, lost);
   }
+  /// Gives back a grant of `token` that its attempt could not stand by (the
+  /// sentinels could not be asked whether its master is still theirs), as
+  /// release() does but without a tombstone where the lock's acquire answers
+  /// GONE to a token that has one (docs/PROTOCOL.md, acquire): the token's
+  /// next attempt may be granted. By default, release().
+  virtual void give_back_grant(const std::string& token, Done<ReleaseReply> done, Millis timeout) {
+    release(token, Millis(0), std::move(done), timeout);
+  }
   /// Leaves the line; true if the token had a place.
   void leave(const std::string& token, Done<bool> done, Millis timeout = Millis(0)) {
     do_leave(token, std::move(done), timeout);

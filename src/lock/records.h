@@ -150,8 +150,9 @@ struct AcquireReply {
   /// holder, first in `holders`, has done_ms): nobody takes it before it ends.
   /// Full: not taken and the line has --max-waiters already. Superseded: a
   /// newer --supersede waiter replaced this one (`by` says who).
-  /// Gone (a quorum regrant only, SingleLock::regrant): the token's tombstone
-  /// is there, a release with it or a break removed it (`broken`).
+  /// Gone: the token's tombstone is there, a release with it or a break
+  /// removed it (`broken`): a quorum regrant (SingleLock::regrant), or an
+  /// attempt whose earlier grant was given back before its reply came.
   enum class State { Acquired, Taken, Queued, Done, Full, Superseded, Gone } state = State::Taken;
   long slot = 0;                // Acquired: a semaphore's slot (0: none)
   std::string slot_name;        // Acquired: a named pool's name ("": none)

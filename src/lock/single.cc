@@ -289,12 +289,11 @@ void SingleLock::confirm_master(const std::string& token, const AcquireReply& gr
         if (o.error || o.value) return done(std::move(o));
         // Void: released where it was made (token-checked, one try within
         // `cleanup`), whatever the release says; the lease expires there anyway.
+        // No tombstone (no release id): the token's next attempt may be made
+        // there again, should the sentinels name that master once more, and a
+        // tombstone would have it answered GONE (docs/PROTOCOL.md, acquire).
         // (No history cap: the script's own default.)
-        ReleaseArgs r{.token = token,
-                      .channel = n.channel,
-                      .tombstone = cleanup + Millis(5000),
-                      .release_id = new_token(),
-                      .history = std::nullopt};
+        ReleaseArgs r{.token = token, .channel = n.channel, .history = std::nullopt};
         run<ReleaseReply>(
             *c, release_script(), n, r.to_argv(), parse_release,
             [done = std::move(done)](Outcome<ReleaseReply>) {

@@ -74,6 +74,9 @@ class SingleLock : public Lock {
   /// tombstone: the token's next attempt may win here or elsewhere, and a tombstone would tell that
   /// holder's renewals (a keeper's) that its owner released it.
   void give_back(const std::string& token, Done<ReleaseReply> done, Millis timeout);
+  void give_back_grant(const std::string& token, Done<ReleaseReply> done, Millis timeout) override {
+    give_back(token, std::move(done), timeout);
+  }
   /// Quorum mode: grants a holder's lease again here (acquire in mode
   /// `regrant`: a try), unless a release with the token or a break removed it
   /// here (its tombstone): Gone then. The renewal answer that asked for it

@@ -1,7 +1,9 @@
 #include "proc/procinfo.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <pwd.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -14,6 +16,9 @@
 
 #include "core/text.h"
 
+#if defined(__linux__)
+#include <sys/syscall.h>
+#endif
 #if defined(__APPLE__)
 #include <sys/sysctl.h>
 #endif
@@ -68,8 +73,14 @@ std::optional<ProcInfo> proc_info(pid_t pid, int* unreadable) {
 #if defined(__linux__)
   errno = 0;
   std::string stat = read_proc(pid, "stat", 1024);
-  if (stat.empty() && unreadable && (errno == EMFILE || errno == ENFILE || errno == ENOMEM))
-    *unreadable = errno;
+  if (stat.empty() && unreadable) {
+    int err = errno;
+    if (err == EMFILE || err == ENFILE || err == ENOMEM || err == EACCES || err == EPERM)
+      *unreadable = err;
+    // hidepid=2 hides another user's process from /proc, not from the kernel.
+    else if (err == ENOENT && (kill(pid, 0) == 0 || errno == EPERM))
+      *unreadable = err;
+  }
   // "PID (COMM) STATE PPID ...": COMM may hold anything, so it ends at the last ')'.
   size_t close_paren = stat.rfind(')');
   if (close_paren == std::string::npos || close_paren + 2 >= stat.size()) return std::nullopt;
@@ -102,6 +113,92 @@ std::optional<ProcInfo> proc_info(pid_t pid, int* unreadable) {
 #else
   return std::nullopt;
 #endif
+}
+
+WatchedProcess& WatchedProcess::operator=(WatchedProcess&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) close(fd_);
+    pid_ = o.pid_;
+    start_ = o.start_;
+    fd_ = o.fd_;
+    o.fd_ = -1;
+  }
+  return *this;
+}
+
+WatchedProcess::~WatchedProcess() {
+  if (fd_ >= 0) close(fd_);
+}
+
+WatchedProcess WatchedProcess::open(pid_t pid, uint64_t start, int& err) {
+  err = 0;
+  WatchedProcess w(pid, start);
+#if defined(__linux__) && defined(SYS_pidfd_open)
+  int fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));  // close-on-exec
+  if (fd < 0) {
+    if (errno == EMFILE || errno == ENFILE || errno == ENOMEM) err = errno;
+    // ENOSYS (before Linux 5.3, or a seccomp filter), EINVAL (not a thread
+    // group leader), ESRCH (ended already): the form without a handle, whose
+    // first look finds what there is to find.
+    return w;
+  }
+  // The handle is the process that had `pid` when it was opened. It is the
+  // one that started at `start` if that one still has `pid` now, and the
+  // handle's process had not ended by then (else `pid` may have been reused
+  // in between): then it held `pid` all along.
+  int unreadable = 0;
+  auto info = proc_info(pid, &unreadable);
+  struct pollfd p = {fd, POLLIN, 0};
+  int ended;
+  do {
+    ended = poll(&p, 1, 0);
+  } while (ended < 0 && errno == EINTR);
+  if (!info && unreadable) {
+    err = unreadable;
+    close(fd);
+    return w;
+  }
+  if (!info || info->start != start || ended != 0) {
+    close(fd);  // ended, or another process: the first look says so
+    return w;
+  }
+  w.fd_ = fd;
+#else
+  (void)pid;
+  (void)start;
+#endif
+  return w;
+}
+
+bool WatchedProcess::alive() const {
+  if (fd_ >= 0) {
+    // A pidfd is readable once its process has ended (a zombie has).
+    struct pollfd p = {fd_, POLLIN, 0};
+    int n;
+    do {
+      n = poll(&p, 1, 0);
+    } while (n < 0 && errno == EINTR);
+    return n <= 0;  // (a failed poll says nothing: running)
+  }
+  int unreadable = 0;
+  if (auto info = proc_info(pid_, &unreadable)) return info->start == start_;
+  // Unknown (/proc unreadable), or a system without proc_info: running while
+  // the kernel knows the PID. Else gone, or a zombie: it has ended.
+  if (unreadable || !kProcInfoKnown) return kill(pid_, 0) == 0 || errno == EPERM;
+  return false;
+}
+
+bool WatchedProcess::signal(int sig) const {
+  if (pid_ <= 0) return false;
+#if defined(__linux__) && defined(SYS_pidfd_send_signal)
+  if (fd_ >= 0) return syscall(SYS_pidfd_send_signal, fd_, sig, nullptr, 0) == 0;
+#endif
+  if (!kProcInfoKnown) return kill(pid_, sig) == 0;
+  // Only with its start time read just now: a PID whose start time cannot
+  // be read may be anybody's (a race remains: it may end and its PID be
+  // reused between the look and the kill, which only a handle closes).
+  auto info = proc_info(pid_);
+  return info && info->start == start_ && kill(pid_, sig) == 0;
 }
 
 bool is_ancestor(pid_t ancestor, pid_t pid) {
