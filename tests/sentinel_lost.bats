@@ -176,3 +176,51 @@ forget_on() {
   redis_stop DLM
   redis_stop DLR
 }
+
+@test "acquire --while-pid: the keeper passes a failover's loss to the owner's release, 76 (one line)" {
+  [ -d /proc/self ] || skip "no /proc"
+  redis_start_named KPM
+  redis_start_named KPR
+  echo "127.0.0.1 $KPM_PORT 5" >"$T/sentinel.cfg"
+  python3 "$BATS_TEST_DIRNAME/helpers/fake_sentinel.py" "$T/sentinel.port" "$T/sentinel.cfg" 3>&- &
+  fake=$!
+  wait_for_file "$T/sentinel.port"
+  rlock_on_path "$T"
+  # The keeper stopped until its owner's release has found the hold on the old master and
+  # signalled it; then the failover: a master (a newer epoch) the grant never reached. The
+  # keeper's release goes to the old master, then again to the one the sentinels name,
+  # which lacks it. The verdict's private directory under the test's own: XDG_RUNTIME_DIR.
+  cat >"$T/script.sh" <<'EOF2'
+trap 'echo got-term; exit 143' TERM
+usr1_pending() {
+  p=$(sed -n 's/^ShdPnd:[[:space:]]*//p' "/proc/$1/status" 2>/dev/null)
+  [ -n "$p" ] && [ $((0x$p & 512)) -ne 0 ]
+}
+eval "$(rlock acquire s-keeper --ttl 60s --while-pid $$ --export)" || exit 9
+echo "fence=$RLOCK_FENCE"
+keeper=$(printf '%s\n' "$RLOCK_HELD" | sed -n 's/.*keeper=\([0-9]*\):.*/\1/p')
+kill -STOP "$keeper"
+rlock release s-keeper --token "$RLOCK_TOKEN" 2>"$T/release.err" &
+rel=$!
+i=0
+while ! usr1_pending "$keeper" && [ $i -lt 400 ]; do sleep 0.05; i=$((i + 1)); done
+echo "127.0.0.1 $KPR_PORT 6" >"$T/sentinel.cfg"
+kill -CONT "$keeper"
+wait "$rel"
+echo "release=$?"
+EOF2
+  T=$T XDG_RUNTIME_DIR=$T KPR_PORT=$KPR_PORT \
+    RLOCK_URL="redis-sentinel://127.0.0.1:$(cat "$T/sentinel.port")/kpmaster" \
+    run timeout 30 sh "$T/script.sh"
+  kill "$fake"
+  fence=$(sed -n 's/^fence=//p' <<<"$output")
+  [[ -n $fence ]] || fail "$output"
+  grep -qx 'release=76' <<<"$output" || fail "$output / $(cat "$T/release.err")"
+  [[ $output != *got-term* ]] || fail "$output"
+  assert_equal "$(cat "$T/release.err")" "rlock: 's-keeper': a failover lost this hold: the lock may have been held twice (fence $fence) (the master the sentinels name does not hold it)"
+  # Read and removed by the release.
+  assert_equal "$(find "$T/rlock-$(id -u)" -type f | wc -l)" 0
+  assert_equal "$(rcli_to KPM exists 'lock:{s-keeper}')" 0
+  redis_stop KPM
+  redis_stop KPR
+}

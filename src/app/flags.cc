@@ -242,7 +242,8 @@ void define_acquire(Subcommands& s, Values& v) {
       "only for a PID that runs under that holder (no keeper is started), else 64.\n"
       "The keeper signals PID only for a lost lease (a break, an expiry), never for\n"
       "the owner's release: rlock release KEY in the evaluated environment, or\n"
-      "rlock release KEY --token T from anywhere.");
+      "rlock release KEY --token T from anywhere. Under Sentinel that release exits\n"
+      "76 when a failover lost the hold (the keeper passes its release's verdict on).");
 }
 
 void define_extend(Subcommands& s, Values& v) {

@@ -10,6 +10,7 @@
 #include "cli/wording.h"
 #include "commands/commands.h"
 #include "hold/held.h"
+#include "hold/verdict.h"
 #include "proc/procinfo.h"
 
 namespace rlock {
@@ -101,14 +102,26 @@ int cmd_release(const GlobalOptions& g, const std::vector<std::string>& keys,
     case Nested::Owner:
       // SIGUSR1: "your owner releases": the keeper releases and exits without
       // a word to PID (any other stop signal is a loss for PID). Waited for
-      // (bounded), then made sure of below (finding it released is fine).
+      // (bounded: its release has one --command-timeout window, surveys of
+      // the sentinels included; twice that here, for a slow start), then its
+      // verdict read (hold/verdict.h: a failover lost the hold, 76, as a
+      // plain release says it) and the release made sure of (finding it
+      // released is fine).
       if (is_keeper(entry) && kill(static_cast<pid_t>(entry.keeper), SIGUSR1) == 0) {
-        auto until = Clock::now() + lock->command_timeout();
+        auto until = Clock::now() + 2 * lock->command_timeout();
         while (is_keeper(entry) && Clock::now() < until)  // (a zombie is not)
           std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        std::optional<KeeperVerdict> v;
+        if (!is_keeper(entry)) v = take_keeper_verdict(entry.keeper, token);
         auto r = wait_for<ReleaseReply>(
             s.loop, [&](Done<ReleaseReply> d) { lock->release(token, Millis(0), std::move(d)); });
-        (void)r;
+        bool moved = r.state == ReleaseReply::State::NotHeld && !r.moved_from.empty();
+        if (v && !v->unconfirmed.empty() && !v->failover_lost)
+          log_error(unconfirmed_release_warning("'" + key + "'", v->unconfirmed));
+        if ((v && v->failover_lost) || moved)
+          throw Error(ErrorKind::Lost,
+                      fmt::format("'{}': {} (the master the sentinels name does not hold it)", key,
+                                  failover_lost_words(v ? v->fence : 0)));
         return exitcode::kOk;
       }
       break;

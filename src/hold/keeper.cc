@@ -12,6 +12,7 @@
 #include <cstring>
 #include <vector>
 
+#include "hold/verdict.h"
 #include "hold/watchdog.h"
 #include "proc/procinfo.h"
 
@@ -50,12 +51,16 @@ class Keeper {
         watched_(watched),
         ready_fd_(ready_fd),
         go_fd_(go_fd),
+        fence_(a.fence),
         watchdog_(lock, token_, a, o.sync_replicas,
                   Watchdog::Events{[this](const std::string&) { lost(); }, [this] { finish(); }}) {
     // SIGUSR1 is the owner's release (rlock release): quietly. Any other stop
     // signal (an operator's kill) gives the lock up while PID runs: PID hears
     // of it as of a lost lease.
-    loop().on_signal(SIGUSR1, [this](int) { finish(); });
+    loop().on_signal(SIGUSR1, [this](int) {
+      asked_ = !finishing_;
+      finish();
+    });
     for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT})
       loop().on_signal(sig, [this](int) { lost(); });
   }
@@ -152,7 +157,25 @@ class Keeper {
       close(ready_fd_);
       ready_fd_ = -1;
     }
-    lock_.release(token_, Millis(0), [this](Outcome<ReleaseReply>) { done_ = true; });
+    lock_.release(token_, Millis(0), [this](Outcome<ReleaseReply> o) {
+      if (asked_) tell_owner(o);
+      done_ = true;
+    });
+  }
+
+  // The owner's release waits for this keeper to end, then reads what its
+  // release found (hold/verdict.h): a hold a failover lost (the master the
+  // sentinels name lacked it) or a release the sentinels could not confirm.
+  // Nothing to say: nothing written. When PID ended first nobody asked, and
+  // nobody hears of it (the man page, acquire --while-pid).
+  void tell_owner(const Outcome<ReleaseReply>& o) {
+    if (o.error) return;
+    KeeperVerdict v;
+    v.failover_lost = o.value.state == ReleaseReply::State::NotHeld && !o.value.moved_from.empty();
+    v.fence = fence_;
+    v.unconfirmed = o.value.unconfirmed;
+    if (v.failover_lost || !v.unconfirmed.empty())
+      (void)write_keeper_verdict(static_cast<long>(getpid()), token_, v);
   }
 
   Lock& lock_;
@@ -160,9 +183,11 @@ class Keeper {
   KeeperSpec opts_;
   const WatchedProcess& watched_;
   int ready_fd_, go_fd_;
+  int64_t fence_;
   Watchdog watchdog_;
   Loop::TimerId watch_timer_ = 0, ready_timer_ = 0;
-  bool finishing_ = false, lost_ = false, done_ = false;
+  // asked_: stopped by its owner's release (SIGUSR1), which waits for the verdict.
+  bool finishing_ = false, lost_ = false, done_ = false, asked_ = false;
 };
 
 // The keeper's process, forked with every signal blocked: detached at once

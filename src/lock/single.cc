@@ -154,6 +154,8 @@ void confirmed_release(Client& client, std::function<void(Done<ReleaseReply>)> s
     std::optional<Outcome<std::string>> named;
     Done<ReleaseReply> done;
     Loop::TimerId deadline = 0;
+    bool past = false;      // the deadline passed: nothing more is asked or sent
+    std::string sent_from;  // sent again: the master the sentinels no longer name
     // The answer, once: from the steps below or from the deadline.
     void finish(Loop& loop, Outcome<ReleaseReply> o) {
       if (!done) return;
@@ -166,29 +168,38 @@ void confirmed_release(Client& client, std::function<void(Done<ReleaseReply>)> s
   auto both = std::make_shared<Both>();
   both->done = std::move(done);
   Client* c = &client;
+  const std::string unsurveyed =
+      "no sentinel confirmed the master within the release's window (--command-timeout)";
   // One deadline for the whole release, surveys and the release on a new
   // master included (the retry window: --command-timeout, docs/PROTOCOL.md
   // "Releasing"): a sentinel or a master that hangs never makes it longer.
   // Past it, the first release's answer stands, unconfirmed; without one yet,
-  // that release (bounded by the same deadline) answers soon after.
-  both->deadline = client.loop().at(until, [c, both] {
+  // that release (bounded by the same deadline) answers soon after, and
+  // nothing more is asked or sent then.
+  both->deadline = client.loop().at(until, [c, both, unsurveyed] {
     both->deadline = 0;
+    both->past = true;
     if (!both->done || !both->released) return;
     Outcome<ReleaseReply> o = *both->released;
+    // Cut while the master the sentinels name was asked: they did answer.
     if (!o.error)
       o.value.unconfirmed =
-          "no sentinel confirmed the master within the release's window (--command-timeout)";
+          both->sent_from.empty()
+              ? unsurveyed
+              : fmt::format(
+                    "released on {}, which the sentinels no longer name as the master, "
+                    "and the master they name did not answer within the release's "
+                    "window (--command-timeout)",
+                    escape_text(both->sent_from));
     both->finish(c->loop(), std::move(o));
   });
-  auto decide = [c, both, send]() {
+  auto decide = [c, both, send, until, unsurveyed]() {
     if (!both->released || !both->done) return;
     Outcome<ReleaseReply> o = *both->released;
     if (!both->named) {
       // Past the deadline, the survey still out: the release's answer.
-      if (both->deadline != 0) return;
-      if (!o.error)
-        o.value.unconfirmed =
-            "no sentinel confirmed the master within the release's window (--command-timeout)";
+      if (!both->past) return;
+      if (!o.error) o.value.unconfirmed = unsurveyed;
       return both->finish(c->loop(), std::move(o));
     }
     const Outcome<std::string>& named = *both->named;
@@ -202,10 +213,16 @@ void confirmed_release(Client& client, std::function<void(Done<ReleaseReply>)> s
       o.value.unconfirmed = named.error->what();
       return both->finish(c->loop(), std::move(o));
     }
+    // A release answered past the deadline (between its timer and the
+    // release's own timeout): nothing more is asked.
+    if (both->past) {
+      o.value.unconfirmed = unsurveyed;
+      return both->finish(c->loop(), std::move(o));
+    }
     // Asked again, now that the release is in: the first answer may have
     // come from a sentinel that had not heard of the failover.
     std::string node = o.value.node;
-    c->confirm_master(node, [c, both, node, send, o](Outcome<bool> ok) mutable {
+    c->confirm_master(node, [c, both, node, send, o, until](Outcome<bool> ok) mutable {
       if (!both->done) return;
       if (ok.error) {
         o.value.unconfirmed = ok.error->what();
@@ -215,10 +232,20 @@ void confirmed_release(Client& client, std::function<void(Done<ReleaseReply>)> s
       // The master changed: whether this hold survived is the new master's
       // to say (its grant may not have reached the replica it promoted). The
       // same release again, there: the client moved to it (confirm_master).
+      // Not with a sliver of the window left: a command that times out
+      // closes its connection, and other commands waiting on it with it.
+      if (until - Clock::now() < kLeastToReleaseAgain) {
+        o.value.unconfirmed = fmt::format(
+            "released on {}, which the sentinels no longer name as the master, with too little "
+            "of the release's window (--command-timeout) left to ask the master they name",
+            escape_text(node));
+        return both->finish(c->loop(), std::move(o));
+      }
       log_verbose(
           fmt::format("released on {}, which the sentinels no longer name as the master: "
                       "releasing again on the master they name",
                       escape_text(node)));
+      both->sent_from = node;
       send([c, both, node, o](Outcome<ReleaseReply> again) mutable {
         if (!both->done) return;
         if (again.error) {

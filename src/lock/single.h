@@ -32,9 +32,16 @@ Done<ExtendReply> confirmed_renewal(Client& client, Done<ExtendReply> done);
 /// failover lost the hold). No sentinel to answer: ReleaseReply::unconfirmed.
 /// Without Sentinel `send` is called once and its reply is the outcome.
 /// All of it ends by `until` (the release's window, which `send` keeps too):
-/// what is not confirmed by then is ReleaseReply::unconfirmed.
+/// what is not confirmed by then is ReleaseReply::unconfirmed, and nothing
+/// is asked or sent past it; nor is the release sent again with less than
+/// kLeastToReleaseAgain of it left.
 void confirmed_release(Client& client, std::function<void(Done<ReleaseReply>)> send,
                        Clock::time_point until, Done<ReleaseReply> done);
+
+/// The least of a release's window worth a second send to the master the
+/// sentinels name: a shorter one would only time out (and a timeout closes
+/// the connection, with the other commands waiting on it).
+inline constexpr Millis kLeastToReleaseAgain{100};
 
 /// How long a release's tombstone lives, for a release retried within
 /// `window`: through confirmed_release's two sentinel surveys (each within
