@@ -237,6 +237,24 @@ in_key() {
   assert [ -e "$T/m.ran" ]
 }
 
+@test "a key broken while waiting for a third: the keys still held are given back and taken again with the same token (0, not 75)" {
+  # Giving back the first key must not leave the release's tombstone: the token's next
+  # attempt there would be answered GONE ("granted to this attempt and released with
+  # its token before the grant was heard of").
+  local t
+  t=$("$RLOCK" acquire --ttl 60s tk3)
+  bg_start m "$RLOCK" -v run --ttl 5s --wait 60s tk1 --and tk2 --and tk3 -- touch "$T/m.ran"
+  m=$BG_PID
+  wait_until '[ "$(n_waiters tk3)" -eq 1 ]' 30
+  "$RLOCK" break tk2 --yes
+  wait_until 'grep -q "taking the keys again from the first" "$T/m.err"' "$(slack 20)"
+  wait_until '[ "$(n_waiters tk3)" -eq 1 ]' "$(slack 20)" || { cat "$T/m.err"; false; }
+  "$RLOCK" release tk3 --token "$t"
+  bg_wait "$m" "$(slack 30)"
+  assert_equal "$BG_STATUS" 0
+  assert [ -e "$T/m.ran" ]
+}
+
 @test "acquire --and prints one token; extend --and and release --and act on every key" {
   tok=$("$RLOCK" acquire --ttl 2s ax1 --and ax2)
   run -0 "$RLOCK" extend ax1 --and ax2 --token "$tok" --ttl 60s

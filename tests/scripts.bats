@@ -117,40 +117,6 @@ messages() { grep -c -x message "$BATS_TEST_TMPDIR/listen.out" || true; }
   assert [ "$(pttl late)" -gt 3000 ]
 }
 
-@test "a late copy of a granted attempt after its release or a break grants nothing: GONE, in every mode" {
-  # Attempt 1 was granted and released; a copy of it that a router sent again after its
-  # connection closed arrives only now (EVALSHA, as rlock sends it).
-  local sha mode
-  sha=$(rcli script load "$(<"$SCRIPTS/acquire.lua")")
-  late() {
-    rcli --raw evalsha "$sha" 6 "lock:{$1}" "lock:{$1}:fence" "lock:{$1}:holders" \
-      "lock:{$1}:limit" "lock:{$1}:queue" "lock:{$1}:qseq" "$2" 30000 0 "$3" 6000 \
-      "lock:release:{$1}" host 42 user cmd 1
-  }
-  run -0 first_line acq v2 tomb tok 30000 1
-  run -0 v2 release tomb tok 0 'lock:release:{tomb}' 10000 rid-1
-  assert_output 1
-  for mode in try wait regrant; do
-    run -0 late tomb tok "$mode"
-    assert_output $'GONE\n1'
-  done
-  assert_equal "$(rcli exists 'lock:{tomb}' 'lock:{tomb}:h:tok' 'lock:{tomb}:queue' 'lock:{tomb}:w:tok')" 0
-  # its undo, right behind it, finds nothing of it
-  run -0 v2 undo tomb tok 1 'lock:release:{tomb}'
-  assert_output 0
-  # another token takes the lock as ever
-  run -0 first_line acq v2 tomb other 30000 1
-  assert_output OK
-  # a break's tombstone says so
-  run -0 v2 break tomb 'lock:release:{tomb}' 0 op 30000
-  assert_output 1
-  for mode in try wait; do
-    run -0 late tomb other "$mode"
-    assert_output $'GONE\n2'
-  done
-  assert_equal "$(rcli exists 'lock:{tomb}')" 0
-}
-
 @test "the undo of a timed-out attempt cannot release a later attempt's grant (either order)" {
   # Attempt 1 went out on a connection that then timed out; attempt 2, on a new
   # connection, was granted first. Then attempt 1 and its undo arrive.

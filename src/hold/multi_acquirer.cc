@@ -124,12 +124,14 @@ void MultiAcquirer::start_over(const Error& why) {
   auto alive = life_.token();
   auto again = [this, alive] {
     if (!alive || finished_) return;
-    release_held([this, alive] {
-      if (!alive || finished_) return;
-      held_.clear();
-      confirm_ = false;
-      next();
-    });
+    release_held(
+        [this, alive] {
+          if (!alive || finished_) return;
+          held_.clear();
+          confirm_ = false;
+          next();
+        },
+        true);
   };
   if (!current_) return again();
   // The Acquirer leaves its line; it may be on the stack.
@@ -153,17 +155,19 @@ void MultiAcquirer::cancel(std::function<void()> done) {
     then();
 }
 
-void MultiAcquirer::release_held(std::function<void()> then) {
+void MultiAcquirer::release_held(std::function<void()> then, bool again) {
   if (held_.empty()) return then();
   Millis bound = std::min(lock_.command_timeout(), kCleanupBound);
   auto pending = std::make_shared<size_t>(held_.size());
-  for (auto& h : held_)
-    h.part->release(
-        token_, Millis(0),
-        [pending, then](Outcome<ReleaseReply>) {
-          if (--*pending == 0) then();
-        },
-        bound);
+  auto one_done = [pending, then](Outcome<ReleaseReply>) {
+    if (--*pending == 0) then();
+  };
+  for (auto& h : held_) {
+    if (again)
+      h.part->give_back_grant(token_, one_done, bound);
+    else
+      h.part->release(token_, Millis(0), one_done, bound);
+  }
 }
 
 // ---- renewing what is held while waiting for the rest ----

@@ -51,8 +51,11 @@ class MultiAcquirer : public Acquisition {
   /// then fails with `e`.
   void give_up(Error e);
   void start_over(const Error& why);
-  /// Releases every part held so far (bounded), then calls `then`.
-  void release_held(std::function<void()> then);
+  /// Releases every part held so far (bounded), then calls `then`. With
+  /// `again` (the keys are taken again with the same token) each is given
+  /// back without the release's tombstone, which would have the token's next
+  /// attempt answered GONE (docs/PROTOCOL.md, acquire).
+  void release_held(std::function<void()> then, bool again = false);
   void schedule_renewal();
   /// Renews every part held; `finishing`: all are, and then it is done.
   void renew(bool finishing = false);

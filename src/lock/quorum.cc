@@ -186,6 +186,16 @@ void QuorumLock::give_back(const std::string& token, Millis ttl, std::function<v
       [then = std::move(then)](std::vector<Outcome<ReleaseReply>>) { then(); });
 }
 
+void QuorumLock::give_back_grant(const std::string& token, Done<ReleaseReply> done,
+                                 Millis timeout) {
+  Millis per = timeout.count() > 0 ? timeout : node_timeout(ttl_);
+  fan_out<ReleaseReply>(
+      [token, per](SingleLock& l, Done<ReleaseReply> d) { l.give_back(token, std::move(d), per); },
+      [done = std::move(done)](std::vector<Outcome<ReleaseReply>>) {
+        done({std::nullopt, ReleaseReply{}});
+      });
+}
+
 // ---- holding ----
 
 // A master that answered "not held" (restarted empty, or its key expired

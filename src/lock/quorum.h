@@ -58,6 +58,11 @@ class QuorumLock : public Lock {
   void do_leave(const std::string& token, Done<bool> done, Millis timeout) override;
 
  public:
+  /// Gives a grant back on every master without the release's tombstone
+  /// (as a failed acquisition's give-back does), so that the token may be
+  /// granted again: --and taking its keys again from the first.
+  void give_back_grant(const std::string& token, Done<ReleaseReply> done,
+                       Millis timeout) override;
   /// Every master's view, and the quorum's: held when one token holds on a
   /// majority. An unavailable Error when fewer than a majority answer.
   void status(Done<LockStatus> done) override;

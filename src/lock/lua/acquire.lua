@@ -21,13 +21,10 @@
 --       | {'SUPERSEDED', by} (a newer superseding waiter replaced this one)
 --       | {'MIXED', stored_limit, pool} (-1: a shared lock; pool: the names of
 --         the other holders' pool, '' for a count) | {'STALE', newest_attempt}
---       | {'GONE', 1|2} (the token's tombstone is here: a release with the
---         token (1) or a break (2) removed it; in every mode, so that a late
---         copy of an attempt, resent after its connection closed, never
---         grants again what was given back)
+--       | {'GONE', 1|2} (mode 'regrant': the token's tombstone is here)
 -- Mode 'regrant' (quorum mode: a holder grants its lease again on a master that
--- answered its renewal "not held") is 'try'; its GONE matters most there: that
--- answer may be older than the release or the break.
+-- answered its renewal "not held") is 'try', except where a release with the
+-- token (1) or a break (2) removed it: that answer may be older than they are.
 -- >8 -- rlock sends the rest of this file, from the newline ending this line on
 -- The arguments, in the order rlock sends them (AcquireArgs, src/lock/script_args.h):
 local tok = ARGV[1]                    -- the holder's or waiter's token
@@ -53,9 +50,11 @@ local pool = limit > 0 and ARGV[19] or ''  -- a named pool's names ('' : a count
 preflight('DEL EXISTS GET HDEL HEXISTS HGET HGETALL HLEN HMGET HSET HSETNX INCR PERSIST PEXPIRE ' ..
           'PTTL SET ' ..
           'ZADD ZCARD ZCOUNT ZRANGE ZRANGEBYSCORE ZRANK ZREM ZREMRANGEBYSCORE ZSCORE')
-local tomb = redis.call('GET', rkey(tok))
-if tomb then return {'GONE', tomb == 'broken' and 2 or 1} end
-if mode == 'regrant' then mode = 'try' end
+if mode == 'regrant' then
+  local tomb = redis.call('GET', rkey(tok))
+  if tomb then return {'GONE', tomb == 'broken' and 2 or 1} end
+  mode = 'try'
+end
 -- A holder's or a waiter's record: who (host, pid, user, cmd) and since when, and more.
 local function describe(key, ...)
   redis.call('HSET', key, 'host', host, 'pid', pid, 'user', user, 'cmd', cmd,
