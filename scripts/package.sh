@@ -66,6 +66,10 @@ deb() {
   # libc alone is linked (docs/INSTALL.md, "Building"); the newest symbol version it needs.
   libc=$(objdump -T "$stage_dir/usr/bin/rlock" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' |
     sort -V | tail -n 1)
+  # Packed relocations (CMakeLists.txt) need glibc 2.36, a version with no symbol of its own.
+  if objdump -p "$stage_dir/usr/bin/rlock" | grep -q GLIBC_ABI_DT_RELR; then
+    libc=$(printf '%s\n2.36\n' "$libc" | sort -V | tail -n 1)
+  fi
   mkdir -p "$stage_dir/DEBIAN"
   sed -e "s/@VERSION@/$version/" -e "s/@ARCH@/$arch/" -e "s/@LIBC@/$libc/" \
     -e "s/@SIZE@/$(du -sk --exclude=DEBIAN "$stage_dir" | cut -f1)/" \

@@ -72,13 +72,12 @@ See rlock(1) for details.)";
 // `run KEY` without a command holds KEY by hand (the man page's HOLDING BY
 // HAND). A command that came out empty ("-- $CMD", "-c ''") is a mistake, not
 // that form; the options that act on a command have nothing to act on (64).
-void check_hand_hold(const Values& v, CLI::App* run, const Words& w) {
+void check_hand_hold(const Values& v, bool shell_given, const Words& w) {
   if (w.split)
     throw_usage(
         "run needs a command after '--' (rlock run KEY -- CMD [ARGS...]); without '--', "
         "rlock run KEY holds KEY until interrupted");
-  if (run->get_option("-c")->count() > 0)
-    throw_usage("-c needs a shell string: rlock run KEY -c 'SHELL STRING'");
+  if (shell_given) throw_usage("-c needs a shell string: rlock run KEY -c 'SHELL STRING'");
   const char* needs = v.kill_after         ? "--kill-after"
                       : v.o.kill_leftovers ? "--kill-leftovers"
                       : v.done_for         ? "--done-for"
@@ -91,38 +90,34 @@ void check_hand_hold(const Values& v, CLI::App* run, const Words& w) {
                     needs, needs));
 }
 
-// Whether subcommand `sub` was given (null: not built, so not given).
-bool on(const CLI::App* sub) {
-  return sub && sub->parsed();
-}
-
-int dispatch(Values& v, const Subcommands& s, CLI::App& app, const Words& w) {
+int dispatch(Values& v, const Parsed& p, const Words& w) {
+  // Whether subcommand `name` was given.
+  auto on = [&p](const char* name) { return p.sub == name; };
   // flock's --timeout is the wait, wherever it is written: a command that never
   // waits has none (the limit for one Redis command was --timeout before 0.5.0).
-  if (v.wait_timeout && !on(s.run) && !on(s.acquire))
-    for (CLI::App* sub : app.get_subcommands())
-      throw_usage(fmt::format(
-          "--timeout (-w) is how long run and acquire wait for the lock, as in flock; {} does "
-          "not wait: the limit for one Redis command is --command-timeout",
-          sub->get_name()));
+  if (v.wait_timeout && !on("run") && !on("acquire"))
+    throw_usage(fmt::format(
+        "--timeout (-w) is how long run and acquire wait for the lock, as in flock; {} does "
+        "not wait: the limit for one Redis command is --command-timeout",
+        p.sub));
   finish(v);
   const GlobalOptions& g = v.g;
-  for (CLI::App* sub : {s.run, s.release, s.brk, s.forget, s.top})
+  for (const char* sub : {"run", "release", "break", "forget", "top"})
     if (on(sub) && g.json)
       throw_usage(
           fmt::format("--json does not apply to {}: it is for acquire, extend, status, "
                       "list, history and doctor",
-                      sub->get_name()));
-  if (on(s.run) || on(s.acquire) || on(s.extend) || on(s.release))
+                      sub));
+  if (on("run") || on("acquire") || on("extend") || on("release"))
     check_layout_options(g, &v.o);
   else
     check_layout_options(g, nullptr);
-  if (on(s.history) && g.layout != Layout::Rlock)
+  if (on("history") && g.layout != Layout::Rlock)
     throw_usage(
         fmt::format("history does not work with --layout {}: the layout keeps no "
                     "history (its keys would fall in other Cluster slots)",
                     layout_name(g.layout)));
-  if (on(s.forget) && g.layout != Layout::Rlock)
+  if (on("forget") && g.layout != Layout::Rlock)
     throw_usage(
         fmt::format("forget does not work with --layout {}: the layout keeps nothing "
                     "beside the lock (break removes a holder)",
@@ -145,47 +140,47 @@ int dispatch(Values& v, const Subcommands& s, CLI::App& app, const Words& w) {
       throw_usage(
           "--prefix does not work with --layout redisson: Redisson's lock is the hash at KEY "
           "itself (no prefix)");
-    if (on(s.extend) && !v.ttl)
+    if (on("extend") && !v.ttl)
       throw_usage(
           fmt::format("extend does not work with --layout {} without --ttl: the layout "
                       "does not keep the TTL a lease was acquired with",
                       name));
   }
-  if (on(s.run) || on(s.acquire)) v.o.label = resolve_label(v.label);
-  if (on(s.run)) {
-    v.rc.argv = w.split ? w.command : app.remaining();
-    if (w.split && !app.remaining().empty())
-      throw_usage(fmt::format("unexpected '{}' before '--'", escape_text(app.remaining().front())));
+  if (on("run") || on("acquire")) v.o.label = resolve_label(v.label);
+  if (on("run")) {
+    v.rc.argv = w.split ? w.command : p.remaining;
+    if (w.split && !p.remaining.empty())
+      throw_usage(fmt::format("unexpected '{}' before '--'", escape_text(p.remaining.front())));
     if (!v.rc.shell.empty() && !v.rc.argv.empty())
       throw_usage("give either -c 'shell string' or -- CMD, not both");
     if (v.rc.shell.empty() && v.rc.argv.empty()) {
-      check_hand_hold(v, s.run, w);
+      check_hand_hold(v, p.shell_given, w);
       return cmd_hold(g, v.o);
     }
     return cmd_run(g, v.o, v.rc);
   }
-  if (w.split || !app.remaining().empty())
-    throw_usage(fmt::format("unexpected argument '{}'",
-                            w.split ? "--" : escape_text(app.remaining().front())));
-  if (on(s.acquire)) {
+  if (w.split || !p.remaining.empty())
+    throw_usage(
+        fmt::format("unexpected argument '{}'", w.split ? "--" : escape_text(p.remaining.front())));
+  if (on("acquire")) {
     if (v.on_lost && !v.while_pid)
       throw_usage("--on-lost applies to run, and to acquire with --while-pid");
     if (v.o.export_env && g.json) throw_usage("give either --export or --json, not both");
     return cmd_acquire(g, v.o);
   }
-  if (on(s.extend)) {
+  if (on("extend")) {
     std::optional<Millis> ttl;
     if (v.ttl) ttl = v.o.ttl;
     return cmd_extend(g, v.o.keys(), v.token, ttl, v.o.sync_replicas);
   }
-  if (on(s.release)) return cmd_release(g, v.o.keys(), v.token);
-  if (on(s.status)) return v.follow ? cmd_status_follow(g, v.key) : cmd_status(g, v.key);
-  if (on(s.list)) {
+  if (on("release")) return cmd_release(g, v.o.keys(), v.token);
+  if (on("status")) return v.follow ? cmd_status_follow(g, v.key) : cmd_status(g, v.key);
+  if (on("list")) {
     if (int(v.names) + int(g.json) + int(v.prometheus) > 1)
       throw_usage("--names, --json and --prometheus: give one of them");
     return v.names ? cmd_list_names(g, v.pattern) : cmd_list(g, v.pattern, v.prometheus);
   }
-  if (on(s.brk)) {
+  if (on("break")) {
     BreakRequest req;
     if (v.break_token) {
       if (g.layout != Layout::Rlock)
@@ -205,9 +200,9 @@ int dispatch(Values& v, const Subcommands& s, CLI::App& app, const Words& w) {
     }
     return cmd_break(g, v.key, v.yes, req);
   }
-  if (on(s.forget)) return cmd_forget(g, v.key, v.yes);
-  if (on(s.doctor)) return cmd_doctor(g);
-  if (on(s.top)) {
+  if (on("forget")) return cmd_forget(g, v.key, v.yes);
+  if (on("doctor")) return cmd_doctor(g);
+  if (on("top")) {
     TopOptions o;
     o.batch = v.batch;
     if (v.interval) o.interval = parse_duration(*v.interval, "--interval");
@@ -217,7 +212,7 @@ int dispatch(Values& v, const Subcommands& s, CLI::App& app, const Words& w) {
           whole_number(*v.top_count, 1, 1'000'000, "--count", "a whole number from 1 to 1000000");
     return cmd_top(g, v.pattern, o);
   }
-  if (on(s.history)) {
+  if (on("history")) {
     if (!v.timeline && (v.since || !v.svg.empty()))
       throw_usage(fmt::format("{} goes with --timeline", v.since ? "--since" : "--svg"));
     if (v.timeline && (v.follow || g.json))
@@ -233,6 +228,8 @@ int dispatch(Values& v, const Subcommands& s, CLI::App& app, const Words& w) {
   }
   return exitcode::kUsage;
 }
+
+int execute(Values& v, const Parsed& p, const Words& w);
 
 // CLI11 on the words of one invocation whose options are all known to be
 // right (those of `only`, the subcommand they name): true when they parsed
@@ -295,9 +292,16 @@ std::optional<int> invocation(int argc, char** argv, bool whole) {
     return *status;
   }
 
+  Parsed p{app.get_subcommands().front()->get_name(), app.remaining(),
+           subs.run && subs.run->get_option("-c")->count() > 0};
+  return execute(v, p, w);
+}
+
+// The subcommand, run; every error caught and said in one line.
+int execute(Values& v, const Parsed& p, const Words& w) {
   set_output_mode({v.g.quiet, v.g.verbose});
   try {
-    return dispatch(v, subs, app, w);
+    return dispatch(v, p, w);
   } catch (const Error& e) {
     // A reader that closed standard output: nothing to say (main ends by SIGPIPE).
     if (e.cause() == Cause::ReaderGone) return e.exit_status();
@@ -316,6 +320,13 @@ std::optional<int> invocation(int argc, char** argv, bool whole) {
 }  // namespace
 
 int run_cli(int argc, char** argv) {
+  // `rlock run KEY -- CMD`: nothing else to parse (words.cc, plain_run).
+  if (std::optional<PlainRun> plain = plain_run(argc, argv)) {
+    Values v;
+    v.key = plain->key;
+    Words w{{"run", plain->key}, std::move(plain->command), true};
+    return execute(v, Parsed{"run", {}, false}, w);
+  }
   if (std::optional<int> status = invocation(argc, argv, false)) return *status;
   return *invocation(argc, argv, true);
 }

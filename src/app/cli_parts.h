@@ -60,6 +60,21 @@ struct Words {
   bool split = false;                // "--" given, or CMD found without it
 };
 
+// What the command line named, for the dispatch: the subcommand, the words
+// CLI11 left over (run's CMD ARGS… given without "--"), and whether run's -c
+// was given (even empty).
+struct Parsed {
+  std::string sub;
+  std::vector<std::string> remaining;
+  bool shell_given = false;
+};
+
+// `rlock run KEY -- CMD [ARGS...]`: the key and the command.
+struct PlainRun {
+  std::string key;
+  std::vector<std::string> command;
+};
+
 // flags.cc
 void add_connection_options(CLI::App& app, Values& v);
 void add_output_options(CLI::App& app, Values& v);
@@ -82,6 +97,11 @@ size_t subcommand_at(const std::vector<std::string>& words, CLI::App& app);
 /// subcommand too; empty when that cannot be told without every subcommand's
 /// options.
 std::string named_subcommand(const std::vector<std::string>& words, CLI::App& app);
+/// argv when it is `rlock run KEY -- CMD [ARGS...]` and nothing else (no
+/// option; KEY neither empty, nor starting with '-', nor a subcommand's name):
+/// what CLI11 would find in it, told without building CLI11's objects; else
+/// nullopt, and CLI11 parses it as ever (help, errors, every other form).
+std::optional<PlainRun> plain_run(int argc, char** argv);
 
 // parse.cc
 std::optional<int> parse(CLI::App& app, std::vector<std::string> words);

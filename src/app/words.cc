@@ -52,6 +52,19 @@ bool takes_value_anywhere(CLI::App& app, const std::string& arg) {
   return value;
 }
 
+// The commonest invocation, `rlock run KEY -- CMD [ARGS...]` with no option,
+// needs none of CLI11's objects (building them was most of a run's start-up:
+// docs/PERFORMANCE.md, "Start-up"). The unit test PlainRun checks, on many
+// invocations, that whatever this takes CLI11 parses to the same key and
+// command with nothing else given.
+std::optional<PlainRun> plain_run(int argc, char** argv) {
+  if (argc < 5 || std::string_view(argv[1]) != "run" || std::string_view(argv[3]) != "--")
+    return std::nullopt;
+  std::string key = argv[2];
+  if (key.empty() || key[0] == '-' || is_subcommand(key)) return std::nullopt;
+  return PlainRun{std::move(key), std::vector<std::string>(argv + 4, argv + argc)};
+}
+
 // The index of the subcommand's name among `words` (the first word that is
 // neither an option nor an option's value), or words.size().
 size_t subcommand_at(const std::vector<std::string>& words, CLI::App& app) {

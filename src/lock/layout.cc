@@ -19,7 +19,7 @@ namespace {
 template <const std::string_view& Body>
 const Script& bare(const char* name, bool read_only = false) {
   static constexpr std::array<char, 40> kSha = sha1_hex(Body);
-  static const Script s{name, std::string(Body), std::string(kSha.data(), kSha.size()), read_only};
+  static const Script s{name, Body, std::string(kSha.data(), kSha.size()), read_only};
   return s;
 }
 

@@ -23,11 +23,17 @@ namespace {
 template <const std::string_view& Body>
 Script make(const char* name, bool read_only = false) {
   static constexpr std::array<char, 40> kSha = sha1_hex(lua::kPrelude, Body);
-  return Script{name, std::string(lua::kPrelude) + std::string(Body),
-                std::string(kSha.data(), kSha.size()), read_only};
+  return Script{name, Body, std::string(kSha.data(), kSha.size()), read_only, lua::kPrelude};
 }
 
 }  // namespace
+
+std::string Script::source() const {
+  std::string text;
+  text.reserve(prelude.size() + body.size());
+  text.append(prelude).append(body);
+  return text;
+}
 
 const std::string& script_prelude() {
   static const std::string p(lua::kPrelude);
@@ -175,7 +181,7 @@ std::optional<Error> acl_refusal(const Client& c, const Script& s, const Args& k
     // Redis 7.0 names no command, only the script's line; a line that runs
     // several (a read, then the write it guards) names them all, since the
     // one the user has must not be taken for the one it lacks.
-    commands = commands_on_line(s.source, std::strtol(m.c_str() + l + 13, nullptr, 10));
+    commands = commands_on_line(s.source(), std::strtol(m.c_str() + l + 13, nullptr, 10));
   }
   if (commands.empty() || commands.front().empty()) return std::nullopt;  // still 77
   std::string names, grant;
@@ -310,7 +316,7 @@ void run_script(Client& client, const Script& script, const Args& keys, const Ar
     undo_cmds = [calls = std::make_shared<const std::vector<ScriptCall>>(undo),
                  ks = std::make_shared<const Args>(keys)] {
       std::vector<Args> out;
-      for (auto& u : *calls) out.push_back(script_command("EVAL", u.script->source, *ks, u.argv));
+      for (auto& u : *calls) out.push_back(script_command("EVAL", u.script->source(), *ks, u.argv));
       return out;
     };
   bool ro = script.read_only && !client.server().no_eval_ro;
@@ -328,7 +334,7 @@ void run_script(Client& client, const Script& script, const Args& keys, const Ar
         }
         if (!r.failure && r.reply.is_error() && starts_with(r.reply.str, "NOSCRIPT")) {
           std::string key = keys_copy.empty() ? "" : keys_copy.front();
-          c->command(script_command(ro ? "EVAL_RO" : "EVAL", sc->source, keys_copy, argv_copy),
+          c->command(script_command(ro ? "EVAL_RO" : "EVAL", sc->source(), keys_copy, argv_copy),
                      std::move(cb), CallOptions{timeout, std::move(undo_cmds), key, node});
           // The server lost its scripts (SCRIPT FLUSH, a restart, a failover):
           // the release script, which every holder runs next, is loaded again
@@ -337,7 +343,7 @@ void run_script(Client& client, const Script& script, const Args& keys, const Ar
           // a release that still finds it missing falls back to EVAL as ever.
           if (sc != &release_script())
             c->command(
-                {"SCRIPT", "LOAD", release_script().source}, [](Result) {},
+                {"SCRIPT", "LOAD", release_script().source()}, [](Result) {},
                 CallOptions{timeout, {}, std::move(key), node});
           return;
         }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "lock/key.h"
 #include "net/redis.h"
@@ -17,11 +18,21 @@ inline constexpr int kProtocolVersion = 4;
 
 struct Script {
   const char* name;
-  std::string source;
+  /// The script's own text (src/lock/lua/NAME.lua), without the prelude;
+  /// static text only (a view: the embedded constant, never a temporary).
+  std::string_view body;
   std::string sha1;  // hex
   /// Writes nothing: sent as EVALSHA_RO/EVAL_RO where the server has them,
   /// so it runs for read-only users and on replicas.
   bool read_only = false;
+  /// What the body follows when sent: rlock's prelude (prelude.lua); empty
+  /// for the layouts' scripts, which are self-contained.
+  std::string_view prelude = {};
+  /// The text EVAL and SCRIPT LOAD send: the prelude, then the body (18 to
+  /// 27 KB for rlock's own). Built when asked for: EVALSHA needs only sha1,
+  /// and copying every script a run names cost ~12% of its client-side
+  /// instructions (docs/PERFORMANCE.md, "Start-up").
+  std::string source() const;
 };
 
 /// The scripts; each takes the six keys of keys_of() and its own ARGV.

@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
         &rlock::break_script(), &rlock::forget_script(), &rlock::fence_script(),
         &rlock::history_script(), &rlock::nest_script()}) {
     std::ofstream lua(dir + "/" + s->name + ".lua", std::ios::binary);
-    lua << s->source;
+    lua << s->source();
     std::ofstream sha(dir + "/" + s->name + ".sha1");
     sha << s->sha1 << "\n";
     if (!lua || !sha) {

@@ -133,9 +133,9 @@ TEST(Scripts, ShaIsOfTheSourceAndStable) {
     SCOPED_TRACE(n.name);
     const Script& s = n.get();
     EXPECT_STREQ(s.name, n.name);
-    EXPECT_EQ(s.source.rfind(script_prelude(), 0), 0u) << "does not start with the prelude";
-    EXPECT_GT(s.source.size(), script_prelude().size());
-    EXPECT_EQ(s.sha1, sha1_hex_of(s.source));
+    EXPECT_EQ(s.source().rfind(script_prelude(), 0), 0u) << "does not start with the prelude";
+    EXPECT_GT(s.source().size(), script_prelude().size());
+    EXPECT_EQ(s.sha1, sha1_hex_of(s.source()));
     // stable: the same object, the same SHA1, on every call
     EXPECT_EQ(&n.get(), &s);
     EXPECT_EQ(n.get().sha1, s.sha1);
