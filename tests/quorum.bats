@@ -691,6 +691,66 @@ stale_and_empty() {
   redis_restart M1
 }
 
+# side_by_side KEY X: one try at laying out two shared grants side by side on M1 M2 M3
+# (counters X+1, X, X, far above the clock). A (rlock; every reply it gets comes D late, and
+# it never reaches M3) is granted on M1 and M2 (X+2, X+1: it is to commit X+2). As soon as
+# A's grant is on M2, B (the scripts rlock sends, run here with redis-cli) is granted on M2
+# and M3 (X+2, X+1) and commits X+2 there, first. Returns 1 when A's commit reached M2
+# before that (nothing laid out: try again); else B's commit replies are in $T/b2 and $T/b3.
+side_by_side() {
+  local k=$1 x=$2 i
+  local -a keys=("lock:{$k}" "lock:{$k}:fence" "lock:{$k}:holders" "lock:{$k}:limit"
+    "lock:{$k}:queue" "lock:{$k}:qseq")
+  for i in 1 2 3; do rcli_to "M$i" set "lock:{$k}:fence" $((x + (i == 1))) >/dev/null; done
+  # shellcheck disable=SC2016
+  rlock_bg a --url "$SA1_URL" --url "$SA2_URL" --url "$SA3_URL" --command-timeout 60s \
+    run -s --ttl 300s "$k" -- sh -c 'echo "$RLOCK_FENCE" >"$0/a.fence"; exec sh "$0/gate" "$0" a' "$T"
+  a=$BG_PID
+  wait_until "[[ \$(rcli_to M2 zcard 'lock:{$k}:holders') == 1 ]]" 20
+  local -a b=()
+  for i in 2 3; do
+    {
+      rcli_to "M$i" eval "$(<"$SCRIPTS/acquire.lua")" 6 "${keys[@]}" b 30000 0 try 6000 \
+        "lock:release:{$k}" host 42 user cmd 1 shared >/dev/null
+      rcli_to "M$i" eval "$(<"$SCRIPTS/fence.lua")" 6 "${keys[@]}" b $((x + 2)) 1 | xargs >"$T/b$i"
+    } &
+    b+=($!)
+  done
+  wait "${b[@]}"
+  tok=$(rcli_to M1 zrange "lock:{$k}:holders" 0 0)
+  [[ $(rcli_to M2 hget "lock:{$k}:h:$tok" fence) == $((x + 1)) ]]
+}
+
+# Two shared holders granted side by side read the counters before either commit raised
+# them: here B commits first the fence A is also to commit (X+2). A's commit then finds it
+# B's on M2 and commits X+3 instead; before fences had owners both held X+2.
+@test "two shared holders granted side by side get distinct fences (the second commits a larger one)" {
+  local x=90000000000000 n laid=""
+  scripts_setup
+  # D = 150 ms: below the 250 ms within which rlock's first INFO must be answered
+  proxy_start_named SA1 "$M1_PORT" 127.0.0.1 150 || return 1
+  proxy_start_named SA2 "$M2_PORT" 127.0.0.1 150 || return 1
+  proxy_start_named SA3 "$M3_PORT" || return 1
+  proxy_partition SA3
+  for n in 1 2 3 4 5; do
+    side_by_side "q-side$n" "$x" && laid=1 && break
+    touch "$T/a.go"
+    bg_wait "$a" 30
+    rm -f "$T/a.go" "$T/a.fence" "$T/a.started"
+  done
+  [[ -n $laid ]] || fail "A's commit came first five times"
+  wait_until "[[ -s $T/a.fence ]] || _rlock_dead $a" 30
+  [[ -s $T/a.fence ]] || fail "A failed: $(cat "$T/a.err")"
+  assert_equal "$(cat "$T/a.fence")" $((x + 3))
+  assert_equal "$(cat "$T/b2")" "$((x + 2)) 1 $((x + 2)) 1"
+  assert_equal "$(cat "$T/b3")" "$((x + 2)) 1 $((x + 1)) 1"
+  proxy_heal SA3
+  touch "$T/a.go"
+  bg_wait "$a" 30
+  assert_equal "$BG_STATUS" 0
+  for n in SA1 SA2 SA3; do redis_stop "$n"; done
+}
+
 @test "--done-for in quorum mode: done on a majority is done" {
   run -0 "$RLOCK" run --ttl 6s --done-for 1h q-done -- true
   run -75 "$RLOCK" run --ttl 6s --done-for 1h q-done -- true

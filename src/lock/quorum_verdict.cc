@@ -144,10 +144,22 @@ bool fence_committed(const Outcome<FenceReply>& r, int64_t fence) {
 }
 
 bool commit_settled(const Answers<FenceReply>& rs, size_t masters, int64_t fence) {
-  return quorum_decided(
-      rs, masters, [fence](const Outcome<FenceReply>& r) { return fence_committed(r, fence); },
-      [fence](const Outcome<FenceReply>& r) { return !r.error && !fence_committed(r, fence); },
-      false);
+  if (quorum_decided(
+          rs, masters, [fence](const Outcome<FenceReply>& r) { return fence_committed(r, fence); },
+          [fence](const Outcome<FenceReply>& r) { return !r.error && !fence_committed(r, fence); },
+          false))
+    return true;
+  // A majority holds the token and another grant owns the fence on one of
+  // them: the next round, with a larger fence, costs less than waiting for a
+  // master that may not answer before the lease's validity runs out.
+  size_t held = 0;
+  bool taken = false;
+  for (auto& r : rs) {
+    if (!r || r->error || !r->value.held) continue;
+    ++held;
+    taken = taken || !fence_committed(*r, fence);
+  }
+  return taken && held >= majority(masters);
 }
 
 CommitVerdict commit_verdict(const std::vector<Outcome<FenceReply>>& rs, size_t masters,

@@ -115,7 +115,9 @@ inline constexpr int kFenceRetries = 3;
 bool fence_committed(const Outcome<FenceReply>& r, int64_t fence);
 
 /// Whether the commits heard so far decide the round: a majority counts for
-/// the fence, or more than a minority answered without counting.
+/// the fence, or more than a minority answered without counting, or a
+/// majority holds the token and another token owns the fence on one of them
+/// (the next round is due: commit_verdict says Collided).
 bool commit_settled(const Answers<FenceReply>& rs, size_t masters, int64_t fence);
 
 struct CommitVerdict {

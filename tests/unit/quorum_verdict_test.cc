@@ -266,9 +266,21 @@ TEST(QuorumVerdict, ACommitWithoutAMajorityHoldingFails) {
 TEST(QuorumVerdict, TheCommitIsSettledByAMajorityEitherWay) {
   using A = Answers<FenceReply>;
   EXPECT_TRUE(commit_settled(A{fenced(10, 9, true), std::nullopt, fenced(10, 9, true)}, 3, 10));
-  EXPECT_FALSE(commit_settled(A{fenced(10, 9, true), std::nullopt, fenced(10, 10, false)}, 3, 10));
+  EXPECT_FALSE(
+      commit_settled(A{fenced(10, 9, true), std::nullopt, fenced(10, 9, true, false)}, 3, 10));
   EXPECT_TRUE(commit_settled(A{fenced(10, 10, false), std::nullopt, fenced(10, 10, false)}, 3, 10));
   EXPECT_FALSE(commit_settled(A{failed<FenceReply>(), std::nullopt, failed<FenceReply>()}, 3, 10));
+  // Held on a majority, another token's fence on one of them: the next round
+  // is due without the silent master (which may be down until the lease ends).
+  A collided{fenced(10, 9, true), fenced(10, 10, false), std::nullopt};
+  EXPECT_TRUE(commit_settled(collided, 3, 10));
+  EXPECT_EQ(commit_verdict({*collided[0], *collided[1], failed<FenceReply>()}, 3, 10).kind,
+            CV::Collided);
+  // Not held on a majority of those heard (five masters): the silent ones
+  // may still hold, and own it.
+  EXPECT_FALSE(commit_settled(A{fenced(10, 9, true), fenced(10, 10, false),
+                                fenced(10, 9, true, false), std::nullopt, std::nullopt},
+                              5, 10));
 }
 
 // ---- renewing ----
