@@ -93,6 +93,12 @@ release, status, list, history, top, break, forget or doctor (see rlock --help)"
   rl --prefix
   assert_usage_error
   [[ $stderr == "rlock: --prefix: 1 required PREFIX missing"* ]] || fail "$stderr"
+  rl -w
+  assert_usage_error
+  assert_equal "${stderr_lines[0]}" "rlock: -w: 1 required DURATION missing (see rlock --help)"
+  rl status k --timeout
+  assert_usage_error
+  [[ $stderr == "rlock: --timeout: 1 required DURATION missing"* ]] || fail "$stderr"
 }
 
 @test "a missing KEY is a usage error (64, not CLI11's 106)" {

@@ -147,6 +147,21 @@ EOF2
   _rlock_poll "k to be free" 10 is_free k
 }
 
+@test "no verdict from the keeper (its private directory not this user's alone): the owner's release says so" {
+  mkdir -p "$T/tmp/rlock-$(id -u)"
+  chmod 0777 "$T/tmp/rlock-$(id -u)"
+  cat >"$T/script.sh" <<'EOF2'
+eval "$(rlock acquire k-noverdict --ttl 5s --while-pid $$ --export)" || exit 9
+rlock release k-noverdict || exit 8
+echo done
+EOF2
+  XDG_RUNTIME_DIR= TMPDIR="$T/tmp" run --separate-stderr timeout 20 sh "$T/script.sh"
+  assert_success
+  assert_output "done"
+  [[ $stderr == *"warning: 'k-noverdict': no verdict came from its keeper (pid "*"had a failover lost the hold, it would not be known here"* ]] || fail "$stderr"
+  _rlock_poll "k-noverdict to be free" 10 is_free k-noverdict
+}
+
 # --- losses reach PID, and only PID -----------------------------------------------------------
 
 @test "a break reaches the keeper within about a second: PID gets SIGTERM" {

@@ -107,6 +107,30 @@ grandchild"
   run -1 "$RLOCK" status grp
 }
 
+# A TERM trap that starts a cleanup job: the job was not in the group when rlock
+# forwarded SIGTERM, so it gets its own when the command exits (not only the SIGKILL
+# after --kill-after).
+@test "what the command starts after the forwarded SIGTERM gets SIGTERM when the command exits" {
+  cat >"$T/job.sh" <<'EOF'
+f=$1
+cleanup() {
+  sh -c 'trap "echo late >> $0; exit 0" TERM; touch $0.ready2; while :; do sleep 0.1; done' "$f" &
+  while [ ! -e "$f.ready2" ]; do sleep 0.05; done
+  exit 0
+}
+trap cleanup TERM
+touch "$f.ready1"
+while :; do sleep 0.1; done
+EOF
+  bg_start rlock "$RLOCK" run --ttl 30s --kill-after 60s late -- sh "$T/job.sh" "$T/heard"
+  pid=$BG_PID
+  wait_for_file "$T/heard.ready1"
+  kill -TERM "$pid"
+  bg_wait "$pid" "$(slack 15)"
+  assert_equal "$BG_STATUS" 0
+  assert_equal "$(cat "$T/heard")" "late"
+}
+
 @test "a child killed by the forwarded signal gives 128+N and frees the lock at once" {
   for sig in TERM INT HUP USR2; do
     rm -f "$T/ready"

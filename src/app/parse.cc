@@ -60,6 +60,9 @@ std::string parse_error_message(CLI::App& app, const std::vector<std::string>& g
     if (auto m = missing_message(subs.front())) return *m;
   }
   std::string what = e.what();
+  // An option of CLI11's nameless group (-w, the flock spellings) is not
+  // named by CLI11's message: name the word given last.
+  if (what.rfind(": ", 0) == 0 && !given.empty()) what = escape_text(given.back()) + what;
   if (what.size() > 1 && std::isupper(static_cast<unsigned char>(what[0])) &&
       std::islower(static_cast<unsigned char>(what[1])))
     what[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(what[0])));

@@ -61,7 +61,8 @@ std::optional<PlainRun> plain_run(int argc, char** argv) {
   if (argc < 5 || std::string_view(argv[1]) != "run" || std::string_view(argv[3]) != "--")
     return std::nullopt;
   std::string key = argv[2];
-  if (key.empty() || key[0] == '-' || is_subcommand(key)) return std::nullopt;
+  // ("++" ends a subcommand for CLI11: its own path refuses it as a KEY.)
+  if (key.empty() || key[0] == '-' || key == "++" || is_subcommand(key)) return std::nullopt;
   return PlainRun{std::move(key), std::vector<std::string>(argv + 4, argv + argc)};
 }
 

@@ -9,6 +9,7 @@
 #include "cli/output.h"
 #include "cli/wording.h"
 #include "commands/commands.h"
+#include "core/duration.h"
 #include "hold/held.h"
 #include "hold/verdict.h"
 #include "proc/procinfo.h"
@@ -112,10 +113,19 @@ int cmd_release(const GlobalOptions& g, const std::vector<std::string>& keys,
         while (is_keeper(entry) && Clock::now() < until)  // (a zombie is not)
           std::this_thread::sleep_for(std::chrono::milliseconds(10));
         std::optional<KeeperVerdict> v;
-        if (!is_keeper(entry)) v = take_keeper_verdict(entry.keeper, token);
+        bool ended = !is_keeper(entry);
+        if (ended) v = take_keeper_verdict(entry.keeper, token);
         auto r = wait_for<ReleaseReply>(
             s.loop, [&](Done<ReleaseReply> d) { lock->release(token, Millis(0), std::move(d)); });
         bool moved = r.state == ReleaseReply::State::NotHeld && !r.moved_from.empty();
+        // No verdict: its release failed, its directory was unsafe or another
+        // (hold/verdict.h), or it is still at it. Said, not taken for "fine".
+        if (!v && !moved)
+          log_error(fmt::format(
+              "warning: '{}': {}; had a failover lost the hold, it would not be known here", key,
+              ended ? fmt::format("no verdict came from its keeper (pid {})", entry.keeper)
+                    : fmt::format("its keeper (pid {}) did not end within {}", entry.keeper,
+                                  format_duration(2 * lock->command_timeout()))));
         if (v && !v->unconfirmed.empty() && !v->failover_lost)
           log_error(unconfirmed_release_warning("'" + key + "'", v->unconfirmed));
         if ((v && v->failover_lost) || moved)

@@ -21,6 +21,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cassert>
 
 #include "cli/output.h"
@@ -290,7 +291,7 @@ class Runner {
     if (holding()) {
       log_verbose(fmt::format("forwarding signal {} to the command's process group", sig));
       if (is_stop_signal(sig)) stop_requested_ = true;
-      if (sig == SIGTERM) group_termed_ = true;
+      if (sig == SIGTERM) note_group_termed();
       child_->signal_group(sig);
       return;
     }
@@ -402,7 +403,7 @@ class Runner {
       case OnLost::Term:
         log_error(fmt::format("lost {}: {}; sending SIGTERM to the command (SIGKILL in {})", lock,
                               why, format_duration(opts_.kill_after)));
-        group_termed_ = true;
+        note_group_termed();
         child_->signal_group(SIGTERM);
         if (stopped_ || (child_->stopped())) child_->signal_group(SIGCONT);
         arm_kill_timer();
@@ -430,7 +431,7 @@ class Runner {
     pass_stop(SIGTERM);
     stop_requested_ = true;
     if (draining()) return end_leftovers("superseded");
-    group_termed_ = true;
+    note_group_termed();
     child_->signal_group(SIGTERM);
     child_->signal_group(SIGCONT);
     arm_kill_timer();
@@ -544,8 +545,16 @@ class Runner {
     enter(Phase::EndingLeftovers);
     // What the command left has had its SIGTERM if rlock already sent one to
     // the group (a forwarded SIGTERM, a cancel, a loss): a second one would run
-    // their TERM traps twice. Only the SIGKILL after --kill-after is left to do.
-    if (!group_termed_) child_->signal_group(SIGTERM);
+    // their TERM traps twice. Only what started since (a TERM trap's cleanup
+    // job) gets one now, where the group's members can be listed.
+    if (!group_termed_) {
+      child_->signal_group(SIGTERM);
+    } else if (termed_members_) {
+      long total = 0;
+      for (const GroupMember& m : group_members(child_->pid(), kMaxNotedMembers, total))
+        if (!std::binary_search(termed_members_->begin(), termed_members_->end(), m.pid))
+          kill(m.pid, SIGTERM);
+    }
     group_termed_ = true;
     child_->signal_group(SIGCONT);
     arm_kill_timer();
@@ -707,6 +716,22 @@ class Runner {
   // when it exits. Set in Running, acted on when it exits (Draining).
   bool stop_requested_ = false;
   bool group_termed_ = false;  // rlock has sent SIGTERM to the command's group
+  // The group's members when it did (sorted pids), if they could be listed.
+  std::optional<std::vector<pid_t>> termed_members_;
+  static constexpr size_t kMaxNotedMembers = 4096;
+
+  // Before rlock's first SIGTERM to the group: who gets it.
+  void note_group_termed() {
+    if (group_termed_) return;
+    group_termed_ = true;
+    long total = 0;
+    auto members = group_members(child_->pid(), kMaxNotedMembers, total);
+    if (total < 0 || static_cast<size_t>(total) > members.size()) return;  // not known
+    std::vector<pid_t> pids;
+    for (const GroupMember& m : members) pids.push_back(m.pid);
+    std::sort(pids.begin(), pids.end());
+    termed_members_ = std::move(pids);
+  }
   // A newer superseding job asked this one to stop (cancelled()): in Running
   // or Draining; the run exits as superseded.
   bool cancelled_ = false;

@@ -166,16 +166,18 @@ class Keeper {
   // The owner's release waits for this keeper to end, then reads what its
   // release found (hold/verdict.h): a hold a failover lost (the master the
   // sentinels name lacked it) or a release the sentinels could not confirm.
-  // Nothing to say: nothing written. When PID ended first nobody asked, and
-  // nobody hears of it (the man page, acquire --while-pid).
+  // Written whatever it found, so that the owner's release can tell "nothing
+  // to report" from "no verdict came" (it warns then); not when the release
+  // failed (the owner's own release then meets the same failure). When PID
+  // ended first nobody asked, and nobody hears of it (the man page, acquire
+  // --while-pid).
   void tell_owner(const Outcome<ReleaseReply>& o) {
     if (o.error) return;
     KeeperVerdict v;
     v.failover_lost = o.value.state == ReleaseReply::State::NotHeld && !o.value.moved_from.empty();
     v.fence = fence_;
     v.unconfirmed = o.value.unconfirmed;
-    if (v.failover_lost || !v.unconfirmed.empty())
-      (void)write_keeper_verdict(static_cast<long>(getpid()), token_, v);
+    (void)write_keeper_verdict(static_cast<long>(getpid()), token_, v);
   }
 
   Lock& lock_;

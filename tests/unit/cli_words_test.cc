@@ -179,7 +179,7 @@ TEST(PlainRun, TakesOnlyRunKeyDashDashCommand) {
         W{"run", "run", "--", "true"}, W{"-q", "run", "k", "--", "true"},
         W{"run", "k", "-q", "--", "true"}, W{"run", "--ttl=5s", "k", "--", "true"},
         W{"run", "k", "-c", "true", "--"}, W{"run", "--help", "--", "true"},
-        W{"status", "k", "--", "true"}, W{"RUN", "k", "--", "true"}})
+        W{"status", "k", "--", "true"}, W{"RUN", "k", "--", "true"}, W{"run", "++", "--", "true"}})
     EXPECT_FALSE(plain(words)) << testing::PrintToString(words);
 }
 
@@ -193,6 +193,7 @@ TEST(PlainRun, AgreesWithCli11OnGeneratedInvocations) {
                                          "",
                                          "-",
                                          "--",
+                                         "++",
                                          "---",
                                          "-k",
                                          "--ttl",
