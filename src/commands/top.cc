@@ -166,7 +166,14 @@ class TopSource {
           deferred = true;
         } else {
           ++gap_reads;
-          auto older = newest_events(s_, keys[i], g_.prefix, kGapEvents, nullptr);
+          // A history this user may not read, or a read that failed: the
+          // status's own events, as before (the refresh goes on).
+          std::vector<Event> older;
+          try {
+            older = newest_events(s_, keys[i], g_.prefix, kGapEvents, nullptr);
+          } catch (const Error&) {
+            // (nothing on stderr: it would write over the full screen)
+          }
           for (auto e = older.rbegin(); e != older.rend() && !seen.count(e->id); ++e)
             if (std::none_of(fresh.begin(), fresh.end(),
                              [&](const Event& f) { return f.id == e->id; }))
