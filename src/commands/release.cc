@@ -83,6 +83,13 @@ bool is_keeper(const HeldEntry& e) {
   return info->start == e.keeper_start;
 }
 
+// A hold that a failover lost (76), found by this release or by the keeper's.
+Error failover_lost(const std::string& key, int64_t fence) {
+  return Error(ErrorKind::Lost,
+               fmt::format("'{}': {} (the master the sentinels name does not hold it)", key,
+                           failover_lost_words(fence)));
+}
+
 }  // namespace
 
 int cmd_release(const GlobalOptions& g, const std::vector<std::string>& keys,
@@ -128,10 +135,7 @@ int cmd_release(const GlobalOptions& g, const std::vector<std::string>& keys,
                                   format_duration(2 * lock->command_timeout()))));
         if (v && !v->unconfirmed.empty() && !v->failover_lost)
           log_error(unconfirmed_release_warning("'" + key + "'", v->unconfirmed));
-        if ((v && v->failover_lost) || moved)
-          throw Error(ErrorKind::Lost,
-                      fmt::format("'{}': {} (the master the sentinels name does not hold it)", key,
-                                  failover_lost_words(v ? v->fence : 0)));
+        if ((v && v->failover_lost) || moved) throw failover_lost(key, v ? v->fence : 0);
         return exitcode::kOk;
       }
       break;
@@ -144,10 +148,7 @@ int cmd_release(const GlobalOptions& g, const std::vector<std::string>& keys,
   // try had released it.
   if (!r.unconfirmed.empty())
     log_error(unconfirmed_release_warning("'" + key + "'", r.unconfirmed));
-  if (r.state == ReleaseReply::State::NotHeld && !r.moved_from.empty())
-    throw Error(ErrorKind::Lost,
-                fmt::format("'{}': {} (the master the sentinels name does not hold it)", key,
-                            failover_lost_words(0)));
+  if (r.state == ReleaseReply::State::NotHeld && !r.moved_from.empty()) throw failover_lost(key, 0);
   if (r.state == ReleaseReply::State::NotHeld)
     throw Error(ErrorKind::Lost,
                 fmt::format("'{}'{} is not held by this token (expired, released or broken)", key,

@@ -180,7 +180,11 @@ void QuorumLock::commit(const std::string& token, int64_t fence, Millis ttl,
 }
 
 void QuorumLock::give_back(const std::string& token, Millis ttl, std::function<void()> then) {
-  Millis per = node_timeout(ttl);
+  give_back_within(token, node_timeout(ttl), std::move(then));
+}
+
+void QuorumLock::give_back_within(const std::string& token, Millis per,
+                                  std::function<void()> then) {
   fan_out<ReleaseReply>(
       [token, per](SingleLock& l, Done<ReleaseReply> d) { l.give_back(token, std::move(d), per); },
       [then = std::move(then)](std::vector<Outcome<ReleaseReply>>) { then(); });
@@ -188,12 +192,10 @@ void QuorumLock::give_back(const std::string& token, Millis ttl, std::function<v
 
 void QuorumLock::give_back_grant(const std::string& token, Done<ReleaseReply> done,
                                  Millis timeout) {
-  Millis per = timeout.count() > 0 ? timeout : node_timeout(ttl_);
-  fan_out<ReleaseReply>(
-      [token, per](SingleLock& l, Done<ReleaseReply> d) { l.give_back(token, std::move(d), per); },
-      [done = std::move(done)](std::vector<Outcome<ReleaseReply>>) {
-        done({std::nullopt, ReleaseReply{}});
-      });
+  give_back_within(token, timeout.count() > 0 ? timeout : node_timeout(ttl_),
+                   [done = std::move(done)] {
+                     done({std::nullopt, ReleaseReply{}});
+                   });
 }
 
 // ---- holding ----

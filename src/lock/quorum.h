@@ -61,8 +61,7 @@ class QuorumLock : public Lock {
   /// Gives a grant back on every master without the release's tombstone
   /// (as a failed acquisition's give-back does), so that the token may be
   /// granted again: --and taking its keys again from the first.
-  void give_back_grant(const std::string& token, Done<ReleaseReply> done,
-                       Millis timeout) override;
+  void give_back_grant(const std::string& token, Done<ReleaseReply> done, Millis timeout) override;
   /// Every master's view, and the quorum's: held when one token holds on a
   /// majority. An unavailable Error when fewer than a majority answer.
   void status(Done<LockStatus> done) override;
@@ -133,6 +132,8 @@ class QuorumLock : public Lock {
   void commit(const std::string& token, int64_t fence, Millis ttl, Clock::time_point until,
               Done<AcquireReply> done, int retries = kFenceRetries);
   void give_back(const std::string& token, Millis ttl, std::function<void()> then);
+  /// Gives `token`'s grants back on every master (no tombstone), `per` each.
+  void give_back_within(const std::string& token, Millis per, std::function<void()> then);
   void regrant(size_t i, const std::string& token, Millis grant, int64_t fence, Millis per);
   /// Why fewer than a majority answered (quorum_shortfall).
   template <class T>

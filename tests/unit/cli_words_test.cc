@@ -172,14 +172,26 @@ TEST(PlainRun, TakesOnlyRunKeyDashDashCommand) {
     expect_cli11_agrees(words, *p, "");
     expect_cli11_agrees(words, *p, "run");
   }
-  for (const W& words :
-       {W{}, W{"run"}, W{"run", "k"}, W{"run", "k", "--"}, W{"run", "k", "true"},
-        W{"run", "k", "true", "--", "x"}, W{"run", "-k", "--", "true"}, W{"run", "-", "--", "true"},
-        W{"run", "--", "--", "true"}, W{"run", "", "--", "true"}, W{"run", "status", "--", "true"},
-        W{"run", "run", "--", "true"}, W{"-q", "run", "k", "--", "true"},
-        W{"run", "k", "-q", "--", "true"}, W{"run", "--ttl=5s", "k", "--", "true"},
-        W{"run", "k", "-c", "true", "--"}, W{"run", "--help", "--", "true"},
-        W{"status", "k", "--", "true"}, W{"RUN", "k", "--", "true"}, W{"run", "++", "--", "true"}})
+  for (const W& words : {W{},
+                         W{"run"},
+                         W{"run", "k"},
+                         W{"run", "k", "--"},
+                         W{"run", "k", "true"},
+                         W{"run", "k", "true", "--", "x"},
+                         W{"run", "-k", "--", "true"},
+                         W{"run", "-", "--", "true"},
+                         W{"run", "--", "--", "true"},
+                         W{"run", "", "--", "true"},
+                         W{"run", "status", "--", "true"},
+                         W{"run", "run", "--", "true"},
+                         W{"-q", "run", "k", "--", "true"},
+                         W{"run", "k", "-q", "--", "true"},
+                         W{"run", "--ttl=5s", "k", "--", "true"},
+                         W{"run", "k", "-c", "true", "--"},
+                         W{"run", "--help", "--", "true"},
+                         W{"status", "k", "--", "true"},
+                         W{"RUN", "k", "--", "true"},
+                         W{"run", "++", "--", "true"}})
     EXPECT_FALSE(plain(words)) << testing::PrintToString(words);
 }
 
