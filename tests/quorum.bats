@@ -727,7 +727,7 @@ side_by_side() {
 @test "two shared holders granted side by side get distinct fences (the second commits a larger one)" {
   local x=90000000000000 n laid=""
   scripts_setup
-  # D = 150 ms: below the 250 ms within which rlock's first INFO must be answered
+  # D = 150 ms: below the 250 ms each master gets to answer an acquisition with a 9s TTL
   proxy_start_named SA1 "$M1_PORT" 127.0.0.1 150 || return 1
   proxy_start_named SA2 "$M2_PORT" 127.0.0.1 150 || return 1
   proxy_start_named SA3 "$M3_PORT" || return 1
@@ -749,6 +749,27 @@ side_by_side() {
   bg_wait "$a" 30
   assert_equal "$BG_STATUS" 0
   for n in SA1 SA2 SA3; do redis_stop "$n"; done
+}
+
+# A network whose round trip is longer than the bound within which commands other than run
+# and acquire wait for the masters' first INFO (250 ms): the INFO goes out ahead of the
+# first acquisition on each connection and must not be cut short, which closed the
+# connection and failed the acquisition behind it (69 on every master).
+@test "masters 300 ms away: run and acquire go through (the first INFO is not cut at 250 ms)" {
+  local i urls=()
+  for i in 1 2 3; do
+    proxy_start_named "FAR$i" "$(eval echo "\$M${i}_PORT")" 127.0.0.1 300 || return 1
+    local v=FAR${i}_URL
+    urls+=(--url "${!v}")
+  done
+  # 30s leases: each master gets TTL/50 = 600 ms to answer an acquisition
+  run -0 "$RLOCK" "${urls[@]}" run --ttl 30s q-far -- echo ran
+  assert_output ran
+  t=$("$RLOCK" "${urls[@]}" acquire --ttl 30s q-far)
+  run -0 "$RLOCK" "${urls[@]}" status q-far
+  assert_output --partial "held"
+  "$RLOCK" "${urls[@]}" release q-far --token "$t"
+  for i in 1 2 3; do redis_stop "FAR$i"; done
 }
 
 @test "--done-for in quorum mode: done on a majority is done" {

@@ -52,8 +52,12 @@ std::optional<std::string> run_id_of(const std::string& info) {
   return id;
 }
 
-// How long the first contact may take to find the same server behind two
-// names: a master that does not answer in time is not checked.
+// How long a command other than run and acquire waits for the masters'
+// INFO before it goes on: a master that has not answered by then is not
+// checked. The INFO itself is not cut short (its timeout is the command
+// timeout): a timeout closes the connection, and what is pipelined behind it
+// (run's and acquire's first acquisition, whose own bound is the quorum's
+// per-master one) would fail with it on a network whose round trip is longer.
 constexpr Millis kIdentifyBound{250};
 
 }  // namespace
@@ -87,7 +91,6 @@ void Session::refuse_same_server() {
   identities_->ids.resize(clients.size());
   identities_->pending = clients.size();
   CallOptions opt;
-  opt.timeout = std::min(kIdentifyBound, clients.front()->command_timeout());
   for (size_t i = 0; i < clients.size(); ++i) {
     clients[i]->command(
         {"INFO", "server"},
@@ -118,7 +121,13 @@ std::optional<Error> Session::same_server(const Identities& ids,
 void Session::check_identities() {
   if (!identities_) return;
   auto ids = identities_;
-  loop.run_until([&] { return ids->pending == 0; });
+  if (!ids->waited) {
+    ids->waited = true;
+    bool late = false;
+    auto timer = loop.after(kIdentifyBound, [&late] { late = true; });
+    loop.run_until([&] { return ids->pending == 0 || late; });
+    loop.cancel(timer);
+  }
   std::vector<std::string> names;
   for (auto& c : clients) names.push_back(c->name());
   if (auto e = same_server(*ids, names)) throw *e;

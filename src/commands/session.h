@@ -57,6 +57,7 @@ struct Session {
   struct Identities {
     std::vector<std::optional<std::string>> ids;
     size_t pending = 0;
+    bool waited = false;  // check_identities waited once: it does not wait again
   };
   void refuse_same_server();
   /// Waits for every INFO reply (bounded) and refuses the same server twice.
