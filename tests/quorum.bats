@@ -769,6 +769,10 @@ side_by_side() {
   run -0 "$RLOCK" "${urls[@]}" status q-far
   assert_output --partial "held"
   "$RLOCK" "${urls[@]}" release q-far --token "$t"
+  # 5s leases: 250 ms each, less than the round trip; the message says what to change
+  run -69 --separate-stderr "$RLOCK" "${urls[@]}" run --ttl 5s q-far -- true
+  assert_equal "${#stderr_lines[@]}" 1
+  [[ $stderr == *"did not answer EVALSHA within 250ms"*"a longer --ttl gives a slow network more" ]]
   for i in 1 2 3; do redis_stop "FAR$i"; done
 }
 
