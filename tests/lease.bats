@@ -314,6 +314,19 @@ start_holder() {
   grep -q "'lk-late' was granted late" "$T/late.err" || fail "$(cat "$T/late.err")"
 }
 
+@test "a lease too short for the network's round trip: 69, the message names --ttl" {
+  # every reply 300 ms late: a 500ms lease's grant comes with less than a third left, and its
+  # renewal (bounded by half the lease, 250 ms) can never be answered in time
+  proxy_start_named FAR "$REDIS_PORT" 127.0.0.1 300 || return 1
+  run -69 --separate-stderr "$RLOCK" -u "$FAR_URL" run --ttl 500ms lk-far -- touch "$T/ran"
+  [ ! -e "$T/ran" ]
+  assert_equal "${#stderr_lines[@]}" 1
+  [[ $stderr == *"the lease (--ttl 500ms) is too short for this network"* ]] || fail "$stderr"
+  # a lease long enough for it works through the same proxy
+  run -0 "$RLOCK" -u "$FAR_URL" run --ttl 5s lk-far -- true
+  redis_stop FAR
+}
+
 @test "fencing numbers strictly increase across all runs and faults of this file" {
   for _ in 1 2 3; do
     run -0 "$RLOCK" run lk -- sh -c 'echo "$RLOCK_FENCE" >> "$FENCES"'

@@ -424,6 +424,13 @@ void Acquirer::renew_if_late(const AcquireReply& a) {
         if (!alive || finished()) return;
         if (o.error) {
           if (ride_out(*o.error, retry_timer_, [this] { attempt(); })) return;
+          // A renewal bounded by half the lease that timed out: on this
+          // network the lease, not the server, is what is too short.
+          if (o.error->cause() == Cause::Timeout && timeout < lock_.command_timeout())
+            return fail_with_cleanup(o.error->reworded(fmt::format(
+                "{}: the lease (--ttl {}) is too short for this network: a grant must be "
+                "renewed within half of it",
+                o.error->what(), format_duration(a.ttl))));
           return fail_with_cleanup(*o.error);
         }
         if (!o.value.held)
