@@ -231,3 +231,39 @@ suite_teardown() { rcli config set maxmemory 0 >/dev/null; }
   bg_wait "$pid"
   assert_equal "$BG_STATUS" 0
 }
+
+# A renewal's first write is the holder record's PEXPIRE, which a full server allows; a
+# script that has written may then write what needs memory (the ZADD of a semaphore's or a
+# shared lock's holders). So every kind of holder renews while memory is short; before, a
+# semaphore's renewal began with that ZADD, was refused, and its holder lost the lease.
+# lease_end KEY: when the first holder's lease of KEY's holders ends (server ms), 0 if none
+lease_end() {
+  local v
+  v=$(rcli zrange "lock:{$1}:holders" 0 0 withscores | tail -1)
+  echo "${v:-0}"
+}
+
+@test "out of memory: a semaphore's and a shared lock's holders renew as a plain holder does" {
+  local T=$BATS_TEST_TMPDIR k s0 s1 pid_s pid_l
+  write_gate "$T/gate"
+  bg_start sem "$RLOCK" run --limit 2 --ttl 2s hw-oom-sem -- sh "$T/gate" "$T" sem
+  pid_s=$BG_PID
+  bg_start shr "$RLOCK" run -s --ttl 2s hw-oom-shr -- sh "$T/gate" "$T" shr
+  pid_l=$BG_PID
+  wait_for_file "$T/sem.started"
+  wait_for_file "$T/shr.started"
+  oom_on
+  # each lease is renewed (its score moves on) twice while the server refuses what needs memory
+  for k in hw-oom-sem hw-oom-shr; do
+    s0=$(lease_end "$k")
+    wait_until "(( \$(lease_end $k) > $s0 ))"
+    s1=$(lease_end "$k")
+    wait_until "(( \$(lease_end $k) > $s1 ))"
+  done
+  rcli config set maxmemory 0 >/dev/null
+  touch "$T/sem.go" "$T/shr.go"
+  bg_wait "$pid_s"
+  assert_equal "$BG_STATUS" 0
+  bg_wait "$pid_l"
+  assert_equal "$BG_STATUS" 0
+}

@@ -453,14 +453,17 @@ local function fit_marker()
 end
 
 -- The lease of `t` (held as `how`) ends `ttl` ms from now.
+-- The record's PEXPIRE comes first: a full server (maxmemory, noeviction)
+-- refuses a script's ZADD or SET only while the script has written nothing,
+-- so a semaphore's or a shared holder renews under OOM as a plain one does.
 local function set_lease(t, how, ttl)
+  redis.call('PEXPIRE', hkey(t), ttl)
   if how == 'plain' then
     redis.call('PEXPIRE', LOCK, ttl)
   else
     redis.call('ZADD', HOLDERS, 'XX', NOW + ttl, t)
     if how == 'shared' then fit_marker() end
   end
-  redis.call('PEXPIRE', hkey(t), ttl)
 end
 
 -- `t` (held as `how`) lets go: say so on the release channel, then wake
