@@ -521,8 +521,10 @@ python3 bench/fcall_library.py 2>/dev/null >"$work/fcall.lua"
 python3 bench/fcall_library.py --cache-cluster 2>/dev/null >"$work/cached.lua"
 python3 bench/fcall_library.py --fcall-template "$work/rlock.cycle" 2>/dev/null >"$work/fcall.cycle"
 python3 bench/fcall_library.py --cache-cluster --fcall-template "$work/rlock.cycle" 2>/dev/null >"$work/cached.cycle"
-rcli -x FUNCTION LOAD REPLACE <"$work/fcall.lua" >/dev/null
-rcli -x FUNCTION LOAD REPLACE <"$work/cached.lua" >/dev/null
+loaded=$( { rcli -x FUNCTION LOAD REPLACE <"$work/fcall.lua"; rcli -x FUNCTION LOAD REPLACE <"$work/cached.lua"; } 2>&1 || true)
+if [[ $(grep -c '^rlockbench_' <<<"$loaded") != 2 ]]; then
+  echo "(skipped: FUNCTION LOAD refused the library: $(head -c 200 <<<"$loaded"))"
+else
 variants=(plain evalsha fcall cached)
 declare -A label=([plain]="SET NX PX + EVALSHA compare-and-delete" [evalsha]="rlock's scripts, EVALSHA (as today)"
   [fcall]="rlock's scripts, FCALL" [cached]="... FCALL, cluster mode cached")
@@ -583,6 +585,7 @@ for v in "${variants[@]}"; do
   printf '%-40s %9s %9s %9s %9s\n' "${label[$v]}" "$cyc" "$rt" "$(per "${cold_a[$v]}" "$RUNS")" "$(per "${cold_r[$v]}" "$RUNS")"
 done
 rcli FUNCTION FLUSH >/dev/null
+fi
 fi
 fi
 
