@@ -32,6 +32,10 @@
 #      delete EVALSHA cycle; lock cycles per second one server sustains with 16 clients on
 #      distinct keys (bench/cycles.c replays the script calls rlock sent) beside the same
 #      plain lock
+#  9c. Redis 7 Functions prototype: the same script calls (part 9b's template) by FCALL of
+#      one library (bench/fcall_library.py: the prelude run once, at FUNCTION LOAD) beside
+#      EVALSHA and the plain cycle: µs of server time per cycle, warm (1 and 16 clients)
+#      and cold (each call by a fresh redis-cli); skipped on Redis < 7
 #  10. many keys: `rlock list` (and --json) over 100,000 held locks beside a
 #      bare SCAN of the same keyspace (bench/scan.c: SCAN COUNT 500 in C), and list's
 #      peak RSS; `rlock top` over them: one snapshot, and per refresh the server's CPU,
@@ -49,7 +53,7 @@
 #
 # Usage: bench/run.sh [--smoke] [--part N]
 #   --smoke   tiny counts: checks that every part works (CI), measures nothing
-#   --part N  only part N (1, 1b, 2 … 9, 9b, 10 … 13; parts 1b, 7, 8 and 12 run part 1 too, their
+#   --part N  only part N (1, 1b, 2 … 9, 9b, 9c, 10 … 13; parts 1b, 7, 8 and 12 run part 1 too, their
 #             baseline; 3 and 4 run together): `bench/run.sh --part 10` measures list alone
 # Env: RLOCK=path/to/rlock (default build/rlock), CC (default cc)
 # Baselines that are not installed (etcd, etcdctl) are skipped with a note. Servers are
@@ -414,9 +418,6 @@ printf '%-34s %9s\n' "history off (the fence alone)" "$(idle_bytes 0)"
 fi
 
 # --- 9b. server time per lock ---------------------------------------------------------------
-if want 9b; then
-echo
-echo "== 9b. server time per lock, history on: uncontended cycles from fresh processes (cold), and 16 clients on distinct keys (warm)"
 # usec the server spent since the last CONFIG RESETSTAT: "scripts set", scripts being
 # EVAL*, EVALSHA* and FCALL* (the commands a script calls are in its time, and counted again
 # under their own names: so a plain cycle is SET + its script, an rlock cycle its scripts)
@@ -427,8 +428,28 @@ srv_usec() {
     }
     END { printf "%d %d\n", sc, set }'
 }
-# The plain lock: SET NX PX, then a compare-and-delete script by EVALSHA.
+# The script calls a real `rlock acquire` and `rlock release` send (seen by MONITOR), key
+# and token replaced, into $work/rlock.cycle: bench/cycles.c's template.
+capture_cycle() {
+  local tok mon _i
+  tok=$("$RLOCK" acquire cycKEY) && "$RLOCK" release cycKEY --token "$tok"
+  redis-cli -p "$rport" MONITOR >"$work/monitor" 2>&1 &
+  mon=$!
+  for _i in $(seq 100); do [[ -s $work/monitor ]] && break; sleep 0.02; done
+  tok=$("$RLOCK" acquire cycKEY)
+  "$RLOCK" release cycKEY --token "$tok"
+  rcli PING >/dev/null  # (the last line MONITOR shows: everything before it was written)
+  for _i in $(seq 100); do grep -q '"PING"' "$work/monitor" && break; sleep 0.02; done
+  kill "$mon"
+  wait "$mon" 2>/dev/null || true
+  python3 bench/monitor_template.py cycKEY "$tok" <"$work/monitor" >"$work/rlock.cycle"
+}
 CAD="if redis.call('get',KEYS[1])==ARGV[1] then return redis.call('del',KEYS[1]) else return 0 end"
+per() { awk -v a="$1" -v n="$2" 'BEGIN { if (n == 0) print "n/a"; else printf "%.1f", a / n }'; }
+if want 9b; then
+echo
+echo "== 9b. server time per lock, history on: uncontended cycles from fresh processes (cold), and 16 clients on distinct keys (warm)"
+# The plain lock: SET NX PX, then a compare-and-delete script by EVALSHA.
 cad=$(rcli SCRIPT LOAD "$CAD")
 for ((i = 0; i < WARMUP; i++)); do "$RLOCK" run -q bench-st -- true; done
 rcli CONFIG RESETSTAT >/dev/null
@@ -463,17 +484,7 @@ printf '%-38s %9s %9s\n' "rlock run k -- true" "$(us "$run_sc")" "$(ratio "$(us 
 # Cycles per second of one server: 16 connections, each its own key, each sending one
 # cycle's commands one after another (bench/cycles.c). rlock's are the script calls a real
 # `rlock acquire` and `rlock release` sent (seen by MONITOR), token and key replaced.
-tok=$("$RLOCK" acquire cycKEY) && "$RLOCK" release cycKEY --token "$tok"
-redis-cli -p "$rport" MONITOR >"$work/monitor" 2>&1 &
-mon=$!
-for _i in $(seq 100); do [[ -s $work/monitor ]] && break; sleep 0.02; done
-tok=$("$RLOCK" acquire cycKEY)
-"$RLOCK" release cycKEY --token "$tok"
-rcli PING >/dev/null  # (the last line MONITOR shows: everything before it was written)
-for _i in $(seq 100); do grep -q '"PING"' "$work/monitor" && break; sleep 0.02; done
-kill "$mon"
-wait "$mon" 2>/dev/null || true
-python3 bench/monitor_template.py cycKEY "$tok" <"$work/monitor" >"$work/rlock.cycle"
+capture_cycle
 printf 'SET\t@K\t@T\tNX\tPX\t30000\nEVALSHA\t%s\t1\t@K\t@T\n' "$cad" >"$work/plain.cycle"
 secs=3
 ((smoke)) && secs=0.3
@@ -485,12 +496,97 @@ plain_busy=$((plain_busy + plain_set))
 rcli CONFIG RESETSTAT >/dev/null
 read -r rlock_cps rlock_n < <("$work/cycles" 127.0.0.1 "$rport" "$secs" 16 "$work/rlock.cycle") || true
 read -r rlock_busy _ < <(srv_usec)
-per() { awk -v a="$1" -v n="$2" 'BEGIN { if (n == 0) print "n/a"; else printf "%.1f", a / n }'; }
 printf '%-38s %9s %9s %9s\n' "16 clients, distinct keys" "cycles/s" "fewer" "usec/cyc"
 printf '%-38s %9s %9s %9s\n' "SET NX PX + EVALSHA compare-and-delete" "$plain_cps" "" "$(per "$plain_busy" "$plain_n")"
 printf '%-38s %9s %9s %9s\n' "rlock's acquire + release scripts" "$rlock_cps" "$(ratio "$plain_cps" "$rlock_cps")" \
   "$(per "$rlock_busy" "$rlock_n")"
 printf '%-38s %9s %9s %9s\n' "server time per cycle, ratio" "" "" "$(ratio "$(per "$rlock_busy" "$rlock_n")" "$(per "$plain_busy" "$plain_n")")"
+fi
+
+# --- 9c. Redis 7 Functions prototype -------------------------------------------------------
+if want 9c; then
+echo
+echo "== 9c. Redis 7 Functions prototype: rlock's scripts as one library (bench/fcall_library.py) by FCALL, beside EVALSHA"
+major=$(rcli INFO server | tr -d '\r' | sed -n 's/^redis_version:\([0-9]*\).*/\1/p')
+if ((${major:-0} < 7)); then
+  echo "(skipped: Redis ${major:-?} has no Functions)"
+else
+capture_cycle
+cad=$(rcli SCRIPT LOAD "$CAD")
+printf 'SET\t@K\t@T\tNX\tPX\t30000\nEVALSHA\t%s\t1\t@K\t@T\n' "$cad" >"$work/plain.cycle"
+cp "$work/rlock.cycle" "$work/evalsha.cycle"
+# fcall: the prelude run once at FUNCTION LOAD, each call sets only its state; cached: and
+# CLUSTER MYID asked once per library instead of in every release (publish)
+python3 bench/fcall_library.py 2>/dev/null >"$work/fcall.lua"
+python3 bench/fcall_library.py --cache-cluster 2>/dev/null >"$work/cached.lua"
+python3 bench/fcall_library.py --fcall-template "$work/rlock.cycle" 2>/dev/null >"$work/fcall.cycle"
+python3 bench/fcall_library.py --cache-cluster --fcall-template "$work/rlock.cycle" 2>/dev/null >"$work/cached.cycle"
+loaded=$( { rcli -x FUNCTION LOAD REPLACE <"$work/fcall.lua"; rcli -x FUNCTION LOAD REPLACE <"$work/cached.lua"; } 2>&1 || true)
+if [[ $(grep -c '^rlockbench_' <<<"$loaded") != 2 ]]; then
+  echo "(skipped: FUNCTION LOAD refused the library: $(head -c 200 <<<"$loaded"))"
+else
+variants=(plain evalsha fcall cached)
+declare -A label=([plain]="SET NX PX + EVALSHA compare-and-delete" [evalsha]="rlock's scripts, EVALSHA (as today)"
+  [fcall]="rlock's scripts, FCALL" [cached]="... FCALL, cluster mode cached")
+# Warm: bench/cycles.c, 1 and 16 clients on distinct keys, the variants one after another
+# in each round; the round with the least server time per cycle is kept for each.
+secs=2 rounds=3
+((smoke)) && secs=0.3 rounds=1
+declare -A best cps
+for clients in 1 16; do
+  for ((r = 0; r < rounds; r++)); do
+    for v in "${variants[@]}"; do
+      rcli CONFIG RESETSTAT >/dev/null
+      c=0 n=0
+      "$work/cycles" 127.0.0.1 "$rport" "$secs" "$clients" "$work/$v.cycle" >"$work/cyc.out" ||
+        echo "(bench/cycles.c failed on the $v template: $?)" >&2
+      read -r c n <"$work/cyc.out" || true
+      read -r sc set < <(srv_usec)
+      u=$(per $((sc + set)) "${n:-0}")
+      if [[ -z ${best[$v$clients]:-} ]] || awk -v a="$u" -v b="${best[$v$clients]}" 'BEGIN { exit !(a + 0 < b + 0) }'; then
+        best[$v$clients]=$u cps[$v$clients]=${c:-0}
+      fi
+    done
+  done
+done
+echo "(load $(cut -d' ' -f1-3 /proc/loadavg); warm: best of $rounds rounds of ${secs}s)"
+printf '%-40s %9s %9s %9s %9s\n' "warm, usec of server time" "1 client" "ratio" "16 clients" "ratio"
+for v in "${variants[@]}"; do
+  r1="" r16=""
+  [[ $v != plain ]] && r1=$(ratio "${best[${v}1]}" "${best[plain1]}") r16=$(ratio "${best[${v}16]}" "${best[plain16]}")
+  printf '%-40s %9s %9s %9s %9s\n' "${label[$v]}" "${best[${v}1]}" "$r1" "${best[${v}16]}" "$r16"
+done
+printf '%-40s %9s %9s %9s %9s\n' "cycles/s, 16 clients" "" "" "" ""
+for v in "${variants[@]}"; do printf '%-40s %9s\n' "  ${label[$v]}" "${cps[${v}16]}"; done
+# Cold: each call by a fresh redis-cli, the variants interleaved in every iteration (a
+# pair measured in the same second), server time of each call from INFO commandstats.
+cold_call() { # TEMPLATE LINE KEY TOKEN: that line of the template, by a fresh redis-cli
+  { sed -n "$2p" "$1" | sed "s/@K/$3/g; s/@T/$4/g" | tr -d '\n' | tr '\t' '\0'; printf '\0'; } |
+    xargs -0 redis-cli -p "$rport" >/dev/null
+}
+declare -A cold_a cold_r
+for v in "${variants[@]}"; do cold_a[$v]=0 cold_r[$v]=0; done
+rcli CONFIG RESETSTAT >/dev/null
+for ((i = 0; i < RUNS; i++)); do
+  for v in "${variants[@]}"; do
+    read -r s0 t0 < <(srv_usec)
+    cold_call "$work/$v.cycle" 1 "cold-$v" "t$i"
+    read -r s1 t1 < <(srv_usec)
+    cold_call "$work/$v.cycle" 2 "cold-$v" "t$i"
+    read -r s2 t2 < <(srv_usec)
+    cold_a[$v]=$((cold_a[$v] + s1 + t1 - s0 - t0)) cold_r[$v]=$((cold_r[$v] + s2 + t2 - s1 - t1))
+  done
+done
+echo "(load $(cut -d' ' -f1-3 /proc/loadavg); cold: $RUNS cycles, each call by a fresh redis-cli)"
+printf '%-40s %9s %9s %9s %9s\n' "cold, usec of server time" "cycle" "ratio" "acquire" "release"
+for v in "${variants[@]}"; do
+  cyc=$(per $((cold_a[$v] + cold_r[$v])) "$RUNS") rt=""
+  [[ $v != plain ]] && rt=$(ratio "$cyc" "$(per $((cold_a[plain] + cold_r[plain])) "$RUNS")")
+  printf '%-40s %9s %9s %9s %9s\n' "${label[$v]}" "$cyc" "$rt" "$(per "${cold_a[$v]}" "$RUNS")" "$(per "${cold_r[$v]}" "$RUNS")"
+done
+rcli FUNCTION FLUSH >/dev/null
+fi
+fi
 fi
 
 # --- 10. many keys ----------------------------------------------------------------------------
