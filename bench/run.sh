@@ -653,7 +653,7 @@ else
 t13=$SECONDS
 # 50 ms dwarfs the machine's noise; 0.5 ms (a LAN) is of its size: many more runs.
 DELAYS=(50 0.5)
-declare -A RT_N=([50]=$((smoke ? 1 : 9)) [0.5]=$((smoke ? 1 : 61)))
+declare -A RT_N=([50]=$((smoke ? 1 : 15)) [0.5]=$((smoke ? 1 : 101)))
 echo "== 13. round trips: every reply delayed by 50 ms, then by 0.5 ms (fault_proxy: one per server,"
 echo "   sentinel and cluster node); medians of ${RT_N[50]} runs at 50 ms and of ${RT_N[0.5]} at 0.5 ms (the"
 echo "   machine's own noise is of that size) of round trips = (a run delayed - the next run,"
