@@ -740,84 +740,82 @@ else
   echo "(TLS rows skipped: no openssl, or redis-server without TLS)"
 fi
 
-# Heavy layouts: a Sentinel set and a Cluster, each node behind its own proxy.
-heavy=1
+# Sentinel and Cluster, each node behind its own proxy (set up in ~5 s: in smoke too).
 sentinel=() cluster_local=() ck_local="" ck_moved="" c1=""
-if ((heavy)); then
-  th=$SECONDS
-  # Sentinel: a master and a replica, 3 sentinels. The sentinels monitor the master at its
-  # proxy, so that is the address they report; the replica announces its proxy
-  # (replica-announce-ip/port, before it connects), the sentinels theirs (announce-ip/port).
-  sm="" psm="" sr="" psr="" ss="" pss="" s_list=""
-  start_server sm --save '' --appendonly no --dir "$work" --dbfilename rts-m.rdb
-  proxy psm "$sm"
-  start_server sr --save '' --appendonly no --dir "$work" --dbfilename rts-r.rdb
-  proxy psr "$sr"
-  redis-cli -p "$sr" CONFIG SET replica-announce-ip 127.0.0.1 >/dev/null
-  redis-cli -p "$sr" CONFIG SET replica-announce-port "$psr" >/dev/null
-  redis-cli -p "$sr" REPLICAOF 127.0.0.1 "$sm" >/dev/null
-  sents=()
-  for i in 1 2 3; do
-    printf 'sentinel monitor rtm 127.0.0.1 %s 2\nsentinel announce-ip 127.0.0.1\n' "$psm" >"$work/sent$i.conf"
-    start_server ss "$work/sent$i.conf" --sentinel --dir "$work"
-    proxy pss "$ss"
-    redis-cli -p "$ss" SENTINEL CONFIG SET announce-port "$pss" >/dev/null
-    sents+=("$ss")
-    s_list+=${s_list:+,}127.0.0.1:$pss
+th=$SECONDS
+# Sentinel: a master and a replica, 3 sentinels. The sentinels monitor the master at its
+# proxy, so that is the address they report; the replica announces its proxy
+# (replica-announce-ip/port, before it connects), the sentinels theirs (announce-ip/port).
+sm="" psm="" sr="" psr="" ss="" pss="" s_list=""
+start_server sm --save '' --appendonly no --dir "$work" --dbfilename rts-m.rdb
+proxy psm "$sm"
+start_server sr --save '' --appendonly no --dir "$work" --dbfilename rts-r.rdb
+proxy psr "$sr"
+redis-cli -p "$sr" CONFIG SET replica-announce-ip 127.0.0.1 >/dev/null
+redis-cli -p "$sr" CONFIG SET replica-announce-port "$psr" >/dev/null
+redis-cli -p "$sr" REPLICAOF 127.0.0.1 "$sm" >/dev/null
+sents=()
+for i in 1 2 3; do
+  printf 'sentinel monitor rtm 127.0.0.1 %s 2\nsentinel announce-ip 127.0.0.1\n' "$psm" >"$work/sent$i.conf"
+  start_server ss "$work/sent$i.conf" --sentinel --dir "$work"
+  proxy pss "$ss"
+  redis-cli -p "$ss" SENTINEL CONFIG SET announce-port "$pss" >/dev/null
+  sents+=("$ss")
+  s_list+=${s_list:+,}127.0.0.1:$pss
+done
+sentinel=(-u "redis-sentinel://$s_list/rtm")
+# Cluster: 3 masters; clients are told of each node's proxy (cluster-announce-ip/port: in
+# CLUSTER SLOTS and MOVED), the bus stays on the real port + 10000.
+cn=() cps=() ci="" pc=""
+for i in 1 2 3; do
+  start_server ci --save '' --appendonly no --dir "$work" --dbfilename "rtc$i.rdb" \
+    --cluster-enabled yes --cluster-config-file "$work/rtc$i-nodes.conf"
+  proxy pc "$ci"
+  redis-cli -p "$ci" CONFIG SET cluster-announce-ip 127.0.0.1 >/dev/null
+  redis-cli -p "$ci" CONFIG SET cluster-announce-port "$pc" >/dev/null
+  cn+=("$ci") cps+=("$pc")
+done
+redis-cli -p "${cn[0]}" CLUSTER ADDSLOTSRANGE 0 5460 >/dev/null
+redis-cli -p "${cn[1]}" CLUSTER ADDSLOTSRANGE 5461 10922 >/dev/null
+redis-cli -p "${cn[2]}" CLUSTER ADDSLOTSRANGE 10923 16383 >/dev/null
+redis-cli -p "${cn[0]}" CLUSTER MEET 127.0.0.1 "${cn[1]}" >/dev/null
+redis-cli -p "${cn[0]}" CLUSTER MEET 127.0.0.1 "${cn[2]}" >/dev/null
+c1=${cps[0]}
+cluster_up=0
+for _ in $(seq 300); do
+  ok=0
+  for c in "${cn[@]}"; do
+    [[ $(redis-cli -p "$c" CLUSTER INFO | tr -d '\r') == *cluster_state:ok* ]] && ok=$((ok + 1))
   done
-  sentinel=(-u "redis-sentinel://$s_list/rtm")
-  # Cluster: 3 masters; clients are told of each node's proxy (cluster-announce-ip/port: in
-  # CLUSTER SLOTS and MOVED), the bus stays on the real port + 10000.
-  cn=() cps=() ci="" pc=""
-  for i in 1 2 3; do
-    start_server ci --save '' --appendonly no --dir "$work" --dbfilename "rtc$i.rdb" \
-      --cluster-enabled yes --cluster-config-file "$work/rtc$i-nodes.conf"
-    proxy pc "$ci"
-    redis-cli -p "$ci" CONFIG SET cluster-announce-ip 127.0.0.1 >/dev/null
-    redis-cli -p "$ci" CONFIG SET cluster-announce-port "$pc" >/dev/null
-    cn+=("$ci") cps+=("$pc")
-  done
-  redis-cli -p "${cn[0]}" CLUSTER ADDSLOTSRANGE 0 5460 >/dev/null
-  redis-cli -p "${cn[1]}" CLUSTER ADDSLOTSRANGE 5461 10922 >/dev/null
-  redis-cli -p "${cn[2]}" CLUSTER ADDSLOTSRANGE 10923 16383 >/dev/null
-  redis-cli -p "${cn[0]}" CLUSTER MEET 127.0.0.1 "${cn[1]}" >/dev/null
-  redis-cli -p "${cn[0]}" CLUSTER MEET 127.0.0.1 "${cn[2]}" >/dev/null
-  c1=${cps[0]}
-  cluster_up=0
-  for _ in $(seq 300); do
-    ok=0
-    for c in "${cn[@]}"; do
-      [[ $(redis-cli -p "$c" CLUSTER INFO | tr -d '\r') == *cluster_state:ok* ]] && ok=$((ok + 1))
-    done
-    # every node's proxy is in node 1's CLUSTER SLOTS
-    if ((ok == 3)) && (($(redis-cli -p "${cn[0]}" CLUSTER SLOTS | grep -cFx -f <(printf '%s\n' "${cps[@]}")) == 3)); then
-      cluster_up=1
-      break
-    fi
+  # every node's proxy is in node 1's CLUSTER SLOTS
+  if ((ok == 3)) && (($(redis-cli -p "${cn[0]}" CLUSTER SLOTS | grep -cFx -f <(printf '%s\n' "${cps[@]}")) == 3)); then
+    cluster_up=1
+    break
+  fi
+  sleep 0.05
+done
+# sentinels: each names the master (at its proxy)
+for s in "${sents[@]}"; do
+  for _ in $(seq 100); do
+    [[ $(redis-cli -p "$s" SENTINEL GET-MASTER-ADDR-BY-NAME rtm 2>/dev/null | tail -n 1) == "$psm" ]] && break
     sleep 0.05
   done
-  # sentinels: each names the master (at its proxy)
-  for s in "${sents[@]}"; do
-    for _ in $(seq 100); do
-      [[ $(redis-cli -p "$s" SENTINEL GET-MASTER-ADDR-BY-NAME rtm 2>/dev/null | tail -n 1) == "$psm" ]] && break
-      sleep 0.05
-    done
+done
+if ((cluster_up)); then
+  # a key whose slot node 1 serves, and one it redirects (MOVED)
+  for j in $(seq 100); do
+    if [[ $(redis-cli -p "${cn[0]}" EXISTS "lock:{rt-c$j}" 2>&1) == 0 ]]; then
+      [[ -n $ck_local ]] || ck_local=rt-c$j
+    else
+      [[ -n $ck_moved ]] || ck_moved=rt-c$j
+    fi
+    if [[ -n $ck_local && -n $ck_moved ]]; then break; fi
   done
-  if ((cluster_up)); then
-    # a key whose slot node 1 serves, and one it redirects (MOVED)
-    for j in $(seq 100); do
-      if [[ $(redis-cli -p "${cn[0]}" EXISTS "lock:{rt-c$j}" 2>&1) == 0 ]]; then
-        [[ -n $ck_local ]] || ck_local=rt-c$j
-      else
-        [[ -n $ck_moved ]] || ck_moved=rt-c$j
-      fi
-    done
-    cluster_local=(-u "redis://127.0.0.1:$c1/0")
-  else
-    echo "(Cluster rows skipped: the cluster did not come up in 15 s)"
-  fi
-  echo "   (Sentinel and Cluster set up in $((SECONDS - th)) s)"
+  cluster_local=(-u "redis://127.0.0.1:$c1/0")
+else
+  echo "(Cluster rows skipped: the cluster did not come up in 15 s)"
 fi
+echo "   (Sentinel and Cluster set up in $((SECONDS - th)) s)"
 # shellcheck disable=SC2317 # called by pair_us, by name
 cluster_unlock() {
   redis-cli -c -p "${cn[0]}" DEL "lock:{$ck_local}" >/dev/null
