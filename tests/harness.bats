@@ -228,6 +228,26 @@ read_line() {
   close_conn
 }
 
+@test "fault_proxy takes a decimal DELAY_MS; CONTROL_DIR/delay_ms sets it for new connections" {
+  for bad in -1 1e3 0x10 inf . 1.2.3 600001; do
+    run "$HELPERS/fault_proxy" 0 127.0.0.1 "$REDIS_PORT" "$BATS_TEST_TMPDIR/bad" "$bad"
+    assert_equal "$status" 64
+  done
+  proxy_start_named HALF "$REDIS_PORT" 127.0.0.1 0.5
+  assert_equal "$(proxy_state delay_ms HALF)" 0.5
+  run redis-cli -p "$HALF_PORT" ping
+  assert_output PONG
+  # 20 replies on one connection, each 20 ms late at least: 400 ms (a lower bound only,
+  # which a slow machine cannot break).
+  printf '20\n' >"$HALF_DIR/delay_ms"
+  t0=${EPOCHREALTIME/[.,]/}
+  run redis-cli -p "$HALF_PORT" -r 20 ping
+  t1=${EPOCHREALTIME/[.,]/}
+  assert_equal "${#lines[@]}" 20
+  assert [ $((t1 - t0)) -ge 400000 ]
+  assert_equal "$(proxy_state delay_ms HALF)" 0.5 # the command line's, in the state
+}
+
 @test "rlock_bg starts with SIGINT at its default disposition; bg_wait gets the status" {
   # A stand-in for rlock: a shell can only trap SIGINT if it was not ignored at start.
   # shellcheck disable=SC2016 # the script is for the stand-in shell

@@ -8,7 +8,10 @@
 // connection to TARGET_HOST:TARGET_PORT and bytes are forwarded both ways, half-closes
 // included. With DELAY_MS (> 0), every byte the target sends reaches the client DELAY_MS
 // later, in order (an EOF too): a slow server, whose replies come last while what it
-// does with a request happens on time (requests are not delayed).
+// does with a request happens on time (requests are not delayed). DELAY_MS may be a
+// decimal (0.5: half a millisecond, kept to the microsecond; the wait is a ppoll with a
+// nanosecond timeout and the proxy's timer slack is set to 1 ns: what it adds is the
+// scheduler's wake-up, tens of microseconds on an idle machine).
 // Driven by signals, so a shell can steer it without a protocol:
 //   SIGUSR1   cut: close every current connection (both sides) at once; new
 //             connections are accepted and forwarded as before
@@ -29,17 +32,25 @@
 // each of the first N connections accepted (counted from the start, as `accepted`) is
 // reset (RST) at once, before a byte is read or the target is asked: a server that is
 // going down, whatever the client sends. Write it before the clients connect.
+// And CONTROL_DIR/delay_ms, read at each accept too: holding a DELAY_MS (a decimal), the
+// connections accepted from then on get that delay instead of the command line's (0: none);
+// those already open keep theirs. One proxy per node can then be fast or slow by turns
+// (the bench's round trips, where Cluster and Sentinel announce one address per node).
 // After every change it rewrites CONTROL_DIR/state atomically, lines KEY=VALUE:
 //   pid port mode(forward|blackhole) armed seq(signals handled) cuts accepted active
-//   delay_ms resets(connections reset by reset_first)
+//   delay_ms (as given: 50, 0.5) resets(connections reset by reset_first)
 // so a test sends a signal and then waits for `seq` to grow instead of sleeping.
 // Single-threaded, one poll loop; signals arrive through a self-pipe.
 #include <netdb.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <deque>
 #include <optional>
@@ -95,8 +106,9 @@ struct Session {
   bool connecting = false;
   bool dead = false;
   bool cut_on_reply = false;  // an armed `after` cut: forwarded, the reply is to be dropped
-  Flow up;                    // client -> upstream
-  Flow down;                  // upstream -> client
+  std::chrono::microseconds delay{0};  // on bytes from the target (fixed at the accept)
+  Flow up;                             // client -> upstream
+  Flow down;                           // upstream -> client
 };
 
 struct Target {
@@ -112,7 +124,8 @@ struct Proxy {
   std::string control_dir;
   bool blackhole = false;
   bool armed = false;                  // cut the next connection whose client sends something
-  std::chrono::milliseconds delay{0};  // DELAY_MS: on bytes from the target
+  std::chrono::microseconds delay{0};  // DELAY_MS: on bytes from the target
+  std::string delay_text = "0";        // DELAY_MS as given, for the state file
   unsigned long seq = 0, cuts = 0, accepted = 0, resets = 0;
   std::vector<Session> sessions;
   std::string last_state;
@@ -134,6 +147,17 @@ Target resolve(const char* host, const char* port) {
   t.family = res->ai_family;
   freeaddrinfo(res);
   return t;
+}
+
+// A DELAY_MS (digits with at most one '.', up to 600000) in microseconds; nullopt when TEXT
+// is not one (a sign, an exponent, hex or "inf", which strtod would take, included).
+std::optional<long> parse_delay_us(const std::string& text) {
+  if (text.empty() || text == "." || text.find_first_not_of("0123456789.") != std::string::npos ||
+      text.find('.') != text.rfind('.'))
+    return std::nullopt;
+  double ms = std::strtod(text.c_str(), nullptr);
+  if (ms > 600000) return std::nullopt;
+  return std::lround(ms * 1000);
 }
 
 void close_session(Session& s) {
@@ -160,13 +184,13 @@ void armed_cut(Proxy& p, Session& s) {
   close_session(s);
 }
 
-// Bytes read from the target: due at once, or DELAY_MS later.
-void pass_down(Proxy& p, Flow& flow, const char* buf, size_t n) {
-  if (p.delay.count() <= 0 && flow.late.empty()) {
+// Bytes read from the target: due at once, or the session's delay later.
+void pass_down(const Session& s, Flow& flow, const char* buf, size_t n) {
+  if (s.delay.count() <= 0 && flow.late.empty()) {
     flow.buf.append(buf, n);
     return;
   }
-  flow.late.push_back(Late{Clock::now() + p.delay, std::string(buf, n)});
+  flow.late.push_back(Late{Clock::now() + s.delay, std::string(buf, n)});
   flow.late_bytes += n;
 }
 
@@ -210,14 +234,14 @@ void pump_read(Proxy& p, Session& s, int fd, Flow& flow) {
   } else if (n > 0) {
     if (p.blackhole) return;
     if (fd == s.upstream) {
-      pass_down(p, flow, buf, static_cast<size_t>(n));
+      pass_down(s, flow, buf, static_cast<size_t>(n));
     } else {
       flow.buf.append(buf, static_cast<size_t>(n));
     }
   } else if (n == 0) {
     flow.read_eof = true;
-    if (fd == s.upstream && (p.delay.count() > 0 || !flow.late.empty())) {
-      flow.late.push_back(Late{Clock::now() + p.delay, {}});  // the EOF, in its turn
+    if (fd == s.upstream && (s.delay.count() > 0 || !flow.late.empty())) {
+      flow.late.push_back(Late{Clock::now() + s.delay, {}});  // the EOF, in its turn
     } else {
       flow.eof = true;
     }
@@ -278,13 +302,23 @@ void accept_all(Proxy& p) {
         continue;
       }
     }
+    // Bytes are passed on as they come: no Nagle wait for an ACK the peer delays (40 ms).
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     Session s;
     s.client = fd;
+    s.delay = p.delay;
+    std::string delay;
+    if (helper::read_file(p.control_dir + "/delay_ms", delay)) {
+      strip_newlines(delay);
+      if (std::optional<long> us = parse_delay_us(delay)) s.delay = std::chrono::microseconds(*us);
+    }
     s.upstream = socket(p.target.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (s.upstream < 0) {
       close_session(s);
       continue;
     }
+    setsockopt(s.upstream, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     if (connect(s.upstream, reinterpret_cast<const sockaddr*>(&p.target.addr), p.target.len) == 0) {
       s.connecting = false;
     } else if (errno == EINPROGRESS) {
@@ -303,8 +337,7 @@ void write_state(Proxy& p) {
       "\nmode=" + (p.blackhole ? "blackhole" : "forward") + "\narmed=" + (p.armed ? "1" : "0") +
       "\nseq=" + std::to_string(p.seq) + "\ncuts=" + std::to_string(p.cuts) +
       "\naccepted=" + std::to_string(p.accepted) + "\nactive=" + std::to_string(p.sessions.size()) +
-      "\ndelay_ms=" + std::to_string(p.delay.count()) + "\nresets=" + std::to_string(p.resets) +
-      "\n";
+      "\ndelay_ms=" + p.delay_text + "\nresets=" + std::to_string(p.resets) + "\n";
   if (state == p.last_state) return;
   if (!helper::write_file_atomic(p.control_dir + "/state", state)) {
     helper::die(kProg, "writing the state file");
@@ -340,15 +373,19 @@ bool handle_signals(Proxy& p) {
   return true;
 }
 
-// Milliseconds until the first delayed bytes are due (rounded up), -1 when none wait.
-int poll_timeout(const Proxy& p) {
+// The time until the first delayed bytes are due, for ppoll: TS filled and returned, or
+// nullptr (wait without a timeout) when none wait.
+const timespec* poll_timeout(const Proxy& p, timespec& ts) {
   std::optional<Clock::time_point> first;
   for (const Session& s : p.sessions)
     if (!s.down.late.empty() && (!first || s.down.late.front().due < *first))
       first = s.down.late.front().due;
-  if (!first) return -1;
-  auto left = std::chrono::ceil<std::chrono::milliseconds>(*first - Clock::now());
-  return left.count() > 0 ? static_cast<int>(left.count()) : 0;
+  if (!first) return nullptr;
+  auto left = std::chrono::ceil<std::chrono::nanoseconds>(*first - Clock::now()).count();
+  if (left < 0) left = 0;
+  ts.tv_sec = static_cast<time_t>(left / 1000000000);
+  ts.tv_nsec = static_cast<long>(left % 1000000000);
+  return &ts;
 }
 
 void run(Proxy& p) {
@@ -367,7 +404,8 @@ void run(Proxy& p) {
       pfds.push_back(pollfd{cev ? s.client : -1, cev, 0});
       pfds.push_back(pollfd{uev ? s.upstream : -1, uev, 0});
     }
-    if (poll(pfds.data(), pfds.size(), poll_timeout(p)) < 0) {
+    timespec ts{};
+    if (ppoll(pfds.data(), pfds.size(), poll_timeout(p, ts), nullptr) < 0) {
       if (errno == EINTR) continue;
       helper::die(kProg, "poll");
     }
@@ -399,11 +437,11 @@ void install_signals() {
 
 int main(int argc, char** argv) {
   int port = argc == 5 || argc == 6 ? helper::parse_port(argv[1]) : -1;
-  long delay_ms = 0;
+  long delay_us = 0;
   if (argc == 6) {
-    char* end = nullptr;
-    delay_ms = std::strtol(argv[5], &end, 10);
-    if (end == argv[5] || *end != '\0' || delay_ms < 0 || delay_ms > 600000) port = -1;
+    std::optional<long> us = parse_delay_us(argv[5]);
+    if (!us) port = -1;
+    delay_us = us.value_or(0);
   }
   if (port < 0 || helper::parse_port(argv[3]) <= 0) {
     std::fprintf(stderr, "usage: %s LISTEN_PORT TARGET_HOST TARGET_PORT CONTROL_DIR [DELAY_MS]\n",
@@ -411,10 +449,12 @@ int main(int argc, char** argv) {
     return 64;
   }
   install_signals();
+  prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);  // a 0.5 ms delay, not 0.55 ms
   Proxy p;
   p.target = resolve(argv[2], argv[3]);
   p.control_dir = argv[4];
-  p.delay = std::chrono::milliseconds(delay_ms);
+  p.delay = std::chrono::microseconds(delay_us);
+  if (argc == 6) p.delay_text = argv[5];
   if (mkdir(p.control_dir.c_str(), 0755) != 0 && errno != EEXIST) {
     helper::die(kProg, "creating the control directory");
   }

@@ -838,7 +838,7 @@ garbage_start_named() {
 # garbage_start MODE: garbage_start_named GARBAGE MODE (GARBAGE_PORT, GARBAGE_PID).
 garbage_start() { garbage_start_named GARBAGE "$1"; }
 
-# proxy_start_named NAME TARGET_PORT [TARGET_HOST=127.0.0.1] [DELAY_MS=0]: starts
+# proxy_start_named NAME TARGET_PORT [TARGET_HOST=127.0.0.1] [DELAY_MS=0 (0.5: decimals)]: starts
 # fault_proxy on a kernel-picked port in front of TARGET. Exports NAME_PORT, NAME_PID,
 # NAME_DIR (its control directory, with the `state` file) and
 # NAME_URL=redis://127.0.0.1:NAME_PORT/0. With DELAY_MS, everything the target sends
