@@ -217,6 +217,9 @@ read_line() {
   proxy_partition
   assert_equal "$(proxy_state mode)" blackhole
   printf 'PING\r\n' >&"$CONN"
+  # read and dropped before the heal (on a starved machine the heal could come first, and
+  # the PING would then be new data, forwarded)
+  wait_until '(( $(proxy_state dropped) >= 6 ))'
   run read_line 0.3
   assert [ "$status" -gt 128 ]
   proxy_heal

@@ -39,6 +39,7 @@
 // After every change it rewrites CONTROL_DIR/state atomically, lines KEY=VALUE:
 //   pid port mode(forward|blackhole) armed seq(signals handled) cuts accepted active
 //   delay_ms (as given: 50, 0.5) resets(connections reset by reset_first)
+//   dropped(bytes a blackhole read and dropped, either side)
 // so a test sends a signal and then waits for `seq` to grow instead of sleeping.
 // Single-threaded, one poll loop; signals arrive through a self-pipe.
 #include <netdb.h>
@@ -126,7 +127,7 @@ struct Proxy {
   bool armed = false;                  // cut the next connection whose client sends something
   std::chrono::microseconds delay{0};  // DELAY_MS: on bytes from the target
   std::string delay_text = "0";        // DELAY_MS as given, for the state file
-  unsigned long seq = 0, cuts = 0, accepted = 0, resets = 0;
+  unsigned long seq = 0, cuts = 0, accepted = 0, resets = 0, dropped = 0;
   std::vector<Session> sessions;
   std::string last_state;
 };
@@ -232,7 +233,10 @@ void pump_read(Proxy& p, Session& s, int fd, Flow& flow) {
     s.cut_on_reply = true;
     if (!p.blackhole) flow.buf.append(buf, static_cast<size_t>(n));
   } else if (n > 0) {
-    if (p.blackhole) return;
+    if (p.blackhole) {
+      p.dropped += static_cast<unsigned long>(n);
+      return;
+    }
     if (fd == s.upstream) {
       pass_down(s, flow, buf, static_cast<size_t>(n));
     } else {
@@ -337,7 +341,8 @@ void write_state(Proxy& p) {
       "\nmode=" + (p.blackhole ? "blackhole" : "forward") + "\narmed=" + (p.armed ? "1" : "0") +
       "\nseq=" + std::to_string(p.seq) + "\ncuts=" + std::to_string(p.cuts) +
       "\naccepted=" + std::to_string(p.accepted) + "\nactive=" + std::to_string(p.sessions.size()) +
-      "\ndelay_ms=" + p.delay_text + "\nresets=" + std::to_string(p.resets) + "\n";
+      "\ndelay_ms=" + p.delay_text + "\nresets=" + std::to_string(p.resets) +
+      "\ndropped=" + std::to_string(p.dropped) + "\n";
   if (state == p.last_state) return;
   if (!helper::write_file_atomic(p.control_dir + "/state", state)) {
     helper::die(kProg, "writing the state file");
