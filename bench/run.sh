@@ -862,21 +862,21 @@ done
 sentinel=(-u "redis-sentinel://$s_list/rtm")
 # Cluster: 3 masters; clients are told of each node's proxy (cluster-announce-ip/port: in
 # CLUSTER SLOTS and MOVED), the bus stays on the real port + 10000.
-cn=() cps=() ci="" pc=""
+cn=() cl_proxies=() ci="" pc=""
 for i in 1 2 3; do
   start_server ci --save '' --appendonly no --dir "$work" --dbfilename "rtc$i.rdb" \
     --cluster-enabled yes --cluster-config-file "$work/rtc$i-nodes.conf"
   proxy pc "$ci"
   redis-cli -p "$ci" CONFIG SET cluster-announce-ip 127.0.0.1 >/dev/null
   redis-cli -p "$ci" CONFIG SET cluster-announce-port "$pc" >/dev/null
-  cn+=("$ci") cps+=("$pc")
+  cn+=("$ci") cl_proxies+=("$pc")
 done
 redis-cli -p "${cn[0]}" CLUSTER ADDSLOTSRANGE 0 5460 >/dev/null
 redis-cli -p "${cn[1]}" CLUSTER ADDSLOTSRANGE 5461 10922 >/dev/null
 redis-cli -p "${cn[2]}" CLUSTER ADDSLOTSRANGE 10923 16383 >/dev/null
 redis-cli -p "${cn[0]}" CLUSTER MEET 127.0.0.1 "${cn[1]}" >/dev/null
 redis-cli -p "${cn[0]}" CLUSTER MEET 127.0.0.1 "${cn[2]}" >/dev/null
-c1=${cps[0]}
+c1=${cl_proxies[0]}
 cluster_up=0
 for _ in $(seq 300); do
   ok=0
@@ -884,7 +884,7 @@ for _ in $(seq 300); do
     [[ $(redis-cli -p "$c" CLUSTER INFO | tr -d '\r') == *cluster_state:ok* ]] && ok=$((ok + 1))
   done
   # every node's proxy is in node 1's CLUSTER SLOTS
-  if ((ok == 3)) && (($(redis-cli -p "${cn[0]}" CLUSTER SLOTS | grep -cFx -f <(printf '%s\n' "${cps[@]}")) == 3)); then
+  if ((ok == 3)) && (($(redis-cli -p "${cn[0]}" CLUSTER SLOTS | grep -cFx -f <(printf '%s\n' "${cl_proxies[@]}")) == 3)); then
     cluster_up=1
     break
   fi
