@@ -54,10 +54,12 @@ std::optional<std::string> run_id_of(const std::string& info) {
 
 // How long a command other than run and acquire waits for the masters'
 // INFO before it goes on: a master that has not answered by then is not
-// checked. The INFO itself is not cut short (its timeout is the command
-// timeout): a timeout closes the connection, and what is pipelined behind it
-// (run's and acquire's first acquisition, whose own bound is the quorum's
-// per-master one) would fail with it on a network whose round trip is longer.
+// checked. The INFO itself is not cut short: a timeout closes the connection,
+// and what is pipelined behind it (run's and acquire's first acquisition,
+// whose own bound is the quorum's per-master one) would fail with it on a
+// network whose round trip is longer. Its timeout is the command timeout and
+// twice this much more, so that the command behind it (sent at once, or after
+// this wait) times out first, under its own name and with its own clean-up.
 constexpr Millis kIdentifyBound{250};
 
 }  // namespace
@@ -91,6 +93,7 @@ void Session::refuse_same_server() {
   identities_->ids.resize(clients.size());
   identities_->pending = clients.size();
   CallOptions opt;
+  opt.timeout = clients.front()->command_timeout() + 2 * kIdentifyBound;
   for (size_t i = 0; i < clients.size(); ++i) {
     clients[i]->command(
         {"INFO", "server"},

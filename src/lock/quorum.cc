@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 
+#include "core/duration.h"
 #include "core/log.h"
 #include "core/text.h"
 #include "lock/single.h"
@@ -25,6 +26,18 @@ constexpr Millis kNodeTimeoutFloor{250};
 // The TTL a release by token alone (`rlock release --token`) assumes when
 // bounding how long it waits for the last masters: the default --ttl.
 constexpr Millis kDefaultTtl{30000};
+
+// Every master that failed an acquisition missed the time it was given
+// (rather than refusing, or being down).
+bool missed_bound_only(const std::vector<Outcome<AcquireReply>>& rs) {
+  bool any = false;
+  for (auto& r : rs) {
+    if (!r.error) continue;
+    if (r.error->cause() != Cause::Timeout) return false;
+    any = true;
+  }
+  return any;
+}
 
 }  // namespace
 
@@ -109,12 +122,21 @@ void QuorumLock::do_acquire(const std::string& token, Millis ttl, bool /*queue*/
       [=](SingleLock& l, Done<AcquireReply> d) {
         l.acquire(token, ttl, false, info, attempt, std::move(d), per);
       },
-      [this, alive, token, ttl, until, done](std::vector<Outcome<AcquireReply>> rs) {
+      [this, alive, token, ttl, until, per, done](std::vector<Outcome<AcquireReply>> rs) {
         // Two URLs of one server would count twice: its INFO went out first.
         if (identity_check_)
           if (auto e = identity_check_())
             return give_back(token, ttl, [done, e = *e] { done({e, {}}); });
         AcquireVerdict v = acquire_verdict(rs, total_, Clock::now() < until, names());
+        if (v.kind == AcquireVerdict::Kind::TooFew && v.error && per < command_timeout() &&
+            missed_bound_only(rs))
+          // On a slow network that bound, not the masters, is what to change.
+          v.error = v.error->reworded(
+              std::string(v.error->what()) +
+              fmt::format("; in quorum mode each master gets TTL/50 to answer an acquisition "
+                          "(here {}; at least the shorter of 250ms and TTL/10, at most "
+                          "--command-timeout): a longer --ttl gives a slow network more",
+                          format_duration(per)));
         if (v.kind == AcquireVerdict::Kind::Granted)
           return commit(token, v.fence, ttl, until, done);
         // Not a majority (or too late), or a refusal: every grant goes back

@@ -130,18 +130,6 @@ AcquireVerdict acquire_verdict(const std::vector<Outcome<AcquireReply>>& rs, siz
   if (answered(rs) < majority(masters)) {
     v.kind = AcquireVerdict::Kind::TooFew;
     v.error = quorum_shortfall("cannot acquire", errors_of(rs), names, masters);
-    // Only the per-master bound (QuorumLock::node_timeout) was missed: on a
-    // slow network that bound, not the masters, is what to change.
-    bool slow = std::all_of(rs.begin(), rs.end(), [](const Outcome<AcquireReply>& r) {
-      return !r.error || r.error->cause() == Cause::Timeout;
-    });
-    if (slow && v.error->kind() == ErrorKind::Unavailable)
-      v.error = Error(ErrorKind::Unavailable,
-                      v.error->what() +
-                          std::string("; in quorum mode each master gets TTL/50 to answer an "
-                                      "acquisition (at least the shorter of 250ms and TTL/10): "
-                                      "a longer --ttl gives a slow network more"),
-                      -1, Cause::Timeout);
     return v;
   }
   v.kind = AcquireVerdict::Kind::Refused;
