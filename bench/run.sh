@@ -418,6 +418,38 @@ idle_bytes() { # HISTORY: used_memory per idle key after one run each (its fence
 printf '%-34s %9s\n' "memory per idle key (bytes)" ""
 printf '%-34s %9s\n' "history on (2 events)" "$(idle_bytes 100)"
 printf '%-34s %9s\n' "history off (the fence alone)" "$(idle_bytes 0)"
+mem_of() { # KEY: MEMORY USAGE (SAMPLES 0) of every Redis key of lock KEY, summed
+  local k total=0 b
+  while IFS= read -r k; do
+    [[ -n $k ]] || continue
+    b=$(rcli MEMORY USAGE "$k" SAMPLES 0 | tr -d '\r')
+    [[ $b =~ ^[0-9]+$ ]] && total=$((total + b))
+  done < <(rcli --scan --pattern "lock:{$1}*" | tr -d '\r')
+  echo "$total"
+}
+runs_of() { # KEY N: N uncontended runs of KEY (history on)
+  local i
+  for ((i = 0; i < $2; i++)); do "$RLOCK" run -q "$1" -- true; done
+}
+rcli SET bench-mem-plain 0123456789abcdef0123456789abcdef NX PX 300000 >/dev/null
+plain_mem=$(rcli MEMORY USAGE bench-mem-plain SAMPLES 0 | tr -d '\r')
+"$RLOCK" acquire --ttl 5m bench-mem-held >/dev/null
+runs_of bench-mem-1 1
+runs_of bench-mem-10 10
+runs_of bench-mem-100 100
+echo "memory per lock, MEMORY USAGE of its keys (bytes), beside a SET NX PX key and value"
+printf '%-34s %9s %12s\n' "state" "bytes" "ratio"
+printf '%-34s %9s %12s\n' "SET NX PX key, 32-byte token" "$plain_mem" ""
+m=$(mem_of bench-mem-held)
+printf '%-34s %9s %12s\n' "held (acquire --ttl 5m)" "$m" "$(ratio "$m" "$plain_mem")"
+for n in 1 10 100; do
+  m=$(mem_of "bench-mem-$n")
+  printf '%-34s %9s %12s\n' "idle after $n run(s), history on" "$m" "$(ratio "$m" "$plain_mem")"
+done
+# what stays once the history expired (7 days without an event): the fence counter alone
+m=$(rcli MEMORY USAGE 'lock:{bench-mem-1}:fence' SAMPLES 0 | tr -d '\r')
+printf '%-34s %9s %12s\n' "history expired (the fence counter)" "$m" "$(ratio "$m" "$plain_mem")"
+echo "(the idle figures include each release's tombstone, kept 20 s: docs/PROTOCOL.md, \"Keys and channels\")"
 fi
 
 # --- 9b. server time per lock ---------------------------------------------------------------
