@@ -235,9 +235,13 @@ printf '%-30s %-22s  %-22s  %s\n' "pair (A / B)" "CPU ms (A/B)" "wall ms (A/B)" 
 paired floor "$RLOCK" run bench-p -- true :: "$MINIMAL" 127.0.0.1 "$rport" bench-pm true
 paired_row "rlock run / bench/minimal" floor
 if [[ $(uname -s) == Linux ]]; then
+  # The guard-on side preloads a library too, one that replaces nothing: both sides pay
+  # for env's exec and for loading one more library, so the ratio is the guard's alone.
   "${CC:-cc}" -O2 -Wall -shared -fPIC -o "$work/noguard.so" bench/noguard.c
+  printf 'int rlock_bench_nothing;\n' >"$work/nothing.c"
+  "${CC:-cc}" -O2 -shared -fPIC -o "$work/nothing.so" "$work/nothing.c"
   paired guard env LD_PRELOAD="$work/noguard.so" "$RLOCK" run bench-p -- true :: \
-    env LD_PRELOAD= "$RLOCK" run bench-p -- true
+    env LD_PRELOAD="$work/nothing.so" "$RLOCK" run bench-p -- true
   paired_row "guard off / on (rlock run)" guard
 else
   echo "(guard off / on: Linux only)"
