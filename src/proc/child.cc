@@ -1,7 +1,8 @@
 // Spawning and supervising the child of `rlock run`, in the manner of tini:
 // fork, own process group (the terminal's foreground group when rlock has the
 // terminal), exec with a PATH search of our own, exec failures reported back
-// through a close-on-exec pipe, and the wait status mapped to an exit status.
+// (in the memory vfork shares, or through a close-on-exec pipe after fork), and
+// the wait status mapped to an exit status.
 //
 // Everything the child needs is built before fork(); between fork() and exec
 // the child only makes async-signal-safe calls on memory prepared in advance.
