@@ -189,48 +189,27 @@ TEST(PlainRun, TakesOnlyRunKeyDashDashCommand) {
     expect_cli11_agrees(words, *p, "");
     expect_cli11_agrees(words, *p, "run");
   }
-  for (const W& words : {W{},
-                         W{"run"},
-                         W{"run", "k"},
-                         W{"run", "k", "--"},
-                         W{"run", "k", "true"},
-                         W{"run", "k", "true", "--", "x"},
-                         W{"run", "-k", "--", "true"},
-                         W{"run", "-", "--", "true"},
-                         W{"run", "--", "--", "true"},
-                         W{"run", "", "--", "true"},
-                         W{"run", "status", "--", "true"},
-                         W{"run", "run", "--", "true"},
-                         W{"-q", "run", "k", "--", "true"},
-                         W{"run", "k", "-q", "--", "true"},
-                         W{"run", "k", "-c", "true", "--"},
-                         W{"run", "--help", "--", "true"},
-                         W{"status", "k", "--", "true"},
-                         W{"RUN", "k", "--", "true"},
-                         W{"run", "++", "--", "true"},
-                         // what CLI11 refuses or reads differently goes to it
-                         W{"run", "--ttl", "", "k", "--", "true"},
-                         W{"run", "--ttl=", "k", "--", "true"},
-                         W{"run", "--ttl", "5x", "k", "--", "true"},
-                         W{"run", "--ttl", "-5s", "k", "--", "true"},
-                         W{"run", "--ttl", "5s", "--ttl", "6s", "k", "--", "true"},
-                         W{"run", "k", "--wait=1s", "--wait", "1s", "--", "true"},
-                         W{"run", "-n", "k", "-n", "--", "true"},
-                         W{"run", "-n", "--nonblock", "k", "--", "true"},
-                         W{"-w", "1", "run", "-w", "1", "k", "--", "true"},
-                         W{"run", "k", "--ttl", "--", "true"},
-                         W{"run", "k", "--ttl", "status", "--", "true"},
-                         W{"-u", "run", "k", "--", "true"},
-                         W{"-u", "", "run", "k", "--", "true"},
-                         W{"-u", "a", "-u", "b", "run", "k", "--", "true"},
-                         W{"-u", "-q", "run", "k", "--", "true"},
-                         W{"-ua", "run", "k", "--", "true"},
-                         W{"run", "-u", "a", "k", "--", "true"},
-                         W{"run", "-nq", "k", "--", "true"},
-                         W{"-n", "run", "k", "--", "true"},
-                         W{"--ttl", "5s", "run", "k", "--", "true"},
-                         W{"run", "k", "j", "--", "true"},
-                         W{"run", "--ttl", "5s", "--", "true"}})
+  for (const W& words :
+       {W{}, W{"run"}, W{"run", "k"}, W{"run", "k", "--"}, W{"run", "k", "true"},
+        W{"run", "k", "true", "--", "x"}, W{"run", "-k", "--", "true"}, W{"run", "-", "--", "true"},
+        W{"run", "--", "--", "true"}, W{"run", "", "--", "true"}, W{"run", "status", "--", "true"},
+        W{"run", "run", "--", "true"}, W{"-q", "run", "k", "--", "true"},
+        W{"run", "k", "-q", "--", "true"}, W{"run", "k", "-c", "true", "--"},
+        W{"run", "--help", "--", "true"}, W{"status", "k", "--", "true"},
+        W{"RUN", "k", "--", "true"}, W{"run", "++", "--", "true"},
+        // what CLI11 refuses or reads differently goes to it
+        W{"run", "--ttl", "", "k", "--", "true"}, W{"run", "--ttl=", "k", "--", "true"},
+        W{"run", "--ttl", "5x", "k", "--", "true"}, W{"run", "--ttl", "-5s", "k", "--", "true"},
+        W{"run", "--ttl", "5s", "--ttl", "6s", "k", "--", "true"},
+        W{"run", "k", "--wait=1s", "--wait", "1s", "--", "true"},
+        W{"run", "-n", "k", "-n", "--", "true"}, W{"run", "-n", "--nonblock", "k", "--", "true"},
+        W{"-w", "1", "run", "-w", "1", "k", "--", "true"}, W{"run", "k", "--ttl", "--", "true"},
+        W{"run", "k", "--ttl", "status", "--", "true"}, W{"-u", "run", "k", "--", "true"},
+        W{"-u", "", "run", "k", "--", "true"}, W{"-u", "a", "-u", "b", "run", "k", "--", "true"},
+        W{"-u", "-q", "run", "k", "--", "true"}, W{"-ua", "run", "k", "--", "true"},
+        W{"run", "-u", "a", "k", "--", "true"}, W{"run", "-nq", "k", "--", "true"},
+        W{"-n", "run", "k", "--", "true"}, W{"--ttl", "5s", "run", "k", "--", "true"},
+        W{"run", "k", "j", "--", "true"}, W{"run", "--ttl", "5s", "--", "true"}})
     EXPECT_FALSE(plain(words)) << testing::PrintToString(words);
 }
 
@@ -346,14 +325,32 @@ TEST(PlainRun, AgreesWithCli11OnGeneratedInvocations) {
   // Options plain_run takes (with their values) and words it must not take
   // there, for the places options go: before `run`, either side of KEY.
   using W = std::vector<std::string>;
-  const std::vector<W> options = {
-      {"-u", "redis://h"}, {"--url=redis://h"}, {"--url", "unix:///s"}, {"-w", "0.5"},
-      {"--timeout=2s"},    {"--timeout", "3"},  {"--ttl", "5s"},        {"--ttl=1m"},
-      {"--wait", "0"},     {"--wait=30s"},      {"-n"},                 {"--nonblock"},
-      {"--no-wait"},       {""},                {"-q"},                 {"run"},
-      {"--"},              {"5x"},              {"k"},                  {"-5s"},
-      {"--ttl="},          {"--ttl"},           {"-u"},                 {"--wait", "-1"},
-      {"-w", "status"},    {"--url", ""}};
+  const std::vector<W> options = {{"-u", "redis://h"},
+                                  {"--url=redis://h"},
+                                  {"--url", "unix:///s"},
+                                  {"-w", "0.5"},
+                                  {"--timeout=2s"},
+                                  {"--timeout", "3"},
+                                  {"--ttl", "5s"},
+                                  {"--ttl=1m"},
+                                  {"--wait", "0"},
+                                  {"--wait=30s"},
+                                  {"-n"},
+                                  {"--nonblock"},
+                                  {"--no-wait"},
+                                  {""},
+                                  {"-q"},
+                                  {"run"},
+                                  {"--"},
+                                  {"5x"},
+                                  {"k"},
+                                  {"-5s"},
+                                  {"--ttl="},
+                                  {"--ttl"},
+                                  {"-u"},
+                                  {"--wait", "-1"},
+                                  {"-w", "status"},
+                                  {"--url", ""}};
   auto some = [&](std::vector<std::string>& words) {
     if (pick(3) != 0) return;
     for (size_t n = 1 + pick(2); n > 0; --n) {
@@ -385,8 +382,7 @@ TEST(PlainRun, AgreesWithCli11OnGeneratedInvocations) {
   EXPECT_GT(taken, 400);
   EXPECT_GT(with_options, 100);
   EXPECT_GT(declined, 500);
-  std::printf("plain_run took %d (%d with options), declined %d\n", taken, with_options,
-              declined);
+  std::printf("plain_run took %d (%d with options), declined %d\n", taken, with_options, declined);
 }
 
 }  // namespace
