@@ -8,6 +8,10 @@
 #   1b. lock shapes: a shared run (-s), a three-key run (--and twice) and a --done-for run
 #      refused because the job was done this period (the other hosts of a cron job), beside
 #      part 1's plain run
+#  1c. CPU per run, paired: `rlock run k -- true` and bench/minimal run alternately
+#      (bench/paired.c: CPU from wait4, the command and the guard included), CPU, wall and
+#      minor-fault medians and their ratios; the same run with the group guard off (a
+#      preloaded bench/noguard.c makes clone fail; Linux only) beside it on: its price
 #   2. `rlock --version` beside an empty C program (process start-up floor)
 #   3. handoff gap, contenders already waiting: 8 contenders started together, 20 runs
 #      each, a 10 ms critical section (bench/stamp.c); the gap runs from one command's
@@ -56,7 +60,7 @@
 #
 # Usage: bench/run.sh [--smoke] [--part N]
 #   --smoke   tiny counts: checks that every part works (CI), measures nothing
-#   --part N  only part N (1, 1b, 2 … 9, 9b, 9c, 10 … 13; parts 1b, 7, 8 and 12 run part 1 too, their
+#   --part N  only part N (1, 1b, 1c, 2 … 9, 9b, 9c, 10 … 13; parts 1b, 7, 8 and 12 run part 1 too, their
 #             baseline; 3 and 4 run together): `bench/run.sh --part 10` measures list alone
 # Env: RLOCK=path/to/rlock (default build/rlock), CC (default cc)
 # Baselines that are not installed (etcd, etcdctl) are skipped with a note. Servers are
@@ -94,7 +98,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-for tool in minimal stamp timeit scan; do
+for tool in minimal stamp timeit scan paired; do
   "${CC:-cc}" -O2 -Wall -o "$work/$tool" "bench/$tool.c"
 done
 "${CC:-cc}" -O2 -Wall -pthread -o "$work/cycles" bench/cycles.c
@@ -214,6 +218,41 @@ printf '%-34s %9s %12s\n' "command" "median_ms" "ratio"
 row "rlock run -s k -- true (shared)" shared "$(ratio "${T[shared]}" "${T[rlock]}")"
 row "rlock run k1 --and k2 --and k3" and3 "$(ratio "${T[and3]}" "${T[rlock]}")"
 row "run --done-for, already done" donefor "$(ratio "${T[donefor]}" "${T[rlock]}")"
+fi
+
+# --- 1c. CPU per run, paired ------------------------------------------------------------------
+if want 1c; then
+echo
+echo "== 1c. CPU per run, paired: medians of $RUNS runs of each, alternating (bench/paired.c)"
+paired() { # NAME CMD_A ... :: CMD_B ...: "cpu_a cpu_b wall_a wall_b flt_a flt_b" into P[NAME]
+  local name=$1 out
+  shift
+  out=$("$work/paired" "$RUNS" "$WARMUP" "$@") || echo "bench: some paired runs failed ($name)" >&2
+  P[$name]=$(awk '/^A:/ { ca = $3; wa = $6; fa = $9 } /^B:/ { cb = $3; wb = $6; fb = $9 }
+    END { print ca, cb, wa, wb, fa, fb }' <<<"$out")
+}
+paired_row() { # LABEL NAME: CPU a / b (ratio), wall a / b (ratio), faults a / b
+  local ca cb wa wb fa fb
+  read -r ca cb wa wb fa fb <<<"${P[$2]}"
+  printf '%-30s %6s / %-6s %6s  %6s / %-6s %6s  %4s / %-4s\n' "$1" "$ca" "$cb" \
+    "$(ratio "$ca" "$cb")" "$wa" "$wb" "$(ratio "$wa" "$wb")" "$fa" "$fb"
+}
+declare -A P
+printf '%-30s %-22s  %-22s  %s\n' "pair (A / B)" "CPU ms (A/B)" "wall ms (A/B)" "minor flt"
+paired floor "$RLOCK" run bench-p -- true :: "$MINIMAL" 127.0.0.1 "$rport" bench-pm true
+paired_row "rlock run / bench/minimal" floor
+if [[ $(uname -s) == Linux ]]; then
+  # The guard-on side preloads a library too, one that replaces nothing: both sides pay
+  # for env's exec and for loading one more library, so the ratio is the guard's alone.
+  "${CC:-cc}" -O2 -Wall -shared -fPIC -o "$work/noguard.so" bench/noguard.c
+  printf 'int rlock_bench_nothing;\n' >"$work/nothing.c"
+  "${CC:-cc}" -O2 -shared -fPIC -o "$work/nothing.so" "$work/nothing.c"
+  paired guard env LD_PRELOAD="$work/noguard.so" "$RLOCK" run bench-p -- true :: \
+    env LD_PRELOAD="$work/nothing.so" "$RLOCK" run bench-p -- true
+  paired_row "guard off / on (rlock run)" guard
+else
+  echo "(guard off / on: Linux only)"
+fi
 fi
 
 # --- 2. --version ------------------------------------------------------------------------

@@ -324,6 +324,11 @@ int run_cli(int argc, char** argv) {
   if (std::optional<PlainRun> plain = plain_run(argc, argv)) {
     Values v;
     v.key = plain->key;
+    v.urls = std::move(plain->urls);
+    v.ttl = std::move(plain->ttl);
+    v.wait = std::move(plain->wait);
+    v.wait_timeout = std::move(plain->timeout);
+    v.o.no_wait = plain->no_wait;
     Words w{{"run", plain->key}, std::move(plain->command), true};
     return execute(v, Parsed{"run", {}, false}, w);
   }

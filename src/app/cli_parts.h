@@ -69,10 +69,15 @@ struct Parsed {
   bool shell_given = false;
 };
 
-// `rlock run KEY -- CMD [ARGS...]`: the key and the command.
+// `rlock [-u URL] [-w D] run [OPTIONS] KEY [OPTIONS] -- CMD [ARGS...]`, with
+// the commonest options only: the key, the command, and those options' text
+// values as CLI11 would have put them in Values.
 struct PlainRun {
   std::string key;
   std::vector<std::string> command;
+  std::vector<std::string> urls;                  // -u, --url (once)
+  std::optional<std::string> ttl, wait, timeout;  // --ttl, --wait, -w/--timeout
+  bool no_wait = false;                           // -n, --no-wait, --nonblock
 };
 
 // flags.cc
@@ -97,9 +102,13 @@ size_t subcommand_at(const std::vector<std::string>& words, CLI::App& app);
 /// subcommand too; empty when that cannot be told without every subcommand's
 /// options.
 std::string named_subcommand(const std::vector<std::string>& words, CLI::App& app);
-/// argv when it is `rlock run KEY -- CMD [ARGS...]` and nothing else (no
-/// option; KEY neither empty, nor starting with '-', nor a subcommand's name):
-/// what CLI11 would find in it, told without building CLI11's objects; else
+/// argv when it is `rlock run KEY -- CMD [ARGS...]` (KEY neither empty, nor
+/// starting with '-', nor a subcommand's name) with at most these options, each
+/// once: -u/--url URL and -w/--timeout D before `run`; --ttl D, --wait D,
+/// -w/--timeout D and -n/--no-wait/--nonblock after it, before or after KEY;
+/// a value as the next word or after '=' (long names), neither empty, nor
+/// starting with '-', nor a subcommand's name, and a duration that parses.
+/// What CLI11 would find in it, told without building CLI11's objects; else
 /// nullopt, and CLI11 parses it as ever (help, errors, every other form).
 std::optional<PlainRun> plain_run(int argc, char** argv);
 

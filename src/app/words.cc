@@ -12,6 +12,7 @@
 #include "cli/suggest.h"
 #include "commands/commands.h"
 #include "commands/run.h"
+#include "core/duration.h"
 #include "core/error.h"
 #include "core/text.h"
 #include "lock/layout.h"
@@ -52,18 +53,77 @@ bool takes_value_anywhere(CLI::App& app, const std::string& arg) {
   return value;
 }
 
-// The commonest invocation, `rlock run KEY -- CMD [ARGS...]` with no option,
-// needs none of CLI11's objects (building them was most of a run's start-up:
-// docs/PERFORMANCE.md, "Start-up"). The unit test PlainRun checks, on many
-// invocations, that whatever this takes CLI11 parses to the same key and
-// command with nothing else given.
+// The commonest invocations, `rlock run KEY -- CMD [ARGS...]` with at most a
+// URL, a TTL, a wait or -n, need none of CLI11's objects (building them was
+// most of a run's start-up: docs/PERFORMANCE.md, "Start-up"). The unit tests
+// PlainRun check, on many invocations, that whatever this takes CLI11 parses to
+// the same key, command and values with nothing else given. Anything doubtful
+// (a repeated option, an empty or odd value, a duration that does not parse)
+// is left to CLI11, whose errors and help stay the only ones.
 std::optional<PlainRun> plain_run(int argc, char** argv) {
-  if (argc < 5 || std::string_view(argv[1]) != "run" || std::string_view(argv[3]) != "--")
-    return std::nullopt;
-  std::string key = argv[2];
-  // ("++" ends a subcommand for CLI11: its own path refuses it as a KEY.)
-  if (key.empty() || key[0] == '-' || key == "++" || is_subcommand(key)) return std::nullopt;
-  return PlainRun{std::move(key), std::vector<std::string>(argv + 4, argv + argc)};
+  PlainRun p;
+  int i = 1;
+  // "--name=value" or "--name value" (or "-x value" for a short name): the
+  // value into `into`, which must not be set yet; false to decline.
+  auto value = [&](std::string_view word, std::string_view shortname, std::string_view longname,
+                   bool duration, std::optional<std::string>& into) -> std::optional<bool> {
+    std::string_view text;
+    if (word == shortname || word == longname) {
+      if (i + 1 >= argc) return false;
+      text = argv[++i];
+    } else if (word.size() > longname.size() && word.starts_with(longname) &&
+               word[longname.size()] == '=') {
+      text = word.substr(longname.size() + 1);
+    } else {
+      return std::nullopt;  // not this option
+    }
+    if (into || text.empty() || text[0] == '-' || text == "++" || is_subcommand(std::string(text)))
+      return false;
+    if (duration) {
+      try {
+        parse_duration(text, longname);
+      } catch (const Error&) {
+        return false;
+      }
+    }
+    into = std::string(text);
+    return true;
+  };
+  // rlock's own options before `run`.
+  std::optional<std::string> url;
+  for (; i < argc && std::string_view(argv[i]) != "run"; ++i) {
+    std::string_view word = argv[i];
+    std::optional<bool> took = value(word, "-u", "--url", false, url);
+    if (!took) took = value(word, "-w", "--timeout", true, p.timeout);
+    if (!took || !*took) return std::nullopt;
+  }
+  if (url) p.urls.push_back(std::move(*url));
+  if (i >= argc) return std::nullopt;
+  // run's: KEY once, its options around it, then "--".
+  std::optional<std::string> key;
+  for (++i; i < argc && std::string_view(argv[i]) != "--"; ++i) {
+    std::string_view word = argv[i];
+    if (word == "-n" || word == "--no-wait" || word == "--nonblock") {
+      if (p.no_wait) return std::nullopt;
+      p.no_wait = true;
+      continue;
+    }
+    if (!word.empty() && word[0] == '-') {
+      std::optional<bool> took = value(word, "", "--ttl", true, p.ttl);
+      if (!took) took = value(word, "", "--wait", true, p.wait);
+      if (!took) took = value(word, "-w", "--timeout", true, p.timeout);
+      if (!took || !*took) return std::nullopt;
+      continue;
+    }
+    // ("++" ends a subcommand for CLI11: its own path refuses it as a KEY.)
+    if (key || word.empty() || word == "++" || is_subcommand(std::string(word)))
+      return std::nullopt;
+    key = std::string(word);
+  }
+  if (!key || i + 1 >= argc) return std::nullopt;  // no KEY, no "--", or no CMD
+  p.key = std::move(*key);
+  p.command.assign(argv + i + 1, argv + argc);
+  return p;
 }
 
 // The index of the subcommand's name among `words` (the first word that is

@@ -255,11 +255,13 @@ class Runner {
   bool holding() const { return child_ && (child_->running() || draining()); }
 
   void install_signals() {
+    // One system call per signal: the handler goes in and tells what was
+    // inherited; one ignored at start is ignored again and stays so.
     for (int sig : kForwardedSignals)
-      if (!ignored_at_start(sig)) loop().on_signal(sig, [this](int s) { on_signal(s); });
-    if (!ignored_at_start(SIGTSTP)) loop().on_signal(SIGTSTP, [this](int) { on_tstp(); });
+      handle_unless_ignored(loop(), sig, [this](int s) { on_signal(s); });
+    handle_unless_ignored(loop(), SIGTSTP, [this](int) { on_tstp(); });
     // Always ours, even if inherited as ignored: we must reap the child.
-    loop().on_signal(SIGCHLD, [this](int) { reap(); });
+    handle_unless_ignored(loop(), SIGCHLD, [this](int) { reap(); }, true);
   }
 
   // A stop request to this run reaches the nested runs under its token on

@@ -41,7 +41,9 @@ void set_output_mode(OutputMode m) {
 }
 
 bool stderr_is_tty() {
-  return isatty(STDERR_FILENO) == 1;
+  // Asked once: what descriptor 2 is does not change while rlock runs.
+  static const bool tty = isatty(STDERR_FILENO) == 1;
+  return tty;
 }
 
 size_t terminal_columns(int fd) {

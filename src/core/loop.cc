@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -19,15 +20,26 @@ namespace {
 // it: the only globals the signal handler touches.
 volatile sig_atomic_t g_pipe_write = -1;
 volatile pid_t g_pipe_owner = 0;
+// This process's pid, read when a loop is made and again in a child made by
+// fork() (a keeper goes on with its parent's loop), so that on_signal needs no
+// system call to know it. vfork() and clone() run no fork handlers: their
+// children never use a loop.
+pid_t g_self = 0;
+
+void refresh_self() {
+  g_self = getpid();
+}
 
 void on_signal_handler(int sig) {
   int saved = errno;
-  if (getpid() != g_pipe_owner) {
+  if (g_pipe_write < 0 || getpid() != g_pipe_owner) {
     // A child between fork (or vfork) and exec, which unblocks its signals
     // just before exec without first resetting every handler (one system
-    // call saved per handled signal on every `run`): the signal gets its
-    // default action here, as it would after exec, and never reaches the
-    // parent's self-pipe.
+    // call saved per handled signal on every `run`), or a process whose loop
+    // has ended (its destructor leaves the handlers in place: one system call
+    // saved per handled signal at exit): the signal gets its default action
+    // here, as it would after exec or with SIG_DFL, and never reaches a
+    // self-pipe.
     struct sigaction dfl {};
     dfl.sa_handler = SIG_DFL;
     sigaction(sig, &dfl, nullptr);
@@ -39,7 +51,7 @@ void on_signal_handler(int sig) {
   errno = saved;
 }
 
-void set_flags(int fd) {
+[[maybe_unused]] void set_flags(int fd) {
   fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) | FD_CLOEXEC);
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 }
@@ -66,11 +78,20 @@ Clock::time_point later(Clock::time_point t, Millis d) {
 }
 
 Loop::Loop() {
+  static const bool registered = pthread_atfork(nullptr, nullptr, refresh_self) == 0;
+  (void)registered;
+  refresh_self();
+#ifdef __linux__
+  // Both flags in the one call (four fcntl calls per end otherwise).
+  if (pipe2(pipe_, O_CLOEXEC | O_NONBLOCK) != 0)
+    throw std::system_error(errno, std::generic_category(), "pipe");
+#else
   if (pipe(pipe_) != 0) throw std::system_error(errno, std::generic_category(), "pipe");
   set_flags(pipe_[0]);
   set_flags(pipe_[1]);
+#endif
   g_pipe_write = pipe_[1];
-  g_pipe_owner = getpid();
+  g_pipe_owner = g_self;
 }
 
 Loop::~Loop() {
@@ -84,7 +105,8 @@ Loop::~Loop() {
   watches_.clear();
   timers.clear();
   watches.clear();
-  for (auto& [sig, cb] : signal_handlers_) signal(sig, SIG_DFL);
+  // The handlers stay installed: with no loop's pipe to write to, each gives
+  // its signal the default action (on_signal_handler), as SIG_DFL would.
   g_pipe_write = -1;
   close(pipe_[0]);
   close(pipe_[1]);
@@ -117,14 +139,23 @@ void Loop::cancel(TimerId id) {
   timer_index_.erase(it);
 }
 
-void Loop::on_signal(int sig, std::function<void(int)> cb) {
+Loop::SignalHandler Loop::on_signal(int sig, std::function<void(int)> cb) {
   signal_handlers_[sig] = std::move(cb);
-  g_pipe_owner = getpid();  // a process forked to carry on (a keeper) owns its handlers
-  struct sigaction sa {};
+  // A process forked to carry on (a keeper) owns its handlers; g_self is its
+  // pid without a system call per signal.
+  g_pipe_owner = g_self;
+  struct sigaction sa {}, old{};
   sa.sa_handler = on_signal_handler;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
-  sigaction(sig, &sa, nullptr);
+  if (sigaction(sig, &sa, &old) != 0) return SIG_ERR;
+  return old.sa_handler;
+}
+
+void Loop::ignore_signal(int sig) {
+  signal_handlers_.erase(sig);
+  if (sig > 0 && sig < 64) ignored_ |= uint64_t{1} << sig;  // one already in the pipe too
+  signal(sig, SIG_IGN);
 }
 
 void Loop::drain_signals() {
@@ -137,6 +168,11 @@ void Loop::drain_signals() {
       if (it != signal_handlers_.end()) {
         auto cb = it->second;  // a handler may replace itself
         cb(buf[i]);
+      } else if (buf[i] < 64 && !(ignored_ & (uint64_t{1} << buf[i]))) {
+        // Handled by an earlier loop of this process, not by this one: the
+        // default action, as before the handler was installed.
+        signal(buf[i], SIG_DFL);
+        raise(buf[i]);
       }
     }
   }

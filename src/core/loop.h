@@ -45,9 +45,14 @@ class Loop {
   /// Cancels a pending timer; harmless for 0, fired or cancelled ids.
   void cancel(TimerId id);
 
+  using SignalHandler = void (*)(int);
   /// Delivers `sig` through the self-pipe to `cb`. Installs the handler (with
-  /// SA_RESTART); the destructor puts back SIG_DFL.
-  void on_signal(int sig, std::function<void(int)> cb);
+  /// SA_RESTART) and returns the disposition it replaced (SIG_ERR if it could
+  /// not). The handler stays after the loop ends, giving the signal its
+  /// default action from then on.
+  SignalHandler on_signal(int sig, std::function<void(int)> cb);
+  /// Undoes on_signal: `sig` is ignored (it was ignored before, say).
+  void ignore_signal(int sig);
 
   /// Runs the callbacks of the signals that arrived and were not handled yet
   /// (their handler ran; the loop has not read them). For a decision that a
@@ -77,6 +82,7 @@ class Loop {
   TimerId next_timer_ = 1;
   std::map<int, std::function<void(int)>> signal_handlers_;
   int pipe_[2] = {-1, -1};
+  uint64_t ignored_ = 0;  // signals ignore_signal() gave back to SIG_IGN
 };
 
 /// Starts an asynchronous operation and runs `loop` until it calls back; what

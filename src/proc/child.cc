@@ -1,7 +1,8 @@
 // Spawning and supervising the child of `rlock run`, in the manner of tini:
 // fork, own process group (the terminal's foreground group when rlock has the
 // terminal), exec with a PATH search of our own, exec failures reported back
-// through a close-on-exec pipe, and the wait status mapped to an exit status.
+// (in the memory vfork shares, or through a close-on-exec pipe after fork), and
+// the wait status mapped to an exit status.
 //
 // Everything the child needs is built before fork(); between fork() and exec
 // the child only makes async-signal-safe calls on memory prepared in advance.
@@ -194,11 +195,19 @@ int exec_candidates_in_child(ExecPlan& plan) {
   return denied ? EACCES : last;
 }
 
+#if defined(__linux__) && !RLOCK_HAS_ASAN
+// vfork(): the child runs in rlock's memory and rlock is suspended until it
+// execs or exits, so the child leaves its exec errno in memory (no pipe) and
+// has made its process group before vfork() returns (no setpgid here).
+#define RLOCK_SPAWN_VFORK 1
+#endif
+
 /// What the child decides with the parent's help, captured before fork().
 struct ChildSetup {
   pid_t parent;
   bool take_terminal;
-  int error_fd;
+  int error_fd;              // fork(): where the exec errno goes
+  volatile int* error_slot;  // vfork(): where it goes instead (shared memory)
 };
 
 /// Runs in the forked child, with every signal blocked by the parent.
@@ -218,13 +227,17 @@ struct ChildSetup {
   // ones the caller passed on purpose (make's jobserver, `3>log`, systemd's
   // LISTEN_FDS) belong to the command, as with flock(1) and tini.
   int err = exec_candidates_in_child(plan);
-  while (write(setup.error_fd, &err, sizeof err) < 0 && errno == EINTR) {
+  if (setup.error_slot) {
+    *setup.error_slot = err;
+  } else {
+    while (write(setup.error_fd, &err, sizeof err) < 0 && errno == EINTR) {
+    }
   }
   _exit(exitcode::kNotFound);
 }
 
 /// The errno the child sent before dying, or 0 on EOF (exec succeeded).
-int read_exec_errno(int fd) {
+[[maybe_unused]] int read_exec_errno(int fd) {
   int err = 0;
   ssize_t n;
   do {
@@ -274,9 +287,14 @@ Child Child::spawn(const SpawnSpec& spec) {
   ExecPlan plan(spec);
   const bool take_terminal =
       spec.foreground && isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
+#ifdef RLOCK_SPAWN_VFORK
+  volatile int exec_error = 0;
+  const ChildSetup setup{getpid(), take_terminal, -1, &exec_error};
+#else
   CloexecPipe errors;
   if (errors.read_end < 0) throw_cannot_run(spec.argv[0], errno);
-  const ChildSetup setup{getpid(), take_terminal, errors.write_end};
+  const ChildSetup setup{getpid(), take_terminal, errors.write_end, nullptr};
+#endif
 
   // With every signal blocked across fork(), rlock's handlers never run in the
   // child (they would write to rlock's self-pipe) before it resets them.
@@ -290,7 +308,7 @@ Child Child::spawn(const SpawnSpec& spec) {
   // vfork() must be called here, in the frame the child leaves by exec, never
   // from a helper it returns from. Under AddressSanitizer, plain fork(): its
   // shadow stack is not vfork-aware.
-#if defined(__linux__) && !RLOCK_HAS_ASAN
+#ifdef RLOCK_SPAWN_VFORK
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
   const pid_t forked = vfork();
@@ -303,16 +321,24 @@ Child Child::spawn(const SpawnSpec& spec) {
   sigprocmask(SIG_SETMASK, &old, nullptr);
   if (forked < 0) throw_cannot_run(spec.argv[0], fork_errno);
 
+#ifndef RLOCK_SPAWN_VFORK
   errors.close_write();
   // Also here, so the group exists before spawn() returns (the child may not
-  // have run yet); EACCES once the child has exec'd is harmless.
+  // have run yet); EACCES once the child has exec'd is harmless. After
+  // vfork() the child has run its own setpgid() already.
   setpgid(forked, forked);
+#endif
   // Only while the terminal is still rlock's: the command may already have
   // moved it on to a group of its own.
   if (take_terminal && tcgetpgrp(STDIN_FILENO) == getpgrp()) set_terminal_group(forked);
   Child child(forked, take_terminal);
 
-  if (int err = read_exec_errno(errors.read_end); err != 0) {
+#ifdef RLOCK_SPAWN_VFORK
+  const int err = exec_error;
+#else
+  const int err = read_exec_errno(errors.read_end);
+#endif
+  if (err != 0) {
     child.status_ = exit_status_of(wait_for(forked));
     if (take_terminal) set_terminal_group(getpgrp());
     throw_cannot_run(spec.argv[0], err);

@@ -121,8 +121,14 @@ int guard_main(void*) {
 
 GroupGuard GroupGuard::start() {
   int fds[2];
+#ifdef __linux__
+  // Both ends close on exec (the guard itself never execs; rlock closes its
+  // read end at once): one call instead of pipe and fcntl.
+  if (pipe2(fds, O_CLOEXEC) != 0) return {};
+#else
   if (pipe(fds) != 0) return {};
   fcntl(fds[1], F_SETFD, FD_CLOEXEC);
+#endif
   sigset_t all, old;
   sigfillset(&all);
   sigprocmask(SIG_BLOCK, &all, &old);  // no rlock handler may run in the guard

@@ -2,6 +2,8 @@
 
 #include <signal.h>
 
+#include "core/loop.h"
+
 namespace rlock {
 
 namespace {
@@ -9,6 +11,7 @@ namespace {
 constexpr int kMaxSig = 65;
 bool g_captured = false;
 bool g_ignored[kMaxSig];
+bool g_known[kMaxSig];  // g_ignored[sig] is what rlock inherited
 sigset_t g_start_mask;
 bool g_mask_recorded = false;
 
@@ -24,10 +27,30 @@ void capture_inherited_signals() {
   if (g_captured) return;
   g_captured = true;
   for (int sig : kTouchedSignals) {
-    if (sig == SIGPIPE) continue;  // recorded by ignore_sigpipe(), which ran first
+    if (sig == SIGPIPE || g_known[sig]) continue;  // recorded already
     struct sigaction sa {};
     if (sigaction(sig, nullptr, &sa) == 0) g_ignored[sig] = sa.sa_handler == SIG_IGN;
+    g_known[sig] = true;
   }
+}
+
+bool handle_unless_ignored(Loop& loop, int sig, std::function<void(int)> cb,
+                           bool even_if_ignored) {
+  if (sig <= 0 || sig >= kMaxSig) return false;
+  if (g_known[sig] || g_captured) {
+    if (g_ignored[sig] && !even_if_ignored) return false;
+    loop.on_signal(sig, std::move(cb));
+    return true;
+  }
+  // One system call: the handler goes in and the disposition it replaced is
+  // what rlock inherited (nothing of rlock's changed it before). An ignored
+  // signal gets SIG_IGN back at once.
+  Loop::SignalHandler old = loop.on_signal(sig, std::move(cb));
+  g_ignored[sig] = old == SIG_IGN;
+  g_known[sig] = old != SIG_ERR;
+  if (!g_ignored[sig] || even_if_ignored) return old != SIG_ERR;
+  loop.ignore_signal(sig);
+  return false;
 }
 
 bool ignored_at_start(int sig) {
@@ -41,6 +64,7 @@ void ignore_sigpipe() {
   ign.sa_handler = SIG_IGN;
   sigemptyset(&ign.sa_mask);
   if (sigaction(SIGPIPE, &ign, &old) == 0) g_ignored[SIGPIPE] = old.sa_handler == SIG_IGN;
+  g_known[SIGPIPE] = true;
   g_mask_recorded = sigprocmask(SIG_BLOCK, nullptr, &g_start_mask) == 0;
 }
 
@@ -63,11 +87,13 @@ void restore_inherited_signals_in_child() {
   // A stop signal (Ctrl-Z, a background read or write) between the unblock
   // below and exec would stop a child that is not the command yet. One that
   // is ignored stays so (exec keeps it); otherwise it is dropped until exec.
+  // One system call each: the drop goes in, and an ignored one (known from
+  // the start for SIGTSTP, else read back from the call) gets SIG_IGN again.
   struct sigaction cur {};
   sa.sa_handler = drop_signal;
   for (int sig : {SIGTSTP, SIGTTIN, SIGTTOU}) {
-    if (sigaction(sig, nullptr, &cur) == 0 && cur.sa_handler != SIG_IGN)
-      sigaction(sig, &sa, nullptr);
+    if (g_known[sig] && g_ignored[sig]) continue;
+    if (sigaction(sig, &sa, &cur) == 0 && cur.sa_handler == SIG_IGN) sigaction(sig, &cur, nullptr);
   }
   // The mask rlock was started with (`env --block-signal`, a service
   // manager's), not an empty one.

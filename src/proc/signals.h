@@ -3,6 +3,7 @@
 #pragma once
 
 #include <csignal>
+#include <functional>
 #include <initializer_list>
 
 namespace rlock {
@@ -24,6 +25,15 @@ inline constexpr int kTouchedSignals[] = {SIGINT,   SIGTERM, SIGHUP,  SIGQUIT, S
 /// SIGPIPE's (every handler is installed after asking ignored_at_start).
 /// Later calls are no-ops.
 void capture_inherited_signals();
+
+class Loop;
+
+/// Delivers `sig` (one of kTouchedSignals) to `cb` through `loop`, unless it
+/// was ignored at start (then it stays ignored and false is returned);
+/// `even_if_ignored` installs it regardless. Where the inherited disposition is
+/// not known yet, one system call both installs the handler and learns it.
+bool handle_unless_ignored(Loop& loop, int sig, std::function<void(int)> cb,
+                           bool even_if_ignored = false);
 
 /// True when `sig` (one of kTouchedSignals) was SIG_IGN at start (nohup's
 /// SIGHUP, a background job's SIGINT/SIGQUIT). Such signals stay ignored for
