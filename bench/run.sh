@@ -241,7 +241,10 @@ declare -A P
 printf '%-30s %-22s  %-22s  %s\n' "pair (A / B)" "CPU ms (A/B)" "wall ms (A/B)" "minor flt"
 paired floor "$RLOCK" run bench-p -- true :: "$MINIMAL" 127.0.0.1 "$rport" bench-pm true
 paired_row "rlock run / bench/minimal" floor
-if [[ $(uname -s) == Linux ]]; then
+if [[ $(uname -s) == Linux ]] && ! ldd "$RLOCK" >/dev/null 2>&1; then
+  # LD_PRELOAD reaches only a dynamically linked binary
+  echo "(guard off / on: $RLOCK is linked statically; a preload cannot turn its guard off)"
+elif [[ $(uname -s) == Linux ]]; then
   # The guard-on side preloads a library too, one that replaces nothing: both sides pay
   # for env's exec and for loading one more library, so the ratio is the guard's alone.
   "${CC:-cc}" -O2 -Wall -shared -fPIC -o "$work/noguard.so" bench/noguard.c

@@ -41,7 +41,9 @@ void set_output_mode(OutputMode m) {
 }
 
 bool stderr_is_tty() {
-  // Asked once: what descriptor 2 is does not change while rlock runs.
+  // Asked once: what descriptor 2 is does not change while rlock runs (a
+  // keeper points it at /dev/null after the answer: it then writes nothing
+  // anybody reads, so a stale "terminal" there costs nothing).
   static const bool tty = isatty(STDERR_FILENO) == 1;
   return tty;
 }

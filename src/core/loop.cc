@@ -25,9 +25,16 @@ volatile pid_t g_pipe_owner = 0;
 // system call to know it. vfork() and clone() run no fork handlers: their
 // children never use a loop.
 pid_t g_self = 0;
+// Whether fork() refreshes g_self (pthread_atfork can fail, for want of
+// memory): if not, on_signal asks getpid().
+bool g_forks_tracked = false;
 
 void refresh_self() {
   g_self = getpid();
+}
+
+pid_t self() {
+  return g_forks_tracked ? g_self : getpid();
 }
 
 void on_signal_handler(int sig) {
@@ -79,8 +86,10 @@ Clock::time_point later(Clock::time_point t, Millis d) {
 
 Loop::Loop() {
   static const bool registered = pthread_atfork(nullptr, nullptr, refresh_self) == 0;
-  (void)registered;
+  g_forks_tracked = registered;
   refresh_self();
+  outer_pipe_ = g_pipe_write;
+  outer_owner_ = g_pipe_owner;
 #ifdef __linux__
   // Both flags in the one call (four fcntl calls per end otherwise).
   if (pipe2(pipe_, O_CLOEXEC | O_NONBLOCK) != 0)
@@ -91,7 +100,7 @@ Loop::Loop() {
   set_flags(pipe_[1]);
 #endif
   g_pipe_write = pipe_[1];
-  g_pipe_owner = g_self;
+  g_pipe_owner = self();
 }
 
 Loop::~Loop() {
@@ -106,8 +115,13 @@ Loop::~Loop() {
   timers.clear();
   watches.clear();
   // The handlers stay installed: with no loop's pipe to write to, each gives
-  // its signal the default action (on_signal_handler), as SIG_DFL would.
-  g_pipe_write = -1;
+  // its signal the default action (on_signal_handler), as SIG_DFL would. A
+  // loop made before this one and still alive gets its pipe back (its drain
+  // gives a signal it does not handle the default action too).
+  if (g_pipe_write == pipe_[1]) {
+    g_pipe_write = outer_pipe_;
+    g_pipe_owner = outer_owner_;
+  }
   close(pipe_[0]);
   close(pipe_[1]);
 }
@@ -143,7 +157,7 @@ Loop::SignalHandler Loop::on_signal(int sig, std::function<void(int)> cb) {
   signal_handlers_[sig] = std::move(cb);
   // A process forked to carry on (a keeper) owns its handlers; g_self is its
   // pid without a system call per signal.
-  g_pipe_owner = g_self;
+  g_pipe_owner = self();
   struct sigaction sa {}, old{};
   sa.sa_handler = on_signal_handler;
   sigemptyset(&sa.sa_mask);

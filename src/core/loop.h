@@ -82,6 +82,10 @@ class Loop {
   TimerId next_timer_ = 1;
   std::map<int, std::function<void(int)>> signal_handlers_;
   int pipe_[2] = {-1, -1};
+  // The self-pipe of the loop made before this one, if it still lives: its
+  // signals go back to it when this one ends.
+  int outer_pipe_ = -1;
+  pid_t outer_owner_ = 0;
   uint64_t ignored_ = 0;  // signals ignore_signal() gave back to SIG_IGN
 };
 
