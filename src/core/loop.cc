@@ -158,7 +158,8 @@ Loop::SignalHandler Loop::on_signal(int sig, std::function<void(int)> cb) {
   // A process forked to carry on (a keeper) owns its handlers; g_self is its
   // pid without a system call per signal.
   g_pipe_owner = self();
-  struct sigaction sa {}, old{};
+  struct sigaction sa {};
+  struct sigaction old {};
   sa.sa_handler = on_signal_handler;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
