@@ -261,7 +261,8 @@ class Runner {
       handle_unless_ignored(loop(), sig, [this](int s) { on_signal(s); });
     handle_unless_ignored(loop(), SIGTSTP, [this](int) { on_tstp(); });
     // Always ours, even if inherited as ignored: we must reap the child.
-    handle_unless_ignored(loop(), SIGCHLD, [this](int) { reap(); }, true);
+    handle_unless_ignored(
+        loop(), SIGCHLD, [this](int) { reap(); }, true);
   }
 
   // A stop request to this run reaches the nested runs under its token on

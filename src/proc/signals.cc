@@ -34,8 +34,7 @@ void capture_inherited_signals() {
   }
 }
 
-bool handle_unless_ignored(Loop& loop, int sig, std::function<void(int)> cb,
-                           bool even_if_ignored) {
+bool handle_unless_ignored(Loop& loop, int sig, std::function<void(int)> cb, bool even_if_ignored) {
   if (sig <= 0 || sig >= kMaxSig) return false;
   if (g_known[sig] || g_captured) {
     if (g_ignored[sig] && !even_if_ignored) return false;
