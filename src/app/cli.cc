@@ -332,6 +332,11 @@ int run_cli(int argc, char** argv) {
     Words w{{"run", plain->key}, std::move(plain->command), true};
     return execute(v, Parsed{"run", {}, false}, w);
   }
+#ifdef RLOCK_IOSTREAM_LAZY
+  // The standard streams, built here rather than before main (core/iostream_lazy.h):
+  // CLI11 and the commands that ask for a confirmation (std::cin) may use them.
+  static const std::ios_base::Init streams;
+#endif
   if (std::optional<int> status = invocation(argc, argv, false)) return *status;
   return *invocation(argc, argv, true);
 }
