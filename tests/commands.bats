@@ -830,6 +830,20 @@ assert_fits() {
 
 # --- foreign holders, SCRIPT FLUSH ----------------------------------------------------------
 
+@test "a foreign key without an expiry is shown as such, not as a lease of -1ms or 0s" {
+  rcli set 'lock:{noexp}' tok >/dev/null
+  rl status noexp
+  assert_success
+  assert_output --partial "no expiry, exclusive, token tok"
+  refute_output --partial "-1ms"
+  rl list
+  assert_success
+  assert_line "$(printf 'noexp\t?\t-1\t0\t0\t\t')"
+  rl status noexp --json
+  assert_output --partial '"ttl_left_ms":-1'
+  rcli del 'lock:{noexp}' >/dev/null
+}
+
 @test "a foreign SET NX PX holder is respected and shown by status" {
   rcli set 'lock:{foreign}' tok NX PX 5000 >/dev/null
   rl acquire foreign -n

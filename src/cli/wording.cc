@@ -43,7 +43,12 @@ HolderWords holder_words(const AcquireReply& a, int limit, Millis elapsed, size_
   // when the lock will be free (only when a holder that died lets it go).
   Millis left = std::max(Millis(0), h.ttl_left - elapsed);
   if (left >= Millis(1000)) left = std::chrono::ceil<std::chrono::seconds>(left);
-  std::string lease = fmt::format("lease runs out in {} unless renewed", format_duration(left));
+  // A key written without an expiry (Redis's PTTL -1: a foreign SET without
+  // PX) never runs out: only a break frees it.
+  std::string lease =
+      h.ttl_left < Millis(0)
+          ? std::string("no expiry: it stays until broken (rlock break)")
+          : fmt::format("lease runs out in {} unless renewed", format_duration(left));
   // Holder details come from Redis: escaped before they reach a terminal.
   if (h.opaque && h.holds > 0)
     return {fmt::format("held by Redisson id {}", truncate_columns(escape_text(h.token), 48)),

@@ -80,7 +80,7 @@ std::vector<std::string> table_row(const std::string& key, const LockStatus& st)
                     escape_text(h.info.cmd);
   return {escape_text(key),
           holder_column(st, who),
-          format_duration(std::max(left, Millis(0))),
+          left < Millis(0) ? std::string("no expiry") : format_duration(left),
           std::to_string(h.fence),
           std::to_string(st.waiter_count),
           cmd};

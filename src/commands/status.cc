@@ -87,9 +87,17 @@ std::string age_for_table(int64_t ms) {
   if (ms >= 1000) ms -= ms % 1000;
   return format_duration(Millis(ms));
 }
+// What is left of a lease: a key written without an expiry (a foreign
+// client's SET without PX; Redis's PTTL -1) has no lease to count down, and
+// stays until someone breaks it.
+std::string left_words(Millis left) {
+  return left < Millis(0) ? "no expiry" : format_duration(left) + " left";
+}
+
 std::string left_for_table(Millis left) {
+  if (left < Millis(0)) return "no expiry";
   if (left >= Millis(1000)) left = std::chrono::ceil<std::chrono::seconds>(left);
-  return format_duration(std::max(left, Millis(0)));
+  return format_duration(left);
 }
 
 // "ci@ci-4:22836": who and where, in one column.
@@ -119,8 +127,8 @@ std::string master_line(const MasterStatus& m) {
   const LockStatus& s = m.status;
   if (s.holders.empty()) return fmt::format("free (last fence {})", s.fence);
   const Holder& h = s.holders.front();
-  return fmt::format("held by {}, {} left, fence {}", escape_text(h.token),
-                     format_duration(h.ttl_left), h.fence);
+  return fmt::format("held by {}, {}, fence {}", escape_text(h.token), left_words(h.ttl_left),
+                     h.fence);
 }
 
 std::string master_json(const MasterStatus& m) {
@@ -239,13 +247,13 @@ std::string status_text(const std::string& key, const LockStatus& s) {
       out += fmt::format("          label {}\n", escape_text(h.info.label));
     if (h.since_ms > 0)
       out +=
-          fmt::format("          since {} ({} ago), {} left, fence {}{}, {}, token {}\n",
-                      utc_iso(h.since_ms), age(s.now_ms, h.since_ms), format_duration(h.ttl_left),
+          fmt::format("          since {} ({} ago), {}, fence {}{}, {}, token {}\n",
+                      utc_iso(h.since_ms), age(s.now_ms, h.since_ms), left_words(h.ttl_left),
                       h.fence, h.slot_text().empty() ? "" : ", slot " + escape_text(h.slot_text()),
                       mode_word(h), escape_text(h.token));
     else
-      out += fmt::format("          {} left, {}, token {}\n", format_duration(h.ttl_left),
-                         mode_word(h), escape_text(h.token));
+      out += fmt::format("          {}, {}, token {}\n", left_words(h.ttl_left), mode_word(h),
+                         escape_text(h.token));
     if (h.nested > 0) {
       out += fmt::format("          {}\n", nested_words(h, s.now_ms));
       for (auto& n : h.nested_holds) out += fmt::format("  nested  {}\n", nested_hold_words(n));
