@@ -58,8 +58,12 @@ std::string random_hex(size_t bytes) {
   bytes = std::min(bytes, sizeof b);
   if (getentropy(b, bytes) != 0)
     throw Error(ErrorKind::Protocol, fmt::format("cannot get random bytes: {}", strerror(errno)));
-  std::string out;
-  for (size_t i = 0; i < bytes; ++i) out += fmt::format("{:02x}", b[i]);
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out(2 * bytes, '0');
+  for (size_t i = 0; i < bytes; ++i) {
+    out[2 * i] = kDigits[b[i] >> 4];
+    out[2 * i + 1] = kDigits[b[i] & 0xf];
+  }
   return out;
 }
 

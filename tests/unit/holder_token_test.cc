@@ -82,5 +82,15 @@ TEST(HolderToken, TheBindingNamesHostBootPidAndStart) {
   EXPECT_NE(holder_binding("r", {"ab", "c"}, 1, 2), holder_binding("r", {"a", "bc"}, 1, 2));
 }
 
+TEST(RandomHex, TwoLowercaseDigitsPerByteAndNeverTheSame) {
+  std::string a = random_hex(16), b = random_hex(16);
+  ASSERT_EQ(a.size(), 32u);
+  EXPECT_EQ(a.find_first_not_of("0123456789abcdef"), std::string::npos) << a;
+  EXPECT_NE(a, b);
+  EXPECT_EQ(random_hex(8).size(), 16u);
+  EXPECT_EQ(random_hex(100).size(), 64u);  // at most 32 bytes
+  EXPECT_EQ(random_hex(0), "");
+}
+
 }  // namespace
 }  // namespace rlock
