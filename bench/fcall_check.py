@@ -27,6 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import sent_scripts
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -98,15 +100,8 @@ def after_cut(path):
 
 
 def script_shas():
-    """sha -> function name, as scripts.cc computes them (prelude + body, each from the
-    newline ending its `>8` line)."""
-    lua = ROOT / 'src' / 'lock' / 'lua'
-    prelude = after_cut(lua / 'prelude.lua')
-    out = {}
-    for name in ('acquire', 'extend', 'release', 'leave', 'undo', 'status', 'break', 'forget',
-                 'fence', 'history', 'nest', 'list'):
-        out[hashlib.sha1((prelude + after_cut(lua / f'{name}.lua')).encode()).hexdigest()] = name
-    return out
+    """sha -> script name, as rlock sends them (bench/sent_scripts.py)."""
+    return sent_scripts.shas()
 
 
 def capture(rlock, port, work):

@@ -31,6 +31,8 @@ import re
 import sys
 from pathlib import Path
 
+import sent_scripts
+
 LUA = Path(__file__).resolve().parent.parent / 'src' / 'lock' / 'lua'
 # name, source file, flags (rlock's read-only scripts: no-writes; scripts.cc).
 # allow-oom: a function without it is refused whole while the server is over
@@ -163,13 +165,14 @@ def build(cache_cluster, name):
 
 def fcall_template(text, template):
     """A bench/cycles.c template's EVALSHA lines as FCALLs of library `text`."""
-    prelude = '\n' + after_cut(LUA / 'prelude.lua')
     fnames = {base: full for full, base in re.findall(r"function_name = '((\w+?)_[0-9a-f]{12})'", text)}
+    file_shas = {}
+    for sha, file in sent_scripts.shas().items():
+        file_shas.setdefault(file, []).append(sha)
     by_sha = {}
     for fname, file, flags in SCRIPTS:
-        src = prelude + '\n' + after_cut(LUA / f'{file}.lua')
-        by_sha.setdefault((hashlib.sha1(src.encode()).hexdigest(), 'no-writes' in flags),
-                          fnames[fname])
+        for sha in file_shas[file]:
+            by_sha.setdefault((sha, 'no-writes' in flags), fnames[fname])
     out = []
     for line in Path(template).read_text().splitlines():
         a = line.split('\t')

@@ -679,9 +679,9 @@ echo
 echo "== 10. many keys: rlock list and top over $NKEYS held locks beside a bare SCAN (ms, median of 3)"
 rcli FLUSHALL >/dev/null
 # The locks are made by rlock's own acquire script, sent by redis-cli --pipe (as many
-# rlock processes would take minutes): the script as rlock sends it is the prelude and
-# acquire.lua after their "-- >8 --" lines.
-{ sed '1,/^-- >8 --/d' src/lock/lua/prelude.lua; sed '1,/^-- >8 --/d' src/lock/lua/acquire.lua; } >"$work/acquire.lua"
+# rlock processes would take minutes): the script as rlock sends it (bench/sent_scripts.py:
+# the part of the prelude it uses, then acquire.lua after its "-- >8 --" line).
+python3 bench/sent_scripts.py acquire >"$work/acquire.lua"
 acq_sha=$(rcli SCRIPT LOAD "$(cat "$work/acquire.lua")")
 awk -v n="$NKEYS" -v sha="$acq_sha" '
   function bulk(s) { printf "$%d\r\n%s\r\n", length(s), s }

@@ -14,6 +14,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 packages=(
   build-essential cmake pkg-config
   python3                              # tests/helpers/layers.py (the layer check), protocol_doc.py
+  lua5.1                               # luac5.1: tests/prelude.bats lists the scripts' globals
   libhiredis-dev libcli11-dev libfmt-dev libssl-dev libgtest-dev
   redis-server redis-tools redis-sentinel # tests/sentinel.bats: a master, a replica, sentinels
   bats bats-assert bats-support

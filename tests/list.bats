@@ -10,7 +10,10 @@ load helpers/topology
 
 bats_require_minimum_version 1.5.0
 
-setup_file() { redis_start; }
+setup_file() {
+  redis_start
+  scripts_setup
+}
 
 @test "600 held locks: two list script calls, every lock listed once with its holder, semaphores and shared locks as before" {
   local i
@@ -44,11 +47,9 @@ setup_file() { redis_start; }
   assert_output --partial "asking each lock"
 }
 
-# The list script as rlock sends it (the prelude, then list.lua after their "-- >8 --").
-list_script() {
-  sed '1,/^-- >8 --/d' "$BATS_TEST_DIRNAME/../src/lock/lua/prelude.lua"
-  sed '1,/^-- >8 --/d' "$BATS_TEST_DIRNAME/../src/lock/lua/list.lua"
-}
+# The list script as rlock sends it (the part of the prelude it uses, then list.lua after
+# its "-- >8 --"), as the dump_scripts helper writes it.
+list_script() { cat "$SCRIPTS/list.lua"; }
 
 @test "list --json gives each lock what status --json gives, over 600 locks in two list script calls" {
   local i

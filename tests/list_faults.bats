@@ -21,6 +21,7 @@ load helpers/topology
 setup_file() {
   redis_start || return 1
   masters_start M 3
+  scripts_setup
 }
 
 setup() { T=$BATS_TEST_TMPDIR; }
@@ -31,9 +32,8 @@ setup() { T=$BATS_TEST_TMPDIR; }
 # token tokI and a command of 300 bytes, so that 512 lines (or JSON objects) are more
 # than a pipe holds.
 make_locks() {
-  local name=$1 pfx=$2 n=$3 src=$BATS_TEST_DIRNAME/../src/lock/lua sha
-  sha=$(rcli_to "$name" script load \
-    "$(sed '1,/^-- >8 --/d' "$src/prelude.lua"; sed '1,/^-- >8 --/d' "$src/acquire.lua")")
+  local name=$1 pfx=$2 n=$3 sha
+  sha=$(rcli_to "$name" script load "$(<"$SCRIPTS/acquire.lua")")
   awk -v n="$n" -v sha="$sha" -v pfx="$pfx" '
     function bulk(s) { printf "$%d\r\n%s\r\n", length(s), s }
     BEGIN {

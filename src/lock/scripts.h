@@ -25,11 +25,13 @@ struct Script {
   /// Writes nothing: sent as EVALSHA_RO/EVAL_RO where the server has them,
   /// so it runs for read-only users and on replicas.
   bool read_only = false;
-  /// What the body follows when sent: rlock's prelude (prelude.lua); empty
-  /// for the layouts' scripts, which are self-contained.
+  /// What the body follows when sent: the part of rlock's prelude
+  /// (prelude.lua) that the script uses, in order (cut at build time,
+  /// cmake/cut_prelude.cmake); empty for the layouts' scripts, which are
+  /// self-contained.
   std::string_view prelude = {};
-  /// The text EVAL and SCRIPT LOAD send: the prelude, then the body (18 to
-  /// 27 KB for rlock's own). Built when asked for: EVALSHA needs only sha1,
+  /// The text EVAL and SCRIPT LOAD send: the prelude, then the body (8 to
+  /// 35 KB for rlock's own). Built when asked for: EVALSHA needs only sha1,
   /// and copying every script a run names cost ~12% of its client-side
   /// instructions (docs/PERFORMANCE.md, "Start-up").
   std::string source() const;
@@ -56,8 +58,9 @@ const Script& nest_list_script();
 /// keys PREFIX{KEY}, all of one slot on a Cluster node.
 const Script& list_script();
 
-/// The Lua every script starts with (shared helpers); a script's own part is
-/// its source after this prefix. Exposed so tests can check docs/PROTOCOL.md.
+/// The whole prelude (prelude.lua's shared helpers), as docs/PROTOCOL.md quotes
+/// it; each script is sent with the part of it that it uses (Script::prelude).
+/// Exposed so tests can check docs/PROTOCOL.md.
 const std::string& script_prelude();
 
 /// KEYS of every script, in order: lock, fence, holders, limit, queue, qseq.

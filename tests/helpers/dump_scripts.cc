@@ -22,7 +22,7 @@ int main(int argc, char** argv) {
        {&rlock::acquire_script(), &rlock::extend_script(), &rlock::release_script(),
         &rlock::leave_script(), &rlock::undo_script(), &rlock::status_script(),
         &rlock::break_script(), &rlock::forget_script(), &rlock::fence_script(),
-        &rlock::history_script(), &rlock::nest_script()}) {
+        &rlock::history_script(), &rlock::nest_script(), &rlock::list_script()}) {
     std::ofstream lua(dir + "/" + s->name + ".lua", std::ios::binary);
     lua << s->source();
     std::ofstream sha(dir + "/" + s->name + ".sha1");

@@ -101,7 +101,7 @@ constexpr NamedScript kAllScripts[] = {
     {"acquire", acquire_script}, {"extend", extend_script}, {"release", release_script},
     {"leave", leave_script},     {"undo", undo_script},     {"status", status_script},
     {"break", break_script},     {"forget", forget_script}, {"fence", fence_script},
-    {"history", history_script},
+    {"history", history_script}, {"nest", nest_script},     {"list", list_script},
 };
 
 // SHA1 as lower-case hex, computed here through OpenSSL's EVP interface, not
@@ -133,13 +133,39 @@ TEST(Scripts, ShaIsOfTheSourceAndStable) {
     SCOPED_TRACE(n.name);
     const Script& s = n.get();
     EXPECT_STREQ(s.name, n.name);
-    EXPECT_EQ(s.source().rfind(script_prelude(), 0), 0u) << "does not start with the prelude";
-    EXPECT_GT(s.source().size(), script_prelude().size());
+    EXPECT_EQ(s.source(), std::string(s.prelude) + std::string(s.body));
+    EXPECT_FALSE(s.body.empty());
     EXPECT_EQ(s.sha1, sha1_hex_of(s.source()));
     // stable: the same object, the same SHA1, on every call
     EXPECT_EQ(&n.get(), &s);
     EXPECT_EQ(n.get().sha1, s.sha1);
   }
+}
+
+TEST(Scripts, EachIsSentWithThePreludeLinesItUsesInOrder) {
+  // The prelude's definitions a script does not use are left out at build time
+  // (cmake/cut_prelude.cmake): what is left is whole lines of the prelude, in its order,
+  // starting with the line that names the protocol.
+  const std::string& whole = script_prelude();
+  bool some_cut = false;
+  for (const NamedScript& n : kAllScripts) {
+    SCOPED_TRACE(n.name);
+    const std::string prelude(n.get().prelude);
+    EXPECT_EQ(
+        prelude.rfind("\n-- rlock lock protocol " + std::to_string(kProtocolVersion) + " ", 0), 0u);
+    ASSERT_FALSE(prelude.empty());
+    ASSERT_EQ(prelude.back(), '\n');
+    size_t at = 0;
+    for (size_t from = 1, nl; from < prelude.size(); from = nl + 1) {
+      nl = prelude.find('\n', from);
+      std::string line = prelude.substr(from - 1, nl - from + 2);  // "\n...\n"
+      at = whole.find(line, at);
+      ASSERT_NE(at, std::string::npos) << "not a line of the prelude, in order: " << line;
+      at += line.size() - 1;
+    }
+    some_cut = some_cut || prelude.size() < whole.size();
+  }
+  EXPECT_TRUE(some_cut) << "every script is sent with the whole prelude";
 }
 
 TEST(Scripts, EveryScriptHasItsOwnSource) {
