@@ -58,3 +58,12 @@ globals() {
     assert_output 0
   done
 }
+
+@test "bench/sent_scripts.py, the bench tools' copy of the cut, sends what rlock sends" {
+  local f name
+  for f in "$SCRIPTS"/*.lua; do
+    name=$(basename "$f" .lua)
+    python3 "$BATS_TEST_DIRNAME/../bench/sent_scripts.py" "$name" >"$BATS_TEST_TMPDIR/$name.lua"
+    cmp "$f" "$BATS_TEST_TMPDIR/$name.lua" || fail "bench/sent_scripts.py $name differs from rlock's"
+  done
+}
