@@ -844,6 +844,17 @@ assert_fits() {
   rcli del 'lock:{noexp}' >/dev/null
 }
 
+@test "list --prometheus: a foreign key without an expiry has no lease that runs out now" {
+  rcli set 'lock:{noexpp}' tok >/dev/null
+  rl list --prometheus 'noexpp'
+  assert_success
+  assert_line 'rlock_held{key="noexpp"} 1'
+  # Not 0.000 and an expiry timestamp of "now": nothing will free it.
+  refute_line 'rlock_lease_left_seconds{key="noexpp"} 0.000'
+  refute_line --partial 'rlock_lease_expiry_timestamp_seconds{key="noexpp"}'
+  rcli del 'lock:{noexpp}' >/dev/null
+}
+
 @test "a foreign SET NX PX holder is respected and shown by status" {
   rcli set 'lock:{foreign}' tok NX PX 5000 >/dev/null
   rl acquire foreign -n

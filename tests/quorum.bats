@@ -235,6 +235,20 @@ evalsha_calls() {
     {prev = $1} END {exit bad}' "$T/fences" || fail "fences went backwards"
 }
 
+@test "a foreign holder without an expiry on a minority: the quorum's lease is the majority's, not 'no expiry'" {
+  # Five masters, a quorum of three: M1 never expires it, M2 and M3 in a minute. A
+  # majority holds it for about a minute, then no majority does.
+  rcli_to M1 set 'lock:{qnoexp}' tok >/dev/null
+  rcli_to M2 set 'lock:{qnoexp}' tok PX 60000 >/dev/null
+  rcli_to M3 set 'lock:{qnoexp}' tok PX 60000 >/dev/null
+  run -0 "$RLOCK" status qnoexp --json
+  left=$(jq '.holders[0].ttl_left_ms' <<<"$output")
+  ((left > 50000 && left <= 60000)) || fail "the quorum's lease left is $left ms, not about a minute"
+  run -0 "$RLOCK" status qnoexp
+  refute_line --partial 'no expiry, exclusive'
+  for i in 1 2 3; do rcli_to "M$i" del 'lock:{qnoexp}' >/dev/null; done
+}
+
 @test "status and list merge the masters; break acts on all of them" {
   tok=$("$RLOCK" acquire --ttl 60s q-ops)
   redis_kill M2

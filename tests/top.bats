@@ -45,6 +45,13 @@ hold() {
   touch "$T/h1.go" "$T/h2.go"
 }
 
+@test "top -b: a foreign key without an expiry says so in LEFT, not '-' (no holder)" {
+  rcli set 'lock:{tb-noexp}' tok >/dev/null
+  run -0 "$RLOCK" top -b --count 1 'tb-noexp'
+  assert_line --index 2 --regexp '^  tb-noexp +exclusive +\? +.* no expiry +0 +- +'
+  rcli del 'lock:{tb-noexp}' >/dev/null
+}
+
 @test "top -b: a release shows among the latest events with its exit status" {
   rlock_bg h3 run tb-rel -- sh -c 'sh "$1" "$2" h3; exit 3' sh "$T/gate.sh" "$T"
   wait_for_file "$T/h3.started"

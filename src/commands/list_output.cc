@@ -102,7 +102,12 @@ void Prometheus::add(const std::string& key, const LockStatus& st) {
   values_[kHeld] += fmt::format("rlock_held{} {}\n", k, h.done_ms > 0 ? 0 : 1);
   values_[kHolders] += fmt::format("rlock_holders{} {}\n", k, st.holder_count);
   values_[kWaiters] += fmt::format("rlock_waiters{} {}\n", k, st.waiter_count);
-  values_[kLeaseLeft] += fmt::format("rlock_lease_left_seconds{} {:.3f}\n", k, left_ms / 1000.0);
+  // A key without an expiry (a foreign SET without PX) has no lease to run out.
+  const bool no_expiry = h.ttl_left < Millis(0);
+  if (no_expiry)
+    values_[kLeaseLeft] += fmt::format("rlock_lease_left_seconds{} +Inf\n", k);
+  else
+    values_[kLeaseLeft] += fmt::format("rlock_lease_left_seconds{} {:.3f}\n", k, left_ms / 1000.0);
   values_[kHeldFor] += fmt::format("rlock_held_seconds{} {:.3f}\n", k, held_ms / 1000.0);
   values_[kFence] += fmt::format("rlock_fence{} {}\n", k, h.fence);
   // Times rather than ages: `time() - rlock_acquired_timestamp_seconds` stays
@@ -111,7 +116,7 @@ void Prometheus::add(const std::string& key, const LockStatus& st) {
   if (h.since_ms > 0)
     values_[kAcquiredAt] +=
         fmt::format("rlock_acquired_timestamp_seconds{} {}\n", k, seconds_of(h.since_ms));
-  if (st.now_ms > 0)
+  if (st.now_ms > 0 && !no_expiry)
     values_[kExpiresAt] +=
         fmt::format("rlock_lease_expiry_timestamp_seconds{} {}\n", k, seconds_of(lease_end));
   // The lease of a lock marked done lasts as long as its period.
@@ -132,7 +137,7 @@ std::string Prometheus::text() const {
       {"rlock_holders", "How many hold the lock (a semaphore's or shared lock's holders)."},
       {"rlock_waiters", "How many wait in the lock's line."},
       {"rlock_lease_left_seconds",
-       "Seconds left on the first holder's lease (a live holder renews it)."},
+       "Seconds left on the first holder's lease (a live holder renews it; +Inf: no expiry)."},
       {"rlock_held_seconds", "Seconds since the first holder acquired the lock."},
       {"rlock_fence", "The first holder's fencing token."},
       {"rlock_acquired_timestamp_seconds",

@@ -19,6 +19,12 @@ std::string age(int64_t ms) {
   return format_duration(Millis(ms));
 }
 
+// A holder's lease left: "no expiry" for a key written without one (Redis's
+// PTTL -1: a foreign SET without PX), which only a break frees.
+std::string lease_left(Millis left) {
+  return left < Millis(0) ? "no expiry" : age(left.count());
+}
+
 // "ci-4 pid 22836", or its --label: who a holder or waiter is.
 std::string who(const HolderInfo& i) {
   if (!i.label.empty()) return escape_text(i.label);
@@ -141,8 +147,7 @@ std::vector<std::string> top_table(const std::vector<TopRow>& rows, size_t width
   for (size_t i = 0; i < rows.size() && i < max_rows; ++i) {
     const TopRow& r = rows[i];
     const LockStatus& st = r.st;
-    std::string left =
-        st.holders.empty() ? "-" : age(std::max<int64_t>(0, st.holders.front().ttl_left.count()));
+    std::string left = st.holders.empty() ? "-" : lease_left(st.holders.front().ttl_left);
     int64_t fence = st.holders.empty() ? st.fence : st.holders.front().fence;
     cells.push_back({escape_text(r.key), shape(st), holder_cell(st), age(r.held_ms), left,
                      std::to_string(st.waiter_count), age(r.oldest_wait_ms),
@@ -191,9 +196,8 @@ std::vector<std::string> top_detail(const TopRow& row, size_t width) {
     cells.push_back(
         {"holder", keep_end(who(h.info), 32),
          fmt::format("{}@{}:{}", escape_text(h.info.user), escape_text(h.info.host), h.info.pid),
-         age(h.since_ms > 0 ? st.now_ms - h.since_ms : 0),
-         age(std::max<int64_t>(0, h.ttl_left.count())), std::to_string(h.fence), "",
-         escape_text(h.info.cmd)});
+         age(h.since_ms > 0 ? st.now_ms - h.since_ms : 0), lease_left(h.ttl_left),
+         std::to_string(h.fence), "", escape_text(h.info.cmd)});
   for (const Waiter& w : st.waiters)
     cells.push_back(
         {w.shared ? "waiter (shared)" : "waiter", keep_end(who(w.info), 32),

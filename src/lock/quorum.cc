@@ -415,10 +415,9 @@ void QuorumLock::status(Done<LockStatus> done) {
                           // longest lease left.
                           std::vector<Millis> lefts;
                           for (auto* h : hs) lefts.push_back(h->ttl_left);
-                          std::sort(lefts.rbegin(), lefts.rend());
                           Holder best = *hs.front();
                           for (auto* h : hs) best.fence = std::max(best.fence, h->fence);
-                          best.ttl_left = lefts[quorum() - 1];
+                          best.ttl_left = quorum_lease_left(std::move(lefts), quorum());
                           q.holders = {best};
                           q.holder_count = 1;
                         }

@@ -75,18 +75,31 @@ AcquireReply refusal(const std::vector<Outcome<AcquireReply>>& rs, size_t master
   size_t votes = 0;
   for (auto& [tok, n] : holder_votes)
     if (n > votes) best = tok, votes = n;
+  std::vector<Millis> lefts;
   for (auto& r : rs)
     if (!r.error && !r.value.holders.empty() && r.value.holders.front().token == best) {
-      out.holders = {r.value.holders.front()};
+      if (out.holders.empty()) out.holders = {r.value.holders.front()};
       out.holder_count = 1;
-      break;
+      lefts.push_back(r.value.holders.front().ttl_left);
     }
+  if (!out.holders.empty())
+    out.holders.front().ttl_left = quorum_lease_left(std::move(lefts), majority(masters));
   if (votes >= majority(masters) && !out.holders.empty() && out.holders.front().done_ms > 0)
     out.state = AcquireReply::State::Done;
   return out;
 }
 
 }  // namespace
+
+Millis quorum_lease_left(std::vector<Millis> lefts, size_t quorum) {
+  if (lefts.empty()) return Millis(0);
+  auto longer = [](Millis a, Millis b) {
+    if (a < Millis(0) || b < Millis(0)) return a < Millis(0) && b >= Millis(0);
+    return a > b;
+  };
+  std::sort(lefts.begin(), lefts.end(), longer);
+  return lefts[std::min(std::max<size_t>(quorum, 1), lefts.size()) - 1];
+}
 
 // ---- acquiring ----
 

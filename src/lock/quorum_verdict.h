@@ -173,6 +173,12 @@ struct ExtendVerdict {
   std::optional<Error> error;
 };
 
+/// How long a quorum of masters still holds a lease, from what each master
+/// holding it has left: the quorum-th longest (the shortest when fewer hold it).
+/// A key without expiry there (Redis's PTTL -1) is the longest; the result is
+/// negative only when a quorum of them has none.
+Millis quorum_lease_left(std::vector<Millis> lefts, size_t quorum);
+
 /// The verdict over every master's reply to one renewal to `ttl` (0: each
 /// master's own TTL; the regrant is then for the shortest lease left).
 ExtendVerdict extend_verdict(const std::vector<Outcome<ExtendReply>>& rs, size_t masters,

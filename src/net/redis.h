@@ -74,6 +74,8 @@ struct ConnectionConfig {
 /// make rlock allocate without bound.
 class Connection {
  public:
+  /// The bytes of one command in RESP, as sent (hiredis formats them).
+  static std::string format(const Args& args);
   Connection(Loop& loop, const ConnectionConfig& cfg, std::shared_ptr<TlsContext> tls,
              std::shared_ptr<AddressBook> book);
   ~Connection();
@@ -127,7 +129,6 @@ class Connection {
   void update_events();
   void enqueue_raw(const Args& args, ReplyCallback cb, Millis timeout, std::string name,
                    Undo undo = {});
-  static std::string format(const Args& args);
   void start_tls_probe(const Address& addr);
   void stop_tls_probe();
   Error password_wanted() const;

@@ -105,6 +105,23 @@ TEST(QuorumVerdict, AMinorityOfGrantsIsTakenByTheHolderMostMastersName) {
   EXPECT_EQ(v.reply.holder_count, 1);
 }
 
+TEST(QuorumVerdict, AHolderWithoutExpiryOnAMinorityRunsOutWithTheMajority) {
+  auto left = [](long ms) {
+    Outcome<AcquireReply> o = taken("a");
+    o.value.holders.front().ttl_left = Millis(ms);
+    return o;
+  };
+  // The first master has no expiry (a SET without PX, PTTL -1), the others a minute: a
+  // majority holds it for a minute, then no majority does.
+  auto v = acquire_verdict({left(-1), left(60000), left(60000)}, 3, true, kNames);
+  ASSERT_EQ(v.reply.holders.size(), 1u);
+  EXPECT_EQ(v.reply.holders.front().ttl_left, Millis(60000));
+  // A majority without expiry: none.
+  v = acquire_verdict({left(5000), left(-1), left(-1)}, 3, true, kNames);
+  ASSERT_EQ(v.reply.holders.size(), 1u);
+  EXPECT_EQ(v.reply.holders.front().ttl_left, Millis(-1));
+}
+
 TEST(QuorumVerdict, DoneOnlyWhenAMajorityKeepsItAsDone) {
   auto v = acquire_verdict({taken("a", 100), taken("a", 100), granted(1)}, 3, true, kNames);
   EXPECT_EQ(v.kind, AV::Refused);
