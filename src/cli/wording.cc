@@ -8,6 +8,12 @@
 
 namespace rlock {
 
+std::string lease_left_cell(Millis left) {
+  if (left < Millis(0)) return "no expiry";
+  if (left >= Millis(1000)) left = std::chrono::ceil<std::chrono::seconds>(left);
+  return format_duration(left);
+}
+
 std::string ordinal(long n) {
   const char* suffix = "th";
   if (n % 100 < 11 || n % 100 > 13) {

@@ -43,6 +43,11 @@ std::string unconfirmed_release_warning(const std::string& what, const std::stri
 /// "1st", "2nd", "3rd", "11th", "22nd"…
 std::string ordinal(long n);
 
+/// A holder's lease left in a table cell: whole seconds rounded up from one
+/// second on ("29s"), or "no expiry" for a key written without one (Redis's
+/// PTTL -1: a foreign SET without PX), which only a break frees.
+std::string lease_left_cell(Millis left);
+
 /// describe_holders with its defaults: the words of a waiter's messages
 /// (WaitSpec::describe).
 std::string holders_in_words(const AcquireReply& a, int limit);

@@ -8,6 +8,7 @@
 
 #include "cli/output.h"
 #include "cli/table.h"
+#include "cli/wording.h"
 #include "core/duration.h"
 #include "core/text.h"
 
@@ -71,19 +72,13 @@ std::vector<std::string> table_row(const std::string& key, const LockStatus& st)
                     : h.info.host.empty()
                         ? "?"
                         : fmt::format("{}:{}", escape_text(h.info.host), h.info.pid);
-  Millis left = h.ttl_left;
-  if (left >= Millis(1000)) left = std::chrono::ceil<std::chrono::seconds>(left);
   // A lease kept by --min-hold or --done-for runs no command any more.
   std::string cmd = (h.done_ms > 0   ? "(done) "
                      : h.kept_ms > 0 ? "(kept) "
                                      : "") +
                     escape_text(h.info.cmd);
-  return {escape_text(key),
-          holder_column(st, who),
-          left < Millis(0) ? std::string("no expiry") : format_duration(left),
-          std::to_string(h.fence),
-          std::to_string(st.waiter_count),
-          cmd};
+  return {escape_text(key),        holder_column(st, who),          lease_left_cell(h.ttl_left),
+          std::to_string(h.fence), std::to_string(st.waiter_count), cmd};
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "cli/key_hints.h"
 #include "cli/output.h"
 #include "cli/table.h"
+#include "cli/wording.h"
 #include "commands/commands.h"
 #include "core/duration.h"
 #include "core/json.h"
@@ -87,17 +88,12 @@ std::string age_for_table(int64_t ms) {
   if (ms >= 1000) ms -= ms % 1000;
   return format_duration(Millis(ms));
 }
+
 // What is left of a lease: a key written without an expiry (a foreign
 // client's SET without PX; Redis's PTTL -1) has no lease to count down, and
 // stays until someone breaks it.
 std::string left_words(Millis left) {
   return left < Millis(0) ? "no expiry" : format_duration(left) + " left";
-}
-
-std::string left_for_table(Millis left) {
-  if (left < Millis(0)) return "no expiry";
-  if (left >= Millis(1000)) left = std::chrono::ceil<std::chrono::seconds>(left);
-  return format_duration(left);
 }
 
 // "ci@ci-4:22836": who and where, in one column.
@@ -288,14 +284,14 @@ std::string status_table(const std::string& key, const LockStatus& s, size_t wid
                                        : "holder";
     if (h.opaque)
       rows.push_back({role, h.holds > 0 ? "Redisson" : "plain", "?", "?",
-                      left_for_table(h.ttl_left), "-", ""});
+                      lease_left_cell(h.ttl_left), "-", ""});
     else if (h.info.host.empty() || h.since_ms == 0)
       rows.push_back({role, h.info.host.empty() ? "not rlock" : who_short(h.info), "?", "?",
-                      left_for_table(h.ttl_left), "-", escape_text(h.info.cmd)});
+                      lease_left_cell(h.ttl_left), "-", escape_text(h.info.cmd)});
     else
       rows.push_back({role, h.info.label.empty() ? who_short(h.info) : escape_text(h.info.label),
                       clock_time(h.since_ms, s.now_ms),
-                      age_for_table(elapsed_ms(s.now_ms, h.since_ms)), left_for_table(h.ttl_left),
+                      age_for_table(elapsed_ms(s.now_ms, h.since_ms)), lease_left_cell(h.ttl_left),
                       std::to_string(h.fence), escape_text(h.info.cmd)});
   }
   long n = 0;
