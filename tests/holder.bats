@@ -317,9 +317,13 @@ hold() {
   wait_until "[[ -n \$(ps -o pid=,sid= --ppid $waiter | awk '\$1 == \$2 {print \$1}') ]]"
   guard=$(ps -o pid=,sid= --ppid "$waiter" | awk '$1 == $2 {print $1}')
   kill -KILL "$guard"
+  # rlock reaps it while it still waits (no zombie left among its children)
+  wait_until "! ps -o pid= --ppid $waiter | grep -qw $guard" 5
   touch "$T/go" # the first holder lets go; the waiter acquires and starts its command
   wait_for_file "$T/leftover"
   job=$(cat "$T/leftover")
+  # a new guard: another session leader among rlock's children
+  wait_until "ps -o pid=,sid= --ppid $waiter | awk '\$1 == \$2 && \$1 != $guard {f = 1} END {exit !f}'" 5
   kill -KILL "$waiter"
   wait_until "_rlock_dead $job" 5
 }

@@ -467,7 +467,15 @@ class Runner {
   // ---- the end ----
 
   void reap() {
-    if (!child_) return;
+    if (!child_) {
+      // No command yet (rlock waits in line): the only child is the guard. A
+      // guard that died meanwhile is reaped now, so that watch() starts
+      // another; otherwise its exit could be missed: a SIGKILLed process
+      // closes its descriptors last, so a write to its pipe may still succeed,
+      // and this SIGCHLD would not come again.
+      guard_.reap_if_exited();
+      return;
+    }
     if (child_->running()) {
       child_->try_reap();
       if (child_->running() && child_->stopped()) {

@@ -204,6 +204,12 @@ void GroupGuard::reaped(pid_t pid) {
   pipe_ = -1;
 }
 
+void GroupGuard::reap_if_exited() {
+  if (pid_ < 0) return;
+  int st;
+  if (wait_pid(pid_, &st, WNOHANG) == pid_) reaped(pid_);
+}
+
 GroupGuard::GroupGuard(GroupGuard&& o) noexcept : pid_(o.pid_), pipe_(o.pipe_) {
   o.pid_ = -1;
   o.pipe_ = -1;

@@ -32,6 +32,10 @@ class GroupGuard {
   /// rlock reaped process `pid` elsewhere (reap_others): if it was the guard,
   /// the guard is gone, and is never waited for (its pid may be reused).
   void reaped(pid_t pid);
+  /// Reaps the guard if it has exited (rlock has no command yet to reap
+  /// others for): watch() then starts another instead of writing to a pipe
+  /// whose reader may still be on its way out.
+  void reap_if_exited();
   /// The guard's pid, or -1 when there is none.
   pid_t pid() const { return pid_; }
   GroupGuard() = default;
