@@ -1,14 +1,13 @@
-/* LD_PRELOAD'ed by bench/run.sh part 1c (Linux): clone() fails, so `rlock run` runs
+/* LD_PRELOAD'ed by bench/run.sh part 1c (Linux): fork() fails, so `rlock run` runs
  * without its group guard, as it does when the guard cannot be started. The paired
  * CPU of a run with and without it is the guard's price (docs/PERFORMANCE.md). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <sys/types.h>
 
-int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...) {
-  (void)fn;
-  (void)stack;
-  (void)flags;
-  (void)arg;
+/* rlock forks only its guard (the command is started with vfork, which this
+ * leaves alone). */
+pid_t fork(void) {
   errno = EAGAIN;
   return -1;
 }

@@ -344,6 +344,66 @@ hold() {
   wait_until "_rlock_dead $job" 5
 }
 
+# guard_of PID: the guard among rlock PID's children (the one in a session of its own).
+guard_of() {
+  ps -o pid=,sid= --ppid "$1" | awk '$1 == $2 {print $1}'
+}
+
+@test "a guard killed while leftovers hold the lock (draining) is replaced" {
+  rlock_bg holder run --ttl 30s hk -c 'sh -c "echo \$\$ >\"$T/leftover\"; exec sleep 300" & exit 0'
+  holder=$BG_PID
+  wait_for_file "$T/leftover"
+  job=$(cat "$T/leftover")
+  wait_until "grep -q 'holding' \"$T/holder.err\""
+  guard=$(guard_of "$holder")
+  [[ -n $guard ]] || fail "no guard among the children of $holder"
+  kill -KILL "$guard"
+  wait_until "guard_of $holder | grep -qvx $guard" 5
+  kill -KILL "$holder"
+  wait_until "_rlock_dead $job" 5
+}
+
+@test "a guard killed while --kill-leftovers waits out a leftover that ignores SIGTERM is replaced" {
+  rlock_bg holder run --ttl 30s --kill-leftovers --kill-after 60s hk \
+    -c 'sh -c "trap \"\" TERM; echo \$\$ >\"$T/leftover\"; while :; do sleep 1; done" & sleep 0.2; exit 0'
+  holder=$BG_PID
+  wait_for_file "$T/leftover"
+  job=$(cat "$T/leftover")
+  wait_until "[[ -n \$(guard_of $holder) ]]"
+  guard=$(guard_of "$holder")
+  kill -KILL "$guard"
+  wait_until "guard_of $holder | grep -qvx $guard" 5
+  kill -KILL "$holder"
+  wait_until "_rlock_dead $job" 5
+}
+
+@test "rlock killed by a signal that dumps core (SIGABRT): the guard, not sharing its memory, still kills the group" {
+  # Before Linux 5.16 a core dump killed every process sharing the dumper's memory, even
+  # with no core written; the OOM killer still does: the guard is forked, never cloned with
+  # CLONE_VM (docs/DESIGN.md).
+  bg_start holder bash -c 'ulimit -c 0; exec env --default-signal "$@"' x \
+    "$RLOCK" run --ttl 30s hk -c 'sh -c "echo \$\$ >\"$T/leftover\"; exec sleep 300" & wait'
+  holder=$BG_PID
+  wait_for_file "$T/leftover"
+  job=$(cat "$T/leftover")
+  wait_until "[[ -n \$(guard_of $holder) ]]"
+  kill -ABRT "$holder"
+  wait_until "_rlock_dead $holder" 5
+  wait_until "_rlock_dead $job" 5
+}
+
+@test "SIGCHLD blocked at start (env --block-signal=CHLD): rlock still sees its command end" {
+  env --block-signal=CHLD true 2>/dev/null || skip "env has no --block-signal"
+  # (it held the lock for ever, renewing it, and forwarded timeout's SIGTERM to nothing)
+  run timeout -k 3 30 env --block-signal=CHLD "$RLOCK" run hk -- sleep 0.3
+  assert_equal "$status" 0
+  assert_equal "$(rcli exists 'lock:{hk}')" 0
+  # the command still starts with the mask rlock was started with (SIGCHLD: bit 17, 0x10000)
+  run -0 timeout -k 3 30 env --block-signal=CHLD "$RLOCK" run hk -- \
+    sed -n 's/^SigBlk:[[:space:]]*//p' /proc/self/status
+  assert_output 0000000000010000
+}
+
 # --- SIGTSTP and SIGCONT -----------------------------------------------------------------------
 
 # counter.sh DIR: counts every 50ms until DIR/go (at most 60s), one line per count appended to

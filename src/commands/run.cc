@@ -263,6 +263,14 @@ class Runner {
     // Always ours, even if inherited as ignored: we must reap the child.
     handle_unless_ignored(
         loop(), SIGCHLD, [this](int) { reap(); }, true);
+    // Never blocked either: a SIGCHLD blocked at start (`env --block-signal=CHLD`, a
+    // supervisor's mask) would never tell rlock that its command ended, and it would hold
+    // the lock for ever. Unblocked for rlock alone: the command starts with the mask rlock
+    // was started with (restore_inherited_signals_in_child).
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    sigprocmask(SIG_UNBLOCK, &chld, nullptr);
   }
 
   // A stop request to this run reaches the nested runs under its token on

@@ -1,6 +1,6 @@
 // RLOCK_HAS_ASAN: 1 when AddressSanitizer is on (gcc defines __SANITIZE_ADDRESS__,
-// clang answers __has_feature). vfork and the CLONE_VM guard are off then: ASan's
-// shadow stack is not aware of either.
+// clang answers __has_feature). vfork is off then: ASan's shadow stack is not
+// aware of it.
 #pragma once
 
 #if defined(__SANITIZE_ADDRESS__)

@@ -1,5 +1,4 @@
-// See guard.h. Portable: a pipe, fork and kill; on Linux x86-64 and arm64 a
-// clone with CLONE_VM instead of fork (below), for the cost of the run.
+// See guard.h. Portable: a pipe, fork and kill.
 #include "proc/guard.h"
 
 #include <fcntl.h>
@@ -12,11 +11,9 @@
 #include <cerrno>
 
 #ifdef __linux__
-#include <sched.h>
 #include <sys/syscall.h>
 #endif
 
-#include "core/sanitizers.h"
 #include "proc/child.h"
 
 namespace rlock {
@@ -38,7 +35,7 @@ void close_all_but(int keep) {
 namespace {
 
 // A read of exactly `len` bytes, or fewer at EOF or on an error.
-[[maybe_unused]] size_t read_fully(int fd, void* buf, size_t len) {
+size_t read_fully(int fd, void* buf, size_t len) {
   size_t got = 0;
   while (got < len) {
     ssize_t n = read(fd, static_cast<char*>(buf) + got, len - got);
@@ -50,74 +47,6 @@ namespace {
 }
 
 }  // namespace
-
-#if defined(__linux__) && (defined(__x86_64__) || defined(__aarch64__)) && !RLOCK_HAS_ASAN
-// On Linux the guard is cloned with CLONE_VM: it shares rlock's memory instead of
-// copying rlock's page tables and making every page rlock writes afterwards a
-// copy-on-write fault (about 0.2 ms of every run: docs/PERFORMANCE.md). It still is a process
-// of its own (own descriptor table, own session), so it outlives rlock's death
-// exactly as a forked guard would: the memory stays mapped for it. Sharing memory
-// and rlock's thread pointer, it must not touch anything of libc's state, errno
-// included, so it makes raw system calls only, on a stack of its own that rlock
-// never uses. One guard lives at a time (a new one starts only after the last was
-// reaped), so one stack is enough.
-#define RLOCK_GUARD_SHARES_MEMORY 1
-namespace {
-
-long raw_syscall(long n, long a = 0, long b = 0, long c = 0) {
-#if defined(__x86_64__)
-  long ret;
-  asm volatile("syscall" : "=a"(ret) : "a"(n), "D"(a), "S"(b), "d"(c) : "rcx", "r11", "memory");
-  return ret;
-#else
-  register long x8 asm("x8") = n;
-  register long x0 asm("x0") = a;
-  register long x1 asm("x1") = b;
-  register long x2 asm("x2") = c;
-  asm volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2) : "memory");
-  return x0;
-#endif
-}
-
-struct GuardArgs {
-  int read_fd;
-  int max_fd;  // for closing one by one where close_range is missing
-};
-GuardArgs g_guard_args;
-alignas(64) unsigned char g_guard_stack[32 * 1024];
-
-// Reads exactly `len` bytes; fewer at EOF or on an error (signals are blocked).
-long raw_read_fully(int fd, char* buf, long len) {
-  long got = 0;
-  while (got < len) {
-    long n = raw_syscall(SYS_read, fd, reinterpret_cast<long>(buf + got), len - got);
-    if (n <= 0) break;
-    got += n;
-  }
-  return got;
-}
-
-int guard_main(void*) {
-  const GuardArgs a = g_guard_args;
-  raw_syscall(SYS_setsid);
-  auto close_range_or_each = [&](long from, long to) {
-    if (from > to) return;
-    if (raw_syscall(SYS_close_range, from, to, 0) == 0) return;
-    for (long fd = from; fd <= to && fd < a.max_fd; ++fd) raw_syscall(SYS_close, fd);
-  };
-  close_range_or_each(0, a.read_fd - 1);
-  close_range_or_each(a.read_fd + 1, 0x7fffffff);
-  pid_t pgid = 0;
-  if (raw_read_fully(a.read_fd, reinterpret_cast<char*>(&pgid), sizeof pgid) != sizeof pgid ||
-      pgid <= 1)
-    return 0;
-  char byte;
-  if (raw_read_fully(a.read_fd, &byte, 1) == 0) raw_syscall(SYS_kill, -pgid, SIGKILL);
-  return 0;  // clone()'s wrapper ends the process with the exit system call
-}
-
-}  // namespace
-#endif
 
 GroupGuard GroupGuard::start() {
   int fds[2];
@@ -132,11 +61,11 @@ GroupGuard GroupGuard::start() {
   sigset_t all, old;
   sigfillset(&all);
   sigprocmask(SIG_BLOCK, &all, &old);  // no rlock handler may run in the guard
-#ifdef RLOCK_GUARD_SHARES_MEMORY
-  long max_fd = sysconf(_SC_OPEN_MAX);
-  g_guard_args = {fds[0], static_cast<int>(max_fd < 0 || max_fd > 65536 ? 65536 : max_fd)};
-  pid_t pid = clone(guard_main, g_guard_stack + sizeof g_guard_stack, CLONE_VM | SIGCHLD, nullptr);
-#else
+  // Forked, never cloned sharing rlock's memory (CLONE_VM), which would be
+  // cheaper: the kernel's OOM killer kills every process that shares the
+  // victim's memory, and before Linux 5.16 so did a core dump (rlock aborting),
+  // so the guard would die with rlock exactly when it is needed
+  // (docs/DESIGN.md, "The guard").
   pid_t pid = fork();
   if (pid == 0) {
     // The guard: only async-signal-safe calls from here on. It holds nothing
@@ -153,7 +82,6 @@ GroupGuard GroupGuard::start() {
     if (read_fully(fds[0], &byte, 1) == 0) kill(-pgid, SIGKILL);  // rlock died
     _exit(0);
   }
-#endif
   sigprocmask(SIG_SETMASK, &old, nullptr);
   close(fds[0]);
   if (pid < 0) {

@@ -1,7 +1,7 @@
-// The guard of `rlock run`: a process of its own, forked (or cloned) before the
-// command and never exec'd, that kills the command's process group if rlock
-// dies without releasing it. Its own rules: between fork and _exit only
-// async-signal-safe calls (raw system calls when it shares rlock's memory).
+// The guard of `rlock run`: a process of its own, forked before the command
+// and never exec'd, that kills the command's process group if rlock dies
+// without releasing it. Its own rules: between fork and _exit only
+// async-signal-safe calls.
 #pragma once
 
 #include <sys/types.h>
