@@ -279,6 +279,11 @@ hold() {
 
 # --- the guard -------------------------------------------------------------------------------
 
+# guard_of PID: the guard among rlock PID's children (the one in a session of its own).
+guard_of() {
+  ps -o pid=,sid= --ppid "$1" | awk '$1 == $2 {print $1}'
+}
+
 @test "the guard holds only its pipe: a run that waited keeps no waiter connection open" {
   hold --ttl 60s
   first=$HOLDER
@@ -293,7 +298,7 @@ hold() {
   assert_equal "$(rcli pubsub channels 'lock:release:{hk}:*' | grep -c .)" 0
   # rlock's children: the command (its own process group, rlock's session) and the guard
   # (a session of its own, so that a SIGKILL to rlock's group spares it)
-  guard=$(ps -o pid=,sid= --ppid "$waiter" | awk '$1 == $2 {print $1}')
+  guard=$(guard_of "$waiter")
   [[ -n $guard ]] || fail "no guard among the children of $waiter: $(ps -o pid=,sid=,args= --ppid "$waiter")"
   run ls "/proc/$guard/fd"
   assert_equal "${#lines[@]}" 1
@@ -314,8 +319,8 @@ hold() {
     wait'
   waiter=$BG_PID
   # the idle guard: the waiter's child in a session of its own
-  wait_until "[[ -n \$(ps -o pid=,sid= --ppid $waiter | awk '\$1 == \$2 {print \$1}') ]]"
-  guard=$(ps -o pid=,sid= --ppid "$waiter" | awk '$1 == $2 {print $1}')
+  wait_until "[[ -n \$(guard_of $waiter) ]]"
+  guard=$(guard_of "$waiter")
   kill -KILL "$guard"
   # rlock reaps it while it still waits (no zombie left among its children)
   wait_until "! ps -o pid= --ppid $waiter | grep -qw $guard" 5
@@ -323,7 +328,7 @@ hold() {
   wait_for_file "$T/leftover"
   job=$(cat "$T/leftover")
   # a new guard: another session leader among rlock's children
-  wait_until "ps -o pid=,sid= --ppid $waiter | awk '\$1 == \$2 && \$1 != $guard {f = 1} END {exit !f}'" 5
+  wait_until "guard_of $waiter | grep -qvx $guard" 5
   kill -KILL "$waiter"
   wait_until "_rlock_dead $job" 5
 }
@@ -335,18 +340,13 @@ hold() {
   holder=$BG_PID
   wait_for_file "$T/leftover"
   job=$(cat "$T/leftover")
-  wait_until "[[ -n \$(ps -o pid=,sid= --ppid $holder | awk '\$1 == \$2 {print \$1}') ]]"
-  guard=$(ps -o pid=,sid= --ppid "$holder" | awk '$1 == $2 {print $1}')
+  wait_until "[[ -n \$(guard_of $holder) ]]"
+  guard=$(guard_of "$holder")
   kill -KILL "$guard"
   # a new guard: another session leader among rlock's children
-  wait_until "ps -o pid=,sid= --ppid $holder | awk '\$1 == \$2 && \$1 != $guard {f = 1} END {exit !f}'" 5
+  wait_until "guard_of $holder | grep -qvx $guard" 5
   kill -KILL "$holder"
   wait_until "_rlock_dead $job" 5
-}
-
-# guard_of PID: the guard among rlock PID's children (the one in a session of its own).
-guard_of() {
-  ps -o pid=,sid= --ppid "$1" | awk '$1 == $2 {print $1}'
 }
 
 @test "a guard killed while leftovers hold the lock (draining) is replaced" {
@@ -398,7 +398,7 @@ guard_of() {
   run timeout -k 3 30 env --block-signal=CHLD "$RLOCK" run hk -- sleep 0.3
   assert_equal "$status" 0
   assert_equal "$(rcli exists 'lock:{hk}')" 0
-  # the command still starts with the mask rlock was started with (SIGCHLD: bit 17, 0x10000)
+  # the command still starts with the mask rlock was started with (SIGCHLD, signal 17: 0x10000)
   run -0 timeout -k 3 30 env --block-signal=CHLD "$RLOCK" run hk -- \
     sed -n 's/^SigBlk:[[:space:]]*//p' /proc/self/status
   assert_output 0000000000010000
@@ -548,8 +548,8 @@ EOF2
   rlock_bg holder run --ttl 30s hk -- sh -c 'touch "$1/up"; while [ ! -e "$1/go" ]; do sleep 0.05; done' x "$T"
   holder=$BG_PID
   wait_for_file "$T/up"
-  wait_until "[[ -n \$(ps -o pid=,sid= --ppid $holder | awk '\$1 == \$2 {print \$1}') ]]"
-  guard=$(ps -o pid=,sid= --ppid "$holder" | awk '$1 == $2 {print $1}')
+  wait_until "[[ -n \$(guard_of $holder) ]]"
+  guard=$(guard_of "$holder")
   kill -STOP "$guard"
   touch "$T/go"
   bg_wait "$holder" 5

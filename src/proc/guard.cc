@@ -65,7 +65,7 @@ GroupGuard GroupGuard::start() {
   // cheaper: the kernel's OOM killer kills every process that shares the
   // victim's memory, and before Linux 5.16 so did a core dump (rlock aborting),
   // so the guard would die with rlock exactly when it is needed
-  // (docs/DESIGN.md, "The guard").
+  // (docs/DESIGN.md, "The one event loop").
   pid_t pid = fork();
   if (pid == 0) {
     // The guard: only async-signal-safe calls from here on. It holds nothing
