@@ -11,7 +11,8 @@
 #  1c. CPU per run, paired: `rlock run k -- true` and bench/minimal run alternately
 #      (bench/paired.c: CPU from wait4, the command and the guard included), CPU, wall and
 #      minor-fault medians and their ratios; the same run with the group guard off (a
-#      preloaded bench/noguard.c makes fork fail; Linux only) beside it on: its price
+#      preloaded bench/noguard.c makes memfd_create and fork fail; Linux only) beside it
+#      on: its price
 #   2. `rlock --version` beside an empty C program (process start-up floor)
 #   3. handoff gap, contenders already waiting: 8 contenders started together, 20 runs
 #      each, a 10 ms critical section (bench/stamp.c); the gap runs from one command's

@@ -392,6 +392,61 @@ guard_of() {
   wait_until "_rlock_dead $job" 5
 }
 
+# The name a forked guard has: rlock's own (its command name, at most 15 bytes).
+rlock_comm() { basename "$RLOCK" | cut -c1-15; }
+
+@test "the guard is a program of its own: its own name and memory, one descriptor, deaf to stray signals" {
+  # The guard program is exec'd from memory on Linux x86-64 and AArch64 (docs/DESIGN.md);
+  # elsewhere, and in a sanitizer build, the guard is a fork of rlock.
+  expect=rlock-guard
+  case $(uname -s)/$(uname -m) in
+    Linux/x86_64 | Linux/aarch64) ;;
+    *) expect=$(rlock_comm) ;;
+  esac
+  if ldd "$RLOCK" 2>/dev/null | grep -q libasan; then expect=$(rlock_comm); fi
+  rlock_bg holder run --ttl 30s hk -c 'sh -c "echo \$\$ >\"$T/leftover\"; exec sleep 300" & wait'
+  holder=$BG_PID
+  wait_for_file "$T/leftover"
+  job=$(cat "$T/leftover")
+  wait_until "[[ -n \$(guard_of $holder) ]]"
+  guard=$(guard_of "$holder")
+  assert_equal "$(cat "/proc/$guard/comm")" "$expect"
+  if [[ $expect == rlock-guard ]]; then
+    run readlink "/proc/$guard/exe"
+    assert_output --partial 'memfd:rlock-guard'
+    # none of rlock's binary or libraries mapped: memory of its own
+    run grep -c -F -e "$(readlink -f "$RLOCK")" -e /libc "/proc/$guard/maps"
+    assert_output 0
+  fi
+  run ls "/proc/$guard/fd"
+  assert_equal "${#lines[@]}" 1
+  # every signal but SIGKILL stays pending (blocked): the guard outlives them all
+  for sig in TERM INT HUP QUIT USR1 PIPE ALRM; do kill -"$sig" "$guard"; done
+  pending=$(awk '$1 == "ShdPnd:" {print $2}' "/proc/$guard/status")
+  assert_equal "$((0x$pending & 0x4000))" "$((0x4000))" # SIGTERM's bit
+  assert_equal "$(awk '{print $3}' "/proc/$guard/stat")" S
+  kill -KILL "$holder"
+  wait_until "_rlock_dead $job" 5
+}
+
+@test "where the guard program cannot be exec'd (memfd_create refused, a non-executable memfd) the guard is forked" {
+  [[ $(uname -s) == Linux ]] || skip "the guard program is Linux's"
+  for mode in refuse noexec; do
+    rm -f "$T/leftover"
+    bg_start "holder-$mode" env "LD_PRELOAD=$RLOCK_HELPERS/memfd_shim.so" "RLOCK_TEST_MEMFD=$mode" \
+      "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+      "$RLOCK" run --ttl 30s "hk-$mode" -c 'sh -c "echo \$\$ >\"$T/leftover\"; exec sleep 300" & wait'
+    holder=$BG_PID
+    wait_for_file "$T/leftover"
+    job=$(cat "$T/leftover")
+    wait_until "[[ -n \$(guard_of $holder) ]]"
+    guard=$(guard_of "$holder")
+    assert_equal "$(cat "/proc/$guard/comm")" "$(rlock_comm)"
+    kill -KILL "$holder"
+    wait_until "_rlock_dead $job" 5
+  done
+}
+
 @test "SIGCHLD blocked at start (env --block-signal=CHLD): rlock still sees its command end" {
   env --block-signal=CHLD true 2>/dev/null || skip "env has no --block-signal"
   # (it held the lock for ever, renewing it, and forwarded timeout's SIGTERM to nothing)

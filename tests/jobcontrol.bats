@@ -84,8 +84,8 @@ keys() {
 ctrl_z() { tmux -L "$TMUX_SOCK" send-keys -t jc C-z; }
 
 # rlock itself: the shell's child that runs "$RLOCK run". Not found by its command line
-# alone: its guard (a fork of rlock) has the same one, and so has any rlock of another
-# run of the same build on the machine.
+# alone: a forked guard (a sanitizer build's) has the same one, and so has any rlock of
+# another run of the same build on the machine.
 rlock_pid() {
   local pid args
   while read -r pid args; do

@@ -1,4 +1,5 @@
-// See guard.h. Portable: a pipe, fork and kill.
+// See guard.h. Portable: a pipe, fork and kill; on Linux x86-64 and AArch64
+// the guard program (guard_program.cc) exec'd from memory after vfork.
 #include "proc/guard.h"
 
 #include <fcntl.h>
@@ -12,6 +13,19 @@
 
 #ifdef __linux__
 #include <sys/syscall.h>
+#endif
+#include "core/sanitizers.h"
+// The guard program is started with vfork(), which AddressSanitizer's shadow
+// stack is not aware of: a sanitizer build forks its guard (so its test pass
+// covers that path, the plain pass the program).
+#if defined(RLOCK_GUARD_PROGRAM) && !RLOCK_HAS_ASAN && defined(SYS_execveat)
+#define RLOCK_EXEC_GUARD 1
+#include <sys/mman.h>
+
+#include "guard_program.h"  // kGuardProgram: generated from proc/guard_program.cc
+#ifndef MFD_EXEC
+#define MFD_EXEC 0x0010U  // Linux 6.3: executable on purpose (kernels that know it want it said)
+#endif
 #endif
 
 #include "proc/child.h"
@@ -46,13 +60,79 @@ size_t read_fully(int fd, void* buf, size_t len) {
   return got;
 }
 
+#ifdef RLOCK_EXEC_GUARD
+constexpr pid_t kNoProgram = -2;
+
+// Starts the guard program (proc/guard_program.cc) with `read_end` as its
+// descriptor 0, in a session of its own: its pid, kNoProgram where it cannot
+// be exec'd (memfd_create or execveat refused: an old kernel, a seccomp
+// filter, vm.memfd_noexec=2), the caller then forks a guard instead; -1 if no
+// process can be made. Called with every signal blocked, which the program
+// keeps (exec resets handlers, not the mask).
+pid_t exec_program(int read_end) {
+  static bool unavailable = false;  // refused once: refused again; fork at once
+  if (unavailable) return kNoProgram;
+  int mfd = memfd_create("rlock-guard", MFD_CLOEXEC | MFD_EXEC);
+  if (mfd < 0 && errno == EINVAL) mfd = memfd_create("rlock-guard", MFD_CLOEXEC);
+  if (mfd < 0) {
+    unavailable = true;
+    return kNoProgram;
+  }
+  size_t done = 0;
+  while (done < sizeof kGuardProgram) {
+    ssize_t n = write(mfd, kGuardProgram + done, sizeof kGuardProgram - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  if (done != sizeof kGuardProgram) {
+    close(mfd);
+    return kNoProgram;
+  }
+  static char name[] = "rlock-guard";
+  char* const argv[] = {name, nullptr};
+  char* const envp[] = {nullptr};
+  volatile int exec_error = 0;
+  // vfork(), as for the command (proc/child.cc): no page tables copied, no
+  // copy-on-write faults in rlock afterwards. The child only makes system
+  // calls and writes `exec_error` (shared memory) if exec fails.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  const pid_t pid = vfork();
+#pragma GCC diagnostic pop
+  if (pid == 0) {
+    // A session of its own: a SIGKILL to rlock's process group (`kill -9
+    // %1`, a CI runner ending the job) must not take the guard along.
+    setsid();
+    if (read_end == 0) {
+      fcntl(0, F_SETFD, 0);  // dup2(0, 0) would leave it close-on-exec
+    } else {
+      dup2(read_end, 0);
+    }
+    syscall(SYS_execveat, mfd, "", argv, envp, AT_EMPTY_PATH);
+    exec_error = errno;
+    _exit(127);
+  }
+  close(mfd);
+  if (pid < 0) return -1;
+  if (exec_error != 0) {
+    int st;
+    wait_pid(pid, &st, 0);
+    unavailable = true;
+    return kNoProgram;
+  }
+  return pid;
+}
+#endif
+
 }  // namespace
 
 GroupGuard GroupGuard::start() {
   int fds[2];
 #ifdef __linux__
-  // Both ends close on exec (the guard itself never execs; rlock closes its
-  // read end at once): one call instead of pipe and fcntl.
+  // Both ends close on exec (the guard program gets its read end as
+  // descriptor 0 by dup2, a forked guard never execs, rlock closes its read
+  // end at once): one call instead of pipe and fcntl.
   if (pipe2(fds, O_CLOEXEC) != 0) return {};
 #else
   if (pipe(fds) != 0) return {};
@@ -61,12 +141,18 @@ GroupGuard GroupGuard::start() {
   sigset_t all, old;
   sigfillset(&all);
   sigprocmask(SIG_BLOCK, &all, &old);  // no rlock handler may run in the guard
-  // Forked, never cloned sharing rlock's memory (CLONE_VM), which would be
-  // cheaper: the kernel's OOM killer kills every process that shares the
-  // victim's memory, and before Linux 5.16 so did a core dump (rlock aborting),
-  // so the guard would die with rlock exactly when it is needed
-  // (docs/DESIGN.md, "The one event loop").
+  // A process with memory of its own, never a clone sharing rlock's (CLONE_VM),
+  // which would be cheaper: the kernel's OOM killer kills every process that
+  // shares the victim's memory, and before Linux 5.16 so did a core dump
+  // (rlock aborting), so the guard would die with rlock exactly when it is
+  // needed (docs/DESIGN.md, "The one event loop"). The guard program where it
+  // can be exec'd, else a fork of rlock doing the same.
+#ifdef RLOCK_EXEC_GUARD
+  pid_t pid = exec_program(fds[0]);
+  if (pid == kNoProgram) pid = fork();
+#else
   pid_t pid = fork();
+#endif
   if (pid == 0) {
     // The guard: only async-signal-safe calls from here on. It holds nothing
     // but its pipe: no Redis connection, no terminal, no caller's descriptor.

@@ -1,0 +1,103 @@
+// The group guard as a program of its own (docs/DESIGN.md, "The one event loop"):
+// built freestanding (no libc, no C++ runtime, raw system calls) into a static
+// executable of a few hundred bytes, embedded in rlock and exec'd from memory
+// after a vfork, which copies none of rlock's page tables. It has memory of
+// its own, so the OOM killer or a core dump that takes rlock does not take it.
+//
+// Its whole job, as the forked guard's (proc/guard.cc): with its pipe on
+// descriptor 0 and every signal blocked (the mask it was exec'd with), read
+// the command's process group, then wait for one more byte. A byte means rlock
+// stood down; end of file means rlock died: SIGKILL to the group.
+//
+// Linux on x86-64 and AArch64 only (CMakeLists.txt builds it there); elsewhere
+// the guard is forked.
+#include <asm/unistd.h>
+
+namespace {
+
+#if defined(__x86_64__)
+long sys(long n, long a = 0, long b = 0, long c = 0, long d = 0) {
+  register long r10 asm("r10") = d;
+  long r;
+  asm volatile("syscall"
+               : "=a"(r)
+               : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10)
+               : "rcx", "r11", "memory");
+  return r;
+}
+#elif defined(__aarch64__)
+long sys(long n, long a = 0, long b = 0, long c = 0, long d = 0) {
+  register long x8 asm("x8") = n;
+  register long x0 asm("x0") = a;
+  register long x1 asm("x1") = b;
+  register long x2 asm("x2") = c;
+  register long x3 asm("x3") = d;
+  asm volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3) : "memory");
+  return x0;
+}
+#else
+#error "the guard program is built for x86-64 and AArch64 only"
+#endif
+
+constexpr long kEINTR = 4;
+constexpr long kSIGKILL = 9;
+constexpr long kPR_SET_NAME = 15;
+constexpr long kRLIMIT_NOFILE = 7;
+
+[[noreturn]] void leave() {
+  for (;;) sys(__NR_exit_group, 0);
+}
+
+// Reads exactly `len` bytes of descriptor 0, or fewer at end of file or on an error.
+long read_fully(char* buf, long len) {
+  long got = 0;
+  while (got < len) {
+    long n = sys(__NR_read, 0, reinterpret_cast<long>(buf + got), len - got);
+    if (n == -kEINTR) continue;
+    if (n <= 0) break;
+    got += n;
+  }
+  return got;
+}
+
+// Every descriptor but the pipe: the guard must hold no terminal, socket or
+// caller's pipe open (a reader waiting for end of file would wait for it).
+void close_others() {
+  if (sys(__NR_close_range, 1, ~0u, 0) == 0) return;
+  // Linux before 5.9: one by one, up to the limit (at most 65,536).
+  unsigned long lim[2] = {65536, 65536};  // soft, hard
+  sys(__NR_prlimit64, 0, kRLIMIT_NOFILE, 0, reinterpret_cast<long>(lim));
+  unsigned long max = lim[0] > 65536 ? 65536 : lim[0];
+  for (unsigned long fd = 1; fd < max; ++fd) sys(__NR_close, static_cast<long>(fd));
+}
+
+}  // namespace
+
+extern "C" [[noreturn]] void rlock_guard_main() {
+  static const char name[] = "rlock-guard";
+  sys(__NR_prctl, kPR_SET_NAME, reinterpret_cast<long>(name));
+  close_others();
+  int pgid = 0;
+  if (read_fully(reinterpret_cast<char*>(&pgid), sizeof pgid) != sizeof pgid || pgid <= 1) leave();
+  char byte;
+  if (read_fully(&byte, 1) == 0) sys(__NR_kill, -static_cast<long>(pgid), kSIGKILL);  // rlock died
+  leave();
+}
+
+// The entry point: the kernel's initial stack, realigned for the call.
+#if defined(__x86_64__)
+asm(".text\n"
+    ".globl _start\n"
+    "_start:\n"
+    "  xor %ebp, %ebp\n"
+    "  and $-16, %rsp\n"
+    "  call rlock_guard_main\n"
+    "  hlt\n");
+#elif defined(__aarch64__)
+asm(".text\n"
+    ".globl _start\n"
+    "_start:\n"
+    "  mov x29, #0\n"
+    "  mov x30, #0\n"
+    "  bl rlock_guard_main\n");
+#endif
