@@ -284,6 +284,15 @@ guard_of() {
   ps -o pid=,sid= --ppid "$1" | awk '$1 == $2 {print $1}'
 }
 
+# job_and_guard PID: once the command of rlock PID has written its job's pid to
+# $T/leftover and rlock's guard is running, sets job and guard.
+job_and_guard() {
+  wait_for_file "$T/leftover"
+  job=$(cat "$T/leftover")
+  wait_until "[[ -n \$(guard_of $1) ]]"
+  guard=$(guard_of "$1")
+}
+
 @test "the guard holds only its pipe: a run that waited keeps no waiter connection open" {
   hold --ttl 60s
   first=$HOLDER
@@ -338,10 +347,7 @@ guard_of() {
     sh -c "echo \$\$ >\"$T/leftover\"; exec sleep 300" &
     wait'
   holder=$BG_PID
-  wait_for_file "$T/leftover"
-  job=$(cat "$T/leftover")
-  wait_until "[[ -n \$(guard_of $holder) ]]"
-  guard=$(guard_of "$holder")
+  job_and_guard "$holder"
   kill -KILL "$guard"
   # a new guard: another session leader among rlock's children
   wait_until "guard_of $holder | grep -qvx $guard" 5
@@ -367,10 +373,7 @@ guard_of() {
   rlock_bg holder run --ttl 30s --kill-leftovers --kill-after 60s hk \
     -c 'sh -c "trap \"\" TERM; echo \$\$ >\"$T/leftover\"; while :; do sleep 1; done" & sleep 0.2; exit 0'
   holder=$BG_PID
-  wait_for_file "$T/leftover"
-  job=$(cat "$T/leftover")
-  wait_until "[[ -n \$(guard_of $holder) ]]"
-  guard=$(guard_of "$holder")
+  job_and_guard "$holder"
   kill -KILL "$guard"
   wait_until "guard_of $holder | grep -qvx $guard" 5
   kill -KILL "$holder"
@@ -384,9 +387,7 @@ guard_of() {
   bg_start holder bash -c 'ulimit -c 0; exec env --default-signal "$@"' x \
     "$RLOCK" run --ttl 30s hk -c 'sh -c "echo \$\$ >\"$T/leftover\"; exec sleep 300" & wait'
   holder=$BG_PID
-  wait_for_file "$T/leftover"
-  job=$(cat "$T/leftover")
-  wait_until "[[ -n \$(guard_of $holder) ]]"
+  job_and_guard "$holder"
   kill -ABRT "$holder"
   wait_until "_rlock_dead $holder" 5
   wait_until "_rlock_dead $job" 5
@@ -406,10 +407,7 @@ rlock_comm() { basename "$RLOCK" | cut -c1-15; }
   if ldd "$RLOCK" 2>/dev/null | grep -q libasan; then expect=$(rlock_comm); fi
   rlock_bg holder run --ttl 30s hk -c 'sh -c "echo \$\$ >\"$T/leftover\"; exec sleep 300" & wait'
   holder=$BG_PID
-  wait_for_file "$T/leftover"
-  job=$(cat "$T/leftover")
-  wait_until "[[ -n \$(guard_of $holder) ]]"
-  guard=$(guard_of "$holder")
+  job_and_guard "$holder"
   assert_equal "$(cat "/proc/$guard/comm")" "$expect"
   if [[ $expect == rlock-guard ]]; then
     run readlink "/proc/$guard/exe"
@@ -437,10 +435,7 @@ rlock_comm() { basename "$RLOCK" | cut -c1-15; }
       "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
       "$RLOCK" run --ttl 30s "hk-$mode" -c 'sh -c "echo \$\$ >\"$T/leftover\"; exec sleep 300" & wait'
     holder=$BG_PID
-    wait_for_file "$T/leftover"
-    job=$(cat "$T/leftover")
-    wait_until "[[ -n \$(guard_of $holder) ]]"
-    guard=$(guard_of "$holder")
+    job_and_guard "$holder"
     assert_equal "$(cat "/proc/$guard/comm")" "$(rlock_comm)"
     kill -KILL "$holder"
     wait_until "_rlock_dead $job" 5
