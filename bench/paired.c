@@ -3,7 +3,7 @@
  * the process and the children it reaped), the median wall time from fork to
  * reap and the median minor page faults, then A's ratio to B for CPU and wall.
  * Alternating puts both under the same load: the ratio is what to read on a
- * busy machine. Output goes to /dev/null, input from /dev/null.
+ * busy machine. Output and errors go to /dev/null, input from /dev/null.
  * Usage: paired RUNS WARMUP CMD_A [ARGS...] :: CMD_B [ARGS...]   (bench/ only) */
 #include <fcntl.h>
 #include <stdio.h>
@@ -39,6 +39,7 @@ static int once(char **argv, double *wall, double *cpu, double *faults) {
     int null = open("/dev/null", O_RDWR);
     dup2(null, 0);
     dup2(null, 1);
+    dup2(null, 2); /* (rlock without its guard, part 1c, warns on each run) */
     execvp(argv[0], argv);
     _exit(127);
   }

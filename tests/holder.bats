@@ -442,6 +442,29 @@ rlock_comm() { basename "$RLOCK" | cut -c1-15; }
   done
 }
 
+@test "no guard can be started (memfd_create and fork refused): one warning, the command still runs" {
+  [[ $(uname -s) == Linux ]] || skip "the shim is Linux's"
+  ldd "$RLOCK" 2>/dev/null | grep -q libasan && skip "a sanitizer build forks its command too"
+  run env "LD_PRELOAD=$RLOCK_HELPERS/memfd_shim.so" RLOCK_TEST_MEMFD=noguard \
+    "$RLOCK" run --ttl 30s hk -- sh -c 'echo ran'
+  assert_success
+  assert_line ran
+  assert_line --regexp '^rlock: warning: no guard process could be started \(.+\): if rlock is killed with SIGKILL, what the command runs goes on without a lease$'
+  assert_equal "${#lines[@]}" 2
+  assert_equal "$(rcli exists 'lock:{hk}')" 0
+}
+
+@test "a guard stopped with SIGSTOP is continued at once: SIGKILL to rlock still ends the group" {
+  rlock_bg holder run --ttl 30s hk -c 'sh -c "echo \$\$ >\"$T/leftover\"; exec sleep 300" & wait'
+  holder=$BG_PID
+  job_and_guard "$holder"
+  kill -STOP "$guard"
+  # its stop sends rlock a SIGCHLD, and rlock continues it
+  wait_until "[[ \$(awk '{print \$3}' /proc/$guard/stat) == S ]]" 5
+  kill -KILL "$holder"
+  wait_until "_rlock_dead $job" 5
+}
+
 @test "SIGCHLD blocked at start (env --block-signal=CHLD): rlock still sees its command end" {
   env --block-signal=CHLD true 2>/dev/null || skip "env has no --block-signal"
   # (it held the lock for ever, renewing it, and forwarded timeout's SIGTERM to nothing)

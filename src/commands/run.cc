@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstring>
 
 #include "cli/output.h"
 #include "cli/progress.h"
@@ -377,7 +378,7 @@ class Runner {
       child_.emplace(Child::spawn(spec));
       loop().cancel(guard_timer_);
       guard_timer_ = 0;
-      guard_.watch(child_->pid());
+      watch_group();
     } catch (const Error& e) {
       log_error(e.what());
       enter(Phase::Releasing);
@@ -472,9 +473,24 @@ class Runner {
     });
   }
 
+  // Tells the guard which group to kill if rlock dies. Without a guard (no
+  // process could be started: a process or descriptor limit) a SIGKILL to
+  // rlock would leave the group running without a lease: said once.
+  void watch_group() {
+    if (guard_.watch(child_->pid()) || guard_warned_) return;
+    guard_warned_ = true;
+    log_error(fmt::format(
+        "warning: no guard process could be started ({}): if rlock is killed with SIGKILL, "
+        "what the command runs goes on without a lease",
+        std::strerror(guard_.error())));
+  }
+
   // ---- the end ----
 
   void reap() {
+    // A guard stopped by someone's SIGSTOP (its stop is what brought rlock
+    // here) could not act if rlock died: it is continued.
+    guard_.resume();
     if (!child_) {
       // No command yet (rlock waits in line): the only child is the guard. A
       // guard that died meanwhile is reaped now, so that watch() starts
@@ -484,21 +500,15 @@ class Runner {
       guard_.reap_if_exited();
       return;
     }
+    bool stopped = false;
     if (child_->running()) {
       child_->try_reap();
-      if (child_->running() && child_->stopped()) {
-        // Ctrl-Z: the command stopped, so stop its whole group (a member that
-        // ignores SIGTSTP must not run on unrenewed) and then rlock, and let
-        // the shell take over; fg/bg continues rlock, which continues the
-        // group. The lease is not renewed meanwhile: a stop longer than the
-        // TTL loses it, and --on-lost applies before anything runs again.
-        log_verbose("the command stopped: stopping its group and rlock");
-        child_->signal_group(SIGSTOP);
-        stop_self();
-        return;
-      }
+      stopped = child_->running() && child_->stopped();
     }
-    // Orphans the command left behind, reparented to rlock (subreaper).
+    // Orphans the command left behind, reparented to rlock (subreaper), and a
+    // guard that died: before rlock stops below, so that a guard killed while
+    // the command was being stopped is replaced first (a SIGKILL to the
+    // stopped rlock must still end the group).
     reap_others(
         child_->pid(), [this](int st) { child_->collected(st); },
         [this](pid_t other) {
@@ -508,9 +518,20 @@ class Runner {
           // takes over, so that the group still dies with rlock.
           if (holding() && !guard_stood_down_) {
             log_verbose("the guard process died: starting another");
-            guard_.watch(child_->pid());
+            watch_group();
           }
         });
+    if (stopped) {
+      // Ctrl-Z: the command stopped, so stop its whole group (a member that
+      // ignores SIGTSTP must not run on unrenewed) and then rlock, and let
+      // the shell take over; fg/bg continues rlock, which continues the
+      // group. The lease is not renewed meanwhile: a stop longer than the
+      // TTL loses it, and --on-lost applies before anything runs again.
+      log_verbose("the command stopped: stopping its group and rlock");
+      child_->signal_group(SIGSTOP);
+      stop_self();
+      return;
+    }
     if (child_->running()) return;
     if (!command_status_) return command_exited(*child_->try_reap());
     check_leftovers();
@@ -724,6 +745,7 @@ class Runner {
   // dies. Not "Releasing": a command that could not start releases with no
   // guard told anything.
   bool guard_stood_down_ = false;
+  bool guard_warned_ = false;  // watch_group() said there is no guard
   // The lease was lost (lease_lost): from then on in Running, Draining or
   // EndingLeftovers, and read again when releasing (the exit status, the
   // history's reason, no --done-for).

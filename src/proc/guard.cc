@@ -127,15 +127,21 @@ pid_t exec_program(int read_end) {
 
 }  // namespace
 
+GroupGuard GroupGuard::failed(int err) {
+  GroupGuard g;
+  g.error_ = err;
+  return g;
+}
+
 GroupGuard GroupGuard::start() {
   int fds[2];
 #ifdef __linux__
   // Both ends close on exec (the guard program gets its read end as
   // descriptor 0 by dup2, a forked guard never execs, rlock closes its read
   // end at once): one call instead of pipe and fcntl.
-  if (pipe2(fds, O_CLOEXEC) != 0) return {};
+  if (pipe2(fds, O_CLOEXEC) != 0) return failed(errno);
 #else
-  if (pipe(fds) != 0) return {};
+  if (pipe(fds) != 0) return failed(errno);
   fcntl(fds[1], F_SETFD, FD_CLOEXEC);
 #endif
   sigset_t all, old;
@@ -168,11 +174,12 @@ GroupGuard GroupGuard::start() {
     if (read_fully(fds[0], &byte, 1) == 0) kill(-pgid, SIGKILL);  // rlock died
     _exit(0);
   }
+  const int fork_errno = errno;
   sigprocmask(SIG_SETMASK, &old, nullptr);
   close(fds[0]);
   if (pid < 0) {
     close(fds[1]);
-    return {};
+    return failed(fork_errno);
   }
   GroupGuard g;
   g.pid_ = pid;
@@ -199,16 +206,22 @@ bool send_group(int pipe_fd, pid_t pgid) {
 
 }  // namespace
 
-void GroupGuard::watch(pid_t pgid) {
+bool GroupGuard::watch(pid_t pgid) {
   if (pid_ < 0) *this = start();
-  if (pipe_ >= 0 && send_group(pipe_, pgid)) return;
+  if (pipe_ >= 0 && send_group(pipe_, pgid)) return true;
   // The guard died while rlock waited (the OOM killer, an operator's kill):
   // reap it first (so that its pid cannot be mistaken for the new guard's),
   // then start another. Without one, a SIGKILL to rlock would leave the
   // command's group running without a lease.
   { GroupGuard dead(std::move(*this)); }
   *this = start();
-  if (pipe_ >= 0) send_group(pipe_, pgid);
+  if (pipe_ >= 0 && send_group(pipe_, pgid)) return true;
+  if (error_ == 0) error_ = EPIPE;  // started, then died at once
+  return false;
+}
+
+void GroupGuard::resume() const {
+  if (pid_ > 0) kill(pid_, SIGCONT);
 }
 
 void GroupGuard::reaped(pid_t pid) {
@@ -224,9 +237,10 @@ void GroupGuard::reap_if_exited() {
   if (wait_pid(pid_, &st, WNOHANG) == pid_) reaped(pid_);
 }
 
-GroupGuard::GroupGuard(GroupGuard&& o) noexcept : pid_(o.pid_), pipe_(o.pipe_) {
+GroupGuard::GroupGuard(GroupGuard&& o) noexcept : pid_(o.pid_), pipe_(o.pipe_), error_(o.error_) {
   o.pid_ = -1;
   o.pipe_ = -1;
+  o.error_ = 0;
 }
 
 GroupGuard& GroupGuard::operator=(GroupGuard&& o) noexcept {
@@ -234,8 +248,10 @@ GroupGuard& GroupGuard::operator=(GroupGuard&& o) noexcept {
     GroupGuard old(std::move(*this));
     pid_ = o.pid_;
     pipe_ = o.pipe_;
+    error_ = o.error_;
     o.pid_ = -1;
     o.pipe_ = -1;
+    o.error_ = 0;
   }
   return *this;
 }

@@ -1,6 +1,8 @@
-// The guard of `rlock run`: a process of its own, forked before the command
-// and never exec'd, that kills the command's process group if rlock dies
-// without releasing it. Its own rules: between fork and _exit only
+// The guard of `rlock run`: a process of its own, started before the command,
+// that kills the command's process group if rlock dies without releasing it.
+// On Linux x86-64 and AArch64 it is the guard program (guard_program.cc),
+// exec'd from memory after vfork; elsewhere, or where that is refused, a fork
+// of rlock whose own rules are: between fork and _exit only
 // async-signal-safe calls.
 #pragma once
 
@@ -13,9 +15,10 @@ namespace rlock {
 /// lease. So a small guard process waits on a pipe that only rlock can write
 /// to: first the group to watch, then EOF (rlock is gone, even by SIGKILL)
 /// means SIGKILL to the group, a byte means stand down; EOF before any group
-/// means there is nothing to kill. Portable: no Linux-only call. The guard
-/// closes every descriptor but its pipe (fork without exec keeps them all,
-/// Redis connections included).
+/// means there is nothing to kill. Portable: the fork needs no Linux-only
+/// call. The guard closes every descriptor but its pipe (a fork keeps them
+/// all, Redis connections included; so does an exec, for those not marked
+/// close-on-exec).
 ///
 /// The guard is forked before the command (start(), while the acquire request
 /// is in flight), so that its fork is not on the path from "acquired" to
@@ -23,12 +26,20 @@ namespace rlock {
 /// group.
 class GroupGuard {
  public:
-  /// Forks a guard that waits to be told its group. Returns an inactive guard
-  /// if the fork fails (the child's own PDEATHSIG still applies on Linux).
+  /// Starts a guard that waits to be told its group. Returns an inactive
+  /// guard, with error() set, if no process can be started (the child's own
+  /// PDEATHSIG still applies on Linux).
   static GroupGuard start();
   /// Tells the guard (started now if it was not, or again if it died while
-  /// rlock waited) which group to kill if rlock dies. Once only.
-  void watch(pid_t pgid);
+  /// rlock waited) which group to kill if rlock dies. Once only. False if no
+  /// guard watches it: error() says why.
+  bool watch(pid_t pgid);
+  /// Why the last start failed (an errno value), or 0.
+  int error() const { return error_; }
+  /// Continues the guard if someone stopped it (SIGSTOP): a stopped guard
+  /// could not act if rlock died. Harmless to a running guard, whose SIGCONT
+  /// stays pending (blocked): one system call.
+  void resume() const;
   /// rlock reaped process `pid` elsewhere (reap_others): if it was the guard,
   /// the guard is gone, and is never waited for (its pid may be reused).
   void reaped(pid_t pid);
@@ -48,8 +59,10 @@ class GroupGuard {
   ~GroupGuard();
 
  private:
+  static GroupGuard failed(int err);  // an inactive guard, with error() set
   pid_t pid_ = -1;
   int pipe_ = -1;
+  int error_ = 0;
 };
 
 /// In a forked process that will not exec: closes every descriptor but
