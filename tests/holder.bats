@@ -442,6 +442,39 @@ rlock_comm() { basename "$RLOCK" | cut -c1-15; }
   done
 }
 
+@test "rlock killed before it names the command's group to the guard: the child named it, the group still ends" {
+  [[ $(uname -s) == Linux ]] || skip "the shim is Linux's"
+  # rlock's own writes to the guard's pipe wait 5 s (tests/helpers/memfd_shim.cc)
+  bg_start holder env "LD_PRELOAD=$RLOCK_HELPERS/memfd_shim.so" RLOCK_TEST_MEMFD=slowname \
+    "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+    "$RLOCK" run --ttl 30s hk -c 'sh -c "echo \$\$ >\"$T/leftover\"; exec sleep 300" & wait'
+  holder=$BG_PID
+  job_and_guard "$holder"
+  kill -KILL "$holder"
+  wait_until "_rlock_dead $job" 3
+}
+
+@test "a file size limit (ulimit -f 0) does not kill rlock as it starts its guard" {
+  run bash -c 'ulimit -f 0; exec "$@"' x "$RLOCK" run --ttl 30s hk -- sh -c 'echo ran'
+  assert_success
+  assert_output ran
+  assert_equal "$(rcli exists 'lock:{hk}')" 0
+}
+
+@test "a guard program killed as it execs (a seccomp filter) is not restarted in a loop: the next guard is forked" {
+  [[ $(uname -s) == Linux ]] || skip "the shim is Linux's"
+  bg_start holder env "LD_PRELOAD=$RLOCK_HELPERS/memfd_shim.so" RLOCK_TEST_MEMFD=killexec \
+    "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+    "$RLOCK" -v run --ttl 30s hk -c 'sh -c "echo \$\$ >\"$T/leftover\"; exec sleep 300" & wait'
+  holder=$BG_PID
+  job_and_guard "$holder"
+  assert_equal "$(cat "/proc/$guard/comm")" "$(rlock_comm)"
+  kill -KILL "$holder"
+  wait_until "_rlock_dead $job" 5
+  run grep -c 'starting another' "$T/holder.err"
+  assert [ "$output" -le 1 ]
+}
+
 @test "no guard can be started (memfd_create and fork refused): one warning, the command still runs" {
   [[ $(uname -s) == Linux ]] || skip "the shim is Linux's"
   ldd "$RLOCK" 2>/dev/null | grep -q libasan && skip "a sanitizer build forks its command too"

@@ -374,10 +374,17 @@ class Runner {
         nested_ ? nested_->env : command_env(lock_->parts(), token_, acquired_, held_, where_);
     // What the command leaves behind is reparented to rlock, which reaps it.
     become_subreaper();
-    try {
-      child_.emplace(Child::spawn(spec));
+    // The guard runs before the command does, and the command's child names
+    // its group to it before exec: a SIGKILL to rlock right after the spawn,
+    // before watch_group(), still ends what the command started.
+    if (guard_timer_) {
       loop().cancel(guard_timer_);
       guard_timer_ = 0;
+      guard_ = GroupGuard::start();
+    }
+    spec.guard_fd = guard_.pipe_fd();
+    try {
+      child_.emplace(Child::spawn(spec));
       watch_group();
     } catch (const Error& e) {
       log_error(e.what());
@@ -516,9 +523,18 @@ class Runner {
           guard_.reaped(other);
           // The guard died while the group still holds the lock: another one
           // takes over, so that the group still dies with rlock.
+          // At most kMaxGuardStarts in all: a guard that cannot run (killed
+          // as it starts, by a filter or a limit) is not restarted in a loop.
           if (holding() && !guard_stood_down_) {
-            log_verbose("the guard process died: starting another");
-            watch_group();
+            if (++guard_starts_ < kMaxGuardStarts) {
+              log_verbose("the guard process died: starting another");
+              watch_group();
+            } else if (!guard_warned_) {
+              guard_warned_ = true;
+              log_error(fmt::format(
+                  "warning: the guard process kept dying: none is started again; if rlock is "
+                  "killed with SIGKILL, what the command runs goes on without a lease"));
+            }
           }
         });
     if (stopped) {
@@ -745,7 +761,9 @@ class Runner {
   // dies. Not "Releasing": a command that could not start releases with no
   // guard told anything.
   bool guard_stood_down_ = false;
-  bool guard_warned_ = false;  // watch_group() said there is no guard
+  bool guard_warned_ = false;  // rlock said there is no guard
+  int guard_starts_ = 1;       // guards started while the command ran
+  static constexpr int kMaxGuardStarts = 16;
   // The lease was lost (lease_lost): from then on in Running, Draining or
   // EndingLeftovers, and read again when releasing (the exit status, the
   // history's reason, no --done-for).

@@ -29,6 +29,7 @@
 
 #include "core/error.h"
 #include "core/sanitizers.h"
+#include "proc/guard.h"
 #include "proc/signals.h"
 
 extern char** environ;
@@ -206,6 +207,7 @@ int exec_candidates_in_child(ExecPlan& plan) {
 struct ChildSetup {
   pid_t parent;
   bool take_terminal;
+  int guard_fd;              // SpawnSpec::guard_fd
   int error_fd;              // fork(): where the exec errno goes
   volatile int* error_slot;  // vfork(): where it goes instead (shared memory)
 };
@@ -213,6 +215,7 @@ struct ChildSetup {
 /// Runs in the forked child, with every signal blocked by the parent.
 [[noreturn]] void become_command(ExecPlan& plan, const ChildSetup& setup) {
   setpgid(0, 0);
+  if (setup.guard_fd >= 0) announce_group_in_child(setup.guard_fd, getpid());
   // Both sides hand over the terminal, so the command never reads it from
   // the background however the two processes are scheduled. SIGTTOU is
   // blocked here (all signals are), so tcsetpgrp() cannot stop us.
@@ -289,11 +292,11 @@ Child Child::spawn(const SpawnSpec& spec) {
       spec.foreground && isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
 #ifdef RLOCK_SPAWN_VFORK
   volatile int exec_error = 0;
-  const ChildSetup setup{getpid(), take_terminal, -1, &exec_error};
+  const ChildSetup setup{getpid(), take_terminal, spec.guard_fd, -1, &exec_error};
 #else
   CloexecPipe errors;
   if (errors.read_end < 0) throw_cannot_run(spec.argv[0], errno);
-  const ChildSetup setup{getpid(), take_terminal, errors.write_end, nullptr};
+  const ChildSetup setup{getpid(), take_terminal, spec.guard_fd, errors.write_end, nullptr};
 #endif
 
   // With every signal blocked across fork(), rlock's handlers never run in the

@@ -20,6 +20,11 @@ struct SpawnSpec {
   /// Make the child's group the terminal's foreground group when stdin is
   /// rlock's controlling terminal and rlock is in the foreground.
   bool foreground = true;
+  /// The group guard's pipe (proc/guard.h), or -1: the child names its own
+  /// process group there before exec, so that the group is known to the
+  /// guard before the command can start anything, even if rlock is killed
+  /// before it names the group itself.
+  int guard_fd = -1;
 };
 
 /// Replaces this process with the command (a nested `run`): the same PATH

@@ -62,6 +62,12 @@ size_t read_fully(int fd, void* buf, size_t len) {
 
 #ifdef RLOCK_EXEC_GUARD
 constexpr pid_t kNoProgram = -2;
+// Set once the guard program could not be started, or died before rlock stood
+// it down (a seccomp filter that kills at execveat, a vfork emulated by fork
+// under valgrind or qemu, where a failed exec is not seen): every later guard
+// of this process is forked, so that a guard that cannot run is never
+// restarted in a loop.
+bool g_program_refused = false;
 
 // Starts the guard program (proc/guard_program.cc) with `read_end` as its
 // descriptor 0, in a session of its own: its pid, kNoProgram where it cannot
@@ -70,23 +76,36 @@ constexpr pid_t kNoProgram = -2;
 // process can be made. Called with every signal blocked, which the program
 // keeps (exec resets handlers, not the mask).
 pid_t exec_program(int read_end) {
-  static bool unavailable = false;  // refused once: refused again; fork at once
-  if (unavailable) return kNoProgram;
+  if (g_program_refused) return kNoProgram;
   int mfd = memfd_create("rlock-guard", MFD_CLOEXEC | MFD_EXEC);
   if (mfd < 0 && errno == EINVAL) mfd = memfd_create("rlock-guard", MFD_CLOEXEC);
   if (mfd < 0) {
-    unavailable = true;
+    g_program_refused = true;
     return kNoProgram;
   }
   size_t done = 0;
   while (done < sizeof kGuardProgram) {
     ssize_t n = write(mfd, kGuardProgram + done, sizeof kGuardProgram - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
+    if (n <= 0) {
+      if (n < 0 && errno == EFBIG) {
+        // A file size limit (`ulimit -f`) also raised SIGXFSZ, pending while
+        // every signal is blocked: taken here, or it would kill rlock once
+        // its mask is restored.
+        sigset_t xfsz;
+        sigemptyset(&xfsz);
+        sigaddset(&xfsz, SIGXFSZ);
+        struct timespec now = {0, 0};
+        while (sigtimedwait(&xfsz, nullptr, &now) < 0 && errno == EINTR) {
+        }
+      }
+      break;
+    }
     done += static_cast<size_t>(n);
   }
   if (done != sizeof kGuardProgram) {
     close(mfd);
+    g_program_refused = true;
     return kNoProgram;
   }
   static char name[] = "rlock-guard";
@@ -118,11 +137,19 @@ pid_t exec_program(int read_end) {
   if (exec_error != 0) {
     int st;
     wait_pid(pid, &st, 0);
-    unavailable = true;
+    g_program_refused = true;
     return kNoProgram;
   }
   return pid;
 }
+
+// A guard that was the program died before rlock stood it down.
+void program_died(bool program) {
+  if (program) g_program_refused = true;
+}
+#else
+void program_died(bool) {}
+
 #endif
 
 }  // namespace
@@ -153,9 +180,11 @@ GroupGuard GroupGuard::start() {
   // (rlock aborting), so the guard would die with rlock exactly when it is
   // needed (docs/DESIGN.md, "The one event loop"). The guard program where it
   // can be exec'd, else a fork of rlock doing the same.
+  bool program = false;
 #ifdef RLOCK_EXEC_GUARD
   pid_t pid = exec_program(fds[0]);
-  if (pid == kNoProgram) pid = fork();
+  program = pid != kNoProgram;
+  if (!program) pid = fork();
 #else
   pid_t pid = fork();
 #endif
@@ -168,10 +197,12 @@ GroupGuard GroupGuard::start() {
     close_all_but(fds[0]);
     // Every signal stays blocked (the mask set before fork): a stray signal
     // stays pending instead of ending the guard; SIGKILL still does.
-    pid_t pgid = 0;
-    if (read_fully(fds[0], &pgid, sizeof pgid) != sizeof pgid || pgid <= 1) _exit(0);
-    char byte;
-    if (read_fully(fds[0], &byte, 1) == 0) kill(-pgid, SIGKILL);  // rlock died
+    pid_t pgid = 0, record;
+    while (read_fully(fds[0], &record, sizeof record) == sizeof record) {
+      if (record == 0) _exit(0);  // stand down
+      if (record > 1) pgid = record;
+    }
+    if (pgid > 1) kill(-pgid, SIGKILL);  // rlock died
     _exit(0);
   }
   const int fork_errno = errno;
@@ -184,6 +215,7 @@ GroupGuard GroupGuard::start() {
   GroupGuard g;
   g.pid_ = pid;
   g.pipe_ = fds[1];
+  g.program_ = program;
   return g;
 }
 
@@ -213,6 +245,7 @@ bool GroupGuard::watch(pid_t pgid) {
   // reap it first (so that its pid cannot be mistaken for the new guard's),
   // then start another. Without one, a SIGKILL to rlock would leave the
   // command's group running without a lease.
+  program_died(program_);
   { GroupGuard dead(std::move(*this)); }
   *this = start();
   if (pipe_ >= 0 && send_group(pipe_, pgid)) return true;
@@ -226,7 +259,8 @@ void GroupGuard::resume() const {
 
 void GroupGuard::reaped(pid_t pid) {
   if (pid != pid_ || pid_ < 0) return;
-  pid_ = -1;  // never waited for again: the number may be reused
+  if (pipe_ >= 0) program_died(program_);  // not stood down
+  pid_ = -1;                               // never waited for again: the number may be reused
   if (pipe_ >= 0) close(pipe_);
   pipe_ = -1;
 }
@@ -237,10 +271,12 @@ void GroupGuard::reap_if_exited() {
   if (wait_pid(pid_, &st, WNOHANG) == pid_) reaped(pid_);
 }
 
-GroupGuard::GroupGuard(GroupGuard&& o) noexcept : pid_(o.pid_), pipe_(o.pipe_), error_(o.error_) {
+GroupGuard::GroupGuard(GroupGuard&& o) noexcept
+    : pid_(o.pid_), pipe_(o.pipe_), error_(o.error_), program_(o.program_) {
   o.pid_ = -1;
   o.pipe_ = -1;
   o.error_ = 0;
+  o.program_ = false;
 }
 
 GroupGuard& GroupGuard::operator=(GroupGuard&& o) noexcept {
@@ -249,20 +285,29 @@ GroupGuard& GroupGuard::operator=(GroupGuard&& o) noexcept {
     pid_ = o.pid_;
     pipe_ = o.pipe_;
     error_ = o.error_;
+    program_ = o.program_;
     o.pid_ = -1;
     o.pipe_ = -1;
     o.error_ = 0;
+    o.program_ = false;
   }
   return *this;
 }
 
 void GroupGuard::stand_down() {
   if (pipe_ < 0) return;
-  char byte = 'x';
-  while (write(pipe_, &byte, 1) < 0 && errno == EINTR) {
-  }
+  send_group(pipe_, 0);  // the record that stands the guard down
   close(pipe_);
   pipe_ = -1;
+}
+
+void announce_group_in_child(int fd, pid_t pgid) {
+  if (send_group(fd, pgid) || errno != EPIPE) return;
+  sigset_t pending, pipe_only;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  int sig;
+  if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1) sigwait(&pipe_only, &sig);
 }
 
 GroupGuard::~GroupGuard() {

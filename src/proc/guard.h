@@ -12,13 +12,13 @@ namespace rlock {
 
 /// Kills a process group if rlock dies first. PR_SET_PDEATHSIG reaches only
 /// the direct child; a `sh -c` wrapper's children would run on without a
-/// lease. So a small guard process waits on a pipe that only rlock can write
-/// to: first the group to watch, then EOF (rlock is gone, even by SIGKILL)
-/// means SIGKILL to the group, a byte means stand down; EOF before any group
-/// means there is nothing to kill. Portable: the fork needs no Linux-only
-/// call. The guard closes every descriptor but its pipe (a fork keeps them
-/// all, Redis connections included; so does an exec, for those not marked
-/// close-on-exec).
+/// lease. So a small guard process waits on a pipe that only rlock and its
+/// command's child before exec write to, in records of one pid_t: a group to
+/// watch (named by the child as it starts and by rlock after; the same one
+/// twice), 0 to stand down; EOF (rlock is gone, even by SIGKILL) means SIGKILL
+/// to the group; EOF before any group means there is nothing to kill. Portable: the fork needs no
+/// Linux-only call. The guard closes every descriptor but its pipe (a fork keeps them all, Redis
+/// connections included; so does an exec, for those not marked close-on-exec).
 ///
 /// The guard is forked before the command (start(), while the acquire request
 /// is in flight), so that its fork is not on the path from "acquired" to
@@ -52,6 +52,8 @@ class GroupGuard {
   GroupGuard() = default;
   GroupGuard(GroupGuard&& other) noexcept;
   GroupGuard& operator=(GroupGuard&& other) noexcept;
+  /// The write end of the guard's pipe (SpawnSpec::guard_fd), or -1.
+  int pipe_fd() const { return pipe_; }
   /// Tells the guard to stand down without waiting for it to exit (one write):
   /// the release need not wait for the guard (docs/DESIGN.md, "Start-up cost").
   void stand_down();
@@ -63,10 +65,18 @@ class GroupGuard {
   pid_t pid_ = -1;
   int pipe_ = -1;
   int error_ = 0;
+  bool program_ = false;  // the guard program, not a fork of rlock
 };
 
 /// In a forked process that will not exec: closes every descriptor but
 /// `keep`. Async-signal-safe.
 void close_all_but(int keep);
+
+/// In the command's child, before exec, every signal blocked: names its group
+/// `pgid` on the guard's pipe `fd`. A guard already gone (EPIPE) is left to
+/// rlock, which replaces it when it names the group itself; the SIGPIPE that
+/// write raised (pending while blocked) is taken, so that the command does not
+/// inherit it. Async-signal-safe.
+void announce_group_in_child(int fd, pid_t pgid);
 
 }  // namespace rlock

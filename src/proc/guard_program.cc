@@ -6,8 +6,9 @@
 //
 // Its whole job, as the forked guard's (proc/guard.cc): with its pipe on
 // descriptor 0 and every signal blocked (the mask it was exec'd with), read
-// the command's process group, then wait for one more byte. A byte means rlock
-// stood down; end of file means rlock died: SIGKILL to the group.
+// records of one pid (4 bytes): the command's process group (named by the
+// command's child before exec, then by rlock), or 0: rlock stood down. End of
+// file means rlock died: SIGKILL to the group.
 //
 // Linux on x86-64 and AArch64 only (CMakeLists.txt builds it there); elsewhere
 // the guard is forked.
@@ -77,10 +78,12 @@ extern "C" [[noreturn]] void rlock_guard_main() {
   static const char name[] = "rlock-guard";
   sys(__NR_prctl, kPR_SET_NAME, reinterpret_cast<long>(name));
   close_others();
-  int pgid = 0;
-  if (read_fully(reinterpret_cast<char*>(&pgid), sizeof pgid) != sizeof pgid || pgid <= 1) leave();
-  char byte;
-  if (read_fully(&byte, 1) == 0) sys(__NR_kill, -static_cast<long>(pgid), kSIGKILL);  // rlock died
+  int pgid = 0, record;
+  while (read_fully(reinterpret_cast<char*>(&record), sizeof record) == sizeof record) {
+    if (record == 0) leave();  // stand down
+    if (record > 1) pgid = record;
+  }
+  if (pgid > 1) sys(__NR_kill, -static_cast<long>(pgid), kSIGKILL);  // rlock died
   leave();
 }
 
