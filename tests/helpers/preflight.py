@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""The preflight check: a script that asks the ACL first (prelude.lua's preflight, docs/PROTOCOL.md
-"Nothing half-written") names every command it may run with redis.call, itself or through the
-prelude's functions it calls, so that no command refused half-way leaves a write behind.
+"""The preflight check: a script that asks the ACL first (prelude.lua's ask, one call per command,
+docs/PROTOCOL.md "Nothing half-written") names every command it may run with redis.call, itself or
+through the prelude's functions it calls, so that no command refused half-way leaves a write
+behind; and every ask passes the arguments after the key that make its command whole (ARGS):
+the server reads the key positions from them.
 
 Not counted: TIME (read before anything, on no key), PUBLISH (the scripts publish before they
 write, so that a refused channel names itself) and what goes through redis.pcall or hcall
@@ -16,7 +18,13 @@ NOT_ASKED = {"TIME", "PUBLISH"}
 CALL = re.compile(r"redis\.call\(\s*'([A-Za-z]+)'")
 FUNC = re.compile(r"^local function (\w+)\(", re.M)
 WORD = re.compile(r"\b(\w+)\b")
-PREFLIGHT = re.compile(r"preflight\(((?:\s*'[^']*'\s*\.\.)*\s*'[^']*')\s*\)")
+ASK = re.compile(r"\bask\(\s*'([A-Za-z]+)'((?:\s*,\s*'[^']*')*)\s*\)")
+# The arguments after the key each asked command is given: what makes it a whole command (DEL
+# and EXISTS take keys: given more, the server would ask about those as keys too).
+ARGS = {"PEXPIRE": 1, "HSET": 2, "HSETNX": 2, "HDEL": 1, "HGET": 1, "HMGET": 1, "HEXISTS": 1,
+        "SET": 1, "ZADD": 2, "ZREM": 1, "ZSCORE": 1, "ZRANK": 1, "ZRANGE": 2, "ZRANGEBYSCORE": 2,
+        "ZREMRANGEBYSCORE": 2, "ZCOUNT": 2, "PERSIST": 0, "INCR": 0, "DEL": 0, "GET": 0,
+        "EXISTS": 0, "PTTL": 0, "ZCARD": 0, "HLEN": 0, "HGETALL": 0}
 
 
 def strip_comments(text):
@@ -60,15 +68,19 @@ def main():
             continue
         text = strip_comments(open(os.path.join(lua, name)).read())
         asked = set()
-        for m in PREFLIGHT.finditer(text):
-            asked |= set(" ".join(re.findall(r"'([^']*)'", m.group(1))).split())
+        for m in ASK.finditer(text):
+            cmd, nargs = m.group(1), len(re.findall(r"'[^']*'", m.group(2)))
+            asked.add(cmd)
+            if ARGS.get(cmd) != nargs:
+                want = "a command ARGS does not know" if cmd not in ARGS else f"{ARGS[cmd]} arguments"
+                bad.append(f"{name}: ask('{cmd}') with {nargs} arguments after the key: {want}")
         if not asked:
             continue  # a script that reads only, or of another layout: nothing to compare
         checked += 1
         calls = {c.upper() for c in CALL.findall(text)} | reached(WORD.findall(text), funcs)
         missing = sorted(calls - asked - NOT_ASKED)
         if missing:
-            bad.append(f"{name}: preflight lacks {' '.join(missing)}")
+            bad.append(f"{name}: asks lack {' '.join(missing)}")
     for line in bad:
         print(line)
     if checked == 0:

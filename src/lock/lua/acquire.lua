@@ -47,9 +47,12 @@ HISTORY = history_cap(ARGV[17])        -- events the history keeps (0: none)
 local cancel = supersede and ARGV[18] == '1'  -- also stops superseding holders
 local pool = limit > 0 and ARGV[19] or ''  -- a named pool's names ('' : a count)
 -- (PUBLISH is not asked: a user without rlock's channels may still take a free lock)
-preflight('DEL EXISTS GET HDEL HEXISTS HGET HGETALL HLEN HMGET HSET HSETNX INCR PERSIST PEXPIRE ' ..
-          'PTTL SET ' ..
-          'ZADD ZCARD ZCOUNT ZRANGE ZRANGEBYSCORE ZRANK ZREM ZREMRANGEBYSCORE ZSCORE')
+-- Every command this script may run, asked of the ACL first (ask).
+ask('DEL') ask('EXISTS') ask('GET') ask('HDEL', 'f') ask('HEXISTS', 'f') ask('HGET', 'f')
+ask('HGETALL') ask('HLEN') ask('HMGET', 'f') ask('HSET', 'f', 'v') ask('HSETNX', 'f', 'v')
+ask('INCR') ask('PERSIST') ask('PEXPIRE', '1') ask('PTTL') ask('SET', 'v') ask('ZADD', '1', 'm')
+ask('ZCARD') ask('ZCOUNT', '0', '0') ask('ZRANGE', '0', '0') ask('ZRANGEBYSCORE', '0', '0')
+ask('ZRANK', 'm') ask('ZREM', 'm') ask('ZREMRANGEBYSCORE', '0', '0') ask('ZSCORE', 'm')
 if mode == 'regrant' then
   local tomb = redis.call('GET', rkey(tok))
   if tomb then return {'GONE', tomb == 'broken' and 2 or 1} end

@@ -21,8 +21,10 @@ local ttl_arg = ARGV[2]                -- the new lease, ms (0: as acquired)
 -- Optional (older clients send fewer):
 HISTORY = history_cap(ARGV[3])         -- events the history keeps (0: none)
 local supersede = ARGV[4] == '1'       -- the holder asked to supersede
-preflight('DEL GET HEXISTS HGET HMGET PEXPIRE PTTL ' ..
-          'SET ZADD ZRANGE ZRANGEBYSCORE ZREMRANGEBYSCORE ZSCORE')
+-- Every command this script may run, asked of the ACL first (ask).
+ask('DEL') ask('GET') ask('HEXISTS', 'f') ask('HGET', 'f') ask('HMGET', 'f') ask('PEXPIRE', '1')
+ask('PTTL') ask('SET', 'v') ask('ZADD', '1', 'm') ask('ZRANGE', '0', '0')
+ask('ZRANGEBYSCORE', '0', '0') ask('ZREMRANGEBYSCORE', '0', '0') ask('ZSCORE', 'm')
 notice_expired(purge_holders(), tok)
 local how = held_by(tok)
 if not how then

@@ -6,7 +6,10 @@ local tok = ARGV[1]                    -- the waiter's token
 local chan = ARGV[2]                   -- the release channel
 -- Optional (older clients send fewer):
 HISTORY = history_cap(ARGV[3])         -- events the history keeps (0: none)
-preflight('DEL EXISTS GET HGET PEXPIRE PTTL ZCARD ZRANGE ZRANGEBYSCORE ZREM ZREMRANGEBYSCORE ZSCORE')
+-- Every command this script may run, asked of the ACL first (ask).
+ask('DEL') ask('EXISTS') ask('GET') ask('HGET', 'f') ask('PEXPIRE', '1') ask('PTTL') ask('ZCARD')
+ask('ZRANGE', '0', '0') ask('ZRANGEBYSCORE', '0', '0') ask('ZREM', 'm')
+ask('ZREMRANGEBYSCORE', '0', '0') ask('ZSCORE', 'm')
 notice_expired(purge_holders())
 if HISTORY > 0 and redis.call('ZSCORE', QUEUE, tok) and redis.call('EXISTS', wkey(tok)) == 1 then
   local since = tonumber(redis.call('HGET', wkey(tok), 'since') or '') or NOW

@@ -24,8 +24,10 @@ local NEST = nkey(outer)
 -- Nothing half-written (PROTOCOL.md): 'hold' and 'end' write, so they ask the
 -- ACL first.
 if op ~= 'list' then
-  preflight('DEL EXISTS GET HGET HMGET HSET PEXPIRE PTTL SET ZADD ZCARD ZCOUNT ZRANGE ' ..
-            'ZRANGEBYSCORE ZREM ZREMRANGEBYSCORE ZSCORE')
+  ask('DEL') ask('EXISTS') ask('GET') ask('HGET', 'f') ask('HMGET', 'f') ask('HSET', 'f', 'v')
+  ask('PEXPIRE', '1') ask('PTTL') ask('SET', 'v') ask('ZADD', '1', 'm') ask('ZCARD')
+  ask('ZCOUNT', '0', '0') ask('ZRANGE', '0', '0') ask('ZRANGEBYSCORE', '0', '0') ask('ZREM', 'm')
+  ask('ZREMRANGEBYSCORE', '0', '0') ask('ZSCORE', 'm')
 end
 if op == 'list' then
   -- Reads only (status runs it for read-only users and on replicas): the

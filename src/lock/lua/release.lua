@@ -24,8 +24,11 @@ local exit_status = ARGV[6]            -- the command's exit status ('' : not kn
 local donefor = tonumber(ARGV[7] or '0') or 0  -- --done-for, ms (0: not)
 HISTORY = history_cap(ARGV[8])         -- events the history keeps (0: none)
 local lost = ARGV[9] or ''             -- why the lease was lost ('' : it was not)
-preflight('DEL EXISTS GET HGET HMGET HSET PEXPIRE PTTL ' ..
-          'SET ZADD ZCARD ZCOUNT ZRANGE ZRANGEBYSCORE ZREM ZREMRANGEBYSCORE ZSCORE')
+-- Every command this script may run, asked of the ACL first (ask).
+ask('DEL') ask('EXISTS') ask('GET') ask('HGET', 'f') ask('HMGET', 'f') ask('HSET', 'f', 'v')
+ask('PEXPIRE', '1') ask('PTTL') ask('SET', 'v') ask('ZADD', '1', 'm') ask('ZCARD')
+ask('ZCOUNT', '0', '0') ask('ZRANGE', '0', '0') ask('ZRANGEBYSCORE', '0', '0') ask('ZREM', 'm')
+ask('ZREMRANGEBYSCORE', '0', '0') ask('ZSCORE', 'm')
 local dead = purge_holders()
 local how = held_by(tok)
 if not how then

@@ -10,7 +10,10 @@ local att = tonumber(ARGV[2])          -- that attempt's number
 local chan = ARGV[3]                   -- the release channel
 -- Optional (older clients send fewer):
 HISTORY = history_cap(ARGV[4])         -- events the history keeps (0: none)
-preflight('DEL EXISTS GET HGET PEXPIRE PTTL SET ZCARD ZRANGE ZRANGEBYSCORE ZREM ZREMRANGEBYSCORE ZSCORE')
+-- Every command this script may run, asked of the ACL first (ask).
+ask('DEL') ask('EXISTS') ask('GET') ask('HGET', 'f') ask('PEXPIRE', '1') ask('PTTL') ask('SET', 'v')
+ask('ZCARD') ask('ZRANGE', '0', '0') ask('ZRANGEBYSCORE', '0', '0') ask('ZREM', 'm')
+ask('ZREMRANGEBYSCORE', '0', '0') ask('ZSCORE', 'm')
 notice_expired(purge_holders())
 local how = held_by(tok)
 if how then
