@@ -109,7 +109,11 @@ local function full(except)
   end)
   return n >= cap
 end
-notice_expired(purge_holders())
+local dead = purge_holders()
+-- LOCK's value, read once: kept up to date by this script's writes to it
+-- until the superseding steps below, which read it again.
+local lv = redis.call('GET', LOCK)
+notice_expired(dead, nil, lv)
 
 -- A shared holder still listed after its marker went (deleted, evicted, or
 -- broken by an older host) has lost the lock, and nothing will list it again:
@@ -123,11 +127,11 @@ end
 local cur = current_limit()
 if limit == 0 and cur > 0 then return {'MIXED', cur} end
 if limit > 0 then
-  local v = redis.call('GET', LOCK)
-  if v == SHARED then
+  if lv == SHARED then
     if redis.call('EXISTS', HOLDERS) == 1 then return {'MIXED', -1} end
     redis.call('DEL', LOCK)  -- a marker left without shared holders
-  elseif v then
+    lv = false
+  elseif lv then
     return {'MIXED', 0}
   else
     -- No marker: shared holders still listed lost it (deleted, or evicted)
@@ -150,7 +154,7 @@ end
 -- client sends a script again on a new connection when the first one closed
 -- after the script ran). An older attempt than the newest seen changes
 -- nothing (its undo, right behind it, then finds it not the newest either).
-local how = held_by(tok)
+local how = held_by(tok, lv)
 if how then
   local seen = stamp_of(hkey(tok))
   if att > 0 and att < seen then return {'STALE', seen} end
@@ -172,13 +176,12 @@ if not queued and mode == 'wait' then
 end
 -- Done for this period (run --done-for): nobody takes it until the lease ends,
 -- and a waiter leaves the line.
-local v = redis.call('GET', LOCK)
-if v and v ~= SHARED and redis.call('HEXISTS', hkey(v), 'done') == 1 then
+if lv and lv ~= SHARED and redis.call('HEXISTS', hkey(lv), 'done') == 1 then
   if queued then
     redis.call('ZREM', QUEUE, tok)
     redis.call('DEL', wkey(tok), tkey(tok))
   end
-  return {'DONE', -1, 0, {holder_fields(v, redis.call('PTTL', LOCK))}, 1}
+  return {'DONE', -1, 0, {holder_fields(lv, redis.call('PTTL', LOCK))}, 1}
 end
 -- Latest wins: a superseding job that first joined before the newest one
 -- (SUPS) is superseded whenever it comes back, in the line or not (its place
@@ -256,9 +259,10 @@ if supersede and mode == 'wait' and not queued then
     wake(chan)  -- it may have been the one whose turn it was
   end
 end
-local free = capacity(limit)
+if supersede and mode == 'wait' then lv = nil end  -- (read again)
+local free, value = capacity(limit, lv)  -- (value: a lock's, after it)
 local eligible = false
-if shared and (free == 1 or redis.call('GET', LOCK) == SHARED) then
+if shared and (free == 1 or value == SHARED) then
   -- Beside other shared holders, unless an exclusive waiter came first: the
   -- line is first come, first served across both kinds.
   eligible = true

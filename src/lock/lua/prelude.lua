@@ -129,16 +129,18 @@ local function waits_shared(t) return redis.call('HGET', wkey(t), 'mode') == 'sh
 
 -- Free slots right now: 0 or 1 for a lock (0 while shared holders hold it),
 -- limit - holders for a semaphore. A marker left without shared holders (a
--- release by an older host) goes.
-local function capacity(limit)
+-- release by an older host) goes. `v`: LOCK's value when the caller knows it
+-- (read, or written, since the last write to LOCK; false: none), nil: read here.
+-- For a lock, LOCK's value after it comes second.
+local function capacity(limit, v)
   if limit == 0 then
-    local v = redis.call('GET', LOCK)
+    if v == nil then v = redis.call('GET', LOCK) end
     if v == SHARED and redis.call('EXISTS', HOLDERS) == 0 then
       redis.call('DEL', LOCK)
       v = false
     end
-    if v then return 0 end
-    return 1
+    if v then return 0, v end
+    return 1, v
   end
   return limit - redis.call('ZCARD', HOLDERS)
 end
@@ -198,12 +200,14 @@ end
 -- Wakes only the waiters whose turn it is (no thundering herd): as many as a
 -- semaphore has free places; for a lock, its first waiter when nobody holds
 -- it, and the shared waiters in a row at the head of the line when nobody or
--- only shared holders hold it (they may all hold it together).
-local function wake(chan)
+-- only shared holders hold it (they may all hold it together). `v`: LOCK's
+-- value when the caller knows it (capacity).
+local function wake(chan, v)
   local limit = current_limit()
   if limit > 0 then return notify(chan, capacity(limit)) end
-  local free = capacity(0) == 1
-  if not free and redis.call('GET', LOCK) ~= SHARED then return end
+  local slots, value = capacity(0, v)
+  local free = slots == 1
+  if not free and value ~= SHARED then return end
   local n = 0
   walk_line(function(t)
     local shared = waits_shared(t)
@@ -302,9 +306,10 @@ end
 
 -- 'plain', 'semaphore', 'shared' or nil: how `t` holds the lock, if it does.
 -- A shared holder whose marker has gone (deleted, broken by an older host)
--- holds nothing: others may have taken the lock since.
-local function held_by(t)
-  local v = redis.call('GET', LOCK)
+-- holds nothing: others may have taken the lock since. `v`: LOCK's value when
+-- the caller knows it (capacity).
+local function held_by(t, v)
+  if v == nil then v = redis.call('GET', LOCK) end
   if v == t then return 'plain' end
   if redis.call('ZSCORE', HOLDERS, t) then
     if redis.call('HGET', hkey(t), 'mode') ~= 'shared' then return 'semaphore' end
@@ -384,18 +389,22 @@ local function record_acquired(t, fence, plain, who, ...)
 end
 
 -- What an ending event says of `t`, read before its hash goes: {fence, who,
--- live}, from its live record, else from its hash (a lease kept on purpose
--- is no longer live); nil when nothing is recorded (HISTORY 0).
+-- live, plain}, from its live record, else from its hash (a lease kept on
+-- purpose is no longer live); plain: :live names `t` as the plain holder
+-- (read with its record: no script records another between ending(t) and
+-- record_end for `t`). nil when nothing is recorded (HISTORY 0).
 local function ending(t)
   if HISTORY <= 0 then return nil end
-  local live = hcall('HGET', LIVE, t)
+  local h = hcall('HMGET', LIVE, t, PLAIN)
+  if type(h) ~= 'table' then h = {} end
+  local live = h[1]
   if type(live) ~= 'string' then live = nil end
   local fence, who = string.match(live or '', '^([^\t]*)\t(.*)$')
   if not live then
     fence, who = hcall('HGET', hkey(t), 'fence'), who_of(hkey(t))
     if type(fence) ~= 'string' then fence = '' end
   end
-  return {field(fence), who or '', live ~= nil}
+  return {field(fence), who or '', live ~= nil, h[2] == t}
 end
 
 -- `t`'s tenure ended with event `ev` (released, kept, done, expired, lost,
@@ -403,8 +412,7 @@ end
 local function record_end(ev, t, info, ...)
   if not info then return end
   if info[3] then
-    hcall('HDEL', LIVE, t)
-    if hcall('HGET', LIVE, PLAIN) == t then hcall('HDEL', LIVE, PLAIN) end
+    if info[4] then hcall('HDEL', LIVE, t, PLAIN) else hcall('HDEL', LIVE, t) end
   end
   record(ev, t, 'fence', info[1], 'who', info[2], ...)
 end
@@ -413,15 +421,17 @@ end
 -- each noticed by the first script that looks: the ones purge_holders found
 -- dead (`dead`), and the plain holder when the lock is no longer its. The
 -- work does not grow with the number of holders. `except` (a caller's own
--- token) is left to its own release, which knows why it lost it.
-local function notice_expired(dead, except)
+-- token) is left to its own release, which knows why it lost it. `v`: LOCK's
+-- value when the caller knows it (capacity).
+local function notice_expired(dead, except, v)
   if HISTORY <= 0 then return end
   for _, t in ipairs(dead) do
     if t ~= except and hcall('HEXISTS', LIVE, t) == 1 then record_end('expired', t, ending(t)) end
   end
   local p = hcall('HGET', LIVE, PLAIN)
-  if type(p) == 'string' and p ~= except and redis.call('GET', LOCK) ~= p then
-    record_end('expired', p, ending(p))
+  if type(p) == 'string' and p ~= except then
+    if v == nil then v = redis.call('GET', LOCK) end
+    if v ~= p then record_end('expired', p, ending(p)) end
   end
 end
 
@@ -471,15 +481,17 @@ local function drop_holder(t, how, chan, tomb, rid)
   -- Publish first: a script's writes are not rolled back, so a PUBLISH the
   -- ACL refuses must fail before anything is deleted.
   publish(chan, t)
+  local v  -- LOCK's value after this, when known (capacity)
   if how == 'plain' then
-    redis.call('DEL', LOCK)
+    redis.call('DEL', LOCK, hkey(t))
+    v = false
   else
     redis.call('ZREM', HOLDERS, t)
     if how == 'shared' then fit_marker() end
+    redis.call('DEL', hkey(t))
   end
-  redis.call('DEL', hkey(t))
   if tomb > 0 then redis.call('SET', rkey(t), rid, 'PX', tomb) end
-  wake(chan)
+  wake(chan, v)
 end
 
 -- `t` leaves the line; the waiters whose turn it now is are woken.

@@ -30,7 +30,8 @@ ask('PEXPIRE', '1') ask('PTTL') ask('SET', 'v') ask('ZADD', '1', 'm') ask('ZCARD
 ask('ZCOUNT', '0', '0') ask('ZRANGE', '0', '0') ask('ZRANGEBYSCORE', '0', '0') ask('ZREM', 'm')
 ask('ZREMRANGEBYSCORE', '0', '0') ask('ZSCORE', 'm')
 local dead = purge_holders()
-local how = held_by(tok)
+local lv = redis.call('GET', LOCK)  -- (read once: held_by and notice_expired take it)
+local how = held_by(tok, lv)
 if not how then
   if rid ~= '' and redis.call('GET', rkey(tok)) == rid then return {3} end
   -- Its own release found it gone: lost, with the reason its holder knows.
@@ -39,10 +40,10 @@ if not how then
     if why == '' then why = 'its release found it no longer held' end
     record_end('lost', tok, ending(tok), 'why', field(why))
   end
-  notice_expired(dead, tok)
+  notice_expired(dead, tok, lv)
   return {0}
 end
-notice_expired(dead)
+notice_expired(dead, nil, lv)
 local h = redis.call('HMGET', hkey(tok), 'since', 'krid')
 local since = tonumber(h[1] or '0') or 0
 local held = since > 0 and NOW - since or ''
