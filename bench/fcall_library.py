@@ -10,7 +10,7 @@ redis.*, or another such name), that has no value, or that any script or prelude
 function assigns again (HISTORY, sharded, list.lua's LOCK and BASE ...) becomes a
 library-level declaration, and its assignment moves, in order, into `setup(KEYS)`,
 which every function calls first: nothing a call sets survives into the next one.
-Everything else (helpers, constants, the PROBE table) stays as written, run once.
+Everything else (helpers, constants) stays as written, run once.
 Each body (NAME.lua after its `>8` line) becomes `local function NAME(KEYS, ARGV)
 setup(KEYS) BODY end`. Lua 5.1 allows 60 upvalues per function: a body's count of
 prelude names is printed to stderr (FUNCTION LOAD refuses more).
