@@ -75,7 +75,7 @@ bool g_program_refused = false;
 // filter, vm.memfd_noexec=2), the caller then forks a guard instead; -1 if no
 // process can be made. Called with every signal blocked, which the program
 // keeps (exec resets handlers, not the mask).
-pid_t exec_program(int read_end) {
+pid_t exec_program(int read_end, pid_t pgid) {
   if (g_program_refused) return kNoProgram;
   int mfd = memfd_create("rlock-guard", MFD_CLOEXEC | MFD_EXEC);
   if (mfd < 0 && errno == EINVAL) mfd = memfd_create("rlock-guard", MFD_CLOEXEC);
@@ -109,7 +109,17 @@ pid_t exec_program(int read_end) {
     return kNoProgram;
   }
   static char name[] = "rlock-guard";
-  char* const argv[] = {name, nullptr};
+  char group[16] = "";  // the group already known, in decimal (argv[1]), or none
+  char* argv[] = {name, nullptr, nullptr};
+  if (pgid > 1) {
+    char digits[16];
+    int n = 0;
+    for (unsigned long v = static_cast<unsigned long>(pgid); v > 0 && n < 15; v /= 10)
+      digits[n++] = static_cast<char>('0' + v % 10);
+    for (int i = 0; i < n; ++i) group[i] = digits[n - 1 - i];
+    group[n] = '\0';
+    argv[1] = group;
+  }
   char* const envp[] = {nullptr};
   volatile int exec_error = 0;
   // vfork(), as for the command (proc/child.cc): no page tables copied, no
@@ -160,7 +170,7 @@ GroupGuard GroupGuard::failed(int err) {
   return g;
 }
 
-GroupGuard GroupGuard::start() {
+GroupGuard GroupGuard::start(pid_t known) {
   int fds[2];
 #ifdef __linux__
   // Both ends close on exec (the guard program gets its read end as
@@ -182,7 +192,7 @@ GroupGuard GroupGuard::start() {
   // can be exec'd, else a fork of rlock doing the same.
   bool program = false;
 #ifdef RLOCK_EXEC_GUARD
-  pid_t pid = exec_program(fds[0]);
+  pid_t pid = exec_program(fds[0], known);
   program = pid != kNoProgram;
   if (!program) pid = fork();
 #else
@@ -197,7 +207,7 @@ GroupGuard GroupGuard::start() {
     close_all_but(fds[0]);
     // Every signal stays blocked (the mask set before fork): a stray signal
     // stays pending instead of ending the guard; SIGKILL still does.
-    pid_t pgid = 0, record;
+    pid_t pgid = known, record;
     while (read_fully(fds[0], &record, sizeof record) == sizeof record) {
       if (record == 0) _exit(0);  // stand down
       if (record > 1) pgid = record;
@@ -239,7 +249,7 @@ bool send_group(int pipe_fd, pid_t pgid) {
 }  // namespace
 
 bool GroupGuard::watch(pid_t pgid) {
-  if (pid_ < 0) *this = start();
+  if (pid_ < 0) *this = start(pgid);
   if (pipe_ >= 0 && send_group(pipe_, pgid)) return true;
   // The guard died while rlock waited (the OOM killer, an operator's kill):
   // reap it first (so that its pid cannot be mistaken for the new guard's),
@@ -247,7 +257,7 @@ bool GroupGuard::watch(pid_t pgid) {
   // command's group running without a lease.
   program_died(program_);
   { GroupGuard dead(std::move(*this)); }
-  *this = start();
+  *this = start(pgid);
   if (pipe_ >= 0 && send_group(pipe_, pgid)) return true;
   if (error_ == 0) error_ = EPIPE;  // started, then died at once
   return false;

@@ -29,7 +29,10 @@ class GroupGuard {
   /// Starts a guard that waits to be told its group. Returns an inactive
   /// guard, with error() set, if no process can be started (the child's own
   /// PDEATHSIG still applies on Linux).
-  static GroupGuard start();
+  /// A guard started for a group already known (`pgid` > 0: a guard that
+  /// replaces one that died) knows it from birth, so that rlock killed right
+  /// after starting it still takes the group along.
+  static GroupGuard start(pid_t pgid = 0);
   /// Tells the guard (started now if it was not, or again if it died while
   /// rlock waited) which group to kill if rlock dies. Once only. False if no
   /// guard watches it: error() says why.

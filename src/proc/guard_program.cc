@@ -5,7 +5,8 @@
 // its own, so the OOM killer or a core dump that takes rlock does not take it.
 //
 // Its whole job, as the forked guard's (proc/guard.cc): with its pipe on
-// descriptor 0 and every signal blocked (the mask it was exec'd with), read
+// descriptor 0, every signal blocked (the mask it was exec'd with) and, if it
+// replaces a guard that died, the group as argv[1], read
 // records of one pid (4 bytes): the command's process group (named by the
 // command's child before exec, then by rlock), or 0: rlock stood down. End of
 // file means rlock died: SIGKILL to the group.
@@ -72,13 +73,23 @@ void close_others() {
   for (unsigned long fd = 1; fd < max; ++fd) sys(__NR_close, static_cast<long>(fd));
 }
 
+// The group given as argv[1] (a guard that replaces one that died), or 0.
+int group_argument(const long* stack) {
+  if (stack[0] < 2) return 0;  // argc
+  const char* s = reinterpret_cast<const char*>(stack[2]);
+  long v = 0;
+  for (; *s >= '0' && *s <= '9' && v < (1L << 31); ++s) v = v * 10 + (*s - '0');
+  return *s == '\0' && v > 1 && v < (1L << 31) ? static_cast<int>(v) : 0;
+}
+
 }  // namespace
 
-extern "C" [[noreturn]] void rlock_guard_main() {
+// `stack`: the kernel's initial stack (argc, then argv).
+extern "C" [[noreturn]] void rlock_guard_main(const long* stack) {
   static const char name[] = "rlock-guard";
   sys(__NR_prctl, kPR_SET_NAME, reinterpret_cast<long>(name));
   close_others();
-  int pgid = 0, record;
+  int pgid = group_argument(stack), record;
   while (read_fully(reinterpret_cast<char*>(&record), sizeof record) == sizeof record) {
     if (record == 0) leave();  // stand down
     if (record > 1) pgid = record;
@@ -93,6 +104,7 @@ asm(".text\n"
     ".globl _start\n"
     "_start:\n"
     "  xor %ebp, %ebp\n"
+    "  mov %rsp, %rdi\n"
     "  and $-16, %rsp\n"
     "  call rlock_guard_main\n"
     "  hlt\n");
@@ -102,5 +114,6 @@ asm(".text\n"
     "_start:\n"
     "  mov x29, #0\n"
     "  mov x30, #0\n"
+    "  mov x0, sp\n"
     "  bl rlock_guard_main\n");
 #endif
