@@ -76,6 +76,28 @@ setup_file() {
   assert_equal "$(rcli --scan --pattern 'lock:{acl-nob}:t:*')" ""
 }
 
+@test "a wrong server kind in the history costs no notice: the release asks, publishes as before, corrects it" {
+  # A waiter without BLPOP subscribes with SUBSCRIBE alone on a plain server, and a releaser
+  # without LPUSH only publishes: an SPUBLISH, which reaches SSUBSCRIBE alone, would be lost.
+  acl_lock_user noblpop pw5 -blpop
+  acl_lock_user nolpush pw6 -lpush
+  local nb="redis://noblpop:pw5@127.0.0.1:$REDIS_PORT/0"
+  local nl="redis://nolpush:pw6@127.0.0.1:$REDIS_PORT/0"
+  rcli hset 'lock:{acl-topo}:live' ' topo' c >/dev/null # what no script writes: not 'p'
+  rcli pexpire 'lock:{acl-topo}:live' 60000 >/dev/null
+  tok=$("$RLOCK" --url "$nl" acquire acl-topo --ttl 30s)
+  rlock_bg waiter -v --url "$nb" run acl-topo --wait 20s -- true
+  waiter=$BG_PID
+  wait_until "[[ \$(rcli pubsub numsub 'lock:release:{acl-topo}:'\$(rcli zrange 'lock:{acl-topo}:queue' 0 0) | tail -n 1) == 1 ]]"
+  rl --url "$nl" release acl-topo --token "$tok"
+  assert_success
+  bg_wait "$waiter" 15
+  assert_equal "$BG_STATUS" 0
+  grep -q "woken on lock:release:{acl-topo}:" "$BATS_TEST_TMPDIR/waiter.err" ||
+    fail "$(cat "$BATS_TEST_TMPDIR/waiter.err")"
+  assert_equal "$(rcli hget 'lock:{acl-topo}:live' ' topo')" p
+}
+
 @test "an ACL user can break a lock" {
   "$RLOCK" --url "$APP_URL" acquire acl-break --ttl 30s >/dev/null
   rl --url "$APP_URL" break acl-break --yes

@@ -92,6 +92,34 @@ _list_waiters() { blocked_in_blpop "CLUSTER$1"; }
     fail "no SPUBLISH on the node (before: $before)"
 }
 
+@test "a history that says 'no Cluster node' (copied from a plain server) costs no notice: PUBLISH reaches every node" {
+  k=$(cluster_key_on 2 topo)
+  ch="lock:release:{$k}"
+  rcli_to CLUSTER2 hset "lock:{$k}:live" ' topo' p >/dev/null
+  rcli_to CLUSTER2 pexpire "lock:{$k}:live" 60000 >/dev/null
+  # a subscriber with SUBSCRIBE alone on another node hears the release
+  timeout 20 redis-cli -s "$CLUSTER1_SOCK" ${CLUSTER1_PASSWORD:+--no-auth-warning -a "$CLUSTER1_PASSWORD"} \
+    subscribe "$ch" >"$T/sub.out" &
+  sub=$!
+  wait_until "[[ \$(rcli_to CLUSTER1 pubsub numsub '$ch' | tail -n 1) == 1 ]]"
+  rlock_bg holder run "$k" -- sh "$T/gate" "$T" h
+  wait_for_file "$T/h.started"
+  rlock_bg waiter -v run --wait 30s "$k" -- true
+  waiter=$BG_PID
+  wait_until "(( \$(_list_waiters 2) == 1 ))"
+  rcli_to CLUSTER2 config resetstat >/dev/null
+  touch "$T/h.go"
+  bg_wait "$waiter"
+  assert_equal "$BG_STATUS" 0
+  grep -q "woken (turn)" "$T/waiter.err" || fail "not woken: $(cat "$T/waiter.err")"
+  wait_until "[[ \$(wc -l <'$T/sub.out') -ge 6 ]]"
+  kill "$sub" 2>/dev/null || true
+  [[ $(sed -n 6p "$T/sub.out") =~ ^[0-9a-f]{32}$ ]] || fail "no release heard on node 1: $(cat "$T/sub.out")"
+  # the releases published with PUBLISH, as the history told them
+  stats=$(rcli_to CLUSTER2 info commandstats | tr -d '\r')
+  [[ $stats == *cmdstat_publish:* ]] || fail "no PUBLISH: $stats"
+}
+
 @test "a waiter whose seed does not serve the slot is woken at once by the release" {
   k=$(cluster_key_on 2 wake)
   rlock_bg holder run "$k" -- sh "$T/gate" "$T" h

@@ -291,6 +291,31 @@ events() { "$RLOCK" history "$1" --json | jq -r '[.[].event] | join(" ")'; }
   assert_equal "$calls" 2
 }
 
+@test "a key's first release asks whether the server is a Cluster node, :live remembers it, the next ask nothing" {
+  "$RLOCK" run topo -- true
+  # the answer (p: no Cluster node) outlives the tenure, with the history's expiry
+  assert_equal "$(rcli hget 'lock:{topo}:live' ' topo')" p
+  ttl=$(rcli pttl 'lock:{topo}:live')
+  assert [ "$ttl" -gt 604000000 ]
+  assert [ "$ttl" -le 604800000 ]
+  rcli config resetstat >/dev/null
+  "$RLOCK" run topo -- true
+  tok=$("$RLOCK" acquire --ttl 30s topo)
+  "$RLOCK" release topo --token "$tok"
+  stats=$(rcli info commandstats | tr -d '\r')
+  [[ $stats != *cmdstat_cluster* ]] || fail "a release asked CLUSTER: $stats"
+  [[ $stats == *cmdstat_publish:calls=2,* ]] || fail "not two PUBLISHes: $stats"
+  # the marker is neither a holder nor an event
+  assert_equal "$(events topo)" "acquired released acquired released acquired released"
+  run -1 "$RLOCK" status topo --json # free
+  assert_equal "$(jq -c '[.holders, .holder_count]' <<<"$output")" '[[],0]'
+  # Recording nothing, a release reads and writes no history: it asks, as before.
+  rcli config resetstat >/dev/null
+  "$RLOCK" --history 0 run topo-off -- true
+  [[ $(rcli info commandstats) == *cmdstat_cluster* ]] || fail "no CLUSTER MYID without history"
+  assert_equal "$(rcli exists 'lock:{topo-off}:live')" 0
+}
+
 @test "a read-only user sees the history" {
   rcli acl setuser histro on '>pw' '~*' '&*' +@read +@connection +@scripting +time >/dev/null
   "$RLOCK" run ro -- true

@@ -149,9 +149,23 @@ end
 -- they stay on the lock's shard instead of crossing the whole Cluster, and by
 -- PUBLISH elsewhere (or where SPUBLISH is unknown or refused). Subscribers listen
 -- for both kinds. A PUBLISH that is refused raises an error.
+-- A Cluster node answers CLUSTER MYID, asked once per call; where the lock's
+-- history remembers that the server is no Cluster node (the :live field TOPO,
+-- read by ending), nothing is asked. Only that is remembered, never "Cluster":
+-- a marker copied with the keys to another kind of server (a failover cannot
+-- change the kind: replicas are of their master's) must cost no notice. A
+-- wrong 'no Cluster' on a Cluster node publishes with PUBLISH, which reaches
+-- every node and rlock's subscribers there (they subscribe with both); a wrong
+-- 'Cluster' on a plain Redis 7 would SPUBLISH to nobody who subscribed with
+-- SUBSCRIBE alone, as a waiter told that the server is no Cluster node does.
 local sharded
+-- This call's CLUSTER MYID was refused: no Cluster node (record_end remembers it).
+local no_cluster = false
 local function publish(chan, msg)
-  if sharded == nil then sharded = type(redis.pcall('CLUSTER', 'MYID')) == 'string' end
+  if sharded == nil then
+    sharded = type(redis.pcall('CLUSTER', 'MYID')) == 'string'
+    no_cluster = not sharded
+  end
   if sharded then
     local r = redis.pcall('SPUBLISH', chan, msg)
     if type(r) ~= 'table' or not r.err then return end
@@ -346,6 +360,12 @@ end
 
 -- The :live field that names the plain holder recorded as live.
 local PLAIN = '=plain'
+-- The :live field that remembers the server's kind for publish: 'p', no
+-- Cluster node (a name no token can have: tokens have no spaces). It lasts
+-- as :live does, past the last tenure. `unmarked`: an ending() of this call
+-- read :live without it (record_end writes it once publish has asked).
+local TOPO, TOPO_PLAIN = ' topo', 'p'
+local unmarked = false
 
 -- The number of events to keep, from a script's ARGV (absent: 100).
 local function history_cap(arg)
@@ -392,11 +412,18 @@ end
 -- live, plain}, from its live record, else from its hash (a lease kept on
 -- purpose is no longer live); plain: :live names `t` as the plain holder
 -- (read with its record: no script records another between ending(t) and
--- record_end for `t`). nil when nothing is recorded (HISTORY 0).
+-- record_end for `t`). nil when nothing is recorded (HISTORY 0). Reads TOPO
+-- with them: a server known to be no Cluster node is not asked (publish).
 local function ending(t)
   if HISTORY <= 0 then return nil end
-  local h = hcall('HMGET', LIVE, t, PLAIN)
-  if type(h) ~= 'table' then h = {} end
+  local h = hcall('HMGET', LIVE, t, PLAIN, TOPO)
+  if type(h) ~= 'table' then
+    h = {}
+  elseif h[3] == TOPO_PLAIN then
+    if sharded == nil then sharded = false end
+  else
+    unmarked = true
+  end
   local live = h[1]
   if type(live) ~= 'string' then live = nil end
   local fence, who = string.match(live or '', '^([^\t]*)\t(.*)$')
@@ -409,12 +436,20 @@ end
 
 -- `t`'s tenure ended with event `ev` (released, kept, done, expired, lost,
 -- broken), `info` (ending(t)) saying who it was.
+-- Where :live was read without TOPO and this call found no Cluster node, TOPO
+-- is written (first: :live keeps its expiry) and :live gets its expiry from
+-- the event, else here (never a :live without one).
 local function record_end(ev, t, info, ...)
   if not info then return end
+  local marked = unmarked and no_cluster and hcall('HSET', LIVE, TOPO, TOPO_PLAIN)
+  if marked then unmarked = false end
   if info[3] then
     if info[4] then hcall('HDEL', LIVE, t, PLAIN) else hcall('HDEL', LIVE, t) end
   end
-  record(ev, t, 'fence', info[1], 'who', info[2], ...)
+  if not record(ev, t, 'fence', info[1], 'who', info[2], ...) and marked and
+      not hcall('PEXPIRE', LIVE, LOG_IDLE_MS) then
+    hcall('HDEL', LIVE, TOPO)
+  end
 end
 
 -- Holders recorded as live whose lease is gone, expired without a release,

@@ -62,12 +62,14 @@ left = math.max(left, nested)
 local again = rid ~= '' and h[2] == rid
 if donefor > 0 and how == 'plain' and exit_status == '0' then
   -- Publish first: a script's writes are not rolled back, so a PUBLISH the
-  -- ACL refuses must fail before anything is written.
+  -- ACL refuses must fail before anything is written. (ending first: it
+  -- tells publish what the history knows of the server.)
+  local info = ending(tok)
   publish(chan, 'done')
   local keep = math.max(donefor, left)
   set_lease(tok, how, keep)
   redis.call('HSET', hkey(tok), 'kept', NOW, 'exit', '0', 'done', NOW, 'krid', rid)
-  if not again then record_end('done', tok, ending(tok), 'held', held, 'exit', '0', 'until', NOW + keep) end
+  if not again then record_end('done', tok, info, 'held', held, 'exit', '0', 'until', NOW + keep) end
   -- Every waiter tries again, hears DONE and leaves the line.
   local n = 0
   walk_line(function(t)
