@@ -153,8 +153,17 @@ events() { "$RLOCK" history "$1" --json | jq -r '[.[].event] | join(" ")'; }
     ((n > most)) && most=$n
     ((n >= (i == 1 ? 2 : 3) && n <= 6)) || { rcli config set stream-node-max-entries 100; fail "after run $i: $n events kept"; }
   done
-  rcli config set stream-node-max-entries 100 >/dev/null
   ((most > 3)) # (whole nodes: not trimmed at every event)
+  # Nodes without a bound (both settings 0) have no whole node to drop: one
+  # append in eight (by the server's clock) trims exactly. 60 runs, 120
+  # events: not trimmed at all would keep them all.
+  rcli config set stream-node-max-entries 0 >/dev/null
+  rcli config set stream-node-max-bytes 0 >/dev/null
+  for i in $(seq 60); do "$RLOCK" --history 3 run unbounded -- true; done
+  n=$(rcli xlen 'lock:{unbounded}:log')
+  rcli config set stream-node-max-bytes 4096 >/dev/null
+  rcli config set stream-node-max-entries 100 >/dev/null
+  ((n >= 3 && n < 100)) || fail "$n events kept of 120"
   run -0 "$RLOCK" history cap -n 3 --json
   assert_equal "$(jq 'length' <<<"$output")" 3
   assert_equal "$(jq -r '.[-1].event' <<<"$output")" released
