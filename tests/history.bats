@@ -139,12 +139,34 @@ events() { "$RLOCK" history "$1" --json | jq -r '[.[].event] | join(" ")'; }
   assert_equal "$(jq -r '.last_events[-1].event' <<<"$output")" released
 }
 
-@test "--history 0 (or RLOCK_HISTORY=0) records nothing; --history N keeps the newest N" {
+@test "--history 0 (or RLOCK_HISTORY=0) records nothing; --history N keeps the newest N and less than one stream node more" {
   "$RLOCK" --history 0 run off -- true
   RLOCK_HISTORY=0 "$RLOCK" run off -- true
   assert_equal "$(rcli exists 'lock:{off}:log')" 0
-  for i in 1 2 3 4; do "$RLOCK" --history 3 run cap -- true; done
-  assert_equal "$(rcli xlen 'lock:{cap}:log')" 3
+  # Redis trims whole stream nodes (MAXLEN ~): with nodes of at most 4
+  # entries, 3 kept means 3 to 6 entries, whatever was written before.
+  rcli config set stream-node-max-entries 4 >/dev/null
+  local most=0
+  for i in $(seq 12); do
+    "$RLOCK" --history 3 run cap -- true
+    n=$(rcli xlen 'lock:{cap}:log')
+    ((n > most)) && most=$n
+    ((n >= (i == 1 ? 2 : 3) && n <= 6)) || { rcli config set stream-node-max-entries 100; fail "after run $i: $n events kept"; }
+  done
+  ((most > 3)) # (whole nodes: not trimmed at every event)
+  # Nodes without a bound (both settings 0) have no whole node to drop: one
+  # append in eight (by the server's clock) trims exactly. 60 runs, 120
+  # events: not trimmed at all would keep them all.
+  rcli config set stream-node-max-entries 0 >/dev/null
+  rcli config set stream-node-max-bytes 0 >/dev/null
+  for i in $(seq 60); do "$RLOCK" --history 3 run unbounded -- true; done
+  n=$(rcli xlen 'lock:{unbounded}:log')
+  rcli config set stream-node-max-bytes 4096 >/dev/null
+  rcli config set stream-node-max-entries 100 >/dev/null
+  ((n >= 3 && n < 100)) || fail "$n events kept of 120"
+  run -0 "$RLOCK" history cap -n 3 --json
+  assert_equal "$(jq 'length' <<<"$output")" 3
+  assert_equal "$(jq -r '.[-1].event' <<<"$output")" released
   run -64 "$RLOCK" --history -1 run cap -- true
   run -64 "$RLOCK" --history 10001 run cap -- true
   RLOCK_HISTORY=many run -64 "$RLOCK" run cap -- true

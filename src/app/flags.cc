@@ -362,9 +362,10 @@ void define_history(Subcommands& s, Values& v) {
       "Events: acquired, released, kept (--min-hold), done (--done-for), expired\n"
       "(a lease that ran out without a release, noticed by the next command that\n"
       "touches KEY), lost (its holder said why), broken, superseded, gave-up. Each\n"
-      "lock keeps its newest --history events (100 by default) for 7 days after the\n"
-      "last one. --json: an array (with --follow, one object per line). In quorum\n"
-      "mode every master's log, merged: an event says on how many masters it was.\n"
+      "lock keeps its newest --history events (100 by default; Redis trims whole\n"
+      "stream nodes, so a few dozen more may stay) for 7 days after the last one.\n"
+      "--json: an array (with --follow, one object per line). In quorum mode every\n"
+      "master's log, merged: an event says on how many masters it was.\n"
       "Exit 0, also for a KEY without history.");
 }
 
