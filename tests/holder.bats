@@ -442,6 +442,24 @@ rlock_comm() { basename "$RLOCK" | cut -c1-15; }
   done
 }
 
+@test "RLOCK_GUARD=fork: the guard is a fork of rlock, never the program, and still ends the group; another value is 64" {
+  [[ $(uname -s) == Linux ]] || skip "the guard program is Linux's"
+  bg_start holder env RLOCK_GUARD=fork \
+    "$RLOCK" run --ttl 30s hk-fork -c 'sh -c "echo \$\$ >\"$T/leftover\"; exec sleep 300" & wait'
+  holder=$BG_PID
+  job_and_guard "$holder"
+  assert_equal "$(cat "/proc/$guard/comm")" "$(rlock_comm)"
+  run -0 ls -l "/proc/$guard/exe"
+  refute_output --partial memfd
+  kill -KILL "$holder"
+  wait_until "_rlock_dead $job" 5
+  RLOCK_GUARD=program run -0 "$RLOCK" run hk-fork -- true
+  RLOCK_GUARD=memfd rl run hk-fork -- touch "$T/ran"
+  assert_error 64
+  assert_equal "$stderr" "rlock: invalid RLOCK_GUARD 'memfd': use program or fork"
+  [[ ! -e $T/ran ]]
+}
+
 @test "rlock killed before it names the command's group to the guard: the child named it, the group still ends" {
   [[ $(uname -s) == Linux ]] || skip "the shim is Linux's"
   # rlock's own writes to the guard's pipe wait 5 s (tests/helpers/memfd_shim.cc)

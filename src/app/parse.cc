@@ -16,6 +16,7 @@
 #include "core/text.h"
 #include "lock/layout.h"
 #include "lock/records.h"
+#include "proc/guard.h"
 
 namespace rlock::app {
 
@@ -232,6 +233,14 @@ void finish(Values& v) {
     g.layout = parse_layout(*v.layout, "--layout");
   else if (const char* l = std::getenv("RLOCK_LAYOUT"); l && *l)
     g.layout = parse_layout(l, "RLOCK_LAYOUT");
+  if (const char* gk = std::getenv("RLOCK_GUARD"); gk && *gk) {
+    std::string_view kind = gk;
+    if (kind == "fork")
+      prefer_forked_guard();
+    else if (kind != "program")
+      throw_usage(fmt::format("invalid RLOCK_GUARD '{}': use program or fork",
+                              escape_text(truncate_text(std::string(kind), 64))));
+  }
   g.urls = v.urls;
   o.key = v.key;
   o.and_keys = v.and_keys;

@@ -164,6 +164,12 @@ void program_died(bool) {}
 
 }  // namespace
 
+void prefer_forked_guard() {
+#ifdef RLOCK_EXEC_GUARD
+  g_program_refused = true;
+#endif
+}
+
 GroupGuard GroupGuard::failed(int err) {
   GroupGuard g;
   g.error_ = err;

@@ -71,6 +71,11 @@ class GroupGuard {
   bool program_ = false;  // the guard program, not a fork of rlock
 };
 
+/// Every later guard of this process is a fork of rlock, never the guard
+/// program (RLOCK_GUARD=fork: where running a program from memory is flagged
+/// or refused by a security tool; the man page, ENVIRONMENT).
+void prefer_forked_guard();
+
 /// In a forked process that will not exec: closes every descriptor but
 /// `keep`. Async-signal-safe.
 void close_all_but(int keep);
