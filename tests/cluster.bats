@@ -92,6 +92,31 @@ _list_waiters() { blocked_in_blpop "CLUSTER$1"; }
     fail "no SPUBLISH on the node (before: $before)"
 }
 
+# _acl_users: on every node, the man page's "ACL SETUSER locker" (no +cluster) and a user
+# kept to sharded pub/sub (no PUBLISH).
+_acl_users() {
+  local i
+  for ((i = 1; i <= CLUSTER_N; i++)); do
+    rcli_to "CLUSTER$i" acl setuser locker on '>pw' resetkeys '~lock:*' resetchannels '&lock:*' -@all \
+      +@connection +evalsha +eval +evalsha_ro +eval_ro +blpop +subscribe +unsubscribe +ssubscribe \
+      +sunsubscribe +scan +time +del +exists +get +mget +hdel +hexists +hget +hgetall +hlen +hmget \
+      +hset +hsetnx +incr +persist +pexpire +pttl +set +zadd +zcard +zcount +zrange +zrangebyscore \
+      +zrank +zrem +zremrangebyscore +zscore +publish +spublish +lpush +xadd +xrange +xrevrange >/dev/null
+    rcli_to "CLUSTER$i" acl setuser shardonly on '>pw' '~lock:*' '&lock:*' +@all -publish >/dev/null
+  done
+}
+
+@test "a user refused CLUSTER (the documented locker ACL) does not mark the key 'no Cluster node': a user without PUBLISH still releases" {
+  _acl_users
+  k=$(cluster_key_on 1 ctopo)
+  local sh="redis://shardonly:pw@127.0.0.1:$CLUSTER1_PORT/0"
+  run -0 "$RLOCK" --url "$sh" run "$k" -- true
+  run -0 "$RLOCK" --url "redis://locker:pw@127.0.0.1:$CLUSTER1_PORT/0" run "$k" -- true
+  assert_equal "$(rcli_to CLUSTER1 hget "lock:{$k}:live" ' topo')" ""
+  run -0 "$RLOCK" --url "$sh" run "$k" -- true
+  run -1 "$RLOCK" --url "$sh" status "$k" # free: released, not left to its lease
+}
+
 @test "a history that says 'no Cluster node' (copied from a plain server) costs no notice: PUBLISH reaches every node" {
   k=$(cluster_key_on 2 topo)
   ch="lock:release:{$k}"

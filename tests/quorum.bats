@@ -819,6 +819,23 @@ side_by_side() {
   assert_output --partial '"label":"job-7"'
 }
 
+@test "history in quorum mode: every master trims its log exactly, so whatever their stream nodes, no tenure is shown on fewer masters" {
+  # (stream-node-max-entries 1 on two masters: there a trim by whole nodes is exact; the
+  # others keep their nodes of 100, where it keeps dozens more)
+  rcli_to M1 config set stream-node-max-entries 1 >/dev/null
+  rcli_to M2 config set stream-node-max-entries 1 >/dev/null
+  for i in $(seq 8); do "$RLOCK" --history 3 run q-trim -- true; done
+  rcli_to M1 config set stream-node-max-entries 100 >/dev/null
+  rcli_to M2 config set stream-node-max-entries 100 >/dev/null
+  for i in 1 2 3 4 5; do
+    assert_equal "$(rcli_to "M$i" xlen 'lock:{q-trim}:log')" 3
+  done
+  run -0 "$RLOCK" history q-trim --json
+  assert_equal "$(jq -c '[.[] | select(.masters < 5)]' <<<"$output")" "[]"
+  run -0 "$RLOCK" history q-trim
+  refute_output --partial "no majority"
+}
+
 @test "history in quorum mode: each master keeps its own log; history merges them, saying on how many" {
   run -0 "$RLOCK" run --ttl 6s q-hist -- true
   for i in 1 2 3 4 5; do

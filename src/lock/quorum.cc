@@ -43,7 +43,10 @@ bool missed_bound_only(const std::vector<Outcome<AcquireReply>>& rs) {
 
 QuorumLock::QuorumLock(std::vector<Client*> masters, LockNames names, size_t of)
     : Lock(std::move(names), 0), clients_(std::move(masters)), total_(of ? of : clients_.size()) {
-  for (Client* c : clients_) locks_.push_back(std::make_unique<SingleLock>(*c, names_));
+  for (Client* c : clients_) {
+    locks_.push_back(std::make_unique<SingleLock>(*c, names_));
+    locks_.back()->trim_history_exactly();
+  }
 }
 
 QuorumLock::~QuorumLock() {

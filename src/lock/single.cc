@@ -56,7 +56,7 @@ void SingleLock::acquire_in(const char* mode, const std::string& token, Millis t
                 .priority = line_.priority,
                 .supersede = line_.supersede,
                 .max_waiters = line_.max_waiters,
-                .history = history_,
+                .history = history_arg(),
                 .cancel = line_.cancel,
                 .pool = pool_};
   int limit = limit_;
@@ -73,7 +73,7 @@ void SingleLock::acquire_in(const char* mode, const std::string& token, Millis t
                     {ScriptCall{&undo_script(), UndoArgs{.token = token,
                                                          .attempt = attempt,
                                                          .channel = names_.channel,
-                                                         .history = history_}
+                                                         .history = history_arg()}
                                                     .to_argv()}});
 }
 
@@ -103,7 +103,7 @@ void SingleLock::do_extend(const std::string& token, Millis ttl, Done<ExtendRepl
                            Millis timeout) {
   run<ExtendReply>(
       client_, extend_script(), names_,
-      ExtendArgs{.token = token, .ttl = ttl, .history = history_, .supersede = line_.supersede}
+      ExtendArgs{.token = token, .ttl = ttl, .history = history_arg(), .supersede = line_.supersede}
           .to_argv(),
       [](const Reply& r) {
         auto& e = r.as_array("an extend reply", 1);
@@ -286,7 +286,7 @@ void SingleLock::do_release(const std::string& token, Millis min_hold, Done<Rele
                 .release_id = new_token(),
                 .exit_status = exit_status,
                 .done_for = done_for,
-                .history = history_,
+                .history = history_arg(),
                 .lost = truncate_text(lost, 512)};
   Client* c = &client_;
   // One window for every release this one sends (confirmed_release).
@@ -301,7 +301,7 @@ void SingleLock::do_release(const std::string& token, Millis min_hold, Done<Rele
 
 void SingleLock::give_back(const std::string& token, Done<ReleaseReply> done, Millis timeout) {
   // No release id: release.lua then writes no tombstone.
-  ReleaseArgs r{.token = token, .channel = names_.channel, .history = history_};
+  ReleaseArgs r{.token = token, .channel = names_.channel, .history = history_arg()};
   release_until(client_, names_, r.to_argv(), later(Clock::now(), timeout), 0, std::move(done));
 }
 
@@ -333,7 +333,7 @@ void SingleLock::confirm_master(const std::string& token, const AcquireReply& gr
 void SingleLock::do_leave(const std::string& token, Done<bool> done, Millis timeout) {
   run<bool>(
       client_, leave_script(), names_,
-      LeaveArgs{.token = token, .channel = names_.channel, .history = history_}.to_argv(),
+      LeaveArgs{.token = token, .channel = names_.channel, .history = history_arg()}.to_argv(),
       [](const Reply& r) { return r.as_int("a leave reply") == 1; }, std::move(done), timeout);
 }
 
@@ -355,7 +355,7 @@ void SingleLock::break_lock(const BreakRequest& req, Done<long> done) {
   run<long>(
       client_, break_script(), names_,
       BreakArgs{.channel = names_.channel,
-                .history = history_,
+                .history = history_arg(),
                 .by = by,
                 .tombstone = kBreakTombstone,
                 .only = req.token,

@@ -97,12 +97,21 @@ class SingleLock : public Lock {
   void commit_fence(const std::string& token, int64_t fence, bool claim, Done<FenceReply> done,
                     Millis timeout);
   Client& client() { return client_; }
+  /// Quorum mode: the history on this master is trimmed exactly, as on the
+  /// others, so that every master keeps the same newest events and the merged
+  /// history does not count older ones on fewer masters (docs/PROTOCOL.md,
+  /// "History": a negative cap).
+  void trim_history_exactly() { exact_history_ = true; }
 
  private:
   void acquire_in(const char* mode, const std::string& token, Millis ttl, const HolderInfo& info,
                   long attempt, Done<AcquireReply> done, Millis timeout);
 
+  // The history cap as the scripts take it: negative to trim exactly.
+  int history_arg() const { return exact_history_ ? -history_ : history_; }
+
   Client& client_;
+  bool exact_history_ = false;
 };
 
 }  // namespace rlock

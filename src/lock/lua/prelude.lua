@@ -31,6 +31,7 @@ local SUPS_MAX = 1000
 local LOG, LIVE = BASE .. 'log', BASE .. 'live'
 local LOG_IDLE_MS = 604800000
 local HISTORY = 100
+local EXACT = false  -- trim the log exactly (a negative cap: quorum mode)
 local tm = redis.call('TIME')
 local NOW = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
 -- The value of LOCK while shared holders hold it (--shared): it keeps SET NX
@@ -159,12 +160,16 @@ end
 -- 'Cluster' on a plain Redis 7 would SPUBLISH to nobody who subscribed with
 -- SUBSCRIBE alone, as a waiter told that the server is no Cluster node does.
 local sharded
--- This call's CLUSTER MYID was refused: no Cluster node (record_end remembers it).
+-- This call's CLUSTER MYID had Redis's own answer "cluster support disabled":
+-- no Cluster node (record_end remembers it). Any other refusal (an ACL
+-- without CLUSTER, as the documented locker user has) proves nothing.
 local no_cluster = false
 local function publish(chan, msg)
   if sharded == nil then
-    sharded = type(redis.pcall('CLUSTER', 'MYID')) == 'string'
-    no_cluster = not sharded
+    local r = redis.pcall('CLUSTER', 'MYID')
+    sharded = type(r) == 'string'
+    no_cluster = type(r) == 'table' and type(r.err) == 'string' and
+      string.find(r.err, 'cluster support disabled', 1, true) ~= nil
   end
   if sharded then
     local r = redis.pcall('SPUBLISH', chan, msg)
@@ -367,9 +372,13 @@ local PLAIN = '=plain'
 local TOPO, TOPO_PLAIN = ' topo', 'p'
 local unmarked = false
 
--- The number of events to keep, from a script's ARGV (absent: 100).
+-- The number of events to keep, from a script's ARGV (absent: 100). A
+-- negative cap (quorum mode) keeps as many, trimmed exactly (record), so that
+-- every master keeps the same newest events.
 local function history_cap(arg)
-  return math.max(0, math.min(10000, math.floor(tonumber(arg or '100') or 100)))
+  local n = tonumber(arg or '100') or 100
+  if n < 0 then EXACT, n = true, -n end
+  return math.max(0, math.min(10000, math.floor(n)))
 end
 
 -- "LABEL" or "HOST pid PID": who a holder or waiter is, in an event.
@@ -389,10 +398,12 @@ end
 -- the first node's deleted entries on every append (4.5 us a call against 1).
 -- A server whose nodes have no bound (stream-node-max-entries and -bytes
 -- both 0) has no whole node to drop: there the appends made in one
--- millisecond of eight trim exactly, which bounds the log as well.
+-- millisecond of eight trim exactly, which bounds the log as well. In quorum
+-- mode (EXACT) every append does: the masters' logs, merged by history,
+-- must hold the same newest events, whatever their nodes and clocks.
 local function record(ev, t, ...)
   if HISTORY <= 0 then return false end
-  local how = NOW % 8 == 0 and '=' or '~'
+  local how = (EXACT or NOW % 8 == 0) and '=' or '~'
   if hcall('XADD', LOG, 'MAXLEN', how, HISTORY, '*', 'ev', ev, 'tok', field(t), ...) then
     hcall('PEXPIRE', LOG, LOG_IDLE_MS)
     hcall('PEXPIRE', LIVE, LOG_IDLE_MS)
