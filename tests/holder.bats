@@ -460,26 +460,28 @@ rlock_comm() { basename "$RLOCK" | cut -c1-15; }
   [[ ! -e $T/ran ]]
 }
 
-@test "rlock killed before it names the command's group to the guard: the child named it, the group still ends" {
-  [[ $(uname -s) == Linux ]] || skip "the shim is Linux's"
-  # rlock's own writes to the guard's pipe wait 5 s (tests/helpers/memfd_shim.cc)
+# start_slowname: rlock (pid in holder) runs a job (job) whose group its guard (guard)
+# watches, and rlock's own writes to the guard's pipe wait 5 s
+# (tests/helpers/memfd_shim.cc, mode slowname): a window in which only the command's
+# child has named the group.
+start_slowname() {
   bg_start holder env "LD_PRELOAD=$RLOCK_HELPERS/memfd_shim.so" RLOCK_TEST_MEMFD=slowname \
     "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
     "$RLOCK" run --ttl 30s hk -c 'sh -c "echo \$\$ >\"$T/leftover\"; exec sleep 300" & wait'
   holder=$BG_PID
   job_and_guard "$holder"
+}
+
+@test "rlock killed before it names the command's group to the guard: the child named it, the group still ends" {
+  [[ $(uname -s) == Linux ]] || skip "the shim is Linux's"
+  start_slowname
   kill -KILL "$holder"
   wait_until "_rlock_dead $job" 3
 }
 
 @test "a guard that replaces one that died knows the group from birth: rlock killed before naming it, the group still ends" {
   [[ $(uname -s) == Linux ]] || skip "the shim is Linux's"
-  # rlock's own writes to the guard's pipe wait 5 s (tests/helpers/memfd_shim.cc)
-  bg_start holder env "LD_PRELOAD=$RLOCK_HELPERS/memfd_shim.so" RLOCK_TEST_MEMFD=slowname \
-    "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
-    "$RLOCK" run --ttl 30s hk -c 'sh -c "echo \$\$ >\"$T/leftover\"; exec sleep 300" & wait'
-  holder=$BG_PID
-  job_and_guard "$holder"
+  start_slowname
   kill -KILL "$guard"
   wait_until "guard_of $holder | grep -qvx $guard" 20
   kill -KILL "$holder"

@@ -485,11 +485,15 @@ class Runner {
   // rlock would leave the group running without a lease: said once.
   void watch_group() {
     if (guard_.watch(child_->pid()) || guard_warned_) return;
+    warn_unguarded(
+        fmt::format("no guard process could be started ({})", std::strerror(guard_.error())));
+  }
+
+  // Once per run: the command runs without a guard, and why.
+  void warn_unguarded(const std::string& why) {
     guard_warned_ = true;
-    log_error(fmt::format(
-        "warning: no guard process could be started ({}): if rlock is killed with SIGKILL, "
-        "what the command runs goes on without a lease",
-        std::strerror(guard_.error())));
+    log_error("warning: " + why +
+              ": if rlock is killed with SIGKILL, what the command runs goes on without a lease");
   }
 
   // ---- the end ----
@@ -530,10 +534,7 @@ class Runner {
               log_verbose("the guard process died: starting another");
               watch_group();
             } else if (!guard_warned_) {
-              guard_warned_ = true;
-              log_error(fmt::format(
-                  "warning: the guard process kept dying: none is started again; if rlock is "
-                  "killed with SIGKILL, what the command runs goes on without a lease"));
+              warn_unguarded("the guard process kept dying: none is started again");
             }
           }
         });

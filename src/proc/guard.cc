@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 
 #ifdef __linux__
 #include <sys/syscall.h>
@@ -112,12 +113,7 @@ pid_t exec_program(int read_end, pid_t pgid) {
   char group[16] = "";  // the group already known, in decimal (argv[1]), or none
   char* argv[] = {name, nullptr, nullptr};
   if (pgid > 1) {
-    char digits[16];
-    int n = 0;
-    for (unsigned long v = static_cast<unsigned long>(pgid); v > 0 && n < 15; v /= 10)
-      digits[n++] = static_cast<char>('0' + v % 10);
-    for (int i = 0; i < n; ++i) group[i] = digits[n - 1 - i];
-    group[n] = '\0';
+    *std::to_chars(group, group + sizeof group - 1, pgid).ptr = '\0';
     argv[1] = group;
   }
   char* const envp[] = {nullptr};
