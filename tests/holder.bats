@@ -393,28 +393,37 @@ job_and_guard() {
   wait_until "_rlock_dead $job" 5
 }
 
-# The name a forked guard has: rlock's own (its command name, at most 15 bytes).
+# The name a forked guard has where it cannot rename itself: rlock's own (its command
+# name, at most 15 bytes). On Linux every guard is named lockguard (docs/DESIGN.md).
 rlock_comm() { basename "$RLOCK" | cut -c1-15; }
+
+# forked_guard PID: the guard is a fork of rlock (its binary), named lockguard.
+forked_guard() {
+  wait_until "[[ \$(cat /proc/$1/comm 2>/dev/null) == lockguard ]]"
+  assert_equal "$(readlink "/proc/$1/exe")" "$(readlink -f "$RLOCK")"
+}
 
 @test "the guard is a program of its own: its own name and memory, one descriptor, deaf to stray signals" {
   # The guard program is exec'd from memory on Linux x86-64 and AArch64 (docs/DESIGN.md);
   # elsewhere, and in a sanitizer build, the guard is a fork of rlock.
-  expect=rlock-guard
+  program=yes
   case $(uname -s)/$(uname -m) in
     Linux/x86_64 | Linux/aarch64) ;;
-    *) expect=$(rlock_comm) ;;
+    *) program=no ;;
   esac
-  if ldd "$RLOCK" 2>/dev/null | grep -q libasan; then expect=$(rlock_comm); fi
+  if ldd "$RLOCK" 2>/dev/null | grep -q libasan; then program=no; fi
   rlock_bg holder run --ttl 30s hk -c 'sh -c "echo \$\$ >\"$T/leftover\"; exec sleep 300" & wait'
   holder=$BG_PID
   job_and_guard "$holder"
-  assert_equal "$(cat "/proc/$guard/comm")" "$expect"
-  if [[ $expect == rlock-guard ]]; then
+  if [[ $program == yes ]]; then
+    assert_equal "$(cat "/proc/$guard/comm")" lockguard
     run readlink "/proc/$guard/exe"
-    assert_output --partial 'memfd:rlock-guard'
+    assert_output --partial 'memfd:lockguard'
     # none of rlock's binary or libraries mapped: memory of its own
     run grep -c -F -e "$(readlink -f "$RLOCK")" -e /libc "/proc/$guard/maps"
     assert_output 0
+  elif [[ $(uname -s) == Linux ]]; then
+    forked_guard "$guard"
   fi
   run ls "/proc/$guard/fd"
   assert_equal "${#lines[@]}" 1
@@ -436,7 +445,7 @@ rlock_comm() { basename "$RLOCK" | cut -c1-15; }
       "$RLOCK" run --ttl 30s "hk-$mode" -c 'sh -c "echo \$\$ >\"$T/leftover\"; exec sleep 300" & wait'
     holder=$BG_PID
     job_and_guard "$holder"
-    assert_equal "$(cat "/proc/$guard/comm")" "$(rlock_comm)"
+    forked_guard "$guard"
     kill -KILL "$holder"
     wait_until "_rlock_dead $job" 5
   done
@@ -448,9 +457,7 @@ rlock_comm() { basename "$RLOCK" | cut -c1-15; }
     "$RLOCK" run --ttl 30s hk-fork -c 'sh -c "echo \$\$ >\"$T/leftover\"; exec sleep 300" & wait'
   holder=$BG_PID
   job_and_guard "$holder"
-  assert_equal "$(cat "/proc/$guard/comm")" "$(rlock_comm)"
-  run -0 ls -l "/proc/$guard/exe"
-  refute_output --partial memfd
+  forked_guard "$guard"
   kill -KILL "$holder"
   wait_until "_rlock_dead $job" 5
   RLOCK_GUARD=program run -0 "$RLOCK" run hk-fork -- true
@@ -458,6 +465,32 @@ rlock_comm() { basename "$RLOCK" | cut -c1-15; }
   assert_error 64
   assert_equal "$stderr" "rlock: invalid RLOCK_GUARD 'memfd': use program or fork"
   [[ ! -e $T/ran ]]
+}
+
+@test "pkill -9 rlock, pkill -f rlock and killall rlock match rlock, never its guard: the group still ends" {
+  [[ $(uname -s) == Linux ]] || skip "the guard renames itself on Linux"
+  command -v pgrep >/dev/null || skip "no pgrep"
+  for mode in program fork; do
+    rm -f "$T/leftover"
+    bg_start "holder-$mode" env "RLOCK_GUARD=$mode" \
+      "$RLOCK" run --ttl 30s "hk-$mode" -c 'sh -c "echo \$\$ >\"$T/leftover\"; exec sleep 300" & wait'
+    holder=$BG_PID
+    job_and_guard "$holder"
+    wait_until "[[ \$(cat /proc/$guard/comm 2>/dev/null) == lockguard ]]"
+    # what pkill and killall select by name (pkill's default, killall's exact name) and by
+    # command line (pkill -f): rlock, not its guard (pgrep lists the same processes)
+    for how in "" -x -f; do
+      run pgrep $how "$(if [[ $how == -f ]]; then echo rlock; else rlock_comm; fi)"
+      assert_line "$holder"
+      refute_line "$guard"
+    done
+    run sh -c "tr '\\0' ' ' <'/proc/$guard/cmdline'"
+    assert_output --regexp '^lockguard( |$)'
+    refute_output --partial rlock
+    # so pkill -9 ends rlock alone, and the guard ends the command's group
+    kill -KILL "$holder"
+    wait_until "_rlock_dead $job" 5
+  done
 }
 
 # start_slowname: rlock (pid in holder) runs a job (job) whose group its guard (guard)
@@ -502,7 +535,7 @@ start_slowname() {
     "$RLOCK" -v run --ttl 30s hk -c 'sh -c "echo \$\$ >\"$T/leftover\"; exec sleep 300" & wait'
   holder=$BG_PID
   job_and_guard "$holder"
-  assert_equal "$(cat "/proc/$guard/comm")" "$(rlock_comm)"
+  forked_guard "$guard"
   kill -KILL "$holder"
   wait_until "_rlock_dead $job" 5
   run grep -c 'starting another' "$T/holder.err"

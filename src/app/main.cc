@@ -5,6 +5,7 @@
 #include "app/cli.h"
 #include "cli/output.h"
 #include "core/stderr_writer.h"
+#include "proc/guard.h"
 #include "proc/signals.h"
 
 namespace {
@@ -27,6 +28,7 @@ void open_standard_descriptors() {
 int main(int argc, char** argv) {
   open_standard_descriptors();
   rlock::ignore_sigpipe();
+  rlock::remember_arguments(argc, argv);
   int status = rlock::run_cli(argc, argv);
   // Last messages get a bounded chance to reach a slow stderr; never a hang.
   rlock::stderr_drain(std::chrono::milliseconds(500));

@@ -9,10 +9,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstring>
 
 #ifdef __linux__
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #endif
 #include "core/sanitizers.h"
@@ -49,6 +52,23 @@ void close_all_but(int keep) {
 
 namespace {
 
+// rlock's argument strings, one contiguous area as the kernel lays them out
+// (remember_arguments), or none.
+char* g_args = nullptr;
+size_t g_args_len = 0;
+
+// A forked guard's names: the thread name (`ps`, pkill's default match) and
+// the command line (`ps -f`, `pkill -f`), both kGuardName. Only memory writes
+// and one system call: safe between fork and _exit.
+void name_forked_guard() {
+#ifdef __linux__
+  prctl(PR_SET_NAME, kGuardName, 0, 0, 0);
+#endif
+  if (g_args == nullptr || g_args_len < 2) return;
+  std::memset(g_args, 0, g_args_len);
+  std::memcpy(g_args, kGuardName, std::min(sizeof kGuardName, g_args_len) - 1);
+}
+
 // A read of exactly `len` bytes, or fewer at EOF or on an error.
 size_t read_fully(int fd, void* buf, size_t len) {
   size_t got = 0;
@@ -78,8 +98,8 @@ bool g_program_refused = false;
 // keeps (exec resets handlers, not the mask).
 pid_t exec_program(int read_end, pid_t pgid) {
   if (g_program_refused) return kNoProgram;
-  int mfd = memfd_create("rlock-guard", MFD_CLOEXEC | MFD_EXEC);
-  if (mfd < 0 && errno == EINVAL) mfd = memfd_create("rlock-guard", MFD_CLOEXEC);
+  int mfd = memfd_create(kGuardName, MFD_CLOEXEC | MFD_EXEC);
+  if (mfd < 0 && errno == EINVAL) mfd = memfd_create(kGuardName, MFD_CLOEXEC);
   if (mfd < 0) {
     g_program_refused = true;
     return kNoProgram;
@@ -109,7 +129,8 @@ pid_t exec_program(int read_end, pid_t pgid) {
     g_program_refused = true;
     return kNoProgram;
   }
-  static char name[] = "rlock-guard";
+  static char name[sizeof kGuardName];
+  std::memcpy(name, kGuardName, sizeof kGuardName);
   char group[16] = "";  // the group already known, in decimal (argv[1]), or none
   char* argv[] = {name, nullptr, nullptr};
   if (pgid > 1) {
@@ -160,6 +181,17 @@ void program_died(bool) {}
 
 }  // namespace
 
+void remember_arguments(int argc, char** argv) {
+  if (argc < 1 || argv == nullptr || argv[0] == nullptr) return;
+  char* end = argv[0];
+  for (int i = 0; i < argc; ++i) {
+    if (argv[i] != end) return;  // not one area (a caller's own argv): left as it is
+    end += std::strlen(argv[i]) + 1;
+  }
+  g_args = argv[0];
+  g_args_len = static_cast<size_t>(end - argv[0]);
+}
+
 void prefer_forked_guard() {
 #ifdef RLOCK_EXEC_GUARD
   g_program_refused = true;
@@ -206,6 +238,7 @@ GroupGuard GroupGuard::start(pid_t known) {
     // A session of its own: a SIGKILL to rlock's process group (`kill -9 %1`,
     // a CI runner ending the job) must not take the guard along with rlock.
     setsid();
+    name_forked_guard();
     close_all_but(fds[0]);
     // Every signal stays blocked (the mask set before fork): a stray signal
     // stays pending instead of ending the guard; SIGKILL still does.

@@ -10,6 +10,18 @@
 
 namespace rlock {
 
+/// The name the guard goes by (`ps`, /proc/PID/comm, its command line): without
+/// "rlock" in it, so that `pkill -9 rlock`, `pkill -f rlock` or `killall rlock`,
+/// which end rlock, never end its guard in the same moment and leave the
+/// command's group running without a lease (docs/DESIGN.md, "The one event
+/// loop"). proc/guard_program.cc names itself the same.
+inline constexpr char kGuardName[] = "lockguard";
+
+/// Remembers where rlock's own argument strings are (main's argv), which a
+/// forked guard overwrites with kGuardName: its command line is otherwise
+/// rlock's, and `pkill -f rlock` would match it.
+void remember_arguments(int argc, char** argv);
+
 /// Kills a process group if rlock dies first. PR_SET_PDEATHSIG reaches only
 /// the direct child; a `sh -c` wrapper's children would run on without a
 /// lease. So a small guard process waits on a pipe that only rlock and its

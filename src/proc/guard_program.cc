@@ -86,7 +86,8 @@ int group_argument(const long* stack) {
 
 // `stack`: the kernel's initial stack (argc, then argv).
 extern "C" [[noreturn]] void rlock_guard_main(const long* stack) {
-  static const char name[] = "rlock-guard";
+  // kGuardName (proc/guard.h): no "rlock" in it, which `pkill -9 rlock` would match.
+  static const char name[] = "lockguard";
   sys(__NR_prctl, kPR_SET_NAME, reinterpret_cast<long>(name));
   close_others();
   int pgid = group_argument(stack), record;
