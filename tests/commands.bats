@@ -581,6 +581,13 @@ assert_fits() {
   assert_line --index 3 --regexp '^ +kept by --min-hold until [0-9:]+Z; its command exited 3$'
   tty_rlock 80 list mh-kept
   assert_output --partial "(kept) "
+  # its key made permanent (PERSIST): no end to name, and none made up from -1
+  assert_equal "$(rcli persist 'lock:{mh-kept}')" 1
+  rl status mh-kept
+  assert_line --index 1 '  holder  kept with no expiry: it stays until broken (rlock break); its command exited 3'
+  rl status mh-kept --json
+  run -0 jq -r '.holders[0] | "\(.kept) \(.ttl_left_ms) \(has("kept_until"))"' <<<"$output"
+  assert_output "true -1 false"
   run -0 "$RLOCK" break mh-kept --yes
 }
 

@@ -46,6 +46,24 @@ setup() {
   assert_output --partial '"done":true'
 }
 
+@test "a done lock whose key lost its expiry (PERSIST) says it stays until broken, never 'free again in 0ms'" {
+  run -0 "$RLOCK" run --done-for 1h pdone -- true
+  assert_equal "$(rcli persist 'lock:{pdone}')" 1
+  run -75 "$RLOCK" run pdone -- true
+  assert_output --regexp "'pdone' was already done for this period: done by .* \[true\] at [0-9:]{8}Z, no expiry: it stays done until broken \(rlock break\)$"
+  run -75 "$RLOCK" acquire -n pdone
+  assert_output --partial "no expiry: it stays done until broken"
+  refute_output --partial "free again"
+  run -0 "$RLOCK" status pdone
+  assert_output --regexp "done at [0-9:]{8}Z; taken with no expiry: it stays until broken \(rlock break\)"
+  refute_output --partial "taken until"
+  run -0 "$RLOCK" status --json pdone
+  assert_output --partial '"ttl_left_ms":-1'
+  refute_output --partial '"kept_until"'
+  run -0 "$RLOCK" break --yes pdone
+  run -0 "$RLOCK" run pdone -- true
+}
+
 @test "after a failure the lock is free at once, so another host may retry" {
   run -7 "$RLOCK" run --done-for 1h retry -- sh -c 'exit 7'
   run -1 "$RLOCK" status retry

@@ -72,7 +72,9 @@ HolderWords holder_words(const AcquireReply& a, int limit, Millis elapsed, size_
   if (h.done_ms > 0)
     return {fmt::format("done by {} pid {}{} at {}Z", escape_text(h.info.host), h.info.pid, cmd,
                         utc_iso(h.done_ms).substr(11, 8)),
-            fmt::format("free again in {}", format_duration(left))};
+            h.ttl_left < Millis(0)
+                ? std::string("no expiry: it stays done until broken (rlock break)")
+                : fmt::format("free again in {}", format_duration(left))};
   std::string since =
       h.since_ms > 0 && with_since ? " since " + utc_iso(h.since_ms).substr(11, 8) + "Z" : "";
   // A label says what the job is (a CI job's URL): it stands for host, pid and command.

@@ -53,11 +53,17 @@ int64_t kept_until(const Holder& h, int64_t now_ms) {
 // command has ended, so that it does not read as a running one.
 std::string kept_words(const Holder& h, int64_t now_ms) {
   // run --done-for: "done at 10:02:11Z; taken until 11:02:11Z (--done-for)".
+  // A key without an expiry (PERSIST) stays done until broken: no end to name.
+  if (h.done_ms > 0 && h.ttl_left < Millis(0))
+    return fmt::format("done at {}; taken with no expiry: it stays until broken (rlock break)",
+                       clock_time(h.done_ms, now_ms));
   if (h.done_ms > 0)
     return fmt::format("done at {}; taken until {} (--done-for)", clock_time(h.done_ms, now_ms),
                        clock_time(kept_until(h, now_ms), now_ms));
   std::string how = h.exit_status >= 0 ? fmt::format("its command exited {}", h.exit_status)
                                        : std::string("its command has ended");
+  if (h.ttl_left < Millis(0))
+    return fmt::format("kept with no expiry: it stays until broken (rlock break); {}", how);
   return fmt::format("kept by --min-hold until {}; {}", clock_time(kept_until(h, now_ms), now_ms),
                      how);
 }
@@ -353,7 +359,8 @@ std::string holder_json(const Holder& h, int64_t now_ms) {
         .num("age_ms", elapsed_ms(now_ms, h.since_ms));
   o.num("ttl_left_ms", h.ttl_left.count()).num_if("ttl_ms", h.ttl.count()).num_if("fence", h.fence);
   o.boolean("kept", h.kept_ms > 0);
-  if (h.kept_ms > 0) o.str("kept_until", utc_iso(kept_until(h, now_ms)));
+  // A key without an expiry (PERSIST) has no end: ttl_left_ms -1 says so.
+  if (h.kept_ms > 0 && h.ttl_left >= Millis(0)) o.str("kept_until", utc_iso(kept_until(h, now_ms)));
   if (h.exit_status >= 0) o.num("exit_status", h.exit_status);
   o.str("mode", h.shared ? "shared" : "exclusive").boolean("done", h.done_ms > 0);
   if (h.done_ms > 0) o.str("done_at", utc_iso(h.done_ms));
