@@ -56,45 +56,38 @@ setup_file() {
   assert_equal "$BG_STATUS" 0
 }
 
-@test "an ACL user without BLPOP, or whose releases may not LPUSH, still waits and is woken" {
-  # Without BLPOP the waiter subscribes to its channel instead; a releaser without LPUSH
-  # pushes nothing (its script goes on: the push is best effort) but still publishes.
+# woken_without_lists KEY: a holder whose releases may not LPUSH takes KEY, a waiter
+# without BLPOP (it subscribes to its channel instead) waits in line; the release pushes
+# nothing (the push is best effort: its script goes on) and publishes, and the waiter is
+# woken on its channel, with no list left behind.
+woken_without_lists() {
   acl_lock_user noblpop pw5 -blpop
   acl_lock_user nolpush pw6 -lpush
   local nb="redis://noblpop:pw5@127.0.0.1:$REDIS_PORT/0"
   local nl="redis://nolpush:pw6@127.0.0.1:$REDIS_PORT/0"
-  tok=$("$RLOCK" --url "$nl" acquire acl-nob --ttl 30s)
-  rlock_bg waiter -v --url "$nb" run acl-nob --wait 20s -- true
+  tok=$("$RLOCK" --url "$nl" acquire "$1" --ttl 30s)
+  rlock_bg waiter -v --url "$nb" run "$1" --wait 20s -- true
   waiter=$BG_PID
-  wait_until "[[ \$(rcli pubsub numsub 'lock:release:{acl-nob}:'\$(rcli zrange 'lock:{acl-nob}:queue' 0 0) | tail -n 1) == 1 ]]"
-  rl --url "$nl" release acl-nob --token "$tok"
+  wait_until "[[ \$(rcli pubsub numsub 'lock:release:{$1}:'\$(rcli zrange 'lock:{$1}:queue' 0 0) | tail -n 1) == 1 ]]"
+  rl --url "$nl" release "$1" --token "$tok"
   assert_success
   bg_wait "$waiter" 15
   assert_equal "$BG_STATUS" 0
-  grep -q "woken on lock:release:{acl-nob}:" "$BATS_TEST_TMPDIR/waiter.err" ||
+  grep -q "woken on lock:release:{$1}:" "$BATS_TEST_TMPDIR/waiter.err" ||
     fail "$(cat "$BATS_TEST_TMPDIR/waiter.err")"
-  assert_equal "$(rcli --scan --pattern 'lock:{acl-nob}:t:*')" ""
+  assert_equal "$(rcli --scan --pattern "lock:{$1}:t:*")" ""
+}
+
+@test "an ACL user without BLPOP, or whose releases may not LPUSH, still waits and is woken" {
+  woken_without_lists acl-nob
 }
 
 @test "a wrong server kind in the history costs no notice: the release asks, publishes as before, corrects it" {
-  # A waiter without BLPOP subscribes with SUBSCRIBE alone on a plain server, and a releaser
-  # without LPUSH only publishes: an SPUBLISH, which reaches SSUBSCRIBE alone, would be lost.
-  acl_lock_user noblpop pw5 -blpop
-  acl_lock_user nolpush pw6 -lpush
-  local nb="redis://noblpop:pw5@127.0.0.1:$REDIS_PORT/0"
-  local nl="redis://nolpush:pw6@127.0.0.1:$REDIS_PORT/0"
+  # The waiter subscribes with SUBSCRIBE alone on a plain server, and the releaser only
+  # publishes: an SPUBLISH, which reaches SSUBSCRIBE alone, would be lost.
   rcli hset 'lock:{acl-topo}:live' ' topo' c >/dev/null # what no script writes: not 'p'
   rcli pexpire 'lock:{acl-topo}:live' 60000 >/dev/null
-  tok=$("$RLOCK" --url "$nl" acquire acl-topo --ttl 30s)
-  rlock_bg waiter -v --url "$nb" run acl-topo --wait 20s -- true
-  waiter=$BG_PID
-  wait_until "[[ \$(rcli pubsub numsub 'lock:release:{acl-topo}:'\$(rcli zrange 'lock:{acl-topo}:queue' 0 0) | tail -n 1) == 1 ]]"
-  rl --url "$nl" release acl-topo --token "$tok"
-  assert_success
-  bg_wait "$waiter" 15
-  assert_equal "$BG_STATUS" 0
-  grep -q "woken on lock:release:{acl-topo}:" "$BATS_TEST_TMPDIR/waiter.err" ||
-    fail "$(cat "$BATS_TEST_TMPDIR/waiter.err")"
+  woken_without_lists acl-topo
   assert_equal "$(rcli hget 'lock:{acl-topo}:live' ' topo')" p
 }
 
