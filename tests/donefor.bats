@@ -60,6 +60,9 @@ setup() {
   run -0 "$RLOCK" status --json pdone
   assert_output --partial '"ttl_left_ms":-1'
   refute_output --partial '"kept_until"'
+  run -0 "$RLOCK" list --prometheus pdone
+  assert_line 'rlock_lease_left_seconds{key="pdone"} +Inf'
+  refute_output --partial rlock_done_until_timestamp_seconds'{'
   run -0 "$RLOCK" break --yes pdone
   run -0 "$RLOCK" run pdone -- true
 }

@@ -114,8 +114,9 @@ void Prometheus::add(const std::string& key, const LockStatus& st) {
   if (st.now_ms > 0 && !no_expiry)
     values_[kExpiresAt] +=
         fmt::format("rlock_lease_expiry_timestamp_seconds{} {}\n", k, seconds_of(lease_end));
-  // The lease of a lock marked done lasts as long as its period.
-  if (h.done_ms > 0 && st.now_ms > 0)
+  // The lease of a lock marked done lasts as long as its period; a key
+  // without an expiry has no end (no sample, as for the expiry above).
+  if (h.done_ms > 0 && st.now_ms > 0 && !no_expiry)
     values_[kDoneUntil] +=
         fmt::format("rlock_done_until_timestamp_seconds{} {}\n", k, seconds_of(lease_end));
   // Who holds it, as labels of a constant 1 (the info-metric convention).
