@@ -327,8 +327,14 @@ events() { "$RLOCK" history "$1" --json | jq -r '[.[].event] | join(" ")'; }
   stats=$(rcli info commandstats | tr -d '\r')
   [[ $stats != *cmdstat_cluster* ]] || fail "a release asked CLUSTER: $stats"
   [[ $stats == *cmdstat_publish:calls=2,* ]] || fail "not two PUBLISHes: $stats"
+  # nor does an attempt that finds the key taken (run -n from cron: TAKEN)
+  tok=$("$RLOCK" acquire --ttl 30s topo)
+  rcli config resetstat >/dev/null
+  run -75 "$RLOCK" run -n topo -- true
+  [[ $(rcli info commandstats | tr -d '\r') != *cmdstat_cluster* ]] || fail "TAKEN asked CLUSTER"
+  "$RLOCK" release topo --token "$tok"
   # the marker is neither a holder nor an event
-  assert_equal "$(events topo)" "acquired released acquired released acquired released"
+  assert_equal "$(events topo)" "acquired released acquired released acquired released acquired released"
   run -1 "$RLOCK" status topo --json # free
   assert_equal "$(jq -c '[.holders, .holder_count]' <<<"$output")" '[[],0]'
   # Recording nothing, a release reads and writes no history: it asks, as before.

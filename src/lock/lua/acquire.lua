@@ -332,8 +332,12 @@ if eligible then
 end
 if mode ~= 'wait' then
   local hs, n = holders(10)
+  -- A server that the key's history marks as no Cluster node is not asked
+  -- (publish, in the prelude, says why only that is remembered).
   local cluster = 0
-  if type(redis.pcall('CLUSTER', 'MYID')) == 'string' then cluster = 1 end
+  if hcall('HGET', LIVE, TOPO) ~= TOPO_PLAIN and type(redis.pcall('CLUSTER', 'MYID')) == 'string' then
+    cluster = 1
+  end
   return {'TAKEN', -1, free, hs, n, cluster}
 end
 if not queued then
