@@ -1,166 +1,21 @@
 #!/usr/bin/env python3
-"""Writes rlock's scripts as one Redis 7 Functions library (a prototype, bench/ only;
-docs/PERFORMANCE.md, "Redis 7 Functions prototype"): the prelude's helpers and constants
-are defined once, when FUNCTION LOAD runs the library, and each script is a registered
-function that sets the per-call state, then runs its body.
-
-The prelude (src/lock/lua/prelude.lua after its `>8` line) is split into top-level
-statements. A `local NAME... = EXPR` whose value depends on the call (KEYS, ARGV,
-redis.*, or another such name), that has no value, or that any script or prelude
-function assigns again (HISTORY, sharded, list.lua's LOCK and BASE ...) becomes a
-library-level declaration, and its assignment moves, in order, into `setup(KEYS)`,
-which every function calls first: nothing a call sets survives into the next one.
-Everything else (helpers, constants) stays as written, run once.
-Each body (NAME.lua after its `>8` line) becomes `local function NAME(KEYS, ARGV)
-setup(KEYS) BODY end`. Lua 5.1 allows 60 upvalues per function: a body's count of
-prelude names is printed to stderr (FUNCTION LOAD refuses more).
+"""rlock's scripts as one Redis 7 Functions library, for the bench (docs/PERFORMANCE.md,
+"Redis 7 Functions, measured on the real scripts"): cmake/functions_library.py, the
+generator the build runs, with the bench's library name (rlockbench_HASH), so that the
+bench's FUNCTION LOAD REPLACE never replaces the library rlock loads.
 
 Usage: fcall_library.py [--cache-cluster] [--name NAME] [--fcall-template T] > library.lua
-  --cache-cluster  `CLUSTER MYID` is asked once per library (a server cannot change
-                   cluster mode without a restart, which loads the library again)
-                   instead of in every call that publishes or answers TAKEN; only a
-                   definite answer is kept (a node id, or "cluster support disabled")
-  --name NAME      the library's name (default rlockbench_HASH, HASH the text's)
+  --cache-cluster, --name  as cmake/functions_library.py
   --fcall-template T  prints instead bench/cycles.c template T (EVALSHA lines, as
                    bench/monitor_template.py writes them) as FCALLs of this library
-Each script is registered as NAME_HASH (acquire_0123456789ab ...): function names are
-one namespace across a server's libraries, so two versions need distinct ones.
 """
-import hashlib
 import re
 import sys
 from pathlib import Path
 
-import sent_scripts
-
-LUA = Path(__file__).resolve().parent.parent / 'src' / 'lock' / 'lua'
-# name, source file, flags (rlock's read-only scripts: no-writes; scripts.cc).
-# allow-oom: a function without it is refused whole while the server is over
-# maxmemory, where EVAL refuses a script only at its first denyoom write if nothing was
-# written before: rlock's writing scripts almost always write first with a command that
-# is not denyoom (a DEL, often of nothing: walk_line's; a PEXPIRE), so that today an
-# acquire, extend or release runs whole under OOM (bench/fcall_check.py shows it). Every
-# writing script gets allow-oom to keep that: without it a holder could neither release
-# nor renew while the server is full.
-SCRIPTS = [
-    ('acquire', 'acquire', ['allow-oom']),
-    ('extend', 'extend', ['allow-oom']),
-    ('release', 'release', ['allow-oom']),
-    ('leave', 'leave', ['allow-oom']),
-    ('undo', 'undo', ['allow-oom']),
-    ('status', 'status', ['no-writes']),
-    ('break', 'break', ['allow-oom']),
-    ('forget', 'forget', ['allow-oom']),
-    ('fence', 'fence', ['allow-oom']),
-    ('history', 'history', ['no-writes']),
-    ('nest', 'nest', ['allow-oom']),
-    ('nest_ro', 'nest', ['no-writes']),
-    ('list', 'list', ['no-writes']),
-]
-CLUSTER_PROBE = "type(redis.pcall('CLUSTER', 'MYID')) == 'string'"
-
-
-def after_cut(path):
-    text = path.read_text()
-    cut = re.search(r'^-- >8 --.*\n', text, re.M)
-    if not cut:
-        sys.exit(f'fcall_library.py: {path} has no ">8" line')
-    return text[cut.end():]
-
-
-def statements(prelude):
-    """Top-level statements: a line at column 0 that is not a comment or blank starts
-    one; indented lines and a column-0 `end` belong to it."""
-    out, cur = [], None
-    for line in prelude.splitlines(keepends=True):
-        starts = line[:1] not in ('', ' ', '\t', '\n', '-') and not re.match(r'end\b', line)
-        if starts:
-            cur = [line]
-            out.append(cur)
-        elif cur is not None and (line[:1] in (' ', '\t') or re.match(r'end\b', line)):
-            cur.append(line)
-        else:
-            out.append([line])  # a comment or a blank line: kept as it is
-            cur = None
-    return [''.join(s) for s in out]
-
-
-def assigned_elsewhere(name, texts):
-    pat = re.compile(r'(?<![\w.])' + re.escape(name) + r'\s*(,\s*[\w]+\s*)*=(?!=)')
-    for t in texts:
-        for line in t.splitlines():
-            code = line.split('--', 1)[0]
-            if re.match(r'\s*local\b', code):
-                continue
-            if pat.search(code):
-                return True
-    return False
-
-
-def build(cache_cluster, name):
-    prelude = after_cut(LUA / 'prelude.lua')
-    bodies = {f: after_cut(LUA / f'{f}.lua') for _, f, _ in SCRIPTS}
-    stmts = statements(prelude)
-    decl = re.compile(r'local\s+(?!function\b)([\w\s,]+?)\s*(=\s*(.*))?$', re.S)
-    per_call, lib_names, out, setup = set(), [], [], []
-    for s in stmts:
-        m = decl.match(s)
-        if not m or s.startswith('local function'):
-            fn = re.match(r'local function (\w+)', s)
-            if fn:
-                lib_names.append(fn.group(1))
-            out.append(s)
-            continue
-        names = [n.strip() for n in m.group(1).split(',')]
-        rhs = m.group(3)
-        lib_names += names
-        words = set(re.findall(r'[A-Za-z_]\w*', rhs or ''))
-        others = [x for x in stmts if x is not s] + list(bodies.values())
-        if (rhs is None or words & {'KEYS', 'ARGV', 'redis'} or words & per_call or
-                any(assigned_elsewhere(n, others) for n in names)):
-            per_call.update(names)
-            out.append(f'local {", ".join(names)}\n')
-            setup.append(f'  {", ".join(names)} = {rhs.strip() if rhs else "nil"}\n')
-        else:
-            out.append(s)
-    lib = ''.join(out)
-    if cache_cluster:
-        lib = lib.replace(CLUSTER_PROBE, 'cluster_node()')
-        bodies = {k: v.replace(CLUSTER_PROBE, 'cluster_node()') for k, v in bodies.items()}
-        lib = ('-- Whether this server is a Cluster node, asked once: only a node id or\n'
-               '-- "cluster support disabled" is kept (an ACL refusal is asked again).\n'
-               'local CLUSTER_NODE\n'
-               'local function cluster_node()\n'
-               '  if CLUSTER_NODE ~= nil then return CLUSTER_NODE end\n'
-               "  local r = redis.pcall('CLUSTER', 'MYID')\n"
-               "  if type(r) == 'string' then CLUSTER_NODE = true return true end\n"
-               "  if type(r) == 'table' and r.err and string.find(r.err, 'cluster support disabled', 1, true) then\n"
-               '    CLUSTER_NODE = false\n'
-               '  end\n'
-               '  return false\n'
-               'end\n') + lib
-    parts = [lib, '\n-- The state of one call, set again by every function before its body.\n',
-             'local function setup(KEYS)\n', *setup, 'end\n']
-    for fname, file, flags in SCRIPTS:
-        body = bodies[file]
-        used = sorted(set(re.findall(r'[A-Za-z_]\w*', body)) & (set(lib_names) | {'setup'}))
-        print(f'fcall_library.py: {fname}: {len(used) + 1} upvalues at most (limit 60)',
-              file=sys.stderr)
-        if len(used) + 1 > 60:
-            sys.exit(f'fcall_library.py: {fname} needs more than 60 upvalues')
-        parts.append(f'\nlocal function script_{fname}(KEYS, ARGV)\nsetup(KEYS)\n{body}end\n')
-    for fname, _, flags in SCRIPTS:
-        fl = ', '.join(f"'{f}'" for f in flags)
-        parts.append(f"redis.register_function{{function_name = '{fname}_@H@', "
-                     f"callback = script_{fname}, flags = {{{fl}}}}}\n")
-    text = ''.join(parts)
-    # Function names are one namespace across every library of a server: each carries
-    # the text's hash too, so that two versions' libraries load side by side.
-    h = hashlib.sha1(text.encode()).hexdigest()[:12]
-    text = text.replace('@H@', h)
-    if not name:
-        name = 'rlockbench_' + h
-    return f'#!lua name={name}\n-- Generated by bench/fcall_library.py from src/lock/lua/ (a prototype).\n' + text
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'cmake'))
+import functions_library  # noqa: E402
+import sent_scripts  # noqa: E402
 
 
 def fcall_template(text, template):
@@ -170,7 +25,7 @@ def fcall_template(text, template):
     for sha, file in sent_scripts.shas().items():
         file_shas.setdefault(file, []).append(sha)
     by_sha = {}
-    for fname, file, flags in SCRIPTS:
+    for fname, file, flags in functions_library.SCRIPTS:
         for sha in file_shas[file]:
             by_sha.setdefault((sha, 'no-writes' in flags), fnames[fname])
     out = []
@@ -199,7 +54,8 @@ def main():
             template = args.pop(0)
         else:
             sys.exit(__doc__.split('\n\n')[-1])
-    text = build(cache, name)
+    text, _ = functions_library.build(cache, name, prefix='rlockbench_',
+                                      generator='bench/fcall_library.py')
     sys.stdout.write(fcall_template(text, template) if template else text)
 
 

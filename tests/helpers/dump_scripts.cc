@@ -1,13 +1,16 @@
 // dump_scripts DIR: writes the lock protocol's Lua scripts, exactly as rlock sends
 // them, to DIR/NAME.lua (and their SHA1s to DIR/NAME.sha1), so that tests can run
 // them directly with redis-cli EVAL (tests/scripts.bats) and compare them with the
-// previous protocol version's (tests/fixtures/protocol-v1).
+// previous protocol version's (tests/fixtures/protocol-v1). DIR/functions.lua is the
+// Functions library rlock loads with RLOCK_FUNCTIONS=on (absent from a build without
+// it), for tests/functions.bats.
 #include <sys/stat.h>
 
 #include <cstdio>
 #include <fstream>
 #include <string>
 
+#include "functions_library.h"
 #include "lock/scripts.h"
 
 int main(int argc, char** argv) {
@@ -28,6 +31,14 @@ int main(int argc, char** argv) {
     std::ofstream sha(dir + "/" + s->name + ".sha1");
     sha << s->sha1 << "\n";
     if (!lua || !sha) {
+      std::fprintf(stderr, "dump_scripts: cannot write to %s\n", dir.c_str());
+      return 1;
+    }
+  }
+  if (!rlock::lua::kFunctionsLibrary.empty()) {
+    std::ofstream lib(dir + "/functions.lua", std::ios::binary);
+    lib << rlock::lua::kFunctionsLibrary;
+    if (!lib) {
       std::fprintf(stderr, "dump_scripts: cannot write to %s\n", dir.c_str());
       return 1;
     }
