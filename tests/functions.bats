@@ -4,6 +4,7 @@
 # (cmake/functions_library.py), called by FCALL and loaded by rlock where it is missing;
 # EVALSHA where the server or the ACL cannot (docs/PROTOCOL.md, "Functions").
 # shellcheck disable=SC2154 # $stderr and $stderr_lines come from `run --separate-stderr`
+# shellcheck disable=SC2016 # wait_until conditions are expanded when evaluated
 
 bats_require_minimum_version 1.5.0
 
@@ -14,17 +15,36 @@ setup_file() {
   scripts_setup
   LIB=$(sed -n '1s/^#!lua name=//p' "$SCRIPTS/functions.lua")
   export LIB
+  export RLOCK_FUNCTIONS=on
+  # Keys and channels allowed, every command but what each name says.
+  acl_lock_user nofn pw -function
+  acl_lock_user nofcall pw -fcall -fcall_ro
+  acl_lock_user nofcallro pw -fcall_ro
+  acl_lock_user nopub pw -publish
 }
 
-# Functions came with Redis 7.
+# calls CMD: how many times the server ran CMD (INFO commandstats; "function|load" ...).
+calls() {
+  local n
+  n=$(rcli info commandstats | tr -d '\r' | sed -n "s/^cmdstat_$1:calls=\([0-9]*\),.*/\1/p")
+  echo "${n:-0}"
+}
+
+# fresh: no library on the server, its counts reset.
+fresh() {
+  rcli function flush >/dev/null
+  rcli config resetstat >/dev/null
+}
+
+# Functions came with Redis 7; a build without Python has no library.
 need_functions() {
   [[ $(rcli info server | tr -d '\r' | sed -n 's/^redis_version:\([0-9]*\).*/\1/p') -ge 7 ]] ||
     skip "Redis < 7 has no Functions"
+  [[ -s $SCRIPTS/functions.lua ]] || skip "this build has no Functions library (no Python)"
 }
 
 @test "the build's library loads: FUNCTION LOAD accepts it, named for the protocol and its text" {
   need_functions
-  [[ -s $SCRIPTS/functions.lua ]] || skip "this build has no Functions library (no Python)"
   [[ $LIB =~ ^rlock_4_[0-9a-f]{12}$ ]] || fail "library name: $LIB"
   rcli function flush >/dev/null
   run rcli -x function load <"$SCRIPTS/functions.lua"
@@ -40,4 +60,132 @@ need_functions() {
   run rcli -x function load <"$SCRIPTS/functions.lua"
   assert_output --partial "already exists"
   rcli function flush >/dev/null
+}
+
+@test "RLOCK_FUNCTIONS=on: an uncontended run sends FCALLs, no EVALSHA, and loads the library once" {
+  need_functions
+  fresh
+  rl run fn-one -- true
+  assert_success
+  (($(calls fcall) >= 2)) || fail "fcall: $(calls fcall)"
+  assert_equal "$(calls evalsha)" 0
+  assert_equal "$(calls eval)" 0
+  assert_equal "$(calls 'function|load')" 1
+  run rcli function list libraryname "$LIB"
+  assert_output --partial "$LIB"
+  # The library there: a second run loads nothing.
+  rcli config resetstat >/dev/null
+  rl run fn-one -- true
+  assert_success
+  assert_equal "$(calls 'function|load')" 0
+  assert_equal "$(calls evalsha)" 0
+  # Read-only scripts by FCALL_RO.
+  rl status fn-one
+  assert_equal "$(calls fcall_ro)" 1
+}
+
+@test "RLOCK_FUNCTIONS=on: contention, a waiter woken by the release, status and list" {
+  need_functions
+  fresh
+  tok=$("$RLOCK" acquire fn-wait --ttl 30s)
+  rlock_bg waiter acquire fn-wait --wait 20s
+  waiter=$BG_PID
+  wait_until '"$RLOCK" status fn-wait --json | grep -q "\"position\":"'
+  rl acquire fn-wait --no-wait
+  assert_equal "$status" 75
+  rl list 'fn-*'
+  assert_success
+  assert_output --partial fn-wait
+  rl release fn-wait --token "$tok"
+  assert_success
+  bg_wait "$waiter" 15
+  assert_equal "$BG_STATUS" 0
+  assert_equal "$(calls evalsha)" 0
+  assert_equal "$(calls evalsha_ro)" 0
+}
+
+@test "after FUNCTION FLUSH the next run loads the library again: one FCALL and one FUNCTION LOAD more" {
+  need_functions
+  fresh
+  rl run fn-flush -- true
+  assert_success
+  rcli config resetstat >/dev/null
+  rl run fn-flush -- true
+  assert_success
+  fcalls=$(calls fcall)
+  assert_equal "$(calls 'function|load')" 0
+  fresh
+  rl run fn-flush -- true
+  assert_success
+  assert_equal "$(calls fcall)" $((fcalls + 1))
+  assert_equal "$(calls 'function|load')" 1
+  assert_equal "$(calls evalsha)" 0
+}
+
+@test "a user without function|load on a server without the library: EVALSHA, and it works" {
+  need_functions
+  fresh
+  url="redis://nofn:pw@127.0.0.1:$REDIS_PORT/0"
+  rl --url "$url" -v run fn-noload -- true
+  assert_success
+  [[ $stderr == *"no Functions (the library could not be loaded): the scripts go by EVALSHA"* ]] ||
+    fail "$stderr"
+  (($(calls evalsha) >= 2)) || fail "evalsha: $(calls evalsha)"
+  # Once per process: one FCALL missed, then refused with its load, then EVALSHA.
+  assert_equal "$(calls fcall)" 2
+  run rcli function list
+  assert_output ""
+  # Quietly without -v.
+  rl --url "$url" run fn-noload -- true
+  assert_success
+  assert_equal "$stderr" ""
+  # The library loaded by another (an admin): that user calls it.
+  rcli -x function load <"$SCRIPTS/functions.lua" >/dev/null
+  rcli config resetstat >/dev/null
+  rl --url "$url" run fn-noload -- true
+  assert_success
+  assert_equal "$(calls evalsha)" 0
+}
+
+@test "a user without fcall, or without fcall_ro only: EVALSHA (FCALL for the read-only ones)" {
+  need_functions
+  fresh
+  rl --url "redis://nofcall:pw@127.0.0.1:$REDIS_PORT/0" run fn-nofcall -- true
+  assert_success
+  assert_equal "$stderr" ""
+  (($(calls evalsha) >= 2)) || fail "evalsha: $(calls evalsha)"
+  assert_equal "$(calls 'function|load')" 0
+  rl --url "redis://nofcall:pw@127.0.0.1:$REDIS_PORT/0" status fn-nofcall
+  assert_equal "$status" 1
+  rcli config resetstat >/dev/null
+  rcli -x function load <"$SCRIPTS/functions.lua" >/dev/null
+  tok=$("$RLOCK" acquire fn-nofcall --ttl 30s)
+  rl --url "redis://nofcallro:pw@127.0.0.1:$REDIS_PORT/0" status fn-nofcall
+  assert_success
+  assert_equal "$(calls evalsha_ro)" 0
+  assert_equal "$(calls evalsha)" 0
+  "$RLOCK" release fn-nofcall --token "$tok"
+}
+
+@test "RLOCK_FUNCTIONS other than on or off is a usage error (64); off is EVALSHA" {
+  RLOCK_FUNCTIONS=bogus rl run fn-bogus -- true
+  assert_error 64
+  assert_equal "${stderr_lines[0]}" "rlock: invalid RLOCK_FUNCTIONS 'bogus': use on or off"
+  rcli config resetstat >/dev/null
+  RLOCK_FUNCTIONS=off rl run fn-bogus -- true
+  assert_success
+  assert_equal "$(calls fcall)" 0
+}
+
+@test "an ACL refusal inside a function names the command by the library's line and the grant (77)" {
+  need_functions
+  rcli function flush >/dev/null
+  rcli -x function load <"$SCRIPTS/functions.lua" >/dev/null
+  tok=$("$RLOCK" acquire fn-acl --ttl 30s)
+  rl --url "redis://nopub:pw@127.0.0.1:$REDIS_PORT/0" release fn-acl --token "$tok"
+  assert_error 77
+  assert_equal "${stderr_lines[0]}" "rlock: the ACL user 'nopub' at \
+redis://nopub@127.0.0.1:$REDIS_PORT/0 may not run PUBLISH (the release script needs it): \
+grant it with ACL SETUSER nopub +publish"
+  "$RLOCK" release fn-acl --token "$tok"
 }

@@ -13,9 +13,11 @@
 #include "commands/commands.h"
 #include "commands/run.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "core/text.h"
 #include "lock/layout.h"
 #include "lock/records.h"
+#include "lock/scripts.h"
 #include "proc/guard.h"
 
 namespace rlock::app {
@@ -240,6 +242,17 @@ void finish(Values& v) {
     else if (kind != "program")
       throw_usage(fmt::format("invalid RLOCK_GUARD '{}': use program or fork",
                               escape_text(truncate_text(std::string(kind), 64))));
+  }
+  // Scripts by FCALL of rlock's Functions library (docs/PROTOCOL.md, "Functions"):
+  // only when asked, since a function is called by name, not pinned by its digest.
+  if (const char* f = std::getenv("RLOCK_FUNCTIONS"); f && *f) {
+    std::string_view on = f;
+    if (on != "on" && on != "off")
+      throw_usage(fmt::format("invalid RLOCK_FUNCTIONS '{}': use on or off",
+                              escape_text(truncate_text(std::string(on), 64))));
+    if (on == "on" && functions_library().empty())
+      log_info("this build has no Functions library (RLOCK_FUNCTIONS)");
+    use_functions(on == "on");
   }
   g.urls = v.urls;
   o.key = v.key;

@@ -9,8 +9,10 @@
 #include <optional>
 #include <vector>
 
+#include "core/log.h"
 #include "core/sha1.h"
 #include "core/text.h"
+#include "functions_library.h"
 #include "lua_scripts.h"
 
 namespace rlock {
@@ -21,11 +23,18 @@ namespace {
 // embedded at build time as rlock::lua::kName, each after the part of the prelude it uses,
 // rlock::lua::kNamePrelude (cmake/embed_lua.cmake). Digests come from the compiler
 // (sha1.h): no hashing at run time.
+// Its function in the library is FUNCTION_HASH (FUNCTION the script's name unless given;
+// cmake/functions_library.py registers the same names).
 template <const std::string_view& Prelude, const std::string_view& Body>
-Script make(const char* name, bool read_only = false) {
+Script make(const char* name, bool read_only = false, const char* function = nullptr) {
   static constexpr std::array<char, 40> kSha = sha1_hex(Prelude, Body);
-  return Script{name, Body, std::string(kSha.data(), kSha.size()), read_only, Prelude};
+  std::string fn;
+  if (!lua::kFunctionsSuffix.empty())
+    fn = fmt::format("{}_{}", function ? function : name, lua::kFunctionsSuffix);
+  return Script{name, Body, std::string(kSha.data(), kSha.size()), read_only, Prelude, fn};
 }
+
+bool g_functions = false;
 
 }  // namespace
 
@@ -88,13 +97,25 @@ const Script& nest_script() {
 }
 // Its 'list', which reads only: allowed to read-only users and on replicas.
 const Script& nest_list_script() {
-  static const Script s = make<lua::kNestPrelude, lua::kNest>("nest", true);
+  static const Script s = make<lua::kNestPrelude, lua::kNest>("nest", true, "nest_ro");
   return s;
 }
 
 const Script& list_script() {
   static const Script s = make<lua::kListPrelude, lua::kList>("list", true);
   return s;
+}
+
+std::string_view functions_library() {
+  return lua::kFunctionsLibrary;
+}
+
+void use_functions(bool on) {
+  g_functions = on;
+}
+
+bool functions_used() {
+  return g_functions && !lua::kFunctionsLibrary.empty();
 }
 
 Args keys_of(const LockNames& n) {
@@ -117,18 +138,32 @@ bool no_read_only_variant(const Result& r) {
   return starts_with(m, "ERR unknown command") || (starts_with(m, "NOPERM") && ro);
 }
 
+// FCALL cannot be used on this server at all: Redis 6 (unknown command), or an ACL
+// without fcall or fcall_ro (the call itself refused, not a command inside it).
+bool no_fcall(const Result& r) {
+  if (r.failure || !r.reply.is_error()) return false;
+  const std::string& m = r.reply.str;
+  return starts_with(m, "ERR unknown command") ||
+         (starts_with(m, "NOPERM") &&
+          (m.find("'fcall'") != std::string::npos || m.find("'fcall_ro'") != std::string::npos));
+}
+
+bool function_not_found(const Result& r) {
+  return !r.failure && r.reply.is_error() && starts_with(r.reply.str, "ERR Function not found");
+}
+
 // The commands that line `line` (1 = the first) of `source` runs with
 // redis.call, each once, in upper case and in order ({"TYPE", "HDEL"} for
 // "if redis.call('TYPE', k).ok ~= 'hash' or redis.call('HDEL', k, id) == 0");
 // empty when none. A refused redis.pcall raises nothing: it is never the one.
-std::vector<std::string> commands_on_line(const std::string& source, long line) {
+std::vector<std::string> commands_on_line(std::string_view source, long line) {
   size_t at = 0;
   for (long n = 1; n < line && at != std::string::npos; ++n) {
     at = source.find('\n', at);
     if (at != std::string::npos) ++at;
   }
   if (line < 1 || at == std::string::npos) return {};
-  std::string text = source.substr(at, source.find('\n', at) - at);
+  std::string text(source.substr(at, source.find('\n', at) - at));
   std::vector<std::string> out;
   const std::string call = "redis.call('";
   for (auto c = text.find(call); c != std::string::npos; c = text.find(call, c)) {
@@ -183,6 +218,10 @@ std::optional<Error> acl_refusal(const Client& c, const Script& s, const Args& k
     // several (a read, then the write it guards) names them all, since the
     // one the user has must not be taken for the one it lacks.
     commands = commands_on_line(s.source(), std::strtol(m.c_str() + l + 13, nullptr, 10));
+  } else if (auto f = m.find("@user_function:"); f != std::string::npos) {
+    // The same from a function: a line of the whole library's text (its "#!lua"
+    // line is line 1), which rlock embeds as it loads it.
+    commands = commands_on_line(functions_library(), std::strtol(m.c_str() + f + 15, nullptr, 10));
   }
   if (commands.empty() || commands.front().empty()) return std::nullopt;  // still 77
   std::string names, grant;
@@ -191,6 +230,7 @@ std::optional<Error> acl_refusal(const Client& c, const Script& s, const Args& k
     std::string g = "+" + escape_text(commands[i]);
     for (char& ch : g) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     if (starts_with(commands[i], "EVAL")) g = "+evalsha +eval";
+    if (starts_with(commands[i], "FCALL")) g = "+fcall +fcall_ro";
     grant += (i == 0 ? "" : " ") + g;
   }
   bool one = commands.size() == 1;
@@ -288,6 +328,108 @@ Args script_command(const char* verb, const std::string& body, const Args& keys,
 
 }  // namespace
 
+namespace {
+
+// By EVALSHA (EVALSHA_RO), then EVAL (EVAL_RO) on NOSCRIPT. `cb` maps the reply already.
+void send_evalsha(Client& client, const Script& script, const Args& keys, const Args& argv,
+                  ReplyCallback cb, Millis timeout, const Undo& undo_cmds,
+                  const std::string& node) {
+  bool ro = script.read_only && !client.server().no_eval_ro;
+  Client* c = &client;
+  const Script* sc = &script;
+  Args keys_copy = keys, argv_copy = argv;
+  client.command(
+      script_command(ro ? "EVALSHA_RO" : "EVALSHA", script.sha1, keys, argv),
+      [c, sc, ro, keys_copy, argv_copy, cb = std::move(cb), timeout, undo_cmds,
+       node](Result r) mutable {
+        if (ro && no_read_only_variant(r)) {
+          c->server().no_eval_ro = true;
+          send_evalsha(*c, *sc, keys_copy, argv_copy, std::move(cb), timeout, undo_cmds, node);
+          return;
+        }
+        if (!r.failure && r.reply.is_error() && starts_with(r.reply.str, "NOSCRIPT")) {
+          std::string key = keys_copy.empty() ? "" : keys_copy.front();
+          c->command(script_command(ro ? "EVAL_RO" : "EVAL", sc->source(), keys_copy, argv_copy),
+                     std::move(cb), CallOptions{timeout, std::move(undo_cmds), key, node});
+          // The server lost its scripts (SCRIPT FLUSH, a restart, a failover):
+          // the release script, which every holder runs next, is loaded again
+          // in the same round trip, so that a run after a flush pays one round
+          // trip more, not two (docs/PERFORMANCE.md). Its reply is not needed:
+          // a release that still finds it missing falls back to EVAL as ever.
+          if (sc != &release_script())
+            c->command(
+                {"SCRIPT", "LOAD", release_script().source()}, [](Result) {},
+                CallOptions{timeout, {}, std::move(key), node});
+          return;
+        }
+        cb(std::move(r));
+      },
+      // Every key of a lock shares one slot: the first names it.
+      CallOptions{timeout, undo_cmds, keys.empty() ? "" : keys.front(), node});
+}
+
+// This server runs the scripts by EVALSHA from now on (ServerTraits::no_functions),
+// and this call is sent again that way.
+void fall_back(Client& c, const Script& s, const Args& keys, const Args& argv, ReplyCallback cb,
+               Millis timeout, const Undo& undo_cmds, const std::string& node,
+               const std::string& why) {
+  if (!c.server().no_functions)
+    log_verbose(fmt::format("{}: no Functions ({}): the scripts go by EVALSHA", c.name(),
+                            escape_text(truncate_text(why, 120))));
+  c.server().no_functions = true;
+  send_evalsha(c, s, keys, argv, std::move(cb), timeout, undo_cmds, node);
+}
+
+// By FCALL (FCALL_RO) of the script's function (docs/PROTOCOL.md, "Functions"). On
+// "Function not found", the library is loaded (FUNCTION LOAD, never REPLACE: a library
+// of that name is this text, its name carrying the text's hash) in front of the same
+// FCALL, one round trip; still not found (the load refused: no function|load, OOM, a
+// replica, or another library's functions of these names), or FCALL unknown or refused
+// itself: EVALSHA, for this call and the rest of the process on this server.
+void send_fcall(Client& client, const Script& script, const Args& keys, const Args& argv,
+                ReplyCallback cb, Millis timeout, const Undo& undo_cmds, const std::string& node,
+                bool loaded = false) {
+  bool ro = script.read_only && !client.server().no_fcall_ro;
+  Client* c = &client;
+  const Script* sc = &script;
+  std::string key = keys.empty() ? "" : keys.front();
+  if (loaded)
+    c->command(
+        {"FUNCTION", "LOAD", std::string(functions_library())},
+        [c](Result r) {
+          if (!r.failure && r.reply.is_error() &&
+              r.reply.str.find("already exists") == std::string::npos)
+            log_verbose(fmt::format("{}: FUNCTION LOAD: {}", c->name(),
+                                    escape_text(truncate_text(r.reply.str, 120))));
+        },
+        CallOptions{timeout, {}, key, node});
+  client.command(
+      script_command(ro ? "FCALL_RO" : "FCALL", script.function, keys, argv),
+      [c, sc, ro, keys, argv, cb = std::move(cb), timeout, undo_cmds, node,
+       loaded](Result r) mutable {
+        if (no_fcall(r)) {
+          // FCALL_RO alone refused (an ACL with fcall only): FCALL, as EVALSHA_RO.
+          if (ro && !starts_with(r.reply.str, "ERR unknown command")) {
+            c->server().no_fcall_ro = true;
+            send_fcall(*c, *sc, keys, argv, std::move(cb), timeout, undo_cmds, node, loaded);
+            return;
+          }
+          return fall_back(*c, *sc, keys, argv, std::move(cb), timeout, undo_cmds, node,
+                           r.reply.str);
+        }
+        if (function_not_found(r)) {
+          if (!loaded)
+            return send_fcall(*c, *sc, keys, argv, std::move(cb), timeout, undo_cmds, node, true);
+          return fall_back(*c, *sc, keys, argv, std::move(cb), timeout, undo_cmds, node,
+                           "the library could not be loaded");
+        }
+        cb(std::move(r));
+      },
+      CallOptions{timeout, undo_cmds, key, node});
+}
+
+}  // namespace
+
 void run_script(Client& client, const Script& script, const Args& keys, const Args& argv,
                 ReplyCallback given_cb, Millis timeout, const std::vector<ScriptCall>& undo,
                 const std::string& node) {
@@ -311,7 +453,9 @@ void run_script(Client& client, const Script& script, const Args& keys, const Ar
   // The EVALs (of the undo scripts, and of this one after NOSCRIPT) are built
   // only when they are sent: each carries a whole script, prelude included
   // (8 to 35 KB), and copying them for every call cost about 30 us of client
-  // time per script call, three times over in quorum mode.
+  // time per script call, three times over in quorum mode. The undo scripts
+  // stay EVAL with RLOCK_FUNCTIONS=on: they are sent on a connection that timed
+  // out, where nothing else may be asked first.
   Undo undo_cmds;
   if (!undo.empty())
     undo_cmds = [calls = std::make_shared<const std::vector<ScriptCall>>(undo),
@@ -320,38 +464,10 @@ void run_script(Client& client, const Script& script, const Args& keys, const Ar
       for (auto& u : *calls) out.push_back(script_command("EVAL", u.script->source(), *ks, u.argv));
       return out;
     };
-  bool ro = script.read_only && !client.server().no_eval_ro;
-  Client* c = &client;
-  const Script* sc = &script;
-  Args keys_copy = keys, argv_copy = argv;
-  client.command(
-      script_command(ro ? "EVALSHA_RO" : "EVALSHA", script.sha1, keys, argv),
-      [c, sc, ro, keys_copy, argv_copy, cb = std::move(cb), timeout, undo_cmds, undo,
-       node](Result r) mutable {
-        if (ro && no_read_only_variant(r)) {
-          c->server().no_eval_ro = true;
-          run_script(*c, *sc, keys_copy, argv_copy, std::move(cb), timeout, undo, node);
-          return;
-        }
-        if (!r.failure && r.reply.is_error() && starts_with(r.reply.str, "NOSCRIPT")) {
-          std::string key = keys_copy.empty() ? "" : keys_copy.front();
-          c->command(script_command(ro ? "EVAL_RO" : "EVAL", sc->source(), keys_copy, argv_copy),
-                     std::move(cb), CallOptions{timeout, std::move(undo_cmds), key, node});
-          // The server lost its scripts (SCRIPT FLUSH, a restart, a failover):
-          // the release script, which every holder runs next, is loaded again
-          // in the same round trip, so that a run after a flush pays one round
-          // trip more, not two (docs/PERFORMANCE.md). Its reply is not needed:
-          // a release that still finds it missing falls back to EVAL as ever.
-          if (sc != &release_script())
-            c->command(
-                {"SCRIPT", "LOAD", release_script().source()}, [](Result) {},
-                CallOptions{timeout, {}, std::move(key), node});
-          return;
-        }
-        cb(std::move(r));
-      },
-      // Every key of a lock shares one slot: the first names it.
-      CallOptions{timeout, undo_cmds, keys.empty() ? "" : keys.front(), node});
+  if (functions_used() && !script.function.empty() && !client.server().no_functions)
+    send_fcall(client, script, keys, argv, std::move(cb), timeout, undo_cmds, node);
+  else
+    send_evalsha(client, script, keys, argv, std::move(cb), timeout, undo_cmds, node);
 }
 
 }  // namespace rlock

@@ -1,7 +1,8 @@
 // The Lua scripts of the lock protocol (src/lock/lua/*.lua, embedded at build time)
 // and how they are run: EVALSHA first, EVAL on NOSCRIPT (after SCRIPT FLUSH or
-// a failover). Nothing else in rlock knows Lua. docs/PROTOCOL.md describes the
-// same scripts in prose.
+// a failover); or, with RLOCK_FUNCTIONS=on, FCALL of the same scripts as one Redis 7
+// Functions library (cmake/functions_library.py). Nothing else in rlock knows Lua.
+// docs/PROTOCOL.md describes the same scripts in prose.
 #pragma once
 
 #include <string>
@@ -30,6 +31,9 @@ struct Script {
   /// cmake/cut_prelude.cmake); empty for the layouts' scripts, which are
   /// self-contained.
   std::string_view prelude = {};
+  /// Its function in the Functions library (functions_library()): acquire_HASH ...;
+  /// empty in a build without the library.
+  std::string function = {};
   /// The text EVAL and SCRIPT LOAD send: the prelude, then the body (8 to
   /// 35 KB for rlock's own). Built when asked for: EVALSHA needs only sha1,
   /// and copying every script a run names cost ~12% of its client-side
@@ -63,12 +67,24 @@ const Script& list_script();
 /// Exposed so tests can check docs/PROTOCOL.md.
 const std::string& script_prelude();
 
+/// The Functions library of the scripts above (cmake/functions_library.py), as
+/// FUNCTION LOAD sends it; empty in a build without it (no Python at build time).
+std::string_view functions_library();
+/// Whether run_script calls the library's functions by FCALL (RLOCK_FUNCTIONS=on,
+/// read by the face; docs/PROTOCOL.md "Functions"); off: EVALSHA.
+void use_functions(bool on);
+bool functions_used();
+
 /// KEYS of every script, in order: lock, fence, holders, limit, queue, qseq.
 Args keys_of(const LockNames& names);
 
 /// Runs `script` with EVALSHA, falling back to EVAL when the server answers
 /// NOSCRIPT (a read-only script: EVALSHA_RO and EVAL_RO, or the plain ones on
-/// a server without them). `cb` gets the final result.
+/// a server without them). With use_functions(true), by FCALL (FCALL_RO) of its
+/// function, the library loaded on "Function not found" in the same round trip; a
+/// server that cannot run it (Redis 6, no fcall in the ACL, a load refused) gets
+/// EVALSHA for the rest of the process (ServerTraits::no_functions). `cb` gets the
+/// final result.
 /// `undo` scripts (with their ARGV) are sent as EVAL on the same connection
 /// if this one times out (see Connection::command). A non-empty `node` pins
 /// the call to that server (CallOptions::node).

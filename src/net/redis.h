@@ -166,7 +166,11 @@ class Connection {
 
 /// What rlock learnt about the server while talking to it.
 struct ServerTraits {
-  bool no_eval_ro = false;  // EVAL_RO/EVALSHA_RO unknown or not allowed
+  bool no_eval_ro = false;   // EVAL_RO/EVALSHA_RO unknown or not allowed
+  bool no_fcall_ro = false;  // FCALL_RO unknown or not allowed
+  // FCALL unknown or not allowed, or the library could not be loaded: EVALSHA
+  // (RLOCK_FUNCTIONS=on; lock/scripts.h)
+  bool no_functions = false;
 };
 
 /// How one command is run by a Client.

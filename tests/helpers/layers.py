@@ -4,15 +4,15 @@ a lower layer (HACKING.md "The tree"). Lowest first:
 
     core  <  net, proc  <  lock  <  hold  <  cli  <  commands  <  app
 
-net and proc are side by side: neither includes the other. The generated header of the
-Lua scripts (lua_scripts.h) belongs to lock, the guard program's (guard_program.h) to proc. Prints one line per offending include and
+net and proc are side by side: neither includes the other. The generated headers of the
+Lua scripts (lua_scripts.h) and of the Functions library (functions_library.h) belong to lock, the guard program's (guard_program.h) to proc. Prints one line per offending include and
 exits 1 if there is any; usage: layers.py [SRC_DIR]."""
 import os
 import re
 import sys
 
 RANK = {"core": 0, "net": 1, "proc": 1, "lock": 2, "hold": 3, "cli": 4, "commands": 5, "app": 6}
-GENERATED = {"lua_scripts.h": "lock", "guard_program.h": "proc"}
+GENERATED = {"lua_scripts.h": "lock", "functions_library.h": "lock", "guard_program.h": "proc"}
 
 
 def layer_of_include(inc):
