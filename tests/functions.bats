@@ -189,3 +189,32 @@ redis://nopub@127.0.0.1:$REDIS_PORT/0 may not run PUBLISH (the release script ne
 grant it with ACL SETUSER nopub +publish"
   "$RLOCK" release fn-acl --token "$tok"
 }
+
+@test "the guide's locker and watcher ACLs call the library an administrator loaded: no EVALSHA" {
+  need_functions
+  for who in locker watcher; do
+    line=$(grep -m1 "^  ACL SETUSER $who " "$BATS_TEST_DIRNAME/../docs/GUIDE.md") ||
+      fail "docs/GUIDE.md names no ACL for '$who'"
+    read -ra words <<<"${line/>PASSWORD/>pw}"
+    rcli "${words[@]}" >/dev/null
+  done
+  local lk="redis://locker:pw@127.0.0.1:$REDIS_PORT/0" wt="redis://watcher:pw@127.0.0.1:$REDIS_PORT/0"
+  fresh
+  rcli -x function load <"$SCRIPTS/functions.lua" >/dev/null
+  tok=$("$RLOCK" --url "$lk" acquire fn-guide --ttl 30s) || fail "acquire as locker"
+  rlock_bg waiter --url "$lk" run fn-guide --ttl 30s --wait 20s -- true
+  waiter=$BG_PID
+  wait_until '"$RLOCK" --url "$wt" status fn-guide --json | grep -q "\"waiter_count\":1"'
+  rl --url "$wt" list 'fn-gu*'
+  assert_success
+  assert_output --partial fn-guide
+  rl --url "$lk" release fn-guide --token "$tok"
+  assert_success
+  bg_wait "$waiter" 15
+  assert_equal "$BG_STATUS" 0
+  rl --url "$wt" history fn-guide
+  assert_success
+  assert_equal "$(calls evalsha)" 0
+  assert_equal "$(calls evalsha_ro)" 0
+  (($(calls fcall_ro) >= 3)) || fail "fcall_ro: $(calls fcall_ro)"
+}

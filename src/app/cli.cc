@@ -61,11 +61,13 @@ by SIGPIPE as coreutils are; a failed write (a full disk) is 70.
 Environment: RLOCK_URL, REDIS_URL, RLOCK_PASSWORD, REDISCLI_AUTH,
 RLOCK_SENTINEL_PASSWORD, RLOCK_LABEL, RLOCK_HISTORY, RLOCK_LAYOUT, RLOCK_GUARD
 (fork: run's guard process is a fork of rlock, never a program run from
-memory). The child of run sees RLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE, RLOCK_KEYS
-and RLOCK_FENCES (every key and its fence, one per line, as --and gave them; no
-fences under --layout plain or redisson), RLOCK_SLOT (with --limit) and
-RLOCK_HELD (every lock it is inside: a nested run of one of them runs at once
-and holds it for as long as it runs).
+memory), RLOCK_FUNCTIONS (on: the scripts by FCALL of rlock's Redis 7 library;
+only where everyone who may load functions is trusted, see rlock(1)). The child
+of run sees RLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE, RLOCK_KEYS and RLOCK_FENCES
+(every key and its fence, one per line, as --and gave them; no fences under
+--layout plain or redisson), RLOCK_SLOT (with --limit) and RLOCK_HELD (every
+lock it is inside: a nested run of one of them runs at once and holds it for as
+long as it runs).
 See rlock(1) for details.)";
 
 // --- dispatch ---------------------------------------------------------------------------------
