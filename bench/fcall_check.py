@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Checks the Functions prototype (bench/fcall_library.py) against the scripts as rlock
-sends them, on a fresh redis-server of version 7 or later (bench/ only).
+"""Checks the Functions library (cmake/functions_library.py) against the scripts as
+rlock sends them, on a fresh redis-server of version 7 or later (bench/, and
+tests/functions.bats).
 
 A real rlock session on key `capkey` is watched with MONITOR: acquire (free), extend,
 acquire by another (taken), a waiter that gives up (queued, then leave), status, list,
@@ -16,7 +17,9 @@ server times (within 2 s) and stream ids masked. Then, under OOM (maxmemory 1): 
 extend and acquire compared the same way, a semaphore's renewal included (its first
 write is the record's PEXPIRE, which a full server allows); and a library without
 allow-oom, whose release the server refuses whole. Exit 0 when all match, 1 with the differences.
-Usage: fcall_check.py RLOCK_BINARY                                        (bench/ only)"""
+Usage: fcall_check.py RLOCK_BINARY [LIBRARY.lua]
+LIBRARY.lua: the library of keys B and C (the one rlock embeds, as tests/functions.bats
+gives it: the dump_scripts helper's functions.lua); default bench/fcall_library.py's."""
 import hashlib
 import os
 import re
@@ -106,7 +109,8 @@ def script_shas():
 
 def capture(rlock, port, work):
     """The script calls of a real session on `capkey`, as lists of arguments."""
-    env = dict(os.environ, RLOCK_URL=f'redis://127.0.0.1:{port}/0')
+    # The session by EVALSHA, whatever the caller's environment says.
+    env = dict(os.environ, RLOCK_URL=f'redis://127.0.0.1:{port}/0', RLOCK_FUNCTIONS='off')
     mon = subprocess.Popen(['redis-cli', '-p', str(port), 'MONITOR'], stdout=open(work / 'mon', 'w'))
     r = Redis(port)
     for _ in range(100):
@@ -266,7 +270,7 @@ def library(*opts):
 def check(r, rlock, port, work):
     calls = capture(rlock, port, work)
     shas = script_shas()
-    plain_lib = library()
+    plain_lib = Path(sys.argv[2]).read_text() if len(sys.argv) > 2 else library()
     cached_lib = library('--cache-cluster')
     suffix = {}
     for name, text in (('fcall', plain_lib), ('cached', cached_lib)):

@@ -218,3 +218,14 @@ grant it with ACL SETUSER nopub +publish"
   assert_equal "$(calls evalsha_ro)" 0
   (($(calls fcall_ro) >= 3)) || fail "fcall_ro: $(calls fcall_ro)"
 }
+
+@test "every script by FCALL of the library gives the replies and leaves the keys of the same by EVALSHA" {
+  need_functions
+  # bench/fcall_check.py: a real session (exclusive, semaphore, shared, waiters, break,
+  # forget, history, OOM) captured with MONITOR, replayed step by step by EVALSHA and by
+  # FCALL of this build's library on twin keys, replies and keys compared after each step.
+  run python3 "$BATS_TEST_DIRNAME/../bench/fcall_check.py" "$RLOCK" "$SCRIPTS/functions.lua"
+  assert_success
+  assert_output --partial "steps compared"
+  refute_output --partial DIFFERENT
+}
