@@ -229,3 +229,25 @@ grant it with ACL SETUSER nopub +publish"
   assert_output --partial "steps compared"
   refute_output --partial DIFFERENT
 }
+
+@test "doctor with RLOCK_FUNCTIONS=on: whether the scripts go by FCALL, and what to grant or load" {
+  need_functions
+  fresh
+  rl --url "redis://nofn:pw@127.0.0.1:$REDIS_PORT/0" doctor
+  run grep '^warn  functions: ' <<<"$output"
+  assert_output --partial "is not here and this user may not load it"
+  rl --url "redis://nofcall:pw@127.0.0.1:$REDIS_PORT/0" doctor
+  run grep -A1 '^warn  functions: ' <<<"$output"
+  assert_output --partial "may not call FCALL"
+  assert_output --partial "fix: ACL SETUSER nofcall +fcall +fcall_ro"
+  # A user that may load: loaded now, then there.
+  rl doctor
+  run grep '^ok    functions: ' <<<"$output"
+  assert_output --partial "$LIB was loaded now: the scripts go by FCALL"
+  rl doctor
+  run grep '^ok    functions: ' <<<"$output"
+  assert_output --partial "$LIB is loaded"
+  # Off: no such line.
+  RLOCK_FUNCTIONS=off rl doctor
+  refute_output --partial functions
+}

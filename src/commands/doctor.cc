@@ -22,6 +22,7 @@
 #include "commands/doctor_footprint.h"
 #include "core/text.h"
 #include "lock/key.h"
+#include "lock/scripts.h"
 #include "net/resolver.h"
 #include "net/slot.h"
 #include "net/transport.h"
@@ -153,6 +154,7 @@ class Examiner {
     eviction();
     persistence();
     acl();
+    functions();
     clock();
     footprint();
     return true;
@@ -452,6 +454,72 @@ class Examiner {
           fmt::format("this user may not use {}: locks work, but their history stays empty",
                       words(history)),
           grant(history));
+  }
+
+  // With RLOCK_FUNCTIONS=on: whether the scripts will go by FCALL here. The read-only
+  // status function is called on scratch keys, as a lock's first call would, and where
+  // it is not found the library is loaded as that call would load it.
+  void functions() {
+    if (!functions_used()) return;
+    auto scratch = scratch_base();
+    if (!scratch) return;
+    const std::string& b = *scratch;
+    const Script& s = status_script();
+    std::string lib(functions_library().substr(0, functions_library().find('\n')));
+    lib = lib.substr(lib.find('=') + 1);
+    auto call = [&](const char* verb) {
+      return ask({verb, s.function, "6", b, b + ":fence", b + ":holders", b + ":limit",
+                  b + ":queue", b + ":qseq", "1", "0"});
+    };
+    auto refused = [](const Result& r, const char* what) {
+      return r.reply.is_error() && r.reply.str.rfind("NOPERM", 0) == 0 &&
+             r.reply.str.find(what) != std::string::npos;
+    };
+    Result r = call("FCALL_RO");
+    if (r.failure) throw *r.failure;
+    if (r.reply.is_error() && r.reply.str.rfind("ERR unknown command", 0) == 0) {
+      add("functions", Verdict::Skip, "no Redis 7 Functions here: the scripts go by EVALSHA");
+      return;
+    }
+    bool ro = !refused(r, "'fcall_ro'");
+    if (!ro) r = call("FCALL");
+    if (r.failure) throw *r.failure;
+    std::string who = escape_text(user_name());
+    if (refused(r, "'fcall'")) {
+      add("functions", Verdict::Warn,
+          "this user may not call FCALL: with RLOCK_FUNCTIONS=on the scripts go by EVALSHA",
+          fmt::format("ACL SETUSER {} +fcall +fcall_ro", who));
+      return;
+    }
+    bool loaded = false;
+    std::string load_said;
+    if (r.reply.is_error() && r.reply.str.rfind("ERR Function not found", 0) == 0) {
+      Result l = ask({"FUNCTION", "LOAD", std::string(functions_library())});
+      if (l.failure) throw *l.failure;
+      loaded = !l.reply.is_error();
+      if (l.reply.is_error()) load_said = one_line(l.reply.str);
+      r = call(ro ? "FCALL_RO" : "FCALL");
+      if (r.failure) throw *r.failure;
+    }
+    if (r.reply.is_error() && r.reply.str.rfind("ERR Function not found", 0) == 0) {
+      add("functions", Verdict::Warn,
+          fmt::format("rlock's Functions library {} is not here and this user may not load it "
+                      "({}): with RLOCK_FUNCTIONS=on the scripts go by EVALSHA",
+                      escape_text(lib), escape_text(cut_display(load_said, 80))),
+          "load it as a trusted user who may (function|load): RLOCK_FUNCTIONS=on rlock -u URL doctor");
+      return;
+    }
+    if (r.reply.is_error()) {
+      add("functions", Verdict::Fail,
+          fmt::format("rlock's status function failed: {}", escape_text(one_line(r.reply.str))),
+          "see the server's log: rlock's scripts would fail the same way");
+      return;
+    }
+    add("functions", ro ? Verdict::Ok : Verdict::Warn,
+        fmt::format("rlock's Functions library {} {}: the scripts go by FCALL{}", escape_text(lib),
+                    loaded ? "was loaded now" : "is loaded",
+                    ro ? "" : ", the read-only ones too (FCALL_RO is refused)"),
+        ro ? "" : fmt::format("ACL SETUSER {} +fcall_ro", who));
   }
 
   std::string user_name() {
