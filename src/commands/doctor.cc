@@ -506,7 +506,8 @@ class Examiner {
           fmt::format("rlock's Functions library {} is not here and this user may not load it "
                       "({}): with RLOCK_FUNCTIONS=on the scripts go by EVALSHA",
                       escape_text(lib), escape_text(cut_display(load_said, 80))),
-          "load it as a trusted user who may (function|load): RLOCK_FUNCTIONS=on rlock -u URL doctor");
+          "load it as a trusted user who may (function|load): RLOCK_FUNCTIONS=on rlock -u URL "
+          "doctor");
       return;
     }
     if (r.reply.is_error()) {
