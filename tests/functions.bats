@@ -251,3 +251,22 @@ grant it with ACL SETUSER nopub +publish"
   RLOCK_FUNCTIONS=off rl doctor
   refute_output --partial functions
 }
+
+@test "out of memory: a loaded library's functions run whole (allow-oom); a missing one is not loaded: EVALSHA's 69" {
+  need_functions
+  fresh
+  rcli -x function load <"$SCRIPTS/functions.lua" >/dev/null
+  rcli config set maxmemory-policy noeviction >/dev/null
+  rcli config set maxmemory 1 >/dev/null
+  # A superseding acquire writes first what needs memory: EVALSHA refuses it, the function runs.
+  rl run fn-oom --supersede -- true
+  local st=$status
+  rcli function flush >/dev/null
+  rl run fn-oom2 --supersede -- true
+  local st2=$status err2=${stderr_lines[0]:-}
+  rcli config set maxmemory 0 >/dev/null
+  assert_equal "$st" 0
+  assert_equal "$st2" 69
+  [[ $err2 == "rlock: the server is out of memory (maxmemory): "* ]] || fail "$err2"
+  assert_equal "$(rcli --scan --pattern 'lock:{fn-oom2}*')" ""
+}
