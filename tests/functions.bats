@@ -270,3 +270,17 @@ grant it with ACL SETUSER nopub +publish"
   [[ $err2 == "rlock: the server is out of memory (maxmemory): "* ]] || fail "$err2"
   assert_equal "$(rcli --scan --pattern 'lock:{fn-oom2}*')" ""
 }
+
+@test "a server without FCALL (as Redis 6: the command unknown): EVALSHA, once per process" {
+  need_functions
+  redis_start_named OLD --rename-command FCALL '' --rename-command FCALL_RO ''
+  rl --url "$OLD_URL" -v run fn-old -- "$RLOCK" --url "$OLD_URL" status fn-old
+  assert_success
+  [[ $stderr == *"no Functions (ERR unknown command"* ]] || fail "$stderr"
+  # Once: the run's own calls after the first went by EVALSHA straight away.
+  assert_equal "$(grep -c '\] FCALL' <<<"$stderr")" 1
+  run rcli_to OLD info commandstats
+  assert_output --partial cmdstat_evalsha_ro
+  refute_output --partial cmdstat_function
+  redis_stop OLD
+}
