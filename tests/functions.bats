@@ -16,6 +16,8 @@ setup_file() {
   LIB=$(sed -n '1s/^#!lua name=//p' "$SCRIPTS/functions.lua")
   export LIB
   export RLOCK_FUNCTIONS=on
+  export BATS_NO_PARALLELIZE_WITHIN_FILE=true
+  proxy_start "$REDIS_PORT"
   # Keys and channels allowed, every command but what each name says.
   acl_lock_user nofn pw -function
   acl_lock_user nofcall pw -fcall -fcall_ro
@@ -283,4 +285,20 @@ grant it with ACL SETUSER nopub +publish"
   assert_output --partial cmdstat_evalsha_ro
   refute_output --partial cmdstat_function
   redis_stop OLD
+}
+
+@test "a release by FCALL whose reply is lost is retried and finds its own success (exit 0)" {
+  need_functions
+  fresh
+  rcli -x function load <"$SCRIPTS/functions.lua" >/dev/null
+  tok=$("$RLOCK" acquire fn-lost --ttl 30s)
+  cuts=$(proxy_state cuts)
+  proxy_arm_lose_reply "release_${LIB##*_}"
+  rl --url "$PROXY_URL" release fn-lost --token "$tok"
+  assert_success
+  assert_equal "$stderr" ""
+  assert_equal "$(proxy_state cuts)" $((cuts + 1)) # the first try's reply really was lost
+  assert_equal "$(rcli exists 'lock:{fn-lost}')" 0
+  rl --url "$PROXY_URL" release fn-lost --token "$tok"
+  assert_error 76
 }
