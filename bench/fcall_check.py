@@ -17,9 +17,9 @@ server times (within 2 s) and stream ids masked. Then, under OOM (maxmemory 1): 
 extend and acquire compared the same way, a semaphore's renewal included (its first
 write is the record's PEXPIRE, which a full server allows); and a library without
 allow-oom, whose release the server refuses whole. Exit 0 when all match, 1 with the differences.
-Usage: fcall_check.py RLOCK_BINARY [LIBRARY.lua]
-LIBRARY.lua: the library of keys B and C (the one rlock embeds, as tests/functions.bats
-gives it: the dump_scripts helper's functions.lua); default bench/fcall_library.py's."""
+Usage: fcall_check.py RLOCK_BINARY [LIBRARY]
+LIBRARY: the library of keys B and C (the one rlock embeds, as tests/functions.bats
+gives it: the dump_scripts helper's functions.library); default bench/fcall_library.py's."""
 import hashlib
 import os
 import re

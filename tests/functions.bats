@@ -13,7 +13,7 @@ load helpers/redis
 setup_file() {
   redis_start
   scripts_setup
-  LIB=$(sed -n '1s/^#!lua name=//p' "$SCRIPTS/functions.lua")
+  LIB=$(sed -n '1s/^#!lua name=//p' "$SCRIPTS/functions.library")
   export LIB
   export RLOCK_FUNCTIONS=on
   export BATS_NO_PARALLELIZE_WITHIN_FILE=true
@@ -42,14 +42,14 @@ fresh() {
 need_functions() {
   [[ $(rcli info server | tr -d '\r' | sed -n 's/^redis_version:\([0-9]*\).*/\1/p') -ge 7 ]] ||
     skip "Redis < 7 has no Functions"
-  [[ -s $SCRIPTS/functions.lua ]] || skip "this build has no Functions library (no Python)"
+  [[ -s $SCRIPTS/functions.library ]] || skip "this build has no Functions library (no Python)"
 }
 
 @test "the build's library loads: FUNCTION LOAD accepts it, named for the protocol and its text" {
   need_functions
   [[ $LIB =~ ^rlock_4_[0-9a-f]{12}$ ]] || fail "library name: $LIB"
   rcli function flush >/dev/null
-  run rcli -x function load <"$SCRIPTS/functions.lua"
+  run rcli -x function load <"$SCRIPTS/functions.library"
   assert_output "$LIB"
   # Every script is a function carrying the same hash (versions coexist on one server),
   # the read-only ones no-writes.
@@ -59,7 +59,7 @@ need_functions() {
     assert_output --partial "${f}_$hash"
   done
   # Loaded again: refused as existing, never replaced.
-  run rcli -x function load <"$SCRIPTS/functions.lua"
+  run rcli -x function load <"$SCRIPTS/functions.library"
   assert_output --partial "already exists"
   rcli function flush >/dev/null
 }
@@ -142,7 +142,7 @@ need_functions() {
   assert_success
   assert_equal "$stderr" ""
   # The library loaded by another (an admin): that user calls it.
-  rcli -x function load <"$SCRIPTS/functions.lua" >/dev/null
+  rcli -x function load <"$SCRIPTS/functions.library" >/dev/null
   rcli config resetstat >/dev/null
   rl --url "$url" run fn-noload -- true
   assert_success
@@ -160,7 +160,7 @@ need_functions() {
   rl --url "redis://nofcall:pw@127.0.0.1:$REDIS_PORT/0" status fn-nofcall
   assert_equal "$status" 1
   rcli config resetstat >/dev/null
-  rcli -x function load <"$SCRIPTS/functions.lua" >/dev/null
+  rcli -x function load <"$SCRIPTS/functions.library" >/dev/null
   tok=$("$RLOCK" acquire fn-nofcall --ttl 30s)
   rl --url "redis://nofcallro:pw@127.0.0.1:$REDIS_PORT/0" status fn-nofcall
   assert_success
@@ -182,7 +182,7 @@ need_functions() {
 @test "an ACL refusal inside a function names the command by the library's line and the grant (77)" {
   need_functions
   rcli function flush >/dev/null
-  rcli -x function load <"$SCRIPTS/functions.lua" >/dev/null
+  rcli -x function load <"$SCRIPTS/functions.library" >/dev/null
   tok=$("$RLOCK" acquire fn-acl --ttl 30s)
   rl --url "redis://nopub:pw@127.0.0.1:$REDIS_PORT/0" release fn-acl --token "$tok"
   assert_error 77
@@ -202,7 +202,7 @@ grant it with ACL SETUSER nopub +publish"
   done
   local lk="redis://locker:pw@127.0.0.1:$REDIS_PORT/0" wt="redis://watcher:pw@127.0.0.1:$REDIS_PORT/0"
   fresh
-  rcli -x function load <"$SCRIPTS/functions.lua" >/dev/null
+  rcli -x function load <"$SCRIPTS/functions.library" >/dev/null
   tok=$("$RLOCK" --url "$lk" acquire fn-guide --ttl 30s) || fail "acquire as locker"
   rlock_bg waiter --url "$lk" run fn-guide --ttl 30s --wait 20s -- true
   waiter=$BG_PID
@@ -226,7 +226,7 @@ grant it with ACL SETUSER nopub +publish"
   # bench/fcall_check.py: a real session (exclusive, semaphore, shared, waiters, break,
   # forget, history, OOM) captured with MONITOR, replayed step by step by EVALSHA and by
   # FCALL of this build's library on twin keys, replies and keys compared after each step.
-  run python3 "$BATS_TEST_DIRNAME/../bench/fcall_check.py" "$RLOCK" "$SCRIPTS/functions.lua"
+  run python3 "$BATS_TEST_DIRNAME/../bench/fcall_check.py" "$RLOCK" "$SCRIPTS/functions.library"
   assert_success
   assert_output --partial "steps compared"
   refute_output --partial DIFFERENT
@@ -257,7 +257,7 @@ grant it with ACL SETUSER nopub +publish"
 @test "out of memory: a loaded library's functions run whole (allow-oom); a missing one is not loaded: EVALSHA's 69" {
   need_functions
   fresh
-  rcli -x function load <"$SCRIPTS/functions.lua" >/dev/null
+  rcli -x function load <"$SCRIPTS/functions.library" >/dev/null
   rcli config set maxmemory-policy noeviction >/dev/null
   rcli config set maxmemory 1 >/dev/null
   # A superseding acquire writes first what needs memory: EVALSHA refuses it, the function runs.
@@ -290,7 +290,7 @@ grant it with ACL SETUSER nopub +publish"
 @test "a release by FCALL whose reply is lost is retried and finds its own success (exit 0)" {
   need_functions
   fresh
-  rcli -x function load <"$SCRIPTS/functions.lua" >/dev/null
+  rcli -x function load <"$SCRIPTS/functions.library" >/dev/null
   tok=$("$RLOCK" acquire fn-lost --ttl 30s)
   cuts=$(proxy_state cuts)
   proxy_arm_lose_reply "release_${LIB##*_}"

@@ -34,6 +34,7 @@ Script make(const char* name, bool read_only = false, const char* function = nul
   return Script{name, Body, std::string(kSha.data(), kSha.size()), read_only, Prelude, fn};
 }
 
+// use_functions(): RLOCK_FUNCTIONS=on, read once by the face.
 bool g_functions = false;
 
 }  // namespace
@@ -325,10 +326,6 @@ Args script_command(const char* verb, const std::string& body, const Args& keys,
   a.insert(a.end(), argv.begin(), argv.end());
   return a;
 }
-
-}  // namespace
-
-namespace {
 
 // By EVALSHA (EVALSHA_RO), then EVAL (EVAL_RO) on NOSCRIPT. `cb` maps the reply already.
 void send_evalsha(Client& client, const Script& script, const Args& keys, const Args& argv,

@@ -1,7 +1,7 @@
 // dump_scripts DIR: writes the lock protocol's Lua scripts, exactly as rlock sends
 // them, to DIR/NAME.lua (and their SHA1s to DIR/NAME.sha1), so that tests can run
 // them directly with redis-cli EVAL (tests/scripts.bats) and compare them with the
-// previous protocol version's (tests/fixtures/protocol-v1). DIR/functions.lua is the
+// previous protocol version's (tests/fixtures/protocol-v1). DIR/functions.library is the
 // Functions library rlock loads with RLOCK_FUNCTIONS=on (absent from a build without
 // it), for tests/functions.bats.
 #include <sys/stat.h>
@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
     }
   }
   if (!rlock::lua::kFunctionsLibrary.empty()) {
-    std::ofstream lib(dir + "/functions.lua", std::ios::binary);
+    std::ofstream lib(dir + "/functions.library", std::ios::binary);
     lib << rlock::lua::kFunctionsLibrary;
     if (!lib) {
       std::fprintf(stderr, "dump_scripts: cannot write to %s\n", dir.c_str());
