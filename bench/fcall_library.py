@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """rlock's scripts as one Redis 7 Functions library, for the bench (docs/PERFORMANCE.md,
 "Redis 7 Functions, measured on the real scripts"): cmake/functions_library.py, the
-generator the build runs, with the bench's library name (rlockbench_HASH), so that the
-bench's FUNCTION LOAD REPLACE never replaces the library rlock loads.
+generator the build runs, with the bench's library name (rlockbench_HASH, the hash
+taken with that prefix: function names differ from rlock's too), so that the bench's
+FUNCTION LOAD REPLACE neither replaces nor clashes with the library rlock loads.
 
 Usage: fcall_library.py [--cache-cluster] [--name NAME] [--fcall-template T] > library.lua
   --cache-cluster, --name  as cmake/functions_library.py

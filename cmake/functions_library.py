@@ -110,7 +110,8 @@ def protocol(prelude):
 
 def build(cache_cluster, name, prefix=None, quiet=False, generator='cmake/functions_library.py'):
     """(text, hash): the library; named `name`, else PREFIX + hash (PREFIX default
-    rlock_PROTOCOL_)."""
+    rlock_PROTOCOL_; one given is hashed with the text, so that its function names differ
+    from rlock's)."""
     prelude = after_cut(LUA / 'prelude.lua')
     bodies = {f: after_cut(LUA / f'{f}.lua') for _, f, _ in SCRIPTS}
     stmts = statements(prelude)
@@ -169,8 +170,9 @@ def build(cache_cluster, name, prefix=None, quiet=False, generator='cmake/functi
                      f"callback = script_{fname}, flags = {{{fl}}}}}\n")
     text = ''.join(parts)
     # Function names are one namespace across every library of a server: each carries
-    # the text's hash too, so that two versions' libraries load side by side.
-    h = hashlib.sha1(text.encode()).hexdigest()[:12]
+    # the text's hash too, so that two versions' libraries load side by side. A PREFIX
+    # given (the bench's) is hashed too: its functions never clash with rlock's own.
+    h = hashlib.sha1(((prefix or '') + text).encode()).hexdigest()[:12]
     text = text.replace('@H@', h)
     if not name:
         name = (prefix if prefix is not None else f'rlock_{protocol(prelude)}_') + h
@@ -213,12 +215,9 @@ def main():
     if out is None:
         sys.stdout.write(text)
         return
-    # Written only when it changes: the header is a dependency of the build.
-    want = header(text, h)
     path = Path(out)
-    if not path.exists() or path.read_text() != want:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(want)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(header(text, h))
 
 
 if __name__ == '__main__':
