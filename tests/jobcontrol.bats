@@ -312,6 +312,8 @@ EOF2
   echo "$RLOCK run --ttl 2s jc -c 'sleep 60 & echo \$! >$T/cmd; exit 0' &" | keys
   wait_until "[[ -s $T/cmd ]]"
   left=$(cat "$T/cmd")
+  # Ctrl-C does not reach a background job: the notice says what does
+  wait_until "screen | grep -q 'sleep); SIGINT or SIGTERM to rlock (pid [0-9]*) ends it'" 10
   sleep 3
   run -75 "$RLOCK" run -n jc -- true
   kill "$left"

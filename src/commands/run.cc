@@ -643,10 +643,12 @@ class Runner {
       if (static_cast<size_t>(total) > members.size()) who += ", ...";
     }
     const char* it = total == 1 ? "it" : "them";
-    std::string how = isatty(STDIN_FILENO)
-                          ? fmt::format("Ctrl-C ends {}", it)
-                          : fmt::format("SIGINT or SIGTERM to rlock (pid {}) ends {}",
-                                        static_cast<long>(getpid()), it);
+    // Ctrl-C reaches rlock only while it is the terminal's foreground (not
+    // after Ctrl-Z and bg, nor in a background job).
+    const bool ctrl_c = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
+    std::string how = ctrl_c ? fmt::format("Ctrl-C ends {}", it)
+                             : fmt::format("SIGINT or SIGTERM to rlock (pid {}) ends {}",
+                                           static_cast<long>(getpid()), it);
     log_info(fmt::format("holding '{}' for {}; {}", lock_->names().key, who, how));
   }
 
