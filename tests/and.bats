@@ -85,6 +85,28 @@ is_free() { ! "$RLOCK" status "$1" >/dev/null 2>&1; }
   is_free hw2
 }
 
+@test "a waiter for several keys killed with -9 blocks the keys it holds no longer than a dead waiter its line, not its --ttl" {
+  t=$("$RLOCK" acquire --ttl 60s hd2)
+  bg_start m "$RLOCK" run --ttl 10m --wait 60s hd1 --and hd2 -- true
+  m=$BG_PID
+  wait_until '[ "$(n_waiters hd2)" -eq 1 ]' 30
+  wait_until "[ \"\$(holder_pid hd1)\" = $m ]" 10
+  # held on a waiter's place lease (6s) while it waits, not on its --ttl
+  assert [ "$(rcli pttl 'lock:{hd1}')" -le 6000 ]
+  kill -9 "$m"
+  start=$(now_ms)
+  run -0 "$RLOCK" run --wait "$(slack 30)s" hd1 -- true
+  assert [ $(($(now_ms) - start)) -lt "$(slack 12000)" ]
+  "$RLOCK" release hd2 --token "$t"
+  # and a run that gets every key holds each on its --ttl again
+  bg_start h "$RLOCK" run --ttl 10m hd1 --and hd2 -- sh "$T/gate.sh" "$T" h
+  wait_for_file "$T/h.started" 20
+  assert [ "$(rcli pttl 'lock:{hd1}')" -gt 60000 ]
+  assert [ "$(rcli pttl 'lock:{hd2}')" -gt 60000 ]
+  touch "$T/h.go"
+  bg_wait "$BG_PID" 20
+}
+
 @test "a waiter for several keys keeps its place: a single-key waiter that came later goes after it" {
   bg_start h "$RLOCK" run st2 -- sh "$T/gate.sh" "$T" h
   h=$BG_PID

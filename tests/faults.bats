@@ -252,6 +252,16 @@ retrying until --wait runs out$"
   assert [ "$elapsed" -lt $((3000 + $(slack 2000))) ]
 }
 
+@test "a release the server does not answer in time names --command-timeout and its figure" {
+  tok=$("$RLOCK" acquire --ttl 30s fc-rel)
+  rcli client pause 4000 all >/dev/null
+  rl --command-timeout 1s release fc-rel --token "$tok"
+  rcli client unpause >/dev/null
+  assert_error 69
+  assert_equal "$stderr" "rlock: Redis at redis://127.0.0.1:$REDIS_PORT/0 did not answer EVALSHA within 1000ms (--command-timeout)"
+  "$RLOCK" release fc-rel --token "$tok"
+}
+
 @test "a first contact to a stopped server gets through once it continues, within --wait" {
   redis_pause
   rlock_bg waiter --url "$REDIS_URL" --command-timeout 1s run --wait 60s fc-paused -- true

@@ -565,6 +565,36 @@ start_slowname() {
   wait_until "_rlock_dead $job" 5
 }
 
+@test "rlock and its stopped guard stopped too, then rlock killed: the kernel continues the guard, the group still ends" {
+  [[ $(uname -s) == Linux ]] || skip "the parent-death signal is Linux's"
+  rlock_bg holder run --ttl 30s hk -c 'sh -c "echo \$\$ >\"$T/leftover\"; exec sleep 300" & wait'
+  holder=$BG_PID
+  job_and_guard "$holder"
+  # rlock stopped first, so that it cannot continue its guard before it dies
+  kill -STOP "$holder"
+  kill -STOP "$guard"
+  wait_until "_rlock_stopped $guard" 5
+  kill -KILL "$holder"
+  wait_until "_rlock_dead $job" 5
+}
+
+@test "SIGTTIN or SIGTTOU sent to rlock: the first stops the command's group with rlock (as SIGTSTP), the second is ignored" {
+  rlock_bg holder run --ttl 30s hk -c 'sh -c "echo \$\$ >\"$T/leftover\"; exec sleep 300" & wait'
+  holder=$BG_PID
+  job_and_guard "$holder"
+  kill -TTOU "$holder"
+  kill -TTIN "$holder"
+  wait_until "_rlock_stopped $holder" 5
+  wait_until "_rlock_stopped $job" 5 # nothing runs on unrenewed
+  kill -CONT "$holder"
+  wait_until "_rlock_not_stopped $job" 5
+  # the command starts with SIGTTOU at its default, not rlock's SIG_IGN (signal 22: bit 0x200000)
+  run -0 "$RLOCK" run hk-ign -- sed -n 's/^SigIgn:[[:space:]]*//p' /proc/self/status
+  assert_equal "$(( 0x$output & 0x200000 ))" 0
+  kill -TERM "$holder"
+  bg_wait "$holder"
+}
+
 @test "SIGCHLD blocked at start (env --block-signal=CHLD): rlock still sees its command end" {
   env --block-signal=CHLD true 2>/dev/null || skip "env has no --block-signal"
   # (it held the lock for ever, renewing it, and forwarded timeout's SIGTERM to nothing)

@@ -272,3 +272,51 @@ job_with_leftover() {
   wait_until "_rlock_dead $sleeper" 5
   run -1 "$RLOCK" status jc
 }
+
+# `stty tostop`: a background process group that writes to the terminal gets SIGTTOU,
+# which stops it. rlock is in the background whenever its command has the terminal (or
+# when the whole run is a background job), and its own messages (a lost lock, -v, the
+# leftovers notice) must never stop it: it ignores SIGTTOU (man page, "PROCESS BEHAVIOUR
+# OF RUN"). The command keeps the terminal's usual rules.
+
+@test "stty tostop: a run whose lock is broken still stops its command (rlock's message does not stop it)" {
+  shell
+  keys <<EOF2
+stty tostop
+$RLOCK run --ttl 30s jc -- bash $T/tty.sh $T
+EOF2
+  wait_until "[[ -s $T/cmd ]]"
+  CMD=$(cat "$T/cmd")
+  wait_until 'sample && [[ $SAMPLE_TPGID == "$CMD" ]]' # the command has the terminal
+  run -0 "$RLOCK" break --yes jc
+  wait_until "_rlock_dead $CMD" 10
+  wait_until "[[ -z \$(rlock_pid) ]]" 10
+}
+
+@test "stty tostop: with -v, and as a background job holding the lock for leftovers, rlock keeps renewing" {
+  shell
+  keys <<EOF2
+stty tostop
+$RLOCK run -v --ttl 2s jc -- bash $T/tty.sh $T
+EOF2
+  wait_until "[[ -s $T/cmd ]]"
+  CMD=$(cat "$T/cmd")
+  sleep 3 # longer than the lease: only a holder that renews still has it
+  run -75 "$RLOCK" run -n jc -- true
+  assert [ ! "$(rlock_stopped && echo stopped)" ]
+  touch "$T/done"
+  wait_until "_rlock_dead $CMD" 10
+  wait_until "[[ -z \$(rlock_pid) ]]" 10
+  rm -f "$T/cmd" "$T/done"
+  # a background job whose command left a process behind: the notice goes out, rlock goes on
+  echo "$RLOCK run --ttl 2s jc -c 'sleep 60 & echo \$! >$T/cmd; exit 0' &" | keys
+  wait_until "[[ -s $T/cmd ]]"
+  left=$(cat "$T/cmd")
+  # Ctrl-C does not reach a background job: the notice says what does
+  wait_until "screen | grep -q 'sleep); SIGINT or SIGTERM to rlock (pid [0-9]*) ends it'" 10
+  sleep 3
+  run -75 "$RLOCK" run -n jc -- true
+  kill "$left"
+  wait_until "[[ -z \$(rlock_pid) ]]" 10
+  run -0 "$RLOCK" run -n jc -- true
+}

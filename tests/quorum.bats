@@ -836,6 +836,20 @@ side_by_side() {
   refute_output --partial "no majority"
 }
 
+@test "history in quorum mode: a master that missed the newest runs shows no older tenure as 'no majority'" {
+  for i in 1 2 3; do "$RLOCK" run q-miss -- true; done
+  # two more runs without M5 (as if it were down): its log's newest reach further back
+  local four="$M1_URL $M2_URL $M3_URL $M4_URL"
+  for i in 1 2; do RLOCK_URL=$four "$RLOCK" run q-miss -- true; done
+  run -1 "$RLOCK" status q-miss --json
+  assert_equal "$(jq -c '[.last_events[] | select(.masters < 4)]' <<<"$output")" "[]"
+  assert_equal "$(jq ".last_events | length" <<<"$output")" 3
+  run -1 "$RLOCK" status q-miss
+  refute_output --partial "no majority"
+  run -0 "$RLOCK" history -n 3 q-miss
+  refute_output --partial "no majority"
+}
+
 @test "history in quorum mode: each master keeps its own log; history merges them, saying on how many" {
   run -0 "$RLOCK" run --ttl 6s q-hist -- true
   for i in 1 2 3 4 5; do

@@ -85,7 +85,8 @@ std::vector<Event> read_newest(Session& s, const Args& keys, std::vector<Source>
   if (failure)
     log_error(fmt::format("warning: {}; showing the masters that answered", failure->what()));
   const int of = sources.size() > 1 ? static_cast<int>(sources.size()) : 0;
-  std::vector<Event> events = of ? merge_events(per_master, of) : per_master.front();
+  std::vector<Event> events =
+      of ? merge_events(per_master, of, static_cast<size_t>(count)) : per_master.front();
   if (static_cast<long>(events.size()) > count) events.erase(events.begin(), events.end() - count);
   return events;
 }

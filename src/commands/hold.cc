@@ -83,6 +83,7 @@ class HandHold {
   int run() {
     for (int sig : kHandStops)
       if (!ignored_at_start(sig)) loop().on_signal(sig, [this](int s) { on_signal(s); });
+    ignore_background_writes();  // its messages must never stop it (`stty tostop`)
     HolderInfo info = local_holder_info(kHandCommand, static_cast<long>(getpid()));
     info.label = opts_.label;
     acquirer_ = make_acquisition(*lock_, token_,

@@ -261,6 +261,11 @@ class Runner {
     for (int sig : kForwardedSignals)
       handle_unless_ignored(loop(), sig, [this](int s) { on_signal(s); });
     handle_unless_ignored(loop(), SIGTSTP, [this](int) { on_tstp(); });
+    // SIGTTIN can come only from kill(1) (rlock never reads the terminal): a
+    // stop like SIGTSTP's, the command's group first. SIGTTOU is ignored: rlock's
+    // own messages from the background must never stop it (`stty tostop`).
+    handle_unless_ignored(loop(), SIGTTIN, [this](int) { on_tstp(); });
+    ignore_background_writes();
     // Always ours, even if inherited as ignored: we must reap the child.
     handle_unless_ignored(
         loop(), SIGCHLD, [this](int) { reap(); }, true);
@@ -315,8 +320,8 @@ class Runner {
     }
   }
 
-  // SIGTSTP sent to rlock itself (a terminal's Ctrl-Z goes to the command's
-  // group, not to rlock). rlock stops, and renews nothing while stopped, so
+  // SIGTSTP (or SIGTTIN) sent to rlock itself (a terminal's Ctrl-Z goes to
+  // the command's group, not to rlock). rlock stops, and renews nothing while stopped, so
   // the command must not run on meanwhile: its group is stopped first
   // (SIGSTOP, which it cannot ignore). SIGCONT resumes both (resume()).
   void on_tstp() {
@@ -638,10 +643,12 @@ class Runner {
       if (static_cast<size_t>(total) > members.size()) who += ", ...";
     }
     const char* it = total == 1 ? "it" : "them";
-    std::string how = isatty(STDIN_FILENO)
-                          ? fmt::format("Ctrl-C ends {}", it)
-                          : fmt::format("SIGINT or SIGTERM to rlock (pid {}) ends {}",
-                                        static_cast<long>(getpid()), it);
+    // Ctrl-C reaches rlock only while it is the terminal's foreground (not
+    // after Ctrl-Z and bg, nor in a background job).
+    const bool ctrl_c = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
+    std::string how = ctrl_c ? fmt::format("Ctrl-C ends {}", it)
+                             : fmt::format("SIGINT or SIGTERM to rlock (pid {}) ends {}",
+                                           static_cast<long>(getpid()), it);
     log_info(fmt::format("holding '{}' for {}; {}", lock_->names().key, who, how));
   }
 

@@ -257,9 +257,8 @@ class TopSource {
   }
 
   static constexpr size_t kMaxSeenKeys = 10000;
-  static constexpr size_t kStatusEvents = 3;  // the events a status carries (docs/PROTOCOL.md)
-  static constexpr size_t kGapReads = 20;     // history reads a refresh, at most
-  static constexpr long kGapEvents = 100;     // events each reads, at most
+  static constexpr size_t kGapReads = 20;                        // history reads a refresh, at most
+  static constexpr long kGapEvents = 100;                        // events each reads, at most
   std::map<std::string, std::map<std::string, LastHeld>> held_;  // key: its holders last read
   std::set<std::pair<std::string, std::string>> shown_expired_;  // (key, token)
   std::map<std::string, std::set<std::string>> seen_;            // key: the event ids last read

@@ -76,6 +76,12 @@ void MultiAcquirer::take_next() {
     spec.wait = std::max(Millis(0), *spec.wait - spent);
     if (spec.wait->count() == 0) spec.no_wait = true;
   }
+  // A key taken before the last is held on a waiter's place lease until every
+  // key is held, then renewed to --ttl (renew(true)): a run killed while it
+  // waits for a later key (kill -9, a crashed host) blocks the keys it holds
+  // no longer than a dead waiter blocks a line (man page, "WAITING AND
+  // FAIRNESS"), not for its whole --ttl.
+  if (held_.size() + 1 < order_.size()) spec.ttl = std::min(spec.ttl, kQueueLease);
   if (!held_.empty())
     log_verbose(fmt::format("holding {} of {} keys; taking '{}'", held_.size(), order_.size(),
                             part->names().key));
@@ -195,21 +201,24 @@ void MultiAcquirer::renew(bool finishing) {
   auto superseded = std::make_shared<std::optional<Error>>();  // a newer --supersede job came
   for (size_t i = 0; i < held_.size(); ++i) {
     Held& h = held_[i];
+    // Finishing: every key is held, and each is renewed to --ttl at last.
+    const Millis ttl = finishing ? spec_.ttl : h.acquired.ttl;
     Clock::time_point sent = Clock::now();
     Clock::time_point lost_at = later(h.deadline, -safety_margin(h.acquired.ttl));
     Millis timeout = std::max(
         Millis(10),
         std::min(lock_.command_timeout(), std::chrono::duration_cast<Millis>(lost_at - sent)));
     h.part->extend(
-        token_, h.acquired.ttl,
-        [this, alive, i, sent, lost_at, pending, failure, unanswered, superseded,
+        token_, ttl,
+        [this, alive, i, ttl, sent, lost_at, pending, failure, unanswered, superseded,
          finishing](Outcome<ExtendReply> o) {
           if (!alive || finished_) return;
           Held& h = held_[i];
           Millis retry = std::min(Millis(250), h.acquired.ttl / 10);
           if (!o.error && o.value.held) {
-            h.deadline = later(sent, std::clamp(o.value.ttl, Millis(0), h.acquired.ttl));
-            h.next = later(sent, h.acquired.ttl / 3);
+            h.acquired.ttl = ttl;
+            h.deadline = later(sent, std::clamp(o.value.ttl, Millis(0), ttl));
+            h.next = later(sent, ttl / 3);
             // Latest wins in every key (--supersede, docs/GUIDE.md "CI policies"): a
             // newer superseding job joined the line of a key this one holds.
             if (o.value.superseded_by && !*superseded)

@@ -112,18 +112,22 @@ Event parse_flat_event(const Reply& flat) {
   return from_fields(flat.elements[0].text(), flat.elements, 1);
 }
 
-std::vector<Event> merge_events(const std::vector<std::vector<Event>>& per_master, int of) {
+std::vector<Event> merge_events(const std::vector<std::vector<Event>>& per_master, int of,
+                                size_t window) {
   std::vector<Event> out;
+  std::vector<std::vector<bool>> from;  // for each event of out: which masters had it
   std::map<std::pair<std::string, std::string>, size_t> seen;  // (ev, tok) -> index in out
-  std::vector<const Event*> all;
-  for (auto& m : per_master)
-    for (auto& e : m) all.push_back(&e);
-  std::stable_sort(all.begin(), all.end(), [](auto* a, auto* b) { return a->ms < b->ms; });
-  for (const Event* e : all) {
+  std::vector<std::pair<const Event*, size_t>> all;            // an event, its master
+  for (size_t m = 0; m < per_master.size(); ++m)
+    for (auto& e : per_master[m]) all.emplace_back(&e, m);
+  std::stable_sort(all.begin(), all.end(),
+                   [](auto& a, auto& b) { return a.first->ms < b.first->ms; });
+  for (auto [e, m] : all) {
     auto key = std::make_pair(e->ev, e->get("tok"));
     auto it = seen.find(key);
     if (it != seen.end() && !key.second.empty()) {
       Event& first = out[it->second];
+      from[it->second][m] = true;
       ++first.masters;
       // Each master keeps its own counter: the highest fence is the one used.
       std::string f = e->get("fence"), g = first.get("fence");
@@ -136,9 +140,24 @@ std::vector<Event> merge_events(const std::vector<std::vector<Event>>& per_maste
     out.push_back(*e);
     out.back().masters = 1;
     out.back().of = of;
+    from.emplace_back(per_master.size(), false);
+    from.back()[m] = true;
   }
-  settle_endings(out);
-  return out;
+  // Each master that answered a whole window sees back to its oldest event only.
+  std::vector<std::optional<int64_t>> horizon(per_master.size());
+  for (size_t m = 0; m < per_master.size(); ++m)
+    if (window > 0 && per_master[m].size() >= window)
+      for (auto& e : per_master[m])
+        if (!horizon[m] || e.ms < *horizon[m]) horizon[m] = e.ms;
+  std::vector<Event> known;
+  for (size_t i = 0; i < out.size(); ++i) {
+    bool unseen = false;
+    for (size_t m = 0; m < per_master.size() && !unseen; ++m)
+      unseen = horizon[m] && !from[i][m] && out[i].ms < *horizon[m];
+    if (!unseen) known.push_back(std::move(out[i]));
+  }
+  settle_endings(known);
+  return known;
 }
 
 std::string event_line(const Event& e) {

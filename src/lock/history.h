@@ -34,11 +34,21 @@ struct Event {
 /// anybody's to write); ms = 0 when the id is not one.
 Event parse_flat_event(const Reply& flat);
 
+/// The newest events a status carries, each master's in quorum mode (the
+/// status script's `XREVRANGE ... COUNT 3`, docs/PROTOCOL.md).
+inline constexpr size_t kStatusEvents = 3;
+
 /// Events of several masters (quorum mode), each master's oldest first, merged
 /// into one list, oldest first: the same event (name and token) of several
 /// masters is one, at its earliest time, saying on how many masters it was
 /// (`of`: the number of masters).
-std::vector<Event> merge_events(const std::vector<std::vector<Event>>& per_master, int of);
+/// `window`: each master answered its newest `window` events at most (0: its
+/// whole log). A master that answered that many may hold older ones it did not
+/// say, so an event older than its oldest and not among its events is left
+/// out: on how many masters it is cannot be told (a master that was down
+/// missed the newest events, and its answer reaches further back).
+std::vector<Event> merge_events(const std::vector<std::vector<Event>>& per_master, int of,
+                                size_t window = 0);
 
 /// "2026-11-27 14:03:22Z  released  fence 7, ci-4 pid 22836, held 5m2s, exit 0":
 /// one line for people, UTC, text from Redis escaped.

@@ -429,7 +429,7 @@ void QuorumLock::status(Done<LockStatus> done) {
                         for (auto& r : rs)
                           if (!r.error)
                             lasts.emplace_back(r.value.last.rbegin(), r.value.last.rend());
-                        q.last = merge_events(lasts, static_cast<int>(total_));
+                        q.last = merge_events(lasts, static_cast<int>(total_), kStatusEvents);
                         std::reverse(q.last.begin(), q.last.end());
                         done({std::nullopt, q});
                       });

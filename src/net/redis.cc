@@ -92,10 +92,14 @@ void Connection::enqueue_raw(const Args& args, ReplyCallback cb, Millis timeout,
         // Best effort: the connection is being dropped anyway.
       }
     }
+    // A window computed from --command-timeout (what was left of it when the
+    // command was sent: a millisecond or so less) is named as the setting.
+    const bool configured = t <= cfg_.command_timeout && cfg_.command_timeout - t < Millis(50);
     close(Error(ErrorKind::Unavailable,
                 fmt::format("{} at {} did not answer {} within {}ms{}", cfg_.server_kind,
-                            cfg_.endpoint.display(), name, t.count(),
-                            t == cfg_.command_timeout ? " (--command-timeout)" : ""),
+                            cfg_.endpoint.display(), name,
+                            configured ? cfg_.command_timeout.count() : t.count(),
+                            configured ? " (--command-timeout)" : ""),
                 -1, Cause::Timeout));
   });
   pending_.push_back(Pending{std::move(cb), id, Clock::now(), std::move(name)});

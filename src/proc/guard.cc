@@ -69,6 +69,18 @@ void name_forked_guard() {
   std::memcpy(g_args, kGuardName, std::min(sizeof kGuardName, g_args_len) - 1);
 }
 
+// A guard stopped by someone (SIGSTOP) is continued by rlock (resume), but
+// not if rlock dies meanwhile: the kernel then continues it (the parent-death
+// signal, kept across exec), and the guard, which keeps every signal blocked,
+// goes on to read its pipe's end and kill the group. SIGCONT continues a
+// stopped process even while blocked. One system call: safe between vfork or
+// fork and exec.
+void continue_when_rlock_dies() {
+#ifdef __linux__
+  prctl(PR_SET_PDEATHSIG, SIGCONT, 0, 0, 0);
+#endif
+}
+
 // A read of exactly `len` bytes, or fewer at EOF or on an error.
 size_t read_fully(int fd, void* buf, size_t len) {
   size_t got = 0;
@@ -150,6 +162,7 @@ pid_t exec_program(int read_end, pid_t pgid) {
     // A session of its own: a SIGKILL to rlock's process group (`kill -9
     // %1`, a CI runner ending the job) must not take the guard along.
     setsid();
+    continue_when_rlock_dies();
     if (read_end == 0) {
       fcntl(0, F_SETFD, 0);  // dup2(0, 0) would leave it close-on-exec
     } else {
@@ -238,6 +251,7 @@ GroupGuard GroupGuard::start(pid_t known) {
     // A session of its own: a SIGKILL to rlock's process group (`kill -9 %1`,
     // a CI runner ending the job) must not take the guard along with rlock.
     setsid();
+    continue_when_rlock_dies();
     name_forked_guard();
     close_all_but(fds[0]);
     // Every signal stays blocked (the mask set before fork): a stray signal

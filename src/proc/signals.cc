@@ -67,6 +67,18 @@ void ignore_sigpipe() {
   g_mask_recorded = sigprocmask(SIG_BLOCK, nullptr, &g_start_mask) == 0;
 }
 
+void ignore_background_writes() {
+  struct sigaction ign {
+  }, old{};
+  ign.sa_handler = SIG_IGN;
+  sigemptyset(&ign.sa_mask);
+  if (sigaction(SIGTTOU, &ign, &old) != 0) return;
+  if (!g_known[SIGTTOU]) {  // nothing of rlock's changed it before
+    g_ignored[SIGTTOU] = old.sa_handler == SIG_IGN;
+    g_known[SIGTTOU] = true;
+  }
+}
+
 void restore_inherited_signals_in_child() {
   // exec() itself resets every handled signal to SIG_DFL and keeps ignored
   // ones ignored; what is left to undo is what rlock ignored (SIGPIPE) and a
@@ -87,12 +99,15 @@ void restore_inherited_signals_in_child() {
   // below and exec would stop a child that is not the command yet. One that
   // is ignored stays so (exec keeps it); otherwise it is dropped until exec.
   // One system call each: the drop goes in, and an ignored one (known from
-  // the start for SIGTSTP, else read back from the call) gets SIG_IGN again.
+  // the start where rlock recorded it, else read back from the call) gets
+  // SIG_IGN again. A SIGTTOU that rlock ignores itself (ignore_background_writes)
+  // is known not to have been ignored: the child gets the drop, then SIG_DFL.
   struct sigaction cur {};
   sa.sa_handler = drop_signal;
   for (int sig : {SIGTSTP, SIGTTIN, SIGTTOU}) {
     if (g_known[sig] && g_ignored[sig]) continue;
-    if (sigaction(sig, &sa, &cur) == 0 && cur.sa_handler == SIG_IGN) sigaction(sig, &cur, nullptr);
+    if (sigaction(sig, &sa, &cur) == 0 && !g_known[sig] && cur.sa_handler == SIG_IGN)
+      sigaction(sig, &cur, nullptr);
   }
   // The mask rlock was started with (`env --block-signal`, a service
   // manager's), not an empty one.

@@ -13,11 +13,13 @@ inline constexpr int kForwardedSignals[] = {SIGINT,  SIGTERM, SIGHUP,   SIGQUIT,
                                             SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT};
 
 /// Every signal whose disposition rlock ever changes: the forwarded ones,
-/// SIGTSTP and SIGCHLD (handled by `run`) and SIGPIPE (ignored). Only these are
-/// recorded at start and restored in a child: one system call each, not one per
-/// signal number (~200 sigaction calls per run before: docs/PERFORMANCE.md).
-inline constexpr int kTouchedSignals[] = {SIGINT,   SIGTERM, SIGHUP,  SIGQUIT, SIGUSR1, SIGUSR2,
-                                          SIGWINCH, SIGCONT, SIGTSTP, SIGCHLD, SIGPIPE};
+/// SIGTSTP, SIGTTIN and SIGCHLD (handled by `run`), SIGPIPE and SIGTTOU (ignored).
+/// Only these are recorded at start and restored in a child: one system call
+/// each, not one per signal number (~200 sigaction calls per run before:
+/// docs/PERFORMANCE.md).
+inline constexpr int kTouchedSignals[] = {SIGINT,  SIGTERM,  SIGHUP,  SIGQUIT, SIGUSR1,
+                                          SIGUSR2, SIGWINCH, SIGCONT, SIGTSTP, SIGTTIN,
+                                          SIGTTOU, SIGCHLD,  SIGPIPE};
 
 /// Records which of kTouchedSignals were ignored when the process started.
 /// Called by the first ignored_at_start(), so only commands that handle
@@ -44,6 +46,15 @@ bool ignored_at_start(int sig);
 /// and records whether it was ignored already and the signal mask rlock was
 /// started with. Call first thing in main().
 void ignore_sigpipe();
+
+/// Ignores SIGTTOU for a process that holds a lease (`run`, a hold by hand),
+/// recording what it inherited: its own messages to a terminal from the
+/// background (`stty tostop`, a run behind the command or in a background job)
+/// are then written instead of stopping it, which would stop the renewals while
+/// the command runs on (POSIX: a process that ignores SIGTTOU may write). A
+/// SIGTTOU sent with kill(1) is ignored too. The child gets the inherited
+/// disposition back (restore_inherited_signals_in_child).
+void ignore_background_writes();
 
 /// In a freshly forked child, before exec: the dispositions exec() would not
 /// put back by itself go back to what rlock inherited (SIGPIPE; SIGCHLD if it

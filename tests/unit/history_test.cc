@@ -68,6 +68,36 @@ TEST(History, MergesQuorumMastersOneLinePerEventOldestFirst) {
   EXPECT_EQ(out[1].masters, 2);
 }
 
+TEST(History, AMasterThatWasDownReachesFurtherBackItsOlderEventsAreLeftOut) {
+  // Each master's newest 3. The third was down for the newest tenure: its window reaches
+  // back to an older one, which the others hold too but did not answer.
+  std::vector<std::vector<Event>> masters = {
+      {event(200, "released", "a"), event(300, "acquired", "b"), event(400, "released", "b")},
+      {event(201, "released", "a"), event(301, "acquired", "b"), event(401, "released", "b")},
+      {event(50, "acquired", "old"), event(60, "released", "old"), event(202, "released", "a")}};
+  auto out = merge_events(masters, 3, 3);
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].get("tok"), "a");
+  EXPECT_EQ(out[0].masters, 3);
+  EXPECT_EQ(out[1].get("tok"), "b");
+  EXPECT_EQ(out[1].masters, 2);  // the third really lacks it: its window reaches past it
+  EXPECT_EQ(out[2].masters, 2);
+  // Without a window every event is known: the old tenure shows on the one master.
+  auto all = merge_events(masters, 3);
+  ASSERT_EQ(all.size(), 5u);
+  EXPECT_EQ(all[0].get("tok"), "old");
+  EXPECT_EQ(all[0].masters, 1);
+  // A master that answered fewer than its window (a fresh one) sets no horizon.
+  std::vector<std::vector<Event>> fresh = {
+      {event(100, "acquired", "x"), event(110, "released", "x"), event(500, "acquired", "y")},
+      {event(101, "acquired", "x"), event(111, "released", "x"), event(501, "acquired", "y")},
+      {event(502, "acquired", "y")}};
+  auto kept = merge_events(fresh, 3, 3);
+  ASSERT_EQ(kept.size(), 3u);
+  EXPECT_EQ(kept[0].get("tok"), "x");
+  EXPECT_EQ(kept[0].masters, 2);
+}
+
 TEST(History, OneTenureHasOneEndingTheMajoritysNotingTheOthers) {
   std::vector<std::vector<Event>> masters = {
       {event(200, "released", "t")}, {event(201, "released", "t")}, {event(900, "expired", "t")}};
