@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/text.h"
 #include "fuzz_util.h"
 
 namespace {
@@ -74,8 +75,14 @@ void check_message(std::string_view url, const rlock::Error& e) {
   if (url.find(password) != static_cast<size_t>(password.data() - url.data()) ||
       url.find(password, password.data() - url.data() + 1) != std::string_view::npos)
     return;
+  // Nor can the escaped rest of the URL as messages show it: a byte 0xa0 in the user is
+  // shown "\xa0", which holds a password beginning "0p".
+  size_t at = password.data() - url.data();
+  std::string masked(url);
+  masked.replace(at, password.size(), "***");
+  if (rlock::escape_text(masked).find(password) != std::string::npos) return;
   std::string other(url);
-  other.replace(password.data() - url.data(), password.size(), password.size(), 'Q');
+  other.replace(at, password.size(), password.size(), 'Q');
   FUZZ_CHECK(message_of(other).find(password) != std::string::npos,
              "'%s': the message shows the password: %s", fuzz::hex_escape(url).c_str(),
              fuzz::hex_escape(message).c_str());
