@@ -14,6 +14,8 @@ class Rlock < Formula
   depends_on "hiredis"
   depends_on "openssl@3"
 
+  uses_from_macos "python" => :build
+
   def install
     # rlock loads libssl with dlopen() by the path the build found: Homebrew's
     # opt path stays valid across OpenSSL upgrades. hiredis, fmt and the C++ runtime are

@@ -29,6 +29,12 @@ package() {
   [[ -f $PKG ]] || fail "package.sh $1 printed '$PKG', which is no file"
 }
 
+# has_functions_library BINARY: the binary carries rlock's Redis 7 Functions library
+# (generated at build time by Python: a recipe without python3 builds a binary without it).
+has_functions_library() {
+  grep -qa '#!lua name=rlock_' "$1" || fail "$1 has no Functions library: is python3 a build dependency?"
+}
+
 @test "the standalone .deb: its path is the last line, lintian-clean, the install layout, the license and the notices of what it links in" {
   package deb
   [[ $PKG == */rlock_${VERSION}_*.deb ]] || fail "$PKG"
@@ -55,6 +61,7 @@ package() {
   run file "$BATS_TEST_TMPDIR/x/usr/bin/rlock"
   assert_output --partial "stripped"
   refute_output --partial "not stripped"
+  has_functions_library "$BATS_TEST_TMPDIR/x/usr/bin/rlock"
   # The license: named in the machine-readable copyright file, its text there in full,
   # not a second time as a loose LICENSE file.
   copyright=$BATS_TEST_TMPDIR/x/usr/share/doc/rlock/copyright
@@ -116,6 +123,7 @@ package() {
   assert_output --regexp 'NEEDED.*libhiredis'
   assert_output --regexp 'NEEDED.*libfmt'
   assert_output --regexp 'NEEDED.*libstdc\+\+'
+  has_functions_library "$BATS_TEST_TMPDIR/x/usr/bin/rlock"
   run dpkg-deb -c "$deb"
   for f in ./usr/bin/rlock ./usr/share/man/man1/rlock.1.gz ./usr/share/bash-completion/completions/rlock \
     ./usr/share/zsh/vendor-completions/_rlock ./usr/share/fish/vendor_completions.d/rlock.fish \
@@ -228,6 +236,7 @@ package() {
   run readelf -S "$BATS_TEST_TMPDIR/usr/bin/rlock"
   assert_success
   refute_output --partial ".debug_info"
+  has_functions_library "$BATS_TEST_TMPDIR/usr/bin/rlock"
 }
 
 @test "the Homebrew formula parses (ruby -c)" {
