@@ -82,6 +82,19 @@ signal_reaches_child() {
 @test "SIGUSR2 sent to rlock reaches the child" { signal_reaches_child USR2; }
 @test "SIGWINCH sent to rlock reaches the child" { signal_reaches_child WINCH; }
 @test "SIGCONT sent to rlock reaches the child" { signal_reaches_child CONT; }
+# Signals whose default action would end rlock and leave the key held until its TTL.
+@test "SIGALRM sent to rlock reaches the child (timeout -s ALRM)" { signal_reaches_child ALRM; }
+@test "SIGVTALRM and SIGPROF sent to rlock reach the child" {
+  signal_reaches_child VTALRM
+  rm -f "$T/ready" "$T/got"
+  signal_reaches_child PROF
+}
+@test "SIGPWR and SIGIO sent to rlock reach the child (Linux)" {
+  [[ $(uname -s) == Linux ]] || skip "Linux signals"
+  signal_reaches_child PWR
+  rm -f "$T/ready" "$T/got"
+  signal_reaches_child IO
+}
 
 # The grandchild's trap outlives the child: rlock, which has already sent the
 # group its SIGTERM, must not send another to what the command left (the trap
@@ -132,7 +145,7 @@ EOF
 }
 
 @test "a child killed by the forwarded signal gives 128+N and frees the lock at once" {
-  for sig in TERM INT HUP USR2; do
+  for sig in TERM INT HUP USR2 ALRM; do
     rm -f "$T/ready"
     bg_start "rlock-$sig" env --default-signal=INT,QUIT "$RLOCK" run --ttl 30s "die:$sig" -- \
       sh -c 'touch "$1/ready"; exec sleep 300' x "$T"
@@ -143,6 +156,17 @@ EOF
     assert_equal "$sig:$BG_STATUS" "$sig:$((128 + $(kill -l "$sig")))"
     run -1 "$RLOCK" status "die:$sig"
   done
+}
+
+@test "SIGALRM while waiting leaves the line at once and exits 142, as its default action would" {
+  tok=$("$RLOCK" acquire --ttl 30s alrm-wait)
+  bg_start waiter "$RLOCK" run alrm-wait -- true
+  wait_until '[ "$(n_waiters alrm-wait)" = 1 ]' 20
+  kill -ALRM "$BG_PID"
+  bg_wait "$BG_PID" 20
+  assert_equal "$BG_STATUS" 142
+  assert_equal "$(n_waiters alrm-wait)" 0
+  "$RLOCK" release --token "$tok" alrm-wait
 }
 
 @test "a signal ignored when rlock starts stays ignored for rlock and its child" {

@@ -8,18 +8,32 @@
 
 namespace rlock {
 
-/// The signals `run` forwards to the child's process group.
-inline constexpr int kForwardedSignals[] = {SIGINT,  SIGTERM, SIGHUP,   SIGQUIT,
-                                            SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT};
+/// The signals `run` forwards to the child's process group: the ones a user sends, and
+/// those whose default action would end rlock although rlock never raises them itself
+/// (`timeout -s ALRM`, a UPS daemon's SIGPWR): rlock's death would leave the key held
+/// until its TTL, where forwarded the command decides and the lock is released when it
+/// ends (rlock(1), PROCESS BEHAVIOUR OF RUN). Real-time signals still end rlock (its guard then ends
+/// the command's group).
+inline constexpr int kForwardedSignals[] = {
+    SIGINT,   SIGTERM, SIGHUP,  SIGQUIT,   SIGUSR1, SIGUSR2,
+    SIGWINCH, SIGCONT, SIGALRM, SIGVTALRM, SIGPROF,
+#ifdef __linux__
+    SIGIO,  // a default action that ends a process on Linux (ignored on BSD and macOS)
+    SIGPWR,
+#endif
+};
 
 /// Every signal whose disposition rlock ever changes: the forwarded ones,
 /// SIGTSTP, SIGTTIN and SIGCHLD (handled by `run`), SIGPIPE and SIGTTOU (ignored).
 /// Only these are recorded at start and restored in a child: one system call
 /// each, not one per signal number (~200 sigaction calls per run before:
 /// docs/PERFORMANCE.md).
-inline constexpr int kTouchedSignals[] = {SIGINT,  SIGTERM,  SIGHUP,  SIGQUIT, SIGUSR1,
-                                          SIGUSR2, SIGWINCH, SIGCONT, SIGTSTP, SIGTTIN,
-                                          SIGTTOU, SIGCHLD,  SIGPIPE};
+inline constexpr int kTouchedSignals[] = {SIGINT,   SIGTERM, SIGHUP,  SIGQUIT,   SIGUSR1, SIGUSR2,
+                                          SIGWINCH, SIGCONT, SIGALRM, SIGVTALRM, SIGPROF,
+#ifdef __linux__
+                                          SIGIO,    SIGPWR,
+#endif
+                                          SIGTSTP,  SIGTTIN, SIGTTOU, SIGCHLD,   SIGPIPE};
 
 /// Records which of kTouchedSignals were ignored when the process started.
 /// Called by the first ignored_at_start(), so only commands that handle
