@@ -60,9 +60,9 @@ hold_bg() {
   run -1 "$RLOCK" status hand-tty
 }
 
-@test "SIGTERM, SIGHUP and SIGQUIT release a hand hold (exit 0); the line goes to stdout, with the fence" {
+@test "SIGTERM, SIGHUP, SIGQUIT and SIGALRM release a hand hold (exit 0); the line goes to stdout, with the fence" {
   local sig
-  for sig in TERM HUP QUIT; do
+  for sig in TERM HUP QUIT ALRM; do
     hold_bg "h$sig" "hand-$sig"
     run -0 cat "$T/h$sig.out"
     # not a terminal: no Ctrl-C in the line

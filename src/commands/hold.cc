@@ -1,5 +1,5 @@
 // `rlock run KEY` without a command: hold KEY by hand (etcdctl's `lock NAME`
-// without a command) until SIGINT, SIGTERM, SIGHUP or SIGQUIT, renewing the lease
+// without a command) until SIGINT, SIGTERM, SIGHUP or SIGQUIT (or SIGALRM ...), renewing the lease
 // (the man page's "HOLDING BY HAND"). Its phases:
 //
 //   Waiting ──acquired──▶ Holding ──a stop signal (0), or the lease lost (76)──▶ Releasing
@@ -32,8 +32,14 @@ namespace {
 // What others see as the holder's command (status, list).
 constexpr const char* kHandCommand = "rlock run (held by hand)";
 
-// The signals that end a hand hold (the man page): each releases, exit 0.
-constexpr int kHandStops[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+// The signals that end a hand hold (the man page): each releases, exit 0. Those
+// after SIGQUIT are the ones `run` forwards because their default action would end
+// rlock and leave the key held until its TTL (`timeout -s ALRM`).
+constexpr int kHandStops[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGALRM, SIGVTALRM, SIGPROF,
+#ifdef __linux__
+                              SIGIO,  SIGPWR
+#endif
+};
 
 // "'a'", "'a' and 'b'", "'a', 'b' and 'c'".
 std::string quoted_keys(const std::vector<std::string>& keys) {
