@@ -595,6 +595,47 @@ start_slowname() {
   bg_wait "$holder"
 }
 
+# frozen_run GUARD: rlock (its guard the program or a fork) stopped with SIGSTOP, which it
+# cannot catch, while its command runs. The command ran on unrenewed while another host
+# held the key: now the guard stops the command's group at the lease's end, another run
+# takes the key meanwhile, and rlock, continued, applies --on-lost (76) to the group.
+frozen_run() {
+  bg_start holder env RLOCK_GUARD="$1" \
+    "$RLOCK" run --ttl 2s hk -c 'sh -c "echo \$\$ >\"$T/leftover\"; exec sleep 300" & wait'
+  holder=$BG_PID
+  job_and_guard "$holder"
+  kill -STOP "$holder"
+  wait_until "_rlock_stopped $job" 30
+  wait_until "! \"\$RLOCK\" status hk >/dev/null" 30
+  run -0 "$RLOCK" run -n hk -- true
+  _rlock_stopped "$job" || fail "the command runs while another holds the key"
+  kill -CONT "$holder"
+  bg_wait "$holder" 30
+  assert_equal "$BG_STATUS" 76
+  wait_until "_rlock_dead $job" 30
+}
+
+@test "rlock stopped with SIGSTOP: its guard stops the command at the lease's end; continued, rlock applies --on-lost (76)" {
+  frozen_run program
+}
+
+@test "the same with a forked guard (RLOCK_GUARD=fork)" {
+  frozen_run fork
+}
+
+@test "--on-lost warn: rlock stopped with SIGSTOP past its lease leaves the command running, as it asked" {
+  bg_start holder "$RLOCK" run --ttl 2s --on-lost warn hk \
+    -c 'sh -c "echo \$\$ >\"$T/leftover\"; exec sleep 300" & wait'
+  holder=$BG_PID
+  job_and_guard "$holder"
+  kill -STOP "$holder"
+  wait_until "! \"\$RLOCK\" status hk >/dev/null" 30
+  _rlock_not_stopped "$job" || fail "the guard stopped a command whose run said --on-lost warn"
+  kill -CONT "$holder"
+  kill -TERM "$holder"
+  bg_wait "$holder" 30
+}
+
 @test "SIGCHLD blocked at start (env --block-signal=CHLD): rlock still sees its command end" {
   env --block-signal=CHLD true 2>/dev/null || skip "env has no --block-signal"
   # (it held the lock for ever, renewing it, and forwarded timeout's SIGTERM to nothing)

@@ -320,3 +320,24 @@ EOF2
   wait_until "[[ -z \$(rlock_pid) ]]" 10
   run -0 "$RLOCK" run -n jc -- true
 }
+
+# SIGSTOP cannot be caught: rlock stopped by it stops renewing while its command has the
+# terminal. Its guard stops the command's group at the lease's end; rlock on a terminal
+# sees that stop (it waits with WUNTRACED for a Ctrl-Z) and must not take it for one.
+@test "rlock stopped with SIGSTOP on a terminal: the guard stops the command at the lease's end; continued, rlock applies --on-lost, not a Ctrl-Z" {
+  shell
+  # (through bash -c: the interactive shell would see its job stop and take the terminal)
+  echo "bash -c '\"\$0\" run --ttl 2s jc -- bash \"\$1\"/tty.sh \"\$1\"; echo \$? >\"\$1\"/rc' $RLOCK $T" | keys
+  wait_until "[[ -s $T/cmd ]]"
+  CMD=$(cat "$T/cmd")
+  wait_until 'sample && [[ $SAMPLE_TPGID == "$CMD" ]]' # the command has the terminal
+  holder=$(ps -o ppid= -p "$CMD" | tr -d ' ')
+  kill -STOP "$holder"
+  wait_until "group_stopped $CMD" 30
+  wait_until "! \"\$RLOCK\" status jc >/dev/null" 30
+  kill -CONT "$holder"
+  wait_for_file "$T/rc" 30
+  assert_equal "$(cat "$T/rc")" 76
+  wait_until "_rlock_dead $CMD" 10
+  shell_alive back
+}

@@ -298,6 +298,11 @@ class Runner {
 
   void on_signal(int sig) {
     if (sig == SIGCONT && stopped_) return;  // stop_self() resumes once it returns
+    // rlock continued after someone's SIGSTOP past the lease's renewal deadline:
+    // the command (which the guard may have stopped) waits for a renewal first.
+    if (sig == SIGCONT && holding() && !draining() && !lost_ && watchdog_ &&
+        Clock::now() >= watchdog_->lost_at())
+      return resume();
     if (is_stop_signal(sig)) pass_stop(sig);
     if (holding() && draining() && is_stop_signal(sig)) {
       // The command has ended and rlock has the terminal back: this is the
@@ -403,8 +408,10 @@ class Runner {
         Watchdog::Events{
             [this](const std::string& why) { lease_lost(why, watchdog_->lost_keys()); },
             {},
-            [this](const std::string& by) { cancelled(by); }});
+            [this](const std::string& by) { cancelled(by); },
+            [this] { tell_guard_lease(); }});
     watchdog_->start();
+    tell_guard_lease();
     // A short command never pays for the subscription (to hear a `break`);
     // the check that follows it covers a break in between.
     listen_timer_ = loop().after(kListenAfter, [this] {
@@ -415,6 +422,24 @@ class Runner {
   }
 
   // ---- the lease (renewals and the release channel: Watchdog) ----
+
+  // Tells the guard when the lease ends, at the start and after each renewal: if
+  // rlock says nothing more by then (stopped by SIGSTOP, frozen, starved), the
+  // guard stops the command's group until it does (the man page, PROCESS BEHAVIOUR
+  // OF RUN). --on-lost warn runs the command on without the lock by choice: none.
+  void tell_guard_lease() {
+    if (opts_.on_lost == OnLost::Warn || lost_ || !watchdog_) return;
+    guard_.lease_lasts(
+        std::chrono::duration_cast<Millis>(watchdog_->deadline() - Clock::now()).count());
+  }
+
+  // The command stopped by SIGSTOP once its lease's end had passed unrenewed: the
+  // guard's stop, not a Ctrl-Z (which is SIGTSTP); a renewal decides, as after
+  // rlock's own stop (resume()).
+  bool stopped_by_guard() const {
+    return child_->stop_signal() == SIGSTOP && watchdog_ && !lost_ &&
+           opts_.on_lost != OnLost::Warn && Clock::now() >= watchdog_->deadline();
+  }
 
   // `keys`: the keys lost (--and); empty: every key.
   void lease_lost(const std::string& why, const std::vector<std::string>& keys = {}) {
@@ -440,6 +465,9 @@ class Runner {
         log_error(fmt::format("warning: lost {}: {}; the command runs on without it", lock, why));
         break;
     }
+    // After the signal: a group the guard stopped at the lease's end goes on
+    // to take it.
+    guard_.in_charge();
   }
 
   // A newer superseding job asked this one to stop (the man page's
@@ -543,6 +571,10 @@ class Runner {
             }
           }
         });
+    if (stopped && stopped_by_guard()) {
+      log_verbose("the guard stopped the command at the lease's end: a renewal decides");
+      return resume();
+    }
     if (stopped) {
       // Ctrl-Z: the command stopped, so stop its whole group (a member that
       // ignores SIGTSTP must not run on unrenewed) and then rlock, and let

@@ -179,6 +179,7 @@ void Watchdog::renewed(Clock::time_point sent, Clock::time_point deadline) {
   deadline_ = deadline;
   arm_lost_timer();
   schedule_renewal(later(sent, acquired_.ttl / 3));
+  if (ev_.renewed) ev_.renewed();
   if (auto decided = std::exchange(late_decided_, {})) decided();
   if (recheck_) {
     recheck_ = false;

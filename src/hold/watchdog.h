@@ -37,6 +37,8 @@ class Watchdog {
     /// Heard on the channel (then checked by a renewal) or found by a renewal;
     /// reported once. The watchdog goes on renewing until stop().
     std::function<void(const std::string& by)> cancelled;
+    /// Optional. A renewal succeeded: the lease now lasts until deadline().
+    std::function<void()> renewed;
   };
 
   /// `acquired.ttl` is the lease length (already bounded by what was asked).
@@ -62,6 +64,8 @@ class Watchdog {
 
   /// The time past which the lease counts as lost if it was not renewed.
   Clock::time_point lost_at() const;
+  /// When the lease ends unless renewed (lost_at() is a safety margin earlier).
+  Clock::time_point deadline() const { return deadline_; }
   /// Several keys (--and): the keys a reported loss is about, those found not
   /// held or whose last renewal failed. Empty: every key (or the one key).
   const std::vector<std::string>& lost_keys() const { return lost_keys_; }

@@ -402,6 +402,7 @@ std::optional<int> Child::try_reap() {
   if (r == 0) return std::nullopt;
   if (r == pid_ && WIFSTOPPED(st)) {
     stopped_ = true;
+    stop_signal_ = WSTOPSIG(st);
     move_terminal(pid_, getpgrp());
     return std::nullopt;
   }

@@ -70,6 +70,8 @@ class Child {
   /// True after try_reap() saw the child stop on a terminal (Ctrl-Z); the
   /// terminal is then rlock's again.
   bool stopped() const { return stopped_; }
+  /// The signal that stopped it (SIGTSTP for a Ctrl-Z), while stopped().
+  int stop_signal() const { return stopped_ ? stop_signal_ : 0; }
   /// Gives the terminal back to the child's group (if it had it) and sends
   /// the group SIGCONT.
   void resume();
@@ -83,6 +85,7 @@ class Child {
   bool took_terminal_ = false;
   std::optional<int> status_;
   bool stopped_ = false;
+  int stop_signal_ = 0;
   bool let_go_ = false;
 };
 

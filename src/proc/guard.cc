@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <limits>
 
 #ifdef __linux__
 #include <sys/prctl.h>
@@ -91,6 +92,26 @@ size_t read_fully(int fd, void* buf, size_t len) {
     got += static_cast<size_t>(n);
   }
   return got;
+}
+
+// Milliseconds of the monotonic clock. Async-signal-safe.
+long monotonic_ms() {
+  struct timespec t = {0, 0};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<long>(t.tv_sec) * 1000 + t.tv_nsec / 1'000'000;
+}
+
+// Whether `fd` has something to read (or its end of file) within `ms`.
+// Async-signal-safe.
+bool readable_within(int fd, long ms) {
+  struct pollfd p {
+    fd, POLLIN, 0
+  };
+  int r;
+  do {
+    r = poll(&p, 1, static_cast<int>(std::min(ms, 1'000'000'000L)));
+  } while (r < 0 && errno == EINTR);
+  return r != 0;
 }
 
 #ifdef RLOCK_EXEC_GUARD
@@ -256,10 +277,29 @@ GroupGuard GroupGuard::start(pid_t known) {
     close_all_but(fds[0]);
     // Every signal stays blocked (the mask set before fork): a stray signal
     // stays pending instead of ending the guard; SIGKILL still does.
+    // The records are the guard program's (proc/guard_program.cc, GroupGuard).
     pid_t pgid = known, record;
-    while (read_fully(fds[0], &record, sizeof record) == sizeof record) {
+    long deadline = -1;  // the lease's end (monotonic_ms), or none
+    bool stopped = false;
+    for (;;) {
+      if (deadline >= 0) {
+        long left = deadline - monotonic_ms();
+        if (left <= 0 || !readable_within(fds[0], left)) {
+          // rlock said nothing by the lease's end: stopped until its next word.
+          if (pgid > 1) stopped = kill(-pgid, SIGSTOP) == 0;
+          deadline = -1;
+          continue;
+        }
+      }
+      if (read_fully(fds[0], &record, sizeof record) != sizeof record) break;
       if (record == 0) _exit(0);  // stand down
-      if (record > 1) pgid = record;
+      if (record > 1) {
+        pgid = record;
+        continue;
+      }
+      deadline = record < 0 ? monotonic_ms() - static_cast<long>(record) : -1;
+      if (stopped) kill(-pgid, SIGCONT);
+      stopped = false;
     }
     if (pgid > 1) kill(-pgid, SIGKILL);  // rlock died
     _exit(0);
@@ -310,6 +350,20 @@ bool GroupGuard::watch(pid_t pgid) {
   if (pipe_ >= 0 && send_group(pipe_, pgid)) return true;
   if (error_ == 0) error_ = EPIPE;  // started, then died at once
   return false;
+}
+
+// The records after a group (proc/guard_program.cc): 1, rlock is in charge; -N,
+// the lease lasts N ms more.
+constexpr pid_t kInCharge = 1;
+
+void GroupGuard::lease_lasts(long ms) {
+  if (pipe_ < 0) return;
+  if (ms >= std::numeric_limits<pid_t>::max()) return in_charge();
+  send_group(pipe_, static_cast<pid_t>(-std::max(ms, 1L)));
+}
+
+void GroupGuard::in_charge() {
+  if (pipe_ >= 0) send_group(pipe_, kInCharge);
 }
 
 void GroupGuard::resume() const {

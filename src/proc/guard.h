@@ -28,7 +28,10 @@ void remember_arguments(int argc, char** argv);
 /// command's child before exec write to, in records of one pid_t: a group to
 /// watch (named by the child as it starts and by rlock after; the same one
 /// twice), 0 to stand down; EOF (rlock is gone, even by SIGKILL) means SIGKILL
-/// to the group; EOF before any group means there is nothing to kill. Portable: the fork needs no
+/// to the group; EOF before any group means there is nothing to kill. rlock also tells
+/// it, at each renewal, how long the lease lasts (lease_lasts): a group still running
+/// when that passes without newer word (rlock stopped by SIGSTOP, frozen, starved) is
+/// stopped until rlock speaks again. Portable: the fork needs no
 /// Linux-only call. The guard closes every descriptor but its pipe (a fork keeps them all, Redis
 /// connections included; so does an exec, for those not marked close-on-exec).
 ///
@@ -69,6 +72,15 @@ class GroupGuard {
   GroupGuard& operator=(GroupGuard&& other) noexcept;
   /// The write end of the guard's pipe (SpawnSpec::guard_fd), or -1.
   int pipe_fd() const { return pipe_; }
+  /// The lease lasts `ms` more (rlock holds it; it just renewed): if no newer word
+  /// comes by then, the guard stops the group (SIGSTOP) until one does, so that the
+  /// command never runs on past a lease that nobody renews (the man page, PROCESS
+  /// BEHAVIOUR OF RUN). A group the guard stopped is continued. One write; beyond
+  /// 24 days, no deadline.
+  void lease_lasts(long ms);
+  /// rlock decides for the group again (the lease is lost and --on-lost applies, or
+  /// --on-lost warn): no deadline, and a group the guard stopped is continued.
+  void in_charge();
   /// Tells the guard to stand down without waiting for it to exit (one write):
   /// the release need not wait for the guard (docs/DESIGN.md, "Start-up cost").
   void stand_down();

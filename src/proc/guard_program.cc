@@ -7,9 +7,12 @@
 // Its whole job, as the forked guard's (proc/guard.cc): with its pipe on
 // descriptor 0, every signal blocked (the mask it was exec'd with) and, if it
 // replaces a guard that died, the group as argv[1], read
-// records of one pid (4 bytes): the command's process group (named by the
-// command's child before exec, then by rlock), or 0: rlock stood down. End of
-// file means rlock died: SIGKILL to the group.
+// records of 4 bytes (proc/guard.h): the command's process group (named by the
+// command's child before exec, then by rlock), 0: rlock stood down, a negative
+// -N: the lease lasts N ms more (a group still running when they pass without
+// newer word is stopped, SIGSTOP, and continued by the next word), 1: rlock is
+// in charge (no deadline; continued too). End of file means rlock died: SIGKILL
+// to the group.
 //
 // Linux on x86-64 and AArch64 only (CMakeLists.txt builds it there); elsewhere
 // the guard is forked.
@@ -43,6 +46,10 @@ long sys(long n, long a = 0, long b = 0, long c = 0, long d = 0) {
 
 constexpr long kEINTR = 4;
 constexpr long kSIGKILL = 9;
+constexpr long kSIGCONT = 18;  // the same numbers on x86-64 and AArch64
+constexpr long kSIGSTOP = 19;
+constexpr long kCLOCK_MONOTONIC = 1;
+constexpr short kPOLLIN = 1;
 constexpr long kPR_SET_NAME = 15;
 constexpr long kRLIMIT_NOFILE = 7;
 
@@ -60,6 +67,31 @@ long read_fully(char* buf, long len) {
     got += n;
   }
   return got;
+}
+
+struct Timespec {
+  long sec, nsec;
+};
+
+long now_ms() {
+  Timespec t{0, 0};
+  sys(__NR_clock_gettime, kCLOCK_MONOTONIC, reinterpret_cast<long>(&t));
+  return t.sec * 1000 + t.nsec / 1'000'000;
+}
+
+// Whether descriptor 0 has something to read (or its end of file) within `ms`.
+bool readable_within(long ms) {
+  struct {
+    int fd;
+    short events, revents;
+  } p = {0, kPOLLIN, 0};
+  Timespec t{ms / 1000, (ms % 1000) * 1'000'000};
+  long r;
+  do {
+    // No signal mask: the kernel reads no size then.
+    r = sys(__NR_ppoll, reinterpret_cast<long>(&p), 1, reinterpret_cast<long>(&t), 0);
+  } while (r == -kEINTR);
+  return r != 0;
 }
 
 // Every descriptor but the pipe: the guard must hold no terminal, socket or
@@ -91,9 +123,28 @@ extern "C" [[noreturn]] void rlock_guard_main(const long* stack) {
   sys(__NR_prctl, kPR_SET_NAME, reinterpret_cast<long>(name));
   close_others();
   int pgid = group_argument(stack), record;
-  while (read_fully(reinterpret_cast<char*>(&record), sizeof record) == sizeof record) {
+  long deadline = -1;  // the lease's end (now_ms), or none
+  bool stopped = false;
+  for (;;) {
+    if (deadline >= 0) {
+      long left = deadline - now_ms();
+      if (left <= 0 || !readable_within(left)) {
+        // rlock said nothing by the lease's end (stopped, frozen, starved):
+        // the group must not run on without a lease; rlock's next word continues it.
+        if (pgid > 1) stopped = sys(__NR_kill, -static_cast<long>(pgid), kSIGSTOP) == 0;
+        deadline = -1;
+        continue;
+      }
+    }
+    if (read_fully(reinterpret_cast<char*>(&record), sizeof record) != sizeof record) break;
     if (record == 0) leave();  // stand down
-    if (record > 1) pgid = record;
+    if (record > 1) {
+      pgid = record;
+      continue;
+    }
+    deadline = record < 0 ? now_ms() - static_cast<long>(record) : -1;
+    if (stopped) sys(__NR_kill, -static_cast<long>(pgid), kSIGCONT);
+    stopped = false;
   }
   if (pgid > 1) sys(__NR_kill, -static_cast<long>(pgid), kSIGKILL);  // rlock died
   leave();

@@ -12,8 +12,8 @@ namespace rlock {
 /// those whose default action would end rlock although rlock never raises them itself
 /// (`timeout -s ALRM`, a UPS daemon's SIGPWR): rlock's death would leave the key held
 /// until its TTL, where forwarded the command decides and the lock is released when it
-/// ends (rlock(1), PROCESS BEHAVIOUR OF RUN). Real-time signals still end rlock (its guard then ends
-/// the command's group).
+/// ends (rlock(1), PROCESS BEHAVIOUR OF RUN). Real-time signals still end rlock (its guard then
+/// ends the command's group).
 inline constexpr int kForwardedSignals[] = {
     SIGINT,   SIGTERM, SIGHUP,  SIGQUIT,   SIGUSR1, SIGUSR2,
     SIGWINCH, SIGCONT, SIGALRM, SIGVTALRM, SIGPROF,
