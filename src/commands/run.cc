@@ -300,8 +300,7 @@ class Runner {
     if (sig == SIGCONT && stopped_) return;  // stop_self() resumes once it returns
     // rlock continued after someone's SIGSTOP past the lease's renewal deadline:
     // the command (which the guard may have stopped) waits for a renewal first.
-    if (sig == SIGCONT && holding() && !draining() && !lost_ && watchdog_ &&
-        Clock::now() >= watchdog_->lost_at())
+    if (sig == SIGCONT && holding() && !lost_ && watchdog_ && Clock::now() >= watchdog_->lost_at())
       return resume();
     if (is_stop_signal(sig)) pass_stop(sig);
     if (holding() && draining() && is_stop_signal(sig)) {
