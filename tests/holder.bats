@@ -623,6 +623,33 @@ frozen_run() {
   frozen_run fork
 }
 
+# replaced_guard_then_frozen GUARD: the guard dies and rlock starts another, which must be
+# told the lease's end too; rlock is then frozen before its next renewal (TTL 9s: renewals
+# every 3s). The replacement knew the group only: nothing stopped the command.
+replaced_guard_then_frozen() {
+  bg_start holder env RLOCK_GUARD="$1" \
+    "$RLOCK" run --ttl 9s hk -c 'sh -c "echo \$\$ >\"$T/leftover\"; exec sleep 300" & wait'
+  holder=$BG_PID
+  job_and_guard "$holder"
+  kill -KILL "$guard"
+  wait_until "[[ -n \$(guard_of $holder) && \$(guard_of $holder) != $guard ]]"
+  kill -STOP "$holder"
+  wait_until "! \"\$RLOCK\" status hk >/dev/null" 30
+  run -0 "$RLOCK" run -n hk -- true
+  wait_until "_rlock_stopped $job" 10
+  kill -CONT "$holder"
+  bg_wait "$holder" 30
+  assert_equal "$BG_STATUS" 76
+}
+
+@test "a guard that replaces one that died is told the lease's end: rlock frozen before its next renewal still has its command stopped" {
+  replaced_guard_then_frozen program
+}
+
+@test "the same with a forked guard replaced (RLOCK_GUARD=fork)" {
+  replaced_guard_then_frozen fork
+}
+
 @test "--on-lost warn: rlock stopped with SIGSTOP past its lease leaves the command running, as it asked" {
   bg_start holder "$RLOCK" run --ttl 2s --on-lost warn hk \
     -c 'sh -c "echo \$\$ >\"$T/leftover\"; exec sleep 300" & wait'

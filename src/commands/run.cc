@@ -565,6 +565,7 @@ class Runner {
             if (++guard_starts_ < kMaxGuardStarts) {
               log_verbose("the guard process died: starting another");
               watch_group();
+              tell_guard_lease();  // the new guard knows no deadline yet
             } else if (!guard_warned_) {
               warn_unguarded("the guard process kept dying: none is started again");
             }

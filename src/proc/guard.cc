@@ -284,7 +284,9 @@ GroupGuard GroupGuard::start(pid_t known) {
     for (;;) {
       if (deadline >= 0) {
         long left = deadline - monotonic_ms();
-        if (left <= 0 || !readable_within(fds[0], left)) {
+        // (poll's wait is bounded: woken early, the clock is read again)
+        if (left > 0 && !readable_within(fds[0], left)) continue;
+        if (left <= 0) {
           // rlock said nothing by the lease's end: stopped until its next word.
           if (pgid > 1) stopped = kill(-pgid, SIGSTOP) == 0;
           deadline = -1;

@@ -128,7 +128,8 @@ extern "C" [[noreturn]] void rlock_guard_main(const long* stack) {
   for (;;) {
     if (deadline >= 0) {
       long left = deadline - now_ms();
-      if (left <= 0 || !readable_within(left)) {
+      if (left > 0 && !readable_within(left)) continue;  // the clock decides
+      if (left <= 0) {
         // rlock said nothing by the lease's end (stopped, frozen, starved):
         // the group must not run on without a lease; rlock's next word continues it.
         if (pgid > 1) stopped = sys(__NR_kill, -static_cast<long>(pgid), kSIGSTOP) == 0;
