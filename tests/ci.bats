@@ -521,7 +521,7 @@ EOF
 @test "pools: a holder killed with -9 keeps its slot until its lease runs out, then it is free again" {
   bg_start k "$RLOCK" run --limit 2 --ttl 2s kpool -- sh -c 'echo "$RLOCK_SLOT" >"$0"; exec sleep 60' "$T/k.slot"
   k=$BG_PID
-  wait_for_file "$T/k.slot" 20
+  wait_for_content "$T/k.slot" 20
   assert_equal "$(cat "$T/k.slot")" 1
   kill -9 "$k"
   run -0 "$RLOCK" run --limit 2 kpool -- sh -c 'echo "$RLOCK_SLOT"'

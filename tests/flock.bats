@@ -108,7 +108,7 @@ assert_usage_error() {
   # the sleep left in rlock's process group keeps the key held.
   run -0 flock "$F" sh -c "$leave" f
   rlock_bg holder -q run fl -- sh -c "$leave; echo \$\$ >\"\$T/shell\"" r
-  wait_for_file "$T/shell"
+  wait_for_content "$T/shell"
   wait_until "_rlock_dead $(<"$T/shell")" # the command itself has exited
   run -1 flock -n "$F" true
   run -75 "$RLOCK" -q run fl -n -- true

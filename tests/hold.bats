@@ -55,7 +55,7 @@ hold_bg() {
   wait_renewal REDIS 'lock:{hand-tty}'
   run -75 "$RLOCK" run -n hand-tty -- true
   tmux -L "$TMUX_SOCK" send-keys -t rl C-c
-  wait_for_file "$T/exit"
+  wait_for_content "$T/exit"
   assert_equal "$(cat "$T/exit")" 0
   run -1 "$RLOCK" status hand-tty
 }

@@ -103,7 +103,7 @@ hold() {
   wait_until "[[ \$(rcli pubsub numsub 'lock:release:{hk}' | tail -n 1) == 1 ]]" 5
   t0=$(now_ms)
   run -0 "$RLOCK" break hk --yes
-  wait_for_file "$T/term" 5
+  wait_for_content "$T/term" 5
   assert [ $(($(cat "$T/term") - t0)) -lt 1500 ] # not at the next renewal, 20s away
   bg_wait "$HOLDER"
   assert_equal "$BG_STATUS" 76
@@ -130,7 +130,7 @@ hold() {
   wait_until "[[ \$(rcli pubsub numsub 'lock:release:{hk}' | tail -n 1) == 1 ]]" 5
   t0=$(now_ms)
   run -0 "$RLOCK" release hk --token "$(cat "$T/token")"
-  wait_for_file "$T/term" 5
+  wait_for_content "$T/term" 5
   assert [ $(($(cat "$T/term") - t0)) -lt 1500 ]
   bg_wait "$HOLDER"
   assert_equal "$BG_STATUS" 76
@@ -156,7 +156,7 @@ hold() {
     echo $$ >"$T/shell"; exit 3'
   holder=$BG_PID
   wait_for_file "$T/job"
-  wait_for_file "$T/shell"
+  wait_for_content "$T/shell"
   wait_until "_rlock_dead $(cat "$T/shell")" # the command itself has exited...
   run -75 "$RLOCK" acquire hk -n           # ...and the lock is still held
   _rlock_alive "$holder"
@@ -186,7 +186,7 @@ hold() {
 @test "leftovers keep the lock, rlock says so at once off a terminal, and SIGTERM to rlock ends them" {
   rlock_bg holder run hk -c 'sleep 100 & echo $! >"$T/sleep"; exit 0'
   holder=$BG_PID
-  wait_for_file "$T/sleep"
+  wait_for_content "$T/sleep"
   sleeper=$(<"$T/sleep")
   wait_until "grep -qF \"holding 'hk' for 1 process the command left: pid $sleeper (sleep); SIGINT or SIGTERM to rlock (pid $holder) ends it\" '$T/holder.err'" 10
   assert_equal "$(grep -c holding "$T/holder.err")" 1 # once
@@ -201,7 +201,7 @@ hold() {
 @test "-q: no notice about leftovers; SIGINT to rlock ends them too" {
   rlock_bg holder -q run hk -c 'sleep 100 & echo $! >"$T/sleep"; echo $$ >"$T/shell"; exit 4'
   holder=$BG_PID
-  wait_for_file "$T/shell"
+  wait_for_content "$T/shell"
   sleeper=$(<"$T/sleep")
   wait_until "_rlock_dead $(<"$T/shell")" 5 # the command has exited; the leftover holds
   run -75 "$RLOCK" acquire hk -n
@@ -230,7 +230,7 @@ hold() {
     (trap "" TERM; while :; do sleep 0.05; done) & echo $! >"$T/loop"
     while :; do sleep 0.05; done'
   holder=$BG_PID
-  wait_for_file "$T/loop"
+  wait_for_content "$T/loop"
   loop=$(<"$T/loop")
   kill -TERM "$holder" # forwarded to the group: the shell exits 0, the loop ignores it
   bg_wait "$holder" 10
@@ -260,7 +260,7 @@ hold() {
     </dev/null >/dev/null 2>&1 & exit 0'
   # not waited for: far less than the leftover's 90s (the bound measures nothing finer)
   assert [ $(($(now_ms) - start)) -lt "$(slack 10000)" ]
-  wait_for_file "$T/leftover"
+  wait_for_content "$T/leftover"
   assert_equal "$(rcli exists 'lock:{hk}')" 0
   kill "$(<"$T/leftover")"
 }
@@ -270,7 +270,7 @@ hold() {
     sh -c "echo \$\$ >\"$T/leftover\"; exec sleep 300" &
     exit 0'
   holder=$BG_PID
-  wait_for_file "$T/leftover"
+  wait_for_content "$T/leftover"
   job=$(cat "$T/leftover")
   wait_until "[[ \$(ps -o pid= --ppid $holder | wc -l) -ge 1 ]]"
   kill -KILL "$holder"
@@ -287,7 +287,7 @@ guard_of() {
 # job_and_guard PID: once the command of rlock PID has written its job's pid to
 # $T/leftover and rlock's guard is running, sets job and guard.
 job_and_guard() {
-  wait_for_file "$T/leftover"
+  wait_for_content "$T/leftover"
   job=$(cat "$T/leftover")
   wait_until "[[ -n \$(guard_of $1) ]]"
   guard=$(guard_of "$1")
@@ -334,7 +334,7 @@ job_and_guard() {
   # rlock reaps it while it still waits (no zombie left among its children)
   wait_until "! ps -o pid= --ppid $waiter | grep -qw $guard" 5
   touch "$T/go" # the first holder lets go; the waiter acquires and starts its command
-  wait_for_file "$T/leftover"
+  wait_for_content "$T/leftover"
   job=$(cat "$T/leftover")
   # a new guard: another session leader among rlock's children
   wait_until "guard_of $waiter | grep -qvx $guard" 5
@@ -358,7 +358,7 @@ job_and_guard() {
 @test "a guard killed while leftovers hold the lock (draining) is replaced" {
   rlock_bg holder run --ttl 30s hk -c 'sh -c "echo \$\$ >\"$T/leftover\"; exec sleep 300" & exit 0'
   holder=$BG_PID
-  wait_for_file "$T/leftover"
+  wait_for_content "$T/leftover"
   job=$(cat "$T/leftover")
   wait_until "grep -q 'holding' \"$T/holder.err\""
   guard=$(guard_of "$holder")
@@ -732,7 +732,7 @@ EOF2
 @test "SIGKILL to rlock's whole process group: the guard survives it and kills the command's" {
   bg_start holder setsid bash -c 'echo $$ >"$1/leader"; exec "$2" run hk -c "sleep 77 & exec sleep 78"' \
     x "$T" "$RLOCK"
-  wait_for_file "$T/leader"
+  wait_for_content "$T/leader"
   leader=$(cat "$T/leader")
   wait_until "pgrep -f 'sleep 7[78]' >/dev/null"
   mapfile -t sleepers < <(pgrep -f 'sleep 7[78]')
@@ -770,7 +770,7 @@ EOF2
   rcli client kill type pubsub >/dev/null
   run -0 "$RLOCK" break hk --yes
   t0=$(now_ms)
-  wait_for_file "$T/term" 5
+  wait_for_content "$T/term" 5
   assert [ $(($(cat "$T/term") - t0)) -lt 3000 ] # the resubscription re-checks (after 1s)
   bg_wait "$HOLDER"
   assert_equal "$BG_STATUS" 76

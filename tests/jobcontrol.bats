@@ -336,7 +336,7 @@ EOF2
   wait_until "group_stopped $CMD" 30
   wait_until "! \"\$RLOCK\" status jc >/dev/null" 30
   kill -CONT "$holder"
-  wait_for_file "$T/rc" 30
+  wait_for_content "$T/rc" 30
   assert_equal "$(cat "$T/rc")" 76
   wait_until "_rlock_dead $CMD" 10
   shell_alive back

@@ -257,7 +257,7 @@ start_holder() {
     prev=$e
   done
   redis_pause
-  wait_for_file "$T/term" 10
+  wait_for_content "$T/term" 10
   bg_wait "$HOLDER"
   redis_resume
   term=$(cat "$T/term")

@@ -112,7 +112,7 @@ nested_bg() {
   run rlock run -n k -- true
   [ "$status" -eq 75 ]
   touch "$T/go"
-  wait_for_file "$T/nested.rc"
+  wait_for_content "$T/nested.rc"
   [ "$(cat "$T/nested.rc")" = 0 ]
   [ ! -s "$T/nested.err" ]
   # The last nested hold to end released it (well before a TTL).
@@ -136,7 +136,7 @@ EOF2
   run rlock run -n k -- true
   [ "$status" -eq 75 ]
   touch "$T/go"
-  wait_for_file "$T/nested.rc"
+  wait_for_content "$T/nested.rc"
   [ "$(cat "$T/nested.rc")" = 0 ]
   _rlock_poll "k to be free" 2 is_free k
 }
@@ -192,7 +192,7 @@ EOF2
   sleep 2.5
   is_held k
   touch "$T/go"
-  wait_for_file "$T/nested.rc"
+  wait_for_content "$T/nested.rc"
   [ "$(cat "$T/nested.rc")" = 0 ]
   _rlock_poll "k to expire" 5 is_free k
 }
@@ -280,7 +280,7 @@ EOF2
   wait "$outer" || st=$?
   [ "$st" -eq 0 ] || fail "outer run: $st: $(cat "$T/outer.err")"
   ! grep -q "lost" "$T/outer.err"
-  wait_for_file "$T/nested.rc"
+  wait_for_content "$T/nested.rc"
   [ "$(cat "$T/nested.rc")" = 0 ]
   _rlock_poll "k to be free" 2 is_free k
 }
@@ -290,7 +290,7 @@ EOF2
   run timeout 20 rlock run --ttl 3s k -- bash -c "$(nested_bg k)"
   [ "$status" -eq 0 ]
   rlock break --yes k
-  wait_for_file "$T/nested.rc"
+  wait_for_content "$T/nested.rc"
   [ "$(cat "$T/nested.rc")" = 76 ]
   [ "$(wc -l <"$T/nested.err")" -eq 1 ]
   grep -q "lost the lock 'k'" "$T/nested.err"
@@ -304,7 +304,7 @@ EOF2
   is_held a1
   is_held b1
   touch "$T/go"
-  wait_for_file "$T/nested.rc"
+  wait_for_content "$T/nested.rc"
   [ "$(cat "$T/nested.rc")" = 0 ]
   _rlock_poll "a1 to be free" 2 is_free a1
   _rlock_poll "b1 to be free" 2 is_free b1
@@ -317,7 +317,7 @@ EOF2
   wait_for_file "$T/started"
   kill -TERM "$outer"
   # The nested run heard it too and passed it to its own command's group.
-  wait_for_file "$T/nested.rc" 5
+  wait_for_content "$T/nested.rc" 5
   [ "$(cat "$T/nested.rc")" = 143 ]
   _rlock_poll "k to be free" 5 is_free k
 }
@@ -383,7 +383,7 @@ EOF2
   # The token is the holder's and still holds: only the holder's pid, which is no
   # ancestor of this process, says the entry is not this process's to use.
   rlock_bg holder run k -- sh -c 'printf "%s" "$RLOCK_HELD" >"$T/held.tmp"; mv "$T/held.tmp" "$T/held"; sleep 30'
-  wait_for_file "$T/held"
+  wait_for_content "$T/held"
   RLOCK_HELD=$(cat "$T/held") run rlock run --no-wait k -- echo ran
   [ "$status" -eq 75 ]
   [[ $output != *ran* ]]

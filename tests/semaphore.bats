@@ -348,7 +348,7 @@ EOF
 @test "named pool: a holder killed with -9 keeps its name while its lease lives, then the name comes back" {
   bg_start k "$RLOCK" run --limit db-a,db-b --ttl 2s npk -- sh -c 'echo "$RLOCK_SLOT" >"$0"; exec sleep 60' "$T/k.slot"
   k=$BG_PID
-  wait_for_file "$T/k.slot" 20
+  wait_for_content "$T/k.slot" 20
   assert_equal "$(cat "$T/k.slot")" db-a
   kill -9 "$k"
   # the dead holder's lease lives: the next holder never gets db-a, and the pool is full with it

@@ -107,7 +107,7 @@ forget_on() {
   echo "127.0.0.1 $STALEM_PORT 5" >"$T/sentinel.cfg"
   python3 "$BATS_TEST_DIRNAME/helpers/fake_sentinel.py" "$T/sentinel.port" "$T/sentinel.cfg" 3>&- &
   fake=$!
-  wait_for_file "$T/sentinel.port"
+  wait_for_content "$T/sentinel.port"
   rlock_bg old --url "redis-sentinel://127.0.0.1:$(cat "$T/sentinel.port")/stalemaster" \
     run s-older -- sh "$T/gate" "$T" old
   old=$BG_PID
@@ -145,7 +145,7 @@ forget_on() {
   echo "127.0.0.1 $DLM_PORT 5" >"$T/sentinel.cfg"
   python3 "$BATS_TEST_DIRNAME/helpers/fake_sentinel.py" "$T/sentinel.port" "$T/sentinel.cfg" 3>&- &
   fake=$!
-  wait_for_file "$T/sentinel.port"
+  wait_for_content "$T/sentinel.port"
   local url="redis-sentinel://127.0.0.1:$(cat "$T/sentinel.port")/dlmaster" t took
   for t in sentinel master; do
     rlock_bg "$t" --command-timeout 2s --url "$url" run "s-deadline-$t" -- sh "$T/gate" "$T" "$t"

@@ -325,7 +325,7 @@ tmux_run() {
   tmux -L "$TMUX_SOCK" send-keys -t rl C-c
   wait_for_file "$T/ints"
   touch "$T/done"
-  wait_for_file "$T/exit"
+  wait_for_content "$T/exit"
   assert_equal "$(cat "$T/exit")" 0
   assert_equal "$(cat "$T/ints")" INT
   run -1 "$RLOCK" status tty
@@ -335,7 +335,7 @@ tmux_run() {
   tmux_run
   read -r cpid pgid tpgid <"$T/stat"
   touch "$T/done"
-  wait_for_file "$T/exit"
+  wait_for_content "$T/exit"
   assert_equal "$pgid" "$cpid"
   assert_equal "$tpgid" "$pgid"
   assert_equal "$(cat "$T/exit")" 0

@@ -146,7 +146,7 @@ wait_screen() { wait_until "screen_text | grep -qE -- $(printf %q "$1")"; }
 
 # the terminal given back: top exited 0 and the terminal's settings are as before
 assert_restored() {
-  wait_for_file "$T/after"
+  wait_for_content "$T/after"
   assert_equal "$(cat "$T/exit")" 0
   assert_equal "$(cat "$T/after")" "$(cat "$T/before")"
   # the alternate screen is left: the pane no longer shows top
@@ -294,7 +294,7 @@ assert_restored() {
   _rlock_poll "top (pid $pid) to exit" 10 _rlock_dead "$pid" || gone=1
   redis_resume
   ((gone == 0))
-  wait_for_file "$T/exit"
+  wait_for_content "$T/exit"
   assert_equal "$(cat "$T/exit")" 0
 }
 
@@ -328,7 +328,7 @@ assert_restored() {
   tmux -L "$TMUX_SOCK" -f /dev/null new-session -d -s top -x 80 -y 24 \
     "$(printf 'env RLOCK_URL=%q TERM=dumb %q top --count 2 --interval 100ms; echo $? > %q; sleep 60' \
       "$RLOCK_URL" "$RLOCK" "$T/exit")" </dev/null >/dev/null 2>&1 3>&-
-  wait_for_file "$T/exit"
+  wait_for_content "$T/exit"
   assert_equal "$(cat "$T/exit")" 0
   # the whole pane with its scrollback: a first snapshot with many rows (events left on
   # the server by other tests) may scroll the other off the visible 24 lines

@@ -167,11 +167,19 @@ wait_for_file() {
   _rlock_poll "file $1 to appear" "${2:-10}" test -e "$1"
 }
 
+# wait_for_content FILE [SECONDS]: FILE exists and is not empty. For a file whose content
+# is read next (a pid, an exit status): `echo $$ >F` creates F before it writes, and a
+# reader between the two reads nothing.
+wait_for_content() {
+  _rlock_poll "file $1 to be written" "${2:-10}" test -s "$1"
+}
+
 # --- processes --------------------------------------------------------------------------
 
 # Prints the state letter of PID from /proc (R S D T Z...), or nothing when it is gone.
 _rlock_pstate() {
   local stat
+  [[ $1 =~ ^[1-9][0-9]*$ ]] || return 0
   { read -r stat <"/proc/$1/stat"; } 2>/dev/null || return 0
   stat=${stat##*) }
   echo "${stat:0:1}"
@@ -181,12 +189,21 @@ _rlock_pstate() {
 # not reap stays a zombie forever, so kill -0 alone is not enough).
 _rlock_alive() {
   local stat
+  # ("" would read /proc//stat, which is /proc/stat: alive for ever)
+  [[ $1 =~ ^[1-9][0-9]*$ ]] || {
+    echo "_rlock_alive: '$1' is not a pid" >&2
+    return 2
+  }
   { read -r stat <"/proc/$1/stat"; } 2>/dev/null || return 1
   stat=${stat##*) }
   [[ ${stat:0:1} != [ZX] ]]
 }
 
-_rlock_dead() { ! _rlock_alive "$1"; }
+_rlock_dead() {
+  local st=0
+  _rlock_alive "$1" || st=$?
+  ((st == 1))
+}
 _rlock_stopped() { [[ $(_rlock_pstate "$1") == [Tt] ]]; }
 _rlock_not_stopped() { ! _rlock_stopped "$1"; }
 
