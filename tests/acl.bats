@@ -91,6 +91,19 @@ woken_without_lists() {
   assert_equal "$(rcli hget 'lock:{acl-topo}:live' ' topo')" p
 }
 
+@test "an ACL user without MGET takes and releases locks and semaphores all the same (the read falls back to GET)" {
+  rcli acl setuser nomget on '>pw4' resetkeys '~lock:*' resetchannels '&lock:*' '+@all' '-mget' >/dev/null
+  local url="redis://nomget:pw4@127.0.0.1:$REDIS_PORT/0" tok
+  run -0 "$RLOCK" --url "$url" run acl-mget -- true
+  tok=$("$RLOCK" --url "$url" acquire --limit 2 acl-mgs)
+  run -0 "$RLOCK" --url "$url" run --limit 2 acl-mgs -- true
+  run -0 "$RLOCK" --url "$url" release acl-mgs --token "$tok"
+  # the semaphore's stored limit went with its last holder
+  assert_equal "$(rcli exists 'lock:{acl-mgs}:limit' 'lock:{acl-mgs}' 'lock:{acl-mget}')" 0
+  run -0 "$RLOCK" --url "$url" history acl-mget --json
+  assert_equal "$(jq -r '[.[].event] | join(" ")' <<<"$output")" "acquired released"
+}
+
 @test "an ACL user can break a lock" {
   "$RLOCK" --url "$APP_URL" acquire acl-break --ttl 30s >/dev/null
   rl --url "$APP_URL" break acl-break --yes

@@ -344,6 +344,46 @@ events() { "$RLOCK" history "$1" --json | jq -r '[.[].event] | join(" ")'; }
   assert_equal "$(rcli exists 'lock:{topo-off}:live')" 0
 }
 
+@test "an event within a day of the history's last expiry leaves it; a log that went, a touch a day old or ahead set it again" {
+  "$RLOCK" run tch -- true
+  t0=$(rcli hget 'lock:{tch}:live' ' touch')
+  [[ $t0 =~ ^[0-9]+$ ]] || fail "no touch in :live: '$t0'"
+  # within a day of it: both expiries stay as they are (shortened here to see it)
+  rcli pexpire 'lock:{tch}:log' 5000000 >/dev/null
+  rcli pexpire 'lock:{tch}:live' 5000000 >/dev/null
+  "$RLOCK" run tch -- true
+  assert [ "$(rcli pttl 'lock:{tch}:log')" -le 5000000 ]
+  assert [ "$(rcli pttl 'lock:{tch}:live')" -le 5000000 ]
+  assert_equal "$(rcli hget 'lock:{tch}:live' ' touch')" "$t0"
+  assert_equal "$(events tch)" "acquired released acquired released"
+  # a log that went (deleted, evicted) is made again, with its expiry
+  rcli del 'lock:{tch}:log' >/dev/null
+  "$RLOCK" run tch -- true
+  assert [ "$(rcli pttl 'lock:{tch}:log')" -gt 604000000 ]
+  assert_equal "$(events tch)" "acquired released"
+  # a touch a day old, one ahead of the server's clock (moved back), or no time: set again
+  local stale
+  for stale in $((t0 - 86400000)) $((t0 + 86400000)) junk; do
+    rcli hset 'lock:{tch}:live' ' touch' "$stale" >/dev/null
+    rcli pexpire 'lock:{tch}:log' 5000000 >/dev/null
+    rcli pexpire 'lock:{tch}:live' 5000000 >/dev/null
+    "$RLOCK" run tch -- true
+    assert [ "$(rcli pttl 'lock:{tch}:log')" -gt 604000000 ]
+    assert [ "$(rcli pttl 'lock:{tch}:live')" -gt 604000000 ]
+    t1=$(rcli hget 'lock:{tch}:live' ' touch')
+    [[ $t1 =~ ^[0-9]+$ ]] && ((t1 >= t0 && t1 < t0 + 86400000)) || fail "touch $t1 after $stale"
+  done
+  # :live gone with the log kept: made again with both expiries
+  rcli del 'lock:{tch}:live' >/dev/null
+  rcli pexpire 'lock:{tch}:log' 5000000 >/dev/null
+  "$RLOCK" run tch -- true
+  assert [ "$(rcli pttl 'lock:{tch}:log')" -gt 604000000 ]
+  assert [ "$(rcli pttl 'lock:{tch}:live')" -gt 604000000 ]
+  # the touch is neither a holder nor an event
+  run -1 "$RLOCK" status tch --json
+  assert_equal "$(jq -c '[.holders, .holder_count]' <<<"$output")" '[[],0]'
+}
+
 @test "a read-only user sees the history" {
   rcli acl setuser histro on '>pw' '~*' '&*' +@read +@connection +@scripting +time >/dev/null
   "$RLOCK" run ro -- true

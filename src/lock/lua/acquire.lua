@@ -165,12 +165,13 @@ if how then
   if pool == '' then slot = tonumber(h[2] or '0') or 0 end
   return {'OK', tonumber(h[1] or '0') or 0, ttl, NOW, slot}
 end
-local queued = redis.call('ZSCORE', QUEUE, tok)
+local queued = not no_line() and redis.call('ZSCORE', QUEUE, tok) or nil
 if queued and att > 0 and att < stamp_of(wkey(tok)) then
   return {'STALE', stamp_of(wkey(tok))}
 end
--- Replaced by a newer superseding waiter: it never joins again.
-if not queued and mode == 'wait' then
+-- Replaced by a newer superseding waiter: it never joins again. (Only a
+-- superseding job's token is ever marked.)
+if not queued and mode == 'wait' and supersede then
   local by = redis.call('GET', xkey(tok))
   if by then return {'SUPERSEDED', by} end
 end
@@ -282,6 +283,11 @@ else
   end
 end
 if eligible then
+  -- What is left of the token's earlier record and release goes first: a
+  -- DEL needs no memory, and Redis refuses a script's write that does (OOM)
+  -- only while it has written nothing, so that a grant runs whole on a full
+  -- server, as the function (allow-oom) does (docs/PROTOCOL.md).
+  redis.call('DEL', hkey(tok), rkey(tok))
   if shared then
     if free == 1 then
       -- No marker: shared holders still listed lost it (deleted, or broken by
@@ -299,11 +305,11 @@ if eligible then
     -- must not end this lease early.
     redis.call('PERSIST', HOLDERS)
     redis.call('SET', LIMIT, limit)
+    limit_read = nil
   end
   local fence = redis.call('INCR', FENCE)
   local slot = 0
   if limit > 0 then slot = free_slot() end
-  redis.call('DEL', hkey(tok), rkey(tok))
   describe(hkey(tok), 'fence', fence, 'ttl', ttl, 'att', att)
   if pool ~= '' then
     redis.call('HSET', hkey(tok), 'slot', slot, 'pool', pool)
@@ -314,7 +320,10 @@ if eligible then
     if limit == 0 and not shared then redis.pcall('DEL', LOCK) return end
     redis.pcall('ZREM', HOLDERS, tok)
     if shared then fit_marker() end
-    if limit > 0 and cur == 0 then redis.pcall('DEL', LIMIT) end  -- this grant set it
+    if limit > 0 and cur == 0 then  -- this grant set it
+      redis.pcall('DEL', LIMIT)
+      limit_read = nil
+    end
   end)
   local waited = 0
   if queued then waited = NOW - (tonumber(redis.call('HGET', wkey(tok), 'since') or '') or NOW) end
@@ -335,7 +344,8 @@ if mode ~= 'wait' then
   -- A server that the key's history marks as no Cluster node is not asked
   -- (publish, in the prelude, says why only that is remembered).
   local cluster = 0
-  if hcall('HGET', LIVE, TOPO) ~= TOPO_PLAIN and type(redis.pcall('CLUSTER', 'MYID')) == 'string' then
+  local h = live_read(nil)  -- (as notice_expired read it)
+  if not (h and h[2] == TOPO_PLAIN) and type(redis.pcall('CLUSTER', 'MYID')) == 'string' then
     cluster = 1
   end
   return {'TAKEN', -1, free, hs, n, cluster}
@@ -346,6 +356,9 @@ if not queued then
     local hs, n = holders(10)
     return {'FULL', -1, free, hs, n}
   end
+  -- A notice list left from an earlier place (it would wake it for nothing)
+  -- goes first: a write without memory, as a grant's first (above).
+  redis.call('DEL', tkey(tok))
   -- The record first, with its expiry, then the place: a failure in between
   -- leaves a record that goes by itself, never a place without one.
   describe(wkey(tok))

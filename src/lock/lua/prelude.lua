@@ -84,6 +84,16 @@ end
 -- writes): it counts as dead.
 local function waiter_live(t) return redis.call('PTTL', wkey(t)) > 0 end
 
+-- True when the line and its keys are gone (:queue, :qseq and :qnew: one
+-- EXISTS instead of reading the line and deleting what it left), read once
+-- per call; false while it may have waiters; nil: not known (read again).
+-- What adds to the line sets it false; what removes from it, nil.
+local line_gone
+local function no_line()
+  if line_gone == nil then line_gone = redis.call('EXISTS', QUEUE, QSEQ, QNEW) == 0 end
+  return line_gone
+end
+
 -- Semaphore and shared holders whose lease ran out leave; returns them.
 local function purge_holders()
   local dead = redis.call('ZRANGEBYSCORE', HOLDERS, '-inf', NOW)
@@ -96,6 +106,7 @@ end
 -- A waiter is live while its w: hash has an expiry (waiter_live); dead ones
 -- met on the way are dropped from the queue, with what is left of their record.
 local function walk_line(visit)
+  if no_line() then return end
   local dead, from, stop = {}, 0, false
   while not stop do
     local batch = redis.call('ZRANGE', QUEUE, from, from + 31)
@@ -115,7 +126,10 @@ local function walk_line(visit)
     redis.call('DEL', wkey(t))
   end
   -- (from == 0: the first ZRANGE found the queue empty)
-  if from == 0 or redis.call('EXISTS', QUEUE) == 0 then redis.call('DEL', QSEQ, QNEW) end
+  if from == 0 or redis.call('EXISTS', QUEUE) == 0 then
+    redis.call('DEL', QSEQ, QNEW)
+    line_gone = true
+  end
 end
 
 -- The first n live waiters in arrival order.
@@ -144,6 +158,23 @@ local function capacity(limit, v)
     return 1, v
   end
   return limit - redis.call('ZCARD', HOLDERS)
+end
+
+-- LOCK's value, read with LIMIT's in one MGET (release: a holder's value is
+-- found there); LIMIT's stays known (limit_read: a string, false for none,
+-- nil when not read) until the script writes it. MGET answers nil for a key
+-- of another type where GET raises an error: LOCK found empty is read again
+-- with GET, which names a foreign value (a free lock is no release's common
+-- case), and a foreign LIMIT counts as none. An ACL without MGET costs the
+-- one read.
+local limit_read
+local function read_lock()
+  local r = redis.pcall('MGET', LOCK, LIMIT)
+  if type(r) == 'table' and not r.err then
+    limit_read = r[2]
+    if r[1] then return r[1] end
+  end
+  return redis.call('GET', LOCK)
 end
 
 -- Notices go by sharded pub/sub (SPUBLISH) on a Redis 7 Cluster node, so that
@@ -203,11 +234,13 @@ end
 -- The stored --limit, forgotten once nobody holds or waits; while only
 -- waiters are left, it lasts as long as their line (keep_line).
 local function current_limit()
-  local cur = redis.call('GET', LIMIT)
+  local cur = limit_read
+  if cur == nil then cur = redis.call('GET', LIMIT) end
   if not cur then return 0 end
   if redis.call('EXISTS', HOLDERS) == 0 then
     if #live_head(1) == 0 then
       redis.call('DEL', LIMIT)
+      limit_read = false
       return 0
     end
     local left = redis.call('PTTL', QUEUE)
@@ -371,6 +404,25 @@ local PLAIN = '=plain'
 -- read :live without it (record_end writes it once publish has asked).
 local TOPO, TOPO_PLAIN = ' topo', 'p'
 local unmarked = false
+-- The :live field TOUCH: the server ms when :log and :live were last given
+-- their idle expiry by a script that reads it. Within TOUCH_MS of it, an
+-- event leaves both expiries as they are (two PEXPIREs fewer per event):
+-- the history goes 6 to 7 days after its last event. `touched`: the value
+-- this call read (false: none, or not a time; nil: not read).
+local TOUCH, TOUCH_MS = ' touch', 86400000
+local touched
+
+-- :live's fields PLAIN, TOPO, TOUCH and `t` (a token, or nil), read in one
+-- HMGET and kept until this call writes to :live (live_seen = nil).
+local live_seen, live_seen_t
+local function live_read(t)
+  if live_seen and live_seen_t == t then return live_seen end
+  local h = hcall('HMGET', LIVE, PLAIN, TOPO, TOUCH, t or PLAIN)
+  if type(h) ~= 'table' then return nil end
+  if touched == nil then touched = tonumber(h[3]) or false end
+  live_seen, live_seen_t = h, t
+  return h
+end
 
 -- The number of events to keep, from a script's ARGV (absent: 100). A
 -- negative cap (quorum mode) keeps as many, trimmed exactly (record), so that
@@ -401,10 +453,25 @@ end
 -- millisecond of eight trim exactly, which bounds the log as well. In quorum
 -- mode (EXACT) every append does: the masters' logs, merged by history,
 -- must hold the same newest events, whatever their nodes and clocks.
+-- Where :live was touched (TOUCH) less than TOUCH_MS ago, the log is
+-- appended to only if it is there (NOMKSTREAM, Redis 6.2): a log that went
+-- (deleted, evicted) is made again below, with its expiry; a server without
+-- NOMKSTREAM answers an error and the append goes the same way.
 local function record(ev, t, ...)
   if HISTORY <= 0 then return false end
   local how = (EXACT or NOW % 8 == 0) and '=' or '~'
+  local older = false  -- (a server without NOMKSTREAM: TOUCH is not renewed)
+  if touched and touched <= NOW and NOW - touched < TOUCH_MS then
+    local r = redis.pcall('XADD', LOG, 'NOMKSTREAM', 'MAXLEN', how, HISTORY, '*', 'ev', ev, 'tok',
+                          field(t), ...)
+    if type(r) == 'string' then return true end
+    older = type(r) == 'table' and r.err ~= nil
+  end
   if hcall('XADD', LOG, 'MAXLEN', how, HISTORY, '*', 'ev', ev, 'tok', field(t), ...) then
+    -- (TOUCH first: :live is made by it if it went, and then gets its expiry)
+    if touched ~= nil and not older and hcall('HSET', LIVE, TOUCH, NOW) then
+      touched, live_seen = NOW, nil
+    end
     hcall('PEXPIRE', LOG, LOG_IDLE_MS)
     hcall('PEXPIRE', LIVE, LOG_IDLE_MS)
     return true
@@ -416,6 +483,7 @@ end
 -- recorded as acquired, and as live (`plain`: as the plain holder).
 local function record_acquired(t, fence, plain, who, ...)
   if HISTORY <= 0 then return end
+  live_seen = nil
   if plain then
     hcall('HSET', LIVE, t, fence .. '\t' .. who, PLAIN, t)
   else
@@ -434,22 +502,22 @@ end
 -- with them: a server known to be no Cluster node is not asked (publish).
 local function ending(t)
   if HISTORY <= 0 then return nil end
-  local h = hcall('HMGET', LIVE, t, PLAIN, TOPO)
-  if type(h) ~= 'table' then
+  local h = live_read(t)
+  if not h then
     h = {}
-  elseif h[3] == TOPO_PLAIN then
+  elseif h[2] == TOPO_PLAIN then
     if sharded == nil then sharded = false end
   else
     unmarked = true
   end
-  local live = h[1]
+  local live = h[4]
   if type(live) ~= 'string' then live = nil end
   local fence, who = string.match(live or '', '^([^\t]*)\t(.*)$')
   if not live then
     fence, who = hcall('HGET', hkey(t), 'fence'), who_of(hkey(t))
     if type(fence) ~= 'string' then fence = '' end
   end
-  return {field(fence), who or '', live ~= nil, h[2] == t}
+  return {field(fence), who or '', live ~= nil, h[1] == t}
 end
 
 -- `t`'s tenure ended with event `ev` (released, kept, done, expired, lost,
@@ -459,6 +527,7 @@ end
 -- the event, else here (never a :live without one).
 local function record_end(ev, t, info, ...)
   if not info then return end
+  live_seen = nil
   local marked = unmarked and no_cluster and hcall('HSET', LIVE, TOPO, TOPO_PLAIN)
   if marked then unmarked = false end
   if info[3] then
@@ -475,13 +544,15 @@ end
 -- dead (`dead`), and the plain holder when the lock is no longer its. The
 -- work does not grow with the number of holders. `except` (a caller's own
 -- token) is left to its own release, which knows why it lost it. `v`: LOCK's
--- value when the caller knows it (capacity).
-local function notice_expired(dead, except, v)
+-- value when the caller knows it (capacity). `mine` (optional): the token
+-- whose :live field is read with PLAIN's (live_read), for the caller's ending.
+local function notice_expired(dead, except, v, mine)
   if HISTORY <= 0 then return end
   for _, t in ipairs(dead) do
     if t ~= except and hcall('HEXISTS', LIVE, t) == 1 then record_end('expired', t, ending(t)) end
   end
-  local p = hcall('HGET', LIVE, PLAIN)
+  local h = live_read(mine)
+  local p = h and h[1]
   if type(p) == 'string' and p ~= except then
     if v == nil then v = redis.call('GET', LOCK) end
     if v ~= p then record_end('expired', p, ending(p)) end
@@ -550,6 +621,7 @@ end
 -- `t` leaves the line; the waiters whose turn it now is are woken.
 local function drop_waiter(t, chan)
   local was = redis.call('ZREM', QUEUE, t)
+  line_gone = nil
   redis.call('DEL', wkey(t), tkey(t))
   if redis.call('GET', SUP) == t then redis.call('DEL', SUP) end
   if was == 1 then wake(chan) end
@@ -565,6 +637,7 @@ end
 -- keeps no expiry (as in 0.4.0) until it empties. `joined`: the caller has
 -- just added the member with this :qseq number (nil: a refresh).
 local function keep_line(ms, joined)
+  if joined then line_gone = false end
   local seq = redis.call('GET', QSEQ)
   local ttl = redis.call('PTTL', QUEUE)
   local known = ttl > 0 and redis.call('GET', QNEW) == tostring(joined and joined - 1 or seq)

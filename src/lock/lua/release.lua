@@ -30,7 +30,7 @@ ask('PEXPIRE', '1') ask('PTTL') ask('SET', 'v') ask('ZADD', '1', 'm') ask('ZCARD
 ask('ZCOUNT', '0', '0') ask('ZRANGE', '0', '0') ask('ZRANGEBYSCORE', '0', '0') ask('ZREM', 'm')
 ask('ZREMRANGEBYSCORE', '0', '0') ask('ZSCORE', 'm')
 local dead = purge_holders()
-local lv = redis.call('GET', LOCK)  -- (read once: held_by and notice_expired take it)
+local lv = read_lock()  -- (read once, with LIMIT's: held_by and notice_expired take it)
 local how = held_by(tok, lv)
 if not how then
   if rid ~= '' and redis.call('GET', rkey(tok)) == rid then return {3} end
@@ -43,7 +43,7 @@ if not how then
   notice_expired(dead, tok, lv)
   return {0}
 end
-notice_expired(dead, nil, lv)
+notice_expired(dead, nil, lv, tok)  -- (:live read with tok's field: ending)
 local h = redis.call('HMGET', hkey(tok), 'since', 'krid')
 local since = tonumber(h[1] or '0') or 0
 local held = since > 0 and NOW - since or ''
