@@ -274,3 +274,20 @@ lease_end() {
   bg_wait "$pid_l"
   assert_equal "$BG_STATUS" 0
 }
+
+@test "a waiter that gives up while the server is out of memory leaves the line with its gave-up event" {
+  local tok pid
+  tok=$("$RLOCK" acquire hw-oomg --ttl 30s)
+  bg_start waiter "$RLOCK" run hw-oomg --wait 30s -- true
+  pid=$BG_PID
+  wait_until '[[ $(rcli zcard "lock:{hw-oomg}:queue") == 1 ]]'
+  oom_on
+  kill -TERM "$pid"
+  bg_wait "$pid"
+  rcli config set maxmemory 0 >/dev/null
+  # leave's first write is a DEL (needs no memory): the event after it is not refused
+  assert_equal "$(rcli zcard 'lock:{hw-oomg}:queue')" 0
+  assert_equal "$("$RLOCK" history hw-oomg --json | jq -r '[.[].event] | join(" ")')" "acquired gave-up"
+  "$RLOCK" release hw-oomg --token "$tok"
+  assert_equal "$(strays hw-oomg)" ""
+}

@@ -373,6 +373,19 @@ events() { "$RLOCK" history "$1" --json | jq -r '[.[].event] | join(" ")'; }
     t1=$(rcli hget 'lock:{tch}:live' ' touch')
     [[ $t1 =~ ^[0-9]+$ ]] && ((t1 >= t0 && t1 < t0 + 86400000)) || fail "touch $t1 after $stale"
   done
+  # a negative touch (a server that refused NOMKSTREAM, before Redis 6.2, within a day):
+  # the old way (both expiries set at every event), the mark left as it is
+  t0=$(rcli hget 'lock:{tch}:live' ' touch')
+  rcli hset 'lock:{tch}:live' ' touch' "-$t0" >/dev/null
+  rcli pexpire 'lock:{tch}:log' 5000000 >/dev/null
+  "$RLOCK" run tch -- true
+  assert [ "$(rcli pttl 'lock:{tch}:log')" -gt 604000000 ]
+  assert_equal "$(rcli hget 'lock:{tch}:live' ' touch')" "-$t0"
+  # a day after it: a positive touch again, and the next event tries NOMKSTREAM
+  rcli hset 'lock:{tch}:live' ' touch' "-$((t0 - 86400000))" >/dev/null
+  "$RLOCK" run tch -- true
+  t1=$(rcli hget 'lock:{tch}:live' ' touch')
+  [[ $t1 =~ ^[0-9]+$ ]] && ((t1 >= t0)) || fail "touch $t1 after a day-old negative one"
   # :live gone with the log kept: made again with both expiries
   rcli del 'lock:{tch}:live' >/dev/null
   rcli pexpire 'lock:{tch}:log' 5000000 >/dev/null

@@ -260,3 +260,26 @@ sys.stdout.write(p.stderr.decode(errors="replace"))' "$@"
   run -0 rcli type 'lock:{fk}'
   assert_output hash
 }
+
+@test "a foreign value at :queue or :fence fails a release, a break or a grant before anything is written" {
+  # release and break read the line's type before they delete the holder (they deleted it,
+  # then failed in the line's walk: the lock was gone and nothing recorded)
+  local tok
+  tok=$("$RLOCK" acquire fq --ttl 30s)
+  rcli set 'lock:{fq}:queue' foreign >/dev/null
+  run --separate-stderr "$RLOCK" release fq --token "$tok"
+  assert_equal "$status" 70
+  [[ $stderr == *"'lock:{fq}:queue' holds a string"* ]] || fail "$stderr"
+  assert_equal "$(rcli get 'lock:{fq}')" "$tok"
+  run -70 "$RLOCK" break --yes fq
+  assert_equal "$(rcli get 'lock:{fq}')" "$tok"
+  rcli del 'lock:{fq}:queue' >/dev/null
+  run -0 "$RLOCK" release fq --token "$tok"
+  # a grant takes its fence before it writes the holder (it was held, then undone, leaving
+  # a tombstone and a 'released' event without its 'acquired')
+  rcli hset 'lock:{ff}:fence' a b >/dev/null
+  run --separate-stderr "$RLOCK" acquire -n ff
+  assert_equal "$status" 70
+  [[ $stderr == *"'lock:{ff}:fence' holds a hash"* ]] || fail "$stderr"
+  assert_equal "$(rcli --scan --pattern 'lock:{ff}*' | sort | tr '\n' ' ')" "lock:{ff}:fence "
+}

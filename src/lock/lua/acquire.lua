@@ -288,6 +288,9 @@ if eligible then
   -- only while it has written nothing, so that a grant runs whole on a full
   -- server, as the function (allow-oom) does (docs/PROTOCOL.md).
   redis.call('DEL', hkey(tok), rkey(tok))
+  -- The fence next, before the holder: a foreign value at :fence fails the
+  -- grant with nothing granted (a fence skipped is no harm: fences only grow).
+  local fence = redis.call('INCR', FENCE)
   if shared then
     if free == 1 then
       -- No marker: shared holders still listed lost it (deleted, or broken by
@@ -307,7 +310,6 @@ if eligible then
     redis.call('SET', LIMIT, limit)
     limit_read = nil
   end
-  local fence = redis.call('INCR', FENCE)
   local slot = 0
   if limit > 0 then slot = free_slot() end
   describe(hkey(tok), 'fence', fence, 'ttl', ttl, 'att', att)

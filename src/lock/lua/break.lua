@@ -25,6 +25,8 @@ local reason = field(ARGV[6])          -- why ('': not said)
 local why = {'by', by}
 if reason ~= '' then why = {'by', by, 'reason', reason} end
 notice_expired(purge_holders())
+-- A foreign value at :queue fails here, before anything is deleted.
+if not no_line() then redis.call('ZCARD', QUEUE) end
 if only ~= '' then
   local how = held_by(only)
   if not how then return 0 end

@@ -169,7 +169,8 @@ end
 -- one read.
 local limit_read
 local function read_lock()
-  local r = redis.pcall('MGET', LOCK, LIMIT)
+  -- (asked first: a refused command, even caught, is written to the ACL LOG)
+  local r = (not acl_check or acl_check('MGET', LOCK, LIMIT)) and redis.pcall('MGET', LOCK, LIMIT)
   if type(r) == 'table' and not r.err then
     limit_read = r[2]
     if r[1] then return r[1] end
@@ -407,8 +408,9 @@ local unmarked = false
 -- The :live field TOUCH: the server ms when :log and :live were last given
 -- their idle expiry by a script that reads it. Within TOUCH_MS of it, an
 -- event leaves both expiries as they are (two PEXPIREs fewer per event):
--- the history goes 6 to 7 days after its last event. `touched`: the value
--- this call read (false: none, or not a time; nil: not read).
+-- the history goes 6 to 7 days after its last event (a negative TOUCH: the
+-- server had no NOMKSTREAM then, see record). `touched`: the value this
+-- call read (false: none, or not a number; nil: not read).
 local TOUCH, TOUCH_MS = ' touch', 86400000
 local touched
 
@@ -455,23 +457,27 @@ end
 -- must hold the same newest events, whatever their nodes and clocks.
 -- Where :live was touched (TOUCH) less than TOUCH_MS ago, the log is
 -- appended to only if it is there (NOMKSTREAM, Redis 6.2): a log that went
--- (deleted, evicted) is made again below, with its expiry; a server without
--- NOMKSTREAM answers an error and the append goes the same way.
+-- (deleted, evicted) is made again below, with its expiry. A server that
+-- answers NOMKSTREAM with an error (before 6.2) gets the old way, and TOUCH
+-- becomes minus the time: for TOUCH_MS nothing is tried there, and it is
+-- written no more often than once a day either.
 local function record(ev, t, ...)
   if HISTORY <= 0 then return false end
   local how = (EXACT or NOW % 8 == 0) and '=' or '~'
-  local older = false  -- (a server without NOMKSTREAM: TOUCH is not renewed)
-  if touched and touched <= NOW and NOW - touched < TOUCH_MS then
+  local at = touched and math.abs(touched)
+  local recent = at and at > 0 and at <= NOW and NOW - at < TOUCH_MS
+  local mark  -- what TOUCH becomes (nil: as it is)
+  if recent and touched > 0 then
     local r = redis.pcall('XADD', LOG, 'NOMKSTREAM', 'MAXLEN', how, HISTORY, '*', 'ev', ev, 'tok',
                           field(t), ...)
     if type(r) == 'string' then return true end
-    older = type(r) == 'table' and r.err ~= nil
+    if type(r) == 'table' and r.err then mark = -NOW end
+  elseif touched ~= nil and not recent then
+    mark = NOW
   end
   if hcall('XADD', LOG, 'MAXLEN', how, HISTORY, '*', 'ev', ev, 'tok', field(t), ...) then
     -- (TOUCH first: :live is made by it if it went, and then gets its expiry)
-    if touched ~= nil and not older and hcall('HSET', LIVE, TOUCH, NOW) then
-      touched, live_seen = NOW, nil
-    end
+    if mark and hcall('HSET', LIVE, TOUCH, mark) then touched, live_seen = mark, nil end
     hcall('PEXPIRE', LOG, LOG_IDLE_MS)
     hcall('PEXPIRE', LIVE, LOG_IDLE_MS)
     return true
@@ -602,6 +608,9 @@ end
 -- whoever's turn it is. A tombstone holding release id `rid` for `tomb` ms
 -- (0: none) lets a retry of the same release tell "done" from "lost".
 local function drop_holder(t, how, chan, tomb, rid)
+  -- A foreign value at :queue fails here, before anything is deleted (wake
+  -- reads the line after the deletes).
+  if not no_line() then redis.call('ZCARD', QUEUE) end
   -- Publish first: a script's writes are not rolled back, so a PUBLISH the
   -- ACL refuses must fail before anything is deleted.
   publish(chan, t)
