@@ -125,6 +125,12 @@ for ((i = 0; ; i++)); do
     mode=${modes[$_r]}
   fi
   printf -v work_s '%d.%03d' $((work_ms / 1000)) $((work_ms % 1000))
+  # Half the runs send the scripts by FCALL of rlock's Functions library (RLOCK_FUNCTIONS=on,
+  # docs/PROTOCOL.md "Functions"; a server before Redis 7, or one too full to load it, takes
+  # EVALSHA), the others by EVALSHA: both ways on one key under the same faults (script_flush
+  # flushes the library too). A nested run takes its outer run's way.
+  rnd 0 1
+  if ((_r)); then export RLOCK_FUNCTIONS=on; else export RLOCK_FUNCTIONS=off; fi
   nested=0 shape=""
   if ((nested_pct > 0)); then
     rnd 0 99

@@ -63,15 +63,16 @@
 #                  give the real freeze, polled from /proc (frozen_ms, cs_frozen_ms); a
 #                  group that can still become orphaned (the kernel would SIGHUP and
 #                  SIGCONT it) is not frozen: stop_skipped
-#   script_flush   SCRIPT FLUSH
+#   script_flush   SCRIPT FLUSH, then FUNCTION FLUSH (half the runs call rlock's Functions
+#                  library: RLOCK_FUNCTIONS=on, contender.sh)
 #   break          rlock break soak --yes
 #   stop_waiter    with --supersede PCT > 0 only: SIGSTOP a superseding job that waits
 #                  (rlock's process group) for 6.5-8s, past its place's 6s lease, so that
 #                  it comes back after newer jobs joined (the checker's supersede rule);
 #                  stop_waiter_skipped when none waits within 2s
 #   acl            the ACL user the contenders connect as ("soak") loses one command the
-#                  scripts use (PEXPIRE, HSET, ZADD, INCR, SET, DEL, PUBLISH, ZREM, LPUSH or
-#                  EVALSHA) for 0.5-3s, then gets it back: a script refused part way
+#                  scripts use (PEXPIRE, HSET, ZADD, INCR, SET, DEL, PUBLISH, ZREM, LPUSH,
+#                  EVALSHA or FCALL) for 0.5-3s, then gets it back: a script refused part way
 #   pause          CLIENT PAUSE 1000 WRITE (an operator's pause: writes and expiry wait 1s)
 #   oom            CONFIG SET maxmemory to 32 KiB above used_memory (noeviction) for 2-4s,
 #                  then the old value: writes refused with OOM
@@ -1222,6 +1223,8 @@ fault_client_kill() {
 fault_script_flush() {
   pick_master
   _detail="${_mdetail}reply=$(rcli script flush | tr -d '\r\n ')"
+  # (a server before Redis 7 answers an error: recorded, nothing else)
+  _detail+=" functions=$(rcli function flush 2>&1 | tr -d '\r\n ' | cut -c1-40)"
   done_master
 }
 
@@ -1519,7 +1522,7 @@ fault_stop() {
 # The soak user loses one command the scripts use for 0.5-3s (on one master in quorum
 # mode), then gets it back: a script refused part way must leave nothing half-written
 # (docs/PROTOCOL.md), and the lock must be free and unblocked once the faults stop.
-ACL_COMMANDS=(pexpire hset zadd incr set del publish zrem lpush evalsha)
+ACL_COMMANDS=(pexpire hset zadd incr set del publish zrem lpush evalsha fcall)
 fault_acl() {
   local cmd dur r1 r2
   pick_master
