@@ -109,6 +109,21 @@ woken_without_lists() {
   refute_output --partial mget
 }
 
+@test "a break by a user without PEXPIRE leaves no history key without an expiry" {
+  rcli acl setuser nopexp on '>pw5' resetkeys '~lock:*' resetchannels '&lock:*' '+@all' '-pexpire' >/dev/null
+  local tok
+  tok=$("$RLOCK" acquire --ttl 30s acl-npx)
+  # :live gone (evicted, deleted): the break's event would make it again with ' touch'
+  rcli del 'lock:{acl-npx}:live' >/dev/null
+  run -0 "$RLOCK" --url "redis://nopexp:pw5@127.0.0.1:$REDIS_PORT/0" break --yes acl-npx
+  local key
+  while read -r key; do
+    [[ -z $key || $key == 'lock:{acl-npx}:fence' ]] && continue
+    [[ $(rcli pttl "$key") != -1 ]] || fail "$key has no expiry"
+  done < <(rcli --scan --pattern 'lock:{acl-npx}*')
+  assert_equal "$("$RLOCK" history acl-npx --json | jq -r '.[-1].event')" broken
+}
+
 @test "an ACL user can break a lock" {
   "$RLOCK" --url "$APP_URL" acquire acl-break --ttl 30s >/dev/null
   rl --url "$APP_URL" break acl-break --yes

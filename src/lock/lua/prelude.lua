@@ -479,7 +479,9 @@ local function record(ev, t, ...)
     -- (TOUCH first: :live is made by it if it went, and then gets its expiry)
     if mark and hcall('HSET', LIVE, TOUCH, mark) then touched, live_seen = mark, nil end
     hcall('PEXPIRE', LOG, LOG_IDLE_MS)
-    hcall('PEXPIRE', LIVE, LOG_IDLE_MS)
+    -- Refused (a script that asks nothing first: break): the fields that no
+    -- tenure needs go, and a :live that they made (HSET) goes with them.
+    if not hcall('PEXPIRE', LIVE, LOG_IDLE_MS) then hcall('HDEL', LIVE, TOUCH, TOPO) end
     return true
   end
   return false
