@@ -341,3 +341,53 @@ EOF2
   wait_until "_rlock_dead $CMD" 10
   shell_alive back
 }
+
+# pttl_at_most MS: the lock's lease on the server has at most MS left (or is gone).
+pttl_at_most() { (($(rcli pttl 'lock:{jc}') <= $1)); }
+
+# A renewal whose reply rlock reads only once it is continued past the lease its guard was
+# told, but within the new lease's safety margin: rlock renews again before it believes
+# that reply (hold/watchdog.cc, renewed), and the guard, told nothing yet, keeps the
+# command stopped. A SIGCHLD meanwhile (an orphan of the command ends: rlock is its
+# subreaper) must not make rlock take the guard's stop for a Ctrl-Z and stop itself: the
+# renewal in flight decides, then the command runs on.
+@test "rlock on a terminal continued with a late renewal's reply: a SIGCHLD meanwhile is still the guard's stop, not a Ctrl-Z" {
+  # every reply 1.5s late (requests are not): rlock can be stopped while one is in flight
+  proxy_start_named SLOW "$REDIS_PORT" 127.0.0.1 1500
+  # start.sh DIR: leaves an orphan in a session of its own (DIR/orphan), then runs tty.sh
+  cat >"$T/start.sh" <<'EOF2'
+(setsid sleep 300 & echo $! >"$1/orphan")
+exec bash "$1/tty.sh" "$1"
+EOF2
+  shell
+  # (through bash -c, as above: the interactive shell would see its job stop)
+  echo "RLOCK_URL=$SLOW_URL bash -c '\"\$0\" run --ttl 10s jc -- bash \"\$1\"/start.sh \"\$1\"; echo \$? >\"\$1\"/rc' $RLOCK $T" | keys
+  wait_until "[[ -s $T/cmd ]]" 15
+  CMD=$(cat "$T/cmd")
+  wait_until 'sample && [[ $SAMPLE_TPGID == "$CMD" ]]' # the command has the terminal
+  wait_for_content "$T/orphan"
+  orphan=$(cat "$T/orphan")
+  holder=$(ps -o ppid= -p "$CMD" | tr -d ' ')
+  # Two renewals (the first may be the one the subscription asks for): the second is one
+  # of the regular ones, TTL/3 after the last, whose reply is now on its way.
+  wait_renewal REDIS 'lock:{jc}'
+  wait_renewal REDIS 'lock:{jc}'
+  kill -STOP "$holder"
+  # the guard stops the command at the lease it was told (the renewal before), ...
+  wait_until "group_stopped $CMD" 30
+  # ... and rlock is continued within the safety margin (TTL/5: 2s) of the renewed lease
+  wait_until "pttl_at_most 1000" 30
+  (($(rcli pttl 'lock:{jc}') > 0)) || fail "the lease ran out before rlock was continued"
+  sample
+  n0=$SAMPLE_N
+  kill -CONT "$holder"
+  # rlock renews again at once, the reply 1.5s away: the orphan ends meanwhile
+  wait_until "! pttl_at_most 5000" 10
+  kill "$orphan"
+  wait_until "sample && ((SAMPLE_N > $n0))" 15
+  _rlock_not_stopped "$holder" || fail "rlock stopped itself: it took the guard's stop for a Ctrl-Z"
+  run -0 "$RLOCK" status jc
+  touch "$T/done"
+  wait_for_content "$T/rc" 10
+  assert_equal "$(cat "$T/rc")" 0
+}

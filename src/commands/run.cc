@@ -428,16 +428,19 @@ class Runner {
   // OF RUN). --on-lost warn runs the command on without the lock by choice: none.
   void tell_guard_lease() {
     if (opts_.on_lost == OnLost::Warn || lost_ || !watchdog_) return;
-    guard_.lease_lasts(
-        std::chrono::duration_cast<Millis>(watchdog_->deadline() - Clock::now()).count());
+    guard_told_ = watchdog_->deadline();
+    guard_.lease_lasts(std::chrono::duration_cast<Millis>(guard_told_ - Clock::now()).count());
   }
 
   // The command stopped by SIGSTOP once its lease's end had passed unrenewed: the
   // guard's stop, not a Ctrl-Z (which is SIGTSTP); a renewal decides, as after
-  // rlock's own stop (resume()).
+  // rlock's own stop (resume()). Judged by the end the guard was told: a reply
+  // read after a freeze may move the watchdog's deadline without telling it.
+  // The guard is told whole milliseconds and counts in them, so it may stop the
+  // group up to 2ms before that end: 10ms of slack.
   bool stopped_by_guard() const {
     return child_->stop_signal() == SIGSTOP && watchdog_ && !lost_ &&
-           opts_.on_lost != OnLost::Warn && Clock::now() >= watchdog_->deadline();
+           opts_.on_lost != OnLost::Warn && Clock::now() >= later(guard_told_, -Millis(10));
   }
 
   // `keys`: the keys lost (--and); empty: every key.
@@ -803,6 +806,8 @@ class Runner {
   bool guard_stood_down_ = false;
   bool guard_warned_ = false;  // rlock said there is no guard
   int guard_starts_ = 1;       // guards started while the command ran
+  // The lease's end the guard was last told (it stops the group there); none yet: never.
+  Clock::time_point guard_told_ = Clock::time_point::max();
   static constexpr int kMaxGuardStarts = 16;
   // The lease was lost (lease_lost): from then on in Running, Draining or
   // EndingLeftovers, and read again when releasing (the exit status, the

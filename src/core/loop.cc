@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -64,6 +65,15 @@ void on_signal_handler(int sig) {
 }
 
 }  // namespace
+
+Clock::time_point Clock::now() noexcept {
+  timespec ts{};
+#ifdef CLOCK_BOOTTIME
+  if (clock_gettime(CLOCK_BOOTTIME, &ts) != 0)
+#endif
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+  return time_point(std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec));
+}
 
 Clock::time_point later(Clock::time_point t, Millis d) {
   using Rep = Clock::duration::rep;
@@ -195,7 +205,7 @@ void Loop::drain_signals() {
 
 void Loop::run_once(Millis max_wait) {
   auto now = Clock::now();
-  Millis wait = max_wait;
+  Millis wait = max_wait < Millis(0) || max_wait > kLongestPoll ? kLongestPoll : max_wait;
   if (!timers_.empty()) {
     auto first = timers_.begin()->first;
     auto until = first <= now ? Millis(0) : std::chrono::ceil<Millis>(first - now);

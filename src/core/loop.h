@@ -1,6 +1,6 @@
-// The event loop: one poll() over file descriptors, timers on the monotonic
-// clock, and signals delivered through a self-pipe. Single-threaded; every
-// callback runs from run_once().
+// The event loop: one poll() over file descriptors, timers on the lease clock
+// (Clock below), and signals delivered through a self-pipe. Single-threaded;
+// every callback runs from run_once().
 #pragma once
 
 #include <chrono>
@@ -13,8 +13,24 @@
 
 namespace rlock {
 
-using Clock = std::chrono::steady_clock;
+/// The clock of every lease, deadline and timer: CLOCK_BOOTTIME on Linux, which goes on
+/// while the machine is suspended, as the lease's time on the server does (the monotonic
+/// clock stops then, and a lease would seem to outlive a suspend); CLOCK_MONOTONIC
+/// elsewhere (macOS's goes on while asleep). See docs/GUIDE.md, "A suspended machine".
+struct Clock {
+  using duration = std::chrono::nanoseconds;
+  using rep = duration::rep;
+  using period = duration::period;
+  using time_point = std::chrono::time_point<Clock>;
+  static constexpr bool is_steady = true;
+  static time_point now() noexcept;
+};
 using Millis = std::chrono::milliseconds;
+
+/// The longest one poll() waits: its timeout is counted on the monotonic clock, which
+/// stops while the machine is suspended, so that a due timer is found within this
+/// much of a resume.
+inline constexpr Millis kLongestPoll{2000};
 
 /// `t + d`, saturating at the clock's limits instead of overflowing (a user's
 /// duration times 10^6 nanoseconds can exceed 64 bits).
@@ -59,7 +75,8 @@ class Loop {
   /// signal already sent must be able to change.
   void deliver_signals() { drain_signals(); }
 
-  /// Waits for the next event (or `max_wait`) and runs the callbacks due.
+  /// Waits for the next event (or `max_wait`, at most kLongestPoll: it may return
+  /// with nothing done) and runs the callbacks due.
   /// Signals that arrived are handled before the timers that are due.
   void run_once(Millis max_wait = Millis(60'000));
   /// Runs until `done()` is true. `done` is checked before every wait.

@@ -75,7 +75,7 @@ inline Millis safety_margin(Millis ttl) {
 struct Acquired {
   int64_t fence = 0;
   Millis ttl{0};
-  /// Monotonic time the successful attempt was sent: the lease runs out no
+  /// When (the lease clock, core/loop.h) the attempt was sent: the lease runs out no
   /// earlier than this + ttl, so deadlines derive from it.
   Clock::time_point sent;
   /// `--and`: every key's fence, in the user's order (empty for one key).

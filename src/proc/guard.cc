@@ -19,6 +19,7 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #endif
+#include "core/loop.h"
 #include "core/sanitizers.h"
 // The guard program is started with vfork(), which AddressSanitizer's shadow
 // stack is not aware of: a sanitizer build forks its guard (so its test pass
@@ -94,11 +95,11 @@ size_t read_fully(int fd, void* buf, size_t len) {
   return got;
 }
 
-// Milliseconds of the monotonic clock. Async-signal-safe.
-long monotonic_ms() {
-  struct timespec t = {0, 0};
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return static_cast<long>(t.tv_sec) * 1000 + t.tv_nsec / 1'000'000;
+// Milliseconds of the clock rlock's leases are on (core/loop.h: it goes on while the
+// machine is suspended). Async-signal-safe: Clock::now() is one clock_gettime.
+long lease_clock_ms() {
+  return static_cast<long>(
+      std::chrono::duration_cast<Millis>(Clock::now().time_since_epoch()).count());
 }
 
 // Whether `fd` has something to read (or its end of file) within `ms`.
@@ -109,7 +110,8 @@ bool readable_within(int fd, long ms) {
   };
   int r;
   do {
-    r = poll(&p, 1, static_cast<int>(std::min(ms, 1'000'000'000L)));
+    // At most a second: poll's timeout stops while the machine is suspended.
+    r = poll(&p, 1, static_cast<int>(std::min(ms, 1000L)));
   } while (r < 0 && errno == EINTR);
   return r != 0;
 }
@@ -279,11 +281,11 @@ GroupGuard GroupGuard::start(pid_t known) {
     // stays pending instead of ending the guard; SIGKILL still does.
     // The records are the guard program's (proc/guard_program.cc, GroupGuard).
     pid_t pgid = known, record;
-    long deadline = -1;  // the lease's end (monotonic_ms), or none
+    long deadline = -1;  // the lease's end (lease_clock_ms), or none
     bool stopped = false;
     for (;;) {
       if (deadline >= 0) {
-        long left = deadline - monotonic_ms();
+        long left = deadline - lease_clock_ms();
         // (poll's wait is bounded: woken early, the clock is read again)
         if (left > 0 && !readable_within(fds[0], left)) continue;
         if (left <= 0) {
@@ -299,7 +301,7 @@ GroupGuard GroupGuard::start(pid_t known) {
         pgid = record;
         continue;
       }
-      deadline = record < 0 ? monotonic_ms() - static_cast<long>(record) : -1;
+      deadline = record < 0 ? lease_clock_ms() - static_cast<long>(record) : -1;
       if (stopped) kill(-pgid, SIGCONT);
       stopped = false;
     }

@@ -49,6 +49,11 @@ constexpr long kSIGKILL = 9;
 constexpr long kSIGCONT = 18;  // the same numbers on x86-64 and AArch64
 constexpr long kSIGSTOP = 19;
 constexpr long kCLOCK_MONOTONIC = 1;
+constexpr long kCLOCK_BOOTTIME = 7;
+// The longest one wait: ppoll's timeout stops while the machine is suspended (the
+// lease's time on the server does not), so a resume past the lease's end is found
+// within this much (rlock's own clock is the same: core/loop.h).
+constexpr long kLongestWaitMs = 1000;
 constexpr short kPOLLIN = 1;
 constexpr long kPR_SET_NAME = 15;
 constexpr long kRLIMIT_NOFILE = 7;
@@ -75,7 +80,8 @@ struct Timespec {
 
 long now_ms() {
   Timespec t{0, 0};
-  sys(__NR_clock_gettime, kCLOCK_MONOTONIC, reinterpret_cast<long>(&t));
+  if (sys(__NR_clock_gettime, kCLOCK_BOOTTIME, reinterpret_cast<long>(&t)) != 0)
+    sys(__NR_clock_gettime, kCLOCK_MONOTONIC, reinterpret_cast<long>(&t));
   return t.sec * 1000 + t.nsec / 1'000'000;
 }
 
@@ -128,7 +134,8 @@ extern "C" [[noreturn]] void rlock_guard_main(const long* stack) {
   for (;;) {
     if (deadline >= 0) {
       long left = deadline - now_ms();
-      if (left > 0 && !readable_within(left)) continue;  // the clock decides
+      if (left > 0 && !readable_within(left < kLongestWaitMs ? left : kLongestWaitMs))
+        continue;  // the clock decides
       if (left <= 0) {
         // rlock said nothing by the lease's end (stopped, frozen, starved):
         // the group must not run on without a lease; rlock's next word continues it.
