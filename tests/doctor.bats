@@ -53,6 +53,21 @@ doctor() {
   assert_success
 }
 
+@test "doctor: noeviction with maxmemory nearly used warns; with room, ok" {
+  local used
+  used=$(rcli info memory | tr -d '\r' | sed -n 's/^used_memory://p')
+  rcli config set maxmemory $((used + used / 20)) >/dev/null
+  doctor
+  run line eviction
+  assert_output --regexp "^warn +eviction: noeviction, but (9[0-9]|1[0-9][0-9])% of maxmemory"
+  assert_output --partial "rlock's own grants go on past the limit"
+  rcli config set maxmemory $((used * 4)) >/dev/null
+  doctor
+  run line eviction
+  assert_output --regexp "^ok +eviction: noeviction with maxmemory [0-9]+ \([0-9]+% used\)"
+  rcli config set maxmemory 0 >/dev/null
+}
+
 @test "doctor: appendonly no warns: a restart forgets every lock and fence" {
   rcli config set appendonly no >/dev/null
   doctor

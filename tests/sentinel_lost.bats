@@ -168,7 +168,18 @@ forget_on() {
     kill -CONT "$fake"
     [[ $t == master ]] && rcli_to DLR client unpause >/dev/null
     assert_equal "$BG_STATUS" 0
-    grep -q 'warning: could not confirm' "$T/$t.err" || fail "$(cat "$T/$t.err")"
+    # The master case has two honest endings. The release goes to the old master, and the
+    # new one is asked after its answer ("could not confirm"); but a holder whose command
+    # ran long enough for the sentinel watch to start (a loaded runner's 200 ms) hears of
+    # the failover from the watch's poll (every second) while the old master is paused: that
+    # release moves to the new master, which hangs ("could not release ... expires by
+    # itself"). Either way within the one deadline, below.
+    if [[ $t == master ]]; then
+      grep -Eq "warning: could not confirm|could not release 's-deadline-master': .*expires by itself" \
+        "$T/$t.err" || fail "$(cat "$T/$t.err")"
+    else
+      grep -q 'warning: could not confirm' "$T/$t.err" || fail "$(cat "$T/$t.err")"
+    fi
     # A promise, not scaled: the 2 s window and room for rlock to start and end.
     ((took < 3000)) || fail "$t: the release took ${took}ms"
   done

@@ -35,7 +35,8 @@ enum class Verdict { Ok, Warn, Fail, Skip };
 
 // Slower than this per command: a warning (a lease must outlast a few round trips).
 constexpr double kSlowRoundTripMs = 50.0;
-// More of maxmemory used than this: a warning (a full server refuses new locks).
+// More of maxmemory used than this: a warning (a full server refuses other clients' writes,
+// and some of rlock's: docs/GUIDE.md, "Exit status").
 constexpr double kMemoryWarnShare = 0.9;
 // A server clock further off than this: a warning (times shown here are off).
 constexpr double kClockWarnMs = 2000.0;
@@ -297,19 +298,20 @@ class Examiner {
                       p.rfind("volatile", 0) == 0 ? "the keys with an expiry first: every lease"
                                                   : "any key, leases included"),
           "CONFIG SET maxmemory-policy noeviction (and in redis.conf): a full server then "
-          "refuses new locks (OOM) instead of dropping held ones");
+          "refuses writes (OOM) instead of dropping held locks");
     } else {
       double share = double(used) / double(limit);
       if (share > kMemoryWarnShare)
         add("eviction", Verdict::Warn,
             fmt::format("noeviction, but {:.0f}% of maxmemory {} is used: a full server "
-                        "refuses new locks (OOM)",
+                        "refuses other clients' writes (OOM), --layout plain and redisson "
+                        "locks and superseding jobs; rlock's own grants go on past the limit",
                         share * 100, limit),
             "raise maxmemory, or free memory");
       else
         add("eviction", Verdict::Ok,
-            fmt::format("noeviction with maxmemory {} ({:.0f}% used): a full server refuses new "
-                        "locks instead of dropping held ones",
+            fmt::format("noeviction with maxmemory {} ({:.0f}% used): a full server refuses "
+                        "writes instead of dropping held locks",
                         limit, share * 100));
     }
   }

@@ -453,9 +453,12 @@ void Connection::come_back() {
 void Connection::read_some(std::deque<Reply>& replies) {
   // A bounded amount per wake-up: a server that streams without pause must
   // not starve the timers (renewal, --command-timeout) of the loop.
-  char buf[16384];
+  // (On the heap, once per connection: 16 KiB of stack would be half of what
+  // a small `ulimit -s` leaves a program.)
+  if (!read_buf_) read_buf_ = std::make_unique<char[]>(kReadBufBytes);
+  char* buf = read_buf_.get();
   for (int i = 0; i < kReadsPerWakeup; ++i) {
-    IoResult r = stream_->read(buf, sizeof buf);
+    IoResult r = stream_->read(buf, kReadBufBytes);
     if (r.bytes == 0) return;
     if (replies_on_stream_ == 0 && first_bytes_.size() < 64)
       first_bytes_.append(buf, std::min<size_t>(r.bytes, 64 - first_bytes_.size()));
@@ -464,7 +467,7 @@ void Connection::read_some(std::deque<Reply>& replies) {
       ++replies_on_stream_;
       replies.push_back(std::move(*reply));
     }
-    if (r.bytes < sizeof buf && !stream_->pending()) return;
+    if (r.bytes < kReadBufBytes && !stream_->pending()) return;
   }
   // More may wait where poll() cannot see it (inside TLS): come back soon.
   if (stream_->pending()) come_back();

@@ -155,7 +155,9 @@ class Connection {
   size_t replies_on_stream_ = 0;  // none yet: a parse failure means "not Redis"
   std::string first_bytes_;       // the start of what this stream sent, for that message
   std::unique_ptr<ReplyParser> parser_;
-  std::deque<Reply> ready_;  // parsed, not yet delivered
+  static constexpr size_t kReadBufBytes = 16384;
+  std::unique_ptr<char[]> read_buf_;  // read_some's, made at its first read
+  std::deque<Reply> ready_;           // parsed, not yet delivered
   std::string out_;
   std::deque<Pending> pending_;
   std::function<void(const Reply&)> push_;

@@ -288,6 +288,32 @@ run 0.0 1 0 10 20 25 0
 printf 'R 1.0 %s %s 80 1000 3000 proxy 5 file supersede\n' "$(us 5)" "$(us 30)" >>"$D/hist/1"
 expect PASS "a superseding job that never ran exits 80 (superseded)"
 
+# A --while-pid script (nested whilepid) whose lock is broken while it lives gets SIGTERM
+# from its keeper: its 143 is the keeper's doing, never anyone else's.
+nested_whilepid() { # C.I STATUS [HOW=whilepid]: a nested run, fence 1, its token tokC.I
+  {
+    printf 'E %s %s 1 1 1 tok%s\n' "$1" "$(us 10)" "$1"
+    printf 'L %s %s ok\n' "$1" "$(us 30)"
+    printf 'R %s %s %s %s 1000 3000 proxy 5 file nested %s\n' "$1" "$(us 0)" "$(us 25)" "$2" \
+      "${3:-whilepid}"
+  } >>"$D/hist/${1%%.*}"
+  printf '== %s\n' "$1" >>"$D/err/${1%%.*}"
+  printf 'W %s %s 1 A 0\n' "$(us 30)" "$1" >>"$D/res/log"
+}
+new_case
+nested_whilepid 0.0 143
+fault break 20 22 status=0 tok=tok0.0 fence=1 fence1=1
+expect PASS "a --while-pid script broken while it lived exits 143 (its keeper's SIGTERM)"
+
+new_case
+nested_whilepid 0.0 143
+expect status "a --while-pid script that nobody broke exits 143"
+
+new_case
+nested_whilepid 0.0 143 setm
+fault break 20 22 status=0 tok=tok0.0 fence=1 fence1=1
+expect status "a set -m nested run's 143 after a break: no keeper signals it"
+
 # A nested run whose outer hold was lost before its command's first line exits 76
 # without running; any other run that never ran may not exit 76.
 new_case

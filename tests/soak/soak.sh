@@ -1751,9 +1751,15 @@ poll_until 4 lock_free && final_free=yes
 # ... and unblocked: a newcomer that does not wait gets in (no dead waiter ahead of it), and
 # no key of the lock's state is left without an expiry (docs/PROTOCOL.md: the fence
 # counter and the history's two keys are the only ones kept for good or for a week).
+# A waiter that could not leave the line (a run that gave up on an unreachable or full
+# server, in the last seconds before the stop) keeps its place for its place lease, 6s
+# (docs/PROTOCOL.md, `:w:TOKEN`), and a newcomer rightly waits behind it until then:
+# the newcomer is asked again for 10s (the lease and slack) before the lock counts as
+# blocked, which a dead waiter would do for ever.
 final_unblocked() {
   local rc=0 k args bad=""
-  for k in "${ALL_KEYS[@]}"; do
+  local -a still=()
+  for k in "${UNBLOCK_KEYS[@]}"; do
     rc=0 args=("$k")
     [[ $k == "$KEY" && -n $AND_KEY ]] && args+=(--and "$AND_KEY")
     [[ $k == "$POOL_KEY" ]] && args+=(--limit "$POOL_N")
@@ -1774,9 +1780,12 @@ final_unblocked() {
       timeout 20 "$rlock" --url "redis://$SOAK_AUTH@127.0.0.1:$REDIS_PORT/0" run -n "${args[@]}" \
         -- true >/dev/null 2>>"$W/faults.err" || rc=$?
     fi
-    ((rc == 0)) || bad+="${bad:+, }$k: no (status $rc)"
+    ((rc == 0)) || { bad+="${bad:+, }$k: no (status $rc)"; still+=("$k"); }
   done
+  UNBLOCK_KEYS=("${still[@]}")
+  [[ -n $unblocked_first ]] || unblocked_first=${bad:-yes}
   _unblocked=${bad:-yes}
+  [[ $_unblocked == yes ]]
 }
 # The lock's keys without an expiry on the master in use, but for the three kept ones.
 # (At most ten named, then how many in all.)
@@ -1798,7 +1807,13 @@ keys_without_expiry() {
   ((n <= 10)) || out+=" ($n in all)"
   echo "$out"
 }
-final_unblocked
+now_us
+unblock_t0=$_now
+UNBLOCK_KEYS=("${ALL_KEYS[@]}")
+unblocked_first=""
+poll_until 10 final_unblocked || true
+now_us
+unblocked_after_ms=$(((_now - unblock_t0) / 1000))
 # The first join (server ms) of every superseding job, for the checker's supersede rule:
 # DIR/sups, "TOKEN MS" lines (one server; docs/PROTOCOL.md, the :sups hash).
 if ((supersede > 0)); then
@@ -1832,6 +1847,8 @@ fi
   echo "reached=$reached"
   echo "final_free=$final_free"
   echo "final_unblocked=$_unblocked"
+  echo "final_unblocked_after_ms=$unblocked_after_ms"
+  echo "final_unblocked_first=$unblocked_first"
   echo "final_noexpiry=$noexpiry"
   echo "leftovers=$leftovers"
   # release tombstones (lock:{KEY}:r:TOKEN) expire by themselves within seconds: counted

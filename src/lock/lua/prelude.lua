@@ -478,10 +478,17 @@ local function record(ev, t, ...)
   if hcall('XADD', LOG, 'MAXLEN', how, HISTORY, '*', 'ev', ev, 'tok', field(t), ...) then
     -- (TOUCH first: :live is made by it if it went, and then gets its expiry)
     if mark and hcall('HSET', LIVE, TOUCH, mark) then touched, live_seen = mark, nil end
-    hcall('PEXPIRE', LOG, LOG_IDLE_MS)
-    -- Refused (a script that asks nothing first: break): the fields that no
-    -- tenure needs go, and a :live that they made (HSET) goes with them.
-    if not hcall('PEXPIRE', LIVE, LOG_IDLE_MS) then hcall('HDEL', LIVE, TOUCH, TOPO) end
+    -- Refused (a script that asks nothing first: break): a log that this
+    -- XADD made goes, with the event (never a history without an expiry);
+    -- the :live fields that no tenure needs go, and a :live that they made
+    -- (HSET) goes with them.
+    if not hcall('PEXPIRE', LOG, LOG_IDLE_MS) and redis.pcall('PTTL', LOG) == -1 then
+      redis.pcall('DEL', LOG)
+    end
+    if not hcall('PEXPIRE', LIVE, LOG_IDLE_MS) then
+      hcall('HDEL', LIVE, TOUCH, TOPO)
+      live_seen = nil
+    end
     return true
   end
   return false
