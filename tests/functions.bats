@@ -203,8 +203,10 @@ grant it with ACL SETUSER nopub +publish"
   local lk="redis://locker:pw@127.0.0.1:$REDIS_PORT/0" wt="redis://watcher:pw@127.0.0.1:$REDIS_PORT/0"
   fresh
   rcli -x function load <"$SCRIPTS/functions.library" >/dev/null
-  tok=$("$RLOCK" --url "$lk" acquire fn-guide --ttl 30s) || fail "acquire as locker"
-  rlock_bg waiter --url "$lk" run fn-guide --ttl 30s --wait 20s -- true
+  # (long leases and wait: a sanitizer build on a busy machine takes its time; 76 from the
+  # release once meant the 30 s lease had run out before it)
+  tok=$("$RLOCK" --url "$lk" acquire fn-guide --ttl 5m) || fail "acquire as locker"
+  rlock_bg waiter --url "$lk" run fn-guide --ttl 30s --wait 5m -- true
   waiter=$BG_PID
   wait_until '"$RLOCK" --url "$wt" status fn-guide --json | grep -q "\"waiter_count\":1"'
   rl --url "$wt" list 'fn-gu*'
