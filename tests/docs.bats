@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# ctest-labels: fast
+# ctest-labels: fast plainonly
 # The documentation agrees with the binary and with itself: the sample output of README
 # and docs/GUIDE.md is what rlock prints (up to host names, pids, times and durations), the
 # exit table is the same in README, `rlock --help` and the man page, the docs write a

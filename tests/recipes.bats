@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# ctest-labels: fast
+# ctest-labels: fast plainonly
 # docs/recipes, tried as written: every block marked `<!-- file: NAME -->` is taken out of
 # its page, with only the Redis address, where rlock is found and the job's own script
 # swapped for the test's; then run the way cron, systemd, the CI runners and Kubernetes
