@@ -24,7 +24,10 @@
 #   RLOCK_SKIP_BENCH=1        skip the benchmark smoke run
 #   RLOCK_SKIP_PACKAGING=1    skip the packaging tests
 #   RLOCK_FUZZ_SECONDS=N      seconds per fuzz target (default 20)
-#   RLOCK_JOBS=N              build and ctest parallelism (default 2)
+#   RLOCK_JOBS=N              build parallelism (default 2)
+#   RLOCK_CTEST_JOBS=N        how many tests ctest runs at once (default twice RLOCK_JOBS: the
+#                             suites mostly wait on servers, leases and failovers, and every
+#                             suite has servers and ports of its own)
 #   RLOCK_TEST_LOAD=N         load the machine while testing: N busy loops per core (nice 0,
 #                             started before the first build, ended at exit), to prove the
 #                             suite holds on a busy CI runner (docs/RELIABILITY.md)
@@ -42,6 +45,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 exec </dev/null
 
 jobs=${RLOCK_JOBS:-2}
+ctest_jobs=${RLOCK_CTEST_JOBS:-$((jobs * 2))}
 suite_timeout=${RLOCK_SUITE_TIMEOUT:-300}
 total_passed=0
 total_failed=0
@@ -92,6 +96,23 @@ print_times() {
     sort -rn | awk '$1 >= 1 { printf "      %7.1f s  %s\n", $1, $2 }'
 }
 
+# cpu_ticks: "BUSY IDLE" clock ticks of the whole machine so far (Linux /proc/stat; nothing
+# elsewhere). print_busy LABEL BEFORE AFTER says how busy the cores were in between: a pass
+# whose cores idle can run more tests at once (RLOCK_CTEST_JOBS), a busy one cannot.
+cpu_ticks() {
+  local cpu user nice sys idle iowait irq softirq steal rest
+  [[ -r /proc/stat ]] || return 0
+  read -r cpu user nice sys idle iowait irq softirq steal rest </proc/stat || return 0
+  echo "$((user + nice + sys + irq + softirq + steal)) $((idle + iowait))"
+}
+print_busy() {
+  local b0 i0 b1 i1
+  read -r b0 i0 <<<"$2"
+  read -r b1 i1 <<<"$3"
+  [[ -n ${b0:-} && -n ${b1:-} ]] && ((b1 + i1 > b0 + i0)) || return 0
+  echo "==> [$1] the cores were $(((b1 - b0) * 100 / (b1 + i1 - b0 - i0)))% busy"
+}
+
 # build_tree LABEL BUILD_DIR [CMAKE ARGS...]: configure and build; non-zero if either failed.
 build_tree() {
   local label=$1 dir=$2
@@ -104,13 +125,15 @@ build_tree() {
 # array, empty: every test) narrows what it runs (-L/-LE).
 ctest_select=()
 run_ctest() {
-  local label=$1 dir=$2 rc summary passed failed total
-  echo "==> [$label] ctest"
-  ctest --test-dir "$dir" --output-on-failure -j "$jobs" --timeout "$suite_timeout" \
+  local label=$1 dir=$2 rc summary passed failed total before
+  echo "==> [$label] ctest -j $ctest_jobs"
+  before=$(cpu_ticks)
+  ctest --test-dir "$dir" --output-on-failure -j "$ctest_jobs" --timeout "$suite_timeout" \
     "${ctest_select[@]}" 2>&1 |
     tee "$dir/ctest.log"
   rc=${PIPESTATUS[0]}
   print_times "$dir/ctest.log" "$label"
+  print_busy "$label" "$before" "$(cpu_ticks)"
   summary=$(grep -E '^[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$dir/ctest.log" | tail -n 1)
   if [[ $summary =~ ([0-9]+)\ tests?\ failed\ out\ of\ ([0-9]+) ]]; then
     failed=${BASH_REMATCH[1]} total=${BASH_REMATCH[2]}
@@ -129,11 +152,13 @@ run_ctest() {
 # timed LABEL COMMAND...: runs it and says how long it took and how long the run has taken,
 # so that a CI log shows which phase grew (the run must stay well under CI's limit).
 timed() {
-  local label=$1 start=$SECONDS rc
+  local label=$1 start=$SECONDS rc before
   shift
+  before=$(cpu_ticks)
   "$@"
   rc=$?
   echo "==> [$label] took $((SECONDS - start)) s ($((SECONDS / 60)) min since the run began)"
+  print_busy "$label" "$before" "$(cpu_ticks)"
   return "$rc"
 }
 
