@@ -13,7 +13,8 @@
 # Environment:
 #   RLOCK_FUZZ_TARGETS="url reply"   run only these (default: every tests/fuzz/corpus/<target>)
 #   RLOCK_FUZZ_CXX=clang++-15        the compiler (default clang++-14, else clang++)
-#   RLOCK_JOBS=N                     build parallelism (default 2)
+#   RLOCK_JOBS=N                     build parallelism, and how many targets run at once
+#                                    (default 2)
 # One line per target, then "N passed, N failed" (a failed build counts as one failure);
 # the exit status is non-zero if anything failed. Needs no stdin or terminal.
 set -uo pipefail
@@ -99,14 +100,32 @@ run_target() {
   return 1
 }
 
+# The targets run RLOCK_JOBS at a time (each is one process on one core), each into a
+# result file of its own: its lines, then its exit status and seconds on the last line.
+mkdir -p "$dir/fuzz"
+run_one() {
+  local t=$1 start=$SECONDS rc
+  run_target "$t" >"$dir/fuzz/$t.result"
+  rc=$?
+  echo "$rc $((SECONDS - start))" >>"$dir/fuzz/$t.result"
+}
+running=0
+for t in "${targets[@]}"; do
+  if ((running >= jobs)); then
+    wait -n
+    running=$((running - 1))
+  fi
+  run_one "$t" &
+  running=$((running + 1))
+done
+wait
 passed=0 failed=0 summary=()
 for t in "${targets[@]}"; do
-  start=$SECONDS
-  line=$(run_target "$t")
-  rc=$?
-  printf '%s\n' "$line"
-  summary+=("$(head -n 1 <<<"$line") [$((SECONDS - start))s]")
-  if ((rc == 0)); then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+  result=$dir/fuzz/$t.result
+  read -r rc took < <(tail -n 1 "$result" 2>/dev/null)
+  sed '$d' "$result" 2>/dev/null
+  summary+=("$(head -n 1 "$result" 2>/dev/null) [${took:-?}s]")
+  if [[ ${rc:-1} == 0 ]]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 done
 printf '%s\n' "${summary[@]}"
 echo "$passed passed, $failed failed"

@@ -281,12 +281,23 @@ else
   timed packaging run_packaging
 fi
 
+# renice_tree PID: PID and every process below it back to nice 0 (where allowed: as root,
+# as CI runs), the compilers it has started and those it will start.
+renice_tree() {
+  local pid=$1 child
+  renice --priority 0 -p "$pid" >/dev/null 2>&1
+  for child in $(pgrep -P "$pid" 2>/dev/null); do renice_tree "$child"; done
+}
+
 # asan_pass: the sanitizer pass, on the tree plain_pass started building (built here if it
-# did not: a failed plain build); its build's log goes into this one.
+# did not: a failed plain build); its build's log goes into this one. Nothing else runs
+# now, so the background build gets its normal priority back (at nice 19 beside anything
+# busy, RLOCK_TEST_LOAD's loops or another job, it would hardly move).
 asan_pass() {
   local rc=1
   if [[ -n $asan_build_pid ]]; then
     echo "==> [asan] waiting for the background build"
+    renice_tree "$asan_build_pid"
     wait "$asan_build_pid"
     rc=$?
     cat build-asan/build.log
