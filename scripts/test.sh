@@ -100,9 +100,9 @@ print_times() {
 # elsewhere). print_busy LABEL BEFORE AFTER says how busy the cores were in between: a pass
 # whose cores idle can run more tests at once (RLOCK_CTEST_JOBS), a busy one cannot.
 cpu_ticks() {
-  local cpu user nice sys idle iowait irq softirq steal rest
+  local user nice sys idle iowait irq softirq steal
   [[ -r /proc/stat ]] || return 0
-  read -r cpu user nice sys idle iowait irq softirq steal rest </proc/stat || return 0
+  read -r _ user nice sys idle iowait irq softirq steal _ </proc/stat || return 0
   echo "$((user + nice + sys + irq + softirq + steal)) $((idle + iowait))"
 }
 print_busy() {
@@ -133,7 +133,7 @@ run_ctest() {
     tee "$dir/ctest.log"
   rc=${PIPESTATUS[0]}
   print_times "$dir/ctest.log" "$label"
-  print_busy "$label" "$before" "$(cpu_ticks)"
+  print_busy "$label ctest" "$before" "$(cpu_ticks)"
   summary=$(grep -E '^[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$dir/ctest.log" | tail -n 1)
   if [[ $summary =~ ([0-9]+)\ tests?\ failed\ out\ of\ ([0-9]+) ]]; then
     failed=${BASH_REMATCH[1]} total=${BASH_REMATCH[2]}
