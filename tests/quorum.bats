@@ -543,6 +543,40 @@ evalsha_calls() {
   assert_equal "$(on_masters q-flush)" 0
 }
 
+@test "acquire gives every master its acquisition before it prints the token: masters that lost their scripts get the EVAL" {
+  # Two masters forget the scripts (as after a restart with their data) and are slower than
+  # the others: their acquisition is answered NOSCRIPT after a majority granted. Before,
+  # acquire printed the token and exited without sending it again as EVAL: the lease was
+  # on three masters, and one of them restarting empty took it below a majority.
+  rcli_to M4 script flush >/dev/null
+  rcli_to M5 script flush >/dev/null
+  redis_pause M4
+  redis_pause M5
+  rlock_bg acq --command-timeout 20s acquire --ttl 10m q-acqflush
+  acq=$BG_PID
+  wait_until "[[ \$(rcli_to M1 exists 'lock:{q-acqflush}') == 1 ]]"
+  # It waits for them (up to TTL/50 = 12 s): no token yet.
+  [[ ! -s $T/acq.out ]] || fail "printed before M4 and M5 answered: $(cat "$T/acq.out")"
+  redis_resume M4
+  redis_resume M5
+  bg_wait "$acq"
+  assert_equal "$BG_STATUS" 0
+  assert_equal "$(on_masters q-acqflush)" 5
+  run -0 "$RLOCK" release q-acqflush --token "$(cat "$T/acq.out")"
+  assert_equal "$(on_masters q-acqflush)" 0
+}
+
+@test "a stalled master holds up acquire by the per-master bound at most, not --command-timeout" {
+  redis_pause M5
+  t0=$(now_ms)
+  run -0 "$RLOCK" --command-timeout 8s acquire --ttl 10s q-slowacq
+  elapsed=$(($(now_ms) - t0))
+  redis_resume M5
+  # 250 ms for M5 (the per-master bound for a 10s TTL), then the token.
+  ((elapsed < 4000)) || fail "acquire took ${elapsed}ms with one master stalled"
+  run -0 "$RLOCK" release q-slowacq --token "$output"
+}
+
 @test "a stalled master does not hold up run's exit: its release is bounded by the per-master bound, not --command-timeout" {
   redis_pause M5
   t0=$(now_ms)

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <variant>
 
@@ -297,6 +298,31 @@ std::variant<Acquired, int> take(Session& s, Lock& lock, const LockOptions& o,
   return out->value;
 }
 
+// Quorum mode: the masters that had not answered when a majority granted (a
+// slower one, or one that had lost the scripts and is sent the EVAL after its
+// NOSCRIPT) get their acquisition before the token is printed, at most the
+// per-master bound more (the man page, "Quorum (Redlock)"): a lease left on a bare
+// majority is lost as soon as one of them restarts empty, and a release with
+// the printed token could overtake a late grant. `run` does not wait: its
+// renewals grant the lease again where it is missing.
+void settle_unheard(Loop& loop, Lock& lock) {
+  std::vector<Lock*> parts = lock.parts();
+  Millis bound{0};
+  for (Lock* p : parts)
+    if (p->unheard() > 0) bound = std::max(bound, p->unheard_bound());
+  if (bound.count() <= 0) return;
+  bool over = false;
+  Loop::TimerId timer = loop.after(bound, [&] {
+    timer = 0;
+    over = true;
+  });
+  loop.run_until([&] {
+    return over ||
+           std::all_of(parts.begin(), parts.end(), [](Lock* p) { return p->unheard() == 0; });
+  });
+  loop.cancel(timer);
+}
+
 }  // namespace
 
 int cmd_acquire(const GlobalOptions& g, const LockOptions& o) {
@@ -335,6 +361,7 @@ int cmd_acquire(const GlobalOptions& g, const LockOptions& o) {
     }
     return hand_to_keeper(g, *lock, token, a, o, watched, text);
   }
+  settle_unheard(s.loop, *lock);
   try {
     print_out(text(0));
   } catch (const Error&) {

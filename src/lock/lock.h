@@ -120,6 +120,11 @@ class Lock {
   /// The locks of the single keys this is made of (`--and`: several, in the
   /// user's order; else this one).
   virtual std::vector<Lock*> parts() { return {this}; }
+  /// Quorum mode: requests to masters that had not answered when their
+  /// round's outcome was decided (they go on, unheard), and how long a caller
+  /// about to exit waits for them (settle_unheard). None elsewhere.
+  virtual size_t unheard() const { return 0; }
+  virtual Millis unheard_bound() const { return Millis(0); }
   /// A new token for a holder of this lock, process `holder_pid` (the pid a
   /// nested run finds among its ancestors): new_token(); Redisson's layout has
   /// ids of its own form, which end in that pid.

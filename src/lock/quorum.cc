@@ -80,7 +80,9 @@ void QuorumLock::fan_out(Each<T> op, All<T> done, Enough<T> enough, Millis linge
     st->done(std::move(all));
   };
   for (size_t i = 0; i < locks_.size(); ++i) {
-    op(*locks_[i], [st, i, alive, enough, linger, loop, finish](Outcome<T> o) {
+    ++*unheard_;
+    op(*locks_[i], [st, i, alive, enough, linger, loop, finish, unheard = unheard_](Outcome<T> o) {
+      --*unheard;
       if (st->decided || !alive) return;
       st->out[i] = std::move(o);
       if (--st->left == 0) return finish();
@@ -433,6 +435,10 @@ void QuorumLock::status(Done<LockStatus> done) {
                         std::reverse(q.last.begin(), q.last.end());
                         done({std::nullopt, q});
                       });
+}
+
+Millis QuorumLock::unheard_bound() const {
+  return node_timeout(ttl_.count() > 0 ? ttl_ : kDefaultTtl);
 }
 
 Millis QuorumLock::operator_linger() const {

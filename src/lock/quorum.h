@@ -34,6 +34,9 @@ class QuorumLock : public Lock {
   void set_identity_check(std::function<std::optional<Error>()> check) {
     identity_check_ = std::move(check);
   }
+  size_t unheard() const override { return *unheard_; }
+  /// The per-master bound of the last acquire's TTL, as for the last releases.
+  Millis unheard_bound() const override;
 
  protected:
   /// Requests go to every master at once, each bounded by a share of the TTL;
@@ -156,6 +159,9 @@ class QuorumLock : public Lock {
   std::vector<std::unique_ptr<SingleLock>> locks_;
   HolderInfo info_;  // of the last acquire: a master that lost the lease is granted it again
   Millis ttl_{0};    // of the last acquire: bounds the wait for the last releases
+  // fan_out's requests not answered yet (shared with their callbacks, which
+  // may outlive this lock)
+  std::shared_ptr<size_t> unheard_ = std::make_shared<size_t>(0);
   Lifetime life_;
 };
 
