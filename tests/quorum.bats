@@ -566,6 +566,24 @@ evalsha_calls() {
   assert_equal "$(on_masters q-acqflush)" 0
 }
 
+@test "a signal while acquire waits for the last masters: 128+N, the lease released, no token" {
+  rcli_to M4 script flush >/dev/null
+  rcli_to M5 script flush >/dev/null
+  redis_pause M4
+  redis_pause M5
+  rlock_bg acq --command-timeout 20s acquire --ttl 10m q-acqint
+  acq=$BG_PID
+  wait_until "[[ \$(rcli_to M1 exists 'lock:{q-acqint}') == 1 ]]"
+  kill -INT "$acq"
+  wait_until "[[ \$(rcli_to M1 exists 'lock:{q-acqint}') == 0 ]]"
+  redis_resume M4
+  redis_resume M5
+  bg_wait "$acq" 30
+  assert_equal "$BG_STATUS" 130
+  [[ ! -s $T/acq.out ]] || fail "printed a token: $(cat "$T/acq.out")"
+  assert_equal "$(on_masters q-acqint)" 0
+}
+
 @test "a stalled master holds up acquire by the per-master bound at most, not --command-timeout" {
   redis_pause M5
   t0=$(now_ms)

@@ -305,7 +305,8 @@ std::variant<Acquired, int> take(Session& s, Lock& lock, const LockOptions& o,
 // majority is lost as soon as one of them restarts empty, and a release with
 // the printed token could overtake a late grant. `run` does not wait: its
 // renewals grant the lease again where it is missing.
-void settle_unheard(Loop& loop, Lock& lock) {
+// `stop`: a signal ended the wait.
+void settle_unheard(Loop& loop, Lock& lock, const std::function<bool()>& stop) {
   std::vector<Lock*> parts = lock.parts();
   Millis bound{0};
   for (Lock* p : parts)
@@ -317,7 +318,7 @@ void settle_unheard(Loop& loop, Lock& lock) {
     over = true;
   });
   loop.run_until([&] {
-    return over ||
+    return over || stop() ||
            std::all_of(parts.begin(), parts.end(), [](Lock* p) { return p->unheard() == 0; });
   });
   loop.cancel(timer);
@@ -339,6 +340,12 @@ int cmd_acquire(const GlobalOptions& g, const LockOptions& o) {
   auto taken = take(s, *lock, o, token, watched);
   if (auto* status = std::get_if<int>(&taken)) return *status;
   const Acquired& a = std::get<Acquired>(taken);
+  // take()'s signal handlers end with it (they name its locals): from here on
+  // a signal ends the wait for the last masters, and the lease is released,
+  // its token never printed.
+  std::optional<int> signalled;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT})
+    if (!ignored_at_start(sig)) s.loop.on_signal(sig, [&](int n) { signalled = 128 + n; });
   const std::vector<int64_t> fences = a.fences.empty() ? std::vector<int64_t>{a.fence} : a.fences;
   // RLOCK_HELD gains this lock only when a keeper holds it: a plain acquire's
   // lease has no holder that goes on (nothing renews it), so nothing may nest
@@ -361,7 +368,16 @@ int cmd_acquire(const GlobalOptions& g, const LockOptions& o) {
     }
     return hand_to_keeper(g, *lock, token, a, o, watched, text);
   }
-  settle_unheard(s.loop, *lock);
+  settle_unheard(s.loop, *lock, [&] { return signalled.has_value(); });
+  if (signalled) {
+    try {
+      wait_for<ReleaseReply>(
+          s.loop, [&](Done<ReleaseReply> d) { lock->release(token, Millis(0), std::move(d)); });
+    } catch (const Error&) {
+      // it expires after its TTL
+    }
+    return *signalled;
+  }
   try {
     print_out(text(0));
   } catch (const Error&) {
