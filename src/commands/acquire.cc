@@ -301,10 +301,11 @@ std::variant<Acquired, int> take(Session& s, Lock& lock, const LockOptions& o,
 // Quorum mode: the masters that had not answered when a majority granted (a
 // slower one, or one that had lost the scripts and is sent the EVAL after its
 // NOSCRIPT) get their acquisition before the token is printed, at most the
-// per-master bound more (the man page, "Quorum (Redlock)"): a lease left on a bare
-// majority is lost as soon as one of them restarts empty, and a release with
-// the printed token could overtake a late grant. `run` does not wait: its
-// renewals grant the lease again where it is missing.
+// per-master bound more, never more than the default TTL's (the man page,
+// "Quorum (Redlock)"): a lease left on a bare majority is lost as soon as one
+// of them restarts empty, and a release with the printed token could overtake
+// a late grant. `run` and a keeper (--while-pid) do not wait: their renewals
+// grant the lease again where it is missing.
 // `stop`: a signal ended the wait.
 void settle_unheard(Loop& loop, Lock& lock, const std::function<bool()>& stop) {
   std::vector<Lock*> parts = lock.parts();
@@ -347,18 +348,19 @@ int cmd_acquire(const GlobalOptions& g, const LockOptions& o) {
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT})
     if (!ignored_at_start(sig)) s.loop.on_signal(sig, [&](int n) { signalled = 128 + n; });
   const std::vector<int64_t> fences = a.fences.empty() ? std::vector<int64_t>{a.fence} : a.fences;
+  Millis lease = a.ttl;  // what is left of it when printed
   // RLOCK_HELD gains this lock only when a keeper holds it: a plain acquire's
   // lease has no holder that goes on (nothing renews it), so nothing may nest
   // in it, and the script's own release must release it.
   auto text = [&](long keeper) {
     std::string slot = a.slot_name.empty() && a.slot > 0 ? std::to_string(a.slot) : a.slot_name;
-    if (keeper <= 0) return output_of(g, o, token, fences, a.ttl, format_held(held), slot);
+    if (keeper <= 0) return output_of(g, o, token, fences, lease, format_held(held), slot);
     std::vector<HeldEntry> mine;
     uint64_t keeper_start = 0;
     if (auto k = proc_info(static_cast<pid_t>(keeper))) keeper_start = k->start;
     for (const std::string& key : o.keys())
       mine.push_back({token, key, g.prefix, where, keeper, keeper_start});
-    return output_of(g, o, token, fences, a.ttl, held_with_each(held, mine), slot);
+    return output_of(g, o, token, fences, lease, held_with_each(held, mine), slot);
   };
   if (o.while_pid) {
     if (!watched.alive()) {
@@ -368,7 +370,9 @@ int cmd_acquire(const GlobalOptions& g, const LockOptions& o) {
     }
     return hand_to_keeper(g, *lock, token, a, o, watched, text);
   }
+  const auto settling = Clock::now();
   settle_unheard(s.loop, *lock, [&] { return signalled.has_value(); });
+  lease = std::max(Millis(0), lease - std::chrono::ceil<Millis>(Clock::now() - settling));
   if (signalled) {
     try {
       wait_for<ReleaseReply>(

@@ -438,7 +438,9 @@ void QuorumLock::status(Done<LockStatus> done) {
 }
 
 Millis QuorumLock::unheard_bound() const {
-  return node_timeout(ttl_.count() > 0 ? ttl_ : kDefaultTtl);
+  // Never more than the default TTL's (600 ms): a master that stalls must
+  // not cost every acquire of a long lease a whole --command-timeout.
+  return std::min(node_timeout(ttl_.count() > 0 ? ttl_ : kDefaultTtl), operator_linger());
 }
 
 Millis QuorumLock::operator_linger() const {

@@ -35,7 +35,8 @@ class QuorumLock : public Lock {
     identity_check_ = std::move(check);
   }
   size_t unheard() const override { return *unheard_; }
-  /// The per-master bound of the last acquire's TTL, as for the last releases.
+  /// The per-master bound of the last acquire's TTL, as for the last releases,
+  /// at most the default TTL's.
   Millis unheard_bound() const override;
 
  protected:
