@@ -306,13 +306,14 @@ std::variant<Acquired, int> take(Session& s, Lock& lock, const LockOptions& o,
 // of them restarts empty, and a release with the printed token could overtake
 // a late grant. `run` and a keeper (--while-pid) do not wait: their renewals
 // grant the lease again where it is missing.
-// `stop`: a signal ended the wait.
-void settle_unheard(Loop& loop, Lock& lock, const std::function<bool()>& stop) {
+// `stop`: a signal ended the wait. Returns how long it waited (0: not at all).
+Millis settle_unheard(Loop& loop, Lock& lock, const std::function<bool()>& stop) {
   std::vector<Lock*> parts = lock.parts();
   Millis bound{0};
   for (Lock* p : parts)
     if (p->unheard() > 0) bound = std::max(bound, p->unheard_bound());
-  if (bound.count() <= 0) return;
+  if (bound.count() <= 0) return Millis(0);
+  const auto start = Clock::now();
   bool over = false;
   Loop::TimerId timer = loop.after(bound, [&] {
     timer = 0;
@@ -323,6 +324,7 @@ void settle_unheard(Loop& loop, Lock& lock, const std::function<bool()>& stop) {
            std::all_of(parts.begin(), parts.end(), [](Lock* p) { return p->unheard() == 0; });
   });
   loop.cancel(timer);
+  return std::max(Millis(1), std::chrono::ceil<Millis>(Clock::now() - start));
 }
 
 }  // namespace
@@ -370,9 +372,8 @@ int cmd_acquire(const GlobalOptions& g, const LockOptions& o) {
     }
     return hand_to_keeper(g, *lock, token, a, o, watched, text);
   }
-  const auto settling = Clock::now();
-  settle_unheard(s.loop, *lock, [&] { return signalled.has_value(); });
-  lease = std::max(Millis(0), lease - std::chrono::ceil<Millis>(Clock::now() - settling));
+  lease -= settle_unheard(s.loop, *lock, [&] { return signalled.has_value(); });
+  lease = std::max(Millis(0), lease);
   if (signalled) {
     try {
       wait_for<ReleaseReply>(
