@@ -454,8 +454,9 @@ void Connection::read_some(std::deque<Reply>& replies) {
   // A bounded amount per wake-up: a server that streams without pause must
   // not starve the timers (renewal, --command-timeout) of the loop.
   // (On the heap, once per connection: 16 KiB of stack would be half of what
-  // a small `ulimit -s` leaves a program.)
-  if (!read_buf_) read_buf_ = std::make_unique<char[]>(kReadBufBytes);
+  // a small `ulimit -s` leaves a program. Not zeroed: its pages are not
+  // touched until something is read into them.)
+  if (!read_buf_) read_buf_.reset(new char[kReadBufBytes]);
   char* buf = read_buf_.get();
   for (int i = 0; i < kReadsPerWakeup; ++i) {
     IoResult r = stream_->read(buf, kReadBufBytes);
