@@ -1,5 +1,6 @@
 #!/usr/bin/env bats
 # ctest-labels: medium plainonly
+# ctest-timeout: 600
 # Shell completions: bash, zsh (driven through zpty) and fish (complete -C) complete
 # subcommands, after each subcommand exactly the options its --help lists, option values,
 # run's command with its own arguments, and lock names from a real server (rlock list

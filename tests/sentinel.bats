@@ -1,5 +1,6 @@
 #!/usr/bin/env bats
 # ctest-labels: topology slow
+# ctest-timeout: 600
 # Redis Sentinel: redis-sentinel://h1,h2,h3/MASTER. rlock asks the sentinels in turn for
 # the master, confirms it with ROLE, follows a failover (SENTINEL FAILOVER) while it holds
 # and while it waits, and --sync-replicas counts a lease only once replicas confirm it.
