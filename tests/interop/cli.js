@@ -15,7 +15,9 @@
 //       write (O_APPEND), so several processes may share it.
 //
 // --max-wait is how long to wait for the lock (default 10000, the seed's MAX_WAIT_TIME; 0:
-// try once). With --cluster the ports are seed nodes of a Redis Cluster.
+// try once). --retry-ms (seed_service.js only) is how long a waiter waits for a release
+// message before it tries again anyway (default 1000, the seed's waitTimeout): a test that
+// proves the message woke it sets it past its own window. With --cluster the ports are seed nodes of a Redis Cluster.
 // Exit status: 0 done, 75 the lock was not obtained within --max-wait, 1 any error.
 // SIGTERM, SIGINT or SIGUSR1 while waiting ends the process at once with 128+N; while
 // holding, the lock is released first and the process exits 0 (a worker after its
@@ -34,7 +36,7 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 function parse(prog, argv) {
   const o = {
     host: '127.0.0.1', ports: [], cluster: false, command: null, key: null,
-    ttl: 5000, hold: null, untilSignal: false, maxWait: 10000, reentrant: 1,
+    ttl: 5000, hold: null, untilSignal: false, maxWait: 10000, retryMs: 1000, reentrant: 1,
     iterations: 1, log: null, workMs: 0, who: `${prog}-${process.pid}`,
   };
   const number = (name, v) => {
@@ -52,6 +54,7 @@ function parse(prog, argv) {
       case '--hold': o.hold = number(a, args.shift()); break;
       case '--until-signal': o.untilSignal = true; break;
       case '--max-wait': o.maxWait = number(a, args.shift()); break;
+      case '--retry-ms': o.retryMs = number(a, args.shift()); break;
       case '--reentrant': o.reentrant = number(a, args.shift()); break;
       case '--iterations': o.iterations = number(a, args.shift()); break;
       case '--log': o.log = args.shift(); break;

@@ -110,7 +110,8 @@ main('seed_service', {
     const service = new RedisLockService(client, { maxWaitTime: o.maxWait });
     await service.onModuleInit();
     return {
-      withLock: (key, fn) => service.withLock(key, fn, { ttl: o.ttl, maxWaitTime: o.maxWait, onWait: o.onWait }),
+      withLock: (key, fn) =>
+        service.withLock(key, fn, { ttl: o.ttl, waitTimeout: o.retryMs, maxWaitTime: o.maxWait, onWait: o.onWait }),
       close: () => service.onModuleDestroy(),
     };
   },
