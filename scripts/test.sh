@@ -2,7 +2,7 @@
 # The one test command. Builds and runs every test (GoogleTest units and the bats
 # suites against private redis-servers), then most of them again under the sanitizers,
 # then fuzzes the parsers once:
-#   1. build/       RelWithDebInfo
+#   1. build/       RelWithDebInfo (both trees are unity builds: see unity= below)
 #   2. build-asan/  -DRLOCK_SANITIZE=ON (AddressSanitizer + UndefinedBehaviorSanitizer):
 #                   the unit tests and the suites labelled fast, medium or faults; built
 #                   at nice 19 while the first pass's tests run (they mostly wait)
@@ -162,14 +162,19 @@ timed() {
   return "$rc"
 }
 
-asan_args=(-DCMAKE_BUILD_TYPE=Debug -DRLOCK_SANITIZE=ON)
+# Both trees are unity builds (CMake's UNITY_BUILD: the sources compiled eight to a unit),
+# which halves the compilers' work, most of a loaded runner's time in this script
+# (docs/RELIABILITY.md, "How long CI takes"); the packages and a developer's build/ compile
+# each source on its own, so both ways must build (HACKING.md, "Unity builds").
+unity=(-DCMAKE_UNITY_BUILD=ON)
+asan_args=(-DCMAKE_BUILD_TYPE=Debug -DRLOCK_SANITIZE=ON "${unity[@]}")
 asan_build_pid=
 
 # The plain pass. Its suites mostly wait (on servers, leases, failovers), so the sanitizer
 # tree is built meanwhile, in the background at the lowest priority (nice 19: it gets the
 # cores only while the tests leave them idle), into build-asan/build.log.
 plain_pass() {
-  if ! build_tree plain build -DCMAKE_BUILD_TYPE=RelWithDebInfo; then
+  if ! build_tree plain build -DCMAKE_BUILD_TYPE=RelWithDebInfo "${unity[@]}"; then
     echo "==> [plain] build FAILED"
     total_failed=$((total_failed + 1))
     return 1

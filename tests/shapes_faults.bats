@@ -41,7 +41,7 @@ setup() {
   # 260 keys: RLOCK_HELD keeps only 256 entries, dropping the first keys given
   args=()
   for i in $(seq 1 260); do args+=(--and "mk$i"); done
-  run "$RLOCK" run mk0 "${args[@]}" -- sh -c '"$0" run --wait 3s mk0 -- echo nested-ran' "$RLOCK"
+  run "$RLOCK" run mk0 "${args[@]}" -- sh -c '"$0" run --wait "$1" mk0 -- echo nested-ran' "$RLOCK" "$(slack 10)s"
   # refusing that many keys up front (64) keeps the promise too
   if ((status != 64)); then
     assert_equal "$status" 0

@@ -17,7 +17,7 @@ namespace {
 enum : uint8_t { kLock = 1, kFence = 2, kOther = 4 };
 
 // SCAN MATCH treats * ? [ ] \ specially; the prefix is literal.
-std::string glob_escape(std::string_view s) {
+std::string glob_escape_view(std::string_view s) {
   std::string out;
   for (char c : s) {
     if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') out += '\\';
@@ -26,7 +26,7 @@ std::string glob_escape(std::string_view s) {
   return out;
 }
 
-Result ask(Client& c, Args args, const std::string& node) {
+Result footprint_ask(Client& c, Args args, const std::string& node) {
   CallOptions opt;
   opt.node = node;
   return settle<Result>(c.loop(), [&](std::function<void(Result)> done) {
@@ -43,7 +43,8 @@ Footprint measure_footprint(Client& c, const std::string& node, const std::strin
   std::vector<std::string> names;                 // every key seen, for the sample
   std::string cursor = "0";
   do {
-    Result got = ask(c, {"SCAN", cursor, "MATCH", glob_escape(head) + "*", "COUNT", "1000"}, node);
+    Result got = footprint_ask(
+        c, {"SCAN", cursor, "MATCH", glob_escape_view(head) + "*", "COUNT", "1000"}, node);
     const Reply& r = expect_ok(got, "SCAN");
     auto& e = r.as_array("a SCAN reply", 2);
     cursor = e[0].as_string("a SCAN cursor");
@@ -78,7 +79,7 @@ Footprint measure_footprint(Client& c, const std::string& node, const std::strin
   size_t step = std::max<size_t>(1, names.size() / kFootprintSample);
   int64_t total = 0;
   for (size_t i = 0; i < names.size() && f.sampled < kFootprintSample; i += step) {
-    Result r = ask(c, {"MEMORY", "USAGE", names[i]}, node);
+    Result r = footprint_ask(c, {"MEMORY", "USAGE", names[i]}, node);
     if (r.failure) throw *r.failure;
     if (r.reply.is_nil()) continue;  // gone since SCAN saw it
     if (r.reply.type != Reply::Type::Integer || r.reply.integer < 0) return f;  // refused

@@ -81,13 +81,13 @@ Error foreign(const LockNames& n, const Reply& type) {
 
 // `keys`: the lock's, and for a release or renewal its tombstone.
 template <class T>
-void run(Client& c, const Script& s, const Args& keys, const Args& argv,
-         std::function<T(const Reply&)> parse, Done<T> done, Millis timeout = Millis(0),
-         const std::string& node = {}) {
+void run_layout_script(Client& c, const Script& s, const Args& keys, const Args& argv,
+                       std::function<T(const Reply&)> parse, Done<T> done,
+                       Millis timeout = Millis(0), const std::string& node = {}) {
   run_parsed<T>(c, s, keys, argv, std::move(parse), std::move(done), timeout, {}, node);
 }
 
-ReleaseReply parse_release(const Reply& r) {
+ReleaseReply parse_layout_release(const Reply& r) {
   ReleaseReply x;
   auto& e = r.as_array("a release reply", 1);
   int64_t v = num(e[0]);
@@ -137,7 +137,7 @@ void LayoutLock::do_acquire(const std::string& token, Millis ttl, bool /*queue*/
                             Millis timeout) {
   acquired_ttl_ = ttl;
   LockNames n = names_;
-  run<AcquireReply>(
+  run_layout_script<AcquireReply>(
       client(), scripts(layout()).acquire, {names_.lock},
       LayoutAcquireArgs{.token = token, .ttl = ttl}.to_argv(),
       [n](const Reply& r) {
@@ -185,12 +185,12 @@ void LayoutLock::do_extend(const std::string& token, Millis ttl, Done<ExtendRepl
   Client* c = &client();
   Args argv = LayoutExtendArgs{.token = token, .ttl = ttl}.to_argv();
   Args both{names_.lock, layout_tombstone(names_, token)};
-  run<ExtendReply>(
+  run_layout_script<ExtendReply>(
       client(), *s, {names_.lock}, argv, parse,
       [c, s, argv, both, parse, timeout,
        done = confirmed_renewal(client(), std::move(done))](Outcome<ExtendReply> o) mutable {
         if (o.error || o.value.held) return done(std::move(o));
-        run<ExtendReply>(*c, *s, both, argv, parse, std::move(done), timeout);
+        run_layout_script<ExtendReply>(*c, *s, both, argv, parse, std::move(done), timeout);
       },
       timeout);
 }
@@ -211,8 +211,8 @@ void LayoutLock::do_release(const std::string& token, Millis /*min_hold*/, Done<
     void go(int tries, Done<ReleaseReply> done) const {
       Millis left = std::chrono::duration_cast<Millis>(until - Clock::now());
       Try self = *this;
-      run<ReleaseReply>(
-          *c, *s, keys, argv, parse_release,
+      run_layout_script<ReleaseReply>(
+          *c, *s, keys, argv, parse_layout_release,
           [self, tries, done = std::move(done)](Outcome<ReleaseReply> o) mutable {
             Millis pause = std::min(Millis(50) * (1 << std::min(tries, 4)), Millis(500));
             if (!o.error || o.error->kind() != ErrorKind::Unavailable ||
@@ -248,9 +248,9 @@ void LayoutLock::confirm_master(const std::string& token, const AcquireReply& gr
   client().confirm_master(
       node, [c, n, token, node, cleanup, done = std::move(done)](Outcome<bool> o) mutable {
         if (o.error || o.value) return done(std::move(o));
-        run<ReleaseReply>(
+        run_layout_script<ReleaseReply>(
             *c, scripts(n.layout).release, {n.lock, layout_tombstone(n, token)},
-            release_args(n, token, cleanup + Millis(5000)), parse_release,
+            release_args(n, token, cleanup + Millis(5000)), parse_layout_release,
             [done = std::move(done)](Outcome<ReleaseReply>) {
               done(Outcome<bool>{std::nullopt, false});
             },
@@ -267,7 +267,7 @@ void LayoutLock::do_leave(const std::string& /*token*/, Done<bool> done, Millis 
 
 void LayoutLock::status(Done<LockStatus> done) {
   LockNames n = names_;
-  run<LockStatus>(
+  run_layout_script<LockStatus>(
       client(), scripts(layout()).status, {names_.lock}, {},
       [n](const Reply& r) {
         LockStatus s;
@@ -303,7 +303,7 @@ void LayoutLock::break_lock(const BreakRequest& req, Done<long> done) {
   Args argv = layout() == Layout::Plain
                   ? PlainBreakArgs{.channel = names_.channel, .payload = names_.key}.to_argv()
                   : RedissonBreakArgs{.channel = names_.channel}.to_argv();
-  run<long>(
+  run_layout_script<long>(
       client(), scripts(layout()).brk, {names_.lock}, argv,
       [](const Reply& r) { return static_cast<long>(r.as_int("a break reply")); }, std::move(done));
 }

@@ -125,10 +125,6 @@ Args keys_of(const LockNames& n) {
 
 namespace {
 
-bool starts_with(const std::string& s, const char* p) {
-  return s.rfind(p, 0) == 0;
-}
-
 // A server without EVAL_RO/EVALSHA_RO (Redis < 7), or an ACL that allows only
 // the plain commands: read-only scripts then go by EVALSHA/EVAL (they write
 // nothing either way).
@@ -136,7 +132,7 @@ bool no_read_only_variant(const Result& r) {
   if (r.failure || !r.reply.is_error()) return false;
   const std::string& m = r.reply.str;
   bool ro = m.find("_ro") != std::string::npos || m.find("_RO") != std::string::npos;
-  return starts_with(m, "ERR unknown command") || (starts_with(m, "NOPERM") && ro);
+  return m.starts_with("ERR unknown command") || (m.starts_with("NOPERM") && ro);
 }
 
 // FCALL cannot be used on this server at all: Redis 6 (unknown command), or an ACL
@@ -144,13 +140,13 @@ bool no_read_only_variant(const Result& r) {
 bool no_fcall(const Result& r) {
   if (r.failure || !r.reply.is_error()) return false;
   const std::string& m = r.reply.str;
-  return starts_with(m, "ERR unknown command") ||
-         (starts_with(m, "NOPERM") &&
+  return m.starts_with("ERR unknown command") ||
+         (m.starts_with("NOPERM") &&
           (m.find("'fcall'") != std::string::npos || m.find("'fcall_ro'") != std::string::npos));
 }
 
 bool function_not_found(const Result& r) {
-  return !r.failure && r.reply.is_error() && starts_with(r.reply.str, "ERR Function not found");
+  return !r.failure && r.reply.is_error() && r.reply.str.starts_with("ERR Function not found");
 }
 
 // The commands that line `line` (1 = the first) of `source` runs with
@@ -192,7 +188,7 @@ std::string acl_user(const std::string& url) {
 std::optional<Error> acl_refusal(const Client& c, const Script& s, const Args& keys,
                                  const std::string& m) {
   const bool in_script = m.find("user executing the script") != std::string::npos;
-  if (!starts_with(m, "NOPERM") && !in_script) return std::nullopt;
+  if (!m.starts_with("NOPERM") && !in_script) return std::nullopt;
   const std::string url = c.name(), user = acl_user(url);
   std::string prefix = keys.empty() ? "" : keys.front().substr(0, keys.front().find('{'));
   std::string pattern = escape_text(prefix) + "*";
@@ -230,8 +226,8 @@ std::optional<Error> acl_refusal(const Client& c, const Script& s, const Args& k
     names += (i == 0 ? "" : i + 1 == commands.size() ? " or " : ", ") + escape_text(commands[i]);
     std::string g = "+" + escape_text(commands[i]);
     for (char& ch : g) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    if (starts_with(commands[i], "EVAL")) g = "+evalsha +eval";
-    if (starts_with(commands[i], "FCALL")) g = "+fcall +fcall_ro";
+    if (commands[i].starts_with("EVAL")) g = "+evalsha +eval";
+    if (commands[i].starts_with("FCALL")) g = "+fcall +fcall_ro";
     grant += (i == 0 ? "" : " ") + g;
   }
   bool one = commands.size() == 1;
@@ -344,7 +340,7 @@ void send_evalsha(Client& client, const Script& script, const Args& keys, const 
           send_evalsha(*c, *sc, keys_copy, argv_copy, std::move(cb), timeout, undo_cmds, node);
           return;
         }
-        if (!r.failure && r.reply.is_error() && starts_with(r.reply.str, "NOSCRIPT")) {
+        if (!r.failure && r.reply.is_error() && r.reply.str.starts_with("NOSCRIPT")) {
           std::string key = keys_copy.empty() ? "" : keys_copy.front();
           c->command(script_command(ro ? "EVAL_RO" : "EVAL", sc->source(), keys_copy, argv_copy),
                      std::move(cb), CallOptions{timeout, std::move(undo_cmds), key, node});
@@ -406,7 +402,7 @@ void send_fcall(Client& client, const Script& script, const Args& keys, const Ar
        loaded](Result r) mutable {
         if (no_fcall(r)) {
           // FCALL_RO alone refused (an ACL with fcall only): FCALL, as EVALSHA_RO.
-          if (ro && !starts_with(r.reply.str, "ERR unknown command")) {
+          if (ro && !r.reply.str.starts_with("ERR unknown command")) {
             c->server().no_fcall_ro = true;
             send_fcall(*c, *sc, keys, argv, std::move(cb), timeout, undo_cmds, node, loaded);
             return;
@@ -442,7 +438,7 @@ void run_script(Client& client, const Script& script, const Args& keys, const Ar
         // waiter and a renewal ride out. Redis refuses only a script's first
         // write, so a refused script wrote nothing (docs/PROTOCOL.md).
         r.failure = out_of_memory(fmt::format("{} ({} script)", c->name(), sc->name));
-      else if (starts_with(r.reply.str, "WRONGTYPE"))
+      else if (r.reply.str.starts_with("WRONGTYPE"))
         return explain_wrong_type(*c, *sc, keys, node, timeout, std::move(r), given_cb);
     }
     given_cb(std::move(r));

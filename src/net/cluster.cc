@@ -16,7 +16,7 @@ bool parse_int(std::string_view s, int lo, int hi, int& out) {
   return !s.empty() && ec == std::errc() && p == s.data() + s.size() && out >= lo && out <= hi;
 }
 
-bool plausible_host(std::string_view h) {
+bool plausible_node_host(std::string_view h) {
   if (h.size() > 255) return false;
   for (unsigned char c : h)
     if (c <= 0x20 || c == 0x7f || c == '/' || c == '@') return false;
@@ -47,7 +47,7 @@ std::optional<Redirect> parse_redirect(std::string_view m) {
   std::string_view host = addr.substr(0, colon);
   if (host.size() > 2 && host.front() == '[' && host.back() == ']')
     host = host.substr(1, host.size() - 2);
-  if (!plausible_host(host)) return std::nullopt;
+  if (!plausible_node_host(host)) return std::nullopt;
   r.host = std::string(host);
   return r;
 }
@@ -64,7 +64,7 @@ std::vector<SlotRange> parse_cluster_slots(const Reply& r) {
     auto& master = e[2].as_array("a CLUSTER SLOTS node", 2);
     s.host = master[0].text();
     if (s.host == "?") s.host.clear();  // an unknown endpoint: the node we asked
-    if (!plausible_host(s.host))
+    if (!plausible_node_host(s.host))
       throw_protocol(fmt::format("CLUSTER SLOTS names a bad host '{}'",
                                  escape_text(truncate_text(s.host, 64))));
     long long port = master[1].as_int("a port");

@@ -36,10 +36,6 @@ const char* type_name(Reply::Type t) {
                              r.is_error() ? " '" + escape_text(r.str) + "'" : ""));
 }
 
-bool starts_with(const std::string& s, const char* p) {
-  return s.rfind(p, 0) == 0;
-}
-
 }  // namespace
 
 long long Reply::as_int(const char* what) const {
@@ -114,19 +110,19 @@ Error server_error(const std::string& m, const std::string& context) {
   // Redis 7 also says "permission" without a NOPERM prefix: inside scripts
   // ("The user executing the script can't …") and when it drops an
   // unauthenticated client's large command ("Protocol error: unauthenticated").
-  if (starts_with(m, "NOAUTH") || starts_with(m, "WRONGPASS") || starts_with(m, "NOPERM") ||
+  if (m.starts_with("NOAUTH") || m.starts_with("WRONGPASS") || m.starts_with("NOPERM") ||
       has("invalid password") || has("invalid username-password") ||
       has("user executing the script can't") || has("No permissions to access") ||
       has("Protocol error: unauthenticated"))
     return Error(ErrorKind::Permission, msg);
-  if (starts_with(m, "LOADING") || starts_with(m, "BUSY") || starts_with(m, "MASTERDOWN") ||
-      starts_with(m, "READONLY") || starts_with(m, "TRYAGAIN") || starts_with(m, "CLUSTERDOWN") ||
-      starts_with(m, "NOREPLICAS") || starts_with(m, "MOVED") || starts_with(m, "ASK "))
+  if (m.starts_with("LOADING") || m.starts_with("BUSY") || m.starts_with("MASTERDOWN") ||
+      m.starts_with("READONLY") || m.starts_with("TRYAGAIN") || m.starts_with("CLUSTERDOWN") ||
+      m.starts_with("NOREPLICAS") || m.starts_with("MOVED") || m.starts_with("ASK "))
     return Error(ErrorKind::Unavailable, msg);
   if (is_out_of_memory(m)) return out_of_memory(context);
   // A server at its maxclients answers a new connection's first command so,
   // then closes it: like a reset, it may pass by itself.
-  if (starts_with(m, "ERR max number of clients reached"))
+  if (m.starts_with("ERR max number of clients reached"))
     return Error(ErrorKind::Unavailable, msg, -1, Cause::Reset);
   return Error(ErrorKind::Protocol, msg);
 }

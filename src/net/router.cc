@@ -22,21 +22,17 @@ constexpr int kMaxRedirects = 8;
 // The map is asked for again at most this often while redirects come in.
 constexpr Millis kRefreshInterval{200};
 
-bool starts_with(const std::string& s, const char* p) {
-  return s.rfind(p, 0) == 0;
-}
-
 // Replies that say a command did not run and may run soon: a slot being
 // migrated (TRYAGAIN: some of a lock's keys have moved, some not yet), or a
 // Cluster that has lost a slot's node (CLUSTERDOWN, until a failover).
 bool try_again(const std::string& m) {
-  return starts_with(m, "TRYAGAIN") || starts_with(m, "CLUSTERDOWN");
+  return m.starts_with("TRYAGAIN") || m.starts_with("CLUSTERDOWN");
 }
 
 // Replies of a server that is not (or no longer) the master: the command did
 // not run, and goes to the master once it is found again.
 bool not_master(const std::string& m) {
-  return starts_with(m, "READONLY") || starts_with(m, "MASTERDOWN");
+  return m.starts_with("READONLY") || m.starts_with("MASTERDOWN");
 }
 
 Millis pause_for(int tries) {
@@ -185,7 +181,7 @@ void Router::on_result(const CallPtr& c, const std::string& node_name, Result r)
     if (redirect(c, m)) return;
     if (try_again(m) && left > pause) {
       if (cfg_.trace) cfg_.trace(fmt::format("{}: {}; trying again", c->args[0], escape_text(m)));
-      if (starts_with(m, "CLUSTERDOWN")) refresh_slots();
+      if (m.starts_with("CLUSTERDOWN")) refresh_slots();
       return retry_later(c, pause);
     }
     if (not_master(m) && left > pause && c->opt.node.empty()) {
@@ -326,7 +322,7 @@ void Router::ask_slots(const std::string& name, Done<std::vector<std::string>> d
           // CLUSTER (a read-only one) is answered the same way: `list` then
           // sees the node of the URL.
           if (!r.failure && r.reply.is_error() &&
-              (not_a_cluster(r.reply.str) || starts_with(r.reply.str, "NOPERM"))) {
+              (not_a_cluster(r.reply.str) || r.reply.str.starts_with("NOPERM"))) {
             o.value = {name};
             return done(std::move(o));
           }

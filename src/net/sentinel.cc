@@ -32,10 +32,6 @@ bool plausible_host(const std::string& host) {
   return true;
 }
 
-bool starts_with(const std::string& s, const char* p) {
-  return s.rfind(p, 0) == 0;
-}
-
 }  // namespace
 
 // One find(): every sentinel is asked at once; what each named is kept until
@@ -175,7 +171,7 @@ void SentinelDiscovery::answered(const std::shared_ptr<Survey>& s, size_t i, Res
   const Endpoint& at = cfg_.sentinel->sentinels[i];
   std::string who = escape_text(at.address());
   if (master && !master->failure && master->reply.is_error() &&
-      (starts_with(master->reply.str, "NOPERM") || starts_with(master->reply.str, "ERR unknown")))
+      (master->reply.str.starts_with("NOPERM") || master->reply.str.starts_with("ERR unknown")))
     addr_only_[i] = true;  // no epoch from this one, and no need to ask again
   if (r.failure) {
     if (r.failure->kind() == ErrorKind::Permission)
@@ -420,10 +416,10 @@ void SentinelMaster::found(const MasterInfo& info) {
     const Reply& rep = r.reply;
     if (rep.is_error()) {
       Error e = server_error(rep.str, fmt::format("ROLE at {}", escape_text(name)));
-      if (e.kind() == ErrorKind::Permission && !starts_with(rep.str, "NOPERM")) return give_up(e);
+      if (e.kind() == ErrorKind::Permission && !rep.str.starts_with("NOPERM")) return give_up(e);
       // NOPERM (an ACL without ROLE) or a server without it: the sentinels'
       // word has to do. Anything else (LOADING…) passes.
-      if (!starts_with(rep.str, "NOPERM") && !starts_with(rep.str, "ERR unknown")) return failed(e);
+      if (!rep.str.starts_with("NOPERM") && !rep.str.starts_with("ERR unknown")) return failed(e);
     } else {
       std::string role =
           rep.type == Reply::Type::Array && !rep.elements.empty() ? rep.elements[0].text() : "";
