@@ -1,5 +1,6 @@
 #!/usr/bin/env bats
 # ctest-labels: medium
+# ctest-timeout: 600
 # What a holder does between acquiring and exiting, when things go wrong around it:
 # - a loss is never hidden: a lock deleted, broken or lost in a server restart between
 #   renewals is reported at release (76; --on-lost warn: the command's status);

@@ -24,21 +24,16 @@ std::string lock_location(const GlobalOptions& g) {
 
 namespace {
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 // A server as named by its URL, whatever the database, user or password: two
 // databases of one server are one master.
 std::string server_of(const ConnectionConfig& cfg) {
   if (cfg.sentinel) {
     std::vector<std::string> hosts;
-    for (auto& s : cfg.sentinel->sentinels) hosts.push_back(lower(s.address()));
+    for (auto& s : cfg.sentinel->sentinels) hosts.push_back(ascii_lower(s.address()));
     std::sort(hosts.begin(), hosts.end());
     return fmt::format("sentinel {} {}", fmt::join(hosts, ","), cfg.sentinel->master_name);
   }
-  return lower(cfg.endpoint.address());
+  return ascii_lower(cfg.endpoint.address());
 }
 
 // The run_id in an INFO reply ("run_id:<40 hex>").

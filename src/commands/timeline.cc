@@ -145,12 +145,6 @@ Timeline make_timeline(const std::vector<Event>& events, int64_t now_ms, int64_t
 
 namespace {
 
-// "2026-11-27 14:03:22Z"
-std::string when(int64_t ms) {
-  std::string iso = utc_iso(ms);
-  return iso.substr(0, 10) + " " + iso.substr(11, 8) + "Z";
-}
-
 // The axis: ticks every `step` ms, the labels' form for that step.
 struct Axis {
   int64_t step;
@@ -239,8 +233,8 @@ std::string draw_timeline(const Timeline& t, const std::string& key, size_t widt
   };
 
   std::string out = fmt::format(
-      "{}  {} .. {} ({}), one column = {}\n", escape_text(key), when(t.from_ms), when(t.to_ms),
-      format_duration(Millis(span)),
+      "{}  {} .. {} ({}), one column = {}\n", escape_text(key), utc_when(t.from_ms),
+      utc_when(t.to_ms), format_duration(Millis(span)),
       format_duration(Millis(std::max<int64_t>(1, span / static_cast<int64_t>(cells)))));
   for (auto& r : t.rows) {
     std::vector<Cell> line(cells + kMarkRoom);
@@ -373,8 +367,8 @@ std::string timeline_svg(const Timeline& t, const std::string& key) {
       kWidth, height);
   out += fmt::format("<text x=\"10\" y=\"20\" font-size=\"14\" font-weight=\"bold\">{}</text>\n",
                      xml_text(key));
-  out += fmt::format("<text x=\"{}\" y=\"20\">{} .. {} ({})</text>\n", kName, when(t.from_ms),
-                     when(t.to_ms), format_duration(Millis(span)));
+  out += fmt::format("<text x=\"{}\" y=\"20\">{} .. {} ({})</text>\n", kName, utc_when(t.from_ms),
+                     utc_when(t.to_ms), format_duration(Millis(span)));
   for (int i = 0; i < rows; ++i) {
     const TimelineRow& r = t.rows[static_cast<size_t>(i)];
     const int y = kTop + i * kRow;
@@ -389,8 +383,8 @@ std::string timeline_svg(const Timeline& t, const std::string& key) {
         out += fmt::format(
             "<rect x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"{}\">"
             "<title>{}: {} {} .. {}{}</title></rect>\n",
-            x0, y + 4, w, kRow - 8, kFill[k], xml_text(r.who), kKindName[k], when(s.from_ms),
-            when(s.to_ms), end.empty() ? "" : ", " + xml_text(end));
+            x0, y + 4, w, kRow - 8, kFill[k], xml_text(r.who), kKindName[k], utc_when(s.from_ms),
+            utc_when(s.to_ms), end.empty() ? "" : ", " + xml_text(end));
         if (s.mark)
           out += fmt::format(
               "<text x=\"{:.1f}\" y=\"{}\" fill=\"#c62828\" font-weight=\"bold\">{}</text>\n",

@@ -26,7 +26,7 @@ std::string lease_left(Millis left) {
 }
 
 // "ci-4 pid 22836", or its --label: who a holder or waiter is.
-std::string who(const HolderInfo& i) {
+std::string top_who(const HolderInfo& i) {
   if (!i.label.empty()) return escape_text(i.label);
   if (i.host.empty()) return "?";
   return fmt::format("{} pid {}", escape_text(i.host), i.pid);
@@ -59,7 +59,7 @@ std::string shape(const LockStatus& st) {
 
 std::string holder_cell(const LockStatus& st) {
   if (st.holders.empty()) return "-";
-  std::string w = who(st.holders.front().info);
+  std::string w = top_who(st.holders.front().info);
   if (st.holder_count > 1) w += fmt::format(" +{}", st.holder_count - 1);
   return keep_end(w, 32);
 }
@@ -194,13 +194,13 @@ std::vector<std::string> top_detail(const TopRow& row, size_t width) {
       {"", "WHO", "USER@HOST:PID", "HELD", "LEFT", "FENCE", "PRIORITY", "COMMAND"}};
   for (const Holder& h : st.holders)
     cells.push_back(
-        {"holder", keep_end(who(h.info), 32),
+        {"holder", keep_end(top_who(h.info), 32),
          fmt::format("{}@{}:{}", escape_text(h.info.user), escape_text(h.info.host), h.info.pid),
          age(h.since_ms > 0 ? st.now_ms - h.since_ms : 0), lease_left(h.ttl_left),
          std::to_string(h.fence), "", escape_text(h.info.cmd)});
   for (const Waiter& w : st.waiters)
     cells.push_back(
-        {w.shared ? "waiter (shared)" : "waiter", keep_end(who(w.info), 32),
+        {w.shared ? "waiter (shared)" : "waiter", keep_end(top_who(w.info), 32),
          fmt::format("{}@{}:{}", escape_text(w.info.user), escape_text(w.info.host), w.info.pid),
          fmt::format("waiting {}", age(w.since_ms > 0 ? st.now_ms - w.since_ms : 0)), "", "",
          std::to_string(w.priority), escape_text(w.info.cmd)});

@@ -130,4 +130,9 @@ std::string utc_iso(int64_t unix_ms) {
                      tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, unix_ms % 1000);
 }
 
+std::string utc_when(int64_t unix_ms) {
+  std::string iso = utc_iso(unix_ms);  // 2026-11-27T14:03:22.123Z
+  return iso.substr(0, 10) + " " + iso.substr(11, 8) + "Z";
+}
+
 }  // namespace rlock

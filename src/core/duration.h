@@ -24,4 +24,7 @@ std::string format_duration(Millis d);
 /// Unix milliseconds as "2026-11-23T10:00:00.123Z" (clamped to years 1970-9999).
 std::string utc_iso(int64_t unix_ms);
 
+/// Unix milliseconds as people read them in a history: "2026-11-23 10:00:00Z".
+std::string utc_when(int64_t unix_ms);
+
 }  // namespace rlock

@@ -205,4 +205,10 @@ std::string wrap_text(std::string_view first, std::string_view text, size_t widt
   return out + "\n";
 }
 
+std::string ascii_lower(std::string s) {
+  for (char& c : s)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return s;
+}
+
 }  // namespace rlock

@@ -38,6 +38,9 @@ std::string truncate_text(std::string_view s, size_t max);
 /// (rlock's own texts; text from Redis is escaped first).
 size_t text_columns(std::string_view s);
 
+/// `s` with ASCII A-Z lowered (host names, command names; whatever the locale).
+std::string ascii_lower(std::string s);
+
 /// `s` cut to at most `columns` columns (UTF-8 characters), with "…" as its
 /// last column when something was cut.
 std::string truncate_columns(std::string_view s, size_t columns);

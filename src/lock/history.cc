@@ -49,11 +49,6 @@ std::string ms_text(const std::string& v) {
   return format_duration(Millis(std::strtoll(v.c_str(), nullptr, 10)));
 }
 
-std::string when(int64_t ms) {
-  std::string iso = utc_iso(ms);  // 2026-11-27T14:03:22.123Z
-  return iso.substr(0, 10) + " " + iso.substr(11, 8) + "Z";
-}
-
 bool is_ending(const std::string& ev) {
   return ev == "released" || ev == "kept" || ev == "done" || ev == "expired" || ev == "lost" ||
          ev == "broken";
@@ -177,7 +172,7 @@ std::string event_line(const Event& e) {
     if (!held.empty()) parts.push_back("held " + held);
     if (!e.get("exit").empty()) parts.push_back("exit " + f("exit"));
     if (!e.get("until").empty() && id_ms(e.get("until")) > 0)
-      parts.push_back("taken until " + when(id_ms(e.get("until"))) +
+      parts.push_back("taken until " + utc_when(id_ms(e.get("until"))) +
                       (ev == "done" ? " (--done-for)" : " (--min-hold)"));
     if (!e.get("why").empty()) parts.push_back(f("why"));
   } else if (ev == "expired") {
@@ -201,7 +196,7 @@ std::string event_line(const Event& e) {
   }
   // Quorum mode: what a minority of masters recorded instead (settle_endings).
   if (!e.get("also").empty()) parts.push_back("also: " + f("also"));
-  std::string line = fmt::format("{}  {:<10}  ", when(e.ms), escape_text(ev));
+  std::string line = fmt::format("{}  {:<10}  ", utc_when(e.ms), escape_text(ev));
   for (size_t i = 0; i < parts.size(); ++i) line += (i ? ", " : "") + parts[i];
   if (e.of > 0) {
     line += fmt::format(" (on {} of {} masters", e.masters, e.of);

@@ -299,15 +299,9 @@ SentinelUrl parse_sentinel_url(std::string_view url) {
 
 namespace {
 
-std::string lower(std::string s) {
-  for (char& c : s)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return s;
-}
-
 // host:port, IPv6 in brackets, the host in lower case (names are not resolved).
 std::string canonical_address(const Endpoint& ep) {
-  std::string h = lower(ep.host);
+  std::string h = ascii_lower(ep.host);
   if (h.find(':') != std::string::npos) h = "[" + h + "]";
   return fmt::format("{}:{}", escape_text(h), ep.port);
 }
