@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <iostream>
 
 #include "core/error.h"
 
@@ -70,4 +71,10 @@ void end_if_reader_gone() {
   sigprocmask(SIG_UNBLOCK, &pipe, nullptr);
   raise(SIGPIPE);
 }
+bool read_yes_answer() {
+  std::string answer;
+  if (!std::getline(std::cin, answer)) return false;
+  return answer == "y" || answer == "Y" || answer == "yes";
+}
+
 }  // namespace rlock

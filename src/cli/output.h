@@ -45,4 +45,11 @@ bool watch_stdout_reader(Loop& loop, std::function<void(const Error&)> gone);
 /// ignores it while running), as `yes | head` does; else returns.
 void end_if_reader_gone();
 
+/// Reads one line of standard input, the answer to a "[y/N]" that break or
+/// forget asked on the terminal: true for y, Y or yes; false for anything
+/// else, end of input or an error. The one reader of a standard stream outside
+/// run_cli (core/iostream_lazy.h), never inlined so that tests/streams.bats
+/// finds it by name whatever the build inlines.
+[[gnu::noinline]] bool read_yes_answer();
+
 }  // namespace rlock

@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <iostream>
 
 #include "cli/output.h"
 #include "commands/commands.h"
@@ -49,8 +48,7 @@ int cmd_break(const GlobalOptions& g, const std::string& key, bool yes, const Br
                   : fmt::format("Evict the holder with token {} from '{}' and wake the next "
                                 "waiter? [y/N] ",
                                 req.token, key));
-    std::string answer;
-    if (!std::getline(std::cin, answer) || (answer != "y" && answer != "Y" && answer != "yes")) {
+    if (!read_yes_answer()) {
       log_info("not broken");
       return exitcode::kFree;
     }

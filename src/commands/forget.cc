@@ -5,8 +5,6 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <iostream>
-
 #include "cli/output.h"
 #include "commands/commands.h"
 
@@ -24,8 +22,7 @@ int cmd_forget(const GlobalOptions& g, const std::string& key, bool yes) {
         "Remove every trace of '{}', its fence counter included (its fences start again at "
         "1)? [y/N] ",
         escape_text(key)));
-    std::string answer;
-    if (!std::getline(std::cin, answer) || (answer != "y" && answer != "Y" && answer != "yes")) {
+    if (!read_yes_answer()) {
       log_info("not forgotten");
       return exitcode::kFree;
     }

@@ -4,7 +4,8 @@
 // standard stream objects and the classic locale before main: 50,000 instructions and 26
 // page faults in a binary that links libstdc++ statically, about 4% of an uncontended
 // `rlock run` (docs/PERFORMANCE.md). rlock writes through its own functions
-// (cli/output.h) and reads std::cin only in the commands that ask for a confirmation.
+// (cli/output.h) and reads std::cin only in read_yes_answer (cli/output.h), the answer
+// to the confirmation break and forget ask for.
 //
 // So here <iostream> declares the streams without that object: run_cli() (app/cli.cc)
 // builds one before any command but the plain `run KEY -- CMD` parses its words, which
